@@ -1,0 +1,228 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/store"
+)
+
+// Exit statuses (SPEC §1).
+const (
+	exitOK     = 0
+	exitFailed = 1
+	exitUsage  = 2
+	exitLocked = 75
+	exitDenied = 77
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "0.1.0-dev"
+
+// failure is an error that knows its code, exit status and what to do.
+type failure struct {
+	code runtime.Code
+	msg  string
+	hint string
+	exit int
+}
+
+func (f *failure) Error() string { return f.msg }
+
+func fail(code runtime.Code, exit int, hint, format string, args ...any) *failure {
+	return &failure{code: code, exit: exit, hint: hint, msg: fmt.Sprintf(format, args...)}
+}
+
+func usageErr(hint, format string, args ...any) *failure {
+	return fail("USAGE", exitUsage, hint, format, args...)
+}
+
+// storeFailure maps store errors onto codes and exit statuses.
+func storeFailure(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, store.ErrLocked):
+		return fail(runtime.CodeStoreLocked, exitLocked, "another warden process is using the store; retry when it is done, or raise --lock-timeout", "%v", err)
+	case errors.Is(err, store.ErrCorrupt):
+		return fail(runtime.CodeStoreCorrupt, exitFailed, "restore warden.db from a backup, or move it aside to start a new store", "%v", err)
+	case errors.Is(err, store.ErrTampered):
+		return fail(runtime.CodeAuditTampered, exitFailed, "the audit log was altered; keep the file for investigation", "%v", err)
+	case errors.Is(err, store.ErrNotFound):
+		return fail(runtime.CodeNotFound, exitFailed, "check the name with the matching ls command (memory ls, runs ls, audit ls)", "%v", err)
+	case errors.Is(err, context.Canceled):
+		return fail(runtime.CodeUserCancelled, exitFailed, "", "cancelled")
+	}
+	var f *failure
+	if errors.As(err, &f) {
+		return f
+	}
+	return fail(runtime.CodeInternal, exitFailed, "run again with --log-level debug and see <home>/logs", "%v", err)
+}
+
+// run is main without os.Exit, for tests.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	app := newApp(stdin, stdout, stderr)
+	err := app.RunContext(ctx, reorderArgs(app, args))
+	if err == nil {
+		return exitOK
+	}
+	var f *failure
+	if !errors.As(err, &f) {
+		if ee, ok := err.(cli.ExitCoder); ok && ee.ExitCode() == 0 {
+			return exitOK
+		}
+		// urfave/cli reports bad flags and the like as plain errors.
+		f = usageErr("see `warden --help`", "%v", err)
+	}
+	if f.exit != exitOK {
+		line := fmt.Sprintf("warden: %s: %s", f.code, f.msg)
+		if f.hint != "" {
+			line += " — " + f.hint
+		}
+		fmt.Fprintln(stderr, strings.ReplaceAll(line, "\n", " "))
+	}
+	return f.exit
+}
+
+func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
+	app := &cli.App{
+		Name:                 "warden",
+		Usage:                "a WebAssembly-extensible agent runtime where every tool call goes through one gate",
+		Version:              version,
+		Reader:               stdin,
+		Writer:               stdout,
+		ErrWriter:            stderr,
+		EnableBashCompletion: true,
+		Suggest:              true,
+		HideVersion:          true,
+		Flags:                globalFlags(),
+		ExitErrHandler:       func(*cli.Context, error) {}, // run() prints and exits
+		Commands: []*cli.Command{
+			toolsCommand(),
+			callCommand(),
+			auditCommand(),
+			memoryCommand(),
+			runsCommand(),
+			policyCommand(),
+			versionCommand(),
+			completionCommand(),
+		},
+	}
+	app.OnUsageError = func(c *cli.Context, err error, _ bool) error {
+		return usageErr("see `warden "+c.Command.Name+" --help`", "%v", err)
+	}
+	for _, c := range app.Commands {
+		setUsageErrors(c)
+	}
+	return app
+}
+
+func setUsageErrors(c *cli.Command) {
+	c.OnUsageError = func(cc *cli.Context, err error, _ bool) error {
+		return usageErr("see `warden "+strings.TrimPrefix(cc.Command.FullName(), "warden ")+" --help`", "%v", err)
+	}
+	for _, s := range c.Subcommands {
+		setUsageErrors(s)
+	}
+}
+
+func globalFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "home", EnvVars: []string{"WARDEN_HOME"}, Usage: "state directory (warden.db, tools/, cache/, logs/); default $XDG_DATA_HOME/warden or ~/.local/share/warden"},
+		&cli.StringFlag{Name: "workspace", EnvVars: []string{"WARDEN_WORKSPACE"}, Usage: "root for fs, git and shell tools (default: current directory)"},
+		&cli.StringFlag{Name: "policy", EnvVars: []string{"WARDEN_POLICY"}, Usage: "policy file (default: <workspace>/.warden/policy.yaml, else <home>/policy.yaml, else the built-in default)"},
+		&cli.StringSliceFlag{Name: "grant", Usage: "extra grant KIND:SCOPE for this invocation only (repeatable)"},
+		&cli.BoolFlag{Name: "dry-run", Usage: "every side-effecting call returns its preview and changes nothing"},
+		&cli.StringFlag{Name: "approve", EnvVars: []string{"WARDEN_APPROVE"}, Usage: "who approves require_approval calls: ask | auto | never (default: the policy's, else ask on a terminal, never otherwise)"},
+		&cli.BoolFlag{Name: "json", Usage: "machine-readable output on stdout"},
+		&cli.StringFlag{Name: "log-level", EnvVars: []string{"WARDEN_LOG_LEVEL"}, Value: "warn", Usage: "stderr log level: debug | info | warn | error (the log file under <home>/logs always gets info)"},
+		&cli.DurationFlag{Name: "lock-timeout", EnvVars: []string{"WARDEN_LOCK_TIMEOUT"}, Value: defaultLockTimeout, Usage: "how long to wait for another warden process to release the store"},
+	}
+}
+
+// jsonFlag lets --json follow any command, not only precede it.
+var jsonFlag = &cli.BoolFlag{Name: "json", Usage: "machine-readable output on stdout"}
+
+// reorderArgs moves flags that follow positional arguments in front of them,
+// so `warden call system --args '{}'` works (Go's flag parsing stops at the
+// first positional argument). Everything after `--` is left alone.
+func reorderArgs(app *cli.App, args []string) []string {
+	if len(args) < 2 {
+		return args
+	}
+	out := []string{args[0]}
+	flags := app.Flags
+	var cmds []*cli.Command = app.Commands
+	i := 1
+	// Walk the command path: global flags, then command names.
+	for i < len(args) {
+		a := args[i]
+		if strings.HasPrefix(a, "-") {
+			out = append(out, a)
+			if takesValue(flags, a) && !strings.Contains(a, "=") && i+1 < len(args) {
+				out = append(out, args[i+1])
+				i++
+			}
+			i++
+			continue
+		}
+		var next *cli.Command
+		for _, c := range cmds {
+			if c.HasName(a) {
+				next = c
+			}
+		}
+		if next == nil {
+			break
+		}
+		out = append(out, a)
+		flags, cmds = next.Flags, next.Subcommands
+		i++
+	}
+	var fl, pos []string
+	for ; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			pos = append(pos, args[i:]...)
+			break
+		}
+		if strings.HasPrefix(a, "-") && a != "-" {
+			fl = append(fl, a)
+			if takesValue(flags, a) && !strings.Contains(a, "=") && i+1 < len(args) {
+				fl = append(fl, args[i+1])
+				i++
+			}
+			continue
+		}
+		pos = append(pos, a)
+	}
+	return append(append(out, fl...), pos...)
+}
+
+func takesValue(flags []cli.Flag, arg string) bool {
+	name := strings.TrimLeft(arg, "-")
+	for _, f := range flags {
+		for _, n := range f.Names() {
+			if n != name {
+				continue
+			}
+			if bf, ok := f.(*cli.BoolFlag); ok && bf != nil {
+				return false
+			}
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/wardenrt/warden/runtime"
+)
+
+// terminalApprover asks the person at the terminal. It shows the tool, the
+// redacted arguments, what the call needs and, for dry_run_first rules, the
+// preview.
+type terminalApprover struct {
+	in  io.Reader
+	out io.Writer
+}
+
+func (a *terminalApprover) Approve(ctx context.Context, r runtime.ApprovalRequest) (runtime.Approval, error) {
+	fmt.Fprintf(a.out, "\nwarden: %s wants to call %s\n", strings.Join(r.Principal, " → "), r.Tool)
+	fmt.Fprintf(a.out, "  arguments: %s\n", r.Args)
+	if len(r.Needs) > 0 {
+		fmt.Fprintf(a.out, "  needs:     %s\n", strings.Join(r.Needs, ", "))
+	}
+	fmt.Fprintf(a.out, "  rule:      %s\n", r.Rule)
+	if r.Preview != nil {
+		fmt.Fprintf(a.out, "  preview:\n%s\n", indent(r.Preview.Output, "    "))
+	}
+	fmt.Fprint(a.out, "Approve? [y/N] ")
+	type answer struct {
+		line string
+		err  error
+	}
+	ch := make(chan answer, 1)
+	go func() {
+		line, err := bufio.NewReader(a.in).ReadString('\n')
+		ch <- answer{line, err}
+	}()
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(a.out)
+		return runtime.Approval{}, runtime.ErrCancelled
+	case ans := <-ch:
+		if ans.err != nil && ans.line == "" {
+			fmt.Fprintln(a.out)
+			return runtime.Approval{}, runtime.ErrCancelled
+		}
+		switch strings.ToLower(strings.TrimSpace(ans.line)) {
+		case "y", "yes":
+			return runtime.Approval{Approved: true, By: "user"}, nil
+		}
+		return runtime.Approval{Approved: false, By: "user"}, nil
+	}
+}
+
+func indent(s, prefix string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = prefix + l
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/wardenrt/warden/runtime"
+)
+
+func toolsCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "tools",
+		Usage: "list every tool, built-in and wasm, with its description, input schema and the capabilities it can need",
+		Flags: []cli.Flag{jsonFlag},
+		Action: withEnv(func(ctx context.Context, e *env) error {
+			reg, err := e.registry()
+			if err != nil {
+				return err
+			}
+			specs := reg.Specs()
+			if e.json {
+				type toolJSON struct {
+					Name         string          `json:"name"`
+					Description  string          `json:"description"`
+					InputSchema  json.RawMessage `json:"input_schema"`
+					Capabilities []string        `json:"capabilities"`
+					ReadOnly     bool            `json:"read_only"`
+				}
+				out := make([]toolJSON, 0, len(specs))
+				for _, s := range specs {
+					caps := make([]string, len(s.Capabilities))
+					for i, k := range s.Capabilities {
+						caps[i] = string(k)
+					}
+					out = append(out, toolJSON{s.Name, s.Description, s.InputSchema, caps, s.ReadOnly})
+				}
+				return e.printJSON(out)
+			}
+			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "TOOL\tCAPABILITIES\tDESCRIPTION")
+			for _, s := range specs {
+				caps := make([]string, len(s.Capabilities))
+				for i, k := range s.Capabilities {
+					caps[i] = string(k)
+				}
+				desc, _, _ := strings.Cut(s.Description, ". ")
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, strings.Join(caps, ","), desc)
+			}
+			return tw.Flush()
+		}),
+	}
+}
+
+func callCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "call",
+		Usage:     "call one tool through the gate and print its result envelope",
+		ArgsUsage: "TOOL",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "args", Usage: "arguments as one JSON object"},
+			&cli.StringSliceFlag{Name: "arg", Aliases: []string{"a"}, Usage: "one argument as key=value (repeatable; a value is JSON when the schema's type is not string, else text)"},
+			jsonFlag,
+		},
+		Action: withEnv(func(ctx context.Context, e *env) error {
+			if e.c.NArg() != 1 {
+				return usageErr("usage: warden call TOOL [--args JSON] [-a key=value ...]; list tools with `warden tools`", "call needs exactly one tool name")
+			}
+			name := e.c.Args().First()
+			g, err := e.gate()
+			if err != nil {
+				return err
+			}
+			args, err := buildArgs(g.Registry(), name, e.c.String("args"), e.c.StringSlice("arg"))
+			if err != nil {
+				return err
+			}
+			res, err := g.Call(ctx, runtime.Request{Tool: name, Args: args, Principal: []string{"cli"}})
+			if err != nil {
+				return err
+			}
+			return e.printResult(res)
+		}),
+	}
+}
+
+// buildArgs merges --args and -a key=value pairs into one JSON object.
+// Pairs are added textually after the --args object so that the strict
+// decoder still sees (and refuses) duplicate keys.
+func buildArgs(reg *runtime.Registry, tool, argsJSON string, pairs []string) (json.RawMessage, error) {
+	if len(pairs) == 0 {
+		return json.RawMessage(argsJSON), nil
+	}
+	types := map[string]string{}
+	if t, ok := reg.Lookup(tool); ok {
+		var sch struct {
+			Properties map[string]struct {
+				Type any `json:"type"`
+			} `json:"properties"`
+		}
+		if json.Unmarshal(t.Spec().InputSchema, &sch) == nil {
+			for k, p := range sch.Properties {
+				if s, ok := p.Type.(string); ok {
+					types[k] = s
+				}
+			}
+		}
+	}
+	var b bytes.Buffer
+	base := strings.TrimSpace(argsJSON)
+	if base == "" {
+		base = "{}"
+	}
+	if !strings.HasPrefix(base, "{") || !strings.HasSuffix(base, "}") {
+		return nil, usageErr(`--args must be a JSON object such as '{"path":"README.md"}'`, "--args is not a JSON object")
+	}
+	inner := strings.TrimSpace(base[1 : len(base)-1])
+	b.WriteString("{")
+	b.WriteString(inner)
+	for i, p := range pairs {
+		k, v, ok := strings.Cut(p, "=")
+		if !ok || k == "" {
+			return nil, usageErr("write -a key=value", "-a %q has no key=value", p)
+		}
+		if inner != "" || i > 0 {
+			b.WriteString(",")
+		}
+		kj, _ := json.Marshal(k)
+		b.Write(kj)
+		b.WriteString(":")
+		if types[k] != "string" && json.Valid([]byte(v)) {
+			b.WriteString(v)
+		} else {
+			vj, _ := json.Marshal(v)
+			b.Write(vj)
+		}
+	}
+	b.WriteString("}")
+	return b.Bytes(), nil
+}
+
+// printResult prints an envelope (always as JSON: it is the result) and turns
+// a failed call into the matching exit status.
+func (e *env) printResult(res runtime.Result) error {
+	if err := e.printJSON(res); err != nil {
+		return err
+	}
+	if res.Success {
+		return nil
+	}
+	exit := exitFailed
+	if res.Error.Code.Denial() {
+		exit = exitDenied
+	}
+	return fail(res.Error.Code, exit, res.Error.Hint, "%s: %s", res.Tool, res.Error.Message)
+}

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/wardenrt/warden/runtime"
+)
+
+func policyCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "policy",
+		Usage: "check a policy file, or explain how the policy decides a call",
+		Subcommands: []*cli.Command{
+			{
+				Name: "check", Usage: "validate a policy file; every problem with its line and column", ArgsUsage: "FILE",
+				Flags: []cli.Flag{jsonFlag},
+				Action: withEnv(func(ctx context.Context, e *env) error {
+					if e.c.NArg() != 1 {
+						return usageErr("usage: warden policy check FILE", "policy check needs one file")
+					}
+					file := e.c.Args().First()
+					data, err := os.ReadFile(file)
+					if err != nil {
+						return usageErr("check the path", "%v", err)
+					}
+					p, err := runtime.ParsePolicy(file, data)
+					if err != nil {
+						var problems []string
+						for _, pe := range unjoin(err) {
+							problems = append(problems, pe.Error())
+						}
+						if e.json {
+							_ = e.printJSON(map[string]any{"file": file, "valid": false, "errors": problems})
+						} else {
+							for _, s := range problems {
+								fmt.Fprintln(e.stdout, s)
+							}
+						}
+						return fail(runtime.CodeInvalidInput, exitFailed, "fix the lines above", "%s: %d problem(s)", file, len(problems))
+					}
+					if e.json {
+						return e.printJSON(map[string]any{"file": file, "valid": true, "grants": p.Grants, "rules": len(p.Rules), "approval": p.Approval})
+					}
+					fmt.Fprintf(e.stdout, "%s: OK (%d grants, %d rules", file, len(p.Grants), len(p.Rules))
+					if p.Approval != "" {
+						fmt.Fprintf(e.stdout, ", approval %s", p.Approval)
+					}
+					fmt.Fprintln(e.stdout, ")")
+					for _, g := range p.GrantList() {
+						if why := g.Broad(); why != "" {
+							fmt.Fprintf(e.stdout, "  note: %s: %s\n", g, why)
+						}
+					}
+					return nil
+				}),
+			},
+			{
+				Name: "explain", Usage: "say which rule and which grants decide a call, and why", ArgsUsage: "TOOL",
+				Flags: []cli.Flag{&cli.StringFlag{Name: "args", Usage: "the call's arguments as JSON"}, jsonFlag},
+				Action: withEnv(func(ctx context.Context, e *env) error {
+					if e.c.NArg() != 1 {
+						return usageErr("usage: warden policy explain TOOL --args JSON", "policy explain needs one tool name")
+					}
+					g, err := e.gate()
+					if err != nil {
+						return err
+					}
+					x := g.Explain(runtime.Request{Tool: e.c.Args().First(), Args: []byte(e.c.String("args")), Principal: []string{"cli"}})
+					if e.json {
+						return e.printJSON(x)
+					}
+					fmt.Fprintf(e.stdout, "tool:     %s\n", x.Tool)
+					fmt.Fprintf(e.stdout, "policy:   %s\n", x.Policy)
+					grants := strings.Join(x.Grants, ", ")
+					if grants == "" {
+						grants = "(none)"
+					}
+					fmt.Fprintf(e.stdout, "grants:   %s\n", grants)
+					if x.Rule != "" {
+						fmt.Fprintf(e.stdout, "rule:     %s\n", x.Rule)
+					}
+					for _, n := range x.Needs {
+						if n.GrantedBy != "" {
+							fmt.Fprintf(e.stdout, "needs:    %s — allowed by %s\n", n.Need, n.GrantedBy)
+						} else {
+							fmt.Fprintf(e.stdout, "needs:    %s — NOT granted (%s)\n", n.Need, n.Hint)
+						}
+					}
+					fmt.Fprintf(e.stdout, "approval: %s\n", x.Approval)
+					fmt.Fprintf(e.stdout, "verdict:  %s\n", x.Verdict)
+					if x.Error != nil {
+						fmt.Fprintf(e.stdout, "why:      %s: %s\n", x.Error.Code, x.Error.Message)
+						if x.Error.Hint != "" {
+							fmt.Fprintf(e.stdout, "to allow: %s\n", x.Error.Hint)
+						}
+					}
+					return nil
+				}),
+			},
+			{
+				Name: "default", Usage: "print the built-in default policy",
+				Action: func(c *cli.Context) error {
+					_, err := fmt.Fprint(c.App.Writer, runtime.DefaultPolicyYAML())
+					return err
+				},
+			},
+		},
+	}
+}
+
+// unjoin splits an errors.Join result into its parts.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	var pe *runtime.PolicyError
+	if errors.As(err, &pe) {
+		return []error{pe}
+	}
+	return []error{err}
+}

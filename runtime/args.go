@@ -1,0 +1,248 @@
+package runtime
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Limits of strict argument decoding.
+const (
+	MaxArgsBytes = 1 << 20 // 1 MiB
+	MaxArgsDepth = 64
+)
+
+// DecodeArgs decodes a tool's arguments strictly: at most MaxArgsBytes,
+// valid UTF-8, one JSON object, no duplicate keys at any depth, nesting at
+// most MaxArgsDepth. Empty input means {}. It returns the decoded value
+// (numbers as json.Number, for schema validation) and the compact bytes.
+// Unknown and case-variant field names are refused by schema validation
+// (every object schema is closed) and again by Call.Bind.
+func DecodeArgs(raw []byte) (map[string]any, []byte, *Error) {
+	if len(raw) > MaxArgsBytes {
+		return nil, nil, Errorf(CodeTooLarge, "send at most 1 MiB of arguments", "arguments are %d bytes; the limit is %d", len(raw), MaxArgsBytes)
+	}
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return map[string]any{}, []byte("{}"), nil
+	}
+	if !utf8.Valid(raw) {
+		return nil, nil, Errorf(CodeInvalidInput, "send arguments as UTF-8 JSON", "arguments are not valid UTF-8")
+	}
+	d := &strictDecoder{dec: json.NewDecoder(bytes.NewReader(raw))}
+	d.dec.UseNumber()
+	v, err := d.value(0, "")
+	if err == nil {
+		if _, terr := d.dec.Token(); terr != io.EOF {
+			err = errors.New("unexpected data after the arguments object")
+		}
+	}
+	if err != nil {
+		return nil, nil, Errorf(CodeInvalidInput, `send one JSON object, e.g. --args '{"operation":"get_info"}'`, "arguments: %v", err)
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, nil, Errorf(CodeInvalidInput, `send one JSON object, e.g. --args '{"operation":"get_info"}'`, "arguments must be a JSON object, not %s", jsonKind(v))
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return nil, nil, Errorf(CodeInvalidInput, "", "arguments: %v", err)
+	}
+	return obj, buf.Bytes(), nil
+}
+
+type strictDecoder struct{ dec *json.Decoder }
+
+func (d *strictDecoder) value(depth int, ptr string) (any, error) {
+	if depth > MaxArgsDepth {
+		return nil, fmt.Errorf("nesting deeper than %d at %q", MaxArgsDepth, ptrOrRoot(ptr))
+	}
+	tok, err := d.dec.Token()
+	if err != nil {
+		return nil, syntaxErr(err)
+	}
+	switch t := tok.(type) {
+	case json.Delim:
+		switch t {
+		case '{':
+			obj := map[string]any{}
+			for d.dec.More() {
+				kt, err := d.dec.Token()
+				if err != nil {
+					return nil, syntaxErr(err)
+				}
+				key := kt.(string) // the decoder only yields string keys inside objects
+				kp := ptr + "/" + escapePointer(key)
+				if _, dup := obj[key]; dup {
+					return nil, fmt.Errorf("duplicate key %q at %q", key, ptrOrRoot(ptr))
+				}
+				v, err := d.value(depth+1, kp)
+				if err != nil {
+					return nil, err
+				}
+				obj[key] = v
+			}
+			if _, err := d.dec.Token(); err != nil {
+				return nil, syntaxErr(err)
+			}
+			return obj, nil
+		case '[':
+			arr := []any{}
+			for i := 0; d.dec.More(); i++ {
+				v, err := d.value(depth+1, ptr+"/"+strconv.Itoa(i))
+				if err != nil {
+					return nil, err
+				}
+				arr = append(arr, v)
+			}
+			if _, err := d.dec.Token(); err != nil {
+				return nil, syntaxErr(err)
+			}
+			return arr, nil
+		}
+		return nil, fmt.Errorf("unexpected %q", t)
+	default:
+		return t, nil // string, json.Number, bool or nil
+	}
+}
+
+func syntaxErr(err error) error {
+	if err == io.EOF {
+		return errors.New("unexpected end of JSON")
+	}
+	return err
+}
+
+func escapePointer(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
+
+func ptrOrRoot(p string) string {
+	if p == "" {
+		return "/"
+	}
+	return p
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case json.Number:
+		return "a number"
+	case string:
+		return "a string"
+	case []any:
+		return "an array"
+	}
+	return "an object"
+}
+
+// bindStrict decodes raw into v, refusing unknown fields and field names that
+// differ from the struct's JSON names only by case (encoding/json would
+// accept them).
+func bindStrict(raw []byte, v any) error {
+	var generic any
+	gd := json.NewDecoder(bytes.NewReader(raw))
+	gd.UseNumber()
+	if err := gd.Decode(&generic); err != nil {
+		return Errorf(CodeInvalidInput, "", "arguments: %v", err)
+	}
+	rt := reflect.TypeOf(v)
+	if rt == nil || rt.Kind() != reflect.Pointer {
+		return Errorf(CodeInternal, "", "Bind needs a pointer, got %T", v)
+	}
+	if err := checkExactKeys(generic, rt.Elem(), ""); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return Errorf(CodeInvalidInput, "check the tool's input schema with `warden tools`", "arguments: %v", err)
+	}
+	return nil
+}
+
+func checkExactKeys(v any, t reflect.Type, ptr string) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch val := v.(type) {
+	case map[string]any:
+		switch t.Kind() {
+		case reflect.Struct:
+			fields := jsonFields(t)
+			for k, sub := range val {
+				ft, ok := fields[k]
+				if !ok {
+					hint := "check the tool's input schema with `warden tools`"
+					for name := range fields {
+						if strings.EqualFold(name, k) {
+							hint = fmt.Sprintf("field names are case-sensitive: did you mean %q?", name)
+						}
+					}
+					return Errorf(CodeInvalidInput, hint, "unknown field %q at %q", k, ptrOrRoot(ptr))
+				}
+				if err := checkExactKeys(sub, ft, ptr+"/"+escapePointer(k)); err != nil {
+					return err
+				}
+			}
+		case reflect.Map:
+			for k, sub := range val {
+				if err := checkExactKeys(sub, t.Elem(), ptr+"/"+escapePointer(k)); err != nil {
+					return err
+				}
+			}
+		}
+	case []any:
+		if t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
+			for i, sub := range val {
+				if err := checkExactKeys(sub, t.Elem(), ptr+"/"+strconv.Itoa(i)); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// jsonFields maps the JSON names of a struct's fields (embedded structs
+// flattened) to their types.
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	out := map[string]reflect.Type{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		if f.Anonymous && name == "" {
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				for k, v := range jsonFields(ft) {
+					out[k] = v
+				}
+				continue
+			}
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out[name] = f.Type
+	}
+	return out
+}

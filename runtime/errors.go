@@ -1,0 +1,103 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Code is one of the canonical error codes of SPEC §2. Tool failures carry a
+// Code in the result envelope; the CLI maps codes to exit statuses.
+type Code string
+
+// The canonical error codes.
+const (
+	CodeInvalidInput          Code = "INVALID_INPUT"
+	CodeUnknownTool           Code = "UNKNOWN_TOOL"
+	CodeOperationNotSupported Code = "OPERATION_NOT_SUPPORTED"
+	CodePolicyDenied          Code = "POLICY_DENIED"
+	CodeCapabilityDenied      Code = "CAPABILITY_DENIED"
+	CodeApprovalRequired      Code = "APPROVAL_REQUIRED"
+	CodeUserRejected          Code = "USER_REJECTED"
+	CodeUserCancelled         Code = "USER_CANCELLED"
+	CodePathEscape            Code = "PATH_ESCAPE"
+	CodeNotFound              Code = "NOT_FOUND"
+	CodeAlreadyExists         Code = "ALREADY_EXISTS"
+	CodeNotText               Code = "NOT_TEXT"
+	CodeTooLarge              Code = "TOO_LARGE"
+	CodeCommandFailed         Code = "COMMAND_FAILED"
+	CodeCommandNotFound       Code = "COMMAND_NOT_FOUND"
+	CodeCommandTimeout        Code = "COMMAND_TIMEOUT"
+	CodeTimeout               Code = "TIMEOUT"
+	CodePatchRejected         Code = "PATCH_REJECTED"
+	CodeNetworkError          Code = "NETWORK_ERROR"
+	CodeWasmTrap              Code = "WASM_TRAP"
+	CodeWasmLimit             Code = "WASM_LIMIT"
+	CodeToolError             Code = "TOOL_ERROR"
+	CodeStoreLocked           Code = "STORE_LOCKED"
+	CodeStoreCorrupt          Code = "STORE_CORRUPT"
+	CodeAuditTampered         Code = "AUDIT_TAMPERED"
+	CodeLLMError              Code = "LLM_ERROR"
+	CodeInternal              Code = "INTERNAL"
+)
+
+// Codes lists every canonical code, in the order of SPEC §2.
+func Codes() []Code {
+	return []Code{
+		CodeInvalidInput, CodeUnknownTool, CodeOperationNotSupported, CodePolicyDenied,
+		CodeCapabilityDenied, CodeApprovalRequired, CodeUserRejected, CodeUserCancelled,
+		CodePathEscape, CodeNotFound, CodeAlreadyExists, CodeNotText, CodeTooLarge,
+		CodeCommandFailed, CodeCommandNotFound, CodeCommandTimeout, CodeTimeout,
+		CodePatchRejected, CodeNetworkError, CodeWasmTrap, CodeWasmLimit, CodeToolError,
+		CodeStoreLocked, CodeStoreCorrupt, CodeAuditTampered, CodeLLMError, CodeInternal,
+	}
+}
+
+// Denial reports whether the code means the call was refused by policy,
+// capabilities or approval (exit status 77 at the CLI).
+func (c Code) Denial() bool {
+	switch c {
+	case CodePolicyDenied, CodeCapabilityDenied, CodeApprovalRequired, CodeUserRejected:
+		return true
+	}
+	return false
+}
+
+// Error is a tool failure as the envelope carries it: a code, a message and a
+// hint that says what to do about it.
+type Error struct {
+	Code    Code   `json:"code"`
+	Message string `json:"message"`
+	Hint    string `json:"hint,omitempty"`
+}
+
+func (e *Error) Error() string {
+	if e.Hint == "" {
+		return fmt.Sprintf("%s: %s", e.Code, e.Message)
+	}
+	return fmt.Sprintf("%s: %s (%s)", e.Code, e.Message, e.Hint)
+}
+
+// Errorf makes an *Error with a formatted message.
+func Errorf(code Code, hint, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Hint: hint}
+}
+
+// AsError returns err as an *Error: itself if it is one (or wraps one), else
+// an INTERNAL error carrying its text.
+func AsError(err error) *Error {
+	if err == nil {
+		return nil
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return &Error{Code: CodeInternal, Message: err.Error()}
+}
+
+// Runtime failures (not tool results): returned as Go errors by the gate.
+var (
+	// ErrAudit wraps a failure to write the audit log; the call did not run
+	// (intent) or its result could not be recorded (result).
+	ErrAudit = errors.New("audit log write failed")
+)

@@ -1,0 +1,559 @@
+package runtime
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/redact"
+)
+
+// MaxOutputBytes caps a result's Output text; longer output is cut and marked.
+const MaxOutputBytes = 1 << 20
+
+// maxArgsText caps the raw argument text kept in the audit log for calls
+// whose arguments could not be decoded.
+const maxArgsText = 4096
+
+// Approver asks someone to approve a call that a rule marks
+// require_approval. It is used when the approval mode is ask.
+type Approver interface {
+	Approve(ctx context.Context, req ApprovalRequest) (Approval, error)
+}
+
+// ApprovalRequest is what an approver is shown. Everything in it is redacted.
+type ApprovalRequest struct {
+	Tool      string
+	CallID    string
+	Principal []string
+	Args      json.RawMessage
+	Needs     []string
+	Rule      string
+	// Preview is the dry run's result when the rule says dry_run_first.
+	Preview *Outcome
+}
+
+// Approval is an approver's answer.
+type Approval struct {
+	Approved bool
+	// By names who approved ("user", or a name the approver chooses).
+	By string
+}
+
+// ErrCancelled is returned by approvers when the person cancelled (Ctrl-C,
+// EOF); the gate reports USER_CANCELLED.
+var ErrCancelled = errors.New("cancelled by the user")
+
+// GateOptions configures a Gate. Registry, Policy and Workspace are required;
+// Audit is required for Call.
+type GateOptions struct {
+	Registry  *Registry
+	Policy    *Policy
+	Workspace string // absolute, symlinks resolved
+	// Extra grants for this invocation only (--grant).
+	Extra []capability.Grant
+	Audit AuditLog
+	// Approval mode; "" means never.
+	Approval ApprovalMode
+	Approver Approver
+	// DryRun makes every side-effecting call return its preview (--dry-run).
+	DryRun   bool
+	Logger   *slog.Logger
+	Redactor *redact.Redactor
+	Now      func() time.Time
+	NewID    func() string
+}
+
+// Gate is the one path every tool call takes: strict decoding and schema
+// validation → policy rule → capabilities → dry run → approval → durable
+// audit intent → execute → redact → durable audit result → envelope.
+type Gate struct {
+	o      GateOptions
+	grants capability.Set
+}
+
+// NewGate validates the options and builds a gate.
+func NewGate(o GateOptions) (*Gate, error) {
+	if o.Registry == nil || o.Policy == nil {
+		return nil, errors.New("gate: Registry and Policy are required")
+	}
+	if o.Workspace == "" {
+		return nil, errors.New("gate: Workspace is required")
+	}
+	if o.Approval == "" {
+		o.Approval = ApproveNever
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Redactor == nil {
+		o.Redactor = redact.New()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.NewID == nil {
+		o.NewID = NewID
+	}
+	gs := append(o.Policy.GrantList(), o.Extra...)
+	return &Gate{o: o, grants: capability.NewSet(o.Workspace, gs...)}, nil
+}
+
+// Grants returns the gate's grants (policy ∪ extra).
+func (g *Gate) Grants() capability.Set { return g.grants }
+
+// Registry returns the gate's registry.
+func (g *Gate) Registry() *Registry { return g.o.Registry }
+
+// Policy returns the gate's policy.
+func (g *Gate) Policy() *Policy { return g.o.Policy }
+
+// Request is one call as a caller (CLI, model, workflow, guest) makes it.
+type Request struct {
+	Tool      string
+	Args      json.RawMessage
+	RunID     string
+	Principal []string
+	// Restrict, when set, narrows the grants: the call acts with the gate's
+	// grants ∩ Restrict (a wasm tool acts with run ∩ tool grants). A request
+	// can never widen the grants.
+	Restrict *capability.Set
+	// DryRun asks for the preview only.
+	DryRun bool
+}
+
+// checked is a call that passed decoding, the rule and capabilities.
+type checked struct {
+	entry    *entry
+	call     *Call
+	rule     *Rule
+	needs    []capability.Need
+	decision Decision
+}
+
+// check runs the decision steps that need no side effects: decoding and
+// schema validation, the policy rule and the capabilities. On refusal it
+// returns the error and as much of the decision as was reached.
+func (g *Gate) check(req Request, callID string) (*checked, *Error) {
+	e, ok := g.o.Registry.lookup(req.Tool)
+	if !ok {
+		return nil, Errorf(CodeUnknownTool, "list the tools with `warden tools`", "no tool named %q", req.Tool)
+	}
+	value, compact, derr := DecodeArgs(req.Args)
+	if derr != nil {
+		return &checked{entry: e}, derr
+	}
+	if verr := e.schema.Validate(value); verr != nil {
+		return &checked{entry: e}, verr
+	}
+	grants := g.grants
+	if req.Restrict != nil {
+		grants = grants.Intersect(*req.Restrict)
+	}
+	c := &checked{entry: e, rule: g.o.Policy.Match(e.spec.Name)}
+	c.call = &Call{
+		ID: callID, Tool: e.spec.Name, Args: compact, RunID: req.RunID,
+		Principal: req.Principal, Grants: grants, Workspace: g.o.Workspace,
+		DryRun: req.DryRun || (g.o.DryRun && !e.spec.ReadOnly),
+	}
+	c.decision = Decision{Action: ActionDeny, Rule: ruleName(c.rule)}
+	if c.rule != nil && c.rule.Action == ActionDeny {
+		return c, Errorf(CodePolicyDenied, fmt.Sprintf("the policy (%s) denies %s; change its rule to allow it", g.o.Policy.Source, e.spec.Name),
+			"tool %s is denied by %s", e.spec.Name, c.rule.Describe())
+	}
+	needs, err := e.tool.Needs(c.call)
+	if err != nil {
+		te := AsError(err)
+		if te.Code == CodeInternal {
+			te = &Error{Code: CodeInvalidInput, Message: te.Message, Hint: te.Hint}
+		}
+		return c, te
+	}
+	c.needs = needs
+	var missing []string
+	var hints []string
+	for _, n := range needs {
+		if grants.Allows(n) {
+			c.decision.Grants = append(c.decision.Grants, grantFor(grants, n))
+			continue
+		}
+		missing = append(missing, n.String())
+		hints = append(hints, "--grant "+n.Hint(g.o.Workspace))
+	}
+	if len(missing) > 0 {
+		return c, Errorf(CodeCapabilityDenied, "add "+strings.Join(hints, " "),
+			"%s needs %s, which the grants (%s) do not allow", e.spec.Name, strings.Join(missing, ", "), grants.String())
+	}
+	c.decision.Action = ActionAllow
+	c.decision.Approval = ApprovalNotRequired
+	return c, nil
+}
+
+func ruleName(r *Rule) string {
+	if r == nil {
+		return ""
+	}
+	return r.Describe()
+}
+
+// grantFor names the grant that allows n (for the audit record and explain).
+func grantFor(s capability.Set, n capability.Need) string {
+	for _, gr := range s.Grants() {
+		if capability.NewSet(s.Workspace(), gr).Allows(n) {
+			return gr.String()
+		}
+	}
+	return s.String()
+}
+
+// Call runs one call through the gate and returns its envelope. Tool
+// failures and refusals are results; the error is non-nil only for runtime
+// failures (the audit log could not be written, the context ended before the
+// call was recorded), in which case the tool did not run or its result is
+// not on record.
+func (g *Gate) Call(ctx context.Context, req Request) (Result, error) {
+	if g.o.Audit == nil {
+		return Result{}, errors.New("gate: no audit log configured")
+	}
+	start := g.o.Now()
+	callID := g.o.NewID()
+	principal := req.Principal
+	if len(principal) == 0 {
+		principal = []string{"unknown"}
+	}
+	req.Principal = principal
+	res := Result{Tool: req.Tool, CallID: callID, Data: json.RawMessage("{}"), Warnings: []string{}}
+	ev := AuditEvent{CallID: callID, RunID: req.RunID, Principal: principal, Tool: req.Tool}
+
+	c, cerr := g.check(req, callID)
+	if c != nil && c.call != nil {
+		ev.Args = g.redactArgs(c.call.Args)
+		ev.Needs = needStrings(c.needs)
+		ev.DryRun = c.call.DryRun
+		res.DryRun = c.call.DryRun
+		res.Tool = c.call.Tool
+		ev.Tool = c.call.Tool
+		d := c.decision
+		ev.Decision = &d
+	} else {
+		ev.ArgsText = g.argsText(req.Args)
+	}
+
+	if cerr != nil {
+		return g.refuse(ctx, res, ev, cerr, start)
+	}
+	call := c.call
+
+	// Dry run: requested, or dry_run_first (the preview is shown to the approver).
+	var preview *Outcome
+	if call.DryRun || (c.rule != nil && c.rule.DryRunFirst && !c.entry.spec.ReadOnly) {
+		dry := *call
+		dry.DryRun = true
+		o := g.safePreview(ctx, c.entry.tool, &dry)
+		o = g.redactOutcome(o)
+		preview = &o
+		if call.DryRun {
+			res.Warnings = append(res.Warnings, "dry run: nothing was changed")
+			return g.finish(ctx, res, ev, o, start, 0)
+		}
+	}
+
+	// Approval.
+	if c.rule != nil && c.rule.RequireApproval {
+		verdict, aerr := g.approve(ctx, c, preview)
+		ev.Decision.Approval = verdict.Approval
+		ev.Decision.Approver = verdict.Approver
+		if aerr != nil {
+			ev.Decision.Action = ActionDeny
+			return g.refuse(ctx, res, ev, aerr, start)
+		}
+	}
+
+	// Durable intent, then run.
+	ev.Phase = PhaseIntent
+	if preview != nil {
+		ev.Preview = truncateText(preview.Output, maxArgsText)
+	}
+	intentSeq, err := g.append(ctx, ev)
+	if err != nil {
+		return Result{}, err
+	}
+	o := g.safeRun(ctx, c.entry.tool, call)
+	o = g.redactOutcome(o)
+	// The result is recorded even if the caller's context ended meanwhile,
+	// so the log never holds an intent without its result.
+	return g.finish(context.WithoutCancel(ctx), res, ev, o, start, intentSeq)
+}
+
+type approvalVerdict struct{ Approval, Approver string }
+
+func (g *Gate) approve(ctx context.Context, c *checked, preview *Outcome) (approvalVerdict, *Error) {
+	name := c.call.Tool
+	switch g.o.Approval {
+	case ApproveAuto:
+		return approvalVerdict{ApprovalAuto, "auto"}, nil
+	case ApproveAsk:
+		if g.o.Approver == nil {
+			break
+		}
+		a, err := g.o.Approver.Approve(ctx, ApprovalRequest{
+			Tool: name, CallID: c.call.ID, Principal: c.call.Principal,
+			Args: g.redactArgs(c.call.Args), Needs: needStrings(c.needs),
+			Rule: c.rule.Describe(), Preview: preview,
+		})
+		if err != nil {
+			if errors.Is(err, ErrCancelled) || ctx.Err() != nil {
+				return approvalVerdict{ApprovalRefused, ""}, Errorf(CodeUserCancelled, "", "approval of %s was cancelled", name)
+			}
+			return approvalVerdict{ApprovalUnavailable, ""}, Errorf(CodeApprovalRequired, "approve with --approve auto, or run it on a terminal", "%s needs approval and asking failed: %v", name, err)
+		}
+		by := a.By
+		if by == "" {
+			by = ApprovalUser
+		}
+		if !a.Approved {
+			return approvalVerdict{ApprovalRefused, by}, Errorf(CodeUserRejected, "", "%s was rejected by %s", name, by)
+		}
+		return approvalVerdict{ApprovalUser, by}, nil
+	}
+	return approvalVerdict{ApprovalUnavailable, ""}, Errorf(CodeApprovalRequired,
+		"run it on a terminal to be asked (--approve ask), or approve it explicitly with --approve auto",
+		"%s needs approval (%s) and no one can approve it (approval mode %s)", name, c.rule.Describe(), g.o.Approval)
+}
+
+// refuse records a call that did not run and returns its envelope.
+func (g *Gate) refuse(ctx context.Context, res Result, ev AuditEvent, e *Error, start time.Time) (Result, error) {
+	return g.finish(ctx, res, ev, Outcome{Err: g.redactError(e)}, start, 0)
+}
+
+// finish fills the envelope from an outcome, records the result durably and
+// logs one line.
+func (g *Gate) finish(ctx context.Context, res Result, ev AuditEvent, o Outcome, start time.Time, intentSeq uint64) (Result, error) {
+	res.Output = capOutput(o.Output)
+	if o.Data != nil {
+		data, err := json.Marshal(o.Data)
+		if err != nil {
+			o.Err = Errorf(CodeInternal, "", "tool %s returned data that is not JSON: %v", res.Tool, err)
+		} else {
+			res.Data = data
+		}
+	}
+	if len(o.Warnings) > 0 {
+		res.Warnings = append(res.Warnings, o.Warnings...)
+	}
+	res.Error = o.Err
+	res.Success = o.Err == nil
+	res.DurationMS = g.o.Now().Sub(start).Milliseconds()
+
+	ev.Phase = PhaseResult
+	ev.Preview = ""
+	ev.IntentSeq = intentSeq
+	ev.Duration = res.DurationMS
+	ev.Outcome = "ok"
+	if o.Err != nil {
+		ev.Outcome = string(o.Err.Code)
+		ev.Message = o.Err.Message
+	}
+	sum := sha256.New()
+	sum.Write([]byte(res.Output))
+	sum.Write(res.Data)
+	ev.Digest = "sha256:" + hex.EncodeToString(sum.Sum(nil))
+	seq, err := g.append(ctx, ev)
+	if err != nil {
+		return res, err
+	}
+	res.AuditSeq = seq
+	attrs := []any{"tool", res.Tool, "call_id", res.CallID, "principal", strings.Join(ev.Principal, ">"),
+		"outcome", ev.Outcome, "duration_ms", res.DurationMS, "dry_run", res.DryRun, "audit_seq", seq}
+	if ev.RunID != "" {
+		attrs = append(attrs, "run_id", ev.RunID)
+	}
+	if ev.Decision != nil {
+		attrs = append(attrs, "decision", ev.Decision.Action)
+	}
+	g.o.Logger.Info("tool call", attrs...)
+	return res, nil
+}
+
+func (g *Gate) append(ctx context.Context, ev AuditEvent) (uint64, error) {
+	body, err := json.Marshal(ev)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %v", ErrAudit, err)
+	}
+	seq, err := g.o.Audit.AppendAudit(ctx, body)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrAudit, err)
+	}
+	return seq, nil
+}
+
+// safeRun runs a tool, turning a panic into an INTERNAL result.
+func (g *Gate) safeRun(ctx context.Context, t Tool, c *Call) (o Outcome) {
+	defer func() {
+		if r := recover(); r != nil {
+			g.o.Logger.Error("tool panicked", "tool", c.Tool, "call_id", c.ID, "panic", fmt.Sprint(r))
+			o = Fail(CodeInternal, "this is a bug in warden; please report it", "tool %s failed unexpectedly", c.Tool)
+		}
+	}()
+	if c.DryRun {
+		return t.Preview(ctx, c)
+	}
+	return t.Run(ctx, c)
+}
+
+func (g *Gate) safePreview(ctx context.Context, t Tool, c *Call) Outcome {
+	return g.safeRun(ctx, t, c)
+}
+
+func (g *Gate) redactArgs(args json.RawMessage) json.RawMessage {
+	out, err := g.o.Redactor.JSON(args)
+	if err != nil {
+		return json.RawMessage(fmt.Sprintf("%q", g.o.Redactor.String(string(args))))
+	}
+	return out
+}
+
+func (g *Gate) argsText(raw []byte) string {
+	return g.o.Redactor.String(truncateText(string(raw), maxArgsText))
+}
+
+// truncateText cuts s to at most n bytes of valid UTF-8.
+func truncateText(s string, n int) string {
+	if len(s) > n {
+		s = s[:n]
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
+}
+
+func (g *Gate) redactError(e *Error) *Error {
+	if e == nil {
+		return nil
+	}
+	return &Error{Code: e.Code, Message: g.o.Redactor.String(e.Message), Hint: g.o.Redactor.String(e.Hint)}
+}
+
+func (g *Gate) redactOutcome(o Outcome) Outcome {
+	o.Output = g.o.Redactor.String(o.Output)
+	for i, w := range o.Warnings {
+		o.Warnings[i] = g.o.Redactor.String(w)
+	}
+	o.Err = g.redactError(o.Err)
+	if o.Data != nil {
+		data, err := json.Marshal(o.Data)
+		if err == nil {
+			if red, err := g.o.Redactor.JSON(data); err == nil {
+				o.Data = json.RawMessage(red)
+			}
+		}
+	}
+	return o
+}
+
+func needStrings(ns []capability.Need) []string {
+	if len(ns) == 0 {
+		return nil
+	}
+	out := make([]string, len(ns))
+	for i, n := range ns {
+		out[i] = n.String()
+	}
+	return out
+}
+
+func capOutput(s string) string {
+	if len(s) <= MaxOutputBytes {
+		return s
+	}
+	cut := MaxOutputBytes
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("\n… [output truncated: %d of %d bytes shown]", cut, len(s))
+}
+
+// Explanation says how the gate would decide a call, without running it.
+type Explanation struct {
+	Tool     string       `json:"tool"`
+	Policy   string       `json:"policy"`
+	Rule     string       `json:"rule"`
+	Needs    []NeedWhy    `json:"needs"`
+	Approval string       `json:"approval"`
+	Verdict  string       `json:"verdict"` // allow | deny | needs approval
+	Error    *Error       `json:"error,omitempty"`
+	Grants   []string     `json:"grants"`
+	Mode     ApprovalMode `json:"approval_mode"`
+}
+
+// NeedWhy is one need and the grant that allows it (or "" if none).
+type NeedWhy struct {
+	Need      string `json:"need"`
+	GrantedBy string `json:"granted_by,omitempty"`
+	Hint      string `json:"hint,omitempty"`
+}
+
+// Explain says which rule and which grants decide a call, and why.
+func (g *Gate) Explain(req Request) Explanation {
+	x := Explanation{Tool: req.Tool, Policy: g.o.Policy.Source, Mode: g.o.Approval, Grants: setStrings(g.grants)}
+	c, err := g.check(req, "explain")
+	if c != nil && c.entry != nil {
+		x.Tool = c.entry.spec.Name
+	}
+	if c != nil && c.call != nil {
+		x.Rule = c.decision.Rule
+		if x.Rule == "" {
+			x.Rule = "no rule matches; capabilities decide"
+		}
+		for _, n := range c.needs {
+			w := NeedWhy{Need: n.String()}
+			if c.call.Grants.Allows(n) {
+				w.GrantedBy = grantFor(c.call.Grants, n)
+			} else {
+				w.Hint = "--grant " + n.Hint(g.o.Workspace)
+			}
+			x.Needs = append(x.Needs, w)
+		}
+	}
+	if err != nil {
+		x.Verdict = ActionDeny
+		x.Error = g.redactError(err)
+		x.Approval = "-"
+		return x
+	}
+	x.Verdict = ActionAllow
+	x.Approval = ApprovalNotRequired
+	if c.rule != nil && c.rule.DryRunFirst {
+		x.Approval = "not required; the dry-run preview is recorded before it runs"
+	}
+	if c.rule != nil && c.rule.RequireApproval {
+		switch g.o.Approval {
+		case ApproveAuto:
+			x.Approval = "required: approved automatically (--approve auto)"
+		case ApproveAsk:
+			x.Approval = "required: a person is asked on the terminal"
+		default:
+			x.Approval = "required: refused with APPROVAL_REQUIRED (approval mode never)"
+			x.Verdict = "needs approval"
+		}
+		if c.rule.DryRunFirst {
+			x.Approval += "; the dry-run preview is shown first"
+		}
+	}
+	return x
+}
+
+func setStrings(s capability.Set) []string {
+	gs := s.Grants()
+	out := make([]string, len(gs))
+	for i, g := range gs {
+		out[i] = g.String()
+	}
+	return out
+}

@@ -1,0 +1,366 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/wardenrt/warden/runtime/capability"
+)
+
+// memAudit is an in-memory AuditLog for tests.
+type memAudit struct {
+	mu     sync.Mutex
+	events []AuditEvent
+	raw    []string
+	fail   error
+}
+
+func (m *memAudit) AppendAudit(_ context.Context, ev json.RawMessage) (uint64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.fail != nil {
+		return 0, m.fail
+	}
+	var e AuditEvent
+	if err := json.Unmarshal(ev, &e); err != nil {
+		return 0, err
+	}
+	m.events = append(m.events, e)
+	m.raw = append(m.raw, string(ev))
+	return uint64(len(m.events)), nil
+}
+
+func (m *memAudit) last() AuditEvent {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.events[len(m.events)-1]
+}
+
+// noteTool writes a note (a pretend side effect) under notes/.
+type noteTool struct {
+	audit     *memAudit
+	runs      int
+	sawIntent bool
+	output    string
+	panics    bool
+}
+
+func (n *noteTool) Spec() Spec {
+	return Spec{Name: "note", Description: "write a note", InputSchema: json.RawMessage(`{
+		"type":"object","properties":{"name":{"type":"string","minLength":1},"text":{"type":"string"},
+		"meta":{"type":"object","properties":{"tag":{"type":"string"}},"additionalProperties":false}},
+		"required":["name"],"additionalProperties":false}`),
+		Capabilities: []capability.Kind{capability.FSWrite}}
+}
+
+type noteArgs struct {
+	Name string `json:"name"`
+	Text string `json:"text"`
+	Meta *struct {
+		Tag string `json:"tag"`
+	} `json:"meta"`
+}
+
+func (n *noteTool) Needs(c *Call) ([]capability.Need, error) {
+	var a noteArgs
+	if err := c.Bind(&a); err != nil {
+		return nil, err
+	}
+	if strings.Contains(a.Name, "/") {
+		return nil, Errorf(CodePathEscape, "", "name %q has a slash", a.Name)
+	}
+	return []capability.Need{{Kind: capability.FSWrite, Resource: c.Workspace + "/notes/" + a.Name}}, nil
+}
+
+func (n *noteTool) Preview(ctx context.Context, c *Call) Outcome {
+	var a noteArgs
+	_ = c.Bind(&a)
+	return Outcome{Output: "would write notes/" + a.Name + ": " + a.Text}
+}
+
+func (n *noteTool) Run(ctx context.Context, c *Call) Outcome {
+	if n.panics {
+		panic("boom")
+	}
+	n.runs++
+	if n.audit != nil && len(n.audit.events) > 0 {
+		last := n.audit.last()
+		n.sawIntent = last.Phase == PhaseIntent && last.CallID == c.ID
+	}
+	var a noteArgs
+	_ = c.Bind(&a)
+	out := "wrote notes/" + a.Name + ": " + a.Text
+	if n.output != "" {
+		out = n.output
+	}
+	return Outcome{Output: out, Data: map[string]any{"name": a.Name, "echo": a.Text}}
+}
+
+type fixedApprover struct {
+	ok   bool
+	err  error
+	seen []ApprovalRequest
+}
+
+func (f *fixedApprover) Approve(_ context.Context, r ApprovalRequest) (Approval, error) {
+	f.seen = append(f.seen, r)
+	return Approval{Approved: f.ok}, f.err
+}
+
+func newTestGate(t *testing.T, policy string, o GateOptions) (*Gate, *noteTool, *memAudit) {
+	t.Helper()
+	p, err := ParsePolicy("test", []byte(policy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	audit := &memAudit{}
+	tool := &noteTool{audit: audit}
+	reg := NewRegistry()
+	if err := reg.Register(tool); err != nil {
+		t.Fatal(err)
+	}
+	o.Registry, o.Policy, o.Audit = reg, p, audit
+	if o.Workspace == "" {
+		o.Workspace = "/ws"
+	}
+	g, err := NewGate(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, tool, audit
+}
+
+const notesPolicy = "version: 1\ngrants: [\"fs.write:notes/**\"]\n"
+
+func call(t *testing.T, g *Gate, args string) Result {
+	t.Helper()
+	res, err := g.Call(context.Background(), Request{Tool: "note", Args: json.RawMessage(args), Principal: []string{"test"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func TestGateAllowsAndAuditsIntentBeforeRun(t *testing.T) {
+	g, tool, audit := newTestGate(t, notesPolicy, GateOptions{})
+	res := call(t, g, `{"name":"a","text":"hi"}`)
+	if !res.Success || res.Output != "wrote notes/a: hi" || tool.runs != 1 {
+		t.Fatalf("got %+v runs=%d", res, tool.runs)
+	}
+	if !tool.sawIntent {
+		t.Fatal("the tool ran before its intent record was written")
+	}
+	if len(audit.events) != 2 || audit.events[0].Phase != PhaseIntent || audit.events[1].Phase != PhaseResult {
+		t.Fatalf("audit: %+v", audit.events)
+	}
+	r := audit.events[1]
+	if r.IntentSeq != 1 || r.Outcome != "ok" || r.Decision.Action != ActionAllow || r.Decision.Grants[0] != "fs.write:notes/**" || !strings.HasPrefix(r.Digest, "sha256:") {
+		t.Fatalf("result record: %+v", r)
+	}
+	if res.AuditSeq != 2 || string(res.Data) != `{"echo":"hi","name":"a"}` {
+		t.Fatalf("envelope: %+v", res)
+	}
+}
+
+func TestGateRefusals(t *testing.T) {
+	tests := []struct {
+		name, policy, tool, args string
+		code                     Code
+		hint                     string
+	}{
+		{"unknown tool", notesPolicy, "nope", `{}`, CodeUnknownTool, "warden tools"},
+		{"invalid json", notesPolicy, "note", `{"name":`, CodeInvalidInput, ""},
+		{"schema: missing required", notesPolicy, "note", `{}`, CodeInvalidInput, ""},
+		{"schema: unknown field", notesPolicy, "note", `{"name":"a","x":1}`, CodeInvalidInput, ""},
+		{"schema: case variant", notesPolicy, "note", `{"Name":"a"}`, CodeInvalidInput, ""},
+		{"schema: nested unknown", notesPolicy, "note", `{"name":"a","meta":{"Tag":"x"}}`, CodeInvalidInput, ""},
+		{"duplicate key", notesPolicy, "note", `{"name":"a","name":"b"}`, CodeInvalidInput, ""},
+		{"policy deny", notesPolicy + "rules: [{tool: note, action: deny}]\n", "note", `{"name":"a"}`, CodePolicyDenied, "change its rule"},
+		{"needs refuses", notesPolicy, "note", `{"name":"a/b"}`, CodePathEscape, ""},
+		{"no grant", "version: 1\n", "note", `{"name":"a"}`, CodeCapabilityDenied, "--grant fs.write:notes/a"},
+		{"approval, never", notesPolicy + "rules: [{tool: note, action: allow, require_approval: true}]\n", "note", `{"name":"a"}`, CodeApprovalRequired, "--approve auto"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g, tool, audit := newTestGate(t, tt.policy, GateOptions{})
+			res, err := g.Call(context.Background(), Request{Tool: tt.tool, Args: json.RawMessage(tt.args), Principal: []string{"test"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Success || res.Error.Code != tt.code || !strings.Contains(res.Error.Hint, tt.hint) {
+				t.Fatalf("want %s (hint %q), got %+v", tt.code, tt.hint, res.Error)
+			}
+			if tool.runs != 0 {
+				t.Fatal("the tool ran")
+			}
+			if len(audit.events) != 1 || audit.events[0].Phase != PhaseResult || audit.events[0].Outcome != string(tt.code) {
+				t.Fatalf("a refused call must leave exactly one result record: %+v", audit.events)
+			}
+		})
+	}
+}
+
+func TestGateApproval(t *testing.T) {
+	pol := notesPolicy + "rules: [{tool: note, action: allow, require_approval: true, dry_run_first: true}]\n"
+	t.Run("auto", func(t *testing.T) {
+		g, tool, audit := newTestGate(t, pol, GateOptions{Approval: ApproveAuto})
+		if res := call(t, g, `{"name":"a"}`); !res.Success || tool.runs != 1 {
+			t.Fatalf("%+v", res)
+		}
+		if d := audit.last().Decision; d.Approval != ApprovalAuto || d.Approver != "auto" {
+			t.Fatalf("decision %+v", d)
+		}
+		if audit.events[0].Preview != "would write notes/a: " {
+			t.Fatalf("the intent should carry the preview: %+v", audit.events[0])
+		}
+	})
+	t.Run("ask: yes, with the preview", func(t *testing.T) {
+		ap := &fixedApprover{ok: true}
+		g, tool, _ := newTestGate(t, pol, GateOptions{Approval: ApproveAsk, Approver: ap})
+		if res := call(t, g, `{"name":"a","text":"x"}`); !res.Success || tool.runs != 1 {
+			t.Fatalf("%+v", res)
+		}
+		if len(ap.seen) != 1 || ap.seen[0].Preview == nil || ap.seen[0].Preview.Output != "would write notes/a: x" {
+			t.Fatalf("approver saw %+v", ap.seen)
+		}
+	})
+	t.Run("ask: no", func(t *testing.T) {
+		g, tool, _ := newTestGate(t, pol, GateOptions{Approval: ApproveAsk, Approver: &fixedApprover{ok: false}})
+		if res := call(t, g, `{"name":"a"}`); res.Error.Code != CodeUserRejected || tool.runs != 0 {
+			t.Fatalf("%+v", res)
+		}
+	})
+	t.Run("ask: cancelled", func(t *testing.T) {
+		g, tool, _ := newTestGate(t, pol, GateOptions{Approval: ApproveAsk, Approver: &fixedApprover{err: ErrCancelled}})
+		if res := call(t, g, `{"name":"a"}`); res.Error.Code != CodeUserCancelled || tool.runs != 0 {
+			t.Fatalf("%+v", res)
+		}
+	})
+	t.Run("ask without an approver fails closed", func(t *testing.T) {
+		g, tool, _ := newTestGate(t, pol, GateOptions{Approval: ApproveAsk})
+		if res := call(t, g, `{"name":"a"}`); res.Error.Code != CodeApprovalRequired || tool.runs != 0 {
+			t.Fatalf("%+v", res)
+		}
+	})
+}
+
+func TestGateDryRun(t *testing.T) {
+	g, tool, audit := newTestGate(t, notesPolicy, GateOptions{DryRun: true})
+	res := call(t, g, `{"name":"a","text":"x"}`)
+	if !res.Success || !res.DryRun || res.Output != "would write notes/a: x" || tool.runs != 0 {
+		t.Fatalf("%+v runs=%d", res, tool.runs)
+	}
+	if len(audit.events) != 1 || !audit.events[0].DryRun {
+		t.Fatalf("%+v", audit.events)
+	}
+	// A dry run is still refused without the grant: it would reveal what the call touches.
+	g2, _, _ := newTestGate(t, "version: 1\n", GateOptions{})
+	res, _ = g2.Call(context.Background(), Request{Tool: "note", Args: json.RawMessage(`{"name":"a"}`), DryRun: true})
+	if res.Error == nil || res.Error.Code != CodeCapabilityDenied {
+		t.Fatalf("%+v", res)
+	}
+}
+
+func TestGateRestrictNeverWidens(t *testing.T) {
+	g, tool, _ := newTestGate(t, notesPolicy, GateOptions{})
+	wide := capability.NewSet("/ws", capability.MustParse("fs.write:**"))
+	res, _ := g.Call(context.Background(), Request{Tool: "note", Args: json.RawMessage(`{"name":"a"}`), Restrict: &wide})
+	if !res.Success {
+		t.Fatalf("restricting to a wider set keeps the gate's grants: %+v", res)
+	}
+	narrow := capability.NewSet("/ws", capability.MustParse("fs.write:other/**"))
+	res, _ = g.Call(context.Background(), Request{Tool: "note", Args: json.RawMessage(`{"name":"a"}`), Restrict: &narrow})
+	if res.Error == nil || res.Error.Code != CodeCapabilityDenied || tool.runs != 1 {
+		t.Fatalf("%+v", res)
+	}
+}
+
+func TestGateRedactsBeforeWriting(t *testing.T) {
+	const secret = "ghp_ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef0123"
+	g, _, audit := newTestGate(t, notesPolicy, GateOptions{})
+	res := call(t, g, `{"name":"a","text":"token `+secret+`"}`)
+	blob, _ := json.Marshal(res)
+	if strings.Contains(string(blob), secret) {
+		t.Fatalf("secret in the envelope: %s", blob)
+	}
+	for _, raw := range audit.raw {
+		if strings.Contains(raw, secret) {
+			t.Fatalf("secret in the audit log: %s", raw)
+		}
+	}
+	// Refused calls with undecodable arguments are recorded redacted too.
+	res, _ = g.Call(context.Background(), Request{Tool: "note", Args: json.RawMessage(`{"name": "` + secret)})
+	if res.Error.Code != CodeInvalidInput || strings.Contains(audit.raw[len(audit.raw)-1], secret) {
+		t.Fatalf("%+v / %s", res, audit.raw[len(audit.raw)-1])
+	}
+}
+
+func TestGateAuditFailureStopsTheCall(t *testing.T) {
+	g, tool, audit := newTestGate(t, notesPolicy, GateOptions{})
+	audit.fail = errors.New("disk full")
+	_, err := g.Call(context.Background(), Request{Tool: "note", Args: json.RawMessage(`{"name":"a"}`)})
+	if !errors.Is(err, ErrAudit) || tool.runs != 0 {
+		t.Fatalf("err=%v runs=%d", err, tool.runs)
+	}
+}
+
+func TestGatePanicIsInternal(t *testing.T) {
+	g, tool, audit := newTestGate(t, notesPolicy, GateOptions{})
+	tool.panics = true
+	res := call(t, g, `{"name":"a"}`)
+	if res.Error.Code != CodeInternal || audit.last().Outcome != string(CodeInternal) {
+		t.Fatalf("%+v", res)
+	}
+}
+
+func TestGateCapsOutput(t *testing.T) {
+	g, tool, _ := newTestGate(t, notesPolicy, GateOptions{})
+	tool.output = strings.Repeat("é", MaxOutputBytes)
+	res := call(t, g, `{"name":"a"}`)
+	if len(res.Output) > MaxOutputBytes+100 || !strings.Contains(res.Output, "[output truncated") {
+		t.Fatalf("output not capped: %d bytes", len(res.Output))
+	}
+}
+
+func TestRegistryRefusals(t *testing.T) {
+	reg := NewRegistry()
+	if err := reg.Register(&noteTool{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Register(&noteTool{}); err == nil || !strings.Contains(err.Error(), "already taken") {
+		t.Fatalf("collision: %v", err)
+	}
+	if err := reg.Alias("write_note", "note"); err != nil {
+		t.Fatal(err)
+	}
+	if tl, ok := reg.Lookup("write_note"); !ok || tl.Spec().Name != "note" {
+		t.Fatal("alias lookup")
+	}
+	if err := reg.Register(&openTool{}); err == nil || !strings.Contains(err.Error(), "additionalProperties") {
+		t.Fatalf("open schema accepted: %v", err)
+	}
+}
+
+type openTool struct{ noteTool }
+
+func (*openTool) Spec() Spec {
+	return Spec{Name: "open", InputSchema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"object","properties":{}}},"additionalProperties":false}`)}
+}
+
+func TestNewIDSorts(t *testing.T) {
+	a := NewID()
+	b := NewID()
+	if len(a) != 26 || len(b) != 26 {
+		t.Fatalf("%q %q", a, b)
+	}
+	for i := 0; i < 1000; i++ {
+		x, y := newIDAt(timeAt(int64(i))), newIDAt(timeAt(int64(i+1)))
+		if x >= y {
+			t.Fatalf("ids do not sort: %s >= %s", x, y)
+		}
+	}
+}

@@ -1,0 +1,241 @@
+package runtime
+
+import (
+	_ "embed"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"strings"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+
+	"github.com/wardenrt/warden/runtime/capability"
+)
+
+// ApprovalMode says who approves calls a rule marks require_approval.
+type ApprovalMode string
+
+// Approval modes.
+const (
+	ApproveAsk   ApprovalMode = "ask"   // ask a person on the terminal
+	ApproveAuto  ApprovalMode = "auto"  // approve automatically, recorded as auto
+	ApproveNever ApprovalMode = "never" // refuse: APPROVAL_REQUIRED
+)
+
+// ParseApprovalMode checks an approval mode name.
+func ParseApprovalMode(s string) (ApprovalMode, error) {
+	switch m := ApprovalMode(s); m {
+	case ApproveAsk, ApproveAuto, ApproveNever:
+		return m, nil
+	}
+	return "", fmt.Errorf("approval mode %q: use ask, auto or never", s)
+}
+
+// Rule is one policy rule. Rules are matched against the tool name in order;
+// the first match wins.
+type Rule struct {
+	// Tool is a tool name or a glob over tool names (path.Match syntax:
+	// `fs_*`, `*`).
+	Tool            string `yaml:"tool"`
+	Action          string `yaml:"action"`
+	RequireApproval bool   `yaml:"require_approval"`
+	DryRunFirst     bool   `yaml:"dry_run_first"`
+	// Index and Line locate the rule in its file, for explanations.
+	Index int `yaml:"-"`
+	Line  int `yaml:"-"`
+}
+
+// Rule actions.
+const (
+	ActionAllow = "allow"
+	ActionDeny  = "deny"
+)
+
+// Policy is a parsed, validated policy file (SPEC §4).
+type Policy struct {
+	Version  int          `yaml:"version"`
+	Grants   []string     `yaml:"grants"`
+	Rules    []Rule       `yaml:"rules"`
+	Approval ApprovalMode `yaml:"approval"`
+
+	// Source names where the policy came from (a path or "built-in default").
+	Source string `yaml:"-"`
+	grants []capability.Grant
+}
+
+//go:embed default_policy.yaml
+var defaultPolicyYAML []byte
+
+// DefaultPolicySource is the Source of the built-in default policy.
+const DefaultPolicySource = "built-in default"
+
+// DefaultPolicy returns the built-in default policy: read-only on the
+// workspace (fs.read:**, git.read, system.info, memory.read:*), everything
+// else denied.
+func DefaultPolicy() *Policy {
+	p, err := ParsePolicy(DefaultPolicySource, defaultPolicyYAML)
+	if err != nil {
+		panic("built-in default policy: " + err.Error())
+	}
+	return p
+}
+
+// DefaultPolicyYAML returns the text of the built-in default policy.
+func DefaultPolicyYAML() string { return string(defaultPolicyYAML) }
+
+// LoadPolicy reads and parses a policy file.
+func LoadPolicy(file string) (*Policy, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("policy: %w", err)
+	}
+	return ParsePolicy(file, data)
+}
+
+// PolicyError is a problem in a policy file, located by line and column.
+type PolicyError struct {
+	Source       string
+	Line, Column int
+	Message      string
+}
+
+func (e *PolicyError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d:%d: %s", e.Source, e.Line, e.Column, e.Message)
+	}
+	return fmt.Sprintf("%s: %s", e.Source, e.Message)
+}
+
+// ParsePolicy parses policy YAML strictly (unknown keys, duplicate keys and
+// wrong types are errors) and validates it. Every problem is reported with
+// its line and column; all of them are returned joined.
+func ParsePolicy(source string, data []byte) (*Policy, error) {
+	var p Policy
+	if err := yaml.UnmarshalWithOptions(data, &p, yaml.Strict()); err != nil {
+		return nil, yamlError(source, err)
+	}
+	file, err := parser.ParseBytes(data, 0)
+	if err != nil {
+		return nil, yamlError(source, err)
+	}
+	pos := func(p string) (int, int) {
+		yp, err := yaml.PathString(p)
+		if err != nil {
+			return 0, 0
+		}
+		n, err := yp.FilterFile(file)
+		if err != nil || n == nil {
+			return 0, 0
+		}
+		return nodePos(n)
+	}
+	var errs []error
+	bad := func(at, format string, args ...any) {
+		l, c := pos(at)
+		errs = append(errs, &PolicyError{Source: source, Line: l, Column: c, Message: fmt.Sprintf(format, args...)})
+	}
+	if p.Version != 1 {
+		bad("$.version", "version must be 1 (got %d)", p.Version)
+	}
+	for i, g := range p.Grants {
+		pg, err := capability.Parse(g)
+		if err != nil {
+			bad(fmt.Sprintf("$.grants[%d]", i), "%v", err)
+			continue
+		}
+		p.grants = append(p.grants, pg)
+	}
+	for i := range p.Rules {
+		r := &p.Rules[i]
+		r.Index = i
+		r.Line, _ = pos(fmt.Sprintf("$.rules[%d]", i))
+		at := fmt.Sprintf("$.rules[%d]", i)
+		if r.Tool == "" {
+			bad(at, "rule %d: tool is required (a tool name or a glob such as fs_*)", i+1)
+		} else if _, err := path.Match(r.Tool, ""); err != nil {
+			bad(at+".tool", "rule %d: tool pattern %q: %v", i+1, r.Tool, err)
+		}
+		switch r.Action {
+		case ActionAllow, ActionDeny:
+		case "":
+			bad(at, "rule %d: action is required (allow or deny)", i+1)
+		default:
+			bad(at+".action", "rule %d: action %q: use allow or deny", i+1, r.Action)
+		}
+		if r.Action == ActionDeny && (r.RequireApproval || r.DryRunFirst) {
+			bad(at, "rule %d: a deny rule cannot require approval or a dry run", i+1)
+		}
+	}
+	if p.Approval != "" {
+		if _, err := ParseApprovalMode(string(p.Approval)); err != nil {
+			bad("$.approval", "%v", err)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	p.Source = source
+	return &p, nil
+}
+
+func nodePos(n ast.Node) (int, int) {
+	switch m := n.(type) {
+	case *ast.MappingValueNode:
+		n = m.Key
+	case *ast.MappingNode:
+		if len(m.Values) > 0 {
+			n = m.Values[0].Key
+		}
+	}
+	if t := n.GetToken(); t != nil && t.Position != nil {
+		return t.Position.Line, t.Position.Column
+	}
+	return 0, 0
+}
+
+func yamlError(source string, err error) error {
+	var ye yaml.Error
+	if errors.As(err, &ye) {
+		if t := ye.GetToken(); t != nil && t.Position != nil {
+			return &PolicyError{Source: source, Line: t.Position.Line, Column: t.Position.Column, Message: ye.GetMessage()}
+		}
+		return &PolicyError{Source: source, Message: ye.GetMessage()}
+	}
+	return &PolicyError{Source: source, Message: err.Error()}
+}
+
+// GrantList returns the policy's parsed grants.
+func (p *Policy) GrantList() []capability.Grant { return append([]capability.Grant(nil), p.grants...) }
+
+// Match returns the first rule matching tool, or nil when none does (the
+// call is then decided by capabilities alone).
+func (p *Policy) Match(tool string) *Rule {
+	for i := range p.Rules {
+		if ok, _ := path.Match(p.Rules[i].Tool, tool); ok {
+			return &p.Rules[i]
+		}
+	}
+	return nil
+}
+
+// Describe says where a rule is, for explanations and audit records.
+func (r *Rule) Describe() string {
+	if r == nil {
+		return "no rule (capabilities decide)"
+	}
+	var flags []string
+	if r.RequireApproval {
+		flags = append(flags, "require_approval")
+	}
+	if r.DryRunFirst {
+		flags = append(flags, "dry_run_first")
+	}
+	s := fmt.Sprintf("rules[%d] (line %d): tool %s → %s", r.Index, r.Line, r.Tool, r.Action)
+	if len(flags) > 0 {
+		s += " + " + strings.Join(flags, ", ")
+	}
+	return s
+}

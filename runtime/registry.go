@@ -1,0 +1,101 @@
+package runtime
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+)
+
+// toolName is the set of names valid as OpenAI function names.
+var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// Registry is the explicit list of enabled tools. It is built in one place
+// (cmd/warden) so that every power warden has is visible there; there is no
+// global registry and no init-time registration.
+type Registry struct {
+	tools   map[string]*entry
+	aliases map[string]string
+}
+
+type entry struct {
+	tool   Tool
+	spec   Spec
+	schema *Schema
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry {
+	return &Registry{tools: map[string]*entry{}, aliases: map[string]string{}}
+}
+
+// Register adds tools. A name that is invalid, already taken, or a schema
+// that does not compile or is not closed is refused with an error naming it.
+func (r *Registry) Register(tools ...Tool) error {
+	for _, t := range tools {
+		spec := t.Spec()
+		if !toolName.MatchString(spec.Name) {
+			return fmt.Errorf("tool name %q is invalid: use 1-64 letters, digits, _ or -", spec.Name)
+		}
+		if r.taken(spec.Name) {
+			return fmt.Errorf("tool name %q is already taken: rename one of the two tools", spec.Name)
+		}
+		sch, err := CompileSchema(spec.Name, spec.InputSchema)
+		if err != nil {
+			return err
+		}
+		r.tools[spec.Name] = &entry{tool: t, spec: spec, schema: sch}
+	}
+	return nil
+}
+
+// Alias makes alias another name for an already registered tool (e.g. `run`
+// for `shell`).
+func (r *Registry) Alias(alias, target string) error {
+	if !toolName.MatchString(alias) {
+		return fmt.Errorf("tool alias %q is invalid", alias)
+	}
+	if r.taken(alias) {
+		return fmt.Errorf("tool name %q is already taken", alias)
+	}
+	if _, ok := r.tools[target]; !ok {
+		return fmt.Errorf("alias %q: no tool %q", alias, target)
+	}
+	r.aliases[alias] = target
+	return nil
+}
+
+func (r *Registry) taken(name string) bool {
+	_, t := r.tools[name]
+	_, a := r.aliases[name]
+	return t || a
+}
+
+func (r *Registry) lookup(name string) (*entry, bool) {
+	if target, ok := r.aliases[name]; ok {
+		name = target
+	}
+	e, ok := r.tools[name]
+	return e, ok
+}
+
+// Lookup returns the tool registered under name (or an alias of it).
+func (r *Registry) Lookup(name string) (Tool, bool) {
+	e, ok := r.lookup(name)
+	if !ok {
+		return nil, false
+	}
+	return e.tool, true
+}
+
+// Specs returns every tool's spec, sorted by name.
+func (r *Registry) Specs() []Spec {
+	out := make([]Spec, 0, len(r.tools))
+	for _, e := range r.tools {
+		out = append(out, e.spec)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Len is the number of registered tools (aliases not counted).
+func (r *Registry) Len() int { return len(r.tools) }

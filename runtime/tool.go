@@ -1,0 +1,95 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/wardenrt/warden/runtime/capability"
+)
+
+// Tool is one thing warden can do. Every tool is reached only through the
+// Gate, which decodes and validates the arguments against InputSchema,
+// checks the policy and the capabilities returned by Needs, and audits the
+// call before and after Run.
+type Tool interface {
+	// Spec describes the tool. It must be constant for the tool's lifetime.
+	Spec() Spec
+	// Needs returns the concrete resources this call would touch, computed
+	// from its (already validated) arguments before anything runs. An *Error
+	// result (e.g. INVALID_INPUT, PATH_ESCAPE, OPERATION_NOT_SUPPORTED)
+	// refuses the call.
+	Needs(c *Call) ([]capability.Need, error)
+	// Preview says exactly what Run would do, and does nothing. Tools whose
+	// Spec is ReadOnly are never asked for a preview.
+	Preview(ctx context.Context, c *Call) Outcome
+	// Run performs the call.
+	Run(ctx context.Context, c *Call) Outcome
+}
+
+// Spec is a tool's public description.
+type Spec struct {
+	Name        string
+	Description string
+	// InputSchema is a JSON Schema (draft 2020-12) for the arguments object.
+	// Every object in it must be closed (additionalProperties: false).
+	InputSchema json.RawMessage
+	// Capabilities lists the kinds of grant a call of this tool can need.
+	Capabilities []capability.Kind
+	// ReadOnly tools change nothing; a dry run executes them normally.
+	ReadOnly bool
+}
+
+// Call is one validated invocation, as a tool sees it.
+type Call struct {
+	ID   string
+	Tool string
+	// Args is the strictly decoded, schema-validated arguments object
+	// (compact JSON). Tools read it with Bind.
+	Args json.RawMessage
+	// RunID groups the calls of one `warden run`, workflow or CLI call.
+	RunID string
+	// Principal is the chain of who is calling, outermost first
+	// (e.g. ["cli"], ["run:01J…", "model"], ["run:…", "wasm:jq", "core"]).
+	Principal []string
+	// Grants are the effective grants of this call (never wider than the
+	// gate's own).
+	Grants capability.Set
+	// Workspace is the absolute workspace root.
+	Workspace string
+	// DryRun is true when this call only previews.
+	DryRun bool
+}
+
+// Bind decodes the call's arguments into v (a pointer to a struct) with the
+// strict rules: field names match exactly, no unknown fields.
+func (c *Call) Bind(v any) error {
+	return bindStrict(c.Args, v)
+}
+
+// Outcome is what a tool returns; the gate turns it into a Result.
+type Outcome struct {
+	Output   string
+	Data     any
+	Warnings []string
+	Err      *Error
+}
+
+// Fail is shorthand for a failed Outcome.
+func Fail(code Code, hint, format string, args ...any) Outcome {
+	return Outcome{Err: Errorf(code, hint, format, args...)}
+}
+
+// Result is the envelope of SPEC §2, returned for every call whoever made it.
+type Result struct {
+	Tool       string          `json:"tool"`
+	CallID     string          `json:"call_id"`
+	Success    bool            `json:"success"`
+	DryRun     bool            `json:"dry_run"`
+	Output     string          `json:"output"`
+	Data       json.RawMessage `json:"data"`
+	Warnings   []string        `json:"warnings"`
+	Error      *Error          `json:"error,omitempty"`
+	DurationMS int64           `json:"duration_ms"`
+	// AuditSeq is the sequence number of the call's last audit record.
+	AuditSeq uint64 `json:"audit_seq,omitempty"`
+}
