@@ -6,46 +6,20 @@ import (
 	"errors"
 	goruntime "runtime"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/wardenrt/warden/runtime"
 )
 
-// memAudit keeps audit events in memory: the gate's path without the
-// durable write.
-type memAudit struct {
-	mu sync.Mutex
-	n  uint64
-}
-
-func (m *memAudit) AppendAudit(context.Context, json.RawMessage) (uint64, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.n++
-	return m.n, nil
-}
-
 func newGate(t testing.TB, sys *System, policy *runtime.Policy) *runtime.Gate {
 	t.Helper()
-	reg := runtime.NewRegistry()
-	if err := reg.Register(sys); err != nil {
-		t.Fatal(err)
-	}
-	g, err := runtime.NewGate(runtime.GateOptions{Registry: reg, Policy: policy, Workspace: t.TempDir(), Audit: &memAudit{}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, _ := newTestGateWith(t, policy, t.TempDir(), sys)
 	return g
 }
 
 func callSystem(t testing.TB, g *runtime.Gate, args string) runtime.Result {
 	t.Helper()
-	res, err := g.Call(context.Background(), runtime.Request{Tool: "system", Args: json.RawMessage(args), Principal: []string{"test"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res
+	return callTool(t, g, "system", args)
 }
 
 func TestSystemGetInfo(t *testing.T) {
