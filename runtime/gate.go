@@ -158,7 +158,7 @@ func (g *Gate) check(req Request, callID string) (*checked, *Error) {
 	if req.Restrict != nil {
 		grants = grants.Intersect(*req.Restrict)
 	}
-	c := &checked{entry: e, rule: g.o.Policy.Match(e.spec.Name)}
+	c := &checked{entry: e, rule: g.o.Policy.Match(g.o.Registry.Names(e.spec.Name)...)}
 	c.call = &Call{
 		ID: callID, Tool: e.spec.Name, Args: compact, RunID: req.RunID,
 		Principal: req.Principal, Grants: grants, Workspace: g.o.Workspace,
@@ -236,7 +236,7 @@ func (g *Gate) Call(ctx context.Context, req Request) (Result, error) {
 	c, cerr := g.check(req, callID)
 	if c != nil && c.call != nil {
 		ev.Args = g.redactArgs(c.call.Args)
-		ev.Needs = needStrings(c.needs)
+		ev.Needs = g.redactNeeds(c.needs)
 		ev.DryRun = c.call.DryRun
 		res.DryRun = c.call.DryRun
 		res.Tool = c.call.Tool
@@ -306,7 +306,7 @@ func (g *Gate) approve(ctx context.Context, c *checked, preview *Outcome) (appro
 		}
 		a, err := g.o.Approver.Approve(ctx, ApprovalRequest{
 			Tool: name, CallID: c.call.ID, Principal: c.call.Principal,
-			Args: g.redactArgs(c.call.Args), Needs: needStrings(c.needs),
+			Args: g.redactArgs(c.call.Args), Needs: g.redactNeeds(c.needs),
 			Rule: c.rule.Describe(), Preview: preview,
 		})
 		if err != nil {
@@ -338,8 +338,12 @@ func (g *Gate) refuse(ctx context.Context, res Result, ev AuditEvent, e *Error, 
 // logs one line.
 func (g *Gate) finish(ctx context.Context, res Result, ev AuditEvent, o Outcome, start time.Time, intentSeq uint64) (Result, error) {
 	res.Output = capOutput(o.Output)
-	if o.Data != nil {
-		data, err := json.Marshal(o.Data)
+	switch d := o.Data.(type) {
+	case nil:
+	case json.RawMessage: // already marshalled (and redacted) by redactOutcome
+		res.Data = d
+	default:
+		data, err := json.Marshal(d)
 		if err != nil {
 			o.Err = Errorf(CodeInternal, "", "tool %s returned data that is not JSON: %v", res.Tool, err)
 		} else {
@@ -416,7 +420,8 @@ func (g *Gate) safePreview(ctx context.Context, t Tool, c *Call) Outcome {
 func (g *Gate) redactArgs(args json.RawMessage) json.RawMessage {
 	out, err := g.o.Redactor.JSON(args)
 	if err != nil {
-		return json.RawMessage(fmt.Sprintf("%q", g.o.Redactor.String(string(args))))
+		b, _ := json.Marshal(g.o.Redactor.String(string(args)))
+		return b
 	}
 	return out
 }
@@ -447,23 +452,31 @@ func (g *Gate) redactOutcome(o Outcome) Outcome {
 	}
 	o.Err = g.redactError(o.Err)
 	if o.Data != nil {
+		// Fail closed: data that cannot be marshalled or redacted is dropped.
 		data, err := json.Marshal(o.Data)
+		var red []byte
 		if err == nil {
-			if red, err := g.o.Redactor.JSON(data); err == nil {
-				o.Data = json.RawMessage(red)
-			}
+			red, err = g.o.Redactor.JSON(data)
+		}
+		if err != nil {
+			o.Data = nil
+			o.Err = Errorf(CodeInternal, "this is a bug in warden; please report it", "tool data could not be recorded safely: %v", err)
+		} else {
+			o.Data = json.RawMessage(red)
 		}
 	}
 	return o
 }
 
-func needStrings(ns []capability.Need) []string {
+// redactNeeds renders needs for the audit log and the approver; a path or
+// host can carry a secret too.
+func (g *Gate) redactNeeds(ns []capability.Need) []string {
 	if len(ns) == 0 {
 		return nil
 	}
 	out := make([]string, len(ns))
 	for i, n := range ns {
-		out[i] = n.String()
+		out[i] = g.o.Redactor.String(n.String())
 	}
 	return out
 }
@@ -512,7 +525,7 @@ func (g *Gate) Explain(req Request) Explanation {
 			x.Rule = "no rule matches; capabilities decide"
 		}
 		for _, n := range c.needs {
-			w := NeedWhy{Need: n.String()}
+			w := NeedWhy{Need: g.o.Redactor.String(n.String())}
 			if c.call.Grants.Allows(n) {
 				w.GrantedBy = grantFor(c.call.Grants, n)
 			} else {

@@ -364,3 +364,18 @@ func TestNewIDSorts(t *testing.T) {
 		}
 	}
 }
+
+// A rule written for an alias binds the tool under every name, and the
+// reverse: calling by the other name cannot dodge it.
+func TestGateRulesBindAliases(t *testing.T) {
+	for _, tt := range []struct{ rule, call string }{{"write_note", "note"}, {"note", "write_note"}, {"write_note", "write_note"}} {
+		g, tool, _ := newTestGate(t, notesPolicy+"rules: [{tool: "+tt.rule+", action: deny}]\n", GateOptions{})
+		if err := g.Registry().Alias("write_note", "note"); err != nil {
+			t.Fatal(err)
+		}
+		res, _ := g.Call(context.Background(), Request{Tool: tt.call, Args: json.RawMessage(`{"name":"a"}`)})
+		if res.Error == nil || res.Error.Code != CodePolicyDenied || tool.runs != 0 {
+			t.Fatalf("rule %s, call %s: %+v", tt.rule, tt.call, res)
+		}
+	}
+}

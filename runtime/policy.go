@@ -210,12 +210,15 @@ func yamlError(source string, err error) error {
 // GrantList returns the policy's parsed grants.
 func (p *Policy) GrantList() []capability.Grant { return append([]capability.Grant(nil), p.grants...) }
 
-// Match returns the first rule matching tool, or nil when none does (the
-// call is then decided by capabilities alone).
-func (p *Policy) Match(tool string) *Rule {
+// Match returns the first rule matching any of the tool's names (its name
+// and its aliases), or nil when none does (the call is then decided by
+// capabilities alone).
+func (p *Policy) Match(names ...string) *Rule {
 	for i := range p.Rules {
-		if ok, _ := path.Match(p.Rules[i].Tool, tool); ok {
-			return &p.Rules[i]
+		for _, n := range names {
+			if ok, _ := path.Match(p.Rules[i].Tool, n); ok {
+				return &p.Rules[i]
+			}
 		}
 	}
 	return nil

@@ -87,6 +87,22 @@ func (r *Registry) Lookup(name string) (Tool, bool) {
 	return e.tool, true
 }
 
+// Names returns a tool's name followed by its aliases, so a policy rule
+// written for either matches the tool whichever name the caller used.
+func (r *Registry) Names(name string) []string {
+	if target, ok := r.aliases[name]; ok {
+		name = target
+	}
+	names := []string{name}
+	for alias, target := range r.aliases {
+		if target == name {
+			names = append(names, alias)
+		}
+	}
+	sort.Strings(names[1:])
+	return names
+}
+
 // Specs returns every tool's spec, sorted by name.
 func (r *Registry) Specs() []Spec {
 	out := make([]Spec, 0, len(r.tools))

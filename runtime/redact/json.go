@@ -1,0 +1,298 @@
+package redact
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// maxDepth bounds the nesting JSON accepts, as encoding/json does.
+const maxDepth = 10000
+
+// JSON redacts a JSON document. The value of every member whose key is
+// sensitive (see below) is replaced whole by the string Mask, whatever its
+// type (object, array, number, null); every other string — values and
+// object keys alike, since maps keyed by tokens exist — is redacted like
+// String; a number that holds a literal secret becomes the string Mask.
+// The output is compact, valid JSON with members in their original order
+// (duplicate keys kept; redacting keys can make two keys equal). Invalid
+// JSON, trailing data and nesting deeper than 10000 are errors.
+//
+// A key is sensitive when, split into words (snake_case, kebab-case,
+// camelCase, dotted), one word contains password, passwd or passphrase;
+// or its last word ends in token, secret(s), apikey, privatekey, accesskey,
+// secretkey, authorization, cookie(s), credential(s), session or
+// sessionid or sessid, or is auth; or its last two words are api key, private key,
+// access key, secret key or session id. So password, db_password,
+// passwordHash, access_token, csrfToken, client_secret, apiKey, X-Api-Key,
+// aws_secret_access_key, Authorization, Set-Cookie, credentials, auth and
+// session_id are sensitive; max_tokens, prompt_tokens, token_type,
+// tokenizer, secretName, key, public_key and aws_access_key_id are not.
+func (r *Redactor) JSON(raw []byte) ([]byte, error) {
+	if r == nil {
+		r = plain
+	}
+	if out, ok := r.jsonFast(raw); ok {
+		return out, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	type frame struct {
+		obj       bool
+		n         int  // members or elements written
+		wantValue bool // in an object: the next token is a member's value
+	}
+	var (
+		out     bytes.Buffer
+		stack   []frame
+		started bool
+	)
+	out.Grow(len(raw))
+	valueDone := func() {
+		if len(stack) > 0 {
+			top := &stack[len(stack)-1]
+			top.n++
+			top.wantValue = false
+		}
+	}
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("redact: %w", err)
+		}
+		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
+			stack = stack[:len(stack)-1]
+			out.WriteByte(byte(d))
+			valueDone()
+			continue
+		}
+		if len(stack) == 0 {
+			if started {
+				return nil, errors.New("redact: invalid JSON: data after the top-level value")
+			}
+			started = true
+		} else {
+			top := &stack[len(stack)-1]
+			if top.n > 0 && !top.wantValue {
+				out.WriteByte(',')
+			}
+			if top.obj && !top.wantValue {
+				key, _ := tok.(string)
+				writeJSONString(&out, r.String(key))
+				out.WriteByte(':')
+				if sensitiveKey(key) {
+					writeJSONString(&out, Mask)
+					if err := skipValue(dec); err != nil {
+						return nil, fmt.Errorf("redact: %w", err)
+					}
+					valueDone()
+					continue
+				}
+				top.wantValue = true
+				continue
+			}
+		}
+		switch v := tok.(type) {
+		case json.Delim: // { or [
+			if len(stack) >= maxDepth {
+				return nil, fmt.Errorf("redact: JSON nested deeper than %d", maxDepth)
+			}
+			out.WriteByte(byte(v))
+			stack = append(stack, frame{obj: v == '{'})
+			continue
+		case string:
+			writeJSONString(&out, r.String(v))
+		case json.Number:
+			if r.String(string(v)) != string(v) {
+				writeJSONString(&out, Mask)
+			} else {
+				out.WriteString(string(v))
+			}
+		case bool:
+			if v {
+				out.WriteString("true")
+			} else {
+				out.WriteString("false")
+			}
+		case nil:
+			out.WriteString("null")
+		}
+		valueDone()
+	}
+	if !started {
+		return nil, errors.New("redact: invalid JSON: empty input")
+	}
+	if len(stack) > 0 {
+		return nil, fmt.Errorf("redact: invalid JSON: %w", io.ErrUnexpectedEOF)
+	}
+	return out.Bytes(), nil
+}
+
+// skipValue consumes one value (all of it, for an object or array).
+func skipValue(dec *json.Decoder) error {
+	depth := 0
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return io.ErrUnexpectedEOF
+		}
+		if err != nil {
+			return err
+		}
+		if d, ok := tok.(json.Delim); ok {
+			if d == '{' || d == '[' {
+				depth++
+				if depth > maxDepth {
+					return fmt.Errorf("JSON nested deeper than %d", maxDepth)
+				}
+			} else {
+				depth--
+			}
+		}
+		if depth == 0 {
+			return nil
+		}
+	}
+}
+
+const hexDigits = "0123456789abcdef"
+
+// writeJSONString writes s as a JSON string: quotes, backslashes and
+// control characters escaped, invalid UTF-8 as U+FFFD, HTML left alone.
+func writeJSONString(b *bytes.Buffer, s string) {
+	b.WriteByte('"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b.WriteByte('\\')
+				b.WriteByte(c)
+			case c == '\n':
+				b.WriteString(`\n`)
+			case c == '\r':
+				b.WriteString(`\r`)
+			case c == '\t':
+				b.WriteString(`\t`)
+			case c < 0x20:
+				b.WriteString(`\u00`)
+				b.WriteByte(hexDigits[c>>4])
+				b.WriteByte(hexDigits[c&0xf])
+			default:
+				b.WriteByte(c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b.WriteString(`\ufffd`)
+		case r == '\u2028' || r == '\u2029':
+			b.WriteString(`\u202`)
+			b.WriteByte(hexDigits[r&0xf])
+		default:
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	b.WriteByte('"')
+}
+
+// sensitiveKey reports whether a JSON member's key names a secret (see JSON).
+func sensitiveKey(key string) bool {
+	words := keyWords(key)
+	if len(words) == 0 {
+		return false
+	}
+	for _, w := range words {
+		if strings.Contains(w, "password") || strings.Contains(w, "passwd") || strings.Contains(w, "passphrase") {
+			return true
+		}
+	}
+	last := words[len(words)-1]
+	if last == "auth" {
+		return true
+	}
+	for _, suffix := range []string{"token", "secret", "secrets", "apikey", "privatekey", "accesskey", "secretkey",
+		"authorization", "cookie", "cookies", "credential", "credentials", "session", "sessionid", "sessid"} {
+		if strings.HasSuffix(last, suffix) {
+			return true
+		}
+	}
+	if len(words) >= 2 {
+		switch words[len(words)-2] + last {
+		case "apikey", "privatekey", "accesskey", "secretkey", "sessionid":
+			return true
+		}
+	}
+	return false
+}
+
+// keyWords splits a key into lower-case words at non-alphanumerics and
+// camelCase boundaries: "X-Api-Key" and "xAPIKey" give [x api key].
+func keyWords(key string) []string {
+	var words []string
+	var cur []rune
+	flush := func() {
+		if len(cur) > 0 {
+			words = append(words, strings.ToLower(string(cur)))
+			cur = cur[:0]
+		}
+	}
+	rs := []rune(key)
+	for i, r := range rs {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+			flush()
+			continue
+		}
+		if unicode.IsUpper(r) && len(cur) > 0 {
+			prev := cur[len(cur)-1]
+			nextLower := i+1 < len(rs) && unicode.IsLower(rs[i+1])
+			if unicode.IsLower(prev) || unicode.IsDigit(prev) || unicode.IsUpper(prev) && nextLower {
+				flush()
+			}
+		}
+		cur = append(cur, r)
+	}
+	flush()
+	return words
+}
+
+// sensitiveKeyParts are lower-case fragments every sensitive key contains
+// (see JSON): a document without any of them has no sensitive key.
+var sensitiveKeyParts = []string{"pass", "secret", "token", "key", "auth", "cookie", "credential", "sess"}
+
+// jsonFast handles the common case cheaply: a valid document without escape
+// sequences (which could spell a secret the raw text does not show), without
+// any fragment of a sensitive key name, and in which String finds nothing,
+// is returned compacted as it is. ok is false when the full walk is needed.
+func (r *Redactor) jsonFast(raw []byte) ([]byte, bool) {
+	if bytes.IndexByte(raw, '\\') >= 0 || !json.Valid(raw) {
+		return nil, false
+	}
+	lower := bytes.ToLower(raw)
+	for _, p := range sensitiveKeyParts {
+		if bytes.Contains(lower, []byte(p)) {
+			return nil, false
+		}
+	}
+	s := string(raw)
+	if r.String(s) != s {
+		return nil, false
+	}
+	var out bytes.Buffer
+	out.Grow(len(raw))
+	if err := json.Compact(&out, raw); err != nil {
+		return nil, false
+	}
+	return out.Bytes(), true
+}
