@@ -9,30 +9,58 @@ import (
 	"github.com/wardenrt/warden/store"
 )
 
-// storeMemory adapts the store to runtime.Memory (runtime may not import
-// store; store may not import runtime).
-type storeMemory struct{ st *store.Store }
+// lazyStore adapts the store to runtime.Memory and runtime.Artifacts
+// (runtime may not import store; store may not import runtime). It opens the
+// store on first use, so listing tools does not touch it.
+type lazyStore struct{ open func() (*store.Store, error) }
 
-var _ runtime.Memory = storeMemory{}
+var (
+	_ runtime.Memory    = lazyStore{}
+	_ runtime.Artifacts = lazyStore{}
+)
 
-func (m storeMemory) PutMemory(ctx context.Context, ns, key, value string) error {
-	return m.st.PutMemory(ctx, ns, key, value)
+func (m lazyStore) PutArtifact(ctx context.Context, data []byte) (string, error) {
+	st, err := m.open()
+	if err != nil {
+		return "", err
+	}
+	return st.PutArtifact(ctx, data)
 }
 
-func (m storeMemory) GetMemory(ctx context.Context, ns, key string) (runtime.MemoryEntry, error) {
-	e, err := m.st.GetMemory(ctx, ns, key)
+func (m lazyStore) PutMemory(ctx context.Context, ns, key, value string) error {
+	st, err := m.open()
+	if err != nil {
+		return err
+	}
+	return st.PutMemory(ctx, ns, key, value)
+}
+
+func (m lazyStore) GetMemory(ctx context.Context, ns, key string) (runtime.MemoryEntry, error) {
+	st, err := m.open()
+	if err != nil {
+		return runtime.MemoryEntry{}, err
+	}
+	e, err := st.GetMemory(ctx, ns, key)
 	if err != nil {
 		return runtime.MemoryEntry{}, notFound(err)
 	}
 	return memoryEntry(e), nil
 }
 
-func (m storeMemory) DeleteMemory(ctx context.Context, ns, key string) error {
-	return notFound(m.st.DeleteMemory(ctx, ns, key))
+func (m lazyStore) DeleteMemory(ctx context.Context, ns, key string) error {
+	st, err := m.open()
+	if err != nil {
+		return err
+	}
+	return notFound(st.DeleteMemory(ctx, ns, key))
 }
 
-func (m storeMemory) ListMemory(ctx context.Context, ns string, limit int) ([]runtime.MemoryEntry, error) {
-	es, err := m.st.ListMemory(ctx, ns, limit)
+func (m lazyStore) ListMemory(ctx context.Context, ns string, limit int) ([]runtime.MemoryEntry, error) {
+	st, err := m.open()
+	if err != nil {
+		return nil, err
+	}
+	es, err := st.ListMemory(ctx, ns, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -43,8 +71,12 @@ func (m storeMemory) ListMemory(ctx context.Context, ns string, limit int) ([]ru
 	return out, nil
 }
 
-func (m storeMemory) SearchMemory(ctx context.Context, text string, ns func(string) bool, limit int) ([]runtime.MemoryHit, error) {
-	hits, err := m.st.SearchMemory(ctx, store.MemoryQuery{Text: text, Namespace: ns, Limit: limit})
+func (m lazyStore) SearchMemory(ctx context.Context, text string, ns func(string) bool, limit int) ([]runtime.MemoryHit, error) {
+	st, err := m.open()
+	if err != nil {
+		return nil, err
+	}
+	hits, err := st.SearchMemory(ctx, store.MemoryQuery{Text: text, Namespace: ns, Limit: limit})
 	if err != nil {
 		return nil, err
 	}

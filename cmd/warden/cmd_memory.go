@@ -11,6 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/wardenrt/warden/builtin"
 	"github.com/wardenrt/warden/store"
 )
 
@@ -146,6 +147,28 @@ func memoryCommand() *cli.Command {
 						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.Namespace, m.Key, m.Updated.Local().Format("2006-01-02 15:04"), oneLine(m.Value, 60))
 					}
 					return tw.Flush()
+				}),
+			},
+			{
+				Name: "index", Usage: "index the workspace's text files for get_context (incremental: only changed files are read)",
+				Flags: []cli.Flag{jsonFlag},
+				Action: withEnv(func(ctx context.Context, e *env) error {
+					stats, err := builtin.IndexWorkspace(ctx, lazyStore{open: e.store}, e.workspace, nil)
+					if err != nil {
+						return err
+					}
+					if err := e.audit(ctx, "memory.index", map[string]any{"workspace": e.workspace, "files": stats.Files}); err != nil {
+						return err
+					}
+					if e.json {
+						return e.printJSON(stats)
+					}
+					fmt.Fprintf(e.stdout, "indexed %s: %d files (%d added, %d updated, %d unchanged, %d removed, %d skipped)\n",
+						stats.Workspace, stats.Files, stats.Added, stats.Updated, stats.Unchanged, stats.Removed, stats.Skipped)
+					if stats.Truncated {
+						fmt.Fprintln(e.stdout, "note: the file limit was reached; some files are not indexed")
+					}
+					return nil
 				}),
 			},
 			{

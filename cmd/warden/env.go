@@ -215,9 +215,14 @@ func (e *env) approvalMode(p *runtime.Policy) (runtime.ApprovalMode, error) {
 	return runtime.ApproveNever, nil
 }
 
-func (e *env) isTTY() bool {
-	f, ok := e.stdin.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
+func (e *env) isTTY() bool { return e.terminal() != nil }
+
+// terminal returns stdin when it is a terminal, for prompts; nil otherwise.
+func (e *env) terminal() *os.File {
+	if f, ok := e.stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		return f
+	}
+	return nil
 }
 
 // registry builds the explicit list of enabled tools.
@@ -225,9 +230,25 @@ func (e *env) registry() (*runtime.Registry, error) {
 	if e.reg != nil {
 		return e.reg, nil
 	}
+	// Every tool warden can run is listed here, and only here.
+	st := lazyStore{open: e.store}
+	var tools []runtime.Tool
+	tools = append(tools, &builtin.System{Version: version, Started: e.started, State: e.runtimeState})
+	tools = append(tools, builtin.FSTools()...)
+	tools = append(tools, builtin.ShellTools()...)
+	tools = append(tools, builtin.GitTools(nil)...)
+	tools = append(tools, builtin.NetTools(builtin.SearchConfigFromEnv(os.Getenv))...)
+	tools = append(tools, (&builtin.AskUser{TTY: e.terminal(), Out: e.stderr}).Tools()...)
+	tools = append(tools, builtin.MemoryTools(st)...)
+	tools = append(tools, builtin.TextTools(builtin.LLMConfig{
+		BaseURL: os.Getenv("OPENAI_BASE_URL"), APIKey: os.Getenv("OPENAI_API_KEY"), Model: os.Getenv("WARDEN_MODEL"),
+	})...)
+	tools = append(tools, (&builtin.Ops{Artifacts: st, Redactor: e.redactor}).Tools()...)
 	reg := runtime.NewRegistry()
-	sys := &builtin.System{Version: version, Started: e.started, State: e.runtimeState}
-	if err := reg.Register(sys); err != nil {
+	if err := reg.Register(tools...); err != nil {
+		return nil, err
+	}
+	if err := reg.Alias("run", "shell"); err != nil {
 		return nil, err
 	}
 	e.reg = reg

@@ -1,0 +1,651 @@
+package builtin
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/capability"
+)
+
+// The hostile path suite. Each test names the case of issue 3 it covers:
+//
+//	 1 ".."                          TestFSHostileDotDot
+//	 2 absolute path outside         TestFSHostileAbsolute
+//	 3 symlink out (read, write)     TestFSHostileSymlinkOut
+//	 4 symlink swapped in a race     TestFSHostileSymlinkRace (10,000 attempts)
+//	 5 hard link to an outside file  TestFSHostileHardLink
+//	 6 .git/config write             TestFSHostileGitConfig
+//	 7 NUL in a path                 TestFSHostileNUL
+//	 8 a 5,000-byte path             TestFSHostileLongPath
+//	 9 FIFO (no hang)                TestFSHostileFIFO
+//	10 symlink loop                  TestFSHostileSymlinkLoop
+//	11 trailing slash, dot segments  TestFSHostileDotSegments
+//	12 case variants of .GIT         TestFSHostileGitCase
+//
+// plus the layers below the gate, each shown on its own:
+// TestFSHostileRunRechecks, TestFSHostileRootRefuses, TestFSHostileVerifyNarrowGrant.
+
+// fsHostileSetup returns a workspace and a gate (fs.read:** fs.write:**),
+// and an outside directory holding a canary file, with its checksum.
+func fsHostileSetup(t *testing.T) (ws, outside string, g *runtime.Gate, sum string) {
+	t.Helper()
+	ws, g, _ = fsTestWS(t, fsTestRW)
+	outside, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsWriteFile(t, filepath.Join(outside, "canary"), "OUTSIDE-CANARY\n")
+	fsWriteFile(t, filepath.Join(outside, "sub/deep"), "OUTSIDE-DEEP\n")
+	return ws, outside, g, treeChecksum(t, outside)
+}
+
+// fsEveryTool calls each fs tool on p (as a path, a pattern, a list) and
+// returns the results by tool; fs_remove comes last.
+func fsEveryTool(t *testing.T, g *runtime.Gate, p string) map[string]runtime.Result {
+	t.Helper()
+	m := fsEveryToolButRemove(t, g, p)
+	m["fs_remove"] = fsCall(t, g, "fs_remove", map[string]any{"path": p, "recursive": true})
+	return m
+}
+
+func fsEveryToolButRemove(t *testing.T, g *runtime.Gate, p string) map[string]runtime.Result {
+	t.Helper()
+	m := map[string]runtime.Result{}
+	m["fs_read"] = fsCall(t, g, "fs_read", map[string]any{"path": p})
+	m["fs_write"] = fsCall(t, g, "fs_write", map[string]any{"path": p, "content": "PWNED"})
+	m["append"] = fsCall(t, g, "fs_write", map[string]any{"path": p, "content": "PWNED", "append": true})
+	m["fs_list"] = fsCall(t, g, "fs_list", map[string]any{"path": p})
+	m["fs_mkdir"] = fsCall(t, g, "fs_mkdir", map[string]any{"path": p + "/pwned"})
+	m["fs_glob"] = fsCall(t, g, "fs_glob", map[string]any{"pattern": p + "/*"})
+	m["read_files"] = fsCall(t, g, "read_files", map[string]any{"file_paths": []string{p}})
+	return m
+}
+
+// fsNoLeak fails when a result shows outside content.
+func fsNoLeak(t *testing.T, what string, res runtime.Result) {
+	t.Helper()
+	blob, _ := json.Marshal(res)
+	if strings.Contains(string(blob), "OUTSIDE-") {
+		t.Errorf("%s: outside content leaked: %s", what, blob)
+	}
+}
+
+func TestFSHostileDotDot(t *testing.T) {
+	ws, outside, g, sum := fsHostileSetup(t)
+	os.Mkdir(filepath.Join(ws, "dir"), 0o755)
+	rel, _ := filepath.Rel(ws, outside)
+	for _, p := range []string{"..", "../" + filepath.Base(ws) + "/../" + filepath.Base(outside) + "/canary", rel + "/canary", "dir/../../" + filepath.Base(outside), "./dir/../../..", "dir/../" + rel} {
+		for tool, res := range fsEveryTool(t, g, p) {
+			fsNoLeak(t, tool+" "+p, res)
+			if tool == "read_files" {
+				fsWantCode(t, res, runtime.CodeCapabilityDenied)
+				continue
+			}
+			if res.Success || res.Error.Code != runtime.CodeCapabilityDenied && res.Error.Code != runtime.CodeInvalidInput {
+				t.Errorf("%s %s: %+v", tool, p, res.Error)
+			}
+		}
+	}
+	if treeChecksum(t, outside) != sum {
+		t.Fatal("the outside tree changed")
+	}
+}
+
+func TestFSHostileAbsolute(t *testing.T) {
+	_, outside, g, sum := fsHostileSetup(t)
+	for _, p := range []string{filepath.Join(outside, "canary"), outside, "/etc/passwd", "/", "//" + outside[1:] + "/./canary"} {
+		for tool, res := range fsEveryTool(t, g, p) {
+			fsNoLeak(t, tool+" "+p, res)
+			if res.Success || res.Error.Code != runtime.CodeCapabilityDenied && res.Error.Code != runtime.CodeInvalidInput {
+				t.Errorf("%s %s: %+v", tool, p, res.Error)
+			}
+		}
+	}
+	if treeChecksum(t, outside) != sum {
+		t.Fatal("the outside tree changed")
+	}
+}
+
+func TestFSHostileSymlinkOut(t *testing.T) {
+	ws, outside, g, sum := fsHostileSetup(t)
+	rel, _ := filepath.Rel(ws, outside)
+	links := map[string]string{
+		"absdir":  outside,                             // a directory, absolute target
+		"reldir":  rel,                                 // a directory, relative target
+		"absfile": filepath.Join(outside, "canary"),    // the file itself
+		"relfile": filepath.Join(rel, "canary"),        // the file, relative
+		"chain":   "reldir",                            // a link to a link out
+		"dangle":  filepath.Join(outside, "new-file"),  // to a file that does not exist yet
+		"updown":  "dir/../" + filepath.Join(rel, "x"), // through .. inside the target
+	}
+	os.Mkdir(filepath.Join(ws, "dir"), 0o755)
+	for name, target := range links {
+		if err := os.Symlink(target, filepath.Join(ws, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range []string{"absdir/canary", "reldir/canary", "absfile", "relfile", "chain/canary", "dangle", "absdir/sub", "reldir/sub/deep", "updown"} {
+		for tool, res := range fsEveryTool(t, g, p) {
+			fsNoLeak(t, tool+" "+p, res)
+			if tool == "fs_remove" && (p == "absfile" || p == "relfile" || p == "dangle" || p == "updown") {
+				continue // removes the link itself (checked below)
+			}
+			if res.Success {
+				t.Errorf("%s %s succeeded: %q", tool, p, res.Output)
+			} else if res.Error.Code != runtime.CodeCapabilityDenied && res.Error.Code != runtime.CodeNotFound {
+				t.Errorf("%s %s: %+v", tool, p, res.Error)
+			}
+		}
+	}
+	// read_files is refused as a whole when one path resolves outside.
+	os.Symlink(filepath.Join(outside, "canary"), filepath.Join(ws, "absfile2")) // the sweep above removed absfile itself
+	fsWantCode(t, fsCall(t, g, "read_files", map[string]any{"file_paths": []string{"dir", "absfile2"}}), runtime.CodeCapabilityDenied)
+	// A glob never walks into or returns a link out.
+	res := fsCall(t, g, "fs_glob", map[string]any{"pattern": "**"})
+	fsWantOK(t, res)
+	fsNoLeak(t, "glob", res)
+	for _, m := range fsDecode[FSGlobData](t, res).Matches {
+		if strings.Contains(m, "canary") || strings.Contains(m, "deep") {
+			t.Errorf("glob returned %s", m)
+		}
+	}
+	if treeChecksum(t, outside) != sum {
+		t.Fatal("the outside tree changed")
+	}
+	if _, err := os.Stat(filepath.Join(outside, "new-file")); !os.IsNotExist(err) {
+		t.Fatal("a write through a dangling link created the outside file")
+	}
+}
+
+// TestFSHostileSymlinkRace flips ws/dir between a real directory and a
+// symlink to an outside directory holding a canary (absolute and relative
+// links, swapped atomically with renameat2 RENAME_EXCHANGE), while fs_read,
+// fs_write and fs_list reach dir/canary 10,000 times — one in ten through
+// the whole gate, the rest as the gate would after its check (Run with the
+// gate's grants). The outside canary must never be read, listed or changed.
+func TestFSHostileSymlinkRace(t *testing.T) {
+	const attempts = 10000
+	ws, outside, g, sum := fsHostileSetup(t)
+	fsWriteFile(t, filepath.Join(outside, "outside-only.txt"), "OUTSIDE-ONLY\n")
+	sum = treeChecksum(t, outside)
+	dir := filepath.Join(ws, "dir")
+	fsWriteFile(t, filepath.Join(dir, "canary"), "inside\n")
+	rel, _ := filepath.Rel(ws, outside)
+	abslink, rellink := filepath.Join(ws, "abslink"), filepath.Join(ws, "rellink")
+	if err := os.Symlink(outside, abslink); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(rel, rellink); err != nil {
+		t.Fatal(err)
+	}
+	exchange := func(a, b string) error {
+		return unix.Renameat2(unix.AT_FDCWD, a, unix.AT_FDCWD, b, unix.RENAME_EXCHANGE)
+	}
+	if err := exchange(dir, abslink); err != nil {
+		t.Skipf("renameat2 RENAME_EXCHANGE unsupported here: %v", err)
+	}
+	if err := exchange(dir, abslink); err != nil {
+		t.Fatal(err)
+	}
+
+	var stop atomic.Bool
+	var flips atomic.Int64
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; !stop.Load(); i++ {
+			link := abslink
+			if i%2 == 1 {
+				link = rellink
+			}
+			if exchange(dir, link) != nil || exchange(dir, link) != nil {
+				t.Error("exchange failed")
+				return
+			}
+			flips.Add(2)
+		}
+	}()
+
+	grants := g.Grants()
+	call := func(i int, tool, args string) runtime.Result {
+		if i%10 == 0 {
+			return callTool(t, g, tool, args)
+		}
+		var o runtime.Outcome
+		c := &runtime.Call{ID: "race", Tool: tool, Args: json.RawMessage(args), Principal: []string{"test"}, Grants: grants, Workspace: ws}
+		switch tool {
+		case "fs_read":
+			o = fsReadTool{}.Run(context.Background(), c)
+		case "fs_write":
+			o = fsWriteTool{}.Run(context.Background(), c)
+		case "fs_list":
+			o = fsListTool{}.Run(context.Background(), c)
+		}
+		data, _ := json.Marshal(o.Data)
+		return runtime.Result{Tool: tool, Success: o.Err == nil, Output: o.Output, Data: data, Error: o.Err}
+	}
+	outcomes := map[string]int{}
+	layers := map[string]int{} // which layer refused, for PATH_ESCAPE
+	escapes := 0
+	for i := range attempts {
+		var res runtime.Result
+		switch i % 3 {
+		case 0:
+			res = call(i, "fs_read", `{"path":"dir/canary"}`)
+		case 1:
+			res = call(i, "fs_write", fmt.Sprintf(`{"path":"dir/canary","content":"inside %d\n"}`, i))
+		case 2:
+			res = call(i, "fs_list", `{"path":"dir"}`)
+		}
+		if strings.Contains(res.Output, "OUTSIDE") || strings.Contains(res.Output, "outside-only") || strings.Contains(string(res.Data), "outside-only") {
+			escapes++
+		}
+		key := res.Tool + ":ok"
+		if res.Error != nil {
+			key = res.Tool + ":" + string(res.Error.Code)
+			if res.Error.Code == runtime.CodePathEscape {
+				layers[fsEscapeLayer(res.Error.Message)]++
+			}
+		}
+		outcomes[key]++
+	}
+	stop.Store(true)
+	wg.Wait()
+	t.Logf("%d attempts, %d flips, outcomes %v; PATH_ESCAPE by layer %v", attempts, flips.Load(), outcomes, layers)
+	if escapes != 0 {
+		t.Fatalf("%d escapes", escapes)
+	}
+	if treeChecksum(t, outside) != sum {
+		t.Fatal("the outside tree changed")
+	}
+	// Refusals only: allowed, CAPABILITY_DENIED (the gate saw the link),
+	// PATH_ESCAPE (Run or os.Root saw it), NOT_FOUND and INVALID_INPUT
+	// (ENOTDIR: os.Root met the link mid-swap).
+	for k := range outcomes {
+		switch k[strings.IndexByte(k, ':')+1:] {
+		case "ok", "CAPABILITY_DENIED", "PATH_ESCAPE", "NOT_FOUND", "INVALID_INPUT":
+		default:
+			t.Errorf("unexpected outcome %s", k)
+		}
+	}
+	if outcomes["fs_read:ok"] == 0 || outcomes["fs_write:ok"] == 0 {
+		t.Errorf("the loop never succeeded: %v", outcomes)
+	}
+	fsNoTemps(t, ws)
+	fsNoTemps(t, outside)
+}
+
+// fsEscapeLayer names the layer a PATH_ESCAPE message comes from.
+func fsEscapeLayer(msg string) string {
+	switch {
+	case strings.Contains(msg, "at access time"):
+		return "os.Root"
+	case strings.Contains(msg, "now resolves to"):
+		return "re-resolution or /proc check"
+	case strings.Contains(msg, "kept changing"):
+		return "resolution race"
+	}
+	return "other"
+}
+
+func TestFSHostileHardLink(t *testing.T) {
+	ws, outside, g, sum := fsHostileSetup(t)
+	if err := os.Link(filepath.Join(outside, "canary"), filepath.Join(ws, "hl")); err != nil {
+		t.Skipf("no hard links across these directories: %v", err)
+	}
+	for _, args := range []map[string]any{
+		{"path": "hl", "content": "PWNED"},
+		{"path": "hl", "content": "PWNED", "append": true},
+		{"path": "hl", "content": "UFdORUQ=", "encoding": "base64"},
+	} {
+		res := fsCall(t, g, "fs_write", args)
+		fsWantCode(t, res, runtime.CodePolicyDenied)
+		if !strings.Contains(res.Error.Message, "2 hard links") {
+			t.Errorf("%+v", res.Error)
+		}
+	}
+	fsWantCode(t, fsDry(t, g, "fs_write", map[string]any{"path": "hl", "content": "x"}), runtime.CodePolicyDenied)
+	if treeChecksum(t, outside) != sum {
+		t.Fatal("the outside file changed")
+	}
+	// Reading is allowed by design: the link is the file itself, and making
+	// it took access to both places (see fs.go).
+	res := fsCall(t, g, "fs_read", map[string]any{"path": "hl"})
+	fsWantOK(t, res)
+	// Removing it unlinks the name in the workspace only.
+	fsWantOK(t, fsCall(t, g, "fs_remove", map[string]any{"path": "hl"}))
+	if fsReadBack(t, filepath.Join(outside, "canary")) != "OUTSIDE-CANARY\n" {
+		t.Fatal("remove changed the outside file")
+	}
+}
+
+func TestFSHostileGitConfig(t *testing.T) {
+	ws, g, _ := fsTestWS(t, fsTestRW)
+	fsWriteFile(t, filepath.Join(ws, ".git/config"), "[core]\n")
+	fsWriteFile(t, filepath.Join(ws, "sub/.git"), "gitdir: ../.git/modules/sub\n")
+	fsWriteFile(t, filepath.Join(ws, ".warden/policy.yaml"), "version: 1\n")
+	os.Symlink(".git", filepath.Join(ws, "cfg"))
+	os.Symlink(".git/config", filepath.Join(ws, "cfgfile"))
+	os.Symlink(".warden", filepath.Join(ws, "pol"))
+	before := treeChecksum(t, ws)
+	for _, p := range []string{".git/config", ".git/hooks/pre-commit", "./.git/config", "x/../.git/config", "cfg/config", "cfgfile",
+		"cfg/hooks/post-checkout", "sub/.git", "deep/er/.git/HEAD", ".warden/policy.yaml", "pol/policy.yaml", ".git"} {
+		for _, tool := range []string{"fs_write", "fs_mkdir", "fs_remove"} {
+			if tool == "fs_remove" && p == "cfgfile" {
+				continue // removes the link itself, outside .git: allowed
+			}
+			args := map[string]any{"path": p}
+			if tool == "fs_write" {
+				args["content"] = "[core]\n\thooksPath = /tmp/evil\n"
+			}
+			fsWantCode(t, fsCall(t, g, tool, args), runtime.CodePolicyDenied)
+			fsWantCode(t, fsDry(t, g, tool, args), runtime.CodePolicyDenied)
+		}
+	}
+	fsWantCode(t, fsCall(t, g, "fs_remove", map[string]any{"path": ".", "recursive": true}), runtime.CodeInvalidInput)
+	fsWantCode(t, fsCall(t, g, "fs_remove", map[string]any{"path": "sub", "recursive": true}), runtime.CodePolicyDenied)
+	if treeChecksum(t, ws) != before {
+		t.Fatal("the workspace changed")
+	}
+	// Reading git internals is an ordinary read.
+	fsWantOK(t, fsCall(t, g, "fs_read", map[string]any{"path": ".git/config"}))
+	// Names that only look alike are ordinary files.
+	for _, p := range []string{".gitignore", ".github/workflows/ci.yml", "git/config", "a.git/x", ".wardenrc"} {
+		fsWantOK(t, fsCall(t, g, "fs_write", map[string]any{"path": p, "content": "ok\n"}))
+	}
+}
+
+func TestFSHostileNUL(t *testing.T) {
+	ws, g, _ := fsTestWS(t, fsTestRW)
+	fsWriteFile(t, filepath.Join(ws, "a.txt"), "a")
+	before := treeChecksum(t, ws)
+	for _, p := range []string{"a.txt\x00", "a.txt\x00/../../etc/passwd", "\x00", "dir/\x00x"} {
+		for tool, res := range fsEveryTool(t, g, p) {
+			fsWantCode(t, res, runtime.CodeInvalidInput)
+			_ = tool
+		}
+	}
+	if treeChecksum(t, ws) != before {
+		t.Fatal("the workspace changed")
+	}
+}
+
+func TestFSHostileLongPath(t *testing.T) {
+	ws, g, _ := fsTestWS(t, fsTestRW)
+	before := treeChecksum(t, ws)
+	long := strings.Repeat("a", 5000)
+	deep := strings.Repeat("abcd/", 1000) // 5,000 bytes of short elements
+	multi := strings.Repeat("é", 2100)    // 2,100 characters, 4,200 bytes
+	for _, p := range []string{long, deep, multi} {
+		for tool, res := range fsEveryTool(t, g, p) {
+			fsWantCode(t, res, runtime.CodeInvalidInput)
+			if len(res.Error.Message) > 1000 {
+				t.Errorf("%s: the message repeats the path (%d bytes)", tool, len(res.Error.Message))
+			}
+		}
+	}
+	// A single element over 255 bytes is refused by the file system.
+	res := fsCall(t, g, "fs_write", map[string]any{"path": strings.Repeat("b", 300), "content": "x"})
+	fsWantCode(t, res, runtime.CodeInvalidInput)
+	if treeChecksum(t, ws) != before {
+		t.Fatal("the workspace changed")
+	}
+}
+
+// fsNoHang runs f and fails the test if it has not returned after a long
+// while (a blocked open, not a performance assertion).
+func fsNoHang(t *testing.T, what string, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s hung", what)
+	}
+}
+
+func TestFSHostileFIFO(t *testing.T) {
+	ws, g, _ := fsTestWS(t, fsTestRW)
+	fifo := filepath.Join(ws, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink("fifo", filepath.Join(ws, "tofifo"))
+	fsNoHang(t, "fs tools on a FIFO", func() {
+		for _, p := range []string{"fifo", "tofifo"} {
+			res := fsCall(t, g, "fs_read", map[string]any{"path": p})
+			fsWantCode(t, res, runtime.CodeInvalidInput)
+			if !strings.Contains(res.Error.Message, "fifo") {
+				t.Errorf("%+v", res.Error)
+			}
+			fsWantCode(t, fsCall(t, g, "fs_read", map[string]any{"path": p, "encoding": "base64"}), runtime.CodeInvalidInput)
+			fsWantCode(t, fsCall(t, g, "fs_write", map[string]any{"path": p, "content": "x"}), runtime.CodeInvalidInput)
+			fsWantCode(t, fsCall(t, g, "fs_write", map[string]any{"path": p, "content": "x", "append": true}), runtime.CodeInvalidInput)
+			fsWantCode(t, fsDry(t, g, "fs_write", map[string]any{"path": p, "content": "x"}), runtime.CodeInvalidInput)
+			fsWantCode(t, fsCall(t, g, "fs_list", map[string]any{"path": p}), runtime.CodeInvalidInput)
+			res = fsCall(t, g, "read_files", map[string]any{"file_paths": []string{p}})
+			fsWantOK(t, res)
+			if d := fsDecode[FSReadFilesData](t, res); len(d.SkippedFiles) != 1 || d.SkippedFiles[0].Code != runtime.CodeInvalidInput {
+				t.Errorf("%+v", d)
+			}
+			res = fsCall(t, g, "fs_glob", map[string]any{"pattern": p + "/*"})
+			fsWantOK(t, res)
+			if d := fsDecode[FSGlobData](t, res); d.Count != 0 {
+				t.Errorf("%+v", d)
+			}
+		}
+		res := fsCall(t, g, "fs_glob", map[string]any{"pattern": "**"})
+		fsWantOK(t, res)
+		if d := fsDecode[FSGlobData](t, res); len(d.Matches) != 2 {
+			t.Errorf("%+v", d)
+		}
+		fsWantOK(t, fsDry(t, g, "fs_remove", map[string]any{"path": "fifo"}))
+	})
+	if fi, err := os.Lstat(fifo); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		t.Fatal("the FIFO was replaced")
+	}
+}
+
+func TestFSHostileSymlinkLoop(t *testing.T) {
+	ws, g, _ := fsTestWS(t, fsTestRW)
+	os.Symlink("b", filepath.Join(ws, "a"))
+	os.Symlink("a", filepath.Join(ws, "b"))
+	os.Symlink("self", filepath.Join(ws, "self"))
+	os.Symlink("./c/x", filepath.Join(ws, "c"))
+	before := treeChecksum(t, ws)
+	fsNoHang(t, "fs tools on a symlink loop", func() {
+		for _, p := range []string{"a", "self", "a/x", "c", "c/x/y"} {
+			for tool, res := range fsEveryToolButRemove(t, g, p) {
+				if tool == "read_files" {
+					fsWantOK(t, res)
+					if d := fsDecode[FSReadFilesData](t, res); len(d.SkippedFiles) != 1 || !strings.Contains(d.SkippedFiles[0].Reason, "symbolic links") {
+						t.Errorf("read_files %s: %+v", p, d)
+					}
+					continue
+				}
+				fsWantCode(t, res, runtime.CodeInvalidInput)
+				if !strings.Contains(res.Error.Message, "symbolic links") {
+					t.Errorf("%s %s: %+v", tool, p, res.Error)
+				}
+			}
+			if p == "a/x" || p == "c/x/y" {
+				fsWantCode(t, fsCall(t, g, "fs_remove", map[string]any{"path": p}), runtime.CodeInvalidInput)
+			}
+		}
+		fsWantOK(t, fsCall(t, g, "fs_glob", map[string]any{"pattern": "**"}))
+	})
+	if treeChecksum(t, ws) != before {
+		t.Fatal("the workspace changed")
+	}
+	// A looping link itself can be removed by name (it is not followed).
+	for _, n := range []string{"a", "self", "c"} {
+		fsWantOK(t, fsCall(t, g, "fs_remove", map[string]any{"path": n}))
+		if _, err := os.Lstat(filepath.Join(ws, n)); !os.IsNotExist(err) {
+			t.Errorf("%s: %v", n, err)
+		}
+	}
+}
+
+func TestFSHostileDotSegments(t *testing.T) {
+	ws, g, _ := fsTestWS(t, fsTestRW)
+	fsWriteFile(t, filepath.Join(ws, "dir/file"), "content\n")
+	for _, p := range []string{"dir/./file", "dir//file", "./dir/../dir/file", "dir/./././file", "./dir/file"} {
+		res := fsCall(t, g, "fs_read", map[string]any{"path": p})
+		fsWantOK(t, res)
+		if res.Output != "content\n" {
+			t.Errorf("%s: %q", p, res.Output)
+		}
+	}
+	for _, p := range []string{"dir/file/", "dir/file/.", "dir/file/..", "dir/file//"} {
+		fsWantCode(t, fsCall(t, g, "fs_read", map[string]any{"path": p}), runtime.CodeInvalidInput)
+	}
+	for _, p := range []string{"dir/", "dir/.", "./dir/", "dir/..", "dir/../dir//"} {
+		fsWantOK(t, fsCall(t, g, "fs_list", map[string]any{"path": p}))
+	}
+	for _, p := range []string{"dir/.", "dir/..", ".", "dir/new/"} {
+		fsWantCode(t, fsCall(t, g, "fs_write", map[string]any{"path": p, "content": "x"}), runtime.CodeInvalidInput)
+	}
+	fsWantOK(t, fsCall(t, g, "fs_write", map[string]any{"path": "dir/./sub/../file2", "content": "x"}))
+	if fsReadBack(t, filepath.Join(ws, "dir/file2")) != "x" {
+		t.Fatal("dir/./sub/../file2 did not land on dir/file2")
+	}
+	if _, err := os.Stat(filepath.Join(ws, "dir/sub")); !os.IsNotExist(err) {
+		t.Fatal("a '..' over a missing directory created it")
+	}
+	fsWantOK(t, fsCall(t, g, "fs_mkdir", map[string]any{"path": "new/./a/"}))
+	for _, p := range []string{"dir/.", "dir/..", "dir/file/.", "new/a/.."} {
+		fsWantCode(t, fsCall(t, g, "fs_remove", map[string]any{"path": p, "recursive": true}), runtime.CodeInvalidInput)
+	}
+	fsWantOK(t, fsCall(t, g, "fs_remove", map[string]any{"path": "new/a/", "recursive": true}))
+	if _, err := os.Stat(filepath.Join(ws, "dir/file")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestFSHostileGitCase(t *testing.T) {
+	ws, g, _ := fsTestWS(t, fsTestRW)
+	os.Mkdir(filepath.Join(ws, ".GIT"), 0o755)
+	before := treeChecksum(t, ws)
+	for _, p := range []string{".GIT/config", ".Git/hooks/pre-commit", "sub/.gIt/HEAD", ".git./config", ".git /config", ".git. ./x",
+		".g\u200cit/config", "\ufeff.git/config", "GIT~1/config", "git~1/hooks/x", ".WARDEN/policy.yaml", ".Warden./p"} {
+		for _, tool := range []string{"fs_write", "fs_mkdir", "fs_remove"} {
+			args := map[string]any{"path": p}
+			if tool == "fs_write" {
+				args["content"] = "x"
+			}
+			res := fsCall(t, g, tool, args)
+			fsWantCode(t, res, runtime.CodePolicyDenied)
+		}
+	}
+	if treeChecksum(t, ws) != before {
+		t.Fatal("the workspace changed")
+	}
+}
+
+// TestFSHostileRunRechecks: a call the gate allowed, whose path then changed
+// to a symlink out, is refused by Run's own resolution (PATH_ESCAPE).
+func TestFSHostileRunRechecks(t *testing.T) {
+	ws, outside, g, sum := fsHostileSetup(t)
+	os.Symlink(outside, filepath.Join(ws, "dir"))
+	for _, tc := range []struct {
+		tool runtime.Tool
+		args string
+	}{
+		{fsReadTool{}, `{"path":"dir/canary"}`},
+		{fsWriteTool{}, `{"path":"dir/canary","content":"PWNED"}`},
+		{fsListTool{}, `{"path":"dir"}`},
+		{fsMkdirTool{}, `{"path":"dir/x"}`},
+		{fsRemoveTool{}, `{"path":"dir/canary"}`},
+		{fsGlobTool{}, `{"pattern":"dir/*"}`},
+	} {
+		c := &runtime.Call{Tool: tc.tool.Spec().Name, Args: json.RawMessage(tc.args), Grants: g.Grants(), Workspace: ws}
+		for _, o := range []runtime.Outcome{tc.tool.Run(context.Background(), c), tc.tool.Preview(context.Background(), c)} {
+			if o.Err == nil || o.Err.Code != runtime.CodePathEscape || strings.Contains(o.Output, "OUTSIDE") {
+				t.Errorf("%s: %+v %q", c.Tool, o.Err, o.Output)
+			}
+		}
+	}
+	if treeChecksum(t, outside) != sum {
+		t.Fatal("the outside tree changed")
+	}
+}
+
+// TestFSHostileRootRefuses: below the path checks, os.Root itself refuses
+// a symlink out of the tree it is opened on.
+func TestFSHostileRootRefuses(t *testing.T) {
+	ws, outside, g, _ := fsHostileSetup(t)
+	rel, _ := filepath.Rel(ws, outside)
+	os.Symlink(outside, filepath.Join(ws, "abs"))
+	os.Symlink(rel, filepath.Join(ws, "rel"))
+	c := &runtime.Call{Grants: g.Grants(), Workspace: ws}
+	for _, p := range []string{"abs/canary", "rel/canary"} {
+		loc, e := fsLocate(c, capability.FSRead, filepath.Join(ws, "whatever"))
+		if e != nil {
+			t.Fatal(e)
+		}
+		_, _, e = fsOpenRegular(c, loc.root, p, p)
+		if e == nil || e.Code != runtime.CodePathEscape {
+			t.Errorf("%s: %+v", p, e)
+		}
+		loc.rel = p + "/x"
+		if _, _, e := fsOpenParent(c, capability.FSWrite, loc, p); e == nil || e.Code != runtime.CodePathEscape {
+			t.Errorf("%s parent: %+v", p, e)
+		}
+		loc.close()
+	}
+}
+
+// TestFSHostileVerifyNarrowGrant: a grant narrower than the root it opens
+// (fs.read:notes/*.md has the root notes/) — a symlink inside the root to an
+// ungranted sibling is caught by the check of what was actually opened.
+func TestFSHostileVerifyNarrowGrant(t *testing.T) {
+	ws, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat("/proc/self/fd"); err != nil {
+		t.Skip("no /proc: this layer is skipped there")
+	}
+	fsWriteFile(t, filepath.Join(ws, "notes/a.md"), "# a\n")
+	fsWriteFile(t, filepath.Join(ws, "notes/secret.txt"), "OUTSIDE-GRANT\n")
+	os.Symlink("secret.txt", filepath.Join(ws, "notes/b.md"))
+	set := capability.NewSet(ws, capability.MustParse("fs.read:notes/*.md"), capability.MustParse("fs.write:notes/*.md"))
+	c := &runtime.Call{Grants: set, Workspace: ws}
+	loc, e := fsLocate(c, capability.FSRead, filepath.Join(ws, "notes/a.md"))
+	if e != nil {
+		t.Fatal(e)
+	}
+	defer loc.close()
+	if loc.dir != filepath.Join(ws, "notes") {
+		t.Fatalf("root %s", loc.dir)
+	}
+	if f, _, e := fsOpenRegular(c, loc.root, "a.md", "a.md"); e != nil {
+		t.Fatal(e)
+	} else {
+		f.Close()
+	}
+	if _, _, e := fsOpenRegular(c, loc.root, "b.md", "b.md"); e == nil || e.Code != runtime.CodePathEscape {
+		t.Fatalf("%+v", e)
+	}
+	// Through the gate, the resolution already refuses it.
+	g, _ := newTestGate(t, "version: 1\ngrants: [\"fs.read:notes/*.md\"]\n", ws, FSTools()...)
+	fsWantCode(t, fsCall(t, g, "fs_read", map[string]any{"path": "notes/b.md"}), runtime.CodeCapabilityDenied)
+	fsWantOK(t, fsCall(t, g, "fs_read", map[string]any{"path": "notes/a.md"}))
+}

@@ -1,0 +1,248 @@
+package builtin
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/capability"
+)
+
+// ---- git_commit -----------------------------------------------------------
+
+// gitCommitTool is git_commit. Following its seed ("no-op with a warning
+// unless configuration allows commits"), a call is never refused for want
+// of git.write: the gate lets it through on git.read, and Run commits only
+// when the call's grants also allow git.write; otherwise it succeeds, changes
+// nothing, and says so in a warning and in data.committed=false. So a model
+// is told why nothing happened instead of meeting a denial it may try to
+// route around, and the user turns commits on with one grant. Rules still
+// apply as for any tool: the default policy requires approval for
+// git_commit, and an action: deny rule refuses it with POLICY_DENIED.
+type gitCommitTool struct{ g *gitRunner }
+
+var gitCommitSchema = json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "message": {"type": "string", "minLength": 1, "maxLength": 65536, "description": "the commit message (first line: a short summary)"},
+    "all": {"type": "boolean", "description": "first stage every change to tracked files, like git commit -a (new files are not added); default false: commit what is staged"}
+  },
+  "required": ["message"],
+  "additionalProperties": false
+}`)
+
+// gitNoCommit is the warning of a commit the policy does not allow.
+const gitNoCommit = "no commit made: the policy does not allow commits (grant git.write)"
+
+func (t *gitCommitTool) Spec() runtime.Spec {
+	return runtime.Spec{
+		Name: "git_commit",
+		Description: "Commit the staged changes (all:true: every change to tracked files) of the workspace's git repository with a message. " +
+			"Hooks and signing never run. Without the git.write grant it commits nothing and returns a warning.",
+		InputSchema:  gitCommitSchema,
+		Capabilities: []capability.Kind{capability.GitRead, capability.GitWrite},
+	}
+}
+
+type gitCommitArgs struct {
+	Message string `json:"message"`
+	All     bool   `json:"all"`
+}
+
+func (a *gitCommitArgs) check() *runtime.Error {
+	if strings.TrimSpace(a.Message) == "" {
+		return runtime.Errorf(runtime.CodeInvalidInput, "give a commit message", "the commit message is blank")
+	}
+	if strings.IndexByte(a.Message, 0) >= 0 {
+		return runtime.Errorf(runtime.CodeInvalidInput, "remove the NUL byte from the message", "the commit message contains a NUL byte")
+	}
+	return nil
+}
+
+// Needs is git.read only; git.write is checked in Run (see gitCommitTool).
+func (t *gitCommitTool) Needs(c *runtime.Call) ([]capability.Need, error) {
+	var a gitCommitArgs
+	if e := gitBind(c, &a); e != nil {
+		return nil, e
+	}
+	if e := a.check(); e != nil {
+		return nil, e
+	}
+	return gitReadNeeds(), nil
+}
+
+func gitCommitAllowed(c *runtime.Call) bool {
+	return c.Grants.Allows(capability.Need{Kind: capability.GitWrite})
+}
+
+// GitCommitResult is git_commit's data.
+type GitCommitResult struct {
+	Committed bool          `json:"committed"`
+	Allowed   bool          `json:"allowed"`
+	Commit    string        `json:"commit,omitempty"`
+	Branch    string        `json:"branch,omitempty"`
+	Message   string        `json:"message"`
+	All       bool          `json:"all"`
+	Files     []GitFileStat `json:"files"`
+	Stat      string        `json:"stat,omitempty"`
+	Argv      []string      `json:"argv"`
+}
+
+func gitCommitArgv(all bool) []string {
+	args := []string{"commit", "--no-verify", "--no-gpg-sign", "--file=-"}
+	if all {
+		args = append(args, "--all")
+	}
+	return args
+}
+
+// Preview says whether a commit would be made, with which message, and what
+// it would contain: git diff --cached --stat (with all: every tracked
+// change against HEAD). It reads only, with git's optional locks off.
+func (t *gitCommitTool) Preview(ctx context.Context, c *runtime.Call) runtime.Outcome {
+	var a gitCommitArgs
+	if e := gitBind(c, &a); e != nil {
+		return runtime.Outcome{Err: e}
+	}
+	if e := a.check(); e != nil {
+		return runtime.Outcome{Err: e}
+	}
+	res := GitCommitResult{Allowed: gitCommitAllowed(c), Message: a.Message, All: a.All, Argv: gitArgv(gitCommitArgv(a.All)...), Files: []GitFileStat{}}
+	s, e := t.g.open(ctx, c.Workspace, true)
+	if e != nil {
+		return runtime.Outcome{Err: e}
+	}
+	defer s.close()
+	unborn, e := s.unborn()
+	if e != nil {
+		return runtime.Outcome{Err: e}
+	}
+	base := []string{"diff", "--no-color", "--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty", "-M"}
+	var against []string
+	switch {
+	case !a.All:
+		against = []string{"--cached"}
+	case unborn:
+		tree, e := s.emptyTree()
+		if e != nil {
+			return runtime.Outcome{Err: e}
+		}
+		against = []string{"--end-of-options", tree}
+	default:
+		against = []string{"--end-of-options", "HEAD"}
+	}
+	mk := func(flags ...string) []string {
+		x := append(append([]string{}, base...), flags...)
+		return append(append(x, against...), "--")
+	}
+	raw, e := s.run(nil, gitMaxParse, mk("-z", "--raw", "--numstat")...)
+	if e != nil {
+		return runtime.Outcome{Err: e}
+	}
+	if raw.Code != 0 {
+		return runtime.Outcome{Err: s.fail(raw, "diff")}
+	}
+	res.Files, _, _ = gitParseRawNumstat(raw.Stdout)
+	stat, e := s.run(nil, t.g.o.MaxOutput, mk("--stat")...)
+	if e != nil {
+		return runtime.Outcome{Err: e}
+	}
+	if stat.Code != 0 {
+		return runtime.Outcome{Err: s.fail(stat, "diff")}
+	}
+	res.Stat = strings.TrimRight(gitTextOut(stat.Stdout, stat.Truncated, t.g.o.MaxOutput), "\n")
+	var warnings []string
+	var sb strings.Builder
+	if !res.Allowed {
+		warnings = append(warnings, "no commit would be made: the policy does not allow commits (grant git.write)")
+		sb.WriteString("no commit would be made (the policy does not allow commits; grant git.write). With git.write it would run:\n")
+	} else {
+		sb.WriteString("would run:\n")
+	}
+	fmt.Fprintf(&sb, "  %s\nwith the message:\n%s\n\n", gitQuoteArgv(res.Argv), gitIndent(a.Message))
+	if len(res.Files) == 0 {
+		sb.WriteString("nothing to commit: ")
+		if a.All {
+			sb.WriteString("no tracked file has changed\n")
+		} else {
+			sb.WriteString("nothing is staged (all:true commits every change to tracked files)\n")
+		}
+		warnings = append(warnings, "nothing to commit")
+	} else {
+		fmt.Fprintf(&sb, "%d file(s) would be committed:\n%s\n", len(res.Files), res.Stat)
+	}
+	return runtime.Outcome{Output: sb.String(), Data: res, Warnings: warnings}
+}
+
+func gitIndent(s string) string {
+	return "    " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n    ")
+}
+
+func (t *gitCommitTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
+	var a gitCommitArgs
+	if e := gitBind(c, &a); e != nil {
+		return runtime.Outcome{Err: e}
+	}
+	if e := a.check(); e != nil {
+		return runtime.Outcome{Err: e}
+	}
+	res := GitCommitResult{Allowed: gitCommitAllowed(c), Message: a.Message, All: a.All, Argv: gitArgv(gitCommitArgv(a.All)...), Files: []GitFileStat{}}
+	if !res.Allowed {
+		return runtime.Outcome{Output: gitNoCommit, Data: res, Warnings: []string{gitNoCommit}}
+	}
+	s, e := t.g.open(ctx, c.Workspace, false)
+	if e != nil {
+		return runtime.Outcome{Err: e}
+	}
+	defer s.close()
+	out, e := s.run(strings.NewReader(a.Message), 64<<10, gitCommitArgv(a.All)...)
+	if e != nil {
+		return runtime.Outcome{Err: e}
+	}
+	if out.Code != 0 {
+		text := strings.ToLower(out.Stderr + "\n" + string(out.Stdout))
+		switch {
+		case strings.Contains(text, "nothing to commit") || strings.Contains(text, "nothing added to commit") || strings.Contains(text, "no changes added to commit"):
+			hint := "stage changes first, or use all:true to commit every change to tracked files"
+			if a.All {
+				hint = "no tracked file has changed; new files must be staged (git add) before they can be committed"
+			}
+			return runtime.Outcome{Data: res, Err: runtime.Errorf(runtime.CodeCommandFailed, hint, "nothing to commit")}
+		case strings.Contains(text, "tell me who you are") || strings.Contains(text, "identity unknown") || strings.Contains(text, "unable to auto-detect email"):
+			return runtime.Outcome{Data: res, Err: runtime.Errorf(runtime.CodeCommandFailed,
+				"set user.name and user.email in the repository's own config (git config user.name …); warden's git ignores the global config",
+				"git commit failed: no author identity: %s", strings.TrimSpace(out.Stderr))}
+		}
+		return runtime.Outcome{Data: res, Err: s.fail(out, "commit")}
+	}
+	res.Committed = true
+	head, e := s.run(nil, 4096, "rev-parse", "--verify", "HEAD")
+	if e != nil {
+		return runtime.Outcome{Err: e}
+	}
+	res.Commit = strings.TrimSpace(string(head.Stdout))
+	if br, e := s.run(nil, 4096, "symbolic-ref", "--quiet", "--short", "HEAD"); e == nil && br.Code == 0 {
+		res.Branch = strings.TrimSpace(string(br.Stdout))
+	}
+	files, e := s.run(nil, gitMaxParse, "diff-tree", "-r", "--root", "--no-commit-id", "-M", "-z", "--raw", "--numstat", "--end-of-options", res.Commit)
+	if e == nil && files.Code == 0 {
+		res.Files, _, _ = gitParseRawNumstat(files.Stdout)
+	}
+	added, deleted := 0, 0
+	for _, f := range res.Files {
+		added += f.Added
+		deleted += f.Deleted
+	}
+	res.Stat = fmt.Sprintf("%d file(s) changed, %d insertion(s)(+), %d deletion(s)(-)", len(res.Files), added, deleted)
+	subject, _, _ := strings.Cut(strings.TrimSpace(a.Message), "\n")
+	where := res.Branch
+	if where == "" {
+		where = "detached HEAD"
+	}
+	return runtime.Outcome{
+		Output: fmt.Sprintf("[%s %s] %s\n %s", where, gitShort(res.Commit), subject, res.Stat),
+		Data:   res,
+	}
+}

@@ -1,0 +1,791 @@
+package builtin
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wardenrt/warden/runtime"
+)
+
+// Policies for the git tests.
+const (
+	gitPolicyRead  = "version: 1\ngrants: [\"git.read\"]\n"
+	gitPolicyWrite = "version: 1\ngrants: [\"git.read\", \"git.write\", \"fs.write:**\"]\n"
+	gitSecret      = "ghp_0123456789abcdefghijABCDEFGHIJ012345"
+)
+
+// gitPlainEnv is the environment of the fixture's own git commands: no
+// system or global config (this machine's ~/.gitconfig stays out), and a
+// committer identity for fixture commits only.
+func gitPlainEnv() []string {
+	return []string{
+		"PATH=/usr/bin:/bin", "HOME=/nonexistent", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
+		"GIT_AUTHOR_NAME=Fixture", "GIT_AUTHOR_EMAIL=fixture@example.com",
+		"GIT_COMMITTER_NAME=Fixture", "GIT_COMMITTER_EMAIL=fixture@example.com",
+		"GIT_AUTHOR_DATE=2024-01-02T03:04:05Z", "GIT_COMMITTER_DATE=2024-01-02T03:04:05Z",
+	}
+}
+
+// gitTestBinary is the real git, found as the tools find it (never through
+// PATH, which a hostile test may change).
+func gitTestBinary(t testing.TB) string {
+	t.Helper()
+	bin, e := (&gitRunner{}).binary()
+	if e != nil {
+		t.Skip("git is not installed")
+	}
+	return bin
+}
+
+// gitPlain runs the real git, unhardened, in dir (fixture setup and the
+// hostile suite's proof that a planted program does run without warden).
+func gitPlain(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(gitTestBinary(t), args...)
+	cmd.Dir = dir
+	cmd.Env = gitPlainEnv()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+func gitWrite(t testing.TB, dir, rel, content string) {
+	t.Helper()
+	p := filepath.Join(dir, rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func gitRead(t testing.TB, dir, rel string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// gitFixture makes a repository with two commits on main and the identity
+// in its own config (which is what git_commit uses).
+func gitFixture(t testing.TB) string {
+	t.Helper()
+	ws, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gitPlain(t, ws, "init", "-q", "-b", "main")
+	gitPlain(t, ws, "config", "user.name", "Repo User")
+	gitPlain(t, ws, "config", "user.email", "repo@example.com")
+	gitWrite(t, ws, "a.txt", "one\ntwo\nthree\n")
+	gitWrite(t, ws, "dir/b.txt", "bee\n")
+	gitWrite(t, ws, ".gitignore", "*.log\n")
+	gitPlain(t, ws, "add", "-A")
+	gitPlain(t, ws, "commit", "-q", "-m", "first")
+	gitWrite(t, ws, "a.txt", "one\ntwo\nthree\nfour\n")
+	gitPlain(t, ws, "commit", "-q", "-am", "second: add four")
+	return ws
+}
+
+func gitGate(t testing.TB, policy, ws string) (*runtime.Gate, *memAudit) {
+	t.Helper()
+	return newTestGate(t, policy, ws, GitTools(nil)...)
+}
+
+func gitData[T any](t testing.TB, res runtime.Result) T {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal(res.Data, &v); err != nil {
+		t.Fatalf("data %s: %v", res.Data, err)
+	}
+	return v
+}
+
+func gitWantOK(t testing.TB, res runtime.Result) {
+	t.Helper()
+	if !res.Success {
+		t.Fatalf("%s failed: %+v\noutput: %s", res.Tool, res.Error, res.Output)
+	}
+}
+
+func gitWantCode(t testing.TB, res runtime.Result, code runtime.Code) {
+	t.Helper()
+	if res.Success || res.Error == nil || res.Error.Code != code {
+		t.Fatalf("%s: want %s, got success=%v error=%+v output=%s", res.Tool, code, res.Success, res.Error, res.Output)
+	}
+}
+
+func gitArgs(t testing.TB, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func gitHead(t testing.TB, ws string) string {
+	t.Helper()
+	return strings.TrimSpace(gitPlain(t, ws, "rev-parse", "HEAD"))
+}
+
+func TestGitToolsRegister(t *testing.T) {
+	tools := GitTools(nil)
+	names := map[string]bool{}
+	for _, tool := range tools {
+		names[tool.Spec().Name] = true
+	}
+	for _, n := range []string{"git_status", "git_diff", "git_show", "git_branches", "git_apply_patch", "git_commit"} {
+		if !names[n] {
+			t.Errorf("missing %s", n)
+		}
+	}
+	reg := runtime.NewRegistry()
+	if err := reg.Register(tools...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestGitStatus(t *testing.T) {
+	ws := gitFixture(t)
+	gitPlain(t, ws, "branch", "base", "HEAD~1")
+	gitPlain(t, ws, "branch", "--set-upstream-to=base")
+	gitWrite(t, ws, "a.txt", "changed\n")                   // unstaged
+	gitWrite(t, ws, "new.txt", "new\n")                     // untracked
+	gitWrite(t, ws, "debug.log", "x\n")                     // ignored
+	gitPlain(t, ws, "mv", "dir/b.txt", "dir/renamed b.txt") // staged rename, name with a space
+	g, _ := gitGate(t, gitPolicyRead, ws)
+
+	res := callTool(t, g, "git_status", `{}`)
+	gitWantOK(t, res)
+	st := gitData[GitStatus](t, res)
+	if st.Branch.Head != "main" || st.Branch.Upstream != "base" || st.Branch.Ahead != 1 || st.Branch.Behind != 0 || len(st.Branch.OID) != 40 {
+		t.Fatalf("branch %+v", st.Branch)
+	}
+	byPath := map[string]GitStatusEntry{}
+	for _, e := range st.Entries {
+		byPath[e.Path] = e
+	}
+	if e := byPath["a.txt"]; e.Kind != "changed" || e.XY != ".M" || e.Unstaged != "modified" || e.Staged != "unmodified" {
+		t.Errorf("a.txt %+v", e)
+	}
+	if e := byPath["dir/renamed b.txt"]; e.Kind != "renamed" || e.OrigPath != "dir/b.txt" || e.XY != "R." || e.Score != "R100" {
+		t.Errorf("rename %+v", e)
+	}
+	if e := byPath["new.txt"]; e.Kind != "untracked" {
+		t.Errorf("new.txt %+v", e)
+	}
+	if _, ok := byPath["debug.log"]; ok || st.Clean || st.Staged != 1 || st.Unstaged != 1 || st.Untracked != 1 {
+		t.Errorf("status %+v", st)
+	}
+	if !strings.Contains(res.Output, "## main...base [ahead 1, behind 0]") || !strings.Contains(res.Output, " M a.txt") {
+		t.Errorf("output %s", res.Output)
+	}
+
+	gitWantCode(t, callTool(t, g, "git_status", `{"ignored":"yes"}`), runtime.CodeInvalidInput)
+	gitWantCode(t, callTool(t, g, "git_status", `{"path":"."}`), runtime.CodeInvalidInput)
+
+	res = callTool(t, g, "git_status", `{"ignored":true}`)
+	gitWantOK(t, res)
+	if st := gitData[GitStatus](t, res); st.Ignored != 1 {
+		t.Errorf("ignored %+v", st)
+	}
+
+	// A fresh repository: no commit yet.
+	fresh, _ := filepath.EvalSymlinks(t.TempDir())
+	gitPlain(t, fresh, "init", "-q", "-b", "trunk")
+	g2, _ := gitGate(t, gitPolicyRead, fresh)
+	res = callTool(t, g2, "git_status", `{}`)
+	gitWantOK(t, res)
+	if st := gitData[GitStatus](t, res); !st.Branch.Initial || st.Branch.Head != "trunk" || !st.Clean {
+		t.Fatalf("fresh %+v", st)
+	}
+
+	// Detached HEAD.
+	gitPlain(t, ws, "stash", "-q", "-u")
+	gitPlain(t, ws, "checkout", "-q", "--detach", "HEAD~1")
+	res = callTool(t, g, "git_status", `{}`)
+	if st := gitData[GitStatus](t, res); !st.Branch.Detached || !st.Clean {
+		t.Fatalf("detached %+v", st)
+	}
+}
+
+// TestGitErrors covers the codes every tool shares: NOT_FOUND outside a
+// repository, COMMAND_NOT_FOUND without git, COMMAND_TIMEOUT, COMMAND_FAILED,
+// and CAPABILITY_DENIED without git.read.
+func TestGitErrors(t *testing.T) {
+	calls := []struct{ tool, args string }{
+		{"git_status", `{}`},
+		{"git_diff", `{}`},
+		{"git_show", `{"ref":"HEAD"}`},
+		{"git_branches", `{}`},
+		{"git_apply_patch", `{"patch":"--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-one\n+uno\n"}`},
+		{"git_commit", `{"message":"m"}`},
+	}
+	notRepo := t.TempDir()
+	repo := gitFixture(t)
+	sub := filepath.Join(repo, "dir")
+	slow := filepath.Join(t.TempDir(), "git")
+	if err := os.WriteFile(slow, []byte("#!/bin/sh\nsleep 30\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	failing := filepath.Join(t.TempDir(), "git")
+	if err := os.WriteFile(failing, []byte("#!/bin/sh\necho 'fatal: something broke' >&2\nexit 128\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name   string
+		ws     string
+		opts   *GitOptions
+		policy string
+		code   runtime.Code
+	}{
+		{"not a repository", notRepo, nil, gitPolicyWrite, runtime.CodeNotFound},
+		{"a subdirectory of a repository", sub, nil, gitPolicyWrite, runtime.CodeNotFound},
+		{"no git", repo, &GitOptions{Binary: "/nonexistent/git"}, gitPolicyWrite, runtime.CodeCommandNotFound},
+		{"relative git", repo, &GitOptions{Binary: "git"}, gitPolicyWrite, runtime.CodeCommandNotFound},
+		{"timeout", repo, &GitOptions{Binary: slow, Timeout: 300 * time.Millisecond}, gitPolicyWrite, runtime.CodeCommandTimeout},
+		{"git fails", repo, &GitOptions{Binary: failing}, gitPolicyWrite, runtime.CodeCommandFailed},
+		{"no grant", repo, nil, "version: 1\ngrants: []\n", runtime.CodeCapabilityDenied},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g, _ := newTestGate(t, tc.policy, tc.ws, GitTools(tc.opts)...)
+			for _, c := range calls {
+				if tc.code == runtime.CodeCapabilityDenied && c.tool == "git_apply_patch" {
+					continue // needs fs.write too; covered in TestGitApplyPatch
+				}
+				res := callTool(t, g, c.tool, c.args)
+				gitWantCode(t, res, tc.code)
+				if tc.code == runtime.CodeNotFound && !strings.Contains(res.Error.Hint, "--workspace") {
+					t.Errorf("%s: hint %q", c.tool, res.Error.Hint)
+				}
+			}
+		})
+	}
+	// A corrupt index: git's own failure, with its message.
+	bad := gitFixture(t)
+	if err := os.WriteFile(filepath.Join(bad, ".git", "index"), []byte("garbage, not an index"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g, _ := gitGate(t, gitPolicyRead, bad)
+	res := callTool(t, g, "git_status", `{}`)
+	gitWantCode(t, res, runtime.CodeCommandFailed)
+	if !strings.Contains(res.Error.Message, "index") {
+		t.Errorf("message %q", res.Error.Message)
+	}
+}
+
+func TestGitDiff(t *testing.T) {
+	ws := gitFixture(t)
+	gitWrite(t, ws, "a.txt", "one\nTWO\nthree\nfour\n")
+	gitWrite(t, ws, "dir/b.txt", "bee\nsting\n")
+	gitPlain(t, ws, "add", "dir/b.txt") // staged: shown against HEAD too
+	outside := t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(ws, "out")); err != nil {
+		t.Fatal(err)
+	}
+	past := time.Now().Add(-time.Hour)
+	os.Chtimes(filepath.Join(ws, ".gitignore"), past, past) // stat data only: not a change
+	g, _ := gitGate(t, gitPolicyRead, ws)
+
+	res := callTool(t, g, "git_diff", `{}`)
+	gitWantOK(t, res)
+	d := gitData[GitDiff](t, res)
+	if d.Rev != "HEAD" || len(d.Files) != 2 || d.Added != 2 || d.Deleted != 1 || d.Truncated {
+		t.Fatalf("diff %+v", d)
+	}
+	if !strings.Contains(res.Output, "diff --git a/a.txt b/a.txt") || !strings.Contains(res.Output, "+TWO") || !strings.Contains(res.Output, "+sting") {
+		t.Fatalf("output %s", res.Output)
+	}
+
+	tests := []struct {
+		name  string
+		args  any
+		code  runtime.Code
+		files []string
+		want  string
+	}{
+		{"paths", map[string]any{"paths": []string{"dir"}}, "", []string{"dir/b.txt"}, "+sting"},
+		{"absolute path inside", map[string]any{"paths": []string{filepath.Join(ws, "a.txt")}}, "", []string{"a.txt"}, "+TWO"},
+		{"rev", map[string]any{"rev": "HEAD~1", "paths": []string{"a.txt"}}, "", []string{"a.txt"}, "+four"},
+		{"range", map[string]any{"rev": "HEAD~1..HEAD"}, "", []string{"a.txt"}, "+four"},
+		{"no differences", map[string]any{"rev": "HEAD..HEAD"}, "", []string{}, "no differences"},
+		{"path outside", map[string]any{"paths": []string{"../x"}}, runtime.CodePathEscape, nil, ""},
+		{"absolute outside", map[string]any{"paths": []string{"/etc/passwd"}}, runtime.CodePathEscape, nil, ""},
+		{"through a symlink", map[string]any{"paths": []string{"out/secret"}}, runtime.CodePathEscape, nil, ""},
+		{"rev option", map[string]any{"rev": "--output=/tmp/x"}, runtime.CodeInvalidInput, nil, ""},
+		{"rev control", map[string]any{"rev": "HEAD\nx"}, runtime.CodeInvalidInput, nil, ""},
+		{"unknown rev", map[string]any{"rev": "no-such-branch"}, runtime.CodeNotFound, nil, ""},
+		{"unknown field", map[string]any{"revs": "HEAD"}, runtime.CodeInvalidInput, nil, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res := callTool(t, g, "git_diff", gitArgs(t, tc.args))
+			if tc.code != "" {
+				gitWantCode(t, res, tc.code)
+				return
+			}
+			gitWantOK(t, res)
+			d := gitData[GitDiff](t, res)
+			var got []string
+			for _, f := range d.Files {
+				got = append(got, f.Path)
+			}
+			if strings.Join(got, ",") != strings.Join(tc.files, ",") || !strings.Contains(res.Output, tc.want) {
+				t.Fatalf("files %v output %s", got, res.Output)
+			}
+		})
+	}
+
+	// Before the first commit, the default diff shows what is staged.
+	fresh, _ := filepath.EvalSymlinks(t.TempDir())
+	gitPlain(t, fresh, "init", "-q")
+	gitWrite(t, fresh, "n.txt", "new\n")
+	gitPlain(t, fresh, "add", "n.txt")
+	g2, _ := gitGate(t, gitPolicyRead, fresh)
+	res = callTool(t, g2, "git_diff", `{}`)
+	gitWantOK(t, res)
+	if d := gitData[GitDiff](t, res); len(d.Files) != 1 || d.Files[0].Status != "A" || !strings.Contains(res.Output, "+new") {
+		t.Fatalf("unborn %+v %s", d, res.Output)
+	}
+}
+
+func TestGitDiffTruncated(t *testing.T) {
+	ws := gitFixture(t)
+	gitWrite(t, ws, "a.txt", strings.Repeat("a long changed line\n", 2000))
+	g, _ := newTestGate(t, gitPolicyRead, ws, GitTools(&GitOptions{MaxOutput: 1000})...)
+	res := callTool(t, g, "git_diff", `{}`)
+	gitWantOK(t, res)
+	d := gitData[GitDiff](t, res)
+	if !d.Truncated || len(res.Output) > 1200 || !strings.Contains(res.Output, "truncated") || len(d.Files) != 1 || d.Files[0].Added != 2000 {
+		t.Fatalf("%+v %d", d, len(res.Output))
+	}
+}
+
+func TestGitShow(t *testing.T) {
+	ws := gitFixture(t)
+	if err := os.WriteFile(filepath.Join(ws, "bin.dat"), []byte{0, 1, 2, 0xff}, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitPlain(t, ws, "add", "bin.dat")
+	gitPlain(t, ws, "commit", "-q", "-m", "binary")
+	gitPlain(t, ws, "tag", "-a", "v1", "-m", "release one", "HEAD~1")
+	g, _ := gitGate(t, gitPolicyRead, ws)
+
+	res := callTool(t, g, "git_show", `{"ref":"HEAD~1"}`)
+	gitWantOK(t, res)
+	sh := gitData[GitShow](t, res)
+	if sh.Type != "commit" || sh.Subject != "second: add four" || sh.Author != "Fixture <fixture@example.com>" || len(sh.Parents) != 1 || len(sh.OID) != 40 {
+		t.Fatalf("%+v", sh)
+	}
+	if !strings.Contains(res.Output, "+four") || !strings.Contains(res.Output, "second: add four") {
+		t.Fatalf("output %s", res.Output)
+	}
+
+	tests := []struct {
+		ref, typ, want string
+		code           runtime.Code
+	}{
+		{"HEAD:a.txt", "blob", "one\ntwo\nthree\nfour\n", ""},
+		{"HEAD~1:dir", "tree", "b.txt", ""},
+		{"v1", "tag", "release one", ""},
+		{"HEAD:bin.dat", "blob", "binary blob", ""},
+		{"no-such-ref", "", "", runtime.CodeNotFound},
+		{"no such ref", "", "", runtime.CodeNotFound},
+		{"HEAD~99", "", "", runtime.CodeNotFound},
+		{"HEAD:missing.txt", "", "", runtime.CodeNotFound},
+		{"--output=/tmp/x", "", "", runtime.CodeInvalidInput},
+		{"-p", "", "", runtime.CodeInvalidInput},
+	}
+	for _, tc := range tests {
+		t.Run(tc.ref, func(t *testing.T) {
+			res := callTool(t, g, "git_show", gitArgs(t, map[string]string{"ref": tc.ref}))
+			if tc.code != "" {
+				gitWantCode(t, res, tc.code)
+				return
+			}
+			gitWantOK(t, res)
+			if sh := gitData[GitShow](t, res); sh.Type != tc.typ || !strings.Contains(res.Output, tc.want) {
+				t.Fatalf("%+v %q", sh, res.Output)
+			}
+		})
+	}
+}
+
+func TestGitBranches(t *testing.T) {
+	ws := gitFixture(t)
+	gitPlain(t, ws, "branch", "feature", "HEAD~1")
+	gitPlain(t, ws, "update-ref", "refs/remotes/origin/main", "HEAD~1")
+	gitPlain(t, ws, "symbolic-ref", "refs/remotes/origin/HEAD", "refs/remotes/origin/main")
+	gitPlain(t, ws, "config", "remote.origin.url", "https://example.invalid/repo.git")
+	gitPlain(t, ws, "config", "remote.origin.fetch", "+refs/heads/*:refs/remotes/origin/*")
+	gitPlain(t, ws, "config", "branch.main.remote", "origin")
+	gitPlain(t, ws, "config", "branch.main.merge", "refs/heads/main")
+	g, _ := gitGate(t, gitPolicyRead, ws)
+
+	res := callTool(t, g, "git_branches", `{}`)
+	gitWantOK(t, res)
+	bs := gitData[GitBranches](t, res)
+	if bs.Current != "main" || bs.Detached || len(bs.Branches) != 2 {
+		t.Fatalf("%+v", bs)
+	}
+	main := bs.Branches[1]
+	if bs.Branches[0].Name != "feature" || main.Name != "main" || !main.Current || main.Upstream != "origin/main" || main.Ahead != 1 || main.Subject != "second: add four" {
+		t.Fatalf("%+v", bs.Branches)
+	}
+	if !strings.Contains(res.Output, "* main") || !strings.Contains(res.Output, "[origin/main: ahead 1, behind 0]") {
+		t.Fatalf("output %s", res.Output)
+	}
+
+	res = callTool(t, g, "git_branches", `{"all":true}`)
+	gitWantOK(t, res)
+	bs = gitData[GitBranches](t, res)
+	if len(bs.Branches) != 3 || !bs.Branches[2].Remote || bs.Branches[2].Name != "origin/main" {
+		t.Fatalf("all %+v", bs.Branches)
+	}
+	gitWantCode(t, callTool(t, g, "git_branches", `{"all":"yes"}`), runtime.CodeInvalidInput)
+
+	gitPlain(t, ws, "checkout", "-q", "--detach")
+	bs = gitData[GitBranches](t, callTool(t, g, "git_branches", `{}`))
+	if !bs.Detached || bs.Current != "" {
+		t.Fatalf("detached %+v", bs)
+	}
+}
+
+// gitUnoPatch changes the fixture's a.txt.
+const gitUnoPatch = "--- a/a.txt\n+++ b/a.txt\n@@ -1,4 +1,4 @@\n-one\n+uno\n two\n three\n four\n"
+
+const gitGoodPatch = `diff --git a/a.txt b/a.txt
+index 0000000..1111111 100644
+--- a/a.txt
++++ b/a.txt
+@@ -1,4 +1,4 @@
+ one
+--- two
++two!
+ three
+ four
+diff --git a/dir/b.txt b/dir/c.txt
+similarity index 100%
+rename from dir/b.txt
+rename to dir/c.txt
+diff --git a/"sp ace".txt b/"sp ace".txt
+new file mode 100644
+--- /dev/null
++++ "b/\"sp ace\".txt"
+@@ -0,0 +1 @@
++hello
+`
+
+func TestGitApplyPatch(t *testing.T) {
+	ws := gitFixture(t)
+	// A line that starts with "-- " inside a hunk is content, not a header.
+	gitWrite(t, ws, "a.txt", "one\n-- two\nthree\nfour\n")
+	g, _ := gitGate(t, gitPolicyWrite, ws)
+
+	// check only: nothing changes.
+	before := treeChecksum(t, ws)
+	res := callTool(t, g, "git_apply_patch", gitArgs(t, map[string]any{"patch": gitGoodPatch, "check": true}))
+	gitWantOK(t, res)
+	pr := gitData[GitPatchResult](t, res)
+	if !pr.CheckOnly || pr.Applied || !pr.Applies || len(pr.Files) != 3 {
+		t.Fatalf("%+v", pr)
+	}
+	if treeChecksum(t, ws) != before {
+		t.Fatal("check:true changed the tree")
+	}
+
+	res = callTool(t, g, "git_apply_patch", gitArgs(t, map[string]any{"patch": gitGoodPatch}))
+	gitWantOK(t, res)
+	pr = gitData[GitPatchResult](t, res)
+	if !pr.Applied || pr.ReturnCode != 0 || len(pr.Files) != 3 {
+		t.Fatalf("%+v", pr)
+	}
+	want := map[string]string{"a.txt": "modify", "dir/c.txt": "rename", `"sp ace".txt`: "create"}
+	for _, f := range pr.Files {
+		if want[f.Path] != f.Action {
+			t.Errorf("file %+v", f)
+		}
+	}
+	if gitRead(t, ws, "a.txt") != "one\ntwo!\nthree\nfour\n" || gitRead(t, ws, "dir/c.txt") != "bee\n" || gitRead(t, ws, `"sp ace".txt`) != "hello\n" {
+		t.Fatal("patch not applied as expected")
+	}
+	if _, err := os.Stat(filepath.Join(ws, "dir/b.txt")); !os.IsNotExist(err) {
+		t.Fatal("rename source still there")
+	}
+	if len(res.Warnings) < 2 {
+		t.Errorf("warnings %v", res.Warnings)
+	}
+
+	// Applying it again does not apply: git's message, PATCH_REJECTED.
+	res = callTool(t, g, "git_apply_patch", gitArgs(t, map[string]any{"patch": gitGoodPatch}))
+	gitWantCode(t, res, runtime.CodePatchRejected)
+	if !strings.Contains(res.Error.Message, "does not apply") && !strings.Contains(res.Error.Message, "already exists") {
+		t.Fatalf("message %q", res.Error.Message)
+	}
+
+	// A traditional diff -u patch, one leading directory.
+	trad := "--- orig/a.txt\t2024-01-01 00:00:00\n+++ new/a.txt\t2024-01-01 00:00:01\n@@ -1,4 +1,4 @@\n-one\n+ONE\n two!\n three\n four\n"
+	gitWantOK(t, callTool(t, g, "git_apply_patch", gitArgs(t, map[string]any{"patch": trad})))
+	if !strings.HasPrefix(gitRead(t, ws, "a.txt"), "ONE\n") {
+		t.Fatal("traditional patch not applied")
+	}
+
+	// Delete.
+	del := "diff --git a/.gitignore b/.gitignore\ndeleted file mode 100644\n--- a/.gitignore\n+++ /dev/null\n@@ -1 +0,0 @@\n-*.log\n"
+	res = callTool(t, g, "git_apply_patch", gitArgs(t, map[string]any{"patch": del}))
+	gitWantOK(t, res)
+	if _, err := os.Stat(filepath.Join(ws, ".gitignore")); !os.IsNotExist(err) || !strings.Contains(strings.Join(res.Warnings, ";"), "deletes .gitignore") {
+		t.Fatalf("delete: %v %v", err, res.Warnings)
+	}
+
+	// Malformed arguments.
+	gitWantCode(t, callTool(t, g, "git_apply_patch", `{}`), runtime.CodeInvalidInput)
+	gitWantCode(t, callTool(t, g, "git_apply_patch", `{"patch":""}`), runtime.CodeInvalidInput)
+	gitWantCode(t, callTool(t, g, "git_apply_patch", `{"patch":"x","check":1}`), runtime.CodeInvalidInput)
+	// Not a patch at all.
+	gitWantCode(t, callTool(t, g, "git_apply_patch", `{"patch":"hello world\n"}`), runtime.CodePatchRejected)
+}
+
+func TestGitApplyPatchCapabilities(t *testing.T) {
+	ws := gitFixture(t)
+	patch := gitUnoPatch
+	tests := []struct {
+		name, policy string
+		check        bool
+		code         runtime.Code
+		hint         string
+	}{
+		{"check needs git.read only", gitPolicyRead, true, "", ""},
+		{"apply needs git.write", "version: 1\ngrants: [\"git.read\", \"fs.write:**\"]\n", false, runtime.CodeCapabilityDenied, "--grant git.write"},
+		{"apply needs fs.write on the file", "version: 1\ngrants: [\"git.read\", \"git.write\", \"fs.write:docs/**\"]\n", false, runtime.CodeCapabilityDenied, "--grant fs.write:a.txt"},
+		{"apply with both", "version: 1\ngrants: [\"git.write\", \"fs.write:a.txt\"]\n", false, "", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g, _ := gitGate(t, tc.policy, ws)
+			res := callTool(t, g, "git_apply_patch", gitArgs(t, map[string]any{"patch": patch, "check": tc.check}))
+			if tc.code != "" {
+				gitWantCode(t, res, tc.code)
+				if !strings.Contains(res.Error.Hint, tc.hint) {
+					t.Fatalf("hint %q", res.Error.Hint)
+				}
+				return
+			}
+			gitWantOK(t, res)
+		})
+	}
+	if !strings.HasPrefix(gitRead(t, ws, "a.txt"), "uno\n") {
+		t.Fatal("the allowed apply did not happen")
+	}
+}
+
+func TestGitCommit(t *testing.T) {
+	ws := gitFixture(t)
+	head := gitHead(t, ws)
+
+	// Without git.write: success, a warning, nothing committed.
+	g, _ := gitGate(t, gitPolicyRead, ws)
+	gitWrite(t, ws, "a.txt", "rewritten\n")
+	gitPlain(t, ws, "add", "a.txt")
+	res := callTool(t, g, "git_commit", `{"message":"not allowed"}`)
+	gitWantOK(t, res)
+	cr := gitData[GitCommitResult](t, res)
+	if cr.Committed || cr.Allowed || len(res.Warnings) != 1 || res.Warnings[0] != gitNoCommit || gitHead(t, ws) != head {
+		t.Fatalf("%+v %v", cr, res.Warnings)
+	}
+
+	gw, _ := gitGate(t, gitPolicyWrite, ws)
+	res = callTool(t, gw, "git_commit", `{"message":"third: rewrite a\n\nbody line\n# not a comment"}`)
+	gitWantOK(t, res)
+	cr = gitData[GitCommitResult](t, res)
+	if !cr.Committed || cr.Branch != "main" || len(cr.Commit) != 40 || cr.Commit == head || len(cr.Files) != 1 || cr.Files[0].Path != "a.txt" {
+		t.Fatalf("%+v", cr)
+	}
+	if gitHead(t, ws) != cr.Commit || !strings.Contains(res.Output, "third: rewrite a") {
+		t.Fatalf("output %s", res.Output)
+	}
+	msg := gitPlain(t, ws, "log", "-1", "--format=%B%x00%an <%ae>")
+	if !strings.Contains(msg, "# not a comment") || !strings.Contains(msg, "Repo User <repo@example.com>") {
+		t.Fatalf("commit %q", msg)
+	}
+
+	// Nothing staged: COMMAND_FAILED with a hint; all:true commits tracked changes.
+	gitWrite(t, ws, "dir/b.txt", "changed\n")
+	res = callTool(t, gw, "git_commit", `{"message":"nothing staged"}`)
+	gitWantCode(t, res, runtime.CodeCommandFailed)
+	if !strings.Contains(res.Error.Hint, "all:true") {
+		t.Fatalf("hint %q", res.Error.Hint)
+	}
+	res = callTool(t, gw, "git_commit", `{"message":"all","all":true}`)
+	gitWantOK(t, res)
+	if cr := gitData[GitCommitResult](t, res); !cr.Committed || len(cr.Files) != 1 || cr.Files[0].Path != "dir/b.txt" {
+		t.Fatalf("%+v", cr)
+	}
+
+	for _, args := range []string{`{"message":"   \n"}`, `{"message":""}`, `{"message":"a\u0000b"}`, `{}`, `{"message":"m","amend":true}`} {
+		gitWantCode(t, callTool(t, gw, "git_commit", args), runtime.CodeInvalidInput)
+	}
+
+	// No identity in the repository's config (the global one is ignored).
+	gitPlain(t, ws, "config", "--unset", "user.name")
+	gitPlain(t, ws, "config", "--unset", "user.email")
+	gitPlain(t, ws, "config", "user.useConfigOnly", "true")
+	gitWrite(t, ws, "a.txt", "again\n")
+	res = callTool(t, gw, "git_commit", `{"message":"who","all":true}`)
+	gitWantCode(t, res, runtime.CodeCommandFailed)
+	if !strings.Contains(res.Error.Hint, "user.name") {
+		t.Fatalf("hint %q", res.Error.Hint)
+	}
+}
+
+// TestGitDryRun: side-effecting calls return their preview and change
+// nothing, and read calls (run normally in a dry run) change nothing either,
+// .git included.
+func TestGitDryRun(t *testing.T) {
+	ws := gitFixture(t)
+	gitWrite(t, ws, "a.txt", "one\ntwo\nthree\nfour\nfive\n")
+	gitWrite(t, ws, "dir/b.txt", "staged\n")
+	gitPlain(t, ws, "add", "dir/b.txt")
+	// Make the index stat data stale, so a status that could refresh the
+	// index would write it.
+	past := time.Now().Add(-time.Hour)
+	os.Chtimes(filepath.Join(ws, "a.txt"), past, past)
+	os.Chtimes(filepath.Join(ws, ".gitignore"), past, past) // same content, new stat data
+	gw, _ := gitGate(t, gitPolicyWrite, ws)
+	gr, _ := gitGate(t, gitPolicyRead, ws)
+	patch := "--- a/a.txt\n+++ b/a.txt\n@@ -1,5 +1,5 @@\n-one\n+uno\n two\n three\n four\n five\n"
+	tests := []struct {
+		name, tool, args string
+		g                *runtime.Gate
+		want             []string
+		warn             string
+	}{
+		{"apply", "git_apply_patch", gitArgs(t, map[string]any{"patch": patch}), gw, []string{"would apply", "modify a.txt", "1 file changed", "+uno", "git --no-pager"}, ""},
+		{"apply check", "git_apply_patch", gitArgs(t, map[string]any{"patch": patch, "check": true}), gr, []string{"would check"}, ""},
+		{"commit", "git_commit", `{"message":"preview me"}`, gw, []string{"would run", "commit --no-verify --no-gpg-sign --file=-", "preview me", "dir/b.txt", "1 file(s) would be committed"}, ""},
+		{"commit all", "git_commit", `{"message":"all","all":true}`, gw, []string{"--all", "a.txt", "dir/b.txt", "2 file(s)"}, ""},
+		{"commit not allowed", "git_commit", `{"message":"m"}`, gr, []string{"no commit would be made"}, "no commit would be made"},
+		{"status", "git_status", `{}`, gr, []string{"M  dir/b.txt", " M a.txt"}, ""},
+		{"diff", "git_diff", `{}`, gr, []string{"+five"}, ""},
+		{"show", "git_show", `{"ref":"HEAD"}`, gr, []string{"second"}, ""},
+		{"branches", "git_branches", `{}`, gr, []string{"* main"}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			before := treeChecksum(t, ws)
+			res := callToolReq(t, tc.g, runtime.Request{Tool: tc.tool, Args: json.RawMessage(tc.args), Principal: []string{"test"}, DryRun: true})
+			gitWantOK(t, res)
+			if !res.DryRun {
+				t.Fatal("not a dry run")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(res.Output, w) {
+					t.Errorf("preview lacks %q:\n%s", w, res.Output)
+				}
+			}
+			if tc.warn != "" && !strings.Contains(strings.Join(res.Warnings, ";"), tc.warn) {
+				t.Errorf("warnings %v", res.Warnings)
+			}
+			if after := treeChecksum(t, ws); after != before {
+				t.Fatal("the dry run changed the workspace")
+			}
+		})
+	}
+	// A patch that does not apply fails its preview too.
+	res := callToolReq(t, gw, runtime.Request{Tool: "git_apply_patch", Args: json.RawMessage(gitArgs(t, map[string]any{"patch": strings.Replace(patch, "-one", "-uno", 1)})), Principal: []string{"test"}, DryRun: true})
+	gitWantCode(t, res, runtime.CodePatchRejected)
+}
+
+// TestGitRedaction: a secret in the arguments reaches neither the result nor
+// the audit log, whether the tool echoes it (commit message, patch), git
+// reports it in an error (an unknown ref), or a preview shows it.
+func TestGitRedaction(t *testing.T) {
+	ws := gitFixture(t)
+	gitWrite(t, ws, "a.txt", "changed\n")
+	gw, audit := gitGate(t, gitPolicyWrite, ws)
+	patch := "--- a/dir/b.txt\n+++ b/dir/b.txt\n@@ -1 +1 @@\n-bee\n+token=" + gitSecret + "\n"
+	calls := []struct {
+		tool string
+		args any
+		dry  bool
+	}{
+		{"git_commit", map[string]any{"message": "add token " + gitSecret, "all": true}, true},
+		{"git_apply_patch", map[string]any{"patch": patch}, true},
+		{"git_apply_patch", map[string]any{"patch": patch}, false},
+		{"git_diff", map[string]any{}, false},
+		{"git_commit", map[string]any{"message": "add token " + gitSecret, "all": true}, false},
+		{"git_show", map[string]any{"ref": "HEAD"}, false},
+		{"git_show", map[string]any{"ref": gitSecret}, false},
+		{"git_diff", map[string]any{"rev": gitSecret}, false},
+		{"git_diff", map[string]any{"paths": []string{gitSecret + ".txt"}}, false},
+	}
+	for _, c := range calls {
+		res := callToolReq(t, gw, runtime.Request{Tool: c.tool, Args: json.RawMessage(gitArgs(t, c.args)), Principal: []string{"test"}, DryRun: c.dry})
+		assertNoSecret(t, res, audit, gitSecret)
+	}
+	if !strings.Contains(gitPlain(t, ws, "log", "-1", "--format=%s"), gitSecret) {
+		t.Fatal("the commit itself should hold the message as given")
+	}
+}
+
+func TestGitParsePatchNames(t *testing.T) {
+	tests := []struct {
+		name, patch string
+		written     []string
+		reject      string
+	}{
+		{"git modify", "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n", []string{"x"}, ""},
+		{"unquoted spaces", "diff --git a/a b c b/a b c\nnew file mode 100644\n", []string{"a b c"}, ""},
+		{"quoted octal", "diff --git \"a/caf\\303\\251\" \"b/caf\\303\\251\"\n--- \"a/caf\\303\\251\"\n+++ \"b/caf\\303\\251\"\n@@ -1 +1 @@\n-a\n+b\n", []string{"café"}, ""},
+		{"copy writes the copy only", "diff --git a/x b/y\nsimilarity index 100%\ncopy from x\ncopy to y\n", []string{"y"}, ""},
+		{"rename writes both", "diff --git a/x b/y\nrename from x\nrename to y\n", []string{"x", "y"}, ""},
+		{"content lines are not headers", "--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n--- ../../etc/passwd\n+++ /etc/shadow\n-rename to .git/config\n+new mode 120000\n", []string{"x"}, ""},
+		{"email preamble", "From 1 Mon\nSubject: [PATCH] x\n\nmessage\n---\n x | 2 +-\n\ndiff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n-- \n2.39.5\n", []string{"x"}, ""},
+		{"no files", "just text\n", nil, "changes no file"},
+		{"quoted .git", "--- \"a/\\056git/config\"\n+++ \"b/\\056git/config\"\n@@ -1 +1 @@\n-a\n+b\n", nil, ".git"},
+		{"case .GIT", "--- a/.GIT/config\n+++ b/.GIT/config\n@@ -1 +1 @@\n-a\n+b\n", nil, ".git"},
+		{"NTFS .git.", "--- a/.git./hooks/x\n+++ b/.git./hooks/x\n@@ -1 +1 @@\n-a\n+b\n", nil, ".git"},
+		{"short name", "--- a/GIT~1/config\n+++ b/GIT~1/config\n@@ -1 +1 @@\n-a\n+b\n", nil, ".git"},
+		{"warden policy", "--- /dev/null\n+++ b/.warden/policy.yaml\n@@ -0,0 +1 @@\n+grants: [\"exec:*\"]\n", nil, ".warden"},
+		{"nested .git", "--- a/sub/.git/config\n+++ b/sub/.git/config\n@@ -1 +1 @@\n-a\n+b\n", nil, ".git"},
+		{"copy to .git", "diff --git a/x b/.git/hooks/post-commit\ncopy from x\ncopy to .git/hooks/post-commit\n", nil, ".git"},
+		{"rename to ..", "diff --git a/x b/y\nrename from x\nrename to ../y\n", nil, ".."},
+		{"submodule", "diff --git a/m b/m\nnew file mode 160000\nindex 0000000..1234567\n--- /dev/null\n+++ b/m\n@@ -0,0 +1 @@\n+Subproject commit 1234567\n", nil, "submodule"},
+		{"index line symlink", "diff --git a/l b/l\nindex 1234567..89abcde 120000\n--- a/l\n+++ b/l\n@@ -1 +1 @@\n-x\n+/etc\n", nil, "symlink"},
+		{"mode change to symlink", "diff --git a/l b/l\nold mode 100644\nnew mode 120000\n", nil, "symlink"},
+		{"binary", "diff --git a/b b/b\nindex 1..2 100644\nGIT binary patch\nliteral 3\nKcmZQz\n", nil, "binary"},
+		{"binary files differ", "diff --git a/b b/b\nindex 1..2 100644\nBinary files a/b and b/b differ\n", nil, "binary"},
+		{"NUL", "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\x00\n+b\n", nil, "NUL"},
+		{"control char in name", "--- a/x\r\n+++ b/x\r\n@@ -1 +1 @@\n-a\n+b\n", nil, "control"},
+		{"bad hunk", "--- a/x\n+++ b/x\n@@ -1 +1\n-a\n+b\n", nil, "hunk"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, e := gitParsePatch(tc.patch)
+			if tc.reject != "" {
+				if e == nil || e.Code != runtime.CodePatchRejected || !strings.Contains(e.Message, tc.reject) {
+					t.Fatalf("want rejection %q, got %+v", tc.reject, e)
+				}
+				return
+			}
+			if e != nil {
+				t.Fatal(e)
+			}
+			if strings.Join(p.Written, "|") != strings.Join(tc.written, "|") {
+				t.Fatalf("written %q", p.Written)
+			}
+		})
+	}
+}

@@ -1,0 +1,748 @@
+package builtin
+
+// The shell tool at run time: the interpreter's handlers. Every program the
+// interpreter would start reaches shellRun.exec, every file it opens
+// shellRun.open, every stat, access check and directory listing (tests, cd,
+// globbing) the matching handler, and every simple command shellRun.call
+// (which guards cd). Each checks the call's grants with the real values at
+// that moment. A refusal is recorded, printed on the command's stderr, and
+// stops the whole command: its context is cancelled, so nothing after the
+// refused step runs and the programs still running are killed.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"mvdan.cc/sh/v3/expand"
+	"mvdan.cc/sh/v3/interp"
+	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/capability"
+)
+
+var (
+	// shellErrDenied stops the interpreter after a run-time refusal.
+	shellErrDenied = errors.New("refused by warden")
+	// shellErrEnded cancels what is left (background jobs) when the
+	// command ends.
+	shellErrEnded = errors.New("the shell command ended")
+	// shellErrBrokenPipe kills a program whose output nobody reads any more
+	// (the reader of its pipe exited), as SIGPIPE would.
+	shellErrBrokenPipe = errors.New("broken pipe")
+)
+
+// shellDenial is the first run-time refusal of a call.
+type shellDenial struct{ message, hint string }
+
+// shellRunResult is what running a command produced.
+type shellRunResult struct {
+	exitCode  int
+	stdout    *cappedBuffer
+	stderr    *cappedBuffer
+	timedOut  bool
+	cancelled bool
+	denial    *shellDenial
+	notFound  []string
+	warnings  []string
+	path      string
+}
+
+// shellRun is the state of one running command, shared by its handlers
+// (which run concurrently: pipes, background jobs).
+type shellRun struct {
+	grants   capability.Set
+	ws       string
+	path     string
+	pathDirs []string
+	base     map[string]string // the environment warden built, before the call's env
+	cancel   context.CancelCauseFunc
+
+	mu       sync.Mutex
+	closed   bool
+	running  int // handler calls under way (programs running)
+	inflight sync.WaitGroup
+	denial   *shellDenial
+	notFound []string
+	warned   map[string]bool
+	warnings []string
+}
+
+func (s *Shell) environ() []string {
+	if s.Environ != nil {
+		return s.Environ()
+	}
+	return os.Environ()
+}
+
+// execute runs a prepared command through the interpreter.
+func (s *Shell) execute(ctx context.Context, c *runtime.Call, sc *shellCall) *shellRunResult {
+	path := s.pathValue(c.Workspace)
+	st := &shellRun{grants: c.Grants, ws: c.Workspace, path: path, warned: map[string]bool{}}
+	if path != "" {
+		st.pathDirs = strings.Split(path, ":")
+	}
+	env := st.buildEnv(s.environ(), sc.args.Env)
+	// The interpreter opens files named sh-interp-* in its temporary
+	// directory without the open handler (they are its FIFOs for <(…)), so
+	// it gets a temporary directory where nothing can exist; its TMPDIR
+	// variable is restored below, before the command runs.
+	interpEnv := append(slices.Clone(env), "TMPDIR="+shellNoTempDir)
+	res := &shellRunResult{
+		stdout: &cappedBuffer{Max: s.maxOutput()}, stderr: &cappedBuffer{Max: s.maxOutput()}, path: path,
+	}
+
+	tctx, cancelT := context.WithTimeout(ctx, sc.timeout)
+	defer cancelT()
+	rctx, cancel := context.WithCancelCause(tctx)
+	defer cancel(nil)
+	st.cancel = cancel
+
+	r, err := interp.New(
+		interp.Env(expand.ListEnviron(interpEnv...)),
+		interp.Dir(sc.cwd),
+		interp.StdIO(nil, res.stdout, res.stderr),
+		interp.ExecHandlers(func(interp.ExecHandlerFunc) interp.ExecHandlerFunc { return st.exec }),
+		interp.OpenHandler(st.open),
+		interp.StatHandler(st.stat),
+		interp.AccessHandler(st.access),
+		interp.ReadDirHandler2(st.readDir),
+		interp.CallHandler(st.call),
+	)
+	if err != nil {
+		fmt.Fprintf(res.stderr, "warden: cannot start the interpreter: %v\n", err)
+		res.exitCode = 2
+		return res
+	}
+	r.Reset()
+	if err := r.Run(rctx, st.tmpdirPrelude()); err != nil {
+		fmt.Fprintf(res.stderr, "warden: cannot prepare the interpreter: %v\n", err)
+		res.exitCode = 2
+		return res
+	}
+	done := make(chan error, 1)
+	go func() { done <- r.Run(rctx, sc.file) }()
+	var runErr error
+	var stopBy time.Time
+	select {
+	case runErr = <-done:
+		stopBy = time.Now().Add(shellStopGrace)
+	case <-rctx.Done():
+		stopBy = time.Now().Add(shellStopGrace)
+		select {
+		case runErr = <-done:
+		case <-time.After(time.Until(stopBy)):
+			// The interpreter is stuck in a builtin; its programs are
+			// being killed, and the call returns without it.
+			runErr = rctx.Err()
+		}
+	}
+	res.timedOut = errors.Is(tctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+	res.cancelled = ctx.Err() != nil
+	// Background jobs the command did not wait for are killed with it.
+	cancel(shellErrEnded)
+	if left := st.close(stopBy); left > 0 && !res.timedOut && !res.cancelled && st.denial == nil {
+		st.warn(fmt.Sprintf("%d program(s) still running in the background when the command ended were killed; use wait to wait for background jobs", left))
+	}
+
+	st.mu.Lock()
+	res.denial, res.notFound, res.warnings = st.denial, st.notFound, st.warnings
+	st.mu.Unlock()
+	var es interp.ExitStatus
+	switch {
+	case res.denial != nil:
+		res.timedOut, res.cancelled = false, false
+		res.exitCode = 126
+	case res.timedOut || res.cancelled:
+		res.exitCode = -1
+	case runErr == nil:
+		res.exitCode = 0
+	case errors.As(runErr, &es):
+		res.exitCode = int(es)
+	default:
+		fmt.Fprintf(res.stderr, "warden: %v\n", runErr)
+		res.exitCode = 2
+	}
+	return res
+}
+
+// shellNoTempDir is the interpreter's own temporary directory: a path under
+// a file, so no FIFO, file or symlink can ever be created in it.
+const shellNoTempDir = "/dev/null/warden-shell-no-tmp"
+
+// tmpdirPrelude gives TMPDIR back the value warden built (or unsets it).
+func (st *shellRun) tmpdirPrelude() *syntax.Stmt {
+	src := "unset TMPDIR"
+	if v, ok := st.base["TMPDIR"]; ok {
+		if q, err := syntax.Quote(v, syntax.LangBash); err == nil {
+			src = "export TMPDIR=" + q
+		}
+	}
+	f, err := syntax.NewParser().Parse(strings.NewReader(src), "")
+	if err != nil || len(f.Stmts) != 1 {
+		f, _ = syntax.NewParser().Parse(strings.NewReader("unset TMPDIR"), "")
+	}
+	return f.Stmts[0]
+}
+
+// enter registers a handler call; false once the command has ended.
+func (st *shellRun) enter() bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.closed {
+		return false
+	}
+	st.running++
+	st.inflight.Add(1)
+	return true
+}
+
+// leave ends a handler call registered by enter.
+func (st *shellRun) leave() {
+	st.mu.Lock()
+	st.running--
+	st.mu.Unlock()
+	st.inflight.Done()
+}
+
+// close stops new handler calls and waits (until stopBy) for the running
+// ones, whose programs the cancelled context is killing. It returns how many
+// were running when it was called.
+func (st *shellRun) close(stopBy time.Time) int {
+	st.mu.Lock()
+	st.closed = true
+	left := st.running
+	st.mu.Unlock()
+	done := make(chan struct{})
+	go func() { st.inflight.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Until(stopBy)):
+	}
+	return left
+}
+
+// refuse records a run-time refusal, says so on the command's stderr and
+// stops the command.
+func (st *shellRun) refuse(hc interp.HandlerContext, message, hint string) error {
+	st.mu.Lock()
+	if st.denial == nil {
+		st.denial = &shellDenial{message: message, hint: hint}
+	}
+	st.mu.Unlock()
+	if hc.Stderr != nil {
+		fmt.Fprintf(hc.Stderr, "warden: CAPABILITY_DENIED: %s (%s)\n", message, hint)
+	}
+	st.cancel(shellErrDenied)
+	return shellErrDenied
+}
+
+func (st *shellRun) warn(w string) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if !st.warned[w] {
+		st.warned[w] = true
+		st.warnings = append(st.warnings, w)
+	}
+}
+
+// exec is the exec handler: every program the command starts comes here.
+func (st *shellRun) exec(ctx context.Context, args []string) error {
+	hc := interp.HandlerCtx(ctx)
+	if !st.enter() {
+		return interp.ExitStatus(128 + int(syscall.SIGKILL))
+	}
+	defer st.leave()
+
+	name := args[0]
+	base := name
+	if strings.Contains(name, "/") {
+		if !filepath.IsAbs(name) {
+			return st.refuse(hc, fmt.Sprintf("program %s is a relative path: warden never runs programs from the workspace or a relative directory", name),
+				"name the program without a path (exec:"+filepath.Base(name)+"); warden finds it on "+st.path)
+		}
+		base = filepath.Base(name)
+	}
+	need := capability.Need{Kind: capability.Exec, Resource: base}
+	if !st.grants.Allows(need) {
+		hint := "add --grant " + need.Hint(st.ws)
+		if need.Hint(st.ws) == "" {
+			hint = "no grant can allow this program name"
+		}
+		return st.refuse(hc, fmt.Sprintf("program %s is not granted (it was only known when the command ran)", shellQuote(name)), hint)
+	}
+	path := st.lookPath(base)
+	if path == "" {
+		st.mu.Lock()
+		if !slices.Contains(st.notFound, base) {
+			st.notFound = append(st.notFound, base)
+		}
+		st.mu.Unlock()
+		fmt.Fprintf(hc.Stderr, "warden: %s: command not found on %s\n", name, st.path)
+		return interp.ExitStatus(127)
+	}
+	if name != base {
+		a, errA := os.Stat(name)
+		b, errB := os.Stat(path)
+		if errA != nil || errB != nil || !os.SameFile(a, b) {
+			return st.refuse(hc, fmt.Sprintf("program %s is not the %s warden finds on its PATH (%s)", name, base, path),
+				"call it as "+base+"; warden runs only programs on "+st.path)
+		}
+	}
+	g := shellGuard(base, args[1:])
+	if g.reason != "" {
+		return st.refuse(hc, fmt.Sprintf("%s refused: %s", shellShort(args), g.reason), g.hint)
+	}
+	for _, f := range g.writes {
+		p, err := st.resolve(hc.Dir, f, true)
+		if err != nil {
+			return st.refuse(hc, fmt.Sprintf("%s would write %s, which cannot be resolved: %v", shellShort(args), f, err), "give a plain path inside the granted tree")
+		}
+		wn := capability.Need{Kind: capability.FSWrite, Resource: p}
+		if !st.grants.Allows(wn) {
+			return st.refuse(hc, fmt.Sprintf("%s would write %s, which is not granted", shellShort(args), p), "add --grant "+wn.Hint(st.ws))
+		}
+		if shellProtected(st.ws, p) {
+			return st.refuse(hc, fmt.Sprintf("%s would write %s: %s", shellShort(args), p, shellProtectedWhy), shellProtectedHint)
+		}
+	}
+	if d, err := capability.ResolvePath(st.ws, hc.Dir); err != nil || !st.grants.Allows(capability.Need{Kind: capability.FSRead, Resource: d}) {
+		return st.refuse(hc, fmt.Sprintf("%s would run in %s, which is outside the fs.read grants", base, hc.Dir), "add --grant "+capability.Need{Kind: capability.FSRead, Resource: d}.Hint(st.ws))
+	}
+	env, msg := st.childEnv(hc.Env, base)
+	if msg != "" {
+		return st.refuse(hc, msg, "leave it unset; variables that change what programs load need an exact env:NAME grant, and PATH is fixed")
+	}
+	if eg, err := capability.Parse("exec:" + base); err == nil {
+		if why := eg.Broad(); why != "" {
+			st.warn(why)
+		}
+	}
+	for _, w := range shellRiskWarnings(base, args[1:]) {
+		st.warn(w)
+	}
+
+	pctx, pcancel := context.WithCancelCause(ctx)
+	defer pcancel(nil)
+	broken := func() { pcancel(shellErrBrokenPipe) }
+	spec := procSpec{Path: path, Args: args, Dir: hc.Dir, Env: env, Stdin: hc.Stdin}
+	if hc.Stdout != nil {
+		spec.Stdout = &shellPipeWriter{w: hc.Stdout, broken: broken}
+	}
+	if hc.Stderr != nil {
+		spec.Stderr = &shellPipeWriter{w: hc.Stderr, broken: broken}
+	}
+	code, err := runProc(pctx, spec)
+	switch {
+	case err == nil:
+		if code == 0 {
+			return nil
+		}
+		return interp.ExitStatus(uint8(code))
+	case errors.Is(err, errProcKilled):
+		if ctx.Err() == nil && errors.Is(context.Cause(pctx), shellErrBrokenPipe) {
+			return interp.ExitStatus(128 + int(syscall.SIGPIPE))
+		}
+		return interp.ExitStatus(128 + int(syscall.SIGKILL))
+	default:
+		fmt.Fprintf(hc.Stderr, "warden: %s: %v\n", name, err)
+		return interp.ExitStatus(126)
+	}
+}
+
+// shellPipeWriter passes a program's output on; when the destination fails
+// (the reading end of a pipe is gone), it kills the program, as SIGPIPE
+// would, instead of leaving it blocked on a full pipe.
+type shellPipeWriter struct {
+	w      io.Writer
+	broken func()
+}
+
+func (p *shellPipeWriter) Write(b []byte) (int, error) {
+	n, err := p.w.Write(b)
+	if err != nil {
+		p.broken()
+	}
+	return n, err
+}
+
+// lookPath finds a program on the fixed PATH (absolute directories only).
+func (st *shellRun) lookPath(base string) string {
+	if base == "" || base == "." || base == ".." {
+		return ""
+	}
+	for _, d := range st.pathDirs {
+		p := d + "/" + base
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	return ""
+}
+
+// buildEnv builds the interpreter's environment: the allowlisted host
+// variables, the host variables env: grants name (secret-looking and guarded
+// names only through an exact grant), the fixed PATH, then the call's env.
+func (st *shellRun) buildEnv(host []string, callEnv map[string]string) []string {
+	hostVars := map[string]string{}
+	for _, kv := range host {
+		k, v, ok := strings.Cut(kv, "=")
+		if ok && k != "" {
+			hostVars[k] = v
+		}
+	}
+	base := map[string]string{}
+	for _, k := range shellEnvAllow {
+		if v, ok := hostVars[k]; ok {
+			base[k] = v
+		}
+	}
+	for k, v := range hostVars {
+		if _, done := base[k]; done || k == "PATH" || !shellEnvName(k) {
+			continue
+		}
+		if !st.grants.Allows(capability.Need{Kind: capability.Env, Resource: k}) {
+			continue
+		}
+		if (shellSecretName(k) || shellEnvGuarded(k) != "") && !shellExactEnvGrant(st.grants, k) {
+			continue
+		}
+		base[k] = v
+	}
+	base["PATH"] = st.path
+	st.base = base
+	all := make(map[string]string, len(base)+len(callEnv))
+	for k, v := range base {
+		all[k] = v
+	}
+	for k, v := range callEnv {
+		all[k] = v
+	}
+	out := make([]string, 0, len(all))
+	for k, v := range all {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// shellEnvName reports a valid variable name.
+func shellEnvName(k string) bool {
+	for i, c := range k {
+		if c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || i > 0 && c >= '0' && c <= '9' {
+			continue
+		}
+		return false
+	}
+	return k != ""
+}
+
+// childEnv returns the environment a program gets: the interpreter's
+// exported variables, checked, plus the hardening. It returns a refusal
+// message when a guarded variable was changed for the program.
+func (st *shellRun) childEnv(env expand.Environ, prog string) ([]string, string) {
+	vars := map[string]string{}
+	for name, vr := range env.Each {
+		if !vr.IsSet() {
+			delete(vars, name)
+			continue
+		}
+		if vr.Exported && vr.Kind == expand.String {
+			vars[name] = vr.Str
+		}
+	}
+	for name, val := range vars {
+		if name == "PATH" {
+			if val != st.path {
+				return nil, fmt.Sprintf("the command changed PATH for %s; warden runs programs only with PATH=%s", prog, st.path)
+			}
+			continue
+		}
+		why := shellEnvGuarded(name)
+		if why == "" {
+			continue
+		}
+		if bv, ok := st.base[name]; ok && bv == val {
+			continue
+		}
+		if shellExactEnvGrant(st.grants, name) {
+			continue
+		}
+		return nil, fmt.Sprintf("the command set %s for %s, which needs an exact env:%s grant: %s", name, prog, name, why)
+	}
+	vars["PATH"] = st.path
+	out := make([]string, 0, len(vars)+len(shellHardening))
+	for k, v := range vars {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return append(out, shellHardening...), ""
+}
+
+// resolve turns a path the interpreter uses (relative to dir) into the
+// absolute, resolved path an fs need carries. With follow false the last
+// element is kept (lstat, test -L).
+func (st *shellRun) resolve(dir, p string, follow bool) (string, error) {
+	if p == "" {
+		p = "."
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(dir, p)
+	}
+	p = filepath.Clean(p)
+	if follow || p == "/" {
+		return capability.ResolvePath(st.ws, p)
+	}
+	parent, err := capability.ResolvePath(st.ws, filepath.Dir(p))
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(parent, filepath.Base(p)), nil
+}
+
+// rootFor returns the directory to open an os.Root on for need: the base of
+// the most specific grant that allows it, else the workspace when the path
+// lies in it (a combination of grants allowed it).
+func (st *shellRun) rootFor(need capability.Need) (string, bool) {
+	best := ""
+	for _, g := range st.grants.Grants() {
+		if g.Kind() != need.Kind {
+			continue
+		}
+		b := g.Base(st.ws)
+		if b == "" || !shellWithin(b, need.Resource) || len(b) <= len(best) {
+			continue
+		}
+		if capability.NewSet(st.ws, g).Allows(need) {
+			best = b
+		}
+	}
+	if best == "" && shellWithin(st.ws, need.Resource) {
+		best = st.ws
+	}
+	return best, best != ""
+}
+
+// inRoot runs fn with an os.Root on the base for need and the path relative
+// to it, so the access itself cannot leave the granted tree (a symlink
+// swapped in after the check is refused by the root).
+func (st *shellRun) inRoot(need capability.Need, fn func(root *os.Root, rel string) error) error {
+	base, ok := st.rootFor(need)
+	if !ok {
+		return fs.ErrPermission
+	}
+	root, err := os.OpenRoot(base)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	rel, err := filepath.Rel(base, need.Resource)
+	if err != nil {
+		return err
+	}
+	return fn(root, rel)
+}
+
+// open is the open handler: redirections, source, $(<file).
+func (st *shellRun) open(ctx context.Context, path string, flag int, perm os.FileMode) (io.ReadWriteCloser, error) {
+	hc := interp.HandlerCtx(ctx)
+	switch path {
+	case "/dev/null":
+		return os.OpenFile(os.DevNull, flag, perm)
+	case "/dev/stdout":
+		return shellStream{hc.Stdout}, nil
+	case "/dev/stderr":
+		return shellStream{hc.Stderr}, nil
+	}
+	resolved, err := st.resolve(hc.Dir, path, true)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	write := flag&(os.O_WRONLY|os.O_RDWR) != 0
+	read := flag&os.O_WRONLY == 0
+	kinds := []capability.Kind{}
+	if read {
+		kinds = append(kinds, capability.FSRead)
+	}
+	if write {
+		kinds = append(kinds, capability.FSWrite)
+	}
+	var need capability.Need
+	for _, k := range kinds {
+		need = capability.Need{Kind: k, Resource: resolved}
+		if !st.grants.Allows(need) {
+			_ = st.refuse(hc, fmt.Sprintf("%s %s (%s) is not granted", map[bool]string{true: "writing", false: "reading"}[k == capability.FSWrite], path, resolved), "add --grant "+need.Hint(st.ws))
+			return nil, &os.PathError{Op: "open", Path: path, Err: shellErrDenied}
+		}
+	}
+	if write && shellProtected(st.ws, resolved) {
+		_ = st.refuse(hc, fmt.Sprintf("writing %s refused: %s", resolved, shellProtectedWhy), shellProtectedHint)
+		return nil, &os.PathError{Op: "open", Path: path, Err: shellErrDenied}
+	}
+	var f *os.File
+	err = st.inRoot(need, func(root *os.Root, rel string) error {
+		var oerr error
+		f, oerr = root.OpenFile(rel, flag, perm)
+		return oerr
+	})
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: shellPathErr(err)}
+	}
+	return f, nil
+}
+
+// shellPathErr returns the cause of a path error (which names a path
+// relative to a root), or err itself.
+func shellPathErr(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// shellStream is /dev/stdout or /dev/stderr: the command's current stream.
+type shellStream struct{ w io.Writer }
+
+func (s shellStream) Read([]byte) (int, error) { return 0, io.EOF }
+func (s shellStream) Write(p []byte) (int, error) {
+	if s.w == nil {
+		return len(p), nil
+	}
+	return s.w.Write(p)
+}
+func (s shellStream) Close() error { return nil }
+
+// stat is the stat handler (test -e/-f/-d/…, cd): only granted paths exist.
+func (st *shellRun) stat(ctx context.Context, name string, follow bool) (fs.FileInfo, error) {
+	hc := interp.HandlerCtx(ctx)
+	resolved, err := st.resolve(hc.Dir, name, follow)
+	if err != nil {
+		return nil, &os.PathError{Op: "stat", Path: name, Err: err}
+	}
+	need := capability.Need{Kind: capability.FSRead, Resource: resolved}
+	if !st.grants.Allows(need) {
+		return nil, &os.PathError{Op: "stat", Path: name, Err: fs.ErrPermission}
+	}
+	var fi fs.FileInfo
+	err = st.inRoot(need, func(root *os.Root, rel string) error {
+		var serr error
+		if follow {
+			fi, serr = root.Stat(rel)
+		} else {
+			fi, serr = root.Lstat(rel)
+		}
+		return serr
+	})
+	if err != nil {
+		return nil, &os.PathError{Op: "stat", Path: name, Err: shellPathErr(err)}
+	}
+	return fi, nil
+}
+
+// access is the access handler (test -r/-w/-x, cd): reading and searching
+// need fs.read, writing fs.write.
+func (st *shellRun) access(ctx context.Context, name string, mode interp.AccessMode) error {
+	hc := interp.HandlerCtx(ctx)
+	resolved, err := st.resolve(hc.Dir, name, true)
+	if err != nil {
+		return &os.PathError{Op: "access", Path: name, Err: err}
+	}
+	if mode&(interp.AccessRead|interp.AccessExec) != 0 && !st.grants.Allows(capability.Need{Kind: capability.FSRead, Resource: resolved}) {
+		return &os.PathError{Op: "access", Path: name, Err: fs.ErrPermission}
+	}
+	if mode&interp.AccessWrite != 0 && !st.grants.Allows(capability.Need{Kind: capability.FSWrite, Resource: resolved}) {
+		return &os.PathError{Op: "access", Path: name, Err: fs.ErrPermission}
+	}
+	return interp.DefaultAccessHandler()(ctx, resolved, mode)
+}
+
+// readDir is the directory handler of globbing: only granted directories
+// are listed.
+func (st *shellRun) readDir(ctx context.Context, path string) ([]fs.DirEntry, error) {
+	hc := interp.HandlerCtx(ctx)
+	resolved, err := st.resolve(hc.Dir, path, true)
+	if err != nil {
+		return nil, &os.PathError{Op: "readdir", Path: path, Err: err}
+	}
+	need := capability.Need{Kind: capability.FSRead, Resource: resolved}
+	if !st.grants.Allows(need) {
+		return nil, &os.PathError{Op: "readdir", Path: path, Err: fs.ErrPermission}
+	}
+	var entries []fs.DirEntry
+	err = st.inRoot(need, func(root *os.Root, rel string) error {
+		d, oerr := root.Open(rel)
+		if oerr != nil {
+			return oerr
+		}
+		defer d.Close()
+		entries, oerr = d.ReadDir(-1)
+		return oerr
+	})
+	if err != nil {
+		return nil, &os.PathError{Op: "readdir", Path: path, Err: shellPathErr(err)}
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
+	return entries, nil
+}
+
+// call is the call handler, run for every simple command (builtins too):
+// cd and pushd may only go where fs.read is granted.
+func (st *shellRun) call(ctx context.Context, args []string) ([]string, error) {
+	i := 0
+	for i < len(args) && (args[i] == "builtin" || args[i] == "command") {
+		wrapper := args[i]
+		i++
+		for wrapper == "command" && i < len(args) && strings.HasPrefix(args[i], "-") && args[i] != "-" {
+			if args[i] == "-v" || args[i] == "-V" {
+				return args, nil
+			}
+			i++
+		}
+	}
+	if i >= len(args) || args[i] != "cd" && args[i] != "pushd" {
+		return args, nil
+	}
+	hc := interp.HandlerCtx(ctx)
+	rest := args[i+1:]
+	if args[i] == "pushd" {
+		if len(rest) > 0 && rest[0] == "-n" {
+			rest = rest[1:]
+		}
+		if len(rest) == 0 || strings.HasPrefix(rest[0], "+") || strings.HasPrefix(rest[0], "-") && rest[0] != "-" {
+			return args, nil // moves within the stack of directories already checked
+		}
+	}
+	var target string
+	switch {
+	case len(rest) == 0:
+		target = hc.Env.Get("HOME").String()
+	case rest[0] == "-":
+		target = hc.Env.Get("OLDPWD").String()
+	default:
+		target = rest[0]
+	}
+	if target == "" {
+		return args, nil
+	}
+	resolved, err := st.resolve(hc.Dir, target, true)
+	if err != nil {
+		return args, nil // cd fails by itself
+	}
+	need := capability.Need{Kind: capability.FSRead, Resource: resolved}
+	if !st.grants.Allows(need) {
+		return nil, st.refuse(hc, fmt.Sprintf("cd to %s (%s) refused: it is outside the fs.read grants", target, resolved), "add --grant "+need.Hint(st.ws))
+	}
+	return args, nil
+}
