@@ -24,7 +24,7 @@ func TestScripts(t *testing.T) {
 		Dir:                 "testdata/script",
 		UpdateScripts:       *update,
 		RequireExplicitExec: true,
-		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"tamper": cmdTamper},
+		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"tamper": cmdTamper, "serve": cmdServe},
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("WARDEN_HOME", filepath.Join(env.WorkDir, ".home"))
 			env.Setenv("WARDEN_WORKSPACE", env.WorkDir)
