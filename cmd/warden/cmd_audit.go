@@ -83,6 +83,33 @@ func auditCommand() *cli.Command {
 				}),
 			},
 			{
+				Name:  "reanchor",
+				Usage: "after investigating a tampering report, accept the current log as the new head (refused if the records themselves do not verify)",
+				Flags: []cli.Flag{jsonFlag},
+				Action: withEnv(func(ctx context.Context, e *env) error {
+					st, err := e.store()
+					if err != nil {
+						return err
+					}
+					rep, err := st.Reanchor(ctx)
+					if err != nil {
+						if errors.Is(err, store.ErrTampered) {
+							return fail(runtime.CodeAuditTampered, exitFailed, "records themselves are altered; restore warden.db from a backup",
+								"cannot reanchor: first bad record #%d: %s", rep.FirstBad, rep.Reason)
+						}
+						return err
+					}
+					if err := e.audit(ctx, "audit.reanchor", map[string]any{"head_seq": rep.HeadSeq, "head_hash": rep.HeadHash}); err != nil {
+						return err
+					}
+					if e.json {
+						return e.printJSON(rep)
+					}
+					fmt.Fprintf(e.stdout, "audit anchor moved to head #%d %s\n", rep.HeadSeq, short(rep.HeadHash))
+					return nil
+				}),
+			},
+			{
 				Name:  "export",
 				Usage: "write the whole audit log as JSON Lines",
 				Flags: []cli.Flag{&cli.StringFlag{Name: "out", Usage: "file to write (default: stdout)"}},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -44,10 +45,10 @@ func memoryCommand() *cli.Command {
 					}
 					value := e.redactor.String(e.c.Args().Get(1))
 					if err := st.PutMemory(ctx, ns, key, value); err != nil {
-						if isStoreErr(err) {
-							return err
+						if errors.Is(err, store.ErrInvalid) {
+							return usageErr("namespaces and keys are 1-256 bytes of text without NUL", "%v", err)
 						}
-						return usageErr("namespaces and keys are 1-256 bytes of text", "%v", err)
+						return err
 					}
 					sum := sha256.Sum256([]byte(value))
 					if err := e.audit(ctx, "memory.put", map[string]any{"ns": ns, "key": key, "value_sha256": hex.EncodeToString(sum[:]), "value_bytes": len(value)}); err != nil {
@@ -198,12 +199,6 @@ func memoryCommand() *cli.Command {
 			},
 		},
 	}
-}
-
-func isStoreErr(err error) bool {
-	f := storeFailure(err)
-	ff, ok := f.(*failure)
-	return ok && ff.code != "INTERNAL"
 }
 
 func oneLine(s string, n int) string {
