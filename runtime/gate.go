@@ -164,6 +164,10 @@ func (g *Gate) check(req Request, callID string) (*checked, *Error) {
 		Principal: req.Principal, Grants: grants, Workspace: g.o.Workspace,
 		DryRun: req.DryRun || (g.o.DryRun && !e.spec.ReadOnly),
 	}
+	if c.rule != nil {
+		r := *c.rule
+		c.call.Rule = &r
+	}
 	c.decision = Decision{Action: ActionDeny, Rule: ruleName(c.rule)}
 	if c.rule != nil && c.rule.Action == ActionDeny {
 		return c, Errorf(CodePolicyDenied, fmt.Sprintf("the policy (%s) denies %s; change its rule to allow it", g.o.Policy.Source, e.spec.Name),

@@ -58,6 +58,10 @@ type Call struct {
 	Workspace string
 	// DryRun is true when this call only previews.
 	DryRun bool
+	// Rule is the policy rule that matched this call (nil when none did and
+	// capabilities alone decided). Read-only: a tool may use it to require
+	// that the owner wrote a rule for it (git_commit does).
+	Rule *Rule
 }
 
 // Bind decodes the call's arguments into v (a pointer to a struct) with the
