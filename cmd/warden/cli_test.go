@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -10,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wardenrt/warden/runtime/redact"
 	"github.com/wardenrt/warden/store"
 )
 
@@ -107,5 +110,43 @@ func TestStoreLockedExit(t *testing.T) {
 	}
 	if code, out, e := runCLI(t, home, "audit", "ls"); code != 0 || !strings.Contains(out, "system") {
 		t.Fatalf("after release: %d %s %s", code, out, e)
+	}
+}
+
+// TestToolsJSONMatchesRegistry: `warden tools --json` lists every registered
+// tool with exactly the registry's input schema.
+func TestToolsJSONMatchesRegistry(t *testing.T) {
+	home := t.TempDir()
+	code, out, errs := runCLI(t, home, "tools", "--json")
+	if code != 0 {
+		t.Fatal(errs)
+	}
+	var listed []struct {
+		Name        string          `json:"name"`
+		InputSchema json.RawMessage `json:"input_schema"`
+	}
+	if err := json.Unmarshal([]byte(out), &listed); err != nil {
+		t.Fatal(err)
+	}
+	e := &env{started: time.Now(), stdin: strings.NewReader(""), stderr: io.Discard, redactor: redact.New(), home: home, workspace: t.TempDir()}
+	reg, err := e.registry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs := reg.Specs()
+	if len(listed) != len(specs) || len(specs) < 29 {
+		t.Fatalf("tools --json lists %d tools, the registry has %d", len(listed), len(specs))
+	}
+	for i, s := range specs {
+		var a, b bytes.Buffer
+		if err := json.Compact(&a, listed[i].InputSchema); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Compact(&b, s.InputSchema); err != nil {
+			t.Fatal(err)
+		}
+		if listed[i].Name != s.Name || a.String() != b.String() {
+			t.Errorf("tool %d: listed %s with %s, registry has %s with %s", i, listed[i].Name, a.String(), s.Name, b.String())
+		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
 
@@ -64,6 +66,7 @@ func callCommand() *cli.Command {
 		ArgsUsage: "TOOL",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "args", Usage: "arguments as one JSON object"},
+			&cli.StringFlag{Name: "args-file", Usage: "read the arguments object from a file (- for stdin)"},
 			&cli.StringSliceFlag{Name: "arg", Aliases: []string{"a"}, Usage: "one argument as key=value (repeatable; a value is JSON when the schema's type is not string, else text)"},
 			jsonFlag,
 		},
@@ -76,7 +79,18 @@ func callCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			args, err := buildArgs(g.Registry(), name, e.c.String("args"), e.c.StringSlice("arg"))
+			argsJSON := e.c.String("args")
+			if f := e.c.String("args-file"); f != "" {
+				if argsJSON != "" {
+					return usageErr("give the arguments once", "--args and --args-file are exclusive")
+				}
+				data, err := readArgsFile(e, f)
+				if err != nil {
+					return usageErr("check the path", "--args-file: %v", err)
+				}
+				argsJSON = string(data)
+			}
+			args, err := buildArgs(g.Registry(), name, argsJSON, e.c.StringSlice("arg"))
 			if err != nil {
 				return err
 			}
@@ -158,4 +172,19 @@ func (e *env) printResult(res runtime.Result) error {
 		exit = exitDenied
 	}
 	return fail(res.Error.Code, exit, res.Error.Hint, "%s: %s", res.Tool, res.Error.Message)
+}
+
+// readArgsFile reads at most one byte more than the gate accepts, so an
+// oversized file is refused by the gate with TOO_LARGE, not read whole.
+func readArgsFile(e *env, name string) ([]byte, error) {
+	var r io.Reader = e.stdin
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r = f
+	}
+	return io.ReadAll(io.LimitReader(r, runtime.MaxArgsBytes+1))
 }

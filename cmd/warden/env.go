@@ -243,7 +243,9 @@ func (e *env) registry() (*runtime.Registry, error) {
 	tools = append(tools, builtin.TextTools(builtin.LLMConfig{
 		BaseURL: os.Getenv("OPENAI_BASE_URL"), APIKey: os.Getenv("OPENAI_API_KEY"), Model: os.Getenv("WARDEN_MODEL"),
 	})...)
-	tools = append(tools, (&builtin.Ops{Artifacts: st, Redactor: e.redactor}).Tools()...)
+	// WARDEN_OPS_PATH: where the ops tools look for journalctl and systemctl
+	// (absolute directories; default the system bin directories).
+	tools = append(tools, (&builtin.Ops{Artifacts: st, Redactor: e.redactor, SearchPath: os.Getenv("WARDEN_OPS_PATH")}).Tools()...)
 	reg := runtime.NewRegistry()
 	if err := reg.Register(tools...); err != nil {
 		return nil, err
