@@ -24,7 +24,7 @@ import (
 //	 1 ".."                          TestFSHostileDotDot
 //	 2 absolute path outside         TestFSHostileAbsolute
 //	 3 symlink out (read, write)     TestFSHostileSymlinkOut
-//	 4 symlink swapped in a race     TestFSHostileSymlinkRace (10,000 attempts)
+//	 4 symlink swapped in a race     TestFSHostileSymlinkRace (12,000 attempts, every tool)
 //	 5 hard link to an outside file  TestFSHostileHardLink
 //	 6 .git/config write             TestFSHostileGitConfig
 //	 7 NUL in a path                 TestFSHostileNUL
@@ -171,12 +171,16 @@ func TestFSHostileSymlinkOut(t *testing.T) {
 
 // TestFSHostileSymlinkRace flips ws/dir between a real directory and a
 // symlink to an outside directory holding a canary (absolute and relative
-// links, swapped atomically with renameat2 RENAME_EXCHANGE), while fs_read,
-// fs_write and fs_list reach dir/canary 10,000 times — one in ten through
-// the whole gate, the rest as the gate would after its check (Run with the
-// gate's grants). The outside canary must never be read, listed or changed.
+// links, swapped atomically with renameat2 RENAME_EXCHANGE), while every fs
+// tool reaches into dir 12,000 times: fs_read, fs_write, fs_list, fs_mkdir,
+// a recursive fs_remove of what fs_mkdir made, a recursive fs_remove of a
+// directory only the outside tree has, fs_glob and read_files — one round in
+// ten through the whole gate, the rest as the gate would after its check
+// (Run with the gate's grants). The outside tree must stay byte-identical
+// (checked after every call that writes) and its content and names must
+// never be returned.
 func TestFSHostileSymlinkRace(t *testing.T) {
-	const attempts = 10000
+	const attempts = 12000
 	ws, outside, g, sum := fsHostileSetup(t)
 	fsWriteFile(t, filepath.Join(outside, "outside-only.txt"), "OUTSIDE-ONLY\n")
 	sum = treeChecksum(t, outside)
@@ -219,43 +223,81 @@ func TestFSHostileSymlinkRace(t *testing.T) {
 		}
 	}()
 
+	// The rotation. Inside, dir holds canary and, for a while, tmp/ (made by
+	// fs_mkdir, removed by fs_remove); nothing inside is named sub, deep or
+	// outside-only, which only the outside tree holds.
+	ops := []struct {
+		name, tool, args string
+		writes           bool
+	}{
+		{"fs_read", "fs_read", `{"path":"dir/canary"}`, false},
+		{"fs_write", "fs_write", `{"path":"dir/canary","content":"inside %d\n"}`, true},
+		{"fs_list", "fs_list", `{"path":"dir"}`, false},
+		{"fs_mkdir", "fs_mkdir", `{"path":"dir/tmp/a"}`, true},
+		{"fs_remove(tmp)", "fs_remove", `{"path":"dir/tmp","recursive":true,"force":true}`, true},
+		{"fs_remove(sub)", "fs_remove", `{"path":"dir/sub","recursive":true,"force":true}`, true},
+		{"fs_glob", "fs_glob", `{"pattern":"dir/**"}`, false},
+		{"read_files", "read_files", `{"file_paths":["dir/canary","dir/sub/deep","dir/outside-only.txt"]}`, false},
+	}
+	tools := map[string]runtime.Tool{}
+	for _, tl := range FSTools() {
+		tools[tl.Spec().Name] = tl
+	}
 	grants := g.Grants()
-	call := func(i int, tool, args string) runtime.Result {
-		if i%10 == 0 {
+	call := func(viaGate bool, tool, args string) runtime.Result {
+		if viaGate {
 			return callTool(t, g, tool, args)
 		}
-		var o runtime.Outcome
 		c := &runtime.Call{ID: "race", Tool: tool, Args: json.RawMessage(args), Principal: []string{"test"}, Grants: grants, Workspace: ws}
-		switch tool {
-		case "fs_read":
-			o = fsReadTool{}.Run(context.Background(), c)
-		case "fs_write":
-			o = fsWriteTool{}.Run(context.Background(), c)
-		case "fs_list":
-			o = fsListTool{}.Run(context.Background(), c)
-		}
+		o := tools[tool].Run(context.Background(), c)
 		data, _ := json.Marshal(o.Data)
 		return runtime.Result{Tool: tool, Success: o.Err == nil, Output: o.Output, Data: data, Error: o.Err}
 	}
 	outcomes := map[string]int{}
 	layers := map[string]int{} // which layer refused, for PATH_ESCAPE
 	escapes := 0
+	changedAt := -1
 	for i := range attempts {
-		var res runtime.Result
-		switch i % 3 {
-		case 0:
-			res = call(i, "fs_read", `{"path":"dir/canary"}`)
-		case 1:
-			res = call(i, "fs_write", fmt.Sprintf(`{"path":"dir/canary","content":"inside %d\n"}`, i))
-		case 2:
-			res = call(i, "fs_list", `{"path":"dir"}`)
+		op := ops[i%len(ops)]
+		args := op.args
+		if strings.Contains(args, "%d") {
+			args = fmt.Sprintf(args, i)
 		}
-		if strings.Contains(res.Output, "OUTSIDE") || strings.Contains(res.Output, "outside-only") || strings.Contains(string(res.Data), "outside-only") {
+		res := call((i/len(ops))%10 == 0, op.tool, args)
+		// Outside content in the output, or an outside name in the output
+		// or data: read_files echoes the names it was given, so for it the
+		// files read are checked instead.
+		leak := strings.Contains(res.Output, "OUTSIDE")
+		did := "" // what a success did, where it varies
+		switch {
+		case op.tool == "read_files" && res.Success:
+			files := fsDecode[FSReadFilesData](t, res).Files
+			for _, f := range files {
+				leak = leak || f.Path != "dir/canary"
+			}
+			did = fmt.Sprintf("(%d read)", len(files))
+		case op.tool == "fs_remove" && res.Success:
+			if fsDecode[FSRemoveData](t, res).Removed {
+				did = "(removed)"
+			}
+		}
+		if op.tool != "read_files" {
+			out := res.Output + string(res.Data)
+			leak = leak || strings.Contains(out, "outside-only") || strings.Contains(out, "deep")
+		}
+		if leak {
+			if escapes == 0 {
+				t.Errorf("attempt %d: %s %s returned outside content or names: %q %s", i, op.tool, args, res.Output, res.Data)
+			}
 			escapes++
 		}
-		key := res.Tool + ":ok"
+		if op.writes && changedAt < 0 && treeChecksum(t, outside) != sum {
+			changedAt = i
+			t.Errorf("attempt %d: %s %s changed the outside tree (%+v)", i, op.tool, args, res.Error)
+		}
+		key := op.name + ":ok" + did
 		if res.Error != nil {
-			key = res.Tool + ":" + string(res.Error.Code)
+			key = op.name + ":" + string(res.Error.Code)
 			if res.Error.Code == runtime.CodePathEscape {
 				layers[fsEscapeLayer(res.Error.Message)]++
 			}
@@ -275,14 +317,23 @@ func TestFSHostileSymlinkRace(t *testing.T) {
 	// PATH_ESCAPE (Run or os.Root saw it), NOT_FOUND and INVALID_INPUT
 	// (ENOTDIR: os.Root met the link mid-swap).
 	for k := range outcomes {
-		switch k[strings.IndexByte(k, ':')+1:] {
+		switch code, _, _ := strings.Cut(k[strings.IndexByte(k, ':')+1:], "("); code {
 		case "ok", "CAPABILITY_DENIED", "PATH_ESCAPE", "NOT_FOUND", "INVALID_INPUT":
 		default:
 			t.Errorf("unexpected outcome %s", k)
 		}
 	}
-	if outcomes["fs_read:ok"] == 0 || outcomes["fs_write:ok"] == 0 {
-		t.Errorf("the loop never succeeded: %v", outcomes)
+	// Every operation also did its work now and then, so the loop tested
+	// the real paths, not only refusals. (fs_remove(sub) succeeds only as a
+	// no-op: inside, dir/sub does not exist.)
+	for _, k := range []string{"fs_read:ok", "fs_write:ok", "fs_list:ok", "fs_mkdir:ok", "fs_remove(tmp):ok(removed)",
+		"fs_remove(sub):ok", "fs_glob:ok", "read_files:ok(1 read)"} {
+		if outcomes[k] == 0 {
+			t.Errorf("no %s in the loop: %v", k, outcomes)
+		}
+	}
+	if outcomes["fs_remove(sub):ok(removed)"] != 0 {
+		t.Error("fs_remove removed dir/sub, which only the outside tree has")
 	}
 	fsNoTemps(t, ws)
 	fsNoTemps(t, outside)

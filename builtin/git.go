@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/wardenrt/warden/runtime"
@@ -136,6 +137,9 @@ func (g *gitRunner) binary() (string, *runtime.Error) {
 //   - diff.autoRefreshIndex=false: git diff never rewrites the index (it
 //     would, optional locks or not), so reads change nothing under .git.
 //   - color.ui=false: parseable output.
+//   - safe.bareRepository=explicit: discovery never takes the workspace
+//     itself for a bare repository (when .git is broken); only .git is a
+//     repository (gitConfine checks it is the one git found).
 //
 // Diff drivers (diff.<driver>.command, .textconv, diff.external) are
 // disabled by --no-ext-diff and --no-textconv wherever git produces a patch.
@@ -169,6 +173,7 @@ var gitHardenArgs = []string{
 	"-c", "maintenance.auto=false",
 	"-c", "color.ui=false",
 	"-c", "uploadpack.packObjectsHook=",
+	"-c", "safe.bareRepository=explicit",
 }
 
 // gitBaseEnv is git's whole environment (nothing is inherited from warden's
@@ -228,9 +233,16 @@ type gitOut struct {
 // open checks that the workspace is a git repository and prepares the
 // hardened environment. readOnly calls also forbid git's optional index
 // refresh, so a read changes nothing under .git.
+//
+// The repository must be the workspace's own: .git a real directory (not a
+// symlink, not a "gitdir:" file) whose git directory, common directory,
+// object directory and alternates all stay inside the workspace (see
+// gitConfine). Otherwise the call fails with PATH_ESCAPE before git reads
+// anything of the repository but what locating it needs.
 func (g *gitRunner) open(ctx context.Context, ws string, readOnly bool) (*gitSession, *runtime.Error) {
-	if st, err := os.Lstat(filepath.Join(ws, ".git")); err != nil || !(st.IsDir() || st.Mode().IsRegular() || st.Mode()&os.ModeSymlink != 0) {
-		return nil, gitNotRepo(ws)
+	real, e := gitCheckDotGit(ws)
+	if e != nil {
+		return nil, e
 	}
 	bin, e := g.binary()
 	if e != nil {
@@ -241,6 +253,10 @@ func (g *gitRunner) open(ctx context.Context, ws string, readOnly bool) (*gitSes
 		s.env = append(s.env, "GIT_OPTIONAL_LOCKS=0")
 	}
 	s.ctx, s.cancel = context.WithTimeout(ctx, g.o.Timeout)
+	if e := s.confine(real); e != nil {
+		s.cancel()
+		return nil, e
+	}
 	out, e := s.run(nil, gitMaxParse, "config", "-z", "--list")
 	if e != nil {
 		s.cancel()
@@ -255,6 +271,278 @@ func (g *gitRunner) open(ctx context.Context, ws string, readOnly bool) (*gitSes
 }
 
 func (s *gitSession) close() { s.cancel() }
+
+// ---- confinement: the workspace's own repository, and nothing outside ----
+//
+// A repository can name another repository's files in several ways, each of
+// which would let a git.read call read, or a git.write call change, a
+// repository outside the workspace that no grant names:
+//
+//   - .git as a "gitdir: /elsewhere" file (linked worktrees, submodule
+//     checkouts) or as a symlink;
+//   - $GIT_DIR/commondir, which moves objects, refs and config elsewhere;
+//   - symlinks inside the git directory (objects, refs, index, HEAD, …);
+//   - objects/info/alternates, from which git reads objects.
+//
+// gitCheckDotGit refuses the first before git starts; gitSession.confine
+// asks git where the git and common directories are and checks the rest.
+// What is not checked: the loose object files themselves (objects/xx/…).
+// Walking every loose object on each call would cost as much as the call
+// (~10 ms for 10,000), so a symlink planted there in place of one object,
+// to another repository's copy of it, would be followed by git; a
+// symlinked objects/xx directory is refused. Between these checks and
+// the git process that follows, something else writing the workspace could
+// still swap .git; warden's own tools cannot write under .git.
+
+// gitConfineHint is the hint of every confinement refusal.
+const gitConfineHint = "the git tools work only on the workspace's own repository: .git must be a directory inside the workspace, " +
+	"with no commondir, alternates or symlinks leading out of it. Linked worktrees (git worktree), submodule checkouts and " +
+	"shared object stores are not supported; set --workspace to the repository's main checkout"
+
+func gitEscape(format string, args ...any) *runtime.Error {
+	return runtime.Errorf(runtime.CodePathEscape, gitConfineHint, format, args...)
+}
+
+// gitWithin reports whether p is root or under it (both clean, absolute).
+func gitWithin(root, p string) bool {
+	return p == root || root == "/" || strings.HasPrefix(p, root+"/")
+}
+
+// gitMaxDotGitFile caps what is read of a .git file or an alternates file.
+const gitMaxDotGitFile = 64 << 10
+
+// gitMaxAltDepth is how deep alternates may chain (git's own limit is 5).
+const gitMaxAltDepth = 5
+
+// gitCheckDotGit checks that <ws>/.git is a real directory, and returns the
+// workspace with its symlinks resolved.
+func gitCheckDotGit(ws string) (string, *runtime.Error) {
+	real, err := filepath.EvalSymlinks(ws)
+	if err != nil {
+		return "", gitNotRepo(ws)
+	}
+	dot := filepath.Join(real, ".git")
+	st, err := os.Lstat(dot)
+	switch {
+	case err != nil:
+		return "", gitNotRepo(ws)
+	case st.Mode()&fs.ModeSymlink != 0:
+		target, _ := os.Readlink(dot)
+		return "", gitEscape("%s is a symlink (to %s), not a directory: git would use a repository the workspace does not contain", dot, target)
+	case st.Mode().IsRegular():
+		line := ""
+		if b, e := gitReadSmall(dot); e == nil {
+			line, _, _ = strings.Cut(strings.TrimSpace(string(b)), "\n")
+			line = strings.TrimSpace(line)
+		}
+		if line == "" {
+			line = "unreadable"
+		}
+		return "", gitEscape("%s is a file (%q), not a directory: the repository it names (a linked worktree's or a submodule's) is not the workspace's own", dot, line)
+	case !st.IsDir():
+		return "", gitNotRepo(ws)
+	}
+	return real, nil
+}
+
+// gitReadSmall reads a small regular file without following a final
+// symlink and without blocking on a FIFO; past gitMaxDotGitFile it fails.
+func gitReadSmall(name string) ([]byte, error) {
+	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", name)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, gitMaxDotGitFile+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > gitMaxDotGitFile {
+		return nil, fmt.Errorf("%s is larger than %d bytes", name, gitMaxDotGitFile)
+	}
+	return b, nil
+}
+
+// confine asks git which git directory and common directory it found, and
+// refuses unless they are the workspace's .git (and a directory inside the
+// workspace), no symlink in them leads out, and no alternate object store
+// is outside the workspace. real is the workspace with symlinks resolved.
+func (s *gitSession) confine(real string) *runtime.Error {
+	out, e := s.run(nil, 4*4096, "rev-parse", "--absolute-git-dir", "--git-common-dir")
+	if e != nil {
+		return e
+	}
+	if out.Code != 0 {
+		return s.fail(out, "rev-parse")
+	}
+	if out.Truncated {
+		return gitEscape("git reported an over-long repository location")
+	}
+	want := filepath.Join(real, ".git")
+	// The workspace's path may hold a newline: cut at the expected git
+	// directory, not at the first newline.
+	rest, ok := strings.CutPrefix(string(out.Stdout), want+"\n")
+	if !ok {
+		got, _, _ := strings.Cut(string(out.Stdout), "\n")
+		return gitEscape("git found the repository at %s, not at %s", got, want)
+	}
+	common := strings.TrimSuffix(rest, "\n")
+	if common == "" {
+		return gitEscape("git reported no common directory for %s", want)
+	}
+	if !filepath.IsAbs(common) {
+		common = filepath.Join(real, common)
+	}
+	rc, err := filepath.EvalSymlinks(common)
+	if err != nil {
+		return gitEscape("the repository's common directory %s cannot be resolved: %v", common, err)
+	}
+	if !gitWithin(real, rc) {
+		return gitEscape("the repository's common directory is %s (set by %s), outside the workspace: its objects, refs and config belong to another repository",
+			rc, filepath.Join(want, "commondir"))
+	}
+	if e := gitScanLinks(real, want); e != nil {
+		return e
+	}
+	if !gitWithin(want, rc) {
+		if e := gitScanLinks(real, rc); e != nil {
+			return e
+		}
+	}
+	objs, err := filepath.EvalSymlinks(filepath.Join(rc, "objects"))
+	if err != nil {
+		return gitEscape("the repository's object directory %s cannot be resolved: %v", filepath.Join(rc, "objects"), err)
+	}
+	if !gitWithin(real, objs) {
+		return gitEscape("the repository's object directory is %s, outside the workspace", objs)
+	}
+	return gitCheckAlternates(real, objs, 0)
+}
+
+// gitScanLinks walks a git (or object) directory and refuses any symlink in
+// it that is not a link to a regular file inside the workspace: a symlinked
+// directory (refs, objects, objects/xx, …) or a link leading out. The
+// contents of loose-object directories (objects/[0-9a-f]{2}) are not walked:
+// there can be millions of them.
+func gitScanLinks(real, dir string) *runtime.Error {
+	var bad *runtime.Error
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == dir {
+				return err
+			}
+			// Unreadable for warden is unreadable for git (same user).
+			if d != nil && d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			t, err := filepath.EvalSymlinks(p)
+			if err != nil {
+				target, _ := os.Readlink(p)
+				bad = gitEscape("%s is a symlink (to %s) that does not resolve inside the workspace", p, target)
+				return fs.SkipAll
+			}
+			st, err := os.Stat(t)
+			switch {
+			case !gitWithin(real, t):
+				bad = gitEscape("%s is a symlink to %s, outside the workspace", p, t)
+				return fs.SkipAll
+			case err != nil || !st.Mode().IsRegular():
+				bad = gitEscape("%s is a symlink to %s, which is not a regular file (symlinked directories in a git directory are refused)", p, t)
+				return fs.SkipAll
+			}
+			return nil
+		}
+		if d.IsDir() && p != dir && gitLooseObjectDir(p) {
+			return fs.SkipDir
+		}
+		return nil
+	})
+	if bad != nil {
+		return bad
+	}
+	if err != nil {
+		return gitEscape("cannot check %s: %v", dir, err)
+	}
+	return nil
+}
+
+// gitLooseObjectDir reports whether p is .../objects/xx (two hex digits).
+func gitLooseObjectDir(p string) bool {
+	base := filepath.Base(p)
+	if len(base) != 2 || filepath.Base(filepath.Dir(p)) != "objects" {
+		return false
+	}
+	for i := 0; i < 2; i++ {
+		c := base[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// gitCheckAlternates refuses an object directory whose info/alternates (or
+// an alternate's, recursively) names an object store outside the workspace:
+// git would read objects from it. Entries are parsed as git does: one a
+// line, '#' comments, relative to the object directory, normalised before
+// symlinks are resolved. C-quoted entries are refused (rare; not worth a
+// second parser whose disagreement with git's would be a hole).
+func gitCheckAlternates(real, objdir string, depth int) *runtime.Error {
+	name := filepath.Join(objdir, "info", "alternates")
+	if _, err := os.Lstat(name); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	rp, err := filepath.EvalSymlinks(name)
+	if err != nil {
+		return gitEscape("%s cannot be resolved: %v", name, err)
+	}
+	if !gitWithin(real, rp) {
+		return gitEscape("%s leads to %s, outside the workspace", name, rp)
+	}
+	b, err := gitReadSmall(rp)
+	if err != nil {
+		return gitEscape("cannot check %s: %v", name, err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		if depth >= gitMaxAltDepth {
+			return gitEscape("%s chains alternate object stores more than %d deep", name, gitMaxAltDepth)
+		}
+		if line[0] == '"' {
+			return gitEscape("%s has a quoted entry (%s), which warden does not check; the git tools refuse it", name, line)
+		}
+		p := line
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(objdir, p)
+		}
+		alt, err := filepath.EvalSymlinks(filepath.Clean(p))
+		if err != nil {
+			return gitEscape("%s names the object store %s, which cannot be resolved: %v", name, p, err)
+		}
+		if !gitWithin(real, alt) {
+			return gitEscape("%s names the object store %s, outside the workspace: git would read another repository's objects", name, alt)
+		}
+		if e := gitScanLinks(real, alt); e != nil {
+			return e
+		}
+		if e := gitCheckAlternates(real, alt, depth+1); e != nil {
+			return e
+		}
+	}
+	return nil
+}
 
 // gitNotRepo is the NOT_FOUND error for a workspace that is not a repository.
 func gitNotRepo(ws string) *runtime.Error {
@@ -372,7 +660,9 @@ func (s *gitSession) fail(out gitOut, sub string) *runtime.Error {
 	}
 	low := strings.ToLower(msg)
 	switch {
-	case strings.Contains(low, "not a git repository"):
+	case strings.Contains(low, "not a git repository"), strings.Contains(low, "cannot use bare repository"):
+		// The second: .git is broken and git found the workspace laid out as
+		// a bare repository, which safe.bareRepository=explicit refuses.
 		return gitNotRepo(s.ws)
 	case strings.Contains(low, "dubious ownership"):
 		return runtime.Errorf(runtime.CodeCommandFailed,

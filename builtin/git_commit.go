@@ -13,14 +13,29 @@ import (
 // ---- git_commit -----------------------------------------------------------
 
 // gitCommitTool is git_commit. Following its seed ("no-op with a warning
-// unless configuration allows commits"), a call is never refused for want
-// of git.write: the gate lets it through on git.read, and Run commits only
-// when the call's grants also allow git.write; otherwise it succeeds, changes
-// nothing, and says so in a warning and in data.committed=false. So a model
-// is told why nothing happened instead of meeting a denial it may try to
-// route around, and the user turns commits on with one grant. Rules still
-// apply as for any tool: the default policy requires approval for
-// git_commit, and an action: deny rule refuses it with POLICY_DENIED.
+// unless the policy allows commits: git.write and a rule"), a call is never
+// refused for want of either: the gate lets it through on git.read, and Run
+// commits only when
+//
+//   - the call's grants allow git.write, and
+//   - the policy rule that matched the call (runtime.Call.Rule) is an
+//     allow rule written for the git tools: its tool pattern starts with
+//     "git" (git_commit itself, git_*, …).
+//
+// A catch-all rule (`*`, `?*`, `*_*`, …) matching git_commit does not
+// count: it says "allow everything", not "allow commits", so the owner has
+// not decided about commits. Telling the catch-all apart by what it matches
+// would need the list of every tool; a pattern that starts with the literal
+// "git" cannot match anything outside the git family, which is the test.
+// The rule's require_approval / dry_run_first are the gate's business (the
+// default policy has {tool: git_commit, action: allow, require_approval:
+// true}); an action: deny rule refuses the call before Run, with
+// POLICY_DENIED.
+//
+// Otherwise the call succeeds, changes nothing, and says exactly what is
+// missing in a warning and in data (committed=false, allowed=false,
+// missing). So a model is told why nothing happened instead of meeting a
+// denial it may try to route around.
 type gitCommitTool struct{ g *gitRunner }
 
 var gitCommitSchema = json.RawMessage(`{
@@ -33,14 +48,39 @@ var gitCommitSchema = json.RawMessage(`{
   "additionalProperties": false
 }`)
 
-// gitNoCommit is the warning of a commit the policy does not allow.
-const gitNoCommit = "no commit made: the policy does not allow commits (grant git.write)"
+// gitCommitRuleExample is the rule that allows commits, as the warning
+// shows it.
+const gitCommitRuleExample = "{tool: git_commit, action: allow, require_approval: true}"
+
+// gitCommitPermission says whether the call may commit, and if not, what is
+// missing: each entry one thing the owner must add.
+func gitCommitPermission(c *runtime.Call) (missing []string) {
+	if !c.Grants.Allows(capability.Need{Kind: capability.GitWrite}) {
+		missing = append(missing, "the git.write grant (--grant git.write, or git.write in the policy's grants)")
+	}
+	switch r := c.Rule; {
+	case r == nil:
+		missing = append(missing, "a policy rule allowing git_commit (no rule matches it): add "+gitCommitRuleExample)
+	case r.Action != runtime.ActionAllow:
+		missing = append(missing, fmt.Sprintf("a policy rule allowing git_commit (the rule that matches, %s, does not allow): change it to %s", r.Describe(), gitCommitRuleExample))
+	case !strings.HasPrefix(r.Tool, "git"):
+		missing = append(missing, fmt.Sprintf("a policy rule written for git_commit (the rule that matches, %s, does not name the git tools: "+
+			"a broad pattern such as * does not allow commits): add %s before it", r.Describe(), gitCommitRuleExample))
+	}
+	return missing
+}
+
+// gitNoCommit is the warning of a commit the policy does not allow; would
+// is "would be made" in a preview, "made" otherwise.
+func gitNoCommit(would string, missing []string) string {
+	return "no commit " + would + ": the policy does not allow commits; missing " + strings.Join(missing, "; and ")
+}
 
 func (t *gitCommitTool) Spec() runtime.Spec {
 	return runtime.Spec{
 		Name: "git_commit",
 		Description: "Commit the staged changes (all:true: every change to tracked files) of the workspace's git repository with a message. " +
-			"Hooks and signing never run. Without the git.write grant it commits nothing and returns a warning.",
+			"Hooks and signing never run. Unless the policy allows commits (the git.write grant and a rule for git_commit) it commits nothing and returns a warning saying what is missing.",
 		InputSchema:  gitCommitSchema,
 		Capabilities: []capability.Kind{capability.GitRead, capability.GitWrite},
 	}
@@ -73,21 +113,20 @@ func (t *gitCommitTool) Needs(c *runtime.Call) ([]capability.Need, error) {
 	return gitReadNeeds(), nil
 }
 
-func gitCommitAllowed(c *runtime.Call) bool {
-	return c.Grants.Allows(capability.Need{Kind: capability.GitWrite})
-}
-
 // GitCommitResult is git_commit's data.
 type GitCommitResult struct {
-	Committed bool          `json:"committed"`
-	Allowed   bool          `json:"allowed"`
-	Commit    string        `json:"commit,omitempty"`
-	Branch    string        `json:"branch,omitempty"`
-	Message   string        `json:"message"`
-	All       bool          `json:"all"`
-	Files     []GitFileStat `json:"files"`
-	Stat      string        `json:"stat,omitempty"`
-	Argv      []string      `json:"argv"`
+	Committed bool `json:"committed"`
+	// Allowed is whether the policy allows commits; when it does not,
+	// Missing lists what it lacks (the git.write grant, a rule).
+	Allowed bool          `json:"allowed"`
+	Missing []string      `json:"missing,omitempty"`
+	Commit  string        `json:"commit,omitempty"`
+	Branch  string        `json:"branch,omitempty"`
+	Message string        `json:"message"`
+	All     bool          `json:"all"`
+	Files   []GitFileStat `json:"files"`
+	Stat    string        `json:"stat,omitempty"`
+	Argv    []string      `json:"argv"`
 }
 
 func gitCommitArgv(all bool) []string {
@@ -109,7 +148,8 @@ func (t *gitCommitTool) Preview(ctx context.Context, c *runtime.Call) runtime.Ou
 	if e := a.check(); e != nil {
 		return runtime.Outcome{Err: e}
 	}
-	res := GitCommitResult{Allowed: gitCommitAllowed(c), Message: a.Message, All: a.All, Argv: gitArgv(gitCommitArgv(a.All)...), Files: []GitFileStat{}}
+	missing := gitCommitPermission(c)
+	res := GitCommitResult{Allowed: len(missing) == 0, Missing: missing, Message: a.Message, All: a.All, Argv: gitArgv(gitCommitArgv(a.All)...), Files: []GitFileStat{}}
 	s, e := t.g.open(ctx, c.Workspace, true)
 	if e != nil {
 		return runtime.Outcome{Err: e}
@@ -156,8 +196,9 @@ func (t *gitCommitTool) Preview(ctx context.Context, c *runtime.Call) runtime.Ou
 	var warnings []string
 	var sb strings.Builder
 	if !res.Allowed {
-		warnings = append(warnings, "no commit would be made: the policy does not allow commits (grant git.write)")
-		sb.WriteString("no commit would be made (the policy does not allow commits; grant git.write). With git.write it would run:\n")
+		w := gitNoCommit("would be made", missing)
+		warnings = append(warnings, w)
+		sb.WriteString(w + ".\nWere commits allowed, it would run:\n")
 	} else {
 		sb.WriteString("would run:\n")
 	}
@@ -188,9 +229,11 @@ func (t *gitCommitTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcom
 	if e := a.check(); e != nil {
 		return runtime.Outcome{Err: e}
 	}
-	res := GitCommitResult{Allowed: gitCommitAllowed(c), Message: a.Message, All: a.All, Argv: gitArgv(gitCommitArgv(a.All)...), Files: []GitFileStat{}}
+	missing := gitCommitPermission(c)
+	res := GitCommitResult{Allowed: len(missing) == 0, Missing: missing, Message: a.Message, All: a.All, Argv: gitArgv(gitCommitArgv(a.All)...), Files: []GitFileStat{}}
 	if !res.Allowed {
-		return runtime.Outcome{Output: gitNoCommit, Data: res, Warnings: []string{gitNoCommit}}
+		w := gitNoCommit("made", missing)
+		return runtime.Outcome{Output: w, Data: res, Warnings: []string{w}}
 	}
 	s, e := t.g.open(ctx, c.Workspace, false)
 	if e != nil {

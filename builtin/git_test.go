@@ -14,8 +14,9 @@ import (
 
 // Policies for the git tests.
 const (
-	gitPolicyRead  = "version: 1\ngrants: [\"git.read\"]\n"
-	gitPolicyWrite = "version: 1\ngrants: [\"git.read\", \"git.write\", \"fs.write:**\"]\n"
+	gitPolicyRead = "version: 1\ngrants: [\"git.read\"]\n"
+	// gitPolicyWrite allows commits: git.write and a rule for git_commit.
+	gitPolicyWrite = "version: 1\ngrants: [\"git.read\", \"git.write\", \"fs.write:**\"]\nrules:\n  - {tool: git_commit, action: allow}\n"
 	gitSecret      = "ghp_0123456789abcdefghijABCDEFGHIJ012345"
 )
 
@@ -595,21 +596,77 @@ func TestGitCommit(t *testing.T) {
 	ws := gitFixture(t)
 	head := gitHead(t, ws)
 
-	// Without git.write: success, a warning, nothing committed.
-	g, _ := gitGate(t, gitPolicyRead, ws)
+	// Commits need git.write and a rule written for git_commit. Without
+	// either: success, one warning naming exactly what is missing, nothing
+	// committed.
 	gitWrite(t, ws, "a.txt", "rewritten\n")
 	gitPlain(t, ws, "add", "a.txt")
-	res := callTool(t, g, "git_commit", `{"message":"not allowed"}`)
+	grants := "version: 1\ngrants: [\"git.read\", \"git.write\"]\n"
+	for _, tc := range []struct {
+		name, policy string
+		want, not    []string
+	}{
+		{"neither", gitPolicyRead, []string{"git.write grant", "no rule matches", gitCommitRuleExample}, nil},
+		{"grant, no rule", grants, []string{"no rule matches it", gitCommitRuleExample}, []string{"grant"}},
+		{"grant, catch-all rule", grants + "rules:\n  - {tool: \"*\", action: allow}\n",
+			[]string{"broad pattern", "tool * → allow", "before it", gitCommitRuleExample}, []string{"grant"}},
+		{"grant, another catch-all", grants + "rules:\n  - {tool: \"?*\", action: allow}\n", []string{"broad pattern"}, []string{"grant"}},
+		{"grant, rule not naming git", grants + "rules:\n  - {tool: \"*commit\", action: allow}\n", []string{"does not name the git tools"}, []string{"grant"}},
+		{"rule, no grant", gitPolicyRead + "rules:\n  - {tool: git_commit, action: allow}\n", []string{"git.write grant"}, []string{"rule"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, _ := gitGate(t, tc.policy, ws)
+			res := callTool(t, g, "git_commit", `{"message":"not allowed"}`)
+			gitWantOK(t, res)
+			cr := gitData[GitCommitResult](t, res)
+			if cr.Committed || cr.Allowed || len(res.Warnings) != 1 || gitHead(t, ws) != head || !strings.HasPrefix(res.Warnings[0], "no commit made") {
+				t.Fatalf("%+v %v", cr, res.Warnings)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(res.Warnings[0], w) {
+					t.Errorf("warning lacks %q: %s", w, res.Warnings[0])
+				}
+			}
+			for _, w := range tc.not {
+				if strings.Contains(res.Warnings[0], w) {
+					t.Errorf("warning names %q, which is not missing: %s", w, res.Warnings[0])
+				}
+			}
+			if wantN := 1 + strings.Count(res.Warnings[0], "; and "); len(cr.Missing) != wantN {
+				t.Errorf("missing %v", cr.Missing)
+			}
+		})
+	}
+	// A deny rule is the gate's: POLICY_DENIED, nothing committed.
+	gd, _ := gitGate(t, grants+"rules:\n  - {tool: git_commit, action: deny}\n", ws)
+	gitWantCode(t, callTool(t, gd, "git_commit", `{"message":"denied"}`), runtime.CodePolicyDenied)
+	if gitHead(t, ws) != head {
+		t.Fatal("a denied commit was made")
+	}
+	// A rule for the git family counts, and so does the default policy's
+	// rule with git.write added (approval is automatic in these tests).
+	defYAML, err := os.ReadFile(filepath.Join("..", "runtime", "default_policy.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	withWrite := strings.Replace(string(defYAML), "grants:\n", "grants:\n  - \"git.write\"\n", 1)
+	gdef, _ := gitGate(t, withWrite, ws)
+	res := callToolReq(t, gdef, runtime.Request{Tool: "git_commit", Args: json.RawMessage(`{"message":"m"}`), Principal: []string{"test"}, DryRun: true})
 	gitWantOK(t, res)
-	cr := gitData[GitCommitResult](t, res)
-	if cr.Committed || cr.Allowed || len(res.Warnings) != 1 || res.Warnings[0] != gitNoCommit || gitHead(t, ws) != head {
-		t.Fatalf("%+v %v", cr, res.Warnings)
+	if cr := gitData[GitCommitResult](t, res); !cr.Allowed || strings.Contains(strings.Join(res.Warnings, ";"), "no commit") {
+		t.Fatalf("default policy + git.write: %+v %v", cr, res.Warnings)
+	}
+	gf, _ := gitGate(t, grants+"rules:\n  - {tool: \"git_*\", action: allow}\n", ws)
+	res = callToolReq(t, gf, runtime.Request{Tool: "git_commit", Args: json.RawMessage(`{"message":"m"}`), Principal: []string{"test"}, DryRun: true})
+	gitWantOK(t, res)
+	if cr := gitData[GitCommitResult](t, res); !cr.Allowed || len(cr.Missing) != 0 || strings.Contains(strings.Join(res.Warnings, ";"), "no commit") {
+		t.Fatalf("git_* rule: %+v %v", cr, res.Warnings)
 	}
 
 	gw, _ := gitGate(t, gitPolicyWrite, ws)
 	res = callTool(t, gw, "git_commit", `{"message":"third: rewrite a\n\nbody line\n# not a comment"}`)
 	gitWantOK(t, res)
-	cr = gitData[GitCommitResult](t, res)
+	cr := gitData[GitCommitResult](t, res)
 	if !cr.Committed || cr.Branch != "main" || len(cr.Commit) != 40 || cr.Commit == head || len(cr.Files) != 1 || cr.Files[0].Path != "a.txt" {
 		t.Fatalf("%+v", cr)
 	}

@@ -867,3 +867,43 @@ func TestMemoryPrimeSymlinkRace(t *testing.T) {
 		t.Error("no attempt succeeded; the race test tests nothing")
 	}
 }
+
+// Every memory tool maps a store that ran out of time to TIMEOUT and any
+// other store failure to TOOL_ERROR, each with a hint, and stores nothing.
+func TestMemoryStoreErrorCodes(t *testing.T) {
+	const policy = "version: 1\ngrants: [\"memory.write:default\", \"memory.read:*\", \"fs.read:**\"]\n"
+	calls := []struct{ tool, args string }{
+		{"write_memory", `{"key":"k","value":"v"}`},
+		{"query_memory", `{"query":"gate"}`},
+		{"get_context", `{"query":"gate"}`},
+		{"prime_context", `{"text":"remember the gate"}`},
+		{"clear_context", `{}`},
+	}
+	failures := []struct {
+		name string
+		err  error
+		code runtime.Code
+	}{
+		{"deadline", context.DeadlineExceeded, runtime.CodeTimeout},
+		{"wrapped deadline", fmt.Errorf("sqlite busy: %w", context.DeadlineExceeded), runtime.CodeTimeout},
+		{"generic", errors.New("store is locked"), runtime.CodeToolError},
+	}
+	for _, c := range calls {
+		for _, f := range failures {
+			t.Run(c.tool+"/"+f.name, func(t *testing.T) {
+				mem := memoryQueryFixture()
+				puts := mem.putCount()
+				mem.fail = f.err
+				g, _ := newTestGate(t, policy, t.TempDir(), MemoryTools(mem)...)
+				res := memoryCall(t, g, c.tool, c.args)
+				textExpect(t, res, f.code)
+				if !strings.Contains(res.Error.Message, c.tool) {
+					t.Errorf("message %q does not name the tool", res.Error.Message)
+				}
+				if mem.putCount() != puts {
+					t.Errorf("a failed call stored %d entries", mem.putCount()-puts)
+				}
+			})
+		}
+	}
+}

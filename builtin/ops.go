@@ -202,9 +202,10 @@ func (o *Ops) run(ctx context.Context, argv []string) (*opsProc, *runtime.Error)
 	case errors.Is(err, errProcKilled) && errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return p, runtime.Errorf(runtime.CodeCommandTimeout,
 			"the program did not finish in time; the machine may be overloaded, try again later",
-			"%s did not finish within %s and was killed", filepath.Base(argv[0]), o.timeout())
+			"%s did not finish in time (at most %s, within the caller's deadline) and was killed", filepath.Base(argv[0]), o.timeout())
 	case errors.Is(err, errProcKilled):
-		return p, runtime.Errorf(runtime.CodeToolError, "", "%s was stopped: the call was cancelled", filepath.Base(argv[0]))
+		return p, runtime.Errorf(runtime.CodeToolError, "the call was cancelled before the program finished; run it again if it is still needed",
+			"%s was stopped: the call was cancelled", filepath.Base(argv[0]))
 	default:
 		return p, runtime.Errorf(runtime.CodeCommandFailed, "check that the program is a working executable",
 			"%s could not be started: %v", argv[0], err)

@@ -282,7 +282,15 @@ func (s *SearchTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
 		if errors.As(err, &re) {
 			return runtime.Outcome{Err: re}
 		}
-		return runtime.Outcome{Err: httpClassify(err, c.Workspace, searchRequestTimeout)}
+		e := httpClassify(err, c.Workspace, searchRequestTimeout)
+		if e.Code == runtime.CodeTimeout {
+			// search has no timeout argument (http's hint names one): say
+			// what bounds it instead.
+			e = runtime.Errorf(runtime.CodeTimeout, "try again later, or check that the backend is up and answering",
+				"%s gave no complete answer in time (at most %s a request, %s a search, within the caller's deadline)",
+				p.backend.name(), searchRequestTimeout, searchTimeout)
+		}
+		return runtime.Outcome{Err: e}
 	}
 	if len(results) > p.n {
 		results = results[:p.n]

@@ -369,3 +369,61 @@ func TestSearchWaitIsContextAware(t *testing.T) {
 		t.Fatalf("sleep on a cancelled context: %v", err)
 	}
 }
+
+// A backend that does not answer in time — silent, stalling in the body, or
+// asking for a wait longer than the call has left — ends the call with
+// TIMEOUT, promptly, when the caller's deadline passes.
+func TestSearchTimeout(t *testing.T) {
+	release := make(chan struct{})
+	stall := func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}
+	silent := httpServe(t, stall)
+	halfway := httpServe(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"results": [`)
+		w.(http.Flusher).Flush()
+		stall(w, r)
+	})
+	limited := searchSearXNGServer(t, []int{429}, "5")
+	t.Cleanup(func() { close(release) }) // before the servers close
+	cases := []struct {
+		name string
+		srv  *httpTestServer
+	}{
+		{"no answer", silent},
+		{"body stalls", halfway},
+		{"Retry-After wait", limited},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tool := searchNewTool(SearchConfig{SearXNGURL: tc.srv.at("searx.test", "/searx")}, &searchWaits{})
+			tool.wait = nil // really wait, as a context-aware timer
+			g, audit := httpGate(t, tool, "net:searx.test", fmt.Sprintf("net:127.0.0.1:%d", tc.srv.port))
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			start := time.Now()
+			res, err := g.Call(ctx, runtime.Request{Tool: "search", Args: json.RawMessage(`{"query":"q"}`), Principal: []string{"test"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if el := time.Since(start); el > 5*time.Second {
+				t.Errorf("the call took %s after a 300ms deadline", el)
+			}
+			// search has no timeout argument: the hint must not ask for one.
+			httpWantError(t, res, runtime.CodeTimeout, "searxng gave no complete answer in time", "try again later")
+			if strings.Contains(res.Error.Hint, "raise timeout") {
+				t.Errorf("hint %q names an argument search does not have", res.Error.Hint)
+			}
+			if audit.contains(`"TIMEOUT"`) == 0 {
+				t.Error("the audit log does not record the timeout")
+			}
+			if tc.srv.hits.Load() != 1 {
+				t.Errorf("hits %d, want 1", tc.srv.hits.Load())
+			}
+		})
+	}
+}

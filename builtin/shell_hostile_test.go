@@ -1,9 +1,11 @@
 package builtin
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -336,15 +338,24 @@ func TestShellHostileRunTimeDenialNamesTheProgram(t *testing.T) {
 // TestShellHostileTimeoutKillsEverything: a command that times out with
 // background children — the interpreter's own background jobs and the
 // children of a granted shell — returns within the timeout + 1 s and leaves
-// no process behind.
+// no process behind: neither those whose PIDs the shells wrote down nor any
+// other, found by the unique argument every sleep of the command gets.
 func TestShellHostileTimeoutKillsEverything(t *testing.T) {
 	ws := shellWS(t)
 	g, _ := shellGate(t, nil, ws, "fs.read:**", "exec:sh", "exec:sleep")
-	cmd := `sh -c 'echo $$ >> pids; exec sleep 100' &
-sh -c 'sleep 100 & echo $! >> pids; sleep 100 & echo $! >> pids; echo $$ >> pids; wait' &
-sleep 100 & sleep 100 &
-sh -c 'echo $$ >> pids; exec sleep 100'`
+	// 100.<9 digits> seconds: a sleep of this test run and no other.
+	arg := fmt.Sprintf("100.%09d", time.Now().UnixNano()%1_000_000_000)
+	cmd := strings.ReplaceAll(`sh -c 'echo $$ >> pids; exec sleep SECS' &
+sh -c 'sleep SECS & echo $! >> pids; sleep SECS & echo $! >> pids; echo $$ >> pids; wait' &
+sleep SECS & sleep SECS &
+sh -c 'echo $$ >> pids; exec sleep SECS'`, "SECS", arg)
 	const timeout = 1500 * time.Millisecond
+	// Halfway through, the scan sees the command's processes: it can tell.
+	during := make(chan []string, 1)
+	go func() {
+		time.Sleep(timeout / 2)
+		during <- shellProcsWith(arg)
+	}()
 	start := time.Now()
 	res := shellDo(t, g, map[string]any{"command": cmd, "timeout_ms": timeout.Milliseconds()})
 	elapsed := time.Since(start)
@@ -355,11 +366,44 @@ sh -c 'echo $$ >> pids; exec sleep 100'`
 	if elapsed > timeout+time.Second {
 		t.Fatalf("returned after %v", elapsed)
 	}
+	// 6 sleeps (2 of the interpreter's own jobs) and the shell that waits.
+	if seen := <-during; len(seen) < 6 {
+		t.Errorf("halfway, the scan found %d of the command's 7 processes: %q", len(seen), seen)
+	}
 	data, err := os.ReadFile(filepath.Join(ws, "pids"))
 	if err != nil || len(strings.Fields(string(data))) != 5 {
 		t.Fatalf("pids %q %v", data, err)
 	}
 	assertGone(t, filepath.Join(ws, "pids"))
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		left := shellProcsWith(arg)
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d processes left 2 s after the call returned: %q", len(left), left)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// shellProcsWith lists the live processes ("pid: argv") whose command line
+// contains s. Zombies have an empty command line: they do not count.
+func shellProcsWith(s string) []string {
+	ents, _ := os.ReadDir("/proc")
+	var out []string
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil || !strings.Contains(string(b), s) {
+			continue
+		}
+		out = append(out, e.Name()+": "+strings.ReplaceAll(strings.TrimRight(string(b), "\x00"), "\x00", " "))
+	}
+	return out
 }
 
 // TestShellHostileOutputFlood: an endless writer is capped and killed at the
