@@ -208,14 +208,17 @@ func ruleName(r *Rule) string {
 	return r.Describe()
 }
 
-// grantFor names the grant that allows n (for the audit record and explain).
+// grantFor names the grant(s) that allow n (for the audit record and explain).
 func grantFor(s capability.Set, n capability.Need) string {
-	for _, gr := range s.Grants() {
-		if capability.NewSet(s.Workspace(), gr).Allows(n) {
-			return gr.String()
-		}
+	gs := s.AllowedBy(n)
+	if len(gs) == 0 {
+		return s.String()
 	}
-	return s.String()
+	parts := make([]string, len(gs))
+	for i, g := range gs {
+		parts[i] = g.String()
+	}
+	return strings.Join(parts, " ∩ ")
 }
 
 // Call runs one call through the gate and returns its envelope. Tool

@@ -443,3 +443,44 @@ func subsumes(h Grant, hPat string, a anchoredGrant) bool {
 	}
 	return false
 }
+
+// AllowedBy returns the grants that allow n: for a plain set the first grant
+// that does; for an intersection one from each side (both had to allow it);
+// for a union the first side's that does. It returns nil when the set does not
+// allow n. It is for explanations and audit records.
+func (s Set) AllowedBy(n Need) []Grant {
+	cn, ok := canonNeed(n)
+	if !ok {
+		return nil
+	}
+	return s.n.allowedBy(cn)
+}
+
+func (n *node) allowedBy(nd need) []Grant {
+	if n == nil {
+		return nil
+	}
+	switch n.op {
+	case opAnd:
+		l := n.l.allowedBy(nd)
+		if l == nil {
+			return nil
+		}
+		r := n.r.allowedBy(nd)
+		if r == nil {
+			return nil
+		}
+		return append(l, r...)
+	case opOr:
+		if l := n.l.allowedBy(nd); l != nil {
+			return l
+		}
+		return n.r.allowedBy(nd)
+	}
+	for i, g := range n.grants {
+		if g.kind == nd.kind && grantAllows(g, n.fsPat[i], nd) {
+			return []Grant{g}
+		}
+	}
+	return nil
+}

@@ -381,3 +381,25 @@ func TestSpecialAddr(t *testing.T) {
 		}
 	}
 }
+
+func TestAllowedBy(t *testing.T) {
+	ws := "/ws"
+	a := NewSet(ws, MustParse("fs.read:docs/**"), MustParse("fs.read:**"), MustParse("exec:git"))
+	b := NewSet(ws, MustParse("fs.read:**"))
+	need := Need{Kind: FSRead, Resource: "/ws/docs/a.md"}
+	if got := a.AllowedBy(need); len(got) != 1 || got[0].String() != "fs.read:docs/**" {
+		t.Fatalf("plain: %v", got)
+	}
+	if got := a.Intersect(b).AllowedBy(need); len(got) != 2 || got[1].String() != "fs.read:**" {
+		t.Fatalf("intersection: %v", got)
+	}
+	if got := a.Intersect(NewSet(ws, MustParse("exec:git"))).AllowedBy(need); got != nil {
+		t.Fatalf("an intersection one side of which refuses: %v", got)
+	}
+	if got := a.AllowedBy(Need{Kind: Exec, Resource: "rm"}); got != nil {
+		t.Fatalf("not allowed: %v", got)
+	}
+	if got := NewSet(ws).Union(a).AllowedBy(Need{Kind: Exec, Resource: "git"}); len(got) != 1 || got[0].String() != "exec:git" {
+		t.Fatalf("union: %v", got)
+	}
+}
