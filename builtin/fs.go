@@ -96,7 +96,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"unicode/utf8"
 
@@ -455,40 +454,11 @@ func fsSubRoot(root *os.Root, rel string) (*os.Root, error) {
 	return root.OpenRoot(rel + "/.")
 }
 
-var (
-	fsProcOnce sync.Once
-	fsProcOK   bool
-)
-
-// fsRealPath returns the kernel's name for the open file f, from
-// /proc/self/fd. It returns "" with no error where /proc is not mounted.
-func fsRealPath(f *os.File) (string, error) {
-	fsProcOnce.Do(func() {
-		fi, err := os.Stat("/proc/self/fd")
-		fsProcOK = err == nil && fi.IsDir()
-	})
-	if !fsProcOK {
-		return "", nil
-	}
-	sc, err := f.SyscallConn()
-	if err != nil {
-		return "", err
-	}
-	var p string
-	var rerr error
-	if err := sc.Control(func(fd uintptr) {
-		p, rerr = os.Readlink("/proc/self/fd/" + strconv.FormatUint(uint64(fd), 10))
-	}); err != nil {
-		return "", err
-	}
-	return p, rerr
-}
-
 // fsVerify checks that what f names (joined with name, when the operation is
 // on an entry of the directory f) is allowed by the call's grants for kind,
 // and, for writes, is not .git or .warden.
 func fsVerify(c *runtime.Call, kind capability.Kind, f *os.File, name, p string) *runtime.Error {
-	real, err := fsRealPath(f)
+	real, err := fdRealPath(f)
 	if err != nil {
 		return runtime.Errorf(runtime.CodeToolError, "", "%s: cannot tell what was opened: %v", fsQuote(p), err)
 	}

@@ -288,7 +288,7 @@ func (fsGlobTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
 	realBase := abs
 	if top, err := sub.Open("."); err == nil {
 		e := fsVerify(c, capability.FSRead, top, "", base)
-		if rp, rerr := fsRealPath(top); rerr == nil && rp != "" {
+		if rp, rerr := fdRealPath(top); rerr == nil && rp != "" {
 			realBase = rp
 		}
 		top.Close()

@@ -13,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -549,8 +548,9 @@ func memoryReadFile(root *os.Root, rel string, grants *capability.Set, max int) 
 		return nil, false, runtime.Errorf(runtime.CodeNotText, "name a regular text file", "%s is not a regular file (%s)", rel, info.Mode().Type())
 	}
 	if grants != nil {
-		real, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(f.Fd())))
-		if err != nil || !grants.Allows(capability.Need{Kind: capability.FSRead, Resource: real}) {
+		// No real path (no /proc) is refused too: this check fails closed.
+		real, err := fdRealPath(f)
+		if err != nil || real == "" || !grants.Allows(capability.Need{Kind: capability.FSRead, Resource: real}) {
 			return nil, false, runtime.Errorf(runtime.CodePathEscape, "do not change files while warden reads them",
 				"%s changed while it was opened: the file opened is not one the grants allow reading", rel)
 		}

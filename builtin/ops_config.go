@@ -170,18 +170,7 @@ func opsCheckReal(root *os.Root, want string) *runtime.Error {
 // path (from /proc/self/fd) equals want. Without /proc it compares the
 // device and inode with want's.
 func opsIsPath(f *os.File, want string) (bool, error) {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return false, err
-	}
-	var real string
-	var rerr error
-	if err := rc.Control(func(fd uintptr) {
-		real, rerr = os.Readlink("/proc/self/fd/" + strconv.FormatUint(uint64(fd), 10))
-	}); err != nil {
-		return false, err
-	}
-	if rerr == nil {
+	if real, err := fdRealPath(f); err == nil && real != "" {
 		return real == want, nil
 	}
 	fi, err := f.Stat()

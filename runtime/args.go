@@ -148,12 +148,14 @@ func jsonKind(v any) string {
 // bindStrict decodes raw into v, refusing unknown fields and field names that
 // differ from the struct's JSON names only by case (encoding/json would
 // accept them).
-func bindStrict(raw []byte, v any) error {
-	var generic any
-	gd := json.NewDecoder(bytes.NewReader(raw))
-	gd.UseNumber()
-	if err := gd.Decode(&generic); err != nil {
-		return Errorf(CodeInvalidInput, "", "arguments: %v", err)
+func bindStrict(raw []byte, decoded map[string]any, v any) error {
+	var generic any = decoded
+	if decoded == nil {
+		gd := json.NewDecoder(bytes.NewReader(raw))
+		gd.UseNumber()
+		if err := gd.Decode(&generic); err != nil {
+			return Errorf(CodeInvalidInput, "", "arguments: %v", err)
+		}
 	}
 	rt := reflect.TypeOf(v)
 	if rt == nil || rt.Kind() != reflect.Pointer {

@@ -82,7 +82,7 @@ func TestBindStrict(t *testing.T) {
 	}
 	for _, tt := range tests {
 		var a args
-		err := bindStrict([]byte(tt.in), &a)
+		err := bindStrict([]byte(tt.in), nil, &a)
 		if tt.err == "" {
 			if err != nil {
 				t.Errorf("%s: %v", tt.in, err)

@@ -162,7 +162,8 @@ func (g *Gate) check(req Request, callID string) (*checked, *Error) {
 	c.call = &Call{
 		ID: callID, Tool: e.spec.Name, Args: compact, RunID: req.RunID,
 		Principal: req.Principal, Grants: grants, Workspace: g.o.Workspace,
-		DryRun: req.DryRun || (g.o.DryRun && !e.spec.ReadOnly),
+		DryRun:  req.DryRun || (g.o.DryRun && !e.spec.ReadOnly),
+		decoded: value,
 	}
 	if c.rule != nil {
 		r := *c.rule

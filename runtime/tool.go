@@ -62,12 +62,16 @@ type Call struct {
 	// capabilities alone decided). Read-only: a tool may use it to require
 	// that the owner wrote a rule for it (git_commit does).
 	Rule *Rule
+
+	// decoded is Args as DecodeArgs returned it, so Bind need not decode
+	// twice.
+	decoded map[string]any
 }
 
 // Bind decodes the call's arguments into v (a pointer to a struct) with the
 // strict rules: field names match exactly, no unknown fields.
 func (c *Call) Bind(v any) error {
-	return bindStrict(c.Args, v)
+	return bindStrict(c.Args, c.decoded, v)
 }
 
 // Outcome is what a tool returns; the gate turns it into a Result.
