@@ -1,0 +1,130 @@
+// Package wasmtools holds the sources of warden's example wasm tools
+// (examples/) and hostile test modules (hostile/), and the helpers that
+// build and inspect them: [Build], [Fixtures] and [Inspect]. The helpers are
+// native Go (stdlib only) so warden's host tests can build every guest from
+// source; nothing here runs inside a guest.
+package wasmtools
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+)
+
+// ABI is how warden loads a module (SPEC §6).
+type ABI string
+
+const (
+	// Extism is an Extism plugin with a NAME.tool.yaml sidecar; built with
+	// -buildmode=c-shared (a reactor: _initialize, exports via
+	// //go:wasmexport).
+	Extism ABI = "extism"
+	// Servlet is an MCP-style servlet exporting describe and call; built
+	// like an Extism plugin, no sidecar needed.
+	Servlet ABI = "servlet"
+	// WASICommand is a WASI command (_start = main): arguments JSON on
+	// stdin, result on stdout, exit code 0 = success.
+	WASICommand ABI = "wasi-command"
+)
+
+// Fixture is one guest module built from this directory.
+type Fixture struct {
+	// Name is the module's base name: Name.wasm, Name.tool.yaml.
+	Name string
+	// Dir is the package directory, slash-separated, relative to [Root].
+	Dir string
+	ABI ABI
+	// Hostile is true for the modules under hostile/.
+	Hostile bool
+	// Exports are the functions the module must export (besides memory
+	// and _initialize or _start).
+	Exports []string
+	// Imports are "module.name" imports the module must have.
+	Imports []string
+	// Sidecar is the sidecar file in Dir ("" for servlets).
+	Sidecar string
+}
+
+// Command reports whether the fixture is built as a WASI command.
+func (f Fixture) Command() bool { return f.ABI == WASICommand }
+
+// Path returns the fixture's package directory under root.
+func (f Fixture) Path(root string) string { return filepath.Join(root, filepath.FromSlash(f.Dir)) }
+
+const wardenCall = "warden.warden_call"
+
+// Fixtures lists every example and hostile module. The malformed-module
+// fixture is not here: it is garbage bytes written by the host test.
+var Fixtures = []Fixture{
+	{Name: "textstats", Dir: "examples/textstats", ABI: Extism, Exports: []string{"call"}, Sidecar: "textstats.tool.yaml"},
+	{Name: "fetch", Dir: "examples/fetch", ABI: Extism, Exports: []string{"call"}, Imports: []string{"extism:host/env.http_request"}, Sidecar: "fetch.tool.yaml"},
+	{Name: "notes", Dir: "examples/notes", ABI: Extism, Exports: []string{"call"}, Imports: []string{wardenCall}, Sidecar: "notes.tool.yaml"},
+	{Name: "jsontools", Dir: "examples/jsontools", ABI: Servlet, Exports: []string{"describe", "call"}},
+
+	{Name: "loop", Dir: "hostile/loop", ABI: Extism, Hostile: true, Exports: []string{"call"}, Sidecar: "loop.tool.yaml"},
+	{Name: "hostloop", Dir: "hostile/hostloop", ABI: Extism, Hostile: true, Exports: []string{"call"}, Imports: []string{wardenCall}, Sidecar: "hostloop.tool.yaml"},
+	{Name: "membomb", Dir: "hostile/membomb", ABI: Extism, Hostile: true, Exports: []string{"call"}, Sidecar: "membomb.tool.yaml"},
+	{Name: "recursion", Dir: "hostile/recursion", ABI: Extism, Hostile: true, Exports: []string{"call"}, Sidecar: "recursion.tool.yaml"},
+	{Name: "badimport", Dir: "hostile/badimport", ABI: Extism, Hostile: true, Exports: []string{"call"}, Imports: []string{"warden.nonexistent"}, Sidecar: "badimport.tool.yaml"},
+	{Name: "wasiprobe", Dir: "hostile/wasiprobe", ABI: Extism, Hostile: true, Exports: []string{"call"}, Sidecar: "wasiprobe.tool.yaml"},
+	{Name: "wasiprobecmd", Dir: "hostile/wasiprobecmd", ABI: WASICommand, Hostile: true, Sidecar: "wasiprobecmd.tool.yaml"},
+	{Name: "hugeoutput", Dir: "hostile/hugeoutput", ABI: Extism, Hostile: true, Exports: []string{"call", "stdout"}, Sidecar: "hugeoutput.tool.yaml"},
+	{Name: "trap", Dir: "hostile/trap", ABI: Extism, Hostile: true, Exports: []string{"call", "unreachable", "nilderef", "exit"}, Sidecar: "trap.tool.yaml"},
+}
+
+// Lookup returns the fixture named name.
+func Lookup(name string) (Fixture, bool) {
+	for _, f := range Fixtures {
+		if f.Name == name {
+			return f, true
+		}
+	}
+	return Fixture{}, false
+}
+
+// Root returns the directory of the wasm-tools module, found from this
+// source file's path. It needs the path recorded at build time, so it
+// fails in a binary built with -trimpath.
+func Root() (string, error) {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok || !filepath.IsAbs(file) {
+		return "", errors.New("wasmtools: cannot locate the wasm-tools sources (built with -trimpath?)")
+	}
+	return filepath.Dir(file), nil
+}
+
+// Build compiles the Go main package in dir for GOOS=wasip1 GOARCH=wasm
+// into out, with -trimpath: as a WASI command (_start) when commandABI is
+// true, else with -buildmode=c-shared (an Extism plugin or servlet). It runs
+// `go build` in dir, so dir's own go.mod (wasm-tools/go.mod for the
+// fixtures) decides the dependencies; go.work is ignored.
+func Build(dir, out string, commandABI bool) error {
+	absOut, err := filepath.Abs(out)
+	if err != nil {
+		return err
+	}
+	args := []string{"build", "-trimpath"}
+	if !commandABI {
+		args = append(args, "-buildmode=c-shared")
+	}
+	args = append(args, "-o", absOut, ".")
+	cmd := exec.Command(goTool(), args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0", "GOWORK=off")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("wasmtools: go %v in %s: %w\n%s", args, dir, err, b)
+	}
+	return nil
+}
+
+// goTool is the go command of the toolchain running this code when it can
+// be found, else "go" from PATH.
+func goTool() string {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	return "go"
+}

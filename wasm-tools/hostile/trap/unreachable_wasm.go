@@ -1,0 +1,5 @@
+package main
+
+// unreachable executes the wasm `unreachable` instruction
+// (unreachable_wasm.s).
+func unreachable()

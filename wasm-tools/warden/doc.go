@@ -1,0 +1,34 @@
+// Package warden is the guest-side helper for writing warden wasm tools in
+// standard Go (GOOS=wasip1 GOARCH=wasm, go-pdk v1.1.3).
+//
+// It has two halves:
+//
+//   - Calling warden's core tools from inside a guest, through the one host
+//     function warden provides, warden.warden_call. Every such call goes
+//     through warden's gate with the intersection of the run's grants and the
+//     grants the owner gave this wasm tool, and is audited with the principal
+//     chain run → wasm tool → core tool. See [Call] and the conveniences
+//     [ReadFile], [WriteMemory], [QueryMemory] and [SystemInfo].
+//
+//   - Reading arguments and returning results from an Extism plugin export:
+//     [Args] (strict decoding of the input), [Return] and [Fail].
+//
+// The ABI (fixed here, implemented by warden's hostfuncs package):
+//
+//	import "warden" "warden_call" (func (param i64) (result i64))
+//
+// The parameter is the offset of an Extism memory block holding the request
+// JSON {"tool":"<name>","args":{...}}; the result is the offset of an Extism
+// memory block holding the result envelope JSON of SPEC §2. The guest owns
+// both blocks once the call returns and frees them. A result offset of 0
+// means the host could not produce an envelope at all.
+//
+// A tool failure (CAPABILITY_DENIED, NOT_FOUND, …) is a result, not a
+// transport error: Call returns the envelope with Success false and a nil
+// error. The conveniences turn such an envelope into an *Error.
+//
+// The real transport exists only when built for wasip1. On any other GOOS
+// the package compiles against a stub whose transport always fails with
+// [ErrNotWasm]; the stub exists only so that the JSON helpers can be unit
+// tested natively.
+package warden
