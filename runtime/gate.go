@@ -238,8 +238,10 @@ func (g *Gate) Call(ctx context.Context, req Request) (Result, error) {
 		principal = []string{"unknown"}
 	}
 	req.Principal = principal
-	res := Result{Tool: req.Tool, CallID: callID, Data: json.RawMessage("{}"), Warnings: []string{}}
-	ev := AuditEvent{CallID: callID, RunID: req.RunID, Principal: principal, Tool: req.Tool}
+	// Until the tool is known, its name is the caller's text: cap and redact it.
+	name := g.o.Redactor.String(truncateText(req.Tool, 128))
+	res := Result{Tool: name, CallID: callID, Data: json.RawMessage("{}"), Warnings: []string{}}
+	ev := AuditEvent{CallID: callID, RunID: req.RunID, Principal: principal, Tool: name}
 
 	c, cerr := g.check(req, callID)
 	if c != nil && c.call != nil {
@@ -265,7 +267,7 @@ func (g *Gate) Call(ctx context.Context, req Request) (Result, error) {
 	if call.DryRun || (c.rule != nil && c.rule.DryRunFirst && !c.entry.spec.ReadOnly) {
 		dry := *call
 		dry.DryRun = true
-		o := g.safePreview(ctx, c.entry.tool, &dry)
+		o := g.safeRun(ctx, c.entry.tool, &dry)
 		o = g.redactOutcome(o)
 		preview = &o
 		if call.DryRun {
@@ -407,7 +409,8 @@ func (g *Gate) append(ctx context.Context, ev AuditEvent) (uint64, error) {
 	return seq, nil
 }
 
-// safeRun runs a tool, turning a panic into an INTERNAL result.
+// safeRun runs a tool (its Preview when c.DryRun), turning a panic into an
+// INTERNAL result.
 func (g *Gate) safeRun(ctx context.Context, t Tool, c *Call) (o Outcome) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -419,10 +422,6 @@ func (g *Gate) safeRun(ctx context.Context, t Tool, c *Call) (o Outcome) {
 		return t.Preview(ctx, c)
 	}
 	return t.Run(ctx, c)
-}
-
-func (g *Gate) safePreview(ctx context.Context, t Tool, c *Call) Outcome {
-	return g.safeRun(ctx, t, c)
 }
 
 func (g *Gate) redactArgs(args json.RawMessage) json.RawMessage {

@@ -379,3 +379,12 @@ func TestGateRulesBindAliases(t *testing.T) {
 		}
 	}
 }
+
+func TestGateRedactsUnknownToolNames(t *testing.T) {
+	g, _, audit := newTestGate(t, notesPolicy, GateOptions{})
+	const secret = "ghp_ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef0123"
+	res, _ := g.Call(context.Background(), Request{Tool: secret + strings.Repeat("x", 500), Args: json.RawMessage(`{}`)})
+	if res.Error.Code != CodeUnknownTool || strings.Contains(audit.raw[0], secret) || len(res.Tool) > 128 {
+		t.Fatalf("%+v / %s", res, audit.raw[0])
+	}
+}
