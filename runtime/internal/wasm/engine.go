@@ -1,0 +1,125 @@
+// Package wasm runs Extism plugin exports with no ambient authority: a
+// memory limit, a deadline and an output cap per call; WASI with no
+// preopens, no environment and no arguments; guest stdout/stderr captured,
+// never written to the host's terminal; a real clock and real randomness.
+//
+// It is the first slice of warden's wasm host (issue 4): one [Engine] per
+// process holds the compilation cache; [Engine.Compile] turns module bytes
+// into a [Module]; [Module.Call] runs one export in a fresh instance and
+// maps every outcome to a runtime error code (TIMEOUT, WASM_TRAP,
+// WASM_LIMIT, TOOL_ERROR). Host functions are passed through as given; the
+// gate integration lives elsewhere.
+package wasm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+)
+
+// Defaults for zero [Limits] fields.
+const (
+	DefaultMemoryPages uint32        = 1024 // 64 MiB
+	DefaultTimeout     time.Duration = 10 * time.Second
+	DefaultMaxOutput   int           = 1 << 20
+	// DefaultMaxLog caps the captured guest stdout and stderr, each.
+	DefaultMaxLog int = 64 << 10
+)
+
+// pageSize is the size of a wasm memory page.
+const pageSize = 64 << 10
+
+// Limits bound one module's calls. A zero field takes its default.
+type Limits struct {
+	// MemoryPages caps every linear memory of an instance (the guest's and
+	// Extism's kernel), in 64 KiB pages; default 1024 = 64 MiB.
+	MemoryPages uint32
+	// Timeout is the deadline of one call, instantiation included;
+	// default 10s.
+	Timeout time.Duration
+	// MaxOutput caps the export's output in bytes; default 1 MiB.
+	MaxOutput int
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.MemoryPages == 0 {
+		l.MemoryPages = DefaultMemoryPages
+	}
+	if l.Timeout <= 0 {
+		l.Timeout = DefaultTimeout
+	}
+	if l.MaxOutput <= 0 {
+		l.MaxOutput = DefaultMaxOutput
+	}
+	return l
+}
+
+// EngineOptions configures [NewEngine]. The zero value is valid.
+type EngineOptions struct {
+	// CacheDir is where compiled native code is cached across processes;
+	// "" keeps the cache in memory. The directory is created with mode
+	// 0700 if missing; an existing one is refused if it is a symlink, not
+	// a directory, group- or world-writable, or owned by another user (it
+	// holds native code that will be executed).
+	CacheDir string
+}
+
+// Engine compiles modules; it owns the compilation cache shared by every
+// [Module] it compiles. Safe for concurrent use.
+type Engine struct {
+	cache wazero.CompilationCache
+}
+
+// ErrUnsafeCacheDir is returned by [NewEngine] for a cache directory that
+// others could write to.
+var ErrUnsafeCacheDir = errors.New("wasm: unsafe compilation cache directory")
+
+// NewEngine returns an engine with the options' compilation cache.
+func NewEngine(ctx context.Context, opts EngineOptions) (*Engine, error) {
+	if opts.CacheDir == "" {
+		return &Engine{cache: wazero.NewCompilationCache()}, nil
+	}
+	dir, err := filepath.Abs(opts.CacheDir)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("wasm: cache dir: %w", err)
+	}
+	if err := checkCacheDir(dir); err != nil {
+		return nil, err
+	}
+	cache, err := wazero.NewCompilationCacheWithDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("wasm: cache dir %s: %w", dir, err)
+	}
+	return &Engine{cache: cache}, nil
+}
+
+// checkCacheDir refuses a directory that is a symlink, not a directory,
+// group- or world-writable, or (on Unix) owned by another user.
+func checkCacheDir(dir string) error {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("wasm: cache dir: %w", err)
+	}
+	switch {
+	case fi.Mode()&os.ModeSymlink != 0:
+		return fmt.Errorf("%w: %s is a symlink", ErrUnsafeCacheDir, dir)
+	case !fi.IsDir():
+		return fmt.Errorf("%w: %s is not a directory", ErrUnsafeCacheDir, dir)
+	case fi.Mode().Perm()&0o022 != 0:
+		return fmt.Errorf("%w: %s has mode %04o (group- or world-writable; want 0700)", ErrUnsafeCacheDir, dir, fi.Mode().Perm())
+	}
+	return checkOwner(dir, fi)
+}
+
+// Close releases the compilation cache. Close every [Module] first.
+func (e *Engine) Close(ctx context.Context) error {
+	return e.cache.Close(ctx)
+}

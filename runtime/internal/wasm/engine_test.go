@@ -1,0 +1,485 @@
+package wasm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	goruntime "runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/wardenrt/warden/runtime"
+)
+
+// wasmTools is the guest module's directory, relative to this package.
+const wasmTools = "../../../wasm-tools"
+
+var (
+	buildDir  string
+	buildMu   sync.Mutex
+	built     = map[string]string{}
+	buildErrs = map[string]error{}
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "warden-wasm-fixtures-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	buildDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// fixture builds (once per test binary) the guest in wasm-tools/dir as an
+// Extism plugin and returns its bytes. A small copy of wasmtools.Build, so
+// the main module does not require the wasm-tools module.
+func fixture(t testing.TB, dir string) []byte {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds wasm guests; skipped with -short")
+	}
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	out, ok := built[dir]
+	if !ok {
+		out = filepath.Join(buildDir, strings.ReplaceAll(dir, "/", "_")+".wasm")
+		cmd := exec.Command("go", "build", "-trimpath", "-buildmode=c-shared", "-o", out, ".")
+		cmd.Dir = filepath.Join(wasmTools, filepath.FromSlash(dir))
+		cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0", "GOWORK=off")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			buildErrs[dir] = fmt.Errorf("go build %s: %v\n%s", dir, err, b)
+		}
+		built[dir] = out
+	}
+	if err := buildErrs[dir]; err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+var (
+	engineOnce sync.Once
+	shared     *Engine
+)
+
+// engine is one in-memory-cache engine shared by the tests (as warden
+// shares one per process).
+func engine(t testing.TB) *Engine {
+	engineOnce.Do(func() {
+		var err error
+		if shared, err = NewEngine(context.Background(), EngineOptions{}); err != nil {
+			panic(err)
+		}
+	})
+	return shared
+}
+
+func compile(t testing.TB, dir string, cfg map[string]string, l Limits) *Module {
+	t.Helper()
+	m, err := engine(t).Compile(context.Background(), fixture(t, dir), cfg, l, nil)
+	if err != nil {
+		t.Fatalf("compile %s: %v", dir, err)
+	}
+	t.Cleanup(func() { m.Close(context.Background()) })
+	return m
+}
+
+// wantCode checks err is a *runtime.Error with one of codes and returns it.
+func wantCode(t *testing.T, err error, codes ...runtime.Code) *runtime.Error {
+	t.Helper()
+	var e *runtime.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("want a *runtime.Error with %v, got %T %v", codes, err, err)
+	}
+	for _, c := range codes {
+		if e.Code == c {
+			return e
+		}
+	}
+	t.Fatalf("want %v, got %v", codes, e)
+	return nil
+}
+
+func TestTextstats(t *testing.T) {
+	m := compile(t, "examples/textstats", nil, Limits{})
+	out, info, err := m.Call(context.Background(), "call", []byte(`{"text":"Hello world. Hello again!"}`))
+	if err != nil {
+		t.Fatalf("call: %v (stderr %q)", err, info.Stderr)
+	}
+	var r struct {
+		Words     int `json:"words"`
+		Sentences int `json:"sentences"`
+	}
+	if err := json.Unmarshal(out, &r); err != nil || r.Words != 4 || r.Sentences != 2 {
+		t.Fatalf("output %s (%v): want 4 words, 2 sentences", out, err)
+	}
+	if info.RC != 0 || info.Exited || info.Duration <= 0 {
+		t.Errorf("info %+v", info)
+	}
+
+	// A tool failure (SetError, rc 1) is TOOL_ERROR with the guest's message.
+	_, info, err = m.Call(context.Background(), "call", []byte(`{"txt":1}`))
+	if e := wantCode(t, err, runtime.CodeToolError); e.Message == "" || info.RC != 1 {
+		t.Errorf("tool error %v, rc %d", e, info.RC)
+	}
+	_, _, err = m.Call(context.Background(), "nope", nil)
+	wantCode(t, err, runtime.CodeInvalidInput)
+}
+
+func TestLoopTimesOut(t *testing.T) {
+	const timeout = 500 * time.Millisecond
+	m := compile(t, "hostile/loop", nil, Limits{Timeout: timeout})
+	start := time.Now()
+	_, _, err := m.Call(context.Background(), "call", []byte(`{}`))
+	took := time.Since(start)
+	wantCode(t, err, runtime.CodeTimeout)
+	if took < timeout || took > timeout+250*time.Millisecond {
+		t.Errorf("loop stopped after %v, want %v + at most 250ms", took, timeout)
+	}
+	t.Logf("loop stopped after %v (deadline %v)", took, timeout)
+
+	// Cancelling the caller's context is a Go error, not a result.
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, _, err = m.Call(ctx, "call", nil)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("cancelled call: %v", err)
+	}
+}
+
+func TestMembomb(t *testing.T) {
+	m := compile(t, "hostile/membomb", nil, Limits{MemoryPages: 1024, Timeout: 5 * time.Second})
+	start := time.Now()
+	_, info, err := m.Call(context.Background(), "call", []byte(`{}`))
+	e := wantCode(t, err, runtime.CodeWasmLimit, runtime.CodeWasmTrap)
+	if !strings.Contains(e.Message, "memory") {
+		t.Errorf("message %q does not say memory", e.Message)
+	}
+	t.Logf("membomb: %v after %v (stderr %d bytes)", e, time.Since(start), len(info.Stderr))
+}
+
+func TestRecursion(t *testing.T) {
+	m := compile(t, "hostile/recursion", nil, Limits{Timeout: 5 * time.Second})
+	_, _, err := m.Call(context.Background(), "call", []byte(`{}`))
+	e := wantCode(t, err, runtime.CodeWasmTrap, runtime.CodeWasmLimit)
+	t.Logf("recursion: %v", e)
+}
+
+func TestTraps(t *testing.T) {
+	m := compile(t, "hostile/trap", nil, Limits{Timeout: time.Second})
+	for _, tt := range []struct{ export, msg string }{
+		{"call", "deliberate panic"},
+		{"unreachable", "unreachable"},
+		{"nilderef", "nil"},
+		{"exit", "code 3"},
+	} {
+		t.Run(tt.export, func(t *testing.T) {
+			_, _, err := m.Call(context.Background(), tt.export, []byte(`{}`))
+			e := wantCode(t, err, runtime.CodeWasmTrap)
+			if !strings.Contains(e.Message, tt.msg) {
+				t.Errorf("message %q does not contain %q", e.Message, tt.msg)
+			}
+		})
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	ctx := context.Background()
+	for name, wasm := range map[string][]byte{
+		"badimport":   fixture(t, "hostile/badimport"),
+		"garbage":     []byte("this is not a wasm module at all"),
+		"bad body":    []byte("\x00asm\x01\x00\x00\x00garbage"),
+		"empty":       nil,
+		"bad version": []byte("\x00asm\x02\x00\x00\x00"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			m, err := engine(t).Compile(ctx, wasm, nil, Limits{}, nil)
+			if err == nil {
+				m.Close(ctx)
+				t.Fatal("compiled")
+			}
+			if !errors.Is(err, ErrLoad) {
+				t.Fatalf("want ErrLoad, got %v", err)
+			}
+			if name == "badimport" && !strings.Contains(err.Error(), "warden.nonexistent") {
+				t.Errorf("load error does not name the import: %v", err)
+			}
+			t.Log(err)
+		})
+	}
+	// A module needing more initial memory than its limit does not load.
+	_, err := engine(t).Compile(ctx, fixture(t, "examples/textstats"), nil, Limits{MemoryPages: 2}, nil)
+	if !errors.Is(err, ErrLoad) {
+		t.Errorf("tiny memory limit: %v", err)
+	}
+}
+
+func TestHugeOutput(t *testing.T) {
+	ctx := context.Background()
+	m := compile(t, "hostile/hugeoutput", nil, Limits{MemoryPages: 4096, MaxOutput: 1 << 20})
+	_, _, err := m.Call(ctx, "call", nil)
+	t.Logf("64 MiB output: %v", wantCode(t, err, runtime.CodeWasmLimit))
+
+	m = compile(t, "hostile/hugeoutput", map[string]string{"bytes": "1048577"}, Limits{MaxOutput: 1 << 20})
+	_, _, err = m.Call(ctx, "call", nil)
+	wantCode(t, err, runtime.CodeWasmLimit)
+
+	m = compile(t, "hostile/hugeoutput", map[string]string{"bytes": "1048576"}, Limits{MaxOutput: 1 << 20})
+	out, _, err := m.Call(ctx, "call", nil)
+	if err != nil || len(out) != 1<<20 {
+		t.Fatalf("exactly the cap: %d bytes, %v", len(out), err)
+	}
+
+	// 64 MiB to stdout: the capture keeps DefaultMaxLog and counts the rest.
+	m = compile(t, "hostile/hugeoutput", nil, Limits{})
+	out, info, err := m.Call(ctx, "stdout", nil)
+	if err != nil || string(out) != "wrote to stdout" {
+		t.Fatalf("stdout: %q, %v", out, err)
+	}
+	if len(info.Stdout) != DefaultMaxLog || info.StdoutDropped != 64<<20-int64(DefaultMaxLog) {
+		t.Errorf("captured %d, dropped %d", len(info.Stdout), info.StdoutDropped)
+	}
+}
+
+func TestInputTooLarge(t *testing.T) {
+	m := compile(t, "examples/textstats", nil, Limits{MemoryPages: 64}) // 4 MiB
+	_, _, err := m.Call(context.Background(), "call", bytes.Repeat([]byte("a"), 5<<20))
+	wantCode(t, err, runtime.CodeWasmLimit)
+	// Fits the limit, not the kernel's memory once its own pages are
+	// counted: still WASM_LIMIT, never a silent empty input.
+	_, _, err = m.Call(context.Background(), "call", bytes.Repeat([]byte("a"), 4<<20-100))
+	t.Log(wantCode(t, err, runtime.CodeWasmLimit))
+	// A 1 MiB input with a 4 MiB limit: the kernel takes it, the Go guest
+	// (which copies it into its own heap) runs out of memory.
+	_, _, err = m.Call(context.Background(), "call", bytes.Repeat([]byte("a"), 1<<20))
+	t.Log(wantCode(t, err, runtime.CodeWasmLimit, runtime.CodeWasmTrap))
+}
+
+type probeReport struct {
+	Could          []string  `json:"could"`
+	Random         [2]string `json:"random"`
+	RandomDiffers  bool      `json:"random_differs"`
+	ClockUnixNano  [2]int64  `json:"clock_unix_nano"`
+	ClockAdvances  bool      `json:"clock_advances"`
+	ClockPlausible bool      `json:"clock_plausible"`
+}
+
+const (
+	probeChildEnv = "WARDEN_WASM_PROBE_CHILD"
+	stdoutMarker  = "WASIPROBE-STDOUT-MARKER"
+	stderrMarker  = "WASIPROBE-STDERR-MARKER"
+)
+
+// TestWASIProbe runs the probe in a child process of the test binary (so
+// the check covers the real file descriptors 1 and 2), twice, and checks
+// that nothing was reachable, that the markers were captured but never
+// reached the child's stdout or stderr, and that clock and randomness are
+// real.
+func TestWASIProbe(t *testing.T) {
+	if os.Getenv(probeChildEnv) != "" {
+		probeChild(t)
+		return
+	}
+	fixture(t, "hostile/wasiprobe") // build in the parent; the child reuses the path
+	report := filepath.Join(t.TempDir(), "report.json")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestWASIProbe$", "-test.v")
+	cmd.Env = append(os.Environ(), probeChildEnv+"="+report, "WARDEN_WASM_PROBE_MODULE="+built["hostile/wasiprobe"], "HOME=/root-secret", "PROBE_SECRET=1")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("child: %v\n%s\n%s", err, stdout.Bytes(), stderr.Bytes())
+	}
+	for _, marker := range []string{stdoutMarker, stderrMarker} {
+		if bytes.Contains(stdout.Bytes(), []byte(marker)) || bytes.Contains(stderr.Bytes(), []byte(marker)) {
+			t.Errorf("%s reached the host's terminal:\n%s\n%s", marker, stdout.Bytes(), stderr.Bytes())
+		}
+	}
+	b, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatalf("child wrote no report: %v\n%s", err, stdout.Bytes())
+	}
+	var reports [2]probeReport
+	if err := json.Unmarshal(b, &reports); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	for i, r := range reports {
+		if len(r.Could) != 0 {
+			t.Errorf("call %d: the guest could %v", i, r.Could)
+		}
+		if !r.RandomDiffers || !r.ClockAdvances || !r.ClockPlausible {
+			t.Errorf("call %d: fake clock or randomness: %+v", i, r)
+		}
+		if d := now.Sub(time.Unix(0, r.ClockUnixNano[0])); d < 0 || d > time.Minute {
+			t.Errorf("call %d: guest clock %v off from now by %v", i, time.Unix(0, r.ClockUnixNano[0]), d)
+		}
+	}
+	if reports[0].Random == reports[1].Random {
+		t.Errorf("two instances read the same random bytes %v", reports[0].Random)
+	}
+}
+
+func probeChild(t *testing.T) {
+	wasm, err := os.ReadFile(os.Getenv("WARDEN_WASM_PROBE_MODULE"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	m, err := engine(t).Compile(ctx, wasm, nil, Limits{Timeout: 5 * time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(ctx)
+	var reports []json.RawMessage
+	for range 2 {
+		out, info, err := m.Call(ctx, "call", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(info.Stdout, []byte(stdoutMarker)) || !bytes.Contains(info.Stderr, []byte(stderrMarker)) {
+			t.Errorf("markers not captured: stdout %q stderr %q", info.Stdout, info.Stderr)
+		}
+		reports = append(reports, out)
+	}
+	b, _ := json.Marshal(reports)
+	if err := os.WriteFile(os.Getenv(probeChildEnv), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRefusesWASIOutputEnv(t *testing.T) {
+	m := compile(t, "examples/textstats", nil, Limits{})
+	t.Setenv(envWASIOutput, "1")
+	_, _, err := m.Call(context.Background(), "call", []byte(`{"text":"x"}`))
+	if e := wantCode(t, err, runtime.CodeInternal); !strings.Contains(e.Message, envWASIOutput) {
+		t.Errorf("message %q", e.Message)
+	}
+}
+
+// TestHostileCallsLeakNothing runs 200 hostile calls and checks that the
+// goroutines come back to their baseline and that GC completes.
+func TestHostileCallsLeakNothing(t *testing.T) {
+	loop := compile(t, "hostile/loop", nil, Limits{Timeout: 20 * time.Millisecond})
+	trap := compile(t, "hostile/trap", nil, Limits{Timeout: time.Second})
+	goruntime.GC()
+	base := goruntime.NumGoroutine()
+	exports := []string{"call", "unreachable", "nilderef", "exit"}
+	for i := range 200 {
+		var err error
+		if i%2 == 0 {
+			_, _, err = loop.Call(context.Background(), "call", nil)
+		} else {
+			_, _, err = trap.Call(context.Background(), exports[i/2%len(exports)], nil)
+		}
+		wantCode(t, err, runtime.CodeTimeout, runtime.CodeWasmTrap)
+	}
+	var n int
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		goruntime.GC()
+		if n = goruntime.NumGoroutine(); n <= base+2 {
+			break
+		}
+	}
+	if n > base+2 {
+		t.Errorf("goroutines: %d after 200 hostile calls, baseline %d", n, base)
+	}
+	var ms goruntime.MemStats
+	goruntime.ReadMemStats(&ms)
+	t.Logf("goroutines %d (baseline %d), heap in use %d MiB", n, base, ms.HeapInuse>>20)
+}
+
+func TestCacheDir(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "cache")
+	e, err := NewEngine(ctx, EngineOptions{CacheDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Close(ctx)
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("created cache dir: %v %v", fi.Mode(), err)
+	}
+
+	open := filepath.Join(t.TempDir(), "open")
+	if err := os.Mkdir(open, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(open, 0o777)
+	if _, err := NewEngine(ctx, EngineOptions{CacheDir: open}); !errors.Is(err, ErrUnsafeCacheDir) {
+		t.Errorf("world-writable dir: %v", err)
+	}
+	os.Chmod(open, 0o770)
+	if _, err := NewEngine(ctx, EngineOptions{CacheDir: open}); !errors.Is(err, ErrUnsafeCacheDir) {
+		t.Errorf("group-writable dir: %v", err)
+	}
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewEngine(ctx, EngineOptions{CacheDir: link}); !errors.Is(err, ErrUnsafeCacheDir) {
+		t.Errorf("symlink: %v", err)
+	}
+}
+
+// TestFigures logs compile times of a standard-Go module with no cache and
+// with a warm on-disk cache (a new engine, as in a new process), and a
+// warm call's time. Run with -v to see them.
+func TestFigures(t *testing.T) {
+	ctx := context.Background()
+	wasm := fixture(t, "examples/textstats")
+	dir := filepath.Join(t.TempDir(), "cache")
+	timeCompile := func() time.Duration {
+		e, err := NewEngine(ctx, EngineOptions{CacheDir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close(ctx)
+		start := time.Now()
+		m, err := e.Compile(ctx, wasm, nil, Limits{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		took := time.Since(start)
+		m.Close(ctx)
+		return took
+	}
+	cold := timeCompile()
+	warm := timeCompile()
+
+	m := compile(t, "examples/textstats", nil, Limits{})
+	in := []byte(`{"text":"Hello world. Hello again!"}`)
+	m.Call(ctx, "call", in)
+	const n = 20
+	start := time.Now()
+	for range n {
+		if _, _, err := m.Call(ctx, "call", in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("module %.1f MB: compile with no cache %v, with the on-disk cache %v; warm call (fresh instance) %v",
+		float64(len(wasm))/1e6, cold, warm, time.Since(start)/n)
+}
+
+func BenchmarkCall(b *testing.B) {
+	m := compile(b, "examples/textstats", nil, Limits{})
+	in := []byte(`{"text":"Hello world. Hello again!"}`)
+	for b.Loop() {
+		if _, _, err := m.Call(context.Background(), "call", in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
