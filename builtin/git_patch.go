@@ -145,6 +145,24 @@ func (t *gitApplyPatchTool) prepare(ctx context.Context, c *runtime.Call) (*gitS
 	return s, p, res, nil
 }
 
+// gitApplyCheck runs `git apply --check` (with extra flags) on the patch and
+// records the outcome in res; ok is false with the outcome to return when
+// the patch does not apply or git could not run.
+func gitApplyCheck(s *gitSession, patch string, res *GitPatchResult, extra ...string) (gitOut, runtime.Outcome, bool) {
+	out, e := s.run(strings.NewReader(patch), gitMaxParse, append([]string{"apply", "--check"}, extra...)...)
+	if e != nil {
+		return out, runtime.Outcome{Err: e}, false
+	}
+	res.ReturnCode = out.Code
+	if out.Code != 0 {
+		return out, runtime.Outcome{Data: res, Err: runtime.Errorf(runtime.CodePatchRejected,
+			"the patch does not match the working tree; regenerate it against the current files (git_diff shows them)",
+			"the patch does not apply: %s", strings.TrimSpace(out.Stderr))}, false
+	}
+	res.Applies = true
+	return out, runtime.Outcome{}, true
+}
+
 // Preview checks the patch against the working tree (git apply --check
 // --stat --summary) and shows the files it would touch, the stat and the
 // patch itself. Nothing is written.
@@ -156,18 +174,10 @@ func (t *gitApplyPatchTool) Preview(ctx context.Context, c *runtime.Call) runtim
 	defer s.close()
 	var a gitApplyPatchArgs
 	_ = c.Bind(&a)
-	args := []string{"apply", "--check", "--stat", "--summary"}
-	out, e := s.run(strings.NewReader(a.Patch), gitMaxParse, args...)
-	if e != nil {
-		return runtime.Outcome{Err: e}
+	out, o, ok := gitApplyCheck(s, a.Patch, &res, "--stat", "--summary")
+	if !ok {
+		return o
 	}
-	res.ReturnCode = out.Code
-	if out.Code != 0 {
-		return runtime.Outcome{Data: res, Err: runtime.Errorf(runtime.CodePatchRejected,
-			"the patch does not match the working tree; regenerate it against the current files",
-			"the patch does not apply: %s", strings.TrimSpace(out.Stderr))}
-	}
-	res.Applies = true
 	res.Stat = strings.TrimRight(string(out.Stdout), "\n")
 	res.Argv = gitArgv("apply")
 	verb := "would apply"
@@ -195,17 +205,10 @@ func (t *gitApplyPatchTool) Run(ctx context.Context, c *runtime.Call) runtime.Ou
 	defer s.close()
 	var a gitApplyPatchArgs
 	_ = c.Bind(&a)
-	out, e := s.run(strings.NewReader(a.Patch), gitMaxParse, "apply", "--check")
-	if e != nil {
-		return runtime.Outcome{Err: e}
+	out, o, ok := gitApplyCheck(s, a.Patch, &res)
+	if !ok {
+		return o
 	}
-	res.ReturnCode = out.Code
-	if out.Code != 0 {
-		return runtime.Outcome{Data: res, Err: runtime.Errorf(runtime.CodePatchRejected,
-			"the patch does not match the working tree; regenerate it against the current files (git_diff shows them)",
-			"the patch does not apply: %s", strings.TrimSpace(out.Stderr))}
-	}
-	res.Applies = true
 	if a.Check {
 		res.Argv = gitArgv("apply", "--check")
 		return runtime.Outcome{Output: fmt.Sprintf("the patch applies cleanly to %d file(s); nothing was changed (check only)", len(res.Files)), Data: res}

@@ -818,6 +818,15 @@ type memoryGetContextArgs struct {
 
 type memoryTarget struct{ abs, rel, arg string }
 
+// memoryReadNeeds is fs.read of each target file.
+func memoryReadNeeds(targets []memoryTarget) []capability.Need {
+	needs := make([]capability.Need, 0, len(targets))
+	for _, tg := range targets {
+		needs = append(needs, capability.Need{Kind: capability.FSRead, Resource: tg.abs})
+	}
+	return needs
+}
+
 func (t *memoryGetContextTool) parse(c *runtime.Call) (memoryGetContextArgs, []memoryTarget, *runtime.Error) {
 	var a memoryGetContextArgs
 	if err := c.Bind(&a); err != nil {
@@ -844,11 +853,7 @@ func (t *memoryGetContextTool) Needs(c *runtime.Call) ([]capability.Need, error)
 	if err != nil {
 		return nil, err
 	}
-	var needs []capability.Need
-	for _, tg := range targets {
-		needs = append(needs, capability.Need{Kind: capability.FSRead, Resource: tg.abs})
-	}
-	return needs, nil
+	return memoryReadNeeds(targets), nil
 }
 
 func (t *memoryGetContextTool) Preview(ctx context.Context, c *runtime.Call) runtime.Outcome {
@@ -1093,11 +1098,7 @@ func (t *memoryPrimeTool) Needs(c *runtime.Call) ([]capability.Need, error) {
 	if err != nil {
 		return nil, err
 	}
-	var needs []capability.Need
-	for _, tg := range targets {
-		needs = append(needs, capability.Need{Kind: capability.FSRead, Resource: tg.abs})
-	}
-	return needs, nil
+	return memoryReadNeeds(targets), nil
 }
 
 // MemoryPrimed is one entry prime_context stores.
