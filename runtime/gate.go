@@ -128,6 +128,9 @@ type Request struct {
 	Restrict *capability.Set
 	// DryRun asks for the preview only.
 	DryRun bool
+	// CoreOnly refuses a wasm tool as the target: a guest's host calls
+	// reach core tools only (no guest re-entering another guest).
+	CoreOnly bool
 }
 
 // checked is a call that passed decoding, the rule and capabilities.
@@ -146,6 +149,10 @@ func (g *Gate) check(req Request, callID string) (*checked, *Error) {
 	e, ok := g.o.Registry.lookup(req.Tool)
 	if !ok {
 		return nil, Errorf(CodeUnknownTool, "list the tools with `warden tools`", "no tool named %q", req.Tool)
+	}
+	if req.CoreOnly && e.spec.Wasm != "" {
+		return &checked{entry: e}, Errorf(CodeOperationNotSupported, "call a core tool (see `warden tools`)",
+			"%s is a wasm tool; a wasm tool can call only core tools", e.spec.Name)
 	}
 	value, compact, derr := DecodeArgs(req.Args)
 	if derr != nil {
@@ -418,6 +425,7 @@ func (g *Gate) safeRun(ctx context.Context, t Tool, c *Call) (o Outcome) {
 			o = Fail(CodeInternal, "this is a bug in warden; please report it", "tool %s failed unexpectedly", c.Tool)
 		}
 	}()
+	ctx = context.WithValue(ctx, gateKey{}, g)
 	if c.DryRun {
 		return t.Preview(ctx, c)
 	}

@@ -37,6 +37,9 @@ type Spec struct {
 	Capabilities []capability.Kind
 	// ReadOnly tools change nothing; a dry run executes them normally.
 	ReadOnly bool
+	// Wasm names the wasm module a wasm tool comes from; "" for core
+	// tools. Guests may call core tools only.
+	Wasm string
 }
 
 // Call is one validated invocation, as a tool sees it.
