@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"slices"
 	"time"
 
@@ -95,4 +96,16 @@ func (g *Guest) Call(ctx context.Context, tool string, args json.RawMessage) (Re
 		DryRun:    g.Parent.DryRun,
 		CoreOnly:  true,
 	})
+}
+
+// GuestHTTPGuard marks the transport of http.DefaultClient that gates the
+// requests a guest makes through Extism's http_request (which always sends
+// through http.DefaultClient). The wasm engine lets a guest's requests
+// through only while such a transport is installed; without one, Extism
+// refuses them all.
+type GuestHTTPGuard interface {
+	http.RoundTripper
+	// GuardsGuestHTTP is a marker: the transport turns every request made
+	// in a guest's context into a gated call of the core http tool.
+	GuardsGuestHTTP()
 }
