@@ -23,7 +23,8 @@ const (
 	// //go:wasmexport).
 	Extism ABI = "extism"
 	// Servlet is an MCP-style servlet exporting describe and call; built
-	// like an Extism plugin, no sidecar needed.
+	// like an Extism plugin. Its sidecar is optional (name, abi: servlet,
+	// capabilities, limits, config; no input_schema or export).
 	Servlet ABI = "servlet"
 	// WASICommand is a WASI command (_start = main): arguments JSON on
 	// stdin, result on stdout, exit code 0 = success.
@@ -44,7 +45,8 @@ type Fixture struct {
 	Exports []string
 	// Imports are "module.name" imports the module must have.
 	Imports []string
-	// Sidecar is the sidecar file in Dir ("" for servlets).
+	// Sidecar is the sidecar file in Dir, Name.tool.yaml ("" only for a
+	// servlet without one).
 	Sidecar string
 }
 
@@ -63,6 +65,8 @@ var Fixtures = []Fixture{
 	{Name: "fetch", Dir: "examples/fetch", ABI: Extism, Exports: []string{"call"}, Imports: []string{"extism:host/env.http_request"}, Sidecar: "fetch.tool.yaml"},
 	{Name: "notes", Dir: "examples/notes", ABI: Extism, Exports: []string{"call"}, Imports: []string{wardenCall}, Sidecar: "notes.tool.yaml"},
 	{Name: "jsontools", Dir: "examples/jsontools", ABI: Servlet, Exports: []string{"describe", "call"}},
+	{Name: "webtools", Dir: "examples/webtools", ABI: Servlet, Exports: []string{"describe", "call"}, Imports: []string{"extism:host/env.http_request"}, Sidecar: "webtools.tool.yaml"},
+	{Name: "wordcount", Dir: "examples/wordcount", ABI: WASICommand, Sidecar: "wordcount.tool.yaml"},
 
 	{Name: "loop", Dir: "hostile/loop", ABI: Extism, Hostile: true, Exports: []string{"call"}, Sidecar: "loop.tool.yaml"},
 	{Name: "hostloop", Dir: "hostile/hostloop", ABI: Extism, Hostile: true, Exports: []string{"call"}, Imports: []string{wardenCall}, Sidecar: "hostloop.tool.yaml"},

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,6 +34,20 @@ type fakeHost struct {
 	// call answers warden_call; nil answers offset 0.
 	call     func(req []byte) []byte
 	requests []string
+	// http answers http_request like Extism's host does after its checks;
+	// an error is a refused request, which traps the guest (Extism panics
+	// in the host function). nil refuses every request.
+	http         func(req fakeHTTPRequest) (status int, headers map[string]string, body []byte, err error)
+	httpRequests []fakeHTTPRequest
+	lastStatus   int
+	lastHeaders  map[string]string
+}
+
+// fakeHTTPRequest is the request JSON go-pdk sends to http_request.
+type fakeHTTPRequest struct {
+	URL     string            `json:"url"`
+	Method  string            `json:"method"`
+	Headers map[string]string `json:"headers"`
 }
 
 func newFakeHost() *fakeHost {
@@ -86,6 +102,34 @@ func (h *fakeHost) instantiate(ctx context.Context, t *testing.T, rt wazero.Runt
 	fn("load_u64", []api.ValueType{i64}, []api.ValueType{i64}, func(s []uint64) { s[0] = binary.LittleEndian.Uint64(h.arena[s[0]:]) })
 	fn("store_u8", []api.ValueType{i64, i32}, none, func(s []uint64) { h.arena[s[0]] = byte(s[1]) })
 	fn("store_u64", []api.ValueType{i64, i64}, none, func(s []uint64) { binary.LittleEndian.PutUint64(h.arena[s[0]:], s[1]) })
+	fn("http_request", []api.ValueType{i64, i64}, []api.ValueType{i64}, func(s []uint64) {
+		var req fakeHTTPRequest
+		if err := json.Unmarshal(h.block(s[0]), &req); err != nil {
+			panic(fmt.Errorf("invalid http request: %v", err))
+		}
+		h.httpRequests = append(h.httpRequests, req)
+		h.lastStatus, h.lastHeaders = 0, nil
+		if h.http == nil {
+			panic(fmt.Errorf("HTTP request to '%s' is not allowed", req.URL))
+		}
+		status, headers, body, err := h.http(req)
+		if err != nil {
+			panic(err)
+		}
+		h.lastStatus, h.lastHeaders = status, headers
+		s[0] = 0
+		if len(body) > 0 {
+			s[0] = h.alloc(body)
+		}
+	})
+	fn("http_status_code", none, []api.ValueType{i32}, func(s []uint64) { s[0] = uint64(h.lastStatus) })
+	fn("http_headers", none, []api.ValueType{i64}, func(s []uint64) {
+		s[0] = 0
+		if h.lastHeaders != nil {
+			b, _ := json.Marshal(h.lastHeaders)
+			s[0] = h.alloc(b)
+		}
+	})
 	if _, err := env.Instantiate(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -144,6 +188,13 @@ func loadPlugin(ctx context.Context, t *testing.T, name string, h *fakeHost) *pl
 	if err != nil {
 		t.Fatal(err)
 	}
+	return instantiatePlugin(ctx, t, bin, h)
+}
+
+// instantiatePlugin instantiates a reactor module (running _initialize)
+// against h.
+func instantiatePlugin(ctx context.Context, t *testing.T, bin []byte, h *fakeHost) *plugin {
+	t.Helper()
 	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCloseOnContextDone(true))
 	t.Cleanup(func() { rt.Close(context.Background()) })
 	wasi_snapshot_preview1.MustInstantiate(ctx, rt)
@@ -240,6 +291,70 @@ func TestGuestABIEndToEnd(t *testing.T) {
 		rc, out, _, err = p.call(ctx, t, "call", `{"params":{"name":"json_format","arguments":{"json":"{","indent":2}}}`)
 		if err != nil || rc != 0 || !strings.Contains(out, `"isError":true`) {
 			t.Fatalf("tool error: rc %d out %s %v", rc, out, err)
+		}
+	})
+
+	t.Run("webtools", func(t *testing.T) {
+		t.Parallel()
+		h := newFakeHost()
+		h.config["user_agent"] = "test-agent/1"
+		p := loadPlugin(ctx, t, "webtools", h)
+		rc, out, _, err := p.call(ctx, t, "describe", ``)
+		var d struct {
+			Tools []struct {
+				Name        string         `json:"name"`
+				InputSchema map[string]any `json:"inputSchema"`
+			} `json:"tools"`
+		}
+		if err != nil || rc != 0 || json.Unmarshal([]byte(out), &d) != nil || len(d.Tools) != 2 || d.Tools[0].Name != "web_get" || d.Tools[1].Name != "web_links" {
+			t.Fatalf("describe: rc %d out %s %v", rc, out, err)
+		}
+		for _, tool := range d.Tools {
+			if open := openObjects(tool.InputSchema, tool.Name); len(open) > 0 {
+				t.Errorf("open schemas: %v", open)
+			}
+		}
+
+		page := `<html><a href="/about">About <b>us</b></a> <a href="https://www.iana.org/domains">IANA</a></html>`
+		h.http = func(req fakeHTTPRequest) (int, map[string]string, []byte, error) {
+			return 200, map[string]string{"content-type": "text/html"}, []byte(page), nil
+		}
+		rc, out, _, err = p.call(ctx, t, "call", `{"params":{"name":"web_get","arguments":{"url":"https://example.com/","max_bytes":6}}}`)
+		want := fmt.Sprintf(`{"content":[{"type":"text","text":"{\"url\":\"https://example.com/\",\"status\":200,\"content_type\":\"text/html\",\"bytes\":%d,\"body\":\"\u003chtml\u003e\",\"truncated\":true}"}],"isError":false}`, len(page))
+		if err != nil || rc != 0 || out != want {
+			t.Fatalf("web_get: rc %d, %v\nout  %s\nwant %s", rc, err, out, want)
+		}
+		if got := h.httpRequests[0]; got.URL != "https://example.com/" || got.Method != "GET" || got.Headers["User-Agent"] != "test-agent/1" {
+			t.Fatalf("request %+v", got)
+		}
+
+		rc, out, _, err = p.call(ctx, t, "call", `{"params":{"name":"web_links","arguments":{"url":"https://example.com/x/"}}}`)
+		if err != nil || rc != 0 || !strings.Contains(out, `{\"url\":\"https://example.com/about\",\"text\":\"About us\"},{\"url\":\"https://www.iana.org/domains\",\"text\":\"IANA\"}`) {
+			t.Fatalf("web_links: rc %d out %s %v", rc, out, err)
+		}
+
+		// No response headers (Extism's default): no content type.
+		h.http = func(fakeHTTPRequest) (int, map[string]string, []byte, error) { return 404, nil, nil, nil }
+		rc, out, _, err = p.call(ctx, t, "call", `{"params":{"name":"web_get","arguments":{"url":"http://example.com/missing"}}}`)
+		if err != nil || rc != 0 || !strings.Contains(out, `\"status\":404,\"bytes\":0,`) {
+			t.Fatalf("404: rc %d out %s %v", rc, out, err)
+		}
+		// A tool error is a result; a malformed call is the export's error.
+		rc, out, _, err = p.call(ctx, t, "call", `{"params":{"name":"web_get","arguments":{"url":"ftp://example.com/"}}}`)
+		if err != nil || rc != 0 || !strings.Contains(out, `"isError":true`) {
+			t.Fatalf("bad url: rc %d out %s %v", rc, out, err)
+		}
+		rc, _, msg, err := p.call(ctx, t, "call", `{"params":{"name":"web_get","arguments":{}},"extra":1}`)
+		if err != nil || rc != 1 || !strings.Contains(msg, `unknown field "extra"`) {
+			t.Fatalf("malformed call: rc %d error %q %v", rc, msg, err)
+		}
+		// A refused request (the host's error) traps the guest.
+		h.http = func(req fakeHTTPRequest) (int, map[string]string, []byte, error) {
+			return 0, nil, nil, errors.New("CAPABILITY_DENIED: redirect to 127.0.0.1 needs net:127.0.0.1")
+		}
+		_, _, _, err = p.call(ctx, t, "call", `{"params":{"name":"web_links","arguments":{"url":"https://example.com/"}}}`)
+		if err == nil || !strings.Contains(err.Error(), "CAPABILITY_DENIED") {
+			t.Fatalf("refused request: %v", err)
 		}
 	})
 

@@ -4,6 +4,7 @@ go 1.25.0
 
 require (
 	github.com/extism/go-pdk v1.1.3
+	github.com/goccy/go-yaml v1.19.2
 	github.com/tetratelabs/wazero v1.12.0
 )
 

@@ -75,3 +75,61 @@ func TestWASIProbeCommandUnderBareWazero(t *testing.T) {
 	}
 	t.Logf("report: %s", lines[len(lines)-1])
 }
+
+// TestWordcountCommand runs the wordcount example (a WASI command) under
+// bare wazero: arguments JSON on stdin, result on stdout, exit code 2 and a
+// message on stderr for bad arguments.
+func TestWordcountCommand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a guest module; skipped with -short")
+	}
+	root, err := wasmtools.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, _ := wasmtools.Lookup("wordcount")
+	out := filepath.Join(t.TempDir(), "wordcount.wasm")
+	if err := wasmtools.Build(f.Path(root), out, f.Command()); err != nil {
+		t.Fatal(err)
+	}
+	bin, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCloseOnContextDone(true))
+	defer rt.Close(ctx)
+	wasi_snapshot_preview1.MustInstantiate(ctx, rt)
+	compiled, err := rt.CompileModule(ctx, bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, stdin    string
+		code           uint32
+		stdout, stderr string
+	}{
+		{"counts", `{"text":"one two\nthree"}`, 0, `{"words":3,"lines":2,"bytes":13}` + "\n", ""},
+		{"bad input", `{"txt":"x"}`, 2, "", `wordcount: invalid arguments: unknown field "txt"`},
+		{"no input", ``, 2, "", `"text" is required`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			cfg := wazero.NewModuleConfig().WithName("").
+				WithStdin(strings.NewReader(tc.stdin)).WithStdout(&stdout).WithStderr(&stderr)
+			_, err := rt.InstantiateModule(ctx, compiled, cfg)
+			var code uint32
+			if ee, ok := err.(*sys.ExitError); ok {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != tc.code || stdout.String() != tc.stdout || !strings.Contains(stderr.String(), tc.stderr) {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want %d, %q, stderr containing %q",
+					code, stdout.String(), stderr.String(), tc.code, tc.stdout, tc.stderr)
+			}
+		})
+	}
+}
