@@ -1,9 +1,27 @@
-// Package hostfuncs is the guest-facing ABI of warden: the host functions a
-// wasm tool imports from the "warden" host module. Each is a thin adapter
-// onto the gate in package runtime, so a guest reaches core tools only
-// through the same decoding, policy, capability, approval and audit steps as
-// every other caller. The functions arrive with wasm tool support; this
-// package fixes the module name guests import.
+// Package hostfuncs is the guest-facing ABI of warden: what a wasm tool can
+// reach outside its sandbox. Each piece is a thin adapter onto the gate in
+// package runtime, so a guest reaches core tools only through the same
+// decoding, policy, capability, approval and audit steps as every other
+// caller, acting with the run's grants ∩ the tool's grants (runtime.Guest)
+// and recorded with the principal chain run → wasm:<tool> → core tool.
+//
+// There are two ways out of a guest, both here:
+//
+//   - warden_call, the one host function of the "warden" host module
+//     ([Functions]): a JSON request {"tool","args"} in an Extism memory
+//     block, the result envelope (SPEC §2) in a new block. See
+//     wasm-tools/README.md, "The ABI".
+//   - Extism's own http_request, which sends through http.DefaultClient
+//     with the guest call's context. [InstallHTTP] puts a [Transport] under
+//     http.DefaultClient that turns every request made in a guest's context
+//     into a call of the core http tool (grants checked on the URL, on
+//     every redirect hop and on every address connected to; audited).
+//
+// Both find the guest in the call's context (runtime.GuestFrom), which the
+// wasm tool sets with runtime.WithGuest before it calls into the module. A
+// core call made for a guest runs with a context in which no guest is set
+// any more, so the core tool acts as itself (under the guest's grants),
+// never as the guest again.
 package hostfuncs
 
 // ModuleName is the wasm import module that holds warden's host functions.

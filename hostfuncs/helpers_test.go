@@ -1,0 +1,304 @@
+package hostfuncs_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	extism "github.com/extism/go-sdk"
+	"github.com/tetratelabs/wazero"
+
+	"github.com/wardenrt/warden/builtin"
+	"github.com/wardenrt/warden/hostfuncs"
+	"github.com/wardenrt/warden/internal/wasmfixture"
+	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/capability"
+)
+
+func TestMain(m *testing.M) {
+	hostfuncs.InstallHTTP()
+	os.Exit(m.Run())
+}
+
+// ---------------------------------------------------------------- memory
+
+// memMemory is an in-memory runtime.Memory: search scores an entry by how
+// many of the query's words its value holds.
+type memMemory struct {
+	mu      sync.Mutex
+	entries map[string]runtime.MemoryEntry // ns + "\x00" + key
+}
+
+func newMemMemory() *memMemory { return &memMemory{entries: map[string]runtime.MemoryEntry{}} }
+
+func (m *memMemory) PutMemory(_ context.Context, ns, key, value string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := time.Now()
+	e, ok := m.entries[ns+"\x00"+key]
+	if !ok {
+		e = runtime.MemoryEntry{Namespace: ns, Key: key, Created: now}
+	}
+	e.Value, e.Updated = value, now
+	m.entries[ns+"\x00"+key] = e
+	return nil
+}
+
+func (m *memMemory) GetMemory(_ context.Context, ns, key string) (runtime.MemoryEntry, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.entries[ns+"\x00"+key]
+	if !ok {
+		return e, fmt.Errorf("%s/%s: %w", ns, key, runtime.ErrNotFound)
+	}
+	return e, nil
+}
+
+func (m *memMemory) DeleteMemory(_ context.Context, ns, key string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.entries[ns+"\x00"+key]; !ok {
+		return fmt.Errorf("%s/%s: %w", ns, key, runtime.ErrNotFound)
+	}
+	delete(m.entries, ns+"\x00"+key)
+	return nil
+}
+
+func (m *memMemory) ListMemory(_ context.Context, ns string, limit int) ([]runtime.MemoryEntry, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []runtime.MemoryEntry
+	for _, e := range m.entries {
+		if ns == "" || e.Namespace == ns {
+			out = append(out, e)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Namespace+out[i].Key < out[j].Namespace+out[j].Key })
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+func (m *memMemory) SearchMemory(_ context.Context, text string, ns func(string) bool, limit int) ([]runtime.MemoryHit, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if limit <= 0 {
+		limit = 10
+	}
+	words := strings.Fields(strings.ToLower(text))
+	var hits []runtime.MemoryHit
+	for _, e := range m.entries {
+		if ns != nil && !ns(e.Namespace) {
+			continue
+		}
+		score := 0.0
+		v := strings.ToLower(e.Value)
+		for _, w := range words {
+			score += float64(strings.Count(v, w))
+		}
+		if score > 0 {
+			hits = append(hits, runtime.MemoryHit{MemoryEntry: e, Score: score})
+		}
+	}
+	sort.Slice(hits, func(i, j int) bool { return hits[i].Score > hits[j].Score })
+	if len(hits) > limit {
+		hits = hits[:limit]
+	}
+	return hits, nil
+}
+
+// ---------------------------------------------------------------- audit
+
+// memAudit keeps audit events in memory (the gate's whole path without the
+// durable write); they are decoded when a test reads them.
+type memAudit struct {
+	mu   sync.Mutex
+	raw  [][]byte
+	fail error
+}
+
+func (a *memAudit) AppendAudit(_ context.Context, ev json.RawMessage) (uint64, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.fail != nil {
+		return 0, a.fail
+	}
+	a.raw = append(a.raw, append([]byte(nil), ev...))
+	return uint64(len(a.raw)), nil
+}
+
+// results returns the result records of tool ("" = every tool).
+func (a *memAudit) results(tool string) []runtime.AuditEvent {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []runtime.AuditEvent
+	for _, r := range a.raw {
+		var e runtime.AuditEvent
+		if err := json.Unmarshal(r, &e); err != nil {
+			panic(err)
+		}
+		if e.Phase == runtime.PhaseResult && (tool == "" || e.Tool == tool) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func (a *memAudit) reset() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.raw = nil
+}
+
+// wantAudit checks that the last result record of tool has outcome and the
+// guest's principal chain and run.
+func wantAudit(t testing.TB, a *memAudit, tool, outcome string) runtime.AuditEvent {
+	t.Helper()
+	rs := a.results(tool)
+	if len(rs) == 0 {
+		t.Fatalf("no audit result record for tool %q (records: %+v)", tool, a.results(""))
+	}
+	ev := rs[len(rs)-1]
+	if ev.Outcome != outcome {
+		t.Errorf("audit outcome of %s = %q (%s), want %q", tool, ev.Outcome, ev.Message, outcome)
+	}
+	if strings.Join(ev.Principal, ">") != "cli>wasm:notes" && strings.Join(ev.Principal, ">") != "cli>wasm:fetch" {
+		t.Errorf("audit principal = %v, want [cli wasm:<tool>]", ev.Principal)
+	}
+	if ev.RunID != testRunID {
+		t.Errorf("audit run_id = %q, want %q", ev.RunID, testRunID)
+	}
+	return ev
+}
+
+// ---------------------------------------------------------------- gate
+
+const testRunID = "run-test"
+
+// env is a gate over the core tools (memory over memMemory, system, net)
+// plus extra, granting gateGrants, with an in-memory audit log.
+type env struct {
+	gate  *runtime.Gate
+	audit *memAudit
+	mem   *memMemory
+	ws    string
+}
+
+func newEnv(t testing.TB, gateGrants []string, extra ...runtime.Tool) *env {
+	t.Helper()
+	ws, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{audit: &memAudit{}, mem: newMemMemory(), ws: ws}
+	reg := runtime.NewRegistry()
+	tools := append([]runtime.Tool{&builtin.System{Version: "test"}}, builtin.NetTools(builtin.SearchConfig{})...)
+	if !hasTool(extra, "write_memory") {
+		tools = append(tools, builtin.MemoryTools(e.mem)...)
+	}
+	tools = append(tools, extra...)
+	if err := reg.Register(tools...); err != nil {
+		t.Fatal(err)
+	}
+	q := make([]string, len(gateGrants))
+	for i, g := range gateGrants {
+		q[i] = strconv.Quote(g)
+	}
+	p, err := runtime.ParsePolicy("test", []byte("version: 1\ngrants: ["+strings.Join(q, ", ")+"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.gate, err = runtime.NewGate(runtime.GateOptions{Registry: reg, Policy: p, Workspace: ws, Audit: e.audit, Approval: runtime.ApproveNever})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func hasTool(ts []runtime.Tool, name string) bool {
+	for _, t := range ts {
+		if t.Spec().Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func grantSet(t testing.TB, ws string, specs []string) capability.Set {
+	t.Helper()
+	s, err := capability.ParseSet(ws, specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// guest is the runtime.Guest of wasm tool `tool` called from the CLI with
+// runGrants, its owner having granted toolGrants.
+func (e *env) guest(t testing.TB, tool string, runGrants, toolGrants []string) *runtime.Guest {
+	t.Helper()
+	return &runtime.Guest{
+		Gate: e.gate, Tool: tool,
+		Parent: &runtime.Call{
+			ID: runtime.NewID(), Tool: tool, RunID: testRunID, Principal: []string{"cli"},
+			Grants: grantSet(t, e.ws, runGrants), Workspace: e.ws,
+		},
+		Granted: grantSet(t, e.ws, toolGrants),
+	}
+}
+
+// ---------------------------------------------------------------- guests
+
+var compileCache = wazero.NewCompilationCache()
+
+// compile compiles the fixture in wasm-tools/dir with funcs as its host
+// functions (default: hostfuncs.Functions()).
+func compile(t testing.TB, dir string, funcs []extism.HostFunction) *extism.CompiledPlugin {
+	t.Helper()
+	if funcs == nil {
+		funcs = hostfuncs.Functions()
+	}
+	wasm := wasmfixture.Bytes(t, dir, false)
+	manifest := extism.Manifest{
+		Wasm:         []extism.Wasm{extism.WasmData{Data: wasm, Name: "main"}},
+		AllowedHosts: []string{"*"}, // what the engine does while a GuestHTTPGuard is installed
+		Config:       map[string]string{"user_agent": "warden-fetch-test/1"},
+	}
+	rc := wazero.NewRuntimeConfig().WithCloseOnContextDone(true).WithCompilationCache(compileCache)
+	cp, err := extism.NewCompiledPlugin(context.Background(), manifest, extism.PluginConfig{RuntimeConfig: rc, EnableWasi: true}, funcs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cp.Close(context.Background()) })
+	return cp
+}
+
+// run calls export "call" of a fresh instance with input, as guest g (nil:
+// no guest in the context), bounded by timeout.
+func run(t testing.TB, cp *extism.CompiledPlugin, g *runtime.Guest, input string, timeout time.Duration) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	p, err := cp.Instance(ctx, extism.PluginInstanceConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(context.Background())
+	if g != nil {
+		ctx = runtime.WithGuest(ctx, g)
+	}
+	rc, out, err := p.CallWithContext(ctx, "call", []byte(input))
+	if err == nil && rc != 0 {
+		err = fmt.Errorf("export returned %d", rc)
+	}
+	return string(out), err
+}

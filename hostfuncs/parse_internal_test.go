@@ -1,0 +1,72 @@
+package hostfuncs
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/wardenrt/warden/runtime"
+)
+
+func TestParseRequest(t *testing.T) {
+	tests := []struct {
+		in, tool, args, problem string
+	}{
+		{`{"tool":"system","args":{"operation":"get_info"}}`, "system", `{"operation":"get_info"}`, ""},
+		{` {"args":[1],"tool":"x"} `, "x", `[1]`, ""}, // args' shape is the gate's to refuse
+		{`{"tool":"x","args":{},"tool":"y"}`, "x", "", "given twice"},
+		{`{"tool":"x","args":{},"args":{}}`, "x", "", "given twice"},
+		{`{"tool":"x","args":{},"Args":{}}`, "x", "", `unknown field "Args"`},
+		{`{"tool":"x"}`, "x", "", `"args" is missing`},
+		{`{"args":{}}`, "", "", `"tool" is missing`},
+		{`{"tool":"","args":{}}`, "", "", `"tool" is empty`},
+		{`{"tool":null,"args":{}}`, "", "", `not a string`},
+		{`{"tool":"x","args":{}} x`, "x", "", "after the request"},
+		{`{"tool":"x","args":{`, "x", "", "not valid JSON"},
+		{`{"tool":"x",`, "x", "", "not valid JSON"},
+		{`[]`, "", "", "not a JSON object"},
+		{``, "", "", "not JSON"},
+		{"{\"tool\":\"x\xff\",\"args\":{}}", "", "", "UTF-8"},
+	}
+	for _, tc := range tests {
+		tool, args, problem := parseRequest([]byte(tc.in))
+		if tool != tc.tool || string(args) != tc.args || (tc.problem == "") != (problem == "") || !strings.Contains(problem, tc.problem) {
+			t.Errorf("parseRequest(%q) = %q, %q, %q; want %q, %q, %q", tc.in, tool, args, problem, tc.tool, tc.args, tc.problem)
+		}
+	}
+}
+
+func FuzzParseRequest(f *testing.F) {
+	for _, s := range []string{`{"tool":"system","args":{"operation":"get_info"}}`, `{"tool":"a","tool":"b"}`, `[`, `{"args":{"a":{"b":[1,2,{}]}},"tool":"t"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		tool, args, problem := parseRequest(in)
+		if problem == "" && (tool == "" || !json.Valid(args)) {
+			t.Fatalf("accepted %q as tool %q args %q", in, tool, args)
+		}
+		if problem != "" && args != nil {
+			t.Fatalf("problem %q but args %q", problem, args)
+		}
+	})
+}
+
+func TestHandleWithoutGate(t *testing.T) {
+	// No guest in the context: INTERNAL, made here.
+	res := handle(context.Background(), []byte(`{"tool":"system","args":{}}`), 27)
+	if res.Success || res.Error == nil || res.Error.Code != runtime.CodeInternal || res.CallID == "" || string(res.Data) != "{}" || res.Warnings == nil {
+		t.Fatalf("%+v", res)
+	}
+	// Oversize: WASM_LIMIT without reading it (no gate needed to refuse).
+	ctx := runtime.WithGuest(context.Background(), &runtime.Guest{Tool: "x", Parent: &runtime.Call{}})
+	res = handle(ctx, nil, maxRequestBytes+1)
+	if res.Success || res.Error == nil || res.Error.Code != runtime.CodeWasmLimit {
+		t.Fatalf("%+v", res)
+	}
+	// A guest without a gate: the call cannot be made: INTERNAL.
+	res = handle(ctx, []byte(`{"tool":"system","args":{}}`), 27)
+	if res.Success || res.Error == nil || res.Error.Code != runtime.CodeInternal || res.Tool != "system" {
+		t.Fatalf("%+v", res)
+	}
+}
