@@ -153,7 +153,7 @@ type checked struct {
 func (g *Gate) check(req Request, callID string) (*checked, *Error) {
 	e, ok := g.o.Registry.lookup(req.Tool)
 	if !ok {
-		return nil, Errorf(CodeUnknownTool, "list the tools with `warden tools`", "no tool named %q", req.Tool)
+		return nil, Errorf(CodeUnknownTool, "list the tools with `warden tools`", "no tool named %q", truncateText(req.Tool, 128))
 	}
 	if req.Offered != nil && !req.Offered[e.spec.Name] {
 		return nil, Errorf(CodeUnknownTool, "call one of the tools this run offers", "%s is not one of the tools this run offers", e.spec.Name)

@@ -2,15 +2,31 @@ package main
 
 import (
 	"context"
-	"encoding/json"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
 	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/urfave/cli/v2"
 
 	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/redact"
 )
+
+// envMCPToken names the environment variable that holds the HTTP bearer
+// token when the owner chooses it.
+const envMCPToken = "WARDEN_MCP_TOKEN"
+
+// minMCPTokenLen is the shortest token accepted from envMCPToken.
+const minMCPTokenLen = 24
 
 func mcpCommand() *cli.Command {
 	return &cli.Command{
@@ -19,21 +35,51 @@ func mcpCommand() *cli.Command {
 		Subcommands: []*cli.Command{
 			{
 				Name: "serve",
-				Usage: "serve MCP over stdio: tools/list and tools/call, as the principal mcp:<client name>, with the policy's grants " +
-					"and --grant; calls that need approval are refused (APPROVAL_REQUIRED) unless --approve auto is given",
+				Usage: "serve MCP (stdio, or streamable HTTP with --http): tools/list and tools/call as the principal mcp:<client name>, " +
+					"with the policy's grants and --grant; approvals are asked of the person through the client (elicitation), " +
+					"and fail closed (APPROVAL_REQUIRED) when it cannot ask; read-only resources warden://audit/… and warden://runs/…",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "http", Usage: "serve streamable HTTP at `ADDR` (host:port; port 0 picks one) instead of stdio, at path /mcp, " +
+						"with a bearer token (printed at start, or from " + envMCPToken + ")"},
+					&cli.BoolFlag{Name: "allow-remote", Usage: "with --http, allow an address other than loopback (plain HTTP: put a TLS proxy in front)"},
+					&cli.StringSliceFlag{Name: "allow-host", Usage: "with --http, a further `NAME` clients may use in the Host header (besides localhost, 127.0.0.1 and ::1)"},
+					&cli.StringSliceFlag{Name: "allow-origin", Usage: "with --http, a browser `ORIGIN` allowed to call (none by default: a request with any other Origin header is refused)"},
+					&cli.Int64Flag{Name: "max-request-bytes", Value: mcp.DefaultMaxRequestBodyBytes, Usage: "with --http, the largest request body accepted"},
+					&cli.DurationFlag{Name: "reload-interval", Value: time.Second, Usage: "how often to look for wasm tools installed, approved, re-granted or removed while serving"},
+				},
 				Action: withEnv(func(ctx context.Context, e *env) error {
-					// stdin is the protocol: never ask on the terminal.
-					e.approval = runtime.ApproveNever
-					if e.c.String("approve") == string(runtime.ApproveAuto) {
-						e.approval = runtime.ApproveAuto
-					}
-					g, err := e.gate()
+					mode, err := mcpApprovalMode(e.c.String("approve"))
 					if err != nil {
 						return err
 					}
-					s := newMCPServer(g)
-					e.logger().Info("mcp serve: stdio", "tools", g.Registry().Len(), "approval", string(e.approval))
-					if err := s.Run(ctx, &mcp.StdioTransport{}); err != nil && ctx.Err() == nil {
+					e.approval = mode
+					var srv *mcpHTTP
+					if addr := e.c.String("http"); addr != "" {
+						// Before the gate is built: the token is redacted
+						// wherever it might appear.
+						if srv, err = newMCPHTTP(e, addr); err != nil {
+							return err
+						}
+					} else if len(e.c.StringSlice("allow-host")) > 0 || len(e.c.StringSlice("allow-origin")) > 0 || e.c.Bool("allow-remote") {
+						return usageErr("add --http ADDR", "--allow-remote, --allow-host and --allow-origin are for --http")
+					}
+					m, err := newMCPServer(e)
+					if err != nil {
+						if srv != nil {
+							srv.ln.Close()
+						}
+						return err
+					}
+					if iv := e.c.Duration("reload-interval"); iv > 0 {
+						wctx, stop := context.WithCancel(ctx)
+						defer stop()
+						go m.watch(wctx, iv)
+					}
+					if srv != nil {
+						return srv.serve(ctx, m)
+					}
+					e.logger().Info("mcp serve: stdio", "tools", m.gate.Load().Registry().Len(), "approval", string(e.approval))
+					if err := m.s.Run(ctx, &mcp.StdioTransport{}); err != nil && ctx.Err() == nil {
 						return fail(runtime.CodeInternal, exitFailed, "", "mcp: %v", err)
 					}
 					return nil
@@ -43,66 +89,161 @@ func mcpCommand() *cli.Command {
 	}
 }
 
-// newMCPServer lists every tool of the gate's registry — with the
-// registry's own input schema — and answers each call through the gate.
-func newMCPServer(g *runtime.Gate) *mcp.Server {
-	s := mcp.NewServer(&mcp.Implementation{Name: "warden", Version: version}, nil)
-	for _, spec := range g.Registry().Specs() {
-		name := spec.Name
-		s.AddTool(&mcp.Tool{Name: name, Description: spec.Description, InputSchema: json.RawMessage(spec.InputSchema)},
-			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-				return mcpCall(ctx, g, name, req)
-			})
+// mcpApprovalMode is --approve for mcp serve: ask (through the client) by
+// default, never, or auto — the last only when given explicitly on the
+// command line, never from WARDEN_APPROVE or the policy: the terminal is
+// not the person's, and every client would get every approval.
+func mcpApprovalMode(flag string) (runtime.ApprovalMode, error) {
+	if flag == "" {
+		return runtime.ApproveAsk, nil
 	}
-	return s
-}
-
-// mcpCall is one tools/call: a gate call as mcp:<client>. A tool's failure
-// is a result with isError (the model sees it, with the code and hint);
-// only a runtime failure (the store) is a protocol error.
-func mcpCall(ctx context.Context, g *runtime.Gate, name string, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	client := "unknown"
-	if ci := req.ClientInfo(); ci != nil && ci.Name != "" {
-		client = principalName(ci.Name)
-	}
-	args := req.Params.Arguments
-	if len(args) == 0 {
-		args = json.RawMessage(`{}`)
-	}
-	res, err := g.Call(ctx, runtime.Request{Tool: name, Args: args, Principal: []string{"mcp:" + client}})
+	m, err := runtime.ParseApprovalMode(flag)
 	if err != nil {
-		return nil, err
+		return "", usageErr("", "--approve: %v", err)
 	}
-	text := res.Output
-	if res.Error != nil {
-		text = fmt.Sprintf("%s: %s", res.Error.Code, res.Error.Message)
-		if res.Error.Hint != "" {
-			text += " (" + res.Error.Hint + ")"
-		}
+	if m == runtime.ApproveAuto && os.Getenv("WARDEN_APPROVE") != "" {
+		return "", usageErr("unset WARDEN_APPROVE and give --approve auto on the command line",
+			"mcp serve takes --approve auto only from its command line, and WARDEN_APPROVE is set")
 	}
-	return &mcp.CallToolResult{
-		Content:           []mcp.Content{&mcp.TextContent{Text: text}},
-		StructuredContent: res,
-		IsError:           !res.Success,
-	}, nil
+	return m, nil
 }
 
-// principalName keeps a client's self-chosen name safe for the audit log:
-// letters, digits, . _ -, at most 64.
-func principalName(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if b.Len() >= 64 {
-			break
-		}
-		if r < 128 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
-			b.WriteRune(r)
-		} else {
-			b.WriteByte('_')
-		}
+// mcpHTTP is the streamable HTTP transport: loopback unless allowed, a
+// bearer token on every request, Host and Origin checked (against DNS
+// rebinding and web pages), request bodies bounded.
+type mcpHTTP struct {
+	e        *env
+	ln       net.Listener
+	url      string
+	token    []byte // sha256 of the token
+	hosts    []string
+	origins  []string
+	maxBytes int64
+}
+
+func newMCPHTTP(e *env, addr string) (*mcpHTTP, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, usageErr("give host:port, e.g. --http 127.0.0.1:8731", "--http %q: %v", addr, err)
 	}
-	if b.Len() == 0 {
-		return "unknown"
+	if !loopbackHost(host) && !e.c.Bool("allow-remote") {
+		return nil, usageErr("bind to 127.0.0.1, or add --allow-remote (and put a TLS proxy in front)",
+			"--http %s is not a loopback address: anyone who can reach it could call warden's tools", addr)
 	}
-	return b.String()
+	max := e.c.Int64("max-request-bytes")
+	if max <= 0 {
+		return nil, usageErr("", "--max-request-bytes must be positive")
+	}
+	token, fromEnv := os.Getenv(envMCPToken), true
+	if token == "" {
+		b := make([]byte, 32)
+		if _, err := rand.Read(b); err != nil {
+			return nil, err
+		}
+		token, fromEnv = base64.RawURLEncoding.EncodeToString(b), false
+	} else if len(token) < minMCPTokenLen {
+		return nil, usageErr(fmt.Sprintf("use at least %d random characters", minMCPTokenLen), "%s is too short to be a bearer token", envMCPToken)
+	}
+	e.redactor = redact.New(append(secretEnvValues(), token)...)
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, usageErr("", "--http: %v", err)
+	}
+	sum := sha256.Sum256([]byte(token))
+	s := &mcpHTTP{e: e, ln: ln, token: sum[:], maxBytes: max,
+		hosts:   append([]string{"localhost", "127.0.0.1", "::1"}, e.c.StringSlice("allow-host")...),
+		origins: e.c.StringSlice("allow-origin"),
+	}
+	if h := hostOnly(ln.Addr().String()); !net.ParseIP(h).IsUnspecified() {
+		s.hosts = append(s.hosts, h)
+	}
+	s.url = "http://" + ln.Addr().String() + "/mcp"
+	fmt.Fprintf(e.stderr, "warden mcp: serving MCP (streamable HTTP) at %s\n", s.url)
+	if fromEnv {
+		fmt.Fprintf(e.stderr, "warden mcp: bearer token from %s\n", envMCPToken)
+	} else {
+		fmt.Fprintf(e.stderr, "warden mcp: bearer token: %s\n", token)
+	}
+	if !loopbackHost(host) {
+		fmt.Fprintf(e.stderr, "warden mcp: warning: %s is reachable beyond this machine over plain HTTP: the token crosses the network in the clear unless a TLS proxy is in front\n", addr)
+	}
+	return s, nil
+}
+
+// serve answers until ctx ends, then shuts down.
+func (s *mcpHTTP) serve(ctx context.Context, m *mcpServer) error {
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return m.s }, &mcp.StreamableHTTPOptions{
+		Logger:              m.log,
+		SessionTimeout:      30 * time.Minute,
+		MaxRequestBodyBytes: s.maxBytes,
+	})
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", s.guard(h))
+	hs := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		IdleTimeout:       2 * time.Minute,
+	}
+	m.log.Info("mcp serve: http", "url", s.url, "tools", m.gate.Load().Registry().Len(), "approval", string(s.e.approval))
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(s.ln) }()
+	select {
+	case err := <-done:
+		return fail(runtime.CodeInternal, exitFailed, "", "mcp: %v", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = hs.Shutdown(sctx)
+	return nil
+}
+
+// guard checks, before the MCP handler sees a request: the Host header
+// names this server (DNS rebinding), a browser's Origin is one allowed,
+// the bearer token is right, and the body is bounded.
+func (s *mcpHTTP) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !slices.Contains(s.hosts, strings.ToLower(hostOnly(r.Host))) {
+			http.Error(w, "Forbidden: Host not allowed", http.StatusForbidden)
+			return
+		}
+		if o := r.Header.Get("Origin"); o != "" && !slices.Contains(s.origins, o) {
+			http.Error(w, "Forbidden: Origin not allowed", http.StatusForbidden)
+			return
+		}
+		if !s.authorized(r) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="warden"`)
+			http.Error(w, "Unauthorized: a bearer token is required", http.StatusUnauthorized)
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, s.maxBytes)
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *mcpHTTP) authorized(r *http.Request) bool {
+	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+	return subtle.ConstantTimeCompare(sum[:], s.token) == 1
+}
+
+// hostOnly is a host[:port]'s host, without brackets.
+func hostOnly(hostport string) string {
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		return h
+	}
+	return strings.Trim(hostport, "[]")
+}
+
+// loopbackHost reports whether host is localhost or a loopback IP.
+func loopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -33,6 +34,9 @@ type env struct {
 	// approval, when set, overrides the approval mode (mcp serve: never
 	// ask on a terminal whose stdin is the protocol).
 	approval runtime.ApprovalMode
+	// approver, when set, is asked instead of the terminal in approval
+	// mode ask (mcp serve: the person behind the MCP client).
+	approver runtime.Approver
 
 	c         *cli.Context
 	home      string
@@ -49,8 +53,11 @@ type env struct {
 	redactor *redact.Redactor
 	st       *store.Store
 	core     []runtime.Tool
-	reg      *runtime.Registry
 	host     *wasmtool.Host
+	// regMu guards reg and wasmStatus, which mcp serve reloads while
+	// calls (the system tool counts the tools) read them.
+	regMu sync.Mutex
+	reg   *runtime.Registry
 	// wasmStatus is what loading the wasm modules found (registry()).
 	wasmStatus []wasmtool.Status
 	started    time.Time
@@ -309,9 +316,26 @@ func (e *env) coreRegistry() (*runtime.Registry, error) {
 // every `warden call`, and neither needs the other (a module's tool names
 // are checked against the core tools' names only).
 func (e *env) registry() (*runtime.Registry, error) {
+	e.regMu.Lock()
+	defer e.regMu.Unlock()
 	if e.reg != nil {
 		return e.reg, nil
 	}
+	return e.loadRegistry()
+}
+
+// reloadRegistry builds the registry again from what <home>/tools and the
+// pins hold now (mcp serve, after a module was installed, approved,
+// re-granted or removed).
+func (e *env) reloadRegistry() (*runtime.Registry, error) {
+	e.regMu.Lock()
+	defer e.regMu.Unlock()
+	e.reg, e.wasmStatus = nil, nil
+	return e.loadRegistry()
+}
+
+// loadRegistry is registry's work, with regMu held.
+func (e *env) loadRegistry() (*runtime.Registry, error) {
 	if !e.hasModules() {
 		reg, err := e.coreRegistry()
 		if err != nil {
@@ -471,6 +495,8 @@ func (e *env) wasmHost() (*wasmtool.Host, error) {
 // moduleStatus returns the status of the module that is, or provides, the
 // tool name, when it was found but not loaded.
 func (e *env) moduleStatus(name string) (wasmtool.Status, bool) {
+	e.regMu.Lock()
+	defer e.regMu.Unlock()
 	for _, s := range e.wasmStatus {
 		if s.State == wasmtool.StateOK {
 			continue
@@ -544,7 +570,10 @@ func (e *env) gate() (*runtime.Gate, error) {
 		Approval: mode, DryRun: e.c.Bool("dry-run"), Logger: e.log, Redactor: e.redactor,
 	}
 	if mode == runtime.ApproveAsk {
-		opts.Approver = &terminalApprover{in: e.stdin, out: e.stderr}
+		opts.Approver = e.approver
+		if opts.Approver == nil {
+			opts.Approver = &terminalApprover{in: e.stdin, out: e.stderr}
+		}
 	}
 	st, err := e.store()
 	if err != nil {

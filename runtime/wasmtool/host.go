@@ -66,9 +66,14 @@ type Host struct {
 
 	mu       sync.Mutex
 	compiled map[string]*compiledModule
+	// retired are modules compiled from bytes since re-approved (a
+	// long-running mcp serve): calls in flight may still use them, so
+	// they are closed with the host.
+	retired []*compiledModule
 }
 
 type compiledModule struct {
+	sha  string // the pin's sha256 the module was compiled for
 	once sync.Once
 	mod  *wasm.Module
 	err  error
@@ -104,11 +109,15 @@ func (h *Host) Close(ctx context.Context) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for name, c := range h.compiled {
+		h.retired = append(h.retired, c)
+		delete(h.compiled, name)
+	}
+	for _, c := range h.retired {
 		if c.mod != nil {
 			_ = c.mod.Close(ctx)
 		}
-		delete(h.compiled, name)
 	}
+	h.retired = nil
 	return h.engine.Close(ctx)
 }
 
@@ -321,12 +330,17 @@ func engineLimits(l Limits) wasm.Limits {
 }
 
 // module returns name's compiled module, compiling it on first use from
-// bytes that must still hash to the pin.
+// bytes that must still hash to the pin. A pin with another hash (the
+// module was re-approved while this process runs) gets its own compilation.
 func (h *Host) module(ctx context.Context, name string, pin *Pin) (*wasm.Module, error) {
 	h.mu.Lock()
 	c, ok := h.compiled[name]
+	if ok && c.sha != pin.SHA256 {
+		h.retired = append(h.retired, c)
+		ok = false
+	}
 	if !ok {
-		c = &compiledModule{}
+		c = &compiledModule{sha: pin.SHA256}
 		h.compiled[name] = c
 	}
 	h.mu.Unlock()

@@ -1,0 +1,598 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/store"
+)
+
+// mcpServer is warden behind an MCP server: every tool of the registry,
+// each call through the gate as mcp:<client name>; approvals asked of the
+// person through the client (elicitation); read-only resources over the
+// audit log and the runs; and the tool list kept in step with the wasm
+// modules installed, approved, re-granted or removed while it serves.
+type mcpServer struct {
+	e   *env
+	s   *mcp.Server
+	log *slog.Logger
+	// gate is the current gate; a reload swaps in one built on the new
+	// registry (calls in flight finish on the one they started with).
+	gate atomic.Pointer[runtime.Gate]
+
+	mu     sync.Mutex             // guards listed and print
+	listed map[string]runtime.Spec // the tools as the server lists them
+	print  string                 // what the wasm tools were loaded from
+
+	approvals *mcpApprovals
+}
+
+// newMCPServer builds the server over the gate e.gate() builds, with e's
+// approver asking through the MCP client.
+func newMCPServer(e *env) (*mcpServer, error) {
+	m := &mcpServer{e: e, log: e.logger(), listed: map[string]runtime.Spec{}, approvals: newMCPApprovals()}
+	if e.approval == runtime.ApproveAsk {
+		e.approver = m.approvals
+	}
+	g, err := e.gate()
+	if err != nil {
+		return nil, err
+	}
+	m.gate.Store(g)
+	m.s = mcp.NewServer(&mcp.Implementation{Name: "warden", Version: version}, &mcp.ServerOptions{
+		Instructions: "warden runs each tool call through its gate: the policy's grants, approvals and a tamper-evident audit log. " +
+			"A failed call is a result with isError, its code and a hint.",
+		Logger: m.log,
+	})
+	m.mu.Lock()
+	m.sync(g.Registry())
+	m.mu.Unlock()
+	m.addResources()
+	m.s.AddReceivingMiddleware(m.unlisted)
+	return m, nil
+}
+
+// unlisted sends a tools/call of a tool the server does not list (never
+// did, or removed since) through the gate too, instead of the SDK's
+// protocol error: the client gets UNKNOWN_TOOL with a hint, and the
+// attempt is on the audit log like any other.
+func (m *mcpServer) unlisted(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method != "tools/call" {
+			return next(ctx, method, req)
+		}
+		call, ok := req.(*mcp.CallToolRequest)
+		if !ok || call.Params == nil {
+			return next(ctx, method, req)
+		}
+		m.mu.Lock()
+		_, listed := m.listed[call.Params.Name]
+		m.mu.Unlock()
+		if listed {
+			return next(ctx, method, req)
+		}
+		return m.call(ctx, call.Params.Name, call)
+	}
+}
+
+// sync makes the listed tools those of reg: removed ones go, new or
+// changed ones are (re)added. The SDK announces each change to the
+// connected clients (notifications/tools/list_changed). m.mu is held.
+func (m *mcpServer) sync(reg *runtime.Registry) (added, removed []string) {
+	now := map[string]runtime.Spec{}
+	for _, spec := range reg.Specs() {
+		now[spec.Name] = spec
+	}
+	for name := range m.listed {
+		if _, ok := now[name]; !ok {
+			removed = append(removed, name)
+			delete(m.listed, name)
+		}
+	}
+	if len(removed) > 0 {
+		m.s.RemoveTools(removed...)
+	}
+	for name, spec := range now {
+		if old, ok := m.listed[name]; ok && sameListing(old, spec) {
+			continue
+		}
+		m.listed[name] = spec
+		added = append(added, name)
+		m.s.AddTool(&mcp.Tool{Name: name, Description: spec.Description, InputSchema: json.RawMessage(spec.InputSchema)},
+			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return m.call(ctx, name, req)
+			})
+	}
+	sort.Strings(added)
+	sort.Strings(removed)
+	return added, removed
+}
+
+func sameListing(a, b runtime.Spec) bool {
+	return a.Description == b.Description && string(a.InputSchema) == string(b.InputSchema)
+}
+
+// call is one tools/call: a gate call as mcp:<client>. A tool's failure is
+// a result with isError (the model sees it, with the code and hint); only a
+// runtime failure (the store) is a protocol error. A call that needs an
+// approval the client can ask for returns an elicitation instead (see
+// mcpApprovals).
+func (m *mcpServer) call(ctx context.Context, name string, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	principal := "mcp:" + mcpClientName(req)
+	args := req.Params.Arguments
+	if len(args) == 0 {
+		args = json.RawMessage(`{}`)
+	}
+	ask, err := m.approvals.begin(req, principal, name, args)
+	if err != nil {
+		return nil, err
+	}
+	res, err := m.gate.Load().Call(withMCPAsk(ctx, ask), runtime.Request{Tool: name, Args: args, Principal: []string{principal}})
+	if err != nil {
+		return nil, err
+	}
+	if ask.elicit != nil {
+		return &mcp.CallToolResult{
+			InputRequests: mcp.InputRequestMap{approvalInput: ask.elicit},
+			RequestState:  ask.state,
+		}, nil
+	}
+	text := res.Output
+	if res.Error != nil {
+		text = fmt.Sprintf("%s: %s", res.Error.Code, res.Error.Message)
+		if res.Error.Hint != "" {
+			text += " (" + res.Error.Hint + ")"
+		}
+	}
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{&mcp.TextContent{Text: text}},
+		StructuredContent: res,
+		IsError:           !res.Success,
+	}, nil
+}
+
+// mcpClientName is the client's self-chosen name (from the request, or
+// the session's initialization), made safe for the audit log.
+func mcpClientName(req *mcp.CallToolRequest) string {
+	if ci := req.ClientInfo(); ci != nil {
+		return principalName(ci.Name)
+	}
+	return "unknown"
+}
+
+// principalName keeps a client's self-chosen name safe for the audit log:
+// letters, digits, . _ -, at most 64.
+func principalName(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if b.Len() >= 64 {
+			break
+		}
+		if r < 128 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	if b.Len() == 0 {
+		return "unknown"
+	}
+	return b.String()
+}
+
+// --- keeping the tool list in step with the wasm modules -------------------
+
+// toolsPrint fingerprints what the wasm tools are loaded from: the files
+// of <home>/tools (names, sizes, times) and the pins (approvals and
+// grants) in the store.
+func (m *mcpServer) toolsPrint(ctx context.Context) (string, error) {
+	h := sha256.New()
+	dir := filepath.Join(m.e.home, "tools")
+	ents, err := os.ReadDir(dir)
+	if err != nil && !os.IsNotExist(err) {
+		return "", err
+	}
+	for _, d := range ents {
+		fi, err := d.Info()
+		if err != nil {
+			continue // removed meanwhile: the next look sees it gone
+		}
+		fmt.Fprintf(h, "%s %d %d %v\n", d.Name(), fi.Size(), fi.ModTime().UnixNano(), fi.Mode())
+	}
+	st, err := m.e.store()
+	if err != nil {
+		return "", err
+	}
+	pins, err := st.ListPins(ctx)
+	if err != nil {
+		return "", err
+	}
+	names := make([]string, 0, len(pins))
+	for n := range pins {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(h, "pin %s %x\n", n, sha256.Sum256(pins[n]))
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// watch reloads the tools whenever their fingerprint changes, every
+// interval, until ctx ends.
+func (m *mcpServer) watch(ctx context.Context, interval time.Duration) {
+	if p, err := m.toolsPrint(ctx); err == nil {
+		m.mu.Lock()
+		m.print = p
+		m.mu.Unlock()
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := m.reloadIfChanged(ctx); err != nil && ctx.Err() == nil {
+				m.log.Warn("mcp: looking for changed wasm tools", "err", err.Error())
+			}
+		}
+	}
+}
+
+// reloadIfChanged rebuilds the registry and the gate when the wasm tools'
+// files or pins changed: the new gate takes the next calls (a revoked
+// grant or a removed module counts from then on), then the tool list
+// changes and the clients are told.
+func (m *mcpServer) reloadIfChanged(ctx context.Context) error {
+	lookCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	p, err := m.toolsPrint(lookCtx)
+	cancel()
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if p == m.print {
+		return nil
+	}
+	reg, err := m.e.reloadRegistry()
+	if err != nil {
+		return err
+	}
+	g, err := m.e.gate()
+	if err != nil {
+		return err
+	}
+	m.gate.Store(g)
+	m.print = p
+	added, removed := m.sync(reg)
+	m.log.Info("mcp: wasm tools reloaded", "added_or_changed", strings.Join(added, ","), "removed", strings.Join(removed, ","))
+	return nil
+}
+
+// --- approvals through the client (elicitation) ----------------------------
+
+// approvalInput is the id of warden's one input request.
+const approvalInput = "warden_approval"
+
+// approvalTTL bounds how long an asked approval can be answered.
+const approvalTTL = 10 * time.Minute
+
+// maxPendingApprovals bounds the approvals asked and not yet answered.
+const maxPendingApprovals = 256
+
+// mcpApprovals asks the person behind the MCP client to approve a call
+// that a rule marks require_approval, with MCP's multi-round-trip
+// requests: the first pass of the call stops at the gate's approval step
+// (recorded as APPROVAL_REQUIRED) and returns an elicitation; the client
+// asks the person and calls again with the answer and the request state,
+// and the second pass goes through the gate again, approved or refused by
+// that answer. (For clients on protocol versions before multi-round-trip,
+// the SDK sends the elicitation itself and calls the handler again.)
+//
+// The state is a one-time nonce that warden keeps with what was shown: the
+// tool, the sha256 of the arguments as sent, the session and the preview.
+// An answer is accepted once, before approvalTTL, for the same call from
+// the same session, and only if the preview is still the same; anything
+// else fails closed. A client that does not support elicitation is never
+// asked: the call fails closed with APPROVAL_REQUIRED.
+type mcpApprovals struct {
+	mu      sync.Mutex
+	pending map[string]pendingApproval
+}
+
+type pendingApproval struct {
+	tool, argsSum, session, principal string
+	previewSum                        string
+	expires                           time.Time
+}
+
+func newMCPApprovals() *mcpApprovals {
+	return &mcpApprovals{pending: map[string]pendingApproval{}}
+}
+
+// mcpAsk is one pass of one tools/call, as the approver sees it.
+type mcpAsk struct {
+	a                      *mcpApprovals
+	tool, argsSum, session string
+	principal              string
+	canElicit              bool
+	// On a second pass: the person's answer ("approve", "reject" or
+	// "cancel") and what they were shown, or why the answer sent cannot
+	// be used.
+	answer    string
+	shown     *pendingApproval
+	answerErr error
+	// Set when this pass asks.
+	elicit *mcp.ElicitParams
+	state  string
+}
+
+type mcpAskKey struct{}
+
+func withMCPAsk(ctx context.Context, a *mcpAsk) context.Context {
+	return context.WithValue(ctx, mcpAskKey{}, a)
+}
+
+// begin prepares a pass: a second pass takes its answer and the nonce's
+// record (once).
+func (a *mcpApprovals) begin(req *mcp.CallToolRequest, principal, tool string, args json.RawMessage) (*mcpAsk, error) {
+	sum := sha256.Sum256(args)
+	ask := &mcpAsk{a: a, tool: tool, argsSum: hex.EncodeToString(sum[:]), principal: principal}
+	if req.Session != nil {
+		ask.session = req.Session.ID()
+	}
+	if caps := req.ClientCapabilities(); caps != nil && caps.Elicitation != nil {
+		ask.canElicit = true
+	}
+	p := req.Params
+	if p.RequestState == "" && len(p.InputResponses) == 0 {
+		return ask, nil
+	}
+	a.mu.Lock()
+	rec, ok := a.pending[p.RequestState]
+	delete(a.pending, p.RequestState)
+	a.mu.Unlock()
+	resp, _ := p.InputResponses[approvalInput].(*mcp.ElicitResult)
+	switch {
+	case !ok || time.Now().After(rec.expires):
+		ask.answerErr = errors.New("the approval answered is unknown, expired or already used")
+	case rec.tool != tool || rec.argsSum != ask.argsSum || rec.session != ask.session || rec.principal != principal:
+		ask.answerErr = errors.New("the approval answered was asked for another call")
+	case resp == nil:
+		ask.answerErr = errors.New("the client sent no answer to the approval")
+	default:
+		ask.shown = &rec
+		switch approve, _ := resp.Content["approve"].(bool); {
+		case resp.Action == "accept" && approve:
+			ask.answer = "approve"
+		case resp.Action == "cancel":
+			ask.answer = "cancel"
+		default: // decline, or accept with approve false
+			ask.answer = "reject"
+		}
+	}
+	return ask, nil
+}
+
+var errNoElicitation = errors.New("the MCP client cannot ask the person (it does not support elicitation)")
+
+// Approve implements runtime.Approver for the calls of an MCP request.
+func (a *mcpApprovals) Approve(ctx context.Context, r runtime.ApprovalRequest) (runtime.Approval, error) {
+	ask, ok := ctx.Value(mcpAskKey{}).(*mcpAsk)
+	if !ok || ask.a != a {
+		return runtime.Approval{}, errors.New("no MCP request to ask through")
+	}
+	// Only the client's own call is asked about: a call a workflow or a
+	// wasm tool makes inside it cannot be answered by calling again (that
+	// would run the steps before it again).
+	if len(r.Principal) != 1 || r.Principal[0] != ask.principal || r.Tool != ask.tool {
+		return runtime.Approval{}, fmt.Errorf("%s is called by %s, inside the client's call: only the client's own call can be approved through MCP", r.Tool, strings.Join(r.Principal, " → "))
+	}
+	if ask.answerErr != nil {
+		return runtime.Approval{}, ask.answerErr
+	}
+	preview := previewSum(r.Preview)
+	if ask.answer != "" {
+		answer, shown := ask.answer, ask.shown
+		ask.answer, ask.shown = "", nil // one answer, one approval
+		if shown.previewSum != preview {
+			return runtime.Approval{}, errors.New("the dry run's preview changed since the person was asked: call again to be asked again")
+		}
+		by := "user via " + ask.principal
+		switch answer {
+		case "approve":
+			return runtime.Approval{Approved: true, By: by}, nil
+		case "cancel":
+			return runtime.Approval{}, runtime.ErrCancelled
+		}
+		return runtime.Approval{Approved: false, By: by}, nil
+	}
+	if !ask.canElicit {
+		return runtime.Approval{}, errNoElicitation
+	}
+	if ask.elicit != nil {
+		return runtime.Approval{}, errors.New("one approval per call")
+	}
+	nonce, err := a.add(pendingApproval{tool: ask.tool, argsSum: ask.argsSum, session: ask.session, principal: ask.principal,
+		previewSum: preview, expires: time.Now().Add(approvalTTL)})
+	if err != nil {
+		return runtime.Approval{}, err
+	}
+	ask.state = nonce
+	ask.elicit = &mcp.ElicitParams{
+		Mode:    "form",
+		Message: approvalMessage(r),
+		RequestedSchema: map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"approve": map[string]any{"type": "boolean", "title": "Approve",
+					"description": fmt.Sprintf("Run %s once, with these arguments", r.Tool)},
+			},
+			"required": []string{"approve"},
+		},
+	}
+	return runtime.Approval{}, errors.New("the person is asked through the MCP client (elicitation); the client calls again with the answer")
+}
+
+// add records an asked approval and returns its nonce.
+func (a *mcpApprovals) add(p pendingApproval) (string, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	now := time.Now()
+	for k, v := range a.pending {
+		if now.After(v.expires) {
+			delete(a.pending, k)
+		}
+	}
+	if len(a.pending) >= maxPendingApprovals {
+		return "", fmt.Errorf("%d approvals are waiting for an answer already", len(a.pending))
+	}
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	nonce := hex.EncodeToString(b)
+	a.pending[nonce] = p
+	return nonce, nil
+}
+
+func previewSum(o *runtime.Outcome) string {
+	if o == nil {
+		return ""
+	}
+	b, _ := json.Marshal(struct {
+		Output string
+		Data   any
+	}{o.Output, o.Data})
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// approvalMessage is what the person is shown: who calls what, the
+// redacted arguments, what it needs, the rule and the preview.
+func approvalMessage(r runtime.ApprovalRequest) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "warden: %s wants to call %s\n", strings.Join(r.Principal, " → "), r.Tool)
+	fmt.Fprintf(&b, "arguments: %s\n", clip(string(r.Args), 2048))
+	if len(r.Needs) > 0 {
+		fmt.Fprintf(&b, "needs: %s\n", strings.Join(r.Needs, ", "))
+	}
+	fmt.Fprintf(&b, "rule: %s\n", r.Rule)
+	if r.Preview != nil {
+		fmt.Fprintf(&b, "preview:\n%s\n", clip(r.Preview.Output, 4096))
+	}
+	b.WriteString("Approve this call once?")
+	return b.String()
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "… (cut)"
+}
+
+// --- read-only resources ---------------------------------------------------
+
+// Resource limits.
+const (
+	mcpRecentAudit = 50
+	mcpRecentRuns  = 50
+)
+
+// addResources serves the audit log and the runs, read-only:
+// warden://audit/recent, warden://audit/{seq}, warden://runs and
+// warden://runs/{id}. Everything in them was redacted before it was stored.
+func (m *mcpServer) addResources() {
+	const js = "application/json"
+	m.s.AddResource(&mcp.Resource{URI: "warden://audit/recent", Name: "audit-recent", MIMEType: js,
+		Description: fmt.Sprintf("the last %d audit records (hash-chained; verify with `warden audit verify`)", mcpRecentAudit)},
+		m.readResource(func(ctx context.Context, st *store.Store, _ string) (any, error) {
+			s, err := st.Stats(ctx)
+			if err != nil {
+				return nil, err
+			}
+			after := uint64(0)
+			if s.AuditHeadSeq > mcpRecentAudit {
+				after = s.AuditHeadSeq - mcpRecentAudit
+			}
+			recs, err := st.ListAudit(ctx, store.AuditFilter{AfterSeq: after})
+			if recs == nil {
+				recs = []store.AuditRecord{}
+			}
+			return recs, err
+		}))
+	m.s.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "warden://audit/{seq}", Name: "audit-record", MIMEType: js,
+		Description: "one audit record by its sequence number"},
+		m.readResource(func(ctx context.Context, st *store.Store, uri string) (any, error) {
+			seq, err := strconv.ParseUint(strings.TrimPrefix(uri, "warden://audit/"), 10, 64)
+			if err != nil {
+				return nil, mcp.ResourceNotFoundError(uri)
+			}
+			return st.AuditRecord(ctx, seq)
+		}))
+	m.s.AddResource(&mcp.Resource{URI: "warden://runs", Name: "runs", MIMEType: js,
+		Description: fmt.Sprintf("the last %d agent and workflow runs: id, kind, status, start, steps, task", mcpRecentRuns)},
+		m.readResource(func(ctx context.Context, st *store.Store, _ string) (any, error) {
+			docs, err := st.ListRuns(ctx, mcpRecentRuns)
+			out := make([]runSummary, 0, len(docs))
+			for _, d := range docs {
+				var r runSummary
+				_ = json.Unmarshal(d, &r)
+				out = append(out, r)
+			}
+			return out, err
+		}))
+	m.s.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "warden://runs/{id}", Name: "run", MIMEType: js,
+		Description: "one run's record, as `warden runs show ID --json` prints it"},
+		m.readResource(func(ctx context.Context, st *store.Store, uri string) (any, error) {
+			id := strings.TrimPrefix(uri, "warden://runs/")
+			if id == "" || strings.ContainsAny(id, "/?#") {
+				return nil, mcp.ResourceNotFoundError(uri)
+			}
+			return st.Run(ctx, id)
+		}))
+}
+
+// readResource adapts a store read to a resource handler: the value as
+// indented JSON; a record that does not exist is "resource not found".
+func (m *mcpServer) readResource(read func(ctx context.Context, st *store.Store, uri string) (any, error)) mcp.ResourceHandler {
+	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		uri := req.Params.URI
+		st, err := m.e.store()
+		if err != nil {
+			return nil, err
+		}
+		v, err := read(ctx, st, uri)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, mcp.ResourceNotFoundError(uri)
+		}
+		if err != nil {
+			return nil, err
+		}
+		b, err := json.MarshalIndent(v, "", "  ")
+		if err != nil {
+			return nil, err
+		}
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "application/json", Text: string(b)}}}, nil
+	}
+}
