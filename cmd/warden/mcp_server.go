@@ -37,9 +37,9 @@ type mcpServer struct {
 	// registry (calls in flight finish on the one they started with).
 	gate atomic.Pointer[runtime.Gate]
 
-	mu     sync.Mutex             // guards listed and print
+	mu     sync.Mutex              // guards listed and print
 	listed map[string]runtime.Spec // the tools as the server lists them
-	print  string                 // what the wasm tools were loaded from
+	print  string                  // what the wasm tools were loaded from
 
 	approvals *mcpApprovals
 }
