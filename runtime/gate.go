@@ -113,6 +113,15 @@ func (g *Gate) Grants() capability.Set { return g.grants }
 // Registry returns the gate's registry.
 func (g *Gate) Registry() *Registry { return g.o.Registry }
 
+// WithRegistry returns a gate like g — the same policy, grants, approvals,
+// audit log and redactor — over another registry (a long-running server
+// whose wasm tools changed).
+func (g *Gate) WithRegistry(reg *Registry) (*Gate, error) {
+	o := g.o
+	o.Registry = reg
+	return NewGate(o)
+}
+
 // Policy returns the gate's policy.
 func (g *Gate) Policy() *Policy { return g.o.Policy }
 

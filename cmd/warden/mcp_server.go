@@ -140,11 +140,13 @@ func (m *mcpServer) call(ctx context.Context, name string, req *mcp.CallToolRequ
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)
 	}
-	ask, err := m.approvals.begin(req, principal, name, args)
-	if err != nil {
-		return nil, err
+	g := m.gate.Load()
+	tool := name // the approval is for the tool, whichever of its names was called
+	if t, ok := g.Registry().Lookup(name); ok {
+		tool = t.Spec().Name
 	}
-	res, err := m.gate.Load().Call(withMCPAsk(ctx, ask), runtime.Request{Tool: name, Args: args, Principal: []string{principal}})
+	ask := m.approvals.begin(req, principal, tool, args)
+	res, err := g.Call(withMCPAsk(ctx, ask), runtime.Request{Tool: name, Args: args, Principal: []string{principal}})
 	if err != nil {
 		return nil, err
 	}
@@ -277,7 +279,9 @@ func (m *mcpServer) reloadIfChanged(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	g, err := m.e.gate()
+	// The same policy, grants and approvals as at start: only the tools
+	// change.
+	g, err := m.gate.Load().WithRegistry(reg)
 	if err != nil {
 		return err
 	}
@@ -354,7 +358,7 @@ func withMCPAsk(ctx context.Context, a *mcpAsk) context.Context {
 
 // begin prepares a pass: a second pass takes its answer and the nonce's
 // record (once).
-func (a *mcpApprovals) begin(req *mcp.CallToolRequest, principal, tool string, args json.RawMessage) (*mcpAsk, error) {
+func (a *mcpApprovals) begin(req *mcp.CallToolRequest, principal, tool string, args json.RawMessage) *mcpAsk {
 	sum := sha256.Sum256(args)
 	ask := &mcpAsk{a: a, tool: tool, argsSum: hex.EncodeToString(sum[:]), principal: principal}
 	if req.Session != nil {
@@ -365,7 +369,7 @@ func (a *mcpApprovals) begin(req *mcp.CallToolRequest, principal, tool string, a
 	}
 	p := req.Params
 	if p.RequestState == "" && len(p.InputResponses) == 0 {
-		return ask, nil
+		return ask
 	}
 	a.mu.Lock()
 	rec, ok := a.pending[p.RequestState]
@@ -390,7 +394,7 @@ func (a *mcpApprovals) begin(req *mcp.CallToolRequest, principal, tool string, a
 			ask.answer = "reject"
 		}
 	}
-	return ask, nil
+	return ask
 }
 
 var errNoElicitation = errors.New("the MCP client cannot ask the person (it does not support elicitation)")

@@ -502,6 +502,41 @@ func TestMCPServeHTTP(t *testing.T) {
 	w.checkAudit("mcp:http_client", 6)
 }
 
+// TestMCPRevokeWhileServing: a grant revoked from a wasm tool (`warden
+// tool revoke` in another process) stops applying while the server runs,
+// without a restart; the tool list does not change, so nothing is
+// announced.
+func TestMCPRevokeWhileServing(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	w := newMCPWorld(t, "--grant", "memory.write:notes")
+	w.run("tool", "install", wasmfixture.Stage(t, "examples/notes", "", false), "--grant", "memory.write:notes", "--grant", "memory.read:notes")
+	session := w.stdio(ctx, mcp.NewClient(&mcp.Implementation{Name: "revoker", Version: "1"}, nil), nil, "--reload-interval", "100ms")
+	if res, env := mcpCallResult(t, ctx, session, "notes", `{"op":"add","key":"k1","text":"before"}`); res.IsError {
+		t.Fatalf("notes add before the revocation: %+v", env.Error)
+	}
+	w.run("tool", "revoke", "notes", "memory.write:notes")
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		res, env := mcpCallResult(t, ctx, session, "notes", `{"op":"add","key":"k2","text":"after"}`)
+		if res.IsError {
+			// The guest's warden_call was denied; the guest reports it.
+			if env.Error == nil || !strings.Contains(env.Error.Message, "CAPABILITY_DENIED: write_memory needs memory.write:notes") {
+				t.Fatalf("after the revocation: %+v", env.Error)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the revoked grant still applies")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	session.Close()
+	if out := w.run("memory", "ls", "--ns", "notes"); !strings.Contains(out, "k1") {
+		t.Errorf("memory: %s", out)
+	}
+}
+
 // TestMCPServeHTTPRefusals: beyond loopback only with --allow-remote; a
 // token from the environment must be long enough; the HTTP-only flags
 // need --http.
