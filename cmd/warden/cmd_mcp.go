@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
 
 	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/redact"
@@ -40,19 +41,21 @@ func mcpCommand() *cli.Command {
 					"and fail closed (APPROVAL_REQUIRED) when it cannot ask; read-only resources warden://audit/… and warden://runs/…",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "http", Usage: "serve streamable HTTP at `ADDR` (host:port; port 0 picks one) instead of stdio, at path /mcp, " +
-						"with a bearer token (printed at start, or from " + envMCPToken + ")"},
+						"with a bearer token (from " + envMCPToken + ", or generated and printed when stderr is a terminal)"},
 					&cli.BoolFlag{Name: "allow-remote", Usage: "with --http, allow an address other than loopback (plain HTTP: put a TLS proxy in front)"},
-					&cli.StringSliceFlag{Name: "allow-host", Usage: "with --http, a further `NAME` clients may use in the Host header (besides localhost, 127.0.0.1 and ::1)"},
-					&cli.StringSliceFlag{Name: "allow-origin", Usage: "with --http, a browser `ORIGIN` allowed to call (none by default: a request with any other Origin header is refused)"},
+					&cli.StringSliceFlag{Name: "allow-host", Usage: "with --http, a further `NAME` clients may use in the Host header (besides localhost, 127.0.0.1, ::1 and the bound address)"},
 					&cli.Int64Flag{Name: "max-request-bytes", Value: mcp.DefaultMaxRequestBodyBytes, Usage: "with --http, the largest request body accepted"},
-					&cli.DurationFlag{Name: "reload-interval", Value: time.Second, Usage: "how often to look for wasm tools installed, approved, re-granted or removed while serving"},
+					&cli.BoolFlag{Name: "resources", Usage: "serve the audit log and the runs as read-only resources (warden://audit/…, warden://runs/…): every principal's recorded calls, to any client; each read is audited"},
+					&cli.DurationFlag{Name: "reload-interval", Value: time.Second, Usage: "how often to look for wasm tools installed, approved, re-granted or removed while serving (0: never)"},
 				},
 				Action: withEnv(func(ctx context.Context, e *env) error {
-					mode, err := mcpApprovalMode(e.c.String("approve"))
+					p, err := e.policy()
 					if err != nil {
 						return err
 					}
-					e.approval = mode
+					if e.approval, err = mcpApprovalMode(e.c.String("approve"), p); err != nil {
+						return err
+					}
 					var srv *mcpHTTP
 					if addr := e.c.String("http"); addr != "" {
 						// Before the gate is built: the token is redacted
@@ -60,21 +63,19 @@ func mcpCommand() *cli.Command {
 						if srv, err = newMCPHTTP(e, addr); err != nil {
 							return err
 						}
-					} else if len(e.c.StringSlice("allow-host")) > 0 || len(e.c.StringSlice("allow-origin")) > 0 || e.c.Bool("allow-remote") {
-						return usageErr("add --http ADDR", "--allow-remote, --allow-host and --allow-origin are for --http")
+						defer srv.ln.Close()
+					} else if len(e.c.StringSlice("allow-host")) > 0 || e.c.Bool("allow-remote") {
+						return usageErr("add --http ADDR", "--allow-remote and --allow-host are for --http")
 					}
-					m, err := newMCPServer(e)
+					m, err := newMCPServer(e, mcpOptions{resources: e.c.Bool("resources")})
 					if err != nil {
-						if srv != nil {
-							srv.ln.Close()
-						}
 						return err
 					}
+					wctx, stop := context.WithCancel(ctx)
 					if iv := e.c.Duration("reload-interval"); iv > 0 {
-						wctx, stop := context.WithCancel(ctx)
-						defer stop()
-						go m.watch(wctx, iv)
+						m.watch(wctx, iv)
 					}
+					defer func() { stop(); m.close(10 * time.Second) }()
 					if srv != nil {
 						return srv.serve(ctx, m)
 					}
@@ -89,12 +90,16 @@ func mcpCommand() *cli.Command {
 	}
 }
 
-// mcpApprovalMode is --approve for mcp serve: ask (through the client) by
-// default, never, or auto — the last only when given explicitly on the
-// command line, never from WARDEN_APPROVE or the policy: the terminal is
+// mcpApprovalMode is --approve for mcp serve: ask (the person, through
+// the client) by default, or never when the policy says never; a flag
+// overrides — auto only when given on the command line, never from
+// WARDEN_APPROVE, and the policy's auto does not apply: the terminal is
 // not the person's, and every client would get every approval.
-func mcpApprovalMode(flag string) (runtime.ApprovalMode, error) {
+func mcpApprovalMode(flag string, p *runtime.Policy) (runtime.ApprovalMode, error) {
 	if flag == "" {
+		if p.Approval == runtime.ApproveNever {
+			return runtime.ApproveNever, nil
+		}
 		return runtime.ApproveAsk, nil
 	}
 	m, err := runtime.ParseApprovalMode(flag)
@@ -109,15 +114,15 @@ func mcpApprovalMode(flag string) (runtime.ApprovalMode, error) {
 }
 
 // mcpHTTP is the streamable HTTP transport: loopback unless allowed, a
-// bearer token on every request, Host and Origin checked (against DNS
-// rebinding and web pages), request bodies bounded.
+// bearer token on every request, the Host header checked (against DNS
+// rebinding), browsers' requests (with an Origin header) refused, request
+// bodies bounded.
 type mcpHTTP struct {
 	e        *env
 	ln       net.Listener
 	url      string
 	token    []byte // sha256 of the token
 	hosts    []string
-	origins  []string
 	maxBytes int64
 }
 
@@ -134,14 +139,20 @@ func newMCPHTTP(e *env, addr string) (*mcpHTTP, error) {
 	if max <= 0 {
 		return nil, usageErr("", "--max-request-bytes must be positive")
 	}
-	token, fromEnv := os.Getenv(envMCPToken), true
-	if token == "" {
+	token, generated := os.Getenv(envMCPToken), false
+	switch {
+	case token == "" && !stderrIsTerminal(e):
+		// A generated token printed to a log that is not a terminal
+		// would end up on disk.
+		return nil, usageErr(fmt.Sprintf("set %s to a random string of %d characters or more (e.g. openssl rand -base64 32)", envMCPToken, minMCPTokenLen),
+			"mcp serve --http needs a bearer token: it prints a generated one only on a terminal")
+	case token == "":
 		b := make([]byte, 32)
 		if _, err := rand.Read(b); err != nil {
 			return nil, err
 		}
-		token, fromEnv = base64.RawURLEncoding.EncodeToString(b), false
-	} else if len(token) < minMCPTokenLen {
+		token, generated = base64.RawURLEncoding.EncodeToString(b), true
+	case len(token) < minMCPTokenLen:
 		return nil, usageErr(fmt.Sprintf("use at least %d random characters", minMCPTokenLen), "%s is too short to be a bearer token", envMCPToken)
 	}
 	e.redactor = redact.New(append(secretEnvValues(), token)...)
@@ -150,19 +161,19 @@ func newMCPHTTP(e *env, addr string) (*mcpHTTP, error) {
 		return nil, usageErr("", "--http: %v", err)
 	}
 	sum := sha256.Sum256([]byte(token))
-	s := &mcpHTTP{e: e, ln: ln, token: sum[:], maxBytes: max,
-		hosts:   append([]string{"localhost", "127.0.0.1", "::1"}, e.c.StringSlice("allow-host")...),
-		origins: e.c.StringSlice("allow-origin"),
+	s := &mcpHTTP{e: e, ln: ln, token: sum[:], maxBytes: max, hosts: []string{"localhost", "127.0.0.1", "::1"}}
+	for _, h := range e.c.StringSlice("allow-host") {
+		s.hosts = append(s.hosts, strings.ToLower(strings.Trim(h, "[]")))
 	}
 	if h := hostOnly(ln.Addr().String()); !net.ParseIP(h).IsUnspecified() {
 		s.hosts = append(s.hosts, h)
 	}
 	s.url = "http://" + ln.Addr().String() + "/mcp"
 	fmt.Fprintf(e.stderr, "warden mcp: serving MCP (streamable HTTP) at %s\n", s.url)
-	if fromEnv {
-		fmt.Fprintf(e.stderr, "warden mcp: bearer token from %s\n", envMCPToken)
-	} else {
+	if generated {
 		fmt.Fprintf(e.stderr, "warden mcp: bearer token: %s\n", token)
+	} else {
+		fmt.Fprintf(e.stderr, "warden mcp: bearer token from %s\n", envMCPToken)
 	}
 	if !loopbackHost(host) {
 		fmt.Fprintf(e.stderr, "warden mcp: warning: %s is reachable beyond this machine over plain HTTP: the token crosses the network in the clear unless a TLS proxy is in front\n", addr)
@@ -176,6 +187,9 @@ func (s *mcpHTTP) serve(ctx context.Context, m *mcpServer) error {
 		Logger:              m.log,
 		SessionTimeout:      30 * time.Minute,
 		MaxRequestBodyBytes: s.maxBytes,
+		// guard checks the Host header against the names allowed, which
+		// may include a proxy's (--allow-host).
+		DisableLocalhostProtection: true,
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", s.guard(h))
@@ -195,21 +209,24 @@ func (s *mcpHTTP) serve(ctx context.Context, m *mcpServer) error {
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_ = hs.Shutdown(sctx)
+	if hs.Shutdown(sctx) != nil {
+		_ = hs.Close() // streams still open: cut them
+	}
 	return nil
 }
 
 // guard checks, before the MCP handler sees a request: the Host header
-// names this server (DNS rebinding), a browser's Origin is one allowed,
-// the bearer token is right, and the body is bounded.
+// names this server (DNS rebinding), no browser sent it (an Origin header:
+// no web page may drive warden's tools), and the bearer token is right.
+// The handler bounds the body.
 func (s *mcpHTTP) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !slices.Contains(s.hosts, strings.ToLower(hostOnly(r.Host))) {
 			http.Error(w, "Forbidden: Host not allowed", http.StatusForbidden)
 			return
 		}
-		if o := r.Header.Get("Origin"); o != "" && !slices.Contains(s.origins, o) {
-			http.Error(w, "Forbidden: Origin not allowed", http.StatusForbidden)
+		if r.Header.Get("Origin") != "" {
+			http.Error(w, "Forbidden: requests from web pages are not served", http.StatusForbidden)
 			return
 		}
 		if !s.authorized(r) {
@@ -217,7 +234,6 @@ func (s *mcpHTTP) guard(next http.Handler) http.Handler {
 			http.Error(w, "Unauthorized: a bearer token is required", http.StatusUnauthorized)
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, s.maxBytes)
 		next.ServeHTTP(w, r)
 	})
 }
@@ -246,4 +262,10 @@ func loopbackHost(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// stderrIsTerminal reports whether warden's stderr is a terminal.
+func stderrIsTerminal(e *env) bool {
+	f, ok := e.stderr.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }

@@ -586,6 +586,12 @@ func (e *env) gate() (*runtime.Gate, error) {
 // audit records a management command's change (memory put/rm, …), which the
 // policy does not gate but the log must show.
 func (e *env) audit(ctx context.Context, tool string, args any) error {
+	return e.auditAs(ctx, []string{"cli", "owner"}, "admin", tool, args)
+}
+
+// auditAs records an event that is not a gate call (a management change,
+// an MCP resource read) for principal, in phase.
+func (e *env) auditAs(ctx context.Context, principal []string, phase, tool string, args any) error {
 	st, err := e.store()
 	if err != nil {
 		return err
@@ -598,7 +604,7 @@ func (e *env) audit(ctx context.Context, tool string, args any) error {
 	if err != nil {
 		return err
 	}
-	ev := runtime.AuditEvent{Phase: "admin", CallID: runtime.NewID(), Principal: []string{"cli", "owner"}, Tool: tool, Args: red, Outcome: "ok"}
+	ev := runtime.AuditEvent{Phase: phase, CallID: runtime.NewID(), Principal: principal, Tool: tool, Args: red, Outcome: "ok"}
 	body, err := json.Marshal(ev)
 	if err != nil {
 		return err

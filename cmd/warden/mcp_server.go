@@ -26,9 +26,9 @@ import (
 
 // mcpServer is warden behind an MCP server: every tool of the registry,
 // each call through the gate as mcp:<client name>; approvals asked of the
-// person through the client (elicitation); read-only resources over the
-// audit log and the runs; and the tool list kept in step with the wasm
-// modules installed, approved, re-granted or removed while it serves.
+// person through the client (elicitation); optional read-only resources
+// over the audit log and the runs; and the tool list kept in step with the
+// wasm modules installed, approved, re-granted or removed while it serves.
 type mcpServer struct {
 	e   *env
 	s   *mcp.Server
@@ -37,20 +37,37 @@ type mcpServer struct {
 	// registry (calls in flight finish on the one they started with).
 	gate atomic.Pointer[runtime.Gate]
 
-	mu     sync.Mutex              // guards listed and print
+	reloadMu sync.Mutex // one reload at a time; guards print
+	print    string     // what the wasm tools were loaded from
+
+	mu     sync.Mutex              // guards listed
 	listed map[string]runtime.Spec // the tools as the server lists them
-	print  string                  // what the wasm tools were loaded from
 
 	approvals *mcpApprovals
+	calls     sync.WaitGroup // tools/call handlers in flight
+	watching  sync.WaitGroup // the watcher
+}
+
+// mcpOptions are the server's settings from the command line.
+type mcpOptions struct {
+	// resources serves warden://audit/… and warden://runs/… (--resources).
+	resources bool
 }
 
 // newMCPServer builds the server over the gate e.gate() builds, with e's
 // approver asking through the MCP client.
-func newMCPServer(e *env) (*mcpServer, error) {
+func newMCPServer(e *env, o mcpOptions) (*mcpServer, error) {
 	m := &mcpServer{e: e, log: e.logger(), listed: map[string]runtime.Spec{}, approvals: newMCPApprovals()}
 	if e.approval == runtime.ApproveAsk {
 		e.approver = m.approvals
 	}
+	// The fingerprint first: a module changed while the gate is being
+	// built is then seen by the first look.
+	p, err := m.toolsPrint(e.ctx())
+	if err != nil {
+		return nil, storeFailure(err)
+	}
+	m.print = p
 	g, err := e.gate()
 	if err != nil {
 		return nil, err
@@ -64,15 +81,31 @@ func newMCPServer(e *env) (*mcpServer, error) {
 	m.mu.Lock()
 	m.sync(g.Registry())
 	m.mu.Unlock()
-	m.addResources()
+	if o.resources {
+		m.addResources()
+	}
 	m.s.AddReceivingMiddleware(m.unlisted)
 	return m, nil
 }
 
-// unlisted sends a tools/call of a tool the server does not list (never
-// did, or removed since) through the gate too, instead of the SDK's
-// protocol error: the client gets UNKNOWN_TOOL with a hint, and the
-// attempt is on the audit log like any other.
+// close stops the watcher and waits (a bounded while) for the calls in
+// flight, before the store and the wasm host are closed.
+func (m *mcpServer) close(wait time.Duration) {
+	m.watching.Wait()
+	done := make(chan struct{})
+	go func() { m.calls.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(wait):
+		m.log.Warn("mcp: calls still running at shutdown")
+	}
+}
+
+// unlisted handles a tools/call of a name the server does not list: an
+// alias of a listed tool (run → shell) is passed on under the tool's own
+// name, so approvals work as for the tool; any other name goes through the
+// gate too, instead of the SDK's protocol error, so the client gets
+// UNKNOWN_TOOL with a hint and the attempt is on the audit log.
 func (m *mcpServer) unlisted(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if method != "tools/call" {
@@ -82,13 +115,18 @@ func (m *mcpServer) unlisted(next mcp.MethodHandler) mcp.MethodHandler {
 		if !ok || call.Params == nil {
 			return next(ctx, method, req)
 		}
+		name := call.Params.Name
+		if t, ok := m.gate.Load().Registry().Lookup(name); ok {
+			name = t.Spec().Name
+		}
 		m.mu.Lock()
-		_, listed := m.listed[call.Params.Name]
+		_, listed := m.listed[name]
 		m.mu.Unlock()
 		if listed {
+			call.Params.Name = name
 			return next(ctx, method, req)
 		}
-		return m.call(ctx, call.Params.Name, call)
+		return m.call(ctx, call.Params.Name, call, false)
 	}
 }
 
@@ -113,16 +151,33 @@ func (m *mcpServer) sync(reg *runtime.Registry) (added, removed []string) {
 		if old, ok := m.listed[name]; ok && sameListing(old, spec) {
 			continue
 		}
+		if err := m.addTool(name, spec); err != nil {
+			// The SDK refuses a schema warden accepted: the tool is
+			// not listed (a call of it still reaches the gate).
+			m.log.Warn("mcp: tool not listed", "tool", name, "err", err.Error())
+			delete(m.listed, name)
+			continue
+		}
 		m.listed[name] = spec
 		added = append(added, name)
-		m.s.AddTool(&mcp.Tool{Name: name, Description: spec.Description, InputSchema: json.RawMessage(spec.InputSchema)},
-			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-				return m.call(ctx, name, req)
-			})
 	}
 	sort.Strings(added)
 	sort.Strings(removed)
 	return added, removed
+}
+
+// addTool lists one tool; the SDK panics on a schema it does not accept.
+func (m *mcpServer) addTool(name string, spec runtime.Spec) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	m.s.AddTool(&mcp.Tool{Name: name, Description: spec.Description, InputSchema: json.RawMessage(spec.InputSchema)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return m.call(ctx, name, req, true)
+		})
+	return nil
 }
 
 func sameListing(a, b runtime.Spec) bool {
@@ -132,20 +187,19 @@ func sameListing(a, b runtime.Spec) bool {
 // call is one tools/call: a gate call as mcp:<client>. A tool's failure is
 // a result with isError (the model sees it, with the code and hint); only a
 // runtime failure (the store) is a protocol error. A call that needs an
-// approval the client can ask for returns an elicitation instead (see
+// approval the client can ask for returns an elicitation instead when
+// canAsk (the call came through the SDK's multi-round-trip handling; see
 // mcpApprovals).
-func (m *mcpServer) call(ctx context.Context, name string, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (m *mcpServer) call(ctx context.Context, name string, req *mcp.CallToolRequest, canAsk bool) (*mcp.CallToolResult, error) {
+	m.calls.Add(1)
+	defer m.calls.Done()
 	principal := "mcp:" + mcpClientName(req)
 	args := req.Params.Arguments
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)
 	}
 	g := m.gate.Load()
-	tool := name // the approval is for the tool, whichever of its names was called
-	if t, ok := g.Registry().Lookup(name); ok {
-		tool = t.Spec().Name
-	}
-	ask := m.approvals.begin(req, principal, tool, args)
+	ask := m.approvals.begin(req, g, principal, name, args, canAsk)
 	res, err := g.Call(withMCPAsk(ctx, ask), runtime.Request{Tool: name, Args: args, Principal: []string{principal}})
 	if err != nil {
 		return nil, err
@@ -172,7 +226,7 @@ func (m *mcpServer) call(ctx context.Context, name string, req *mcp.CallToolRequ
 
 // mcpClientName is the client's self-chosen name (from the request, or
 // the session's initialization), made safe for the audit log.
-func mcpClientName(req *mcp.CallToolRequest) string {
+func mcpClientName(req interface{ ClientInfo() *mcp.Implementation }) string {
 	if ci := req.ClientInfo(); ci != nil {
 		return principalName(ci.Name)
 	}
@@ -238,46 +292,52 @@ func (m *mcpServer) toolsPrint(ctx context.Context) (string, error) {
 }
 
 // watch reloads the tools whenever their fingerprint changes, every
-// interval, until ctx ends.
+// interval, until ctx ends. Wait for it with m.watching.
 func (m *mcpServer) watch(ctx context.Context, interval time.Duration) {
-	if p, err := m.toolsPrint(ctx); err == nil {
-		m.mu.Lock()
-		m.print = p
-		m.mu.Unlock()
-	}
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := m.reloadIfChanged(ctx); err != nil && ctx.Err() == nil {
-				m.log.Warn("mcp: looking for changed wasm tools", "err", err.Error())
+	m.watching.Add(1)
+	go func() {
+		defer m.watching.Done()
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if err := m.reloadIfChanged(ctx); err != nil && ctx.Err() == nil {
+					m.log.Warn("mcp: looking for changed wasm tools", "err", err.Error())
+				}
 			}
 		}
-	}
+	}()
 }
 
 // reloadIfChanged rebuilds the registry and the gate when the wasm tools'
 // files or pins changed: the new gate takes the next calls (a revoked
 // grant or a removed module counts from then on), then the tool list
-// changes and the clients are told.
+// changes and the clients are told. A registry that cannot be loaded
+// (the store locked or damaged) fails closed: the core tools only, until a
+// later look succeeds. Calls are not held up meanwhile: only the swap is
+// done under m.mu.
 func (m *mcpServer) reloadIfChanged(ctx context.Context) error {
+	m.reloadMu.Lock()
+	defer m.reloadMu.Unlock()
 	lookCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	p, err := m.toolsPrint(lookCtx)
 	cancel()
 	if err != nil {
 		return err
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	if p == m.print {
 		return nil
 	}
-	reg, err := m.e.reloadRegistry()
-	if err != nil {
-		return err
+	reg, rerr := m.e.reloadRegistry()
+	if rerr != nil {
+		m.log.Error("mcp: wasm tools not reloaded; serving the core tools only", "err", rerr.Error())
+		if reg, err = m.e.coreRegistry(); err != nil {
+			return err
+		}
+		p = "" // look again next time
 	}
 	// The same policy, grants and approvals as at start: only the tools
 	// change.
@@ -285,11 +345,13 @@ func (m *mcpServer) reloadIfChanged(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m.gate.Store(g)
 	m.print = p
+	m.gate.Store(g)
+	m.mu.Lock()
 	added, removed := m.sync(reg)
+	m.mu.Unlock()
 	m.log.Info("mcp: wasm tools reloaded", "added_or_changed", strings.Join(added, ","), "removed", strings.Join(removed, ","))
-	return nil
+	return rerr
 }
 
 // --- approvals through the client (elicitation) ----------------------------
@@ -297,27 +359,41 @@ func (m *mcpServer) reloadIfChanged(ctx context.Context) error {
 // approvalInput is the id of warden's one input request.
 const approvalInput = "warden_approval"
 
-// approvalTTL bounds how long an asked approval can be answered.
-const approvalTTL = 10 * time.Minute
+// Approval bounds: how long an asked approval can be answered; how many
+// may wait, in all and per session and client; and the largest arguments
+// and preview shown — a call too large to show in full is not asked about.
+const (
+	approvalTTL           = 10 * time.Minute
+	maxPendingApprovals   = 256
+	maxPendingPerAsker    = 16
+	maxApprovalArgsShown  = 4 << 10
+	maxApprovalPreviewLen = 16 << 10
+)
 
-// maxPendingApprovals bounds the approvals asked and not yet answered.
-const maxPendingApprovals = 256
+// multiRoundTripVersion is the first MCP protocol version in which a
+// server asks for input by returning it from the call (SEP-2322); before
+// it, the server sends the client an elicitation request.
+const multiRoundTripVersion = "2026-07-28"
 
 // mcpApprovals asks the person behind the MCP client to approve a call
-// that a rule marks require_approval, with MCP's multi-round-trip
-// requests: the first pass of the call stops at the gate's approval step
-// (recorded as APPROVAL_REQUIRED) and returns an elicitation; the client
-// asks the person and calls again with the answer and the request state,
-// and the second pass goes through the gate again, approved or refused by
-// that answer. (For clients on protocol versions before multi-round-trip,
-// the SDK sends the elicitation itself and calls the handler again.)
+// that a rule marks require_approval, with the gate's own approval step:
 //
-// The state is a one-time nonce that warden keeps with what was shown: the
-// tool, the sha256 of the arguments as sent, the session and the preview.
-// An answer is accepted once, before approvalTTL, for the same call from
-// the same session, and only if the preview is still the same; anything
-// else fails closed. A client that does not support elicitation is never
-// asked: the call fails closed with APPROVAL_REQUIRED.
+//   - A client on a protocol before multi-round-trip is sent an
+//     elicitation request while the call waits at the approval step (at
+//     most approvalTTL); its answer approves or refuses that call.
+//   - With multi-round-trip, the first pass of the call stops at the
+//     approval step (recorded as APPROVAL_REQUIRED) and returns the
+//     elicitation as an input request; the client asks the person and
+//     calls again with the answer and the request state, and the second
+//     pass goes through the whole gate again. The state is a one-time
+//     nonce that warden keeps with what was shown: the tool, the sha256
+//     of the arguments as sent, the session, the principal, the gate (a
+//     reload in between voids it) and the preview. An answer counts once,
+//     within approvalTTL, for that call, if the preview is unchanged.
+//
+// Anything else fails closed with APPROVAL_REQUIRED: a client that cannot
+// ask (no form elicitation), a call made inside the client's call, a call
+// too large to show in full.
 type mcpApprovals struct {
 	mu      sync.Mutex
 	pending map[string]pendingApproval
@@ -325,9 +401,12 @@ type mcpApprovals struct {
 
 type pendingApproval struct {
 	tool, argsSum, session, principal string
+	gate                              *runtime.Gate
 	previewSum                        string
 	expires                           time.Time
 }
+
+func (p pendingApproval) asker() string { return p.session + "\x00" + p.principal }
 
 func newMCPApprovals() *mcpApprovals {
 	return &mcpApprovals{pending: map[string]pendingApproval{}}
@@ -336,9 +415,14 @@ func newMCPApprovals() *mcpApprovals {
 // mcpAsk is one pass of one tools/call, as the approver sees it.
 type mcpAsk struct {
 	a                      *mcpApprovals
+	gate                   *runtime.Gate
 	tool, argsSum, session string
 	principal              string
 	canElicit              bool
+	// legacy: the client is on a protocol before multi-round-trip; the
+	// approver sends it an elicitation request itself.
+	legacy bool
+	conn   *mcp.ServerSession
 	// On a second pass: the person's answer ("approve", "reject" or
 	// "cancel") and what they were shown, or why the answer sent cannot
 	// be used.
@@ -357,16 +441,19 @@ func withMCPAsk(ctx context.Context, a *mcpAsk) context.Context {
 }
 
 // begin prepares a pass: a second pass takes its answer and the nonce's
-// record (once).
-func (a *mcpApprovals) begin(req *mcp.CallToolRequest, principal, tool string, args json.RawMessage) *mcpAsk {
+// record (once). canAsk is false when the call cannot be answered by
+// calling again (it bypassed the SDK's multi-round-trip handling).
+func (a *mcpApprovals) begin(req *mcp.CallToolRequest, g *runtime.Gate, principal, tool string, args json.RawMessage, canAsk bool) *mcpAsk {
 	sum := sha256.Sum256(args)
-	ask := &mcpAsk{a: a, tool: tool, argsSum: hex.EncodeToString(sum[:]), principal: principal}
+	ask := &mcpAsk{a: a, gate: g, tool: tool, argsSum: hex.EncodeToString(sum[:]), principal: principal}
 	if req.Session != nil {
-		ask.session = req.Session.ID()
+		ask.session, ask.conn = req.Session.ID(), req.Session
 	}
-	if caps := req.ClientCapabilities(); caps != nil && caps.Elicitation != nil {
+	if caps := req.ClientCapabilities(); canAsk && caps != nil && caps.Elicitation != nil &&
+		(caps.Elicitation.Form != nil || caps.Elicitation.URL == nil) { // form elicitation (implied when neither is named)
 		ask.canElicit = true
 	}
+	ask.legacy = req.ProtocolVersion() < multiRoundTripVersion
 	p := req.Params
 	if p.RequestState == "" && len(p.InputResponses) == 0 {
 		return ask
@@ -377,27 +464,36 @@ func (a *mcpApprovals) begin(req *mcp.CallToolRequest, principal, tool string, a
 	a.mu.Unlock()
 	resp, _ := p.InputResponses[approvalInput].(*mcp.ElicitResult)
 	switch {
+	case ask.legacy:
+		ask.answerErr = errors.New("an answer sent with the call is not accepted on this protocol version")
 	case !ok || time.Now().After(rec.expires):
 		ask.answerErr = errors.New("the approval answered is unknown, expired or already used")
 	case rec.tool != tool || rec.argsSum != ask.argsSum || rec.session != ask.session || rec.principal != principal:
 		ask.answerErr = errors.New("the approval answered was asked for another call")
+	case rec.gate != g:
+		ask.answerErr = errors.New("the tools changed since the person was asked: call again to be asked again")
 	case resp == nil:
 		ask.answerErr = errors.New("the client sent no answer to the approval")
 	default:
 		ask.shown = &rec
-		switch approve, _ := resp.Content["approve"].(bool); {
-		case resp.Action == "accept" && approve:
-			ask.answer = "approve"
-		case resp.Action == "cancel":
-			ask.answer = "cancel"
-		default: // decline, or accept with approve false
-			ask.answer = "reject"
-		}
+		ask.answer = answerOf(resp)
 	}
 	return ask
 }
 
-var errNoElicitation = errors.New("the MCP client cannot ask the person (it does not support elicitation)")
+// answerOf reads an elicitation result: approved only when accepted with
+// approve true.
+func answerOf(r *mcp.ElicitResult) string {
+	switch approve, _ := r.Content["approve"].(bool); {
+	case r.Action == "accept" && approve:
+		return "approve"
+	case r.Action == "cancel":
+		return "cancel"
+	}
+	return "reject" // decline, or accept with approve false
+}
+
+var errNoElicitation = errors.New("the MCP client cannot ask the person (it does not support form elicitation)")
 
 // Approve implements runtime.Approver for the calls of an MCP request.
 func (a *mcpApprovals) Approve(ctx context.Context, r runtime.ApprovalRequest) (runtime.Approval, error) {
@@ -415,20 +511,14 @@ func (a *mcpApprovals) Approve(ctx context.Context, r runtime.ApprovalRequest) (
 		return runtime.Approval{}, ask.answerErr
 	}
 	preview := previewSum(r.Preview)
+	by := "user via " + ask.principal
 	if ask.answer != "" {
 		answer, shown := ask.answer, ask.shown
 		ask.answer, ask.shown = "", nil // one answer, one approval
 		if shown.previewSum != preview {
 			return runtime.Approval{}, errors.New("the dry run's preview changed since the person was asked: call again to be asked again")
 		}
-		by := "user via " + ask.principal
-		switch answer {
-		case "approve":
-			return runtime.Approval{Approved: true, By: by}, nil
-		case "cancel":
-			return runtime.Approval{}, runtime.ErrCancelled
-		}
-		return runtime.Approval{Approved: false, By: by}, nil
+		return approval(answer, by)
 	}
 	if !ask.canElicit {
 		return runtime.Approval{}, errNoElicitation
@@ -436,25 +526,36 @@ func (a *mcpApprovals) Approve(ctx context.Context, r runtime.ApprovalRequest) (
 	if ask.elicit != nil {
 		return runtime.Approval{}, errors.New("one approval per call")
 	}
-	nonce, err := a.add(pendingApproval{tool: ask.tool, argsSum: ask.argsSum, session: ask.session, principal: ask.principal,
-		previewSum: preview, expires: time.Now().Add(approvalTTL)})
+	params, err := approvalRequest(r)
 	if err != nil {
 		return runtime.Approval{}, err
 	}
-	ask.state = nonce
-	ask.elicit = &mcp.ElicitParams{
-		Mode:    "form",
-		Message: approvalMessage(r),
-		RequestedSchema: map[string]any{
-			"type": "object",
-			"properties": map[string]any{
-				"approve": map[string]any{"type": "boolean", "title": "Approve",
-					"description": fmt.Sprintf("Run %s once, with these arguments", r.Tool)},
-			},
-			"required": []string{"approve"},
-		},
+	if ask.legacy {
+		ectx, cancel := context.WithTimeout(ctx, approvalTTL)
+		defer cancel()
+		res, err := ask.conn.Elicit(ectx, params)
+		if err != nil {
+			return runtime.Approval{}, fmt.Errorf("asking through the client: %w", err)
+		}
+		return approval(answerOf(res), by)
 	}
+	nonce, err := a.add(pendingApproval{tool: ask.tool, argsSum: ask.argsSum, session: ask.session, principal: ask.principal,
+		gate: ask.gate, previewSum: preview, expires: time.Now().Add(approvalTTL)})
+	if err != nil {
+		return runtime.Approval{}, err
+	}
+	ask.state, ask.elicit = nonce, params
 	return runtime.Approval{}, errors.New("the person is asked through the MCP client (elicitation); the client calls again with the answer")
+}
+
+func approval(answer, by string) (runtime.Approval, error) {
+	switch answer {
+	case "approve":
+		return runtime.Approval{Approved: true, By: by}, nil
+	case "cancel":
+		return runtime.Approval{}, runtime.ErrCancelled
+	}
+	return runtime.Approval{Approved: false, By: by}, nil
 }
 
 // add records an asked approval and returns its nonce.
@@ -462,13 +563,17 @@ func (a *mcpApprovals) add(p pendingApproval) (string, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	now := time.Now()
+	mine := 0
 	for k, v := range a.pending {
-		if now.After(v.expires) {
+		switch {
+		case now.After(v.expires):
 			delete(a.pending, k)
+		case v.asker() == p.asker():
+			mine++
 		}
 	}
-	if len(a.pending) >= maxPendingApprovals {
-		return "", fmt.Errorf("%d approvals are waiting for an answer already", len(a.pending))
+	if mine >= maxPendingPerAsker || len(a.pending) >= maxPendingApprovals {
+		return "", fmt.Errorf("too many approvals are waiting for an answer (%d from this client, %d in all)", mine, len(a.pending))
 	}
 	b := make([]byte, 16)
 	if _, err := rand.Read(b); err != nil {
@@ -491,28 +596,41 @@ func previewSum(o *runtime.Outcome) string {
 	return hex.EncodeToString(s[:])
 }
 
-// approvalMessage is what the person is shown: who calls what, the
-// redacted arguments, what it needs, the rule and the preview.
-func approvalMessage(r runtime.ApprovalRequest) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "warden: %s wants to call %s\n", strings.Join(r.Principal, " → "), r.Tool)
-	fmt.Fprintf(&b, "arguments: %s\n", clip(string(r.Args), 2048))
-	if len(r.Needs) > 0 {
-		fmt.Fprintf(&b, "needs: %s\n", strings.Join(r.Needs, ", "))
+// approvalRequest is what the person is shown: who calls what, the
+// redacted arguments, what it needs, the rule and the preview, all made
+// safe to display (control and bidi characters escaped). A call whose
+// arguments or preview are too long to show in full is not asked about:
+// what is approved must be what was seen.
+func approvalRequest(r runtime.ApprovalRequest) (*mcp.ElicitParams, error) {
+	if len(r.Args) > maxApprovalArgsShown {
+		return nil, fmt.Errorf("its arguments (%d bytes) are too long to show the person in full (at most %d)", len(r.Args), maxApprovalArgsShown)
 	}
-	fmt.Fprintf(&b, "rule: %s\n", r.Rule)
+	if r.Preview != nil && len(r.Preview.Output) > maxApprovalPreviewLen {
+		return nil, fmt.Errorf("its preview (%d bytes) is too long to show the person in full (at most %d)", len(r.Preview.Output), maxApprovalPreviewLen)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "warden: %s wants to call %s\n", printable(strings.Join(r.Principal, " → ")), printable(r.Tool))
+	fmt.Fprintf(&b, "arguments: %s\n", printable(string(r.Args)))
+	if len(r.Needs) > 0 {
+		fmt.Fprintf(&b, "needs: %s\n", printable(strings.Join(r.Needs, ", ")))
+	}
+	fmt.Fprintf(&b, "rule: %s\n", printable(r.Rule))
 	if r.Preview != nil {
-		fmt.Fprintf(&b, "preview:\n%s\n", clip(r.Preview.Output, 4096))
+		fmt.Fprintf(&b, "preview:\n%s\n", printable(r.Preview.Output))
 	}
 	b.WriteString("Approve this call once?")
-	return b.String()
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "… (cut)"
+	return &mcp.ElicitParams{
+		Mode:    "form",
+		Message: b.String(),
+		RequestedSchema: map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"approve": map[string]any{"type": "boolean", "title": "Approve",
+					"description": fmt.Sprintf("Run %s once, with these arguments", r.Tool)},
+			},
+			"required": []string{"approve"},
+		},
+	}, nil
 }
 
 // --- read-only resources ---------------------------------------------------
@@ -525,7 +643,9 @@ const (
 
 // addResources serves the audit log and the runs, read-only:
 // warden://audit/recent, warden://audit/{seq}, warden://runs and
-// warden://runs/{id}. Everything in them was redacted before it was stored.
+// warden://runs/{id}. Everything in them was redacted before it was
+// stored, but they hold what every principal's calls took and returned,
+// so they are served only with --resources, and each read is audited.
 func (m *mcpServer) addResources() {
 	const js = "application/json"
 	m.s.AddResource(&mcp.Resource{URI: "warden://audit/recent", Name: "audit-recent", MIMEType: js,
@@ -582,6 +702,9 @@ func (m *mcpServer) addResources() {
 func (m *mcpServer) readResource(read func(ctx context.Context, st *store.Store, uri string) (any, error)) mcp.ResourceHandler {
 	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		uri := req.Params.URI
+		if err := m.e.auditAs(ctx, []string{"mcp:" + mcpClientName(req)}, "read", "mcp_resource", map[string]string{"uri": uri}); err != nil {
+			return nil, err
+		}
 		st, err := m.e.store()
 		if err != nil {
 			return nil, err

@@ -80,7 +80,9 @@ func (w *mcpWorld) stdio(ctx context.Context, client *mcp.Client, opts *mcp.Clie
 // its URL and token, from what it prints.
 func (w *mcpWorld) httpServe(args ...string) (url, token string) {
 	w.t.Helper()
+	token = "test-token-" + strings.Repeat("x", 24)
 	cmd := w.command(append([]string{"mcp", "serve", "--http", "127.0.0.1:0"}, args...)...)
+	cmd.Env = append(cmd.Env, envMCPToken+"="+token)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		w.t.Fatal(err)
@@ -91,17 +93,18 @@ func (w *mcpWorld) httpServe(args ...string) (url, token string) {
 	w.t.Cleanup(func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() })
 	sc := bufio.NewScanner(stderr)
 	reURL := regexp.MustCompile(`at (http://\S+/mcp)$`)
-	reTok := regexp.MustCompile(`bearer token: (\S+)$`)
-	for (url == "" || token == "") && sc.Scan() {
+	fromEnv := false
+	for (url == "" || !fromEnv) && sc.Scan() {
 		if m := reURL.FindStringSubmatch(sc.Text()); m != nil {
 			url = m[1]
 		}
-		if m := reTok.FindStringSubmatch(sc.Text()); m != nil {
-			token = m[1]
+		fromEnv = fromEnv || strings.Contains(sc.Text(), "bearer token from "+envMCPToken)
+		if strings.Contains(sc.Text(), token) {
+			w.t.Fatalf("the token was printed: %s", sc.Text())
 		}
 	}
-	if url == "" || token == "" {
-		w.t.Fatalf("mcp serve --http printed no URL and token (%v)", sc.Err())
+	if url == "" || !fromEnv {
+		w.t.Fatalf("mcp serve --http printed no URL and token source (%v)", sc.Err())
 	}
 	go func() {
 		for sc.Scan() {
@@ -231,7 +234,7 @@ func TestMCPServeStdio(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	w := newMCPWorld(t, "--grant", "exec:touch")
-	session := w.stdio(ctx, mcp.NewClient(&mcp.Implementation{Name: "test client/1", Version: "1"}, nil), nil)
+	session := w.stdio(ctx, mcp.NewClient(&mcp.Implementation{Name: "test client/1", Version: "1"}, nil), nil, "--resources")
 	checkMCPBasics(t, ctx, w, session)
 
 	// Resources: the recent audit records (the calls above), one record,
@@ -261,6 +264,15 @@ func TestMCPServeStdio(t *testing.T) {
 	}
 	session.Close()
 	w.checkAudit("mcp:test_client_1", 4)
+	if out := w.run("audit", "ls", "--tool", "mcp_resource"); strings.Count(out, "mcp:test_client_1") < 6 {
+		t.Errorf("resource reads not audited:\n%s", out)
+	}
+
+	// Without --resources there are none.
+	plain := w.stdio(ctx, mcp.NewClient(&mcp.Implementation{Name: "plain", Version: "1"}, nil), nil)
+	if _, err := plain.ReadResource(ctx, &mcp.ReadResourceParams{URI: "warden://audit/recent"}); err == nil {
+		t.Error("warden://audit/recent served without --resources")
+	}
 }
 
 // TestMCPApprovalByElicitation: a call whose rule requires approval asks
@@ -323,11 +335,79 @@ func TestMCPApprovalByElicitation(t *testing.T) {
 			}
 		})
 	}
+	t.Run("what is shown", func(t *testing.T) {
+		session := w.stdio(ctx, client, nil)
+		mu.Lock()
+		answer, asked = "accept", nil
+		mu.Unlock()
+		// Too long to show in full: not asked, refused.
+		long := `{"command":"touch ok` + strings.Repeat(" ", 5000) + `; touch hidden"}`
+		if _, env := mcpCallResult(t, ctx, session, "shell", long); env.Error == nil || env.Error.Code != runtime.CodeApprovalRequired ||
+			!strings.Contains(env.Error.Message, "too long to show") {
+			t.Errorf("a call too long to show: %+v", env.Error)
+		}
+		// A bidi override is shown escaped.
+		if _, env := mcpCallResult(t, ctx, session, "shell", `{"command":"touch bidi\u202e"}`); env.Error != nil && env.Error.Code == runtime.CodeApprovalRequired {
+			t.Errorf("bidi: %+v", env.Error)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(asked) != 1 || strings.ContainsRune(asked[0], '\u202e') || !strings.Contains(asked[0], `\u202e`) {
+			t.Errorf("asked %q", asked)
+		}
+		if _, err := os.Stat(filepath.Join(w.ws, "hidden")); err == nil {
+			t.Error("the hidden part ran")
+		}
+	})
+	// A legacy client that does not handle multi-round-trip calling the
+	// tool by its alias (run for shell) is asked, and the call runs.
+	t.Run("alias, legacy client", func(t *testing.T) {
+		var n int
+		legacy := mcp.NewClient(&mcp.Implementation{Name: "legacy", Version: "1"}, &mcp.ClientOptions{
+			MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+			ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				n++
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
+			}})
+		s := w.stdio(ctx, legacy, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		res, env := mcpCallResult(t, ctx, s, "run", `{"command":"touch viaalias"}`)
+		if n != 1 || res.IsError {
+			t.Fatalf("asked %d times; %s %+v", n, resultText(res), env.Error)
+		}
+		if _, err := os.Stat(filepath.Join(w.ws, "viaalias")); err != nil {
+			t.Fatal("the approved alias call did not run")
+		}
+	})
 	out := w.run("audit", "ls")
-	if !strings.Contains(out, "mcp:asker") {
-		t.Errorf("no record as mcp:asker:\n%s", out)
+	if !strings.Contains(out, "mcp:asker") || !strings.Contains(out, "mcp:legacy") {
+		t.Errorf("no record as mcp:asker or mcp:legacy:\n%s", out)
 	}
 	w.run("audit", "verify")
+}
+
+// TestMCPApprovalPolicyNever: a policy whose approval is never keeps it
+// under mcp serve: nobody is asked.
+func TestMCPApprovalPolicyNever(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	w := newMCPWorld(t, "--grant", "exec:touch")
+	policy := filepath.Join(w.ws, ".warden", "policy.yaml")
+	if err := os.MkdirAll(filepath.Dir(policy), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	b := []byte("version: 1\napproval: never\ngrants: [\"fs.read:**\"]\nrules:\n  - {tool: shell, action: allow, require_approval: true}\n")
+	if err := os.WriteFile(policy, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "asker", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			t.Error("asked, under a policy that says never")
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
+		}})
+	s := w.stdio(ctx, client, nil)
+	if _, env := mcpCallResult(t, ctx, s, "shell", `{"command":"touch never"}`); env.Error == nil || env.Error.Code != runtime.CodeApprovalRequired {
+		t.Fatalf("%+v", env.Error)
+	}
 }
 
 // TestMCPApprovalStateHostile: a client that answers warden's approval
@@ -442,7 +522,11 @@ func TestMCPServeHTTP(t *testing.T) {
 		{"wrong token", func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+token+"x") }, http.StatusUnauthorized},
 		{"token in another scheme", func(r *http.Request) { r.Header.Set("Authorization", "Basic "+token) }, http.StatusUnauthorized},
 		{"foreign Origin", func(r *http.Request) { r.Header.Set("Origin", "http://evil.example") }, http.StatusForbidden},
+		{"its own Origin", func(r *http.Request) { r.Header.Set("Origin", "http://"+r.URL.Host) }, http.StatusForbidden},
 		{"rebound Host", func(r *http.Request) { r.Host = "evil.example:80" }, http.StatusForbidden},
+		{"another loopback Host", func(r *http.Request) { r.Host = "127.0.0.2:" + r.URL.Port() }, http.StatusForbidden},
+		{"GET without the token", func(r *http.Request) { r.Method = http.MethodGet; r.Header.Del("Authorization") }, http.StatusUnauthorized},
+		{"DELETE without the token", func(r *http.Request) { r.Method = http.MethodDelete; r.Header.Del("Authorization") }, http.StatusUnauthorized},
 		{"oversized body", func(r *http.Request) {
 			big := `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"` + strings.Repeat("x", 70000) + `"}}`
 			r.Body, r.ContentLength = io.NopCloser(strings.NewReader(big)), int64(len(big))
@@ -451,6 +535,19 @@ func TestMCPServeHTTP(t *testing.T) {
 		if code := raw(tc.mutate); code != tc.want {
 			t.Errorf("%s: HTTP %d, want %d", tc.what, code, tc.want)
 		}
+	}
+
+	// An approval over HTTP (the stateful streamable transport: the
+	// server sends the elicitation request).
+	asker := mcp.NewClient(&mcp.Implementation{Name: "http asker", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
+		}})
+	if res, env := mcpCallResult(t, ctx, w.httpSession(ctx, asker, url, token), "shell", `{"command":"touch viahttp"}`); res.IsError {
+		t.Fatalf("approved over HTTP: %+v", env.Error)
+	}
+	if _, err := os.Stat(filepath.Join(w.ws, "viahttp")); err != nil {
+		t.Fatal("the approved call over HTTP did not run")
 	}
 
 	changed := make(chan struct{}, 16)
@@ -549,6 +646,7 @@ func TestMCPServeHTTPRefusals(t *testing.T) {
 	}{
 		{[]string{"mcp", "serve", "--http", "0.0.0.0:0"}, "", "not a loopback address"},
 		{[]string{"mcp", "serve", "--http", "127.0.0.1:0"}, envMCPToken + "=short", "too short"},
+		{[]string{"mcp", "serve", "--http", "127.0.0.1:0"}, "", "prints a generated one only on a terminal"},
 		{[]string{"mcp", "serve", "--allow-remote"}, "", "are for --http"},
 		{[]string{"--approve", "auto", "mcp", "serve"}, "WARDEN_APPROVE=auto", "only from its command line"},
 	} {

@@ -11,6 +11,7 @@ func TestPrintable(t *testing.T) {
 		"c1 \u009b31m csi":                      `c1 \u009b31m csi`,
 		"del\x7f":                               `del\x7f`,
 		"bad utf8 \xff":                         "bad utf8 \uFFFD",
+		"rm -rf \u202e/ fo\u2066x":              `rm -rf \u202e/ fo\u2066x`,
 	} {
 		if got := printable(in); got != want {
 			t.Errorf("printable(%q) = %q, want %q", in, got, want)

@@ -64,16 +64,15 @@ type Host struct {
 	o      Options
 	engine *wasm.Engine
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	// compiled is keyed by compileKey: a module re-approved while this
+	// process runs (mcp serve) with other bytes, config or limits gets
+	// its own compilation, and calls still holding the old pin keep
+	// theirs (closed with the host).
 	compiled map[string]*compiledModule
-	// retired are modules compiled from bytes since re-approved (a
-	// long-running mcp serve): calls in flight may still use them, so
-	// they are closed with the host.
-	retired []*compiledModule
 }
 
 type compiledModule struct {
-	sha  string // the pin's sha256 the module was compiled for
 	once sync.Once
 	mod  *wasm.Module
 	err  error
@@ -108,16 +107,12 @@ var ErrUnsafeCacheDir = wasm.ErrUnsafeCacheDir
 func (h *Host) Close(ctx context.Context) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for name, c := range h.compiled {
-		h.retired = append(h.retired, c)
-		delete(h.compiled, name)
-	}
-	for _, c := range h.retired {
+	for key, c := range h.compiled {
 		if c.mod != nil {
 			_ = c.mod.Close(ctx)
 		}
+		delete(h.compiled, key)
 	}
-	h.retired = nil
 	return h.engine.Close(ctx)
 }
 
@@ -329,19 +324,25 @@ func engineLimits(l Limits) wasm.Limits {
 	}
 }
 
-// module returns name's compiled module, compiling it on first use from
-// bytes that must still hash to the pin. A pin with another hash (the
-// module was re-approved while this process runs) gets its own compilation.
+// compileKey names what a compilation depends on: the module, its pinned
+// hash, and the config and limits compiled in.
+func compileKey(name string, pin *Pin) string {
+	b, _ := json.Marshal(struct {
+		Config map[string]string
+		Limits Limits
+	}{pin.Config, pin.Limits})
+	return name + "\x00" + pin.SHA256 + "\x00" + string(b)
+}
+
+// module returns the module compiled for name's pin, compiling it on first
+// use from bytes that must still hash to the pin.
 func (h *Host) module(ctx context.Context, name string, pin *Pin) (*wasm.Module, error) {
+	key := compileKey(name, pin)
 	h.mu.Lock()
-	c, ok := h.compiled[name]
-	if ok && c.sha != pin.SHA256 {
-		h.retired = append(h.retired, c)
-		ok = false
-	}
+	c, ok := h.compiled[key]
 	if !ok {
-		c = &compiledModule{sha: pin.SHA256}
-		h.compiled[name] = c
+		c = &compiledModule{}
+		h.compiled[key] = c
 	}
 	h.mu.Unlock()
 	c.once.Do(func() {
@@ -361,22 +362,29 @@ func (h *Host) module(ctx context.Context, name string, pin *Pin) (*wasm.Module,
 	if c.err != nil {
 		// A failed compile is retried by the next call.
 		h.mu.Lock()
-		if h.compiled[name] == c {
-			delete(h.compiled, name)
+		if h.compiled[key] == c {
+			delete(h.compiled, key)
 		}
 		h.mu.Unlock()
 	}
 	return c.mod, c.err
 }
 
-// evict drops name's compiled module.
+// evict drops name's compiled modules.
 func (h *Host) evict(ctx context.Context, name string) {
+	var drop []*compiledModule
 	h.mu.Lock()
-	c := h.compiled[name]
-	delete(h.compiled, name)
+	for key, c := range h.compiled {
+		if strings.HasPrefix(key, name+"\x00") {
+			drop = append(drop, c)
+			delete(h.compiled, key)
+		}
+	}
 	h.mu.Unlock()
-	if c != nil && c.mod != nil {
-		_ = c.mod.Close(ctx)
+	for _, c := range drop {
+		if c.mod != nil {
+			_ = c.mod.Close(ctx)
+		}
 	}
 }
 
