@@ -24,6 +24,7 @@ import (
 
 	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/sandbox"
 )
 
 // GitOptions configures the git tools. A nil *GitOptions, and every zero
@@ -220,6 +221,10 @@ type gitSession struct {
 	bin    string
 	ws     string
 	env    []string
+	// box: git reads the workspace (the repository and its work tree),
+	// and writes it only for calls that change it; no TCP.
+	box     sandbox.Spec
+	needBox bool
 }
 
 // gitOut is what one git process returned.
@@ -239,7 +244,8 @@ type gitOut struct {
 // object directory and alternates all stay inside the workspace (see
 // gitConfine). Otherwise the call fails with PATH_ESCAPE before git reads
 // anything of the repository but what locating it needs.
-func (g *gitRunner) open(ctx context.Context, ws string, readOnly bool) (*gitSession, *runtime.Error) {
+func (g *gitRunner) open(ctx context.Context, c *runtime.Call, readOnly bool) (*gitSession, *runtime.Error) {
+	ws := c.Workspace
 	real, e := gitCheckDotGit(ws)
 	if e != nil {
 		return nil, e
@@ -248,9 +254,11 @@ func (g *gitRunner) open(ctx context.Context, ws string, readOnly bool) (*gitSes
 	if e != nil {
 		return nil, e
 	}
-	s := &gitSession{g: g, bin: bin, ws: ws, env: gitBaseEnv(ws)}
+	s := &gitSession{g: g, bin: bin, ws: ws, env: gitBaseEnv(ws), needBox: c.RequireSandbox,
+		box: sandbox.Spec{Read: []string{bin}, Write: []string{ws}, Limits: c.Limits}}
 	if readOnly {
 		s.env = append(s.env, "GIT_OPTIONAL_LOCKS=0")
+		s.box.Read, s.box.Write = append(s.box.Read, ws), nil
 	}
 	s.ctx, s.cancel = context.WithTimeout(ctx, g.o.Timeout)
 	if e := s.confine(real); e != nil {
@@ -378,6 +386,12 @@ func (s *gitSession) confine(real string) *runtime.Error {
 	out, e := s.run(nil, 4*4096, "rev-parse", "--absolute-git-dir", "--git-common-dir")
 	if e != nil {
 		return e
+	}
+	if out.Code != 0 && strings.Contains(out.Stderr, "Permission denied") {
+		// git's sandbox reaches only the workspace: what it could not
+		// read lies outside it.
+		return gitEscape("git could not read part of the repository (%s): it lies outside the workspace, which is all git may read",
+			strings.TrimSpace(out.Stderr))
 	}
 	if out.Code != 0 {
 		return s.fail(out, "rev-parse")
@@ -618,8 +632,12 @@ func (s *gitSession) runEnv(extraEnv []string, stdin io.Reader, max int, args ..
 	code, err := runProc(s.ctx, procSpec{
 		Path: s.bin, Args: gitArgv(args...), Dir: s.ws, Env: env,
 		Stdin: stdin, Stdout: stdout, Stderr: stderr,
+		Box: s.box, RequireBox: s.needBox,
 	})
 	sub := gitSubcommand(args)
+	if errors.Is(err, errSandboxRequired) {
+		return gitOut{}, sandboxRequiredError()
+	}
 	if err != nil {
 		if errors.Is(err, errProcKilled) {
 			if errors.Is(s.ctx.Err(), context.DeadlineExceeded) {

@@ -150,7 +150,7 @@ func (t *gitCommitTool) Preview(ctx context.Context, c *runtime.Call) runtime.Ou
 	}
 	missing := gitCommitPermission(c)
 	res := GitCommitResult{Allowed: len(missing) == 0, Missing: missing, Message: a.Message, All: a.All, Argv: gitArgv(gitCommitArgv(a.All)...), Files: []GitFileStat{}}
-	s, e := t.g.open(ctx, c.Workspace, true)
+	s, e := t.g.open(ctx, c, true)
 	if e != nil {
 		return runtime.Outcome{Err: e}
 	}
@@ -235,7 +235,7 @@ func (t *gitCommitTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcom
 		w := gitNoCommit("made", missing)
 		return runtime.Outcome{Output: w, Data: res, Warnings: []string{w}}
 	}
-	s, e := t.g.open(ctx, c.Workspace, false)
+	s, e := t.g.open(ctx, c, false)
 	if e != nil {
 		return runtime.Outcome{Err: e}
 	}

@@ -163,7 +163,9 @@ func TestGitConfineCommondir(t *testing.T) {
 			gitArmed(t, ws, out)
 			gitConfineRefused(t, ws, out, "commondir")
 			res := callTool(t, mustGitGate(t, gitPolicyRead, ws), "git_status", `{}`)
-			if !strings.Contains(res.Error.Message, "common directory") {
+			// warden's check names the common directory; under the
+			// sandbox git cannot even read it to report where it is.
+			if !strings.Contains(res.Error.Message, "common directory") && !strings.Contains(res.Error.Message, "lies outside the workspace") {
 				t.Errorf("message %q", res.Error.Message)
 			}
 		})

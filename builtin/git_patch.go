@@ -109,7 +109,7 @@ func (t *gitApplyPatchTool) prepare(ctx context.Context, c *runtime.Call) (*gitS
 		return nil, nil, res, e
 	}
 	res.CheckOnly = a.Check
-	s, e := t.g.open(ctx, c.Workspace, a.Check || c.DryRun)
+	s, e := t.g.open(ctx, c, a.Check || c.DryRun)
 	if e != nil {
 		return nil, nil, res, e
 	}

@@ -99,7 +99,7 @@ func (t *gitStatusTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcom
 	if e := gitBind(c, &a); e != nil {
 		return runtime.Outcome{Err: e}
 	}
-	s, e := t.g.open(ctx, c.Workspace, true)
+	s, e := t.g.open(ctx, c, true)
 	if e != nil {
 		return runtime.Outcome{Err: e}
 	}
@@ -393,7 +393,7 @@ func (t *gitDiffTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome 
 	if e != nil {
 		return runtime.Outcome{Err: e}
 	}
-	s, e := t.g.open(ctx, c.Workspace, true)
+	s, e := t.g.open(ctx, c, true)
 	if e != nil {
 		return runtime.Outcome{Err: e}
 	}
@@ -594,7 +594,7 @@ func (t *gitShowTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome 
 	if e := gitCheckRev("ref", a.Ref); e != nil {
 		return runtime.Outcome{Err: e}
 	}
-	s, e := t.g.open(ctx, c.Workspace, true)
+	s, e := t.g.open(ctx, c, true)
 	if e != nil {
 		return runtime.Outcome{Err: e}
 	}
@@ -740,7 +740,7 @@ func (t *gitBranchesTool) Run(ctx context.Context, c *runtime.Call) runtime.Outc
 	if e := gitBind(c, &a); e != nil {
 		return runtime.Outcome{Err: e}
 	}
-	s, e := t.g.open(ctx, c.Workspace, true)
+	s, e := t.g.open(ctx, c, true)
 	if e != nil {
 		return runtime.Outcome{Err: e}
 	}

@@ -7,11 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/redact"
+	"github.com/wardenrt/warden/runtime/sandbox"
 )
 
 // OpsDefaultSearchPath is where the ops tools look for journalctl and
@@ -68,6 +70,10 @@ type Ops struct {
 	// Empty and relative entries (".") are ignored; the absolute ones are
 	// also the PATH the programs are started with.
 	SearchPath string
+	// Sandbox adds to what journalctl and systemctl may read and write
+	// (a journal kept elsewhere; tests' fake programs that record what
+	// they were asked).
+	Sandbox sandbox.Spec
 	// Timeout bounds each program started; 0 means OpsDefaultTimeout.
 	Timeout time.Duration
 }
@@ -168,6 +174,26 @@ func (o *Ops) argv(prog string, args ...string) ([]string, *runtime.Error) {
 	return append([]string{path}, args...), nil
 }
 
+// opsReadPaths are what journalctl and systemctl read besides the system's:
+// the journal, systemd's state and units, the machine id, and /proc
+// (processes and their cgroups, which service status shows).
+var opsReadPaths = []string{
+	"/var/log/journal", "/run/log/journal", "/run/systemd", "/etc/systemd", "/usr/lib/systemd",
+	"/etc/machine-id", "/var/lib/systemd", "/proc", "/sys/fs/cgroup",
+}
+
+// box is the sandbox of journalctl and systemctl: read-only on what they
+// read and on the search path (where they were found), no TCP, the call's
+// limits.
+func (o *Ops) box(c *runtime.Call) sandbox.Spec {
+	read := append(slices.Clone(opsReadPaths), filepath.SplitList(o.childPath())...)
+	return sandbox.Spec{
+		Read:   append(read, o.Sandbox.Read...),
+		Write:  slices.Clone(o.Sandbox.Write),
+		Limits: c.Limits,
+	}
+}
+
 // env is the whole environment of the programs started: nothing of warden's
 // own environment is passed on.
 func (o *Ops) env() []string {
@@ -183,7 +209,7 @@ func (o *Ops) env() []string {
 // run starts argv (from o.argv) through runProc with the minimal environment,
 // the tool's deadline and capped output. A non-zero exit is not an error
 // here: callers judge the exit code.
-func (o *Ops) run(ctx context.Context, argv []string) (*opsProc, *runtime.Error) {
+func (o *Ops) run(ctx context.Context, c *runtime.Call, argv []string) (*opsProc, *runtime.Error) {
 	ctx, cancel := context.WithTimeout(ctx, o.timeout())
 	defer cancel()
 	p := &opsProc{
@@ -194,11 +220,14 @@ func (o *Ops) run(ctx context.Context, argv []string) (*opsProc, *runtime.Error)
 	code, err := runProc(ctx, procSpec{
 		Path: argv[0], Args: argv, Dir: "/", Env: o.env(),
 		Stdout: p.Stdout, Stderr: p.Stderr,
+		Box: o.box(c), RequireBox: c.RequireSandbox,
 	})
 	p.ExitCode = code
 	switch {
 	case err == nil:
 		return p, nil
+	case errors.Is(err, errSandboxRequired):
+		return p, sandboxRequiredError()
 	case errors.Is(err, errProcKilled) && errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return p, runtime.Errorf(runtime.CodeCommandTimeout,
 			"the program did not finish in time; the machine may be overloaded, try again later",

@@ -128,7 +128,7 @@ func (t *opsReadLogs) Run(ctx context.Context, c *runtime.Call) runtime.Outcome 
 	if err != nil {
 		return runtime.Outcome{Err: err}
 	}
-	p, err := t.o.run(ctx, argv)
+	p, err := t.o.run(ctx, c, argv)
 	if err != nil {
 		return runtime.Outcome{Err: err}
 	}
@@ -348,12 +348,12 @@ func (s OpsServiceStatus) Summary() string {
 
 // status runs systemctl show for unit. A unit systemd does not know is
 // NOT_FOUND.
-func (o *Ops) status(ctx context.Context, unit string) (OpsServiceStatus, *runtime.Error) {
+func (o *Ops) status(ctx context.Context, c *runtime.Call, unit string) (OpsServiceStatus, *runtime.Error) {
 	argv, err := o.argv("systemctl", "show", "--no-pager", "--property="+strings.Join(opsStatusProps, ","), "--", unit)
 	if err != nil {
 		return OpsServiceStatus{}, err
 	}
-	p, err := o.run(ctx, argv)
+	p, err := o.run(ctx, c, argv)
 	if err != nil {
 		return OpsServiceStatus{}, err
 	}
@@ -419,7 +419,7 @@ func (t *opsServiceStatus) Run(ctx context.Context, c *runtime.Call) runtime.Out
 	if err != nil {
 		return runtime.Outcome{Err: err}
 	}
-	st, err := t.o.status(ctx, unit)
+	st, err := t.o.status(ctx, c, unit)
 	if err != nil {
 		return runtime.Outcome{Err: err}
 	}
@@ -506,7 +506,7 @@ func (t *opsRestartService) Preview(ctx context.Context, c *runtime.Call) runtim
 	if err != nil {
 		return runtime.Outcome{Err: err}
 	}
-	before, err := t.o.status(ctx, unit)
+	before, err := t.o.status(ctx, c, unit)
 	if err != nil {
 		return runtime.Outcome{Err: err}
 	}
@@ -525,11 +525,11 @@ func (t *opsRestartService) Run(ctx context.Context, c *runtime.Call) runtime.Ou
 		return runtime.Outcome{Err: err}
 	}
 	// An unknown unit is NOT_FOUND before anything is restarted.
-	before, err := t.o.status(ctx, unit)
+	before, err := t.o.status(ctx, c, unit)
 	if err != nil {
 		return runtime.Outcome{Err: err}
 	}
-	p, err := t.o.run(ctx, argv)
+	p, err := t.o.run(ctx, c, argv)
 	if err != nil {
 		return runtime.Outcome{Err: err}
 	}
@@ -538,7 +538,7 @@ func (t *opsRestartService) Run(ctx context.Context, c *runtime.Call) runtime.Ou
 	}
 	data := OpsRestart{Unit: unit, Argv: argv, Restarted: true, Before: before}
 	warnings := opsRestartWarnings(unit)
-	after, aerr := t.o.status(ctx, unit)
+	after, aerr := t.o.status(ctx, c, unit)
 	if aerr != nil {
 		warnings = append(warnings, "restarted, but its state afterwards could not be read: "+aerr.Message)
 	} else {

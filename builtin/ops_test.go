@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/sandbox"
 )
 
 const opsSecret = "ghp_0123456789abcdefghijABCDEFGHIJ012345"
@@ -237,7 +238,9 @@ func opsSetup(t testing.TB) *opsEnv {
 	opsWrite(t, filepath.Join(e.ws, "conf", "app.conf"), opsAppConf, 0o640)
 	opsWrite(t, filepath.Join(e.abs, "etc", "nginx", "nginx.conf"), opsNginxConf, 0o644)
 	opsWrite(t, filepath.Join(e.outside, "secret.conf"), "OUTSIDE SECRET\n", 0o600)
-	e.ops = &Ops{Artifacts: e.arts, SearchPath: e.fx.bin + ":" + OpsDefaultSearchPath, Timeout: 20 * time.Second}
+	e.ops = &Ops{Artifacts: e.arts, SearchPath: e.fx.bin + ":" + OpsDefaultSearchPath, Timeout: 20 * time.Second,
+		// The fake programs record their argv and state beside them.
+		Sandbox: sandbox.Spec{Write: []string{filepath.Dir(e.fx.bin)}}}
 	e.gate(t, e.policy())
 	return e
 }

@@ -8,14 +8,20 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/sandbox"
 )
 
 // procSpec is one program start. Every program a core tool starts (shell,
 // git, ops) goes through runProc, so they all get the same process-group
-// handling, and later the same sandbox.
+// handling and the same sandbox.
 type procSpec struct {
 	Path   string   // absolute path of the program
 	Args   []string // argv; Args[0] is the program's name
@@ -24,6 +30,69 @@ type procSpec struct {
 	Stdin  io.Reader // nil = /dev/null
 	Stdout io.Writer // nil = discarded
 	Stderr io.Writer // nil = discarded
+	// Box is what the program may do (see sandbox.Spec); it always runs
+	// under it, through warden's sandbox launcher.
+	Box sandbox.Spec
+	// RequireBox refuses to start the program unless every sandbox
+	// protection is in force (the policy's require_sandbox).
+	RequireBox bool
+}
+
+// errSandboxRequired is runProc's refusal under require_sandbox.
+var errSandboxRequired = errors.New("sandbox required")
+
+// sandboxRequiredError is what a tool reports for errSandboxRequired.
+func sandboxRequiredError() *runtime.Error {
+	s := sandbox.Detect()
+	why := s.Why
+	if why == "" {
+		why = fmt.Sprintf("this kernel offers Landlock ABI %d, and TCP rules need 4, IPC scopes 6", s.ABI)
+	}
+	return runtime.Errorf(runtime.CodePolicyDenied,
+		"run it on a kernel with Landlock (Linux 6.7 or later, lsm=landlock), or remove require_sandbox from the policy; `warden sandbox check` shows what this machine offers",
+		"the policy requires a sandbox (require_sandbox) and this machine's is %s: %s", s.Level(), why)
+}
+
+// boxFor is the sandbox of a program a call starts on its own grants:
+// reads and writes under its fs grants, TCP connections to the ports of
+// its net grants (any port for a net grant without one), and the call's
+// limits. Landlock rules are paths, not patterns: a grant with a pattern
+// (notes/*.md) opens the directory before its first pattern element
+// (notes/); a grant of one path opens that file or directory, or, when it
+// does not exist yet, its parent directory (where it will be created).
+func boxFor(c *runtime.Call) sandbox.Spec {
+	b := sandbox.Spec{Limits: c.Limits}
+	// A path reached through a symlink is left out: Landlock would open
+	// the symlink's target, which the grant does not name.
+	path := func(g capability.Grant) (string, bool) {
+		p := g.Base(c.Workspace)
+		if e, ok := g.Exact(c.Workspace); ok {
+			if _, err := os.Lstat(e); err == nil {
+				p = e
+			}
+		}
+		real, err := filepath.EvalSymlinks(p)
+		return p, err == nil && real == p
+	}
+	for _, g := range c.Grants.Grants() {
+		switch g.Kind() {
+		case capability.FSRead:
+			if p, ok := path(g); ok {
+				b.Read = append(b.Read, p)
+			}
+		case capability.FSWrite:
+			if p, ok := path(g); ok {
+				b.Write = append(b.Write, p)
+			}
+		case capability.Net:
+			if p := g.Port(); p == 0 {
+				b.AnyTCP = true
+			} else {
+				b.ConnectTCP = append(b.ConnectTCP, uint16(p))
+			}
+		}
+	}
+	return b
 }
 
 // errProcKilled reports that the context ended (deadline or cancellation)
@@ -44,13 +113,24 @@ func runProc(ctx context.Context, p procSpec) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return -1, fmt.Errorf("%w: %v", errProcKilled, err)
 	}
-	cmd := exec.Command(p.Path)
-	cmd.Args = p.Args
-	cmd.Dir = p.Dir
-	cmd.Env = p.Env
-	if cmd.Env == nil {
-		cmd.Env = []string{}
+	if p.RequireBox && !sandbox.Detect().Full() {
+		return -1, errSandboxRequired
 	}
+	// What exec would say, said here: the launcher can only exit 126.
+	if fi, err := os.Stat(p.Path); err != nil {
+		return -1, err
+	} else if fi.IsDir() || fi.Mode()&0o111 == 0 {
+		return -1, &os.PathError{Op: "exec", Path: p.Path, Err: os.ErrPermission}
+	}
+	path, args, env, err := sandbox.Command(p.Path, p.Args, p.Env, p.Box)
+	if err != nil {
+		return -1, err
+	}
+	runtime.NoteSandbox(ctx, sandbox.Detect().Level())
+	cmd := exec.Command(path)
+	cmd.Args = args
+	cmd.Dir = p.Dir
+	cmd.Env = env
 	cmd.Stdin = p.Stdin
 	cmd.WaitDelay = pipeDrainWait
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -102,8 +182,10 @@ func runProc(ctx context.Context, p procSpec) (int, error) {
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		werr = <-waited
 	}
-	// Whatever is left of the group goes too.
+	// Whatever is left of the group goes too, and of the program's pids
+	// cgroup (processes that left the group).
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	sandbox.Cleanup(pgid)
 
 	done := make(chan struct{})
 	go func() { copies.Wait(); close(done) }()
@@ -172,4 +254,109 @@ func (c *cappedBuffer) String() string {
 		s = fmt.Sprintf("%s\n… [truncated: %d of %d bytes kept]", s, len(s), c.total)
 	}
 	return s
+}
+
+// limitWatch passes a program's stderr on and keeps its end, to tell which
+// resource limit stopped it.
+type limitWatch struct {
+	w    io.Writer
+	mu   sync.Mutex
+	tail []byte
+}
+
+const limitWatchKeep = 4 << 10
+
+func (l *limitWatch) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	l.tail = append(l.tail, p...)
+	if len(l.tail) > limitWatchKeep {
+		l.tail = append(l.tail[:0], l.tail[len(l.tail)-limitWatchKeep:]...)
+	}
+	l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func (l *limitWatch) text() string {
+	if l == nil {
+		return ""
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.ToLower(string(l.tail))
+}
+
+// limitHit names the resource limit a program's end shows, or "": the
+// signals the kernel sends at the CPU and file size limits, and what
+// programs print when fork, allocation or open fail at the others.
+func limitHit(code int, stderr *limitWatch, lim sandbox.Limits) string {
+	switch code {
+	case 0:
+		return ""
+	case 128 + int(syscall.SIGXCPU):
+		return fmt.Sprintf("CPU time limit (%d s)", lim.CPUSeconds)
+	case 128 + int(syscall.SIGXFSZ):
+		return fmt.Sprintf("file size limit (%d MiB)", lim.FileSizeMB)
+	}
+	t := stderr.text()
+	has := func(words ...string) bool {
+		for _, w := range words {
+			if strings.Contains(t, w) {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case has("cannot fork", "can't fork", "fork: resource temporarily unavailable", "fork failed", "unable to fork", "fork: retry"):
+		return fmt.Sprintf("process limit (%d)", lim.Processes)
+	case has("out of memory", "cannot allocate memory", "memory exhausted", "memoryerror", "bad_alloc"):
+		return fmt.Sprintf("address space limit (%d MiB)", lim.AddressSpaceMB)
+	case has("too many open files"):
+		return fmt.Sprintf("open files limit (%d)", lim.OpenFiles)
+	case has("file too large"):
+		return fmt.Sprintf("file size limit (%d MiB)", lim.FileSizeMB)
+	}
+	return ""
+}
+
+// SandboxProbe is what ProbeSandbox found.
+type SandboxProbe struct {
+	// Started: a program started through the launcher and exited 0.
+	Started bool `json:"started"`
+	// Confined: the program could not read a file outside its sandbox
+	// (false where the level is none: nothing confines it).
+	Confined bool   `json:"confined"`
+	Error    string `json:"error,omitempty"`
+}
+
+// ProbeSandbox starts programs the way the tools do, to show that the
+// sandbox works here: /bin/cat of a file the sandbox allows, then of one it
+// does not.
+func ProbeSandbox(ctx context.Context) SandboxProbe {
+	var p SandboxProbe
+	dir, err := os.MkdirTemp("", "warden-sandbox-probe-")
+	if err != nil {
+		p.Error = err.Error()
+		return p
+	}
+	defer os.RemoveAll(dir)
+	in, out := filepath.Join(dir, "in"), filepath.Join(dir, "out")
+	for _, f := range []string{in, out} {
+		if err := os.WriteFile(f, []byte("probe\n"), 0o600); err != nil {
+			p.Error = err.Error()
+			return p
+		}
+	}
+	cat := "/bin/cat"
+	box := sandbox.Spec{Read: []string{in}}
+	var stderr bytes.Buffer
+	code, err := runProc(ctx, procSpec{Path: cat, Args: []string{"cat", in}, Box: box, Stderr: &stderr})
+	if err != nil || code != 0 {
+		p.Error = fmt.Sprintf("%s %s: exit %d %v %s", cat, in, code, err, strings.TrimSpace(stderr.String()))
+		return p
+	}
+	p.Started = true
+	code, _ = runProc(ctx, procSpec{Path: cat, Args: []string{"cat", out}, Box: box})
+	p.Confined = code != 0
+	return p
 }

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/wardenrt/warden/runtime/sandbox"
 )
 
 func TestRunProcExitCodes(t *testing.T) {
@@ -36,7 +38,8 @@ func TestRunProcKillsTheGroup(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err := runProc(ctx, procSpec{Path: "/bin/sh", Args: []string{"sh", "-c", script}, Stdout: &bytes.Buffer{}})
+	box := sandbox.Spec{Write: []string{dir}}
+	_, err := runProc(ctx, procSpec{Path: "/bin/sh", Args: []string{"sh", "-c", script}, Stdout: &bytes.Buffer{}, Box: box})
 	if !errors.Is(err, errProcKilled) {
 		t.Fatalf("want errProcKilled, got %v", err)
 	}
@@ -47,7 +50,7 @@ func TestRunProcKillsTheGroup(t *testing.T) {
 
 	// A program that exits normally leaves its background children to be killed too.
 	pidfile2 := dir + "/pids2"
-	code, err := runProc(context.Background(), procSpec{Path: "/bin/sh", Args: []string{"sh", "-c", "sleep 60 & echo $! >> " + pidfile2 + "; exit 0"}, Stdout: &bytes.Buffer{}})
+	code, err := runProc(context.Background(), procSpec{Path: "/bin/sh", Args: []string{"sh", "-c", "sleep 60 & echo $! >> " + pidfile2 + "; exit 0"}, Stdout: &bytes.Buffer{}, Box: box})
 	if err != nil || code != 0 {
 		t.Fatalf("code=%d err=%v", code, err)
 	}

@@ -338,12 +338,15 @@ func (s *Shell) outcome(sc *shellCall, r *shellRunResult) runtime.Outcome {
 	switch {
 	case r.denial != nil:
 		d := r.denial
-		o.Err = runtime.Errorf(runtime.CodeCapabilityDenied, d.hint, "%s; the command was stopped there (exit code %d)", d.message, r.exitCode)
+		o.Err = runtime.Errorf(d.code, d.hint, "%s; the command was stopped there (exit code %d)", d.message, r.exitCode)
 	case r.timedOut:
 		o.Err = runtime.Errorf(runtime.CodeCommandTimeout, fmt.Sprintf("raise timeout_ms (at most %d) or do less in one call", s.maxTimeout().Milliseconds()),
 			"command timed out after %s; every process it started was killed", sc.timeout)
 	case r.cancelled:
 		o.Err = runtime.Errorf(runtime.CodeCommandTimeout, "", "command was cancelled; every process it started was killed")
+	case r.exitCode != 0 && r.limit != "":
+		o.Err = runtime.Errorf(runtime.CodeResourceLimit, "raise the limit in the policy rule for shell (limits:), or do less in one call",
+			"a program was stopped at its %s; the command failed with exit code %d%s", r.limit, r.exitCode, shellLastLine(data.Stderr))
 	case r.exitCode == 127 && len(r.notFound) > 0:
 		o.Err = runtime.Errorf(runtime.CodeCommandNotFound, "install it, or check the name; warden looks only on its PATH ("+r.path+")",
 			"%s: command not found (exit code 127)", strings.Join(r.notFound, ", "))

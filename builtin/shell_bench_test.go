@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/sandbox"
 )
 
 // BenchmarkShellTrue compares starting /bin/true directly with running the
@@ -18,6 +19,26 @@ func BenchmarkShellTrue(b *testing.B) {
 		for b.Loop() {
 			if err := exec.Command("/bin/true").Run(); err != nil {
 				b.Fatal(err)
+			}
+		}
+	})
+	// runProc: /bin/true through the sandbox launcher (warden's binary
+	// re-executed: limits, Landlock, execve) with a process group: the
+	// launcher's cost is this minus exec.Command.
+	b.Run("runProc-sandboxed", func(b *testing.B) {
+		box := sandbox.Spec{Read: []string{shellWS(b)}}
+		for b.Loop() {
+			if code, err := runProc(context.Background(), procSpec{Path: "/bin/true", Args: []string{"true"}, Box: box}); err != nil || code != 0 {
+				b.Fatal(code, err)
+			}
+		}
+	})
+	// The same without Landlock (simulated): the launcher and the limits.
+	b.Run("runProc-no-landlock", func(b *testing.B) {
+		defer sandbox.SimulateABI(0)()
+		for b.Loop() {
+			if code, err := runProc(context.Background(), procSpec{Path: "/bin/true", Args: []string{"true"}}); err != nil || code != 0 {
+				b.Fatal(code, err)
 			}
 		}
 	})

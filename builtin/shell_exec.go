@@ -30,6 +30,7 @@ import (
 
 	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/sandbox"
 )
 
 var (
@@ -44,7 +45,10 @@ var (
 )
 
 // shellDenial is the first run-time refusal of a call.
-type shellDenial struct{ message, hint string }
+type shellDenial struct {
+	code          runtime.Code // CAPABILITY_DENIED, or POLICY_DENIED (require_sandbox)
+	message, hint string
+}
 
 // shellRunResult is what running a command produced.
 type shellRunResult struct {
@@ -57,6 +61,8 @@ type shellRunResult struct {
 	notFound  []string
 	warnings  []string
 	path      string
+	// limit names the resource limit a program hit, if one did.
+	limit string
 }
 
 // shellRun is the state of one running command, shared by its handlers
@@ -64,6 +70,8 @@ type shellRunResult struct {
 type shellRun struct {
 	grants   capability.Set
 	ws       string
+	box      sandbox.Spec // every program's sandbox (the call's grants and limits)
+	needBox  bool         // require_sandbox
 	path     string
 	pathDirs []string
 	base     map[string]string // the environment warden built, before the call's env
@@ -77,6 +85,7 @@ type shellRun struct {
 	notFound []string
 	warned   map[string]bool
 	warnings []string
+	limit    string
 }
 
 func (s *Shell) environ() []string {
@@ -89,7 +98,8 @@ func (s *Shell) environ() []string {
 // execute runs a prepared command through the interpreter.
 func (s *Shell) execute(ctx context.Context, c *runtime.Call, sc *shellCall) *shellRunResult {
 	path := s.pathValue(c.Workspace)
-	st := &shellRun{grants: c.Grants, ws: c.Workspace, path: path, warned: map[string]bool{}}
+	st := &shellRun{grants: c.Grants, ws: c.Workspace, path: path, warned: map[string]bool{},
+		box: boxFor(c), needBox: c.RequireSandbox}
 	if path != "" {
 		st.pathDirs = strings.Split(path, ":")
 	}
@@ -158,6 +168,7 @@ func (s *Shell) execute(ctx context.Context, c *runtime.Call, sc *shellCall) *sh
 
 	st.mu.Lock()
 	res.denial, res.notFound, res.warnings = st.denial, st.notFound, st.warnings
+	res.limit = st.limit
 	st.mu.Unlock()
 	var es interp.ExitStatus
 	switch {
@@ -208,6 +219,13 @@ func (st *shellRun) enter() bool {
 	return true
 }
 
+// programs is how many handler calls (programs) are under way.
+func (st *shellRun) programs() uint64 {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return uint64(st.running)
+}
+
 // leave ends a handler call registered by enter.
 func (st *shellRun) leave() {
 	st.mu.Lock()
@@ -236,13 +254,17 @@ func (st *shellRun) close(stopBy time.Time) int {
 // refuse records a run-time refusal, says so on the command's stderr and
 // stops the command.
 func (st *shellRun) refuse(hc interp.HandlerContext, message, hint string) error {
+	return st.refuseCode(hc, runtime.CodeCapabilityDenied, message, hint)
+}
+
+func (st *shellRun) refuseCode(hc interp.HandlerContext, code runtime.Code, message, hint string) error {
 	st.mu.Lock()
 	if st.denial == nil {
-		st.denial = &shellDenial{message: message, hint: hint}
+		st.denial = &shellDenial{code: code, message: message, hint: hint}
 	}
 	st.mu.Unlock()
 	if hc.Stderr != nil {
-		fmt.Fprintf(hc.Stderr, "warden: CAPABILITY_DENIED: %s (%s)\n", message, hint)
+		fmt.Fprintf(hc.Stderr, "warden: %s: %s (%s)\n", code, message, hint)
 	}
 	st.cancel(shellErrDenied)
 	return shellErrDenied
@@ -264,6 +286,12 @@ func (st *shellRun) exec(ctx context.Context, args []string) error {
 		return interp.ExitStatus(128 + int(syscall.SIGKILL))
 	}
 	defer st.leave()
+	// The process limit holds for the programs the command runs at once
+	// (background jobs), as it does inside each of them.
+	if lim := st.box.Limits.WithDefaults().Processes; st.programs() > lim {
+		return st.refuseCode(hc, runtime.CodeResourceLimit, fmt.Sprintf("%s was not started: the command already runs %d programs, its process limit", args[0], lim),
+			"raise limits.processes in the policy rule for shell, or wait for background jobs")
+	}
 
 	name := args[0]
 	base := name
@@ -336,14 +364,25 @@ func (st *shellRun) exec(ctx context.Context, args []string) error {
 	pctx, pcancel := context.WithCancelCause(ctx)
 	defer pcancel(nil)
 	broken := func() { pcancel(shellErrBrokenPipe) }
-	spec := procSpec{Path: path, Args: args, Dir: hc.Dir, Env: env, Stdin: hc.Stdin}
+	spec := procSpec{Path: path, Args: args, Dir: hc.Dir, Env: env, Stdin: hc.Stdin, Box: st.box, RequireBox: st.needBox}
+	var tail *limitWatch
+	if hc.Stderr != nil {
+		tail = &limitWatch{w: hc.Stderr}
+		spec.Stderr = &shellPipeWriter{w: tail, broken: broken}
+	}
 	if hc.Stdout != nil {
 		spec.Stdout = &shellPipeWriter{w: hc.Stdout, broken: broken}
 	}
-	if hc.Stderr != nil {
-		spec.Stderr = &shellPipeWriter{w: hc.Stderr, broken: broken}
-	}
 	code, err := runProc(pctx, spec)
+	if errors.Is(err, errSandboxRequired) {
+		e := sandboxRequiredError()
+		return st.refuseCode(hc, e.Code, fmt.Sprintf("%s was not started: %s", name, e.Message), e.Hint)
+	}
+	st.mu.Lock()
+	if l := limitHit(code, tail, st.box.Limits.WithDefaults()); l != "" && st.limit == "" {
+		st.limit = l
+	}
+	st.mu.Unlock()
 	switch {
 	case err == nil:
 		if code == 0 {

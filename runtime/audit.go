@@ -33,13 +33,16 @@ type AuditEvent struct {
 	DryRun   bool     `json:"dry_run,omitempty"`
 	Needs    []string `json:"needs,omitempty"`
 	// Preview is the dry run shown before a dry_run_first call ran.
-	Preview   string    `json:"preview,omitempty"`
-	Decision  *Decision `json:"decision,omitempty"`
-	Outcome   string    `json:"outcome,omitempty"` // "ok" or an error code
-	Message   string    `json:"message,omitempty"`
-	Duration  int64     `json:"duration_ms"`
-	Digest    string    `json:"output_digest,omitempty"`
-	IntentSeq uint64    `json:"intent_seq,omitempty"`
+	Preview  string    `json:"preview,omitempty"`
+	Decision *Decision `json:"decision,omitempty"`
+	Outcome  string    `json:"outcome,omitempty"` // "ok" or an error code
+	Message  string    `json:"message,omitempty"`
+	Duration int64     `json:"duration_ms"`
+	Digest   string    `json:"output_digest,omitempty"`
+	// Sandbox: the protections the call's programs ran under (see
+	// Result.Sandbox).
+	Sandbox   string `json:"sandbox,omitempty"`
+	IntentSeq uint64 `json:"intent_seq,omitempty"`
 }
 
 // Decision records why the gate let a call through or not.

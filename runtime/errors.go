@@ -27,17 +27,21 @@ const (
 	CodeCommandFailed         Code = "COMMAND_FAILED"
 	CodeCommandNotFound       Code = "COMMAND_NOT_FOUND"
 	CodeCommandTimeout        Code = "COMMAND_TIMEOUT"
-	CodeTimeout               Code = "TIMEOUT"
-	CodePatchRejected         Code = "PATCH_REJECTED"
-	CodeNetworkError          Code = "NETWORK_ERROR"
-	CodeWasmTrap              Code = "WASM_TRAP"
-	CodeWasmLimit             Code = "WASM_LIMIT"
-	CodeToolError             Code = "TOOL_ERROR"
-	CodeStoreLocked           Code = "STORE_LOCKED"
-	CodeStoreCorrupt          Code = "STORE_CORRUPT"
-	CodeAuditTampered         Code = "AUDIT_TAMPERED"
-	CodeLLMError              Code = "LLM_ERROR"
-	CodeInternal              Code = "INTERNAL"
+	// CodeResourceLimit: a program was stopped at one of its sandbox's
+	// resource limits (CPU time, address space, processes, open files,
+	// file size). Not in SPEC §2's list; see RATIONALE.md.
+	CodeResourceLimit Code = "RESOURCE_LIMIT"
+	CodeTimeout       Code = "TIMEOUT"
+	CodePatchRejected Code = "PATCH_REJECTED"
+	CodeNetworkError  Code = "NETWORK_ERROR"
+	CodeWasmTrap      Code = "WASM_TRAP"
+	CodeWasmLimit     Code = "WASM_LIMIT"
+	CodeToolError     Code = "TOOL_ERROR"
+	CodeStoreLocked   Code = "STORE_LOCKED"
+	CodeStoreCorrupt  Code = "STORE_CORRUPT"
+	CodeAuditTampered Code = "AUDIT_TAMPERED"
+	CodeLLMError      Code = "LLM_ERROR"
+	CodeInternal      Code = "INTERNAL"
 )
 
 // Codes lists every canonical code, in the order of SPEC §2.
@@ -46,7 +50,7 @@ func Codes() []Code {
 		CodeInvalidInput, CodeUnknownTool, CodeOperationNotSupported, CodePolicyDenied,
 		CodeCapabilityDenied, CodeApprovalRequired, CodeUserRejected, CodeUserCancelled,
 		CodePathEscape, CodeNotFound, CodeAlreadyExists, CodeNotText, CodeTooLarge,
-		CodeCommandFailed, CodeCommandNotFound, CodeCommandTimeout, CodeTimeout,
+		CodeCommandFailed, CodeCommandNotFound, CodeCommandTimeout, CodeResourceLimit, CodeTimeout,
 		CodePatchRejected, CodeNetworkError, CodeWasmTrap, CodeWasmLimit, CodeToolError,
 		CodeStoreLocked, CodeStoreCorrupt, CodeAuditTampered, CodeLLMError, CodeInternal,
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -189,9 +190,12 @@ func (g *Gate) check(req Request, callID string) (*checked, *Error) {
 		DryRun:  req.DryRun || (g.o.DryRun && !e.spec.ReadOnly),
 		decoded: value,
 	}
+	c.call.RequireSandbox = g.o.Policy.RequireSandbox
+	c.call.Limits = g.o.Policy.Limits
 	if c.rule != nil {
 		r := *c.rule
 		c.call.Rule = &r
+		c.call.Limits = r.Limits.Over(c.call.Limits)
 	}
 	c.decision = Decision{Action: ActionDeny, Rule: ruleName(c.rule)}
 	if c.rule != nil && c.rule.Action == ActionDeny {
@@ -389,6 +393,7 @@ func (g *Gate) finish(ctx context.Context, res Result, ev AuditEvent, o Outcome,
 	}
 	res.Error = o.Err
 	res.Success = o.Err == nil
+	res.Sandbox, ev.Sandbox = o.Sandbox, o.Sandbox
 	res.DurationMS = g.o.Now().Sub(start).Milliseconds()
 
 	ev.Phase = PhaseResult
@@ -443,10 +448,43 @@ func (g *Gate) safeRun(ctx context.Context, t Tool, c *Call) (o Outcome) {
 		}
 	}()
 	ctx = context.WithValue(ctx, gateKey{}, g)
+	note := &sandboxNote{}
+	ctx = context.WithValue(ctx, sandboxNoteKey{}, note)
+	defer func() {
+		if o.Sandbox == "" {
+			o.Sandbox = note.get()
+		}
+	}()
 	if c.DryRun {
 		return t.Preview(ctx, c)
 	}
 	return t.Run(ctx, c)
+}
+
+// sandboxNote is where the programs a call starts note the protections
+// they ran under.
+type sandboxNote struct {
+	mu    sync.Mutex
+	level string
+}
+
+type sandboxNoteKey struct{}
+
+func (n *sandboxNote) get() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.level
+}
+
+// NoteSandbox records, for the result and the audit record of the call
+// running in ctx, that it started a program under the protections named
+// by level (sandbox.Support.Level).
+func NoteSandbox(ctx context.Context, level string) {
+	if n, ok := ctx.Value(sandboxNoteKey{}).(*sandboxNote); ok {
+		n.mu.Lock()
+		n.level = level
+		n.mu.Unlock()
+	}
 }
 
 func (g *Gate) redactArgs(args json.RawMessage) json.RawMessage {

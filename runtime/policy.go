@@ -13,6 +13,7 @@ import (
 	"github.com/goccy/go-yaml/parser"
 
 	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/sandbox"
 )
 
 // ApprovalMode says who approves calls a rule marks require_approval.
@@ -43,6 +44,9 @@ type Rule struct {
 	Action          string `yaml:"action"`
 	RequireApproval bool   `yaml:"require_approval"`
 	DryRunFirst     bool   `yaml:"dry_run_first"`
+	// Limits override the policy's resource limits for the programs the
+	// tool starts (zero fields: the policy's).
+	Limits sandbox.Limits `yaml:"limits"`
 	// Index and Line locate the rule in its file, for explanations.
 	Index int `yaml:"-"`
 	Line  int `yaml:"-"`
@@ -60,6 +64,12 @@ type Policy struct {
 	Grants   []string     `yaml:"grants"`
 	Rules    []Rule       `yaml:"rules"`
 	Approval ApprovalMode `yaml:"approval"`
+	// RequireSandbox refuses to start programs (shell, git, ops) where the
+	// kernel cannot give every sandbox protection.
+	RequireSandbox bool `yaml:"require_sandbox"`
+	// Limits are the resource limits of every program a tool starts (zero
+	// fields: sandbox.DefaultLimits).
+	Limits sandbox.Limits `yaml:"limits"`
 
 	// Source names where the policy came from (a path or "built-in default").
 	Source string `yaml:"-"`

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/sandbox"
 )
 
 // Tool is one thing warden can do. Every tool is reached only through the
@@ -65,6 +66,12 @@ type Call struct {
 	// capabilities alone decided). Read-only: a tool may use it to require
 	// that the owner wrote a rule for it (git_commit does).
 	Rule *Rule
+	// RequireSandbox: the policy refuses programs started without every
+	// sandbox protection (require_sandbox).
+	RequireSandbox bool
+	// Limits are the resource limits of the programs the call starts: the
+	// rule's, over the policy's, over sandbox.DefaultLimits.
+	Limits sandbox.Limits
 
 	// decoded is Args as DecodeArgs returned it, so Bind need not decode
 	// twice.
@@ -83,6 +90,9 @@ type Outcome struct {
 	Data     any
 	Warnings []string
 	Err      *Error
+	// Sandbox names the protections the programs the tool started ran
+	// under (sandbox.Support.Level); the gate fills it from NoteSandbox.
+	Sandbox string
 }
 
 // Fail is shorthand for a failed Outcome.
@@ -101,6 +111,9 @@ type Result struct {
 	Warnings   []string        `json:"warnings"`
 	Error      *Error          `json:"error,omitempty"`
 	DurationMS int64           `json:"duration_ms"`
+	// Sandbox says which protections the programs the call started ran
+	// under: "landlock-vN", "partial" or "none" (absent: it started none).
+	Sandbox string `json:"sandbox,omitempty"`
 	// AuditSeq is the sequence number of the call's last audit record.
 	AuditSeq uint64 `json:"audit_seq,omitempty"`
 }

@@ -115,6 +115,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			runCommand(),
 			workflowCommand(),
 			mcpCommand(),
+			sandboxCommand(),
 			toolCommand(),
 			auditCommand(),
 			memoryCommand(),

@@ -194,11 +194,13 @@ func checkMCPBasics(t *testing.T, ctx context.Context, w *mcpWorld, session *mcp
 	if res, env := mcpCallResult(t, ctx, session, "fs_read", `{"path":"a.txt"}`); res.IsError || !env.Success || !strings.Contains(resultText(res), "hello") {
 		t.Fatalf("fs_read: %+v %+v", res, env)
 	}
+	// Outside the workspace: no world grants it.
+	outside := filepath.Join(filepath.Dir(w.ws), "b.txt")
 	for _, tt := range []struct {
 		tool, args string
 		code       runtime.Code
 	}{
-		{"fs_write", `{"path":"b.txt","content":"x"}`, runtime.CodeCapabilityDenied},
+		{"fs_write", `{"path":"` + outside + `","content":"x"}`, runtime.CodeCapabilityDenied},
 		{"fs_read", `{"path":"a.txt","Path":"b"}`, runtime.CodeInvalidInput},
 		{"shell", `{"command":"touch noelicit"}`, runtime.CodeApprovalRequired},
 	} {
@@ -207,8 +209,8 @@ func checkMCPBasics(t *testing.T, ctx context.Context, w *mcpWorld, session *mcp
 			t.Errorf("%s: isError %v, %+v", tt.tool, res.IsError, env.Error)
 		}
 	}
-	for _, f := range []string{"b.txt", "noelicit"} {
-		if _, err := os.Stat(filepath.Join(w.ws, f)); err == nil {
+	for _, f := range []string{outside, filepath.Join(w.ws, "noelicit")} {
+		if _, err := os.Stat(f); err == nil {
 			t.Errorf("%s was written by a refused call", f)
 		}
 	}
@@ -233,7 +235,7 @@ func (w *mcpWorld) checkAudit(principal string, n int) {
 func TestMCPServeStdio(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	w := newMCPWorld(t, "--grant", "exec:touch")
+	w := newMCPWorld(t, "--grant", "exec:touch", "--grant", "fs.write:**")
 	session := w.stdio(ctx, mcp.NewClient(&mcp.Implementation{Name: "test client/1", Version: "1"}, nil), nil, "--resources")
 	checkMCPBasics(t, ctx, w, session)
 
@@ -283,7 +285,7 @@ func TestMCPServeStdio(t *testing.T) {
 func TestMCPApprovalByElicitation(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	w := newMCPWorld(t, "--grant", "exec:touch")
+	w := newMCPWorld(t, "--grant", "exec:touch", "--grant", "fs.write:**")
 	var mu sync.Mutex
 	var asked []string
 	answer := "accept"
@@ -390,7 +392,7 @@ func TestMCPApprovalByElicitation(t *testing.T) {
 func TestMCPApprovalPolicyNever(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	w := newMCPWorld(t, "--grant", "exec:touch")
+	w := newMCPWorld(t, "--grant", "exec:touch", "--grant", "fs.write:**")
 	policy := filepath.Join(w.ws, ".warden", "policy.yaml")
 	if err := os.MkdirAll(filepath.Dir(policy), 0o700); err != nil {
 		t.Fatal(err)
@@ -417,7 +419,7 @@ func TestMCPApprovalPolicyNever(t *testing.T) {
 func TestMCPApprovalStateHostile(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	w := newMCPWorld(t, "--grant", "exec:touch")
+	w := newMCPWorld(t, "--grant", "exec:touch", "--grant", "fs.write:**")
 	client := mcp.NewClient(&mcp.Implementation{Name: "byhand", Version: "1"}, &mcp.ClientOptions{
 		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
@@ -491,7 +493,7 @@ func TestMCPApprovalStateHostile(t *testing.T) {
 func TestMCPServeHTTP(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	w := newMCPWorld(t, "--grant", "exec:touch")
+	w := newMCPWorld(t, "--grant", "exec:touch", "--grant", "fs.write:**")
 	url, token := w.httpServe("--max-request-bytes", "65536", "--reload-interval", "200ms")
 
 	raw := func(mutate func(*http.Request)) int {

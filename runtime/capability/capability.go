@@ -121,6 +121,9 @@ type Grant struct {
 // Kind returns the grant's kind.
 func (g Grant) Kind() Kind { return g.kind }
 
+// Port returns a net grant's port (0: any port, and for other kinds).
+func (g Grant) Port() int { return int(g.port) }
+
 // Scope returns the canonical scope ("" for scope-less kinds).
 func (g Grant) Scope() string { return g.scope }
 
@@ -154,6 +157,25 @@ func (g Grant) Base(workspace string) string {
 		return ws // a relative grant's base is never above the workspace
 	}
 	return literalDir(pat)
+}
+
+// Exact returns, for an fs grant without glob meta characters, the one
+// absolute path it names; ok is false for other grants (and for a relative
+// grant when workspace is not absolute).
+func (g Grant) Exact(workspace string) (path string, ok bool) {
+	if !g.kind.isFS() {
+		return "", false
+	}
+	pat := anchorFS(cleanWorkspace(workspace), g.scope)
+	if pat == "" {
+		return "", false
+	}
+	for _, e := range strings.Split(pat, "/") {
+		if hasMeta(e) {
+			return "", false
+		}
+	}
+	return unescapeMeta(pat), true
 }
 
 // anchorFS returns the absolute doublestar pattern for an fs scope, or ""

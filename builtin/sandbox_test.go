@@ -1,0 +1,202 @@
+package builtin
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/sandbox"
+)
+
+// needLandlock skips a test that needs Landlock ABI abi, saying why.
+func needLandlock(t *testing.T, abi int) {
+	t.Helper()
+	if s := sandbox.Detect(); s.ABI < abi {
+		t.Skipf("this kernel offers Landlock ABI %d (%s); the test needs ABI %d", s.ABI, s.Why, abi)
+	}
+}
+
+// sandboxWorld is a workspace with inside/a.txt, and a directory outside
+// it with secret.txt.
+func sandboxWorld(t *testing.T) (ws, outside string) {
+	ws = shellWS(t)
+	outside = shellWS(t)
+	shellWrite(t, filepath.Join(ws, "inside", "a.txt"), "inside text\n", 0o644)
+	shellWrite(t, filepath.Join(outside, "secret.txt"), "TOP-SECRET\n", 0o644)
+	return ws, outside
+}
+
+// wantDenied: the command failed as a program does when the kernel says no.
+func wantDenied(t *testing.T, res runtime.Result, what string) {
+	t.Helper()
+	d := shellDataOf(t, res)
+	if shellCode(res) != runtime.CodeCommandFailed || !strings.Contains(d.Stderr, "Permission denied") || strings.Contains(d.Stdout, "TOP-SECRET") {
+		t.Errorf("%s: %+v stdout %q stderr %q", what, res.Error, d.Stdout, d.Stderr)
+	}
+}
+
+// TestSandboxFilesystem: with exec:cat, reading inside the fs.read scopes
+// works and outside them fails with permission denied; with exec:sh, a
+// shell script is confined the same way, for reads and writes; writing
+// outside the fs.write scopes fails. The result and the audit record name
+// the sandbox.
+func TestSandboxFilesystem(t *testing.T) {
+	needLandlock(t, 1)
+	ws, outside := sandboxWorld(t)
+	secret, target := filepath.Join(outside, "secret.txt"), filepath.Join(outside, "written")
+
+	g, audit := shellGate(t, nil, ws, "fs.read:**", "fs.write:inside/**", "exec:cat", "exec:sh", "exec:cp")
+	res := shellDo(t, g, map[string]any{"command": "cat inside/a.txt"})
+	if !res.Success || shellDataOf(t, res).Stdout != "inside text\n" {
+		t.Fatalf("cat inside: %+v", res.Error)
+	}
+	level := sandbox.Detect().Level()
+	if res.Sandbox != level || audit.contains(`"sandbox":"`+level+`"`) != 1 {
+		t.Errorf("sandbox %q in the result, %d audit records say %s", res.Sandbox, audit.contains(`"sandbox":"`+level+`"`), level)
+	}
+	wantDenied(t, shellDo(t, g, map[string]any{"command": "cat " + secret}), "cat outside")
+	wantDenied(t, shellDo(t, g, map[string]any{"command": "sh -c 'cat " + secret + "'"}), "sh -c cat outside")
+	wantDenied(t, shellDo(t, g, map[string]any{"command": "sh -c 'echo x > " + target + "'"}), "sh -c write outside")
+	wantDenied(t, shellDo(t, g, map[string]any{"command": "cp inside/a.txt " + target}), "cp outside")
+	if _, err := os.Stat(target); err == nil {
+		t.Fatal("a write outside the fs.write scopes happened")
+	}
+	// Inside, the same script works.
+	res = shellDo(t, g, map[string]any{"command": "sh -c 'cat inside/a.txt; echo new > inside/b.txt'"})
+	if !res.Success {
+		t.Fatalf("sh -c inside: %+v", res.Error)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "inside", "b.txt")); err != nil || string(b) != "new\n" {
+		t.Fatalf("inside/b.txt: %q %v", b, err)
+	}
+	// Read-only scopes stay read-only; the home directory is not reached.
+	g, _ = shellGate(t, nil, ws, "fs.read:**", "exec:sh")
+	wantDenied(t, shellDo(t, g, map[string]any{"command": "sh -c 'echo x > inside/c.txt'"}), "write under fs.read only")
+	if home, err := os.UserHomeDir(); err == nil {
+		d := shellDataOf(t, shellDo(t, g, map[string]any{"command": "sh -c 'ls " + home + "; echo HOME=$HOME'"}))
+		if !strings.Contains(d.Stderr, "Permission denied") || !strings.Contains(d.Stdout, "HOME="+sandbox.NoHome) {
+			t.Errorf("home: %+v", d)
+		}
+	}
+}
+
+// TestSandboxTCP: a TCP connection to a local listener fails without a
+// net grant and succeeds with one for its port.
+func TestSandboxTCP(t *testing.T) {
+	needLandlock(t, 4)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	ws := shellWS(t)
+	cmd := fmt.Sprintf("bash -c 'exec 3<>/dev/tcp/127.0.0.1/%d && echo connected'", port)
+	g, _ := shellGate(t, nil, ws, "fs.read:**", "exec:bash")
+	wantDenied(t, shellDo(t, g, map[string]any{"command": cmd}), "connect without a net grant")
+	g, _ = shellGate(t, nil, ws, "fs.read:**", "exec:bash", fmt.Sprintf("net:127.0.0.1:%d", port+1))
+	wantDenied(t, shellDo(t, g, map[string]any{"command": cmd}), "connect with a grant for another port")
+	g, _ = shellGate(t, nil, ws, "fs.read:**", "exec:bash", fmt.Sprintf("net:127.0.0.1:%d", port))
+	if res := shellDo(t, g, map[string]any{"command": cmd}); !res.Success || !strings.Contains(shellDataOf(t, res).Stdout, "connected") {
+		t.Fatalf("connect with the grant: %+v %+v", res.Error, shellDataOf(t, res))
+	}
+}
+
+// TestSandboxGitStatus: git_status still works on the workspace's
+// repository, under the sandbox.
+func TestSandboxGitStatus(t *testing.T) {
+	needLandlock(t, 1)
+	ws := gitFixture(t)
+	gitWrite(t, ws, "a.txt", "changed\n")
+	res := callTool(t, mustGitGate(t, gitPolicyRead, ws), "git_status", `{}`)
+	if !res.Success || !strings.Contains(res.Output, "a.txt") || res.Sandbox != sandbox.Detect().Level() {
+		t.Fatalf("git_status: %+v %q sandbox %q", res.Error, res.Output, res.Sandbox)
+	}
+}
+
+// limitsGate is a shell gate whose rule sets resource limits.
+func limitsGate(t *testing.T, ws, limits string, grants ...string) *runtime.Gate {
+	t.Helper()
+	policy := "version: 1\ngrants: [" + `"fs.read:**"`
+	for _, g := range grants {
+		policy += fmt.Sprintf(", %q", g)
+	}
+	policy += "]\nrules:\n  - { tool: shell, action: allow, limits: " + limits + " }\n"
+	g, _ := newTestGate(t, policy, ws, &Shell{})
+	return g
+}
+
+// TestSandboxLimits: a CPU-bound program stops at its CPU limit, a fork
+// loop at its process limit, a memory hog at its address-space limit —
+// each with RESOURCE_LIMIT naming the limit, and no process left.
+func TestSandboxLimits(t *testing.T) {
+	if how, ok := sandbox.ProcessLimit(); !ok {
+		t.Skipf("the process limit is not held on this machine: %s", how)
+	}
+	ws := shellWS(t)
+	marker := fmt.Sprintf("200.%09d", time.Now().UnixNano()%1_000_000_000)
+	for _, tc := range []struct {
+		name, limits, command, want string
+		grants                      []string
+	}{
+		{"cpu", "{cpu_seconds: 1}", "sh -c 'while :; do :; done'", "CPU time limit (1 s)", []string{"exec:sh"}},
+		{"fork loop in a program", "{processes: 16}", "sh -c 'while :; do sleep " + marker + " & done'", "process limit (16)", []string{"exec:sh", "exec:sleep"}},
+		{"fork loop in the command", "{processes: 16}", "while :; do sleep " + marker + " & done", "process limit", []string{"exec:sleep"}},
+		{"memory", "{address_space_mb: 256}", `perl -e '$x = "a" x (2**31); print length $x'`, "address space limit (256 MiB)", []string{"exec:perl"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := limitsGate(t, ws, tc.limits, tc.grants...)
+			start := time.Now()
+			res := shellDo(t, g, map[string]any{"command": tc.command, "timeout_ms": 20000})
+			if shellCode(res) != runtime.CodeResourceLimit || !strings.Contains(res.Error.Message, tc.want) {
+				t.Fatalf("after %v: %+v %+v", time.Since(start), res.Error, shellDataOf(t, res))
+			}
+			if left := shellProcsWith(marker); len(left) > 0 {
+				t.Errorf("processes left: %q", left)
+			}
+		})
+	}
+}
+
+// TestSandboxUnavailable: on a kernel without Landlock (simulated), a
+// program still runs, its result and audit record say "none"; with
+// require_sandbox in the policy it does not run, and the refusal says why.
+func TestSandboxUnavailable(t *testing.T) {
+	defer sandbox.SimulateABI(0)()
+	ws, outside := sandboxWorld(t)
+	g, audit := shellGate(t, nil, ws, "fs.read:**", "exec:cat")
+	res := shellDo(t, g, map[string]any{"command": "cat " + filepath.Join(outside, "secret.txt")})
+	if !res.Success || res.Sandbox != sandbox.LevelNone || audit.contains(`"sandbox":"none"`) != 1 {
+		t.Fatalf("without Landlock: %+v sandbox %q", res.Error, res.Sandbox)
+	}
+	p := "version: 1\nrequire_sandbox: true\ngrants: [\"fs.read:**\", \"exec:sh\"]\nrules:\n  - { tool: shell, action: allow }\n"
+	g, _ = newTestGate(t, p, ws, &Shell{})
+	res = shellDo(t, g, map[string]any{"command": "sh -c 'echo ran > inside/ran.txt'"})
+	if shellCode(res) != runtime.CodePolicyDenied || !strings.Contains(res.Error.Message, "requires a sandbox") || !strings.Contains(res.Error.Message, "none") {
+		t.Fatalf("require_sandbox: %+v", res.Error)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "inside", "ran.txt")); err == nil {
+		t.Fatal("the program ran")
+	}
+	// git under require_sandbox too.
+	gws := gitFixture(t)
+	gp := "version: 1\nrequire_sandbox: true\ngrants: [\"fs.read:**\", \"git.read\"]\n"
+	gg, _ := newTestGate(t, gp, gws, GitTools(nil)...)
+	if res := callTool(t, gg, "git_status", `{}`); shellCode(res) != runtime.CodePolicyDenied {
+		t.Fatalf("git_status under require_sandbox: %+v", res.Error)
+	}
+}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/wardenrt/warden/builtin"
+	wruntime "github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/sandbox"
+)
+
+func sandboxCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "sandbox",
+		Usage: "the sandbox every program a tool starts runs under (Landlock and resource limits)",
+		Subcommands: []*cli.Command{
+			{
+				Name:  "check",
+				Usage: "print what this machine supports: the Landlock ABI, which protections are in force, how the process limit is held, and a probe",
+				Flags: []cli.Flag{jsonFlag},
+				Action: withEnv(func(ctx context.Context, e *env) error {
+					s := sandbox.Detect()
+					how, held := sandbox.ProcessLimit()
+					probe := builtin.ProbeSandbox(ctx)
+					p, err := e.policy()
+					if err != nil {
+						return err
+					}
+					if e.json {
+						return e.printJSON(map[string]any{
+							"abi": s.ABI, "level": s.Level(), "why": s.Why, "simulated": s.Simulated,
+							"features": s.Features(), "process_limit": how, "process_limit_held": held,
+							"default_limits": sandbox.DefaultLimits, "probe": probe,
+							"require_sandbox": p.RequireSandbox, "policy": p.Source,
+						})
+					}
+					fmt.Fprintf(e.stdout, "landlock:       ABI %d (%s/%s)", s.ABI, runtime.GOOS, runtime.GOARCH)
+					if s.Simulated {
+						fmt.Fprint(e.stdout, ", simulated")
+					}
+					fmt.Fprintln(e.stdout)
+					if s.Why != "" {
+						fmt.Fprintf(e.stdout, "                %s\n", s.Why)
+					}
+					fmt.Fprintf(e.stdout, "level:          %s (what results and audit records say)\n", s.Level())
+					for _, f := range s.Features() {
+						mark := "no "
+						if f.On {
+							mark = "yes"
+						}
+						need := ""
+						if f.MinABI > 0 && !f.On {
+							need = fmt.Sprintf(" (needs ABI %d)", f.MinABI)
+						}
+						fmt.Fprintf(e.stdout, "  %s  %s%s\n", mark, f.What, need)
+					}
+					fmt.Fprintf(e.stdout, "process limit:  %s\n", how)
+					l := sandbox.DefaultLimits
+					fmt.Fprintf(e.stdout, "default limits: %d s CPU, %d MiB address space, %d open files, %d processes, %d MiB file size (policy: limits:)\n",
+						l.CPUSeconds, l.AddressSpaceMB, l.OpenFiles, l.Processes, l.FileSizeMB)
+					switch {
+					case probe.Error != "":
+						fmt.Fprintf(e.stdout, "probe:          FAILED: %s\n", probe.Error)
+					case probe.Confined:
+						fmt.Fprintln(e.stdout, "probe:          a program started under the sandbox read what it may and was refused what it may not")
+					default:
+						fmt.Fprintln(e.stdout, "probe:          a program started, and read a file outside its sandbox: nothing confines it here")
+					}
+					fmt.Fprintf(e.stdout, "require_sandbox: %v (%s)\n", p.RequireSandbox, p.Source)
+					if probe.Error != "" {
+						return fail(wruntime.CodeInternal, exitFailed, "see the message above; run with --log-level debug", "the sandbox probe failed")
+					}
+					if p.RequireSandbox && !s.Full() {
+						return fail(wruntime.CodePolicyDenied, exitDenied, "programs will be refused: the policy requires a sandbox this machine does not give",
+							"require_sandbox is set and the level here is %s", s.Level())
+					}
+					return nil
+				}),
+			},
+		},
+	}
+}

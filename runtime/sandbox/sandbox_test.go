@@ -1,0 +1,117 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestCommand: the launcher is warden's own binary with the hidden
+// argument; the program's argv follows; the spec travels in one variable
+// (a stale one is replaced); HOME is replaced when the sandbox does not
+// reach it.
+func TestCommand(t *testing.T) {
+	home := t.TempDir()
+	env := []string{"PATH=/usr/bin", "HOME=" + home, specEnv + "=stale"}
+	path, argv, out, err := Command("/bin/echo", []string{"echo", "hi"}, env, Spec{Read: []string{"/srv"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if path != "/proc/self/exe" || !slices.Equal(argv, []string{"echo", launcherArg, "/bin/echo", "echo", "hi"}) {
+		t.Fatalf("%s %q", path, argv)
+	}
+	var specs []string
+	for _, kv := range out {
+		if isSpecVar(kv) {
+			specs = append(specs, kv)
+		}
+	}
+	if len(specs) != 1 || strings.Contains(specs[0], "stale") || !slices.Contains(out, "HOME="+NoHome) {
+		t.Fatalf("env %q", out)
+	}
+	var s Spec
+	if err := json.Unmarshal([]byte(strings.TrimPrefix(specs[0], specEnv+"=")), &s); err != nil || s.Limits != DefaultLimits || s.ABI != Detect().ABI {
+		t.Fatalf("spec %+v %v", s, err)
+	}
+	// A sandbox that reaches the home directory keeps it.
+	_, _, out, _ = Command("/bin/echo", []string{"echo"}, env, Spec{Read: []string{filepath.Join(home, ".config")}})
+	if !slices.Contains(out, "HOME="+home) {
+		t.Fatalf("env %q", out)
+	}
+	if _, _, _, err := Command("echo", nil, nil, Spec{}); err == nil {
+		t.Fatal("a relative program path was accepted")
+	}
+}
+
+func TestLimitsOver(t *testing.T) {
+	rule := Limits{CPUSeconds: 5}
+	policy := Limits{CPUSeconds: 60, Processes: 10}
+	got := rule.Over(policy).WithDefaults()
+	want := DefaultLimits
+	want.CPUSeconds, want.Processes = 5, 10
+	if got != want {
+		t.Fatalf("%+v, want %+v", got, want)
+	}
+}
+
+func TestLevels(t *testing.T) {
+	for abi, want := range map[int]string{0: LevelNone, 3: LevelPartial, 5: LevelPartial, 6: "landlock-v6", 7: "landlock-v7"} {
+		if got := (Support{ABI: abi}).Level(); got != want {
+			t.Errorf("ABI %d: %s, want %s", abi, got, want)
+		}
+	}
+	real := Detect()
+	restore := SimulateABI(0)
+	if s := Detect(); s.ABI != 0 || s.Level() != LevelNone || (real.ABI > 0 && !s.Simulated) {
+		t.Errorf("simulated: %+v", s)
+	}
+	restore()
+	if Detect() != real {
+		t.Errorf("not restored: %+v", Detect())
+	}
+}
+
+// TestLauncher runs the launcher (this test binary, through init) and
+// checks what the program gets: its argv and environment without the spec,
+// the limits, and (with Landlock) a file outside the spec refused.
+func TestLauncher(t *testing.T) {
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "in.txt"), filepath.Join(t.TempDir(), "out.txt")
+	os.WriteFile(in, []byte("in\n"), 0o644)
+	os.WriteFile(out, []byte("out\n"), 0o644)
+	run := func(spec Spec, args ...string) (string, error) {
+		path, argv, env, err := Command("/bin/sh", append([]string{"sh", "-c"}, args...), []string{"PATH=/usr/bin:/bin"}, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(path)
+		cmd.Args, cmd.Env = argv, env
+		b, err := cmd.CombinedOutput()
+		if cmd.Process != nil {
+			Cleanup(cmd.Process.Pid)
+		}
+		return string(b), err
+	}
+	got, err := run(Spec{Read: []string{in}, Limits: Limits{OpenFiles: 77, CPUSeconds: 9}}, `echo "$0"; env; ulimit -n; ulimit -t; cat `+in)
+	if err != nil || !strings.HasPrefix(got, "sh\n") || strings.Contains(got, specEnv) || !strings.Contains(got, "77\n9\nin\n") {
+		t.Fatalf("%v\n%s", err, got)
+	}
+	got, err = run(Spec{Read: []string{in}}, "cat "+out)
+	switch {
+	case Detect().ABI == 0:
+		t.Logf("no Landlock here: the file outside was readable (%v)", err)
+	case err == nil || !strings.Contains(got, "Permission denied"):
+		t.Fatalf("read outside the spec: %v %s", err, got)
+	}
+}
+
+func TestUserProcesses(t *testing.T) {
+	n, err := userProcesses()
+	if err != nil || n < 1 {
+		t.Fatalf("%d %v", n, err)
+	}
+}
