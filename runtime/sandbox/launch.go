@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	"golang.org/x/sys/unix"
@@ -67,14 +70,52 @@ func launch(path string, argv []string) error {
 	if err := restrict(spec, s); err != nil {
 		return err
 	}
-	// The address space last: the launcher itself (a Go program, maybe
-	// built with the race detector's large mappings) must not meet it.
-	as := min(lim.AddressSpaceMB<<20, hardLimit(unix.RLIMIT_AS))
-	if err := unix.Setrlimit(unix.RLIMIT_AS, &unix.Rlimit{Cur: as, Max: as}); err != nil {
-		return fmt.Errorf("setrlimit address space %d: %w", as, err)
+	return execLimited(path, argv, env, min(lim.AddressSpaceMB<<20, hardLimit(unix.RLIMIT_AS)))
+}
+
+// execLimited sets the address-space limit and executes path. The limit
+// is set last, and with nothing allocated after it: the launcher is a Go
+// program whose reserved address space may well exceed the limit, so any
+// new mapping — a heap span for the strings execve needs, an error
+// message — would fail and crash it. Everything execve needs is prepared
+// first, the collector is stopped, and only raw system calls follow; if
+// execve fails, the message is written and the process exits without
+// allocating.
+func execLimited(path string, argv, env []string, as uint64) error {
+	pathp, err := syscall.BytePtrFromString(path)
+	if err != nil {
+		return err
 	}
-	err := syscall.Exec(path, argv, env)
-	return fmt.Errorf("%s: %w", path, err)
+	argvp, err := syscall.SlicePtrFromStrings(argv)
+	if err != nil {
+		return err
+	}
+	envp, err := syscall.SlicePtrFromStrings(env)
+	if err != nil {
+		return err
+	}
+	prefix := "warden sandbox: " + path + ": "
+	debug.SetGCPercent(-1)
+	runtime.LockOSThread()
+	rl := unix.Rlimit{Cur: as, Max: as}
+	if _, _, e := syscall.RawSyscall6(unix.SYS_PRLIMIT64, 0, unix.RLIMIT_AS, uintptr(unsafe.Pointer(&rl)), 0, 0, 0); e != 0 {
+		return fmt.Errorf("setrlimit address space %d: %w", as, e)
+	}
+	_, _, e := syscall.RawSyscall(unix.SYS_EXECVE, uintptr(unsafe.Pointer(pathp)),
+		uintptr(unsafe.Pointer(&argvp[0])), uintptr(unsafe.Pointer(&envp[0])))
+	msg := e.Error() // from a static table
+	rawWrite(prefix)
+	rawWrite(msg)
+	rawWrite("\n")
+	syscall.RawSyscall(unix.SYS_EXIT_GROUP, ExitLaunchFailed, 0, 0)
+	return e // not reached
+}
+
+// rawWrite writes s to stderr without allocating.
+func rawWrite(s string) {
+	if len(s) > 0 {
+		syscall.RawSyscall(unix.SYS_WRITE, 2, uintptr(unsafe.Pointer(unsafe.StringData(s))), uintptr(len(s)))
+	}
 }
 
 // hardLimit is this process's hard limit of resource.

@@ -109,6 +109,34 @@ func TestLauncher(t *testing.T) {
 	}
 }
 
+// TestLauncherExecFails: a program the sandbox may not execute is
+// reported by the launcher (without allocating: the address-space limit is
+// already set) with exit status 126.
+func TestLauncherExecFails(t *testing.T) {
+	if Detect().ABI == 0 {
+		t.Skip("this kernel offers no Landlock: nothing stops the program")
+	}
+	b, err := os.ReadFile("/bin/true")
+	if err != nil {
+		t.Skip(err)
+	}
+	prog := filepath.Join(t.TempDir(), "true")
+	if err := os.WriteFile(prog, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path, argv, env, err := Command(prog, []string{"true"}, nil, Spec{Limits: Limits{AddressSpaceMB: 64}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(path)
+	cmd.Args, cmd.Env = argv, env
+	out, err := cmd.CombinedOutput()
+	Cleanup(cmd.Process.Pid)
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != ExitLaunchFailed || string(out) != "warden sandbox: "+prog+": permission denied\n" {
+		t.Fatalf("%v %q", err, out)
+	}
+}
+
 func TestUserProcesses(t *testing.T) {
 	n, err := userProcesses()
 	if err != nil || n < 1 {
