@@ -191,6 +191,8 @@ func (o *Ops) box(c *runtime.Call) sandbox.Spec {
 		Read:   append(read, o.Sandbox.Read...),
 		Write:  slices.Clone(o.Sandbox.Write),
 		Limits: c.Limits,
+		// systemctl talks to systemd over its unix socket.
+		UnixSockets: true,
 	}
 }
 

@@ -9,14 +9,18 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/bmatcuk/doublestar/v4"
+
 	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
 	"github.com/wardenrt/warden/runtime/sandbox"
+	"golang.org/x/sys/unix"
 )
 
 // procSpec is one program start. Every program a core tool starts (shell,
@@ -36,6 +40,15 @@ type procSpec struct {
 	// RequireBox refuses to start the program unless every sandbox
 	// protection is in force (the policy's require_sandbox).
 	RequireBox bool
+	// Ended, when set, is filled with how the program ended.
+	Ended *procEnd
+}
+
+// procEnd is how a program ended, for telling which limit stopped it.
+type procEnd struct {
+	Signal syscall.Signal // the signal that ended it, or 0
+	// ProcessLimit: its pids cgroup refused a fork at the process limit.
+	ProcessLimit bool
 }
 
 // errSandboxRequired is runProc's refusal under require_sandbox.
@@ -56,34 +69,21 @@ func sandboxRequiredError() *runtime.Error {
 // boxFor is the sandbox of a program a call starts on its own grants:
 // reads and writes under its fs grants, TCP connections to the ports of
 // its net grants (any port for a net grant without one), and the call's
-// limits. Landlock rules are paths, not patterns: a grant with a pattern
-// (notes/*.md) opens the directory before its first pattern element
-// (notes/); a grant of one path opens that file or directory, or, when it
-// does not exist yet, its parent directory (where it will be created).
+// limits. Landlock rules are files and directory trees, not patterns, so
+// each grant opens no more than it names: a whole tree (DIR/**, **) opens
+// DIR; one path opens that file or directory if it exists (not where it
+// would be created); any other pattern (*.md, notes/*.txt) opens the
+// files that match it now, at most maxBoxMatches of them (a pattern that
+// matches more opens nothing), and no directory. A path through a
+// symlink is left out: Landlock would open its target, which the grant
+// does not name (the launcher checks again as it opens each path).
 func boxFor(c *runtime.Call) sandbox.Spec {
 	b := sandbox.Spec{Limits: c.Limits}
-	// A path reached through a symlink is left out: Landlock would open
-	// the symlink's target, which the grant does not name.
-	path := func(g capability.Grant) (string, bool) {
-		p := g.Base(c.Workspace)
-		if e, ok := g.Exact(c.Workspace); ok {
-			if _, err := os.Lstat(e); err == nil {
-				p = e
-			}
-		}
-		real, err := filepath.EvalSymlinks(p)
-		return p, err == nil && real == p
-	}
 	for _, g := range c.Grants.Grants() {
+		var ps []string
 		switch g.Kind() {
-		case capability.FSRead:
-			if p, ok := path(g); ok {
-				b.Read = append(b.Read, p)
-			}
-		case capability.FSWrite:
-			if p, ok := path(g); ok {
-				b.Write = append(b.Write, p)
-			}
+		case capability.FSRead, capability.FSWrite:
+			ps = grantPaths(g, c.Workspace)
 		case capability.Net:
 			if p := g.Port(); p == 0 {
 				b.AnyTCP = true
@@ -91,8 +91,41 @@ func boxFor(c *runtime.Call) sandbox.Spec {
 				b.ConnectTCP = append(b.ConnectTCP, uint16(p))
 			}
 		}
+		if g.Kind() == capability.FSWrite {
+			b.Write = append(b.Write, ps...)
+		} else {
+			b.Read = append(b.Read, ps...)
+		}
 	}
 	return b
+}
+
+// maxBoxMatches bounds the files one pattern grant opens in a sandbox.
+const maxBoxMatches = 256
+
+// grantPaths are the paths an fs grant opens in a sandbox (see boxFor).
+func grantPaths(g capability.Grant, ws string) []string {
+	noLink := func(p string) bool {
+		real, err := filepath.EvalSymlinks(p)
+		return err == nil && real == p
+	}
+	if p, ok := g.Exact(ws); ok {
+		if noLink(p) {
+			return []string{p}
+		}
+		return nil
+	}
+	if d, ok := g.Tree(ws); ok {
+		if noLink(d) {
+			return []string{d}
+		}
+		return nil
+	}
+	matches, err := doublestar.FilepathGlob(g.Pattern(ws), doublestar.WithFilesOnly(), doublestar.WithNoFollow())
+	if err != nil || len(matches) > maxBoxMatches {
+		return nil
+	}
+	return slices.DeleteFunc(matches, func(p string) bool { return !noLink(p) })
 }
 
 // errProcKilled reports that the context ended (deadline or cancellation)
@@ -122,7 +155,18 @@ func runProc(ctx context.Context, p procSpec) (int, error) {
 	} else if fi.IsDir() || fi.Mode()&0o111 == 0 {
 		return -1, &os.PathError{Op: "exec", Path: p.Path, Err: os.ErrPermission}
 	}
-	path, args, env, err := sandbox.Command(p.Path, p.Args, p.Env, p.Box)
+	box := p.Box
+	if sandbox.NeedsGroup() {
+		// Root: the process limit is a pids cgroup of the program's
+		// own. Without one it is not held; require_sandbox refuses that.
+		group, err := sandbox.NewGroup(box.Limits.WithDefaults().Processes)
+		if err != nil && p.RequireBox {
+			return -1, errSandboxRequired
+		}
+		box.Group = group
+		defer sandbox.Cleanup(group) // again, in case a start failed
+	}
+	path, args, env, err := sandbox.Command(p.Path, p.Args, p.Env, box)
 	if err != nil {
 		return -1, err
 	}
@@ -133,7 +177,9 @@ func runProc(ctx context.Context, p procSpec) (int, error) {
 	cmd.Env = env
 	cmd.Stdin = p.Stdin
 	cmd.WaitDelay = pipeDrainWait
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// A session of its own: a process group to kill, and no controlling
+	// terminal (no /dev/tty to read from or push input into).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 
 	// Our own pipes: exec.Cmd.Wait would otherwise wait for every holder of
 	// the pipe (a background grandchild) before returning.
@@ -171,21 +217,30 @@ func runProc(ctx context.Context, p procSpec) (int, error) {
 	go drain(outR, p.Stdout)
 	go drain(errR, p.Stderr)
 
-	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
-	var werr error
+	// The program is waited for without being reaped (WNOWAIT): while it
+	// is a zombie its PID, and so the group's ID, cannot be reused, and
+	// killing the group cannot hit a stranger.
+	exited := make(chan struct{})
+	go func() {
+		var info unix.Siginfo
+		for unix.Waitid(unix.P_PID, pgid, &info, unix.WEXITED|unix.WNOWAIT, nil) == unix.EINTR {
+		}
+		close(exited)
+	}()
 	killed := false
 	select {
-	case werr = <-waited:
+	case <-exited:
 	case <-ctx.Done():
 		killed = true
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		werr = <-waited
+		<-exited
 	}
-	// Whatever is left of the group goes too, and of the program's pids
-	// cgroup (processes that left the group).
+	// Whatever is left of the group goes too, then of the program's pids
+	// cgroup (processes that left the group), before the leader is reaped.
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
-	sandbox.Cleanup(pgid)
+	limitHit := sandbox.Cleanup(box.Group)
+	box.Group = ""
+	werr := cmd.Wait()
 
 	done := make(chan struct{})
 	go func() { copies.Wait(); close(done) }()
@@ -204,8 +259,13 @@ func runProc(ctx context.Context, p procSpec) (int, error) {
 		return -1, fmt.Errorf("%w: %v", errProcKilled, ctx.Err())
 	}
 	code := cmd.ProcessState.ExitCode()
+	var sig syscall.Signal
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		code = 128 + int(ws.Signal())
+		sig = ws.Signal()
+		code = 128 + int(sig)
+	}
+	if p.Ended != nil {
+		*p.Ended = procEnd{Signal: sig, ProcessLimit: limitHit}
 	}
 	var ee *exec.ExitError
 	if werr != nil && !errors.As(werr, &ee) {
@@ -286,18 +346,26 @@ func (l *limitWatch) text() string {
 }
 
 // limitHit names the resource limit a program's end shows, or "": the
-// signals the kernel sends at the CPU and file size limits, and what
-// programs print when fork, allocation or open fail at the others.
-func limitHit(code int, stderr *limitWatch, lim sandbox.Limits) string {
-	switch code {
-	case 0:
-		return ""
-	case 128 + int(syscall.SIGXCPU):
+// signals the kernel sends at the CPU and file size limits (the signal
+// itself, not an exit status that merely equals 128+it), a fork refused by
+// the program's pids cgroup, or — where nothing else can tell — what a
+// program printed last, with a non-zero exit, when fork, allocation or open
+// failed.
+func limitHit(code int, end procEnd, stderr *limitWatch, lim sandbox.Limits) string {
+	switch {
+	case end.Signal == syscall.SIGXCPU:
 		return fmt.Sprintf("CPU time limit (%d s)", lim.CPUSeconds)
-	case 128 + int(syscall.SIGXFSZ):
+	case end.Signal == syscall.SIGXFSZ:
 		return fmt.Sprintf("file size limit (%d MiB)", lim.FileSizeMB)
+	case end.ProcessLimit:
+		return fmt.Sprintf("process limit (%d)", lim.Processes)
+	case code == 0:
+		return ""
 	}
 	t := stderr.text()
+	if len(t) > 512 {
+		t = t[len(t)-512:]
+	}
 	has := func(words ...string) bool {
 		for _, w := range words {
 			if strings.Contains(t, w) {
@@ -307,14 +375,12 @@ func limitHit(code int, stderr *limitWatch, lim sandbox.Limits) string {
 		return false
 	}
 	switch {
-	case has("cannot fork", "can't fork", "fork: resource temporarily unavailable", "fork failed", "unable to fork", "fork: retry"):
+	case !sandbox.NeedsGroup() && has("cannot fork", "can't fork", "fork: resource temporarily unavailable", "fork failed", "unable to fork", "fork: retry"):
 		return fmt.Sprintf("process limit (%d)", lim.Processes)
 	case has("out of memory", "cannot allocate memory", "memory exhausted", "memoryerror", "bad_alloc"):
 		return fmt.Sprintf("address space limit (%d MiB)", lim.AddressSpaceMB)
 	case has("too many open files"):
 		return fmt.Sprintf("open files limit (%d)", lim.OpenFiles)
-	case has("file too large"):
-		return fmt.Sprintf("file size limit (%d MiB)", lim.FileSizeMB)
 	}
 	return ""
 }

@@ -364,7 +364,8 @@ func (st *shellRun) exec(ctx context.Context, args []string) error {
 	pctx, pcancel := context.WithCancelCause(ctx)
 	defer pcancel(nil)
 	broken := func() { pcancel(shellErrBrokenPipe) }
-	spec := procSpec{Path: path, Args: args, Dir: hc.Dir, Env: env, Stdin: hc.Stdin, Box: st.box, RequireBox: st.needBox}
+	var end procEnd
+	spec := procSpec{Path: path, Args: args, Dir: hc.Dir, Env: env, Stdin: hc.Stdin, Box: st.box, RequireBox: st.needBox, Ended: &end}
 	var tail *limitWatch
 	if hc.Stderr != nil {
 		tail = &limitWatch{w: hc.Stderr}
@@ -379,7 +380,7 @@ func (st *shellRun) exec(ctx context.Context, args []string) error {
 		return st.refuseCode(hc, e.Code, fmt.Sprintf("%s was not started: %s", name, e.Message), e.Hint)
 	}
 	st.mu.Lock()
-	if l := limitHit(code, tail, st.box.Limits.WithDefaults()); l != "" && st.limit == "" {
+	if l := limitHit(code, end, tail, st.box.Limits.WithDefaults()); l != "" && st.limit == "" {
 		st.limit = l
 	}
 	st.mu.Unlock()

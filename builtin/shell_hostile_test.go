@@ -342,6 +342,8 @@ func TestShellHostileRunTimeDenialNamesTheProgram(t *testing.T) {
 // other, found by the unique argument every sleep of the command gets.
 func TestShellHostileTimeoutKillsEverything(t *testing.T) {
 	ws := shellWS(t)
+	// The programs append to pids: it exists, so the sandbox opens it.
+	shellWrite(t, filepath.Join(ws, "pids"), "", 0o644)
 	g, _ := shellGate(t, nil, ws, "fs.read:**", "fs.write:pids", "exec:sh", "exec:sleep")
 	// 100.<9 digits> seconds: a sleep of this test run and no other.
 	arg := fmt.Sprintf("100.%09d", time.Now().UnixNano()%1_000_000_000)

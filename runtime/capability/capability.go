@@ -178,6 +178,35 @@ func (g Grant) Exact(workspace string) (path string, ok bool) {
 	return unescapeMeta(pat), true
 }
 
+// Pattern returns an fs grant's absolute doublestar pattern (a relative
+// grant anchored at workspace, whose glob meta characters are escaped), or
+// "" for other kinds.
+func (g Grant) Pattern(workspace string) string {
+	if !g.kind.isFS() {
+		return ""
+	}
+	return anchorFS(cleanWorkspace(workspace), g.scope)
+}
+
+// Tree returns, for an fs grant of a whole directory tree (DIR/** with a
+// literal DIR, or ** for the workspace), that directory.
+func (g Grant) Tree(workspace string) (dir string, ok bool) {
+	pat := g.Pattern(workspace)
+	d, cut := strings.CutSuffix(pat, "/**")
+	if !cut || pat == "" {
+		return "", false
+	}
+	for _, e := range strings.Split(d, "/") {
+		if hasMeta(e) {
+			return "", false
+		}
+	}
+	if d == "" {
+		return "/", true
+	}
+	return unescapeMeta(d), true
+}
+
 // anchorFS returns the absolute doublestar pattern for an fs scope, or ""
 // when the scope is relative and the workspace is not usable.
 func anchorFS(ws, scope string) string {

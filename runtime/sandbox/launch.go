@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,10 +13,10 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 	"unsafe"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
+	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 )
 
@@ -34,7 +36,14 @@ func init() {
 }
 
 // launch applies the Spec from the environment to this process and
-// executes path with argv. It returns only on failure.
+// executes path with argv. It returns only on failure: it never starts the
+// program with less than the spec says.
+//
+// The order: descriptors above stderr are closed on exec (whatever warden
+// inherited stays out of the sandbox); the limits; the pids cgroup; every
+// capability dropped; Landlock; then, on one locked thread with nothing
+// allocated in between, no_new_privs, the seccomp filter, the address-space
+// limit and execve.
 func launch(path string, argv []string) error {
 	raw, ok := os.LookupEnv(specEnv)
 	if !ok {
@@ -46,42 +55,48 @@ func launch(path string, argv []string) error {
 	if err := dec.Decode(&spec); err != nil {
 		return fmt.Errorf("sandbox spec: %w", err)
 	}
-	env := make([]string, 0, len(os.Environ()))
-	for _, kv := range os.Environ() {
-		if !isSpecVar(kv) {
-			env = append(env, kv)
-		}
+	// The ABI warden's process decided on and reports. Only the spec says
+	// it — never the environment, which the caller's program shares — and
+	// a kernel that offers less than that is an error, not a downgrade.
+	kernel, _ := llsys.LandlockGetABIVersion()
+	if spec.ABI > max(kernel, 0) {
+		return fmt.Errorf("the spec asks for Landlock ABI %d and this kernel offers %d", spec.ABI, kernel)
+	}
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		return fmt.Errorf("close_range: %w", err)
 	}
 	lim := spec.Limits.WithDefaults()
 	if err := setLimits(lim); err != nil {
 		return err
 	}
-	if os.Getuid() == 0 {
-		// Without a pids cgroup the limit is not held; `warden sandbox
-		// check` says so.
-		_ = joinPidsGroup(lim.Processes)
+	if spec.Group != "" {
+		if err := os.WriteFile(filepath.Join(spec.Group, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0); err != nil {
+			return fmt.Errorf("joining the pids cgroup: %w", err)
+		}
 	}
-	// The ABI warden's process decided on (and reports), never above
-	// the kernel's.
-	s := Detect()
-	if spec.ABI < s.ABI {
-		s = Support{ABI: spec.ABI, Simulated: true}
-	}
-	if err := restrict(spec, s); err != nil {
+	if err := dropCapabilities(); err != nil {
 		return err
 	}
-	return execLimited(path, argv, env, min(lim.AddressSpaceMB<<20, hardLimit(unix.RLIMIT_AS)))
+	if err := restrict(spec, spec.ABI, spec.ABI < kernel); err != nil {
+		return err
+	}
+	filter, err := seccompFilter(spec.UnixSockets)
+	if err != nil {
+		return err
+	}
+	return execLimited(path, argv, spec.Env, min(lim.AddressSpaceMB<<20, hardLimit(unix.RLIMIT_AS)), filter)
 }
 
-// execLimited sets the address-space limit and executes path. The limit
-// is set last, and with nothing allocated after it: the launcher is a Go
-// program whose reserved address space may well exceed the limit, so any
-// new mapping — a heap span for the strings execve needs, an error
-// message — would fail and crash it. Everything execve needs is prepared
-// first, the collector is stopped, and only raw system calls follow; if
-// execve fails, the message is written and the process exits without
-// allocating.
-func execLimited(path string, argv, env []string, as uint64) error {
+// execLimited installs the seccomp filter, sets the address-space limit and
+// executes path. The limit is set last, and with nothing allocated after
+// it: the launcher is a Go program whose reserved address space may well
+// exceed the limit, so any new mapping — a heap span for the strings
+// execve needs, an error message — would fail and crash it. Everything is
+// prepared first, the collector is stopped, and only raw system calls on
+// this (locked) thread follow — the filter binds the thread that installs
+// it, which is the one that executes the program; if execve fails, the
+// message is written and the process exits without allocating.
+func execLimited(path string, argv, env []string, as uint64, filter []unix.SockFilter) error {
 	pathp, err := syscall.BytePtrFromString(path)
 	if err != nil {
 		return err
@@ -94,28 +109,32 @@ func execLimited(path string, argv, env []string, as uint64) error {
 	if err != nil {
 		return err
 	}
+	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
 	prefix := "warden sandbox: " + path + ": "
 	debug.SetGCPercent(-1)
 	runtime.LockOSThread()
+	if _, _, e := syscall.RawSyscall6(unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0, 0); e != 0 {
+		return fmt.Errorf("no_new_privs: %w", e)
+	}
+	if _, _, e := syscall.RawSyscall6(unix.SYS_PRCTL, unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&prog)), 0, 0, 0); e != 0 {
+		return fmt.Errorf("seccomp: %w", e)
+	}
 	rl := unix.Rlimit{Cur: as, Max: as}
 	if _, _, e := syscall.RawSyscall6(unix.SYS_PRLIMIT64, 0, unix.RLIMIT_AS, uintptr(unsafe.Pointer(&rl)), 0, 0, 0); e != 0 {
-		return fmt.Errorf("setrlimit address space %d: %w", as, e)
+		rawFail(prefix, e)
 	}
 	_, _, e := syscall.RawSyscall(unix.SYS_EXECVE, uintptr(unsafe.Pointer(pathp)),
 		uintptr(unsafe.Pointer(&argvp[0])), uintptr(unsafe.Pointer(&envp[0])))
-	msg := e.Error() // from a static table
-	rawWrite(prefix)
-	rawWrite(msg)
-	rawWrite("\n")
-	syscall.RawSyscall(unix.SYS_EXIT_GROUP, ExitLaunchFailed, 0, 0)
+	rawFail(prefix, e)
 	return e // not reached
 }
 
-// rawWrite writes s to stderr without allocating.
-func rawWrite(s string) {
-	if len(s) > 0 {
+// rawFail writes prefix and the error, and exits, without allocating.
+func rawFail(prefix string, e syscall.Errno) {
+	for _, s := range []string{prefix, e.Error(), "\n"} { // Error: a static table
 		syscall.RawSyscall(unix.SYS_WRITE, 2, uintptr(unsafe.Pointer(unsafe.StringData(s))), uintptr(len(s)))
 	}
+	syscall.RawSyscall(unix.SYS_EXIT_GROUP, ExitLaunchFailed, 0, 0)
 }
 
 // hardLimit is this process's hard limit of resource.
@@ -127,14 +146,12 @@ func hardLimit(resource int) uint64 {
 	return cur.Max
 }
 
-// setLimits sets the resource limits, soft and hard, so the program cannot
-// raise them. RLIMIT_NPROC counts every process of the user, so the limit
-// is what the user runs now plus Processes; and root's CAP_SYS_RESOURCE
-// and CAP_SYS_ADMIN, which ignore it, are dropped from the bounding set so
-// the program never has them.
+// setLimits sets the resource limits but the address space (execLimited
+// sets that), soft and hard, so the program cannot raise them.
+// RLIMIT_NPROC counts every process of the user, so the limit is what the
+// user runs now plus Processes; root is not bound by it (its pids cgroup
+// holds the limit), so its processes are not counted.
 func setLimits(l Limits) error {
-	// Root is not bound by RLIMIT_NPROC (its pids cgroup holds the
-	// limit): counting its processes would be wasted.
 	nproc := uint64(0)
 	if os.Getuid() != 0 {
 		var err error
@@ -152,13 +169,10 @@ func setLimits(l Limits) error {
 		{"processes", unix.RLIMIT_NPROC, nproc + l.Processes},
 		{"file size", unix.RLIMIT_FSIZE, l.FileSizeMB << 20},
 	} {
-		var cur unix.Rlimit
-		if err := unix.Getrlimit(r.resource, &cur); err != nil {
-			return fmt.Errorf("getrlimit %s: %w", r.name, err)
-		}
-		v := min(r.value, cur.Max) // never above what warden itself may use
+		max := hardLimit(r.resource)
+		v := min(r.value, max) // never above what warden itself may use
 		hard := v
-		if r.resource == unix.RLIMIT_CPU && v < cur.Max {
+		if r.resource == unix.RLIMIT_CPU && v < max {
 			// A second more for the hard limit: at the soft limit the
 			// kernel sends SIGXCPU, which says why the program ended;
 			// at the hard one, SIGKILL.
@@ -168,10 +182,38 @@ func setLimits(l Limits) error {
 			return fmt.Errorf("setrlimit %s %d: %w", r.name, v, err)
 		}
 	}
-	for _, c := range []uintptr{unix.CAP_SYS_RESOURCE, unix.CAP_SYS_ADMIN} {
-		if err := unix.Prctl(unix.PR_CAPBSET_DROP, c, 0, 0, 0); err != nil && !errors.Is(err, unix.EPERM) && !errors.Is(err, unix.EINVAL) {
+	return nil
+}
+
+// dropCapabilities leaves the program no capability: the bounding set is
+// emptied (root's execve then grants none), and the inheritable and
+// ambient sets are cleared. A program run by root keeps root's files, not
+// root's powers: no raw sockets, device nodes, modules or DAC override.
+// Without CAP_SETPCAP (not root) there is nothing to drop.
+func dropCapabilities() error {
+	for c := 0; c <= unix.CAP_LAST_CAP; c++ {
+		err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0)
+		switch {
+		case err == nil, errors.Is(err, unix.EINVAL): // EINVAL: the kernel knows fewer
+		case errors.Is(err, unix.EPERM):
+			if os.Geteuid() == 0 {
+				return fmt.Errorf("dropping capability %d: %w", c, err)
+			}
+		default:
 			return fmt.Errorf("dropping capability %d: %w", c, err)
 		}
+	}
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("clearing ambient capabilities: %w", err)
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capget: %w", err)
+	}
+	data[0].Inheritable, data[1].Inheritable = 0, 0
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capset: %w", err)
 	}
 	return nil
 }
@@ -205,41 +247,86 @@ func userProcesses() (uint64, error) {
 	return n, nil
 }
 
-// restrict enforces the Landlock part of spec with what the kernel
-// offers (nothing without Landlock: the limits still hold).
-func restrict(spec Spec, s Support) error {
-	if s.ABI < 1 {
+// restrict enforces the Landlock part of spec at ABI abi (nothing at 0:
+// the limits, the capabilities and seccomp still hold). simulated: the
+// kernel offers more, and abi is what warden's process chose to report.
+func restrict(spec Spec, abi int, simulated bool) error {
+	if abi < 1 {
 		return nil
 	}
-	// The highest ABI warden's rules are written for: V8 is V7 (what
-	// this project is tested on) plus multithreaded enforcement. Later
-	// ABIs restrict pathname unix sockets and UDP, which need rules of
-	// their own; see RATIONALE.md.
-	target := landlock.V8
-	net := target.HandledAccessNet
+	var c landlock.Config
+	if simulated {
+		// Exactly the older ABI's rights, as a kernel of that ABI would
+		// enforce them (the kernel here knows them all).
+		cfgs := []landlock.Config{landlock.V1, landlock.V1, landlock.V2, landlock.V3, landlock.V4, landlock.V5, landlock.V6, landlock.V7, landlock.V8}
+		c = cfgs[min(abi, len(cfgs)-1)]
+	} else {
+		// The highest ABI warden's rules are written for: V8 is V7
+		// (what this project is tested on) plus multithreaded
+		// enforcement. Later ABIs restrict pathname unix sockets and
+		// UDP, which need rules of their own (seccomp covers unix
+		// sockets); see RATIONALE.md. BestEffort takes what the kernel
+		// has of it.
+		c = landlock.V8.BestEffort()
+	}
 	if spec.AnyTCP {
-		net = 0
+		c.HandledAccessNet = 0
 	}
-	cfg, err := landlock.NewConfig(target.HandledAccessFS, net, target.Scoped)
-	if err != nil {
-		return err
+	refer := abi >= 2 // asking for refer on ABI 1 would make go-landlock give up on every rule
+	var rules []landlock.Rule
+	add := func(r landlock.FSRule) {
+		if refer {
+			r = r.WithRefer()
+		}
+		rules = append(rules, r)
 	}
-	c := cfg.BestEffort()
-	if s.Simulated {
-		c = downTo(s.ABI, spec.AnyTCP)
-	}
-	rules := []landlock.Rule{
+	rules = append(rules,
 		landlock.RODirs(SystemReadDirs...).IgnoreIfMissing(),
 		landlock.ROFiles(SystemReadFiles...).IgnoreIfMissing(),
 		landlock.RWFiles(SystemWriteFiles...).IgnoreIfMissing(),
+	)
+	// The spec's own paths are opened here without following any symlink
+	// and handed to Landlock as /proc/self/fd/N, so what is allowed is the
+	// file warden checked, not whatever a symlink swapped in since points
+	// to. A path that cannot be opened so is left out.
+	var fds []int
+	defer func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}()
+	for _, set := range []struct {
+		paths []string
+		write bool
+	}{{spec.Read, false}, {spec.Write, true}} {
+		for _, p := range set.paths {
+			fd, err := unix.Openat2(unix.AT_FDCWD, p, &unix.OpenHow{
+				Flags:   unix.O_PATH | unix.O_CLOEXEC,
+				Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+			})
+			if err != nil {
+				continue
+			}
+			fds = append(fds, fd)
+			var st unix.Stat_t
+			if unix.Fstat(fd, &st) != nil {
+				continue
+			}
+			at := "/proc/self/fd/" + strconv.Itoa(fd)
+			dir := st.Mode&unix.S_IFMT == unix.S_IFDIR
+			switch {
+			case set.write && dir:
+				add(landlock.RWDirs(at))
+			case set.write:
+				rules = append(rules, landlock.RWFiles(at))
+			case dir:
+				add(landlock.RODirs(at))
+			default:
+				rules = append(rules, landlock.ROFiles(at))
+			}
+		}
 	}
-	for _, p := range spec.Read {
-		rules = append(rules, pathRule(p, false))
-	}
-	for _, p := range spec.Write {
-		rules = append(rules, pathRule(p, true))
-	}
-	if !spec.AnyTCP {
+	if !spec.AnyTCP && abi >= 4 {
 		for _, port := range spec.ConnectTCP {
 			rules = append(rules, landlock.ConnectTCP(port))
 		}
@@ -250,93 +337,121 @@ func restrict(spec Spec, s Support) error {
 	return nil
 }
 
-// downTo is the configuration of an older ABI, for a simulated kernel.
-func downTo(abi int, anyTCP bool) landlock.Config {
-	cfgs := []landlock.Config{landlock.V1, landlock.V1, landlock.V2, landlock.V3, landlock.V4, landlock.V5, landlock.V6, landlock.V7}
-	if abi >= len(cfgs) {
-		abi = len(cfgs) - 1
+// seccompFilter refuses, with EACCES, the system calls the other layers do
+// not cover: socket(AF_UNIX) (connecting to a pathname unix socket is not
+// Landlock's before ABI 9, and /run holds sockets that act as root:
+// systemd's, D-Bus's, Docker's), unless the spec allows unix sockets; and
+// io_uring_setup (io_uring can open sockets without the socket call). A
+// call from another architecture's ABI (32-bit compat) is refused whole.
+func seccompFilter(unixSockets bool) ([]unix.SockFilter, error) {
+	var arch uint32
+	switch runtime.GOARCH {
+	case "amd64":
+		arch = unix.AUDIT_ARCH_X86_64
+	case "arm64":
+		arch = unix.AUDIT_ARCH_AARCH64
+	default:
+		return nil, fmt.Errorf("no seccomp filter for %s", runtime.GOARCH)
 	}
-	c := cfgs[abi]
-	if anyTCP {
-		c.HandledAccessNet = 0
+	const (
+		ld  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
+		jeq = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
+		ret = unix.BPF_RET | unix.BPF_K
+	)
+	allow := uint32(unix.SECCOMP_RET_ALLOW)
+	deny := uint32(unix.SECCOMP_RET_ERRNO) | uint32(unix.EACCES)
+	nosys := uint32(unix.SECCOMP_RET_ERRNO) | uint32(unix.ENOSYS)
+	unixDomain := uint32(unix.AF_UNIX)
+	if unixSockets {
+		unixDomain = ^uint32(0) // matches no domain
 	}
-	return c.BestEffort()
+	// Jumps are relative to the next instruction.
+	f := []unix.SockFilter{
+		/* 0 */ {Code: ld, K: 4}, // arch
+		/* 1 */ {Code: jeq, Jt: 1, K: arch},
+		/* 2 */ {Code: ret, K: nosys},
+		/* 3 */ {Code: ld, K: 0}, // nr
+		/* 4 */ {Code: unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K, Jt: 3, K: x32Mask()}, // → 8
+		/* 5 */ {Code: jeq, Jt: 3, K: uint32(unix.SYS_SOCKET)}, // → 9
+		/* 6 */ {Code: jeq, Jt: 1, K: uint32(unix.SYS_IO_URING_SETUP)}, // → 8
+		/* 7 */ {Code: ret, K: allow},
+		/* 8 */ {Code: ret, K: nosys},
+		/* 9 */ {Code: ld, K: 16}, // socket: args[0], the domain (low word)
+		/* 10 */ {Code: jeq, Jt: 1, K: unixDomain}, // → 12
+		/* 11 */ {Code: ret, K: allow},
+		/* 12 */ {Code: ret, K: deny},
+	}
+	return f, nil
 }
 
-// pathRule is a read or read-write rule for a directory or a file (whose
-// kind Landlock needs to know); a path that does not exist is skipped.
-func pathRule(p string, write bool) landlock.Rule {
-	fi, err := os.Stat(p)
-	dir := err != nil || fi.IsDir()
-	switch {
-	case write && dir:
-		return landlock.RWDirs(p).WithRefer().IgnoreIfMissing()
-	case write:
-		return landlock.RWFiles(p).IgnoreIfMissing()
-	case dir:
-		return landlock.RODirs(p).IgnoreIfMissing()
+// x32Mask marks x32 system call numbers on amd64 (none elsewhere).
+func x32Mask() uint32 {
+	if runtime.GOARCH == "amd64" {
+		return 0x40000000
 	}
-	return landlock.ROFiles(p).IgnoreIfMissing()
+	return 0
 }
 
 // The process limit. RLIMIT_NPROC does not bind root (the kernel exempts
-// the initial user), so for root the launcher puts the program in a pids
-// cgroup of its own (pids.max), named after the launcher's PID, which
-// Cleanup removes after the program ends.
-const (
-	pidsV1Root = "/sys/fs/cgroup/pids"
-	cgroupV2   = "/sys/fs/cgroup"
-)
+// the initial user), so for root warden puts each program in a pids cgroup
+// of its own (pids.max): NewGroup makes it, with a random name, before the
+// program starts; the launcher joins it, or does not start the program;
+// Cleanup kills what is left in it and removes it.
+const pidsV1Root = "/sys/fs/cgroup/pids"
 
-// pidsRoot is a pids cgroup hierarchy warden can create groups in, or "".
+// pidsRoot is a pids cgroup (v1) hierarchy warden can create groups in,
+// or "".
 func pidsRoot() string {
-	if fi, err := os.Stat(filepath.Join(pidsV1Root, "cgroup.procs")); err == nil && fi.Mode().IsRegular() {
+	if unix.Access(filepath.Join(pidsV1Root, "cgroup.procs"), unix.W_OK) == nil {
 		return pidsV1Root
-	}
-	if b, err := os.ReadFile(filepath.Join(cgroupV2, "cgroup.subtree_control")); err == nil && strings.Contains(" "+string(b)+" ", " pids") {
-		return cgroupV2
 	}
 	return ""
 }
 
-// pidsGroup is the cgroup of the program started by launcher pid.
-func pidsGroup(root string, pid int) string {
-	return filepath.Join(root, "warden-sandbox-"+strconv.Itoa(pid))
-}
+// NeedsGroup reports whether programs need a pids cgroup for their process
+// limit (warden runs as root).
+func NeedsGroup() bool { return os.Getuid() == 0 }
 
-// joinPidsGroup creates this launcher's pids cgroup with max processes
-// and moves the launcher into it.
-func joinPidsGroup(max uint64) error {
+// NewGroup creates a pids cgroup allowing max tasks, for one program.
+func NewGroup(max uint64) (string, error) {
 	root := pidsRoot()
 	if root == "" {
-		return errors.New("no pids cgroup to hold the process limit (root is not bound by RLIMIT_NPROC)")
+		return "", errors.New("no writable pids cgroup (" + pidsV1Root + ") to hold the process limit, and root is not bound by RLIMIT_NPROC")
 	}
-	dir := pidsGroup(root, os.Getpid())
+	b := make([]byte, 8)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	dir := filepath.Join(root, "warden-sandbox-"+hex.EncodeToString(b))
 	if err := os.Mkdir(dir, 0o700); err != nil {
-		return fmt.Errorf("pids cgroup: %w", err)
+		return "", fmt.Errorf("pids cgroup: %w", err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "pids.max"), []byte(strconv.FormatUint(max, 10)), 0); err != nil {
-		return fmt.Errorf("pids cgroup: %w", err)
+		_ = os.Remove(dir)
+		return "", fmt.Errorf("pids cgroup: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0); err != nil {
-		return fmt.Errorf("pids cgroup: %w", err)
-	}
-	return nil
+	return dir, nil
 }
 
-// Cleanup is called after the program started by launcher pid (and its
-// process group) ended: it kills whatever is left in the program's pids
-// cgroup — processes that left the group — and removes the cgroup.
-func Cleanup(pid int) {
-	root := pidsRoot()
-	if root == "" {
-		return
+// Cleanup kills whatever is left in a program's pids cgroup (processes
+// that left its process group) and removes the cgroup. It reports whether
+// the cgroup ever refused a fork at its limit.
+func Cleanup(dir string) (limitHit bool) {
+	if dir == "" {
+		return false
 	}
-	dir := pidsGroup(root, pid)
-	for range 50 {
+	if b, err := os.ReadFile(filepath.Join(dir, "pids.events")); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 && f[0] == "max" && f[1] != "0" {
+			limitHit = true
+		}
+	}
+	// No new task can join (pids.max 0), then the members are killed
+	// until none is left.
+	_ = os.WriteFile(filepath.Join(dir, "pids.max"), []byte("0"), 0)
+	for range 100 {
 		b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
 		if err != nil {
-			return // none was made (not root), or it is gone
+			break
 		}
 		left := strings.Fields(string(b))
 		if len(left) == 0 {
@@ -347,18 +462,22 @@ func Cleanup(pid int) {
 				_ = unix.Kill(n, unix.SIGKILL)
 			}
 		}
-		time.Sleep(10 * time.Millisecond)
+		runtime.Gosched()
 	}
 	_ = os.Remove(dir)
+	return limitHit
 }
 
-// ProcessLimit says how the process limit is held here.
+// ProcessLimit says how the process limit is held here; for root it
+// creates and removes a pids cgroup to find out.
 func ProcessLimit() (how string, ok bool) {
-	if os.Getuid() != 0 {
+	if !NeedsGroup() {
 		return "RLIMIT_NPROC (processes of this user, plus the limit)", true
 	}
-	if r := pidsRoot(); r != "" {
-		return "a pids cgroup per program (" + r + ")", true
+	dir, err := NewGroup(1)
+	if err != nil {
+		return "not held: " + err.Error(), false
 	}
-	return "not held: warden runs as root, which RLIMIT_NPROC does not bind, and no pids cgroup is writable", false
+	Cleanup(dir)
+	return "a pids cgroup per program (" + pidsV1Root + ")", true
 }

@@ -211,17 +211,26 @@ type Spec struct {
 	ConnectTCP []uint16 `json:"connect_tcp,omitempty"`
 	AnyTCP     bool     `json:"any_tcp,omitempty"`
 	Limits     Limits   `json:"limits"`
-	// ABI is the Landlock ABI the launcher may use: what Detect says in
+	// UnixSockets allows the program to create unix sockets (systemctl
+	// talks to systemd over one); otherwise seccomp refuses them.
+	UnixSockets bool `json:"unix_sockets,omitempty"`
+	// Group is the pids cgroup the launcher joins (NewGroup; root only).
+	Group string `json:"group,omitempty"`
+	// ABI is the Landlock ABI the launcher applies: what Detect says in
 	// warden's process (set by Command), so the program runs under what
 	// the result reports.
 	ABI int `json:"abi"`
+	// Env is the program's environment (set by Command). The launcher
+	// itself runs with none but the spec: a variable such as LD_PRELOAD
+	// must not reach it, unconfined as it starts.
+	Env []string `json:"env"`
 }
 
 // SystemReadDirs are readable (and executable) by every sandboxed program:
 // what programs need to run. Never the home directory, never /.
 var SystemReadDirs = []string{
 	"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
-	"/etc/alternatives", "/etc/ld.so.conf.d", "/etc/ssl", "/etc/ca-certificates",
+	"/etc/alternatives", "/etc/ld.so.conf.d", "/etc/ssl/certs", "/etc/ca-certificates",
 	"/usr/share/zoneinfo", "/usr/lib/locale",
 }
 
@@ -231,7 +240,7 @@ var SystemReadFiles = []string{
 	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.preload", "/etc/locale.alias", "/etc/locale.conf",
 	"/etc/default/locale", "/etc/localtime", "/etc/timezone", "/etc/nsswitch.conf", "/etc/passwd", "/etc/group",
 	"/etc/hosts", "/etc/resolv.conf", "/etc/host.conf", "/etc/gai.conf", "/etc/services", "/etc/protocols",
-	"/etc/inputrc", "/etc/mime.types", "/etc/gitconfig",
+	"/etc/inputrc", "/etc/mime.types", "/etc/gitconfig", "/etc/ssl/openssl.cnf",
 	"/dev/zero", "/dev/urandom", "/dev/random", "/dev/full",
 }
 
@@ -246,13 +255,32 @@ const (
 )
 
 // Command returns how to start program path with argv args and environment
-// env under spec: the launcher's path, argv and environment.
+// env under spec: the launcher's path, argv and environment. The launcher's
+// environment is the spec alone; the program's (env, without warden's own
+// sandbox variables, and with HOME replaced when the sandbox does not reach
+// it) travels inside it.
 func Command(path string, args, env []string, spec Spec) (string, []string, []string, error) {
 	if !filepath.IsAbs(path) {
 		return "", nil, nil, fmt.Errorf("sandbox: %q is not an absolute path", path)
 	}
 	spec.Limits = spec.Limits.WithDefaults()
 	spec.ABI = Detect().ABI
+	spec.Env = make([]string, 0, len(env))
+	for _, kv := range env {
+		switch {
+		case strings.HasPrefix(kv, "WARDEN_SANDBOX_"):
+			continue
+		case strings.HasPrefix(kv, "HOME="):
+			if !spec.reaches(strings.TrimPrefix(kv, "HOME=")) {
+				// A home the program may not read would make programs
+				// that read their settings from it fail (git stops at
+				// an unreadable ~/.gitconfig); one that does not exist
+				// is what they expect when there are none.
+				kv = "HOME=" + NoHome
+			}
+		}
+		spec.Env = append(spec.Env, kv)
+	}
 	b, err := json.Marshal(spec)
 	if err != nil {
 		return "", nil, nil, err
@@ -262,17 +290,7 @@ func Command(path string, args, env []string, spec Spec) (string, []string, []st
 		argv0 = args[0]
 	}
 	argv := append([]string{argv0, launcherArg, path}, args...)
-	env = slices.DeleteFunc(slices.Clone(env), isSpecVar)
-	for i, kv := range env {
-		if home, ok := strings.CutPrefix(kv, "HOME="); ok && !spec.reaches(home) {
-			// A home the program may not read would make programs
-			// that read their settings from it fail (git stops at an
-			// unreadable ~/.gitconfig); one that does not exist is
-			// what they expect when there are none.
-			env[i] = "HOME=" + NoHome
-		}
-	}
-	return "/proc/self/exe", argv, append(env, specEnv+"="+string(b)), nil
+	return "/proc/self/exe", argv, []string{specEnv + "=" + string(b)}, nil
 }
 
 // NoHome is HOME for programs whose sandbox does not reach the home
@@ -289,8 +307,4 @@ func (s Spec) reaches(dir string) bool {
 		}
 	}
 	return false
-}
-
-func isSpecVar(kv string) bool {
-	return len(kv) > len(specEnv) && kv[:len(specEnv)+1] == specEnv+"="
 }
