@@ -78,6 +78,7 @@ func (s Support) Features() []Feature {
 		{"ioctl on devices", s.ABI >= 5, 5},
 		{"abstract unix sockets and signals to processes outside the sandbox", s.ABI >= 6, 6},
 		{"resource limits (CPU, address space, open files, processes, file size)", true, 0},
+		{"no capabilities, no unix sockets or io_uring (seccomp), no inherited descriptors, no terminal", true, 0},
 	}
 }
 
