@@ -1,7 +1,6 @@
 package builtin
 
 import (
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,21 +54,7 @@ func TestSandboxHostile(t *testing.T) {
 	})
 	t.Run("a unix socket outside", func(t *testing.T) {
 		sock := filepath.Join(outside, "s.sock")
-		ln, err := net.Listen("unix", sock)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				c.Write([]byte("TOP-SECRET\n"))
-				c.Close()
-			}
-		}()
+		listen(t, "unix", sock, "TOP-SECRET\n")
 		g, _ := shellGate(t, nil, ws, "fs.read:**", "exec:perl", "net:*")
 		cmd := `perl -MIO::Socket::UNIX -e '$s = IO::Socket::UNIX->new(Peer => "` + sock + `") or die "connect: $!\n"; print <$s>'`
 		wantDenied(t, shellDo(t, g, map[string]any{"command": cmd}), "connect to a unix socket")

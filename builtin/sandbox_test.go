@@ -89,20 +89,7 @@ func TestSandboxFilesystem(t *testing.T) {
 // net grant and succeeds with one for its port.
 func TestSandboxTCP(t *testing.T) {
 	needLandlock(t, 4)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	ln := listen(t, "tcp", "127.0.0.1:0", "")
 	port := ln.Addr().(*net.TCPAddr).Port
 	ws := shellWS(t)
 	cmd := fmt.Sprintf("bash -c 'exec 3<>/dev/tcp/127.0.0.1/%d && echo connected'", port)
@@ -199,4 +186,26 @@ func TestSandboxUnavailable(t *testing.T) {
 	if res := callTool(t, gg, "git_status", `{}`); shellCode(res) != runtime.CodePolicyDenied {
 		t.Fatalf("git_status under require_sandbox: %+v", res.Error)
 	}
+}
+
+// listen serves network addr until the test ends: each connection gets
+// reply, then is closed.
+func listen(t *testing.T, network, addr, reply string) net.Listener {
+	t.Helper()
+	ln, err := net.Listen(network, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte(reply))
+			c.Close()
+		}
+	}()
+	return ln
 }

@@ -16,7 +16,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/urfave/cli/v2"
-	"golang.org/x/term"
 
 	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/redact"
@@ -141,7 +140,7 @@ func newMCPHTTP(e *env, addr string) (*mcpHTTP, error) {
 	}
 	token, generated := os.Getenv(envMCPToken), false
 	switch {
-	case token == "" && !stderrIsTerminal(e):
+	case token == "" && !isTerminal(e.stderr):
 		// A generated token printed to a log that is not a terminal
 		// would end up on disk.
 		return nil, usageErr(fmt.Sprintf("set %s to a random string of %d characters or more (e.g. openssl rand -base64 32)", envMCPToken, minMCPTokenLen),
@@ -262,10 +261,4 @@ func loopbackHost(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
-}
-
-// stderrIsTerminal reports whether warden's stderr is a terminal.
-func stderrIsTerminal(e *env) bool {
-	f, ok := e.stderr.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
 }

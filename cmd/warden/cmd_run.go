@@ -11,7 +11,6 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
-	"golang.org/x/term"
 
 	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/agent"
@@ -174,11 +173,7 @@ type runView struct {
 }
 
 func newRunView(out, errw io.Writer, text bool) *runView {
-	v := &runView{out: out, err: errw, text: text}
-	if f, ok := errw.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		v.tty = true
-	}
-	return v
+	return &runView{out: out, err: errw, text: text, tty: isTerminal(errw)}
 }
 
 func (v *runView) event(ev agent.Event) {

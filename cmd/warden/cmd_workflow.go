@@ -13,7 +13,6 @@ import (
 	"sync"
 
 	"github.com/urfave/cli/v2"
-	"golang.org/x/term"
 
 	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/agent"
@@ -289,11 +288,7 @@ type workflowView struct {
 }
 
 func newWorkflowView(errw io.Writer) *workflowView {
-	v := &workflowView{out: errw}
-	if f, ok := errw.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		v.tty = true
-	}
-	return v
+	return &workflowView{out: errw, tty: isTerminal(errw)}
 }
 
 func (v *workflowView) event(ev workflow.Event) {

@@ -258,10 +258,16 @@ func (e *env) isTTY() bool { return e.terminal() != nil }
 
 // terminal returns stdin when it is a terminal, for prompts; nil otherwise.
 func (e *env) terminal() *os.File {
-	if f, ok := e.stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		return f
+	if isTerminal(e.stdin) {
+		return e.stdin.(*os.File)
 	}
 	return nil
+}
+
+// isTerminal reports whether v (a reader or writer) is a terminal.
+func isTerminal(v any) bool {
+	f, ok := v.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // coreTools returns warden's built-in tools, built once.

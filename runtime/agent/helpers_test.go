@@ -2,7 +2,6 @@ package agent_test
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -75,13 +74,7 @@ func newEnv(t *testing.T) *env {
 
 func (e *env) write(name, content string) {
 	e.t.Helper()
-	p := filepath.Join(e.ws, name)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		e.t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		e.t.Fatal(err)
-	}
+	runtimetest.WriteFile(e.t, e.ws, name, content)
 }
 
 func (e *env) gate(policy string) *runtime.Gate {

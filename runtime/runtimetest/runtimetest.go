@@ -10,9 +10,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/wardenrt/warden/runtime"
@@ -237,4 +240,17 @@ func (r *Runs) Puts() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.puts
+}
+
+// WriteFile writes content to dir/name, making its directories, or fails
+// the test.
+func WriteFile(t testing.TB, dir, name, content string) {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }

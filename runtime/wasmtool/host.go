@@ -190,9 +190,10 @@ func (h *Host) Load(ctx context.Context, taken func(string) bool) ([]runtime.Too
 				st.State, st.Reason = StateError, why
 				break
 			}
+			key := compileKey(name, pin)
 			for _, t := range pin.Tools {
 				used[t.Name] = name
-				tools = append(tools, &Tool{host: h, module: name, pin: pin, spec: t})
+				tools = append(tools, &Tool{host: h, module: name, pin: pin, spec: t, key: key})
 			}
 			st.State = StateOK
 		}
@@ -334,10 +335,9 @@ func compileKey(name string, pin *Pin) string {
 	return name + "\x00" + pin.SHA256 + "\x00" + string(b)
 }
 
-// module returns the module compiled for name's pin, compiling it on first
-// use from bytes that must still hash to the pin.
-func (h *Host) module(ctx context.Context, name string, pin *Pin) (*wasm.Module, error) {
-	key := compileKey(name, pin)
+// module returns the module compiled for name's pin (key: its compileKey),
+// compiling it on first use from bytes that must still hash to the pin.
+func (h *Host) module(ctx context.Context, name string, pin *Pin, key string) (*wasm.Module, error) {
 	h.mu.Lock()
 	c, ok := h.compiled[key]
 	if !ok {

@@ -20,6 +20,7 @@ type Tool struct {
 	module string
 	pin    *Pin
 	spec   ToolSpec
+	key    string // compileKey(module, pin), computed once at Load
 }
 
 var _ runtime.Tool = (*Tool)(nil)
@@ -70,7 +71,7 @@ func (t *Tool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
 		return runtime.Fail(runtime.CodeInternal, "fix the grants with `warden tool grant`/`revoke`", "the grants of %s do not parse: %v", t.module, err)
 	}
 	guest := &runtime.Guest{Gate: gate, Tool: t.spec.Name, Parent: c, Granted: granted, HostTimeout: t.host.o.HostTimeout}
-	mod, err := t.host.module(ctx, t.module, t.pin)
+	mod, err := t.host.module(ctx, t.module, t.pin, t.key)
 	if err != nil {
 		var rerr *runtime.Error
 		if errors.As(err, &rerr) {

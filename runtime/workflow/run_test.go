@@ -51,13 +51,7 @@ func newEnv(t *testing.T, grants string) *env {
 
 func (e *env) write(name, content string) {
 	e.t.Helper()
-	p := filepath.Join(e.ws, name)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		e.t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		e.t.Fatal(err)
-	}
+	runtimetest.WriteFile(e.t, e.ws, name, content)
 }
 
 // options check tools against the registry and open nested files in the
