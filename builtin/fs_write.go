@@ -16,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/wardenrt/warden/internal/unidiff"
 	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
 )
@@ -338,7 +339,7 @@ func fsRenderDiff(oldLabel, newLabel string, oldText, newText []byte, limit int)
 		return fmt.Sprintf("Binary files %s and %s differ: %d bytes (sha256 %s) → %d bytes (sha256 %s)\n",
 			oldLabel, newLabel, len(oldText), fsSum(oldText), len(newText), fsSum(newText)), false
 	}
-	return fsUnifiedDiff(oldLabel, newLabel, string(oldText), string(newText), limit)
+	return unidiff.Unified(oldLabel, newLabel, string(oldText), string(newText), limit)
 }
 
 func fsSum(b []byte) string {

@@ -743,7 +743,13 @@ func TestOpsRestartServiceErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	opsWantErr(t, callTool(t, g, "restart_service", `{"unit":"nginx"}`), runtime.CodeCapabilityDenied, "--grant exec:systemctl")
-	r := runtime.DefaultPolicy().Match("restart_service")
+	var r *runtime.Rule
+	for i, x := range runtime.DefaultPolicy().Rules {
+		if x.Tool == "restart_service" {
+			r = &runtime.DefaultPolicy().Rules[i]
+			break
+		}
+	}
 	if r == nil || !r.RequireApproval || !r.DryRunFirst {
 		t.Errorf("default rule %+v", r)
 	}

@@ -68,6 +68,7 @@ type shellRunResult struct {
 // shellRun is the state of one running command, shared by its handlers
 // (which run concurrently: pipes, background jobs).
 type shellRun struct {
+	gateCall *runtime.Call // for the rules on the programs it starts (CheckPrograms)
 	grants   capability.Set
 	ws       string
 	box      sandbox.Spec // every program's sandbox (the call's grants and limits)
@@ -98,7 +99,7 @@ func (s *Shell) environ() []string {
 // execute runs a prepared command through the interpreter.
 func (s *Shell) execute(ctx context.Context, c *runtime.Call, sc *shellCall) *shellRunResult {
 	path := s.pathValue(c.Workspace)
-	st := &shellRun{grants: c.Grants, ws: c.Workspace, path: path, warned: map[string]bool{},
+	st := &shellRun{gateCall: c, grants: c.Grants, ws: c.Workspace, path: path, warned: map[string]bool{},
 		box: boxFor(c), needBox: c.RequireSandbox}
 	if path != "" {
 		st.pathDirs = strings.Split(path, ":")
@@ -327,6 +328,9 @@ func (st *shellRun) exec(ctx context.Context, args []string) error {
 			return st.refuse(hc, fmt.Sprintf("program %s is not the %s warden finds on its PATH (%s)", name, base, path),
 				"call it as "+base+"; warden runs only programs on "+st.path)
 		}
+	}
+	if e := st.gateCall.CheckPrograms(shellSubjects(runtime.Program{Argv: args})...); e != nil {
+		return st.refuseCode(hc, e.Code, e.Message, e.Hint)
 	}
 	g := shellGuard(base, args[1:])
 	if g.reason != "" {

@@ -108,6 +108,9 @@ type shellAnalyzeInput struct {
 
 // shellAnalysis is the outcome of the static analysis.
 type shellAnalysis struct {
+	// programs are the programs the command starts and the commands they
+	// launch, as command rules see them (shell_rules.go).
+	programs []runtime.Program
 	plan     ShellPlan
 	needs    []capability.Need
 	refusal  *runtime.Error
@@ -295,6 +298,7 @@ func (z *shellAnalyzer) call(ce *syntax.CallExpr, context string, depth int) {
 		entry.Kind = "assignment"
 	case !static[0]:
 		entry.Kind = "dynamic"
+		z.addProgram(words, static, &entry)
 	default:
 		entry.Kind = z.command(words, static, allStatic, &entry, depth)
 	}
@@ -369,6 +373,7 @@ func (z *shellAnalyzer) program(words []string, static []bool, allStatic bool, e
 	n := capability.Need{Kind: capability.Exec, Resource: base}
 	entry.Need = n.String()
 	z.need(n)
+	z.addProgram(words, static, entry)
 	if g, err := capability.Parse("exec:" + base); err == nil {
 		if why := g.Broad(); why != "" {
 			z.warn(why)
@@ -392,6 +397,23 @@ func (z *shellAnalyzer) program(words []string, static []bool, allStatic bool, e
 			}
 		}
 	}
+}
+
+// addProgram records a program, and what it launches, for command rules;
+// a word known only at run time is kept as its source.
+func (z *shellAnalyzer) addProgram(words []string, static []bool, entry *ShellPlanCommand) {
+	p := runtime.Program{Argv: make([]string, len(words)), Dynamic: make([]bool, len(words))}
+	off := len(entry.Argv) - len(words)
+	for i, w := range words {
+		p.Argv[i] = w
+		if !static[i] {
+			p.Dynamic[i] = true
+			if j := off + i; j >= 0 && j < len(entry.Argv) {
+				p.Argv[i] = strings.TrimSuffix(strings.TrimPrefix(entry.Argv[j], "‹"), "›")
+			}
+		}
+	}
+	z.out.programs = append(z.out.programs, shellSubjects(p)...)
 }
 
 // staticPath resolves a literal path as the command would see it, while the

@@ -16,6 +16,7 @@ type AuditLog interface {
 const (
 	PhaseIntent = "intent" // written, durably, before the tool runs
 	PhaseResult = "result" // written, durably, before the result is returned
+	PhaseAdmin  = "admin"  // a change that is not a call: a grant added or expired, a policy trusted
 )
 
 // AuditEvent is the body of one audit record, already redacted. The store
@@ -65,4 +66,7 @@ const (
 	ApprovalUser        = "user"
 	ApprovalRefused     = "refused"
 	ApprovalUnavailable = "unavailable"
+	// ApprovalRemembered: approved by an approval remembered for a while
+	// ("allow for 1 hour").
+	ApprovalRemembered = "remembered"
 )

@@ -38,8 +38,13 @@ type ApprovalRequest struct {
 	Args      json.RawMessage
 	Needs     []string
 	Rule      string
+	// Matched says which of the rule's matchers matched, and what.
+	Matched string
 	// Preview is the dry run's result when the rule says dry_run_first.
 	Preview *Outcome
+	// CanRemember says the approval may be remembered for a while
+	// (Approval.For).
+	CanRemember bool
 }
 
 // Approval is an approver's answer.
@@ -47,6 +52,11 @@ type Approval struct {
 	Approved bool
 	// By names who approved ("user", or a name the approver chooses).
 	By string
+	// For, when positive, remembers the approval for this long: calls of
+	// the same tool that the same rule asks about, in the same workspace,
+	// are approved without asking until it expires (needs
+	// GateOptions.Grants).
+	For time.Duration
 }
 
 // ErrCancelled is returned by approvers when the person cancelled (Ctrl-C,
@@ -61,7 +71,14 @@ type GateOptions struct {
 	Workspace string // absolute, symlinks resolved
 	// Extra grants for this invocation only (--grant).
 	Extra []capability.Grant
-	Audit AuditLog
+	// Timed grants for this invocation that expire (--grant CAP@30m).
+	Timed []TimedGrant
+	// Grants keeps remembered grants and approvals with an expiry (warden
+	// grant add, "allow for 1 hour"); nil: none. They are read at each
+	// call, so one that expires or is removed stops applying at once, also
+	// in a long-running process.
+	Grants GrantStore
+	Audit  AuditLog
 	// Approval mode; "" means never.
 	Approval ApprovalMode
 	Approver Approver
@@ -79,6 +96,11 @@ type GateOptions struct {
 type Gate struct {
 	o      GateOptions
 	grants capability.Set
+
+	// expiredMu guards expired: the invocation's timed grants whose expiry
+	// is already on the audit log.
+	expiredMu sync.Mutex
+	expired   map[string]bool
 }
 
 // NewGate validates the options and builds a gate.
@@ -104,11 +126,12 @@ func NewGate(o GateOptions) (*Gate, error) {
 	if o.NewID == nil {
 		o.NewID = NewID
 	}
-	gs := append(o.Policy.GrantList(), o.Extra...)
-	return &Gate{o: o, grants: capability.NewSet(o.Workspace, gs...)}, nil
+	grants := o.Policy.GrantSet(o.Workspace).Union(capability.NewSet(o.Workspace, o.Extra...))
+	return &Gate{o: o, grants: grants, expired: map[string]bool{}}, nil
 }
 
-// Grants returns the gate's grants (policy ∪ extra).
+// Grants returns the gate's grants (policy ∪ extra), without the grants
+// that expire.
 func (g *Gate) Grants() capability.Set { return g.grants }
 
 // Registry returns the gate's registry.
@@ -148,19 +171,31 @@ type Request struct {
 	Offered map[string]bool
 }
 
-// checked is a call that passed decoding, the rule and capabilities.
+// checked is a call that passed decoding, the rules and capabilities.
 type checked struct {
-	entry    *entry
-	call     *Call
-	rule     *Rule
-	needs    []capability.Need
+	entry   *entry
+	call    *Call
+	verdict ruleVerdict
+	needs   []capability.Need
+	// timed are the grants with an expiry in force for the call.
+	timed    []TimedGrant
 	decision Decision
 }
 
+// deciding is the rule to name for the call's decision: the trusted
+// policy's, or the untrusted workspace policy's when it is the stricter.
+func (c *checked) deciding() *Rule {
+	r := c.verdict.Rule
+	if c.verdict.Narrowed != nil && severity(c.verdict.Narrowed) > severity(r) {
+		return c.verdict.Narrowed
+	}
+	return r
+}
+
 // check runs the decision steps that need no side effects: decoding and
-// schema validation, the policy rule and the capabilities. On refusal it
-// returns the error and as much of the decision as was reached.
-func (g *Gate) check(req Request, callID string) (*checked, *Error) {
+// schema validation, the policy's rules and the capabilities. On refusal
+// it returns the error and as much of the decision as was reached.
+func (g *Gate) check(ctx context.Context, req Request, callID string) (*checked, *Error) {
 	e, ok := g.o.Registry.lookup(req.Tool)
 	if !ok {
 		return nil, Errorf(CodeUnknownTool, "list the tools with `warden tools`", "no tool named %q", truncateText(req.Tool, 128))
@@ -180,27 +215,34 @@ func (g *Gate) check(req Request, callID string) (*checked, *Error) {
 		return &checked{entry: e}, verr
 	}
 	grants := g.grants
+	c := &checked{entry: e}
+	if c.timed = g.activeTimed(ctx, e.spec.Name); len(c.timed) > 0 {
+		gs := make([]capability.Grant, 0, len(c.timed))
+		for _, t := range c.timed {
+			gs = append(gs, t.grant)
+		}
+		grants = grants.Union(capability.NewSet(g.o.Workspace, gs...))
+	}
 	if req.Restrict != nil {
 		grants = grants.Intersect(*req.Restrict)
 	}
-	c := &checked{entry: e, rule: g.o.Policy.Match(g.o.Registry.Names(e.spec.Name)...)}
+	pol := g.o.Policy
+	names := g.o.Registry.Names(e.spec.Name)
 	c.call = &Call{
 		ID: callID, Tool: e.spec.Name, Args: compact, RunID: req.RunID,
 		Principal: req.Principal, Grants: grants, Workspace: g.o.Workspace,
 		DryRun:  req.DryRun || (g.o.DryRun && !e.spec.ReadOnly),
 		decoded: value,
 	}
-	c.call.RequireSandbox = g.o.Policy.RequireSandbox
-	c.call.Limits = g.o.Policy.Limits
-	if c.rule != nil {
-		r := *c.rule
-		c.call.Rule = &r
-		c.call.Limits = r.Limits.Over(c.call.Limits)
-	}
-	c.decision = Decision{Action: ActionDeny, Rule: ruleName(c.rule)}
-	if c.rule != nil && c.rule.Action == ActionDeny {
-		return c, Errorf(CodePolicyDenied, fmt.Sprintf("the policy (%s) denies %s; change its rule to allow it", g.o.Policy.Source, e.spec.Name),
-			"tool %s is denied by %s", e.spec.Name, c.rule.Describe())
+	c.call.RequireSandbox = pol.RequireSandbox
+	c.call.Limits = pol.Limits
+	c.decision = Decision{Action: ActionDeny}
+	// A rule that denies the tool whatever its arguments decides before
+	// the arguments are looked at.
+	if r := pol.quickDeny(names); r != nil {
+		c.verdict = ruleVerdict{Rule: r, Deny: true}
+		c.decision.Rule = r.Describe()
+		return c, g.denied(e.spec.Name, r, "")
 	}
 	needs, err := e.tool.Needs(c.call)
 	if err != nil {
@@ -211,11 +253,33 @@ func (g *Gate) check(req Request, callID string) (*checked, *Error) {
 		return c, te
 	}
 	c.needs = needs
+	facts := newCallFacts(names, needs, value)
+	var progs []Program
+	if pol.needsPrograms(names) {
+		if pl, ok := e.tool.(ProgramLister); ok {
+			ps, err := pl.Programs(c.call)
+			if err != nil {
+				return c, AsError(err)
+			}
+			progs = ps
+		}
+		c.call.rules = &callRules{p: pol, f: facts, ws: g.o.Workspace}
+	}
+	c.verdict = pol.decide(facts, progs, g.o.Workspace)
+	if r := c.verdict.Rule; r != nil {
+		cp := *r
+		c.call.Rule = &cp
+		c.call.Limits = r.Limits.Over(c.call.Limits)
+	}
+	c.decision.Rule = ruleWhy(c.deciding(), c.why())
+	if c.verdict.Deny {
+		return c, g.denied(e.spec.Name, c.deciding(), c.why())
+	}
 	var missing []string
 	var hints []string
 	for _, n := range needs {
 		if grants.Allows(n) {
-			c.decision.Grants = append(c.decision.Grants, grantFor(grants, n))
+			c.decision.Grants = append(c.decision.Grants, grantFor(grants, n)+timedNote(c.timed, grants, n))
 			continue
 		}
 		missing = append(missing, n.String())
@@ -230,11 +294,37 @@ func (g *Gate) check(req Request, callID string) (*checked, *Error) {
 	return c, nil
 }
 
-func ruleName(r *Rule) string {
+// why says which matcher of the deciding rule matched.
+func (c *checked) why() string {
+	if c.verdict.Narrowed != nil && c.deciding() == c.verdict.Narrowed {
+		return c.verdict.NarrowedWhy
+	}
+	return c.verdict.Why
+}
+
+// denied is the refusal of a call a rule denies.
+func (g *Gate) denied(tool string, r *Rule, why string) *Error {
+	src := g.o.Policy.Source
+	if u := g.o.Policy.untrusted; u != nil && r != nil && u.book.owns(r) {
+		src = u.Source + " (not trusted: it may only narrow)"
+	}
+	msg := fmt.Sprintf("tool %s is denied by %s", tool, r.Describe())
+	if why != "" {
+		msg += ": " + why
+	}
+	return &Error{Code: CodePolicyDenied, Message: msg,
+		Hint: fmt.Sprintf("the policy (%s) denies this call; change its rule to allow it", src)}
+}
+
+// ruleWhy names a rule and the matcher that matched, for the audit record.
+func ruleWhy(r *Rule, why string) string {
 	if r == nil {
 		return ""
 	}
-	return r.Describe()
+	if why == "" {
+		return r.Describe()
+	}
+	return r.Describe() + " [" + why + "]"
 }
 
 // grantFor names the grant(s) that allow n (for the audit record and explain).
@@ -271,7 +361,7 @@ func (g *Gate) Call(ctx context.Context, req Request) (Result, error) {
 	res := Result{Tool: name, CallID: callID, Data: json.RawMessage("{}"), Warnings: []string{}}
 	ev := AuditEvent{CallID: callID, RunID: req.RunID, Principal: principal, Tool: name}
 
-	c, cerr := g.check(req, callID)
+	c, cerr := g.check(ctx, req, callID)
 	if c != nil && c.call != nil {
 		ev.Args = g.redactArgs(c.call.Args)
 		ev.Needs = g.redactNeeds(c.needs)
@@ -292,7 +382,7 @@ func (g *Gate) Call(ctx context.Context, req Request) (Result, error) {
 
 	// Dry run: requested, or dry_run_first (the preview is shown to the approver).
 	var preview *Outcome
-	if call.DryRun || (c.rule != nil && c.rule.DryRunFirst && !c.entry.spec.ReadOnly) {
+	if call.DryRun || (c.verdict.DryRunFirst && !c.entry.spec.ReadOnly) {
 		dry := *call
 		dry.DryRun = true
 		o := g.safeRun(ctx, c.entry.tool, &dry)
@@ -305,13 +395,16 @@ func (g *Gate) Call(ctx context.Context, req Request) (Result, error) {
 	}
 
 	// Approval.
-	if c.rule != nil && c.rule.RequireApproval {
+	if c.verdict.Approval {
 		verdict, aerr := g.approve(ctx, c, preview)
 		ev.Decision.Approval = verdict.Approval
 		ev.Decision.Approver = verdict.Approver
 		if aerr != nil {
 			ev.Decision.Action = ActionDeny
 			return g.refuse(ctx, res, ev, aerr, start)
+		}
+		if call.rules != nil {
+			call.rules.approved = true
 		}
 	}
 
@@ -335,6 +428,10 @@ type approvalVerdict struct{ Approval, Approver string }
 
 func (g *Gate) approve(ctx context.Context, c *checked, preview *Outcome) (approvalVerdict, *Error) {
 	name := c.call.Tool
+	rule := c.deciding().Describe()
+	if t, ok := g.rememberedApproval(ctx, name, rule); ok {
+		return approvalVerdict{ApprovalRemembered, fmt.Sprintf("%s (remembered until %s, %s)", t.By, t.Expires.UTC().Format(time.RFC3339), t.ID)}, nil
+	}
 	switch g.o.Approval {
 	case ApproveAuto:
 		return approvalVerdict{ApprovalAuto, "auto"}, nil
@@ -345,7 +442,8 @@ func (g *Gate) approve(ctx context.Context, c *checked, preview *Outcome) (appro
 		a, err := g.o.Approver.Approve(ctx, ApprovalRequest{
 			Tool: name, CallID: c.call.ID, Principal: c.call.Principal,
 			Args: g.redactArgs(c.call.Args), Needs: g.redactNeeds(c.needs),
-			Rule: c.rule.Describe(), Preview: preview,
+			Rule: rule, Matched: g.o.Redactor.String(c.why()), Preview: preview,
+			CanRemember: g.o.Grants != nil,
 		})
 		if err != nil {
 			if errors.Is(err, ErrCancelled) || ctx.Err() != nil {
@@ -360,11 +458,18 @@ func (g *Gate) approve(ctx context.Context, c *checked, preview *Outcome) (appro
 		if !a.Approved {
 			return approvalVerdict{ApprovalRefused, by}, Errorf(CodeUserRejected, "", "%s was rejected by %s", name, by)
 		}
+		if a.For > 0 && g.o.Grants != nil {
+			if t, err := g.remember(ctx, name, rule, by, a.For); err != nil {
+				g.o.Logger.Warn("the approval could not be remembered", "tool", name, "err", err)
+			} else {
+				by = fmt.Sprintf("%s (for %s, until %s, %s)", by, a.For, t.Expires.UTC().Format(time.RFC3339), t.ID)
+			}
+		}
 		return approvalVerdict{ApprovalUser, by}, nil
 	}
 	return approvalVerdict{ApprovalUnavailable, ""}, Errorf(CodeApprovalRequired,
 		"run it on a terminal to be asked (--approve ask), or approve it explicitly with --approve auto",
-		"%s needs approval (%s) and no one can approve it (approval mode %s)", name, c.rule.Describe(), g.o.Approval)
+		"%s needs approval (%s) and no one can approve it (approval mode %s)", name, rule, g.o.Approval)
 }
 
 // refuse records a call that did not run and returns its envelope.
@@ -564,9 +669,14 @@ func capOutput(s string) string {
 
 // Explanation says how the gate would decide a call, without running it.
 type Explanation struct {
-	Tool     string       `json:"tool"`
-	Policy   string       `json:"policy"`
-	Rule     string       `json:"rule"`
+	Tool   string `json:"tool"`
+	Policy string `json:"policy"`
+	// Untrusted names the workspace policy that narrows Policy because its
+	// owner has not trusted it ("" when there is none).
+	Untrusted string `json:"untrusted_policy,omitempty"`
+	Rule      string `json:"rule"`
+	// Matched says which of the rule's matchers matched, and what.
+	Matched  string       `json:"matched,omitempty"`
 	Needs    []NeedWhy    `json:"needs"`
 	Approval string       `json:"approval"`
 	Verdict  string       `json:"verdict"` // allow | deny | needs approval
@@ -589,19 +699,30 @@ type NeedWhy struct {
 // Explain says which rule and which grants decide a call, and why.
 func (g *Gate) Explain(req Request) Explanation {
 	x := Explanation{Tool: req.Tool, Policy: g.o.Policy.Source, Mode: g.o.Approval, Grants: setStrings(g.grants)}
-	c, err := g.check(req, "explain")
+	if u := g.o.Policy.untrusted; u != nil {
+		x.Untrusted = u.Source
+	}
+	c, err := g.check(context.Background(), req, "explain")
 	if c != nil && c.entry != nil {
 		x.Tool = c.entry.spec.Name
 	}
 	if c != nil && c.call != nil {
-		x.Rule = c.decision.Rule
-		if x.Rule == "" {
+		for _, t := range c.timed {
+			x.Grants = append(x.Grants, t.String())
+		}
+		if r := c.deciding(); r != nil {
+			x.Rule = r.Describe()
+			x.Matched = g.o.Redactor.String(c.why())
+			if u := g.o.Policy.untrusted; u != nil && u.book.owns(r) {
+				x.Rule += " — from " + u.Source + " (not trusted: it may only narrow)"
+			}
+		} else {
 			x.Rule = "no rule matches; capabilities decide"
 		}
 		for _, n := range c.needs {
 			w := NeedWhy{Need: g.o.Redactor.String(n.String())}
 			if c.call.Grants.Allows(n) {
-				w.GrantedBy = grantFor(c.call.Grants, n)
+				w.GrantedBy = grantFor(c.call.Grants, n) + timedNote(c.timed, c.call.Grants, n)
 			} else {
 				w.Hint = "--grant " + n.Hint(g.o.Workspace)
 			}
@@ -616,10 +737,10 @@ func (g *Gate) Explain(req Request) Explanation {
 	}
 	x.Verdict = ActionAllow
 	x.Approval = ApprovalNotRequired
-	if c.rule != nil && c.rule.DryRunFirst {
+	if c.verdict.DryRunFirst {
 		x.Approval = "not required; the dry-run preview is recorded before it runs"
 	}
-	if c.rule != nil && c.rule.RequireApproval {
+	if c.verdict.Approval {
 		switch g.o.Approval {
 		case ApproveAuto:
 			x.Approval = "required: approved automatically (--approve auto)"
@@ -629,7 +750,7 @@ func (g *Gate) Explain(req Request) Explanation {
 			x.Approval = "required: refused with APPROVAL_REQUIRED (approval mode never)"
 			x.Verdict = VerdictNeedsApproval
 		}
-		if c.rule.DryRunFirst {
+		if c.verdict.DryRunFirst {
 			x.Approval += "; the dry-run preview is shown first"
 		}
 	}

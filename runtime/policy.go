@@ -4,7 +4,6 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"os"
 	"path"
 	"strings"
 
@@ -35,9 +34,12 @@ func ParseApprovalMode(s string) (ApprovalMode, error) {
 	return "", fmt.Errorf("approval mode %q: use ask, auto or never", s)
 }
 
-// Rule is one policy rule. Rules are matched against the tool name in order;
-// the first match wins.
+// Rule is one policy rule. Rules are matched in order against the tool name
+// and, when a rule has matchers, against what the call does; the first rule
+// that matches wins (see rules.go for calls that start several programs).
 type Rule struct {
+	// Name optionally names the rule, for explanations and policy tests.
+	Name string `yaml:"name"`
 	// Tool is a tool name or a glob over tool names (path.Match syntax:
 	// `fs_*`, `*`).
 	Tool            string `yaml:"tool"`
@@ -47,9 +49,27 @@ type Rule struct {
 	// Limits override the policy's resource limits for the programs the
 	// tool starts (zero fields: the policy's).
 	Limits sandbox.Limits `yaml:"limits"`
+
+	// Matchers: a rule with matchers applies only to calls all of them
+	// match; within one matcher any pattern may match.
+	//
+	// Command matches the argv prefix of each program the call starts
+	// ("git push*", "npm run test:*", "git ** push": ** is any number of
+	// words); Path the paths the call reads or writes (globs as in fs
+	// grants: relative ones under the workspace); Method and Host the
+	// method argument and the hosts the call reaches; Args a field of the
+	// arguments (a dotted path) against a glob.
+	Command Patterns            `yaml:"command"`
+	Path    Patterns            `yaml:"path"`
+	Method  Patterns            `yaml:"method"`
+	Host    Patterns            `yaml:"host"`
+	Args    map[string]Patterns `yaml:"args"`
+
 	// Index and Line locate the rule in its file, for explanations.
 	Index int `yaml:"-"`
 	Line  int `yaml:"-"`
+
+	m *ruleMatchers
 }
 
 // Rule actions.
@@ -70,10 +90,19 @@ type Policy struct {
 	// Limits are the resource limits of every program a tool starts (zero
 	// fields: sandbox.DefaultLimits).
 	Limits sandbox.Limits `yaml:"limits"`
+	// Tests are calls and the verdicts the policy must give them (warden
+	// policy test).
+	Tests []PolicyTest `yaml:"tests"`
 
 	// Source names where the policy came from (a path or "built-in default").
 	Source string `yaml:"-"`
 	grants []capability.Grant
+	book   *ruleBook
+	// untrusted, on the policy in force, is a workspace policy its owner
+	// has not trusted: it may only narrow this one (see Narrow).
+	untrusted *Policy
+	// lines locates top-level values ($.approval, $.grants[2], …).
+	lines map[string]int
 }
 
 //go:embed default_policy.yaml
@@ -98,11 +127,8 @@ func DefaultPolicyYAML() string { return string(defaultPolicyYAML) }
 
 // LoadPolicy reads and parses a policy file.
 func LoadPolicy(file string) (*Policy, error) {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return nil, fmt.Errorf("policy: %w", err)
-	}
-	return ParsePolicy(file, data)
+	p, _, err := loadPolicyFile(file)
+	return p, err
 }
 
 // PositionError is a problem in a YAML file — a policy, a wasm tool's
@@ -145,6 +171,13 @@ func ParsePolicy(source string, data []byte) (*Policy, error) {
 		l, c := pos(at)
 		errs = append(errs, &PolicyError{Source: source, Line: l, Column: c, Message: fmt.Sprintf(format, args...)})
 	}
+	p.lines = map[string]int{}
+	for _, at := range []string{"$.approval", "$.limits", "$.require_sandbox"} {
+		p.lines[at], _ = pos(at)
+	}
+	for i := range p.Grants {
+		p.lines[fmt.Sprintf("$.grants[%d]", i)], _ = pos(fmt.Sprintf("$.grants[%d]", i))
+	}
 	if p.Version != 1 {
 		bad("$.version", "version must be 1 (got %d)", p.Version)
 	}
@@ -176,6 +209,20 @@ func ParsePolicy(source string, data []byte) (*Policy, error) {
 		if r.Action == ActionDeny && (r.RequireApproval || r.DryRunFirst) {
 			bad(at, "rule %d: a deny rule cannot require approval or a dry run", i+1)
 		}
+		r.m = &ruleMatchers{}
+		r.compileMatchers(func(sub, format string, args ...any) { bad(at+"."+sub, format, args...) })
+		if r.Name != "" {
+			for j := range i {
+				if p.Rules[j].Name == r.Name {
+					bad(at+".name", "rule %d: the name %q is already rule %d's", i+1, r.Name, j+1)
+				}
+			}
+		}
+	}
+	p.book = newRuleBook(p.Rules)
+	for i := range p.Tests {
+		p.Tests[i].Line, _ = pos(fmt.Sprintf("$.tests[%d]", i))
+		p.checkTest(i, func(sub, format string, args ...any) { bad(fmt.Sprintf("$.tests[%d]%s", i, sub), format, args...) })
 	}
 	if p.Approval != "" {
 		if _, err := ParseApprovalMode(string(p.Approval)); err != nil {
@@ -234,18 +281,18 @@ func YAMLError(source string, err error) *PositionError {
 // GrantList returns the policy's parsed grants.
 func (p *Policy) GrantList() []capability.Grant { return append([]capability.Grant(nil), p.grants...) }
 
-// Match returns the first rule matching any of the tool's names (its name
-// and its aliases), or nil when none does (the call is then decided by
-// capabilities alone).
-func (p *Policy) Match(names ...string) *Rule {
-	for i := range p.Rules {
-		for _, n := range names {
-			if ok, _ := path.Match(p.Rules[i].Tool, n); ok {
-				return &p.Rules[i]
-			}
-		}
+// Untrusted returns the workspace policy that narrows p, when one was found
+// that its owner has not trusted (see Narrow); nil otherwise.
+func (p *Policy) Untrusted() *Policy { return p.untrusted }
+
+// GrantSet returns the policy's grants anchored to workspace: for a policy
+// an untrusted one narrows, its grants ∩ the untrusted policy's.
+func (p *Policy) GrantSet(workspace string) capability.Set {
+	s := capability.NewSet(workspace, p.grants...)
+	if p.untrusted != nil {
+		s = s.Intersect(capability.NewSet(workspace, p.untrusted.grants...))
 	}
-	return nil
+	return s
 }
 
 // Describe says where a rule is, for explanations and audit records.
@@ -260,11 +307,45 @@ func (r *Rule) Describe() string {
 	if r.DryRunFirst {
 		flags = append(flags, "dry_run_first")
 	}
-	s := fmt.Sprintf("rules[%d] (line %d): tool %s → %s", r.Index, r.Line, r.Tool, r.Action)
+	s := fmt.Sprintf("rules[%d] (line %d): tool %s", r.Index, r.Line, r.Tool)
+	if r.Name != "" {
+		s = fmt.Sprintf("rules[%d] %q (line %d): tool %s", r.Index, r.Name, r.Line, r.Tool)
+	}
+	if m := r.Matchers(); m != "" {
+		s += " " + m
+	}
+	s += " → " + r.Action
 	if len(flags) > 0 {
 		s += " + " + strings.Join(flags, ", ")
 	}
 	return s
+}
+
+// Matchers renders the rule's matchers ("" when it has none), as a policy
+// file would write them.
+func (r *Rule) Matchers() string {
+	var parts []string
+	add := func(name string, ps Patterns) {
+		switch len(ps) {
+		case 0:
+		case 1:
+			parts = append(parts, fmt.Sprintf("%s %q", name, ps[0]))
+		default:
+			q := make([]string, len(ps))
+			for i, p := range ps {
+				q[i] = fmt.Sprintf("%q", p)
+			}
+			parts = append(parts, name+" ["+strings.Join(q, ", ")+"]")
+		}
+	}
+	add("command", r.Command)
+	add("path", r.Path)
+	add("method", r.Method)
+	add("host", r.Host)
+	for _, k := range sortedKeys(r.Args) {
+		add("args."+k, r.Args[k])
+	}
+	return strings.Join(parts, ", ")
 }
 
 // MaxYAMLDepth bounds the flow-collection nesting ([ and {) of the YAML

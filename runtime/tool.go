@@ -76,6 +76,9 @@ type Call struct {
 	// decoded is Args as DecodeArgs returned it, so Bind need not decode
 	// twice.
 	decoded map[string]any
+	// rules, when the policy has command rules for the tool, checks the
+	// programs it starts (CheckPrograms).
+	rules *callRules
 }
 
 // Bind decodes the call's arguments into v (a pointer to a struct) with the

@@ -9,7 +9,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// Runs and wasm tool pins are JSON documents stored under a caller-chosen
+// Runs, wasm tool pins, grants and trust records are JSON documents stored under a caller-chosen
 // name; the store only checks that they are JSON and stores them compacted.
 
 // compactJSON checks that doc is one JSON value and compacts it.
@@ -101,26 +101,79 @@ func (s *Store) Pin(ctx context.Context, name string) (json.RawMessage, error) {
 // DeletePin removes the pin of name, or returns an error wrapping
 // ErrNotFound.
 func (s *Store) DeletePin(ctx context.Context, name string) error {
-	if err := validName("pin", name); err != nil {
+	return s.deleteDoc(ctx, bucketPins, "pin", name)
+}
+
+// ListPins returns every pin by name.
+func (s *Store) ListPins(ctx context.Context) (map[string]json.RawMessage, error) {
+	return s.listDocs(ctx, bucketPins)
+}
+
+// deleteDoc removes the document under name in bucket, or returns an error
+// wrapping ErrNotFound.
+func (s *Store) deleteDoc(ctx context.Context, bucket []byte, kind, name string) error {
+	if err := validName(kind, name); err != nil {
 		return err
 	}
 	return s.update(ctx, func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketPins)
+		b := tx.Bucket(bucket)
 		if b.Get([]byte(name)) == nil {
-			return fmt.Errorf("pin %s: %w", name, ErrNotFound)
+			return fmt.Errorf("%s %s: %w", kind, name, ErrNotFound)
 		}
 		return b.Delete([]byte(name))
 	})
 }
 
-// ListPins returns every pin by name.
-func (s *Store) ListPins(ctx context.Context) (map[string]json.RawMessage, error) {
+// listDocs returns every document of bucket by name.
+func (s *Store) listDocs(ctx context.Context, bucket []byte) (map[string]json.RawMessage, error) {
 	out := make(map[string]json.RawMessage)
 	err := s.view(ctx, func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketPins).ForEach(func(k, v []byte) error {
+		return tx.Bucket(bucket).ForEach(func(k, v []byte) error {
 			out[string(k)] = bytes.Clone(v)
 			return nil
 		})
 	})
 	return out, err
+}
+
+// Grants that expire and remembered approvals are documents under their id
+// (warden grant add, "allow for 1 hour"); trusted policy files are
+// documents under their absolute path. The store keeps them as it keeps
+// pins; what they mean is the caller's.
+
+// PutGrant creates or replaces the grant document id.
+func (s *Store) PutGrant(ctx context.Context, id string, doc json.RawMessage) error {
+	return s.putDoc(ctx, bucketGrants, "grant", id, doc)
+}
+
+// DeleteGrant removes grant id, or returns an error wrapping ErrNotFound.
+func (s *Store) DeleteGrant(ctx context.Context, id string) error {
+	return s.deleteDoc(ctx, bucketGrants, "grant", id)
+}
+
+// ListGrants returns every grant document by id.
+func (s *Store) ListGrants(ctx context.Context) (map[string]json.RawMessage, error) {
+	return s.listDocs(ctx, bucketGrants)
+}
+
+// PutTrust records the trust document of a policy file (by absolute path).
+func (s *Store) PutTrust(ctx context.Context, path string, doc json.RawMessage) error {
+	return s.putDoc(ctx, bucketTrust, "trust", path, doc)
+}
+
+// Trust returns the trust document of path, or an error wrapping
+// ErrNotFound.
+func (s *Store) Trust(ctx context.Context, path string) (json.RawMessage, error) {
+	return s.getDoc(ctx, bucketTrust, "trust", path)
+}
+
+// DeleteTrust removes the trust document of path, or returns an error
+// wrapping ErrNotFound.
+func (s *Store) DeleteTrust(ctx context.Context, path string) error {
+	return s.deleteDoc(ctx, bucketTrust, "trust", path)
+}
+
+// ListTrust returns every trust document by path.
+func (s *Store) ListTrust(ctx context.Context) (map[string]json.RawMessage, error) {
+	return s.listDocs(ctx, bucketTrust)
 }

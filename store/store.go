@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -213,8 +215,13 @@ var (
 	bucketRuns      = []byte("runs")
 	bucketArtifacts = []byte("artifacts")
 	bucketPins      = []byte("pins")
+	bucketGrants    = []byte("grants")
+	bucketTrust     = []byte("trust")
 
-	allBuckets = [][]byte{bucketMeta, bucketAudit, bucketMemory, bucketMemIndex, bucketMemStats, bucketRuns, bucketArtifacts, bucketPins}
+	allBuckets = [][]byte{bucketMeta, bucketAudit, bucketMemory, bucketMemIndex, bucketMemStats, bucketRuns, bucketArtifacts, bucketPins, bucketGrants, bucketTrust}
+	// laterBuckets were added after the format's first release: a store
+	// made before them gets them when it is next opened.
+	laterBuckets = [][]byte{bucketGrants, bucketTrust}
 
 	formatKey   = []byte("format")
 	formatValue = []byte("warden.store/v1")
@@ -294,11 +301,22 @@ func validate(tx *bolt.Tx) (needsInit bool, err error) {
 		return false, fmt.Errorf("unknown store format %q (this warden reads %q)", v, formatValue)
 	}
 	for _, name := range allBuckets {
-		if tx.Bucket(name) == nil {
+		if tx.Bucket(name) == nil && !slices.ContainsFunc(laterBuckets, func(b []byte) bool { return bytes.Equal(b, name) }) {
 			return false, fmt.Errorf("bucket %q is missing", name)
 		}
 	}
 	return false, nil
+}
+
+// missingLater reports whether tx lacks a bucket added after the format's
+// first release.
+func missingLater(tx *bolt.Tx) bool {
+	for _, name := range laterBuckets {
+		if tx.Bucket(name) == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // withHandle runs fn with the database open, opening it if needed.
@@ -567,13 +585,14 @@ func isIOError(err error) bool {
 // file, and checks the audit anchor against the log (writing the genesis
 // anchor for an empty log that has none).
 func (s *Store) prepare(h *handle) error {
-	var needsInit bool
+	var needsInit, upgrade bool
 	err := h.run(false, func(tx *bolt.Tx) error {
 		var err error
 		needsInit, err = validate(tx)
+		upgrade = !needsInit && missingLater(tx)
 		return err
 	})
-	if err == nil && needsInit {
+	if err == nil && (needsInit || upgrade) {
 		err = h.run(true, initBuckets)
 	}
 	if err != nil {

@@ -406,3 +406,43 @@ func TestStats(t *testing.T) {
 		t.Errorf("Stats = %+v", st)
 	}
 }
+
+// TestOlderStoreGainsLaterBuckets: a store made before the grants and trust
+// buckets existed opens, gets them, and keeps what it held.
+func TestOlderStoreGainsLaterBuckets(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "warden.db")
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		if err := initBuckets(tx); err != nil {
+			return err
+		}
+		for _, b := range laterBuckets {
+			if err := tx.DeleteBucket(b); err != nil {
+				return err
+			}
+		}
+		return tx.Bucket(bucketPins).Put([]byte("p"), []byte(`{"a":1}`))
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(path, &Options{Linger: -1})
+	if err != nil {
+		t.Fatalf("Open of an older store: %v", err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	if err := s.PutGrant(ctx, "g", json.RawMessage(`{}`)); err != nil {
+		t.Fatalf("PutGrant on an upgraded store: %v", err)
+	}
+	if _, err := s.Trust(ctx, "/x"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Trust on an upgraded store: %v", err)
+	}
+	if doc, err := s.Pin(ctx, "p"); err != nil || string(doc) != `{"a":1}` {
+		t.Fatalf("pin after the upgrade: %s, %v", doc, err)
+	}
+}

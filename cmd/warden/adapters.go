@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/wasmtool"
@@ -144,4 +145,71 @@ func (m lazyStore) ListPins(ctx context.Context) (map[string]json.RawMessage, er
 		return nil, err
 	}
 	return st.ListPins(ctx)
+}
+
+// Trust records and grants with an expiry live in the store's trust and
+// grants buckets, as JSON documents.
+var (
+	_ runtime.TrustStore = lazyStore{}
+	_ runtime.GrantStore = lazyStore{}
+)
+
+func (m lazyStore) TrustRecord(ctx context.Context, path string) (runtime.TrustRecord, bool, error) {
+	st, err := m.open()
+	if err != nil {
+		return runtime.TrustRecord{}, false, err
+	}
+	doc, err := st.Trust(ctx, path)
+	if errors.Is(err, store.ErrNotFound) {
+		return runtime.TrustRecord{}, false, nil
+	}
+	if err != nil {
+		return runtime.TrustRecord{}, false, err
+	}
+	var r runtime.TrustRecord
+	if err := json.Unmarshal(doc, &r); err != nil {
+		return runtime.TrustRecord{}, false, fmt.Errorf("trust record of %s: %w", path, err)
+	}
+	return r, true, nil
+}
+
+func (m lazyStore) ListGrants(ctx context.Context) ([]runtime.TimedGrant, error) {
+	st, err := m.open()
+	if err != nil {
+		return nil, err
+	}
+	docs, err := st.ListGrants(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]runtime.TimedGrant, 0, len(docs))
+	for id, doc := range docs {
+		var t runtime.TimedGrant
+		if err := json.Unmarshal(doc, &t); err != nil || t.ID != id {
+			continue // not one of ours: never a grant
+		}
+		out = append(out, t)
+	}
+	slices.SortFunc(out, func(a, b runtime.TimedGrant) int { return a.Added.Compare(b.Added) })
+	return out, nil
+}
+
+func (m lazyStore) PutGrant(ctx context.Context, t runtime.TimedGrant) error {
+	st, err := m.open()
+	if err != nil {
+		return err
+	}
+	doc, err := json.Marshal(t)
+	if err != nil {
+		return err
+	}
+	return st.PutGrant(ctx, t.ID, doc)
+}
+
+func (m lazyStore) DeleteGrant(ctx context.Context, id string) error {
+	st, err := m.open()
+	if err != nil {
+		return err
+	}
+	return notFound(st.DeleteGrant(ctx, id))
 }

@@ -121,6 +121,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			memoryCommand(),
 			runsCommand(),
 			policyCommand(),
+			grantCommand(),
 			versionCommand(),
 			completionCommand(),
 		},

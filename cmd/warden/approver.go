@@ -7,27 +7,33 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/wardenrt/warden/runtime"
 )
 
 // terminalApprover asks the person at the terminal. It shows the tool, the
 // redacted arguments, what the call needs and, for dry_run_first rules, the
-// preview; the answer approves this call once, every call of the tool for
-// the rest of this run (this process), or refuses it.
+// preview; the answer approves this call once, the calls of the tool the
+// same rule asks about for the rest of this run (this process) or for an
+// hour (remembered in the store, for this workspace), or refuses it.
 type terminalApprover struct {
 	in  io.Reader
 	out io.Writer
 
 	mu     sync.Mutex
 	r      *bufio.Reader
-	always map[string]bool // tools approved for the rest of the run
+	always map[string]bool // tool + rule approved for the rest of the run
 }
+
+// rememberFor is how long "allow for 1 hour" lasts.
+const rememberFor = time.Hour
 
 func (a *terminalApprover) Approve(ctx context.Context, r runtime.ApprovalRequest) (runtime.Approval, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.always[r.Tool] {
+	key := r.Tool + "\x00" + r.Rule
+	if a.always[key] {
 		fmt.Fprintf(a.out, "warden: %s approved for the rest of this run\n", printable(r.Tool))
 		return runtime.Approval{Approved: true, By: "user (rest of run)"}, nil
 	}
@@ -39,11 +45,18 @@ func (a *terminalApprover) Approve(ctx context.Context, r runtime.ApprovalReques
 	if len(r.Needs) > 0 {
 		fmt.Fprintf(a.out, "  needs:     %s\n", printable(strings.Join(r.Needs, ", ")))
 	}
-	fmt.Fprintf(a.out, "  rule:      %s\n", r.Rule)
+	fmt.Fprintf(a.out, "  rule:      %s\n", printable(r.Rule))
+	if r.Matched != "" {
+		fmt.Fprintf(a.out, "  matched:   %s\n", printable(r.Matched))
+	}
 	if r.Preview != nil {
 		fmt.Fprintf(a.out, "  preview:\n%s\n", indent(r.Preview.Output, "    "))
 	}
-	fmt.Fprint(a.out, "Approve? [y]es once, [a]lways for the rest of this run, [N]o: ")
+	if r.CanRemember {
+		fmt.Fprint(a.out, "Approve? [y]es once, [a]lways for the rest of this run, [h] allow for 1 hour, [N]o: ")
+	} else {
+		fmt.Fprint(a.out, "Approve? [y]es once, [a]lways for the rest of this run, [N]o: ")
+	}
 	type answer struct {
 		line string
 		err  error
@@ -70,8 +83,12 @@ func (a *terminalApprover) Approve(ctx context.Context, r runtime.ApprovalReques
 			if a.always == nil {
 				a.always = map[string]bool{}
 			}
-			a.always[r.Tool] = true
+			a.always[key] = true
 			return runtime.Approval{Approved: true, By: "user (rest of run)"}, nil
+		case "h", "hour":
+			if r.CanRemember {
+				return runtime.Approval{Approved: true, By: "user", For: rememberFor}, nil
+			}
 		}
 		return runtime.Approval{Approved: false, By: "user"}, nil
 	}

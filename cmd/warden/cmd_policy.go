@@ -15,8 +15,8 @@ import (
 func policyCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "policy",
-		Usage: "check a policy file, or explain how the policy decides a call",
-		Subcommands: []*cli.Command{
+		Usage: "check, test, explain and trust policies",
+		Subcommands: append(append([]*cli.Command{
 			{
 				Name: "check", Usage: "validate a policy file; every problem with its line and column", ArgsUsage: "FILE",
 				Flags: []cli.Flag{jsonFlag},
@@ -31,23 +31,18 @@ func policyCommand() *cli.Command {
 					}
 					p, err := runtime.ParsePolicy(file, data)
 					if err != nil {
-						var problems []string
-						for _, pe := range unjoin(err) {
-							problems = append(problems, pe.Error())
-						}
-						if e.json {
-							_ = e.printJSON(map[string]any{"file": file, "valid": false, "errors": problems})
-						} else {
-							for _, s := range problems {
-								fmt.Fprintln(e.stdout, s)
-							}
-						}
-						return fail(runtime.CodeInvalidInput, exitFailed, "fix the lines above", "%s: %d problem(s)", file, len(problems))
+						return policyProblems(e, file, err)
+					}
+					if err := runPolicyTests(e, file, p, false); err != nil {
+						return err
 					}
 					if e.json {
 						return e.printJSON(map[string]any{"file": file, "valid": true, "grants": p.Grants, "rules": len(p.Rules), "approval": p.Approval})
 					}
 					fmt.Fprintf(e.stdout, "%s: OK (%d grants, %d rules", file, len(p.Grants), len(p.Rules))
+					if len(p.Tests) > 0 {
+						fmt.Fprintf(e.stdout, ", %d tests pass", len(p.Tests))
+					}
 					if p.Approval != "" {
 						fmt.Fprintf(e.stdout, ", approval %s", p.Approval)
 					}
@@ -67,16 +62,25 @@ func policyCommand() *cli.Command {
 					if e.c.NArg() != 1 {
 						return usageErr("usage: warden policy explain TOOL --args JSON", "policy explain needs one tool name")
 					}
+					pf, err := e.policyInForce()
+					if err != nil {
+						return err
+					}
 					g, err := e.gate()
 					if err != nil {
 						return err
 					}
 					x := g.Explain(runtime.Request{Tool: e.c.Args().First(), Args: []byte(e.c.String("args")), Principal: []string{"cli"}})
+					trust := policyTrustLine(pf)
 					if e.json {
-						return e.printJSON(x)
+						return e.printJSON(struct {
+							runtime.Explanation
+							Trust string `json:"trust"`
+						}{x, trust})
 					}
 					fmt.Fprintf(e.stdout, "tool:     %s\n", x.Tool)
 					fmt.Fprintf(e.stdout, "policy:   %s\n", x.Policy)
+					fmt.Fprintf(e.stdout, "trust:    %s\n", trust)
 					grants := strings.Join(x.Grants, ", ")
 					if grants == "" {
 						grants = "(none)"
@@ -84,6 +88,9 @@ func policyCommand() *cli.Command {
 					fmt.Fprintf(e.stdout, "grants:   %s\n", grants)
 					if x.Rule != "" {
 						fmt.Fprintf(e.stdout, "rule:     %s\n", x.Rule)
+					}
+					if x.Matched != "" {
+						fmt.Fprintf(e.stdout, "matched:  %s\n", printable(x.Matched))
 					}
 					for _, n := range x.Needs {
 						if n.GrantedBy != "" {
@@ -103,6 +110,7 @@ func policyCommand() *cli.Command {
 					return nil
 				}),
 			},
+		}, policyTrustCommands()...), []*cli.Command{
 			{
 				Name: "default", Usage: "print the built-in default policy",
 				Action: func(c *cli.Context) error {
@@ -110,8 +118,25 @@ func policyCommand() *cli.Command {
 					return err
 				},
 			},
-		},
+		}...),
 	}
+}
+
+// policyTrustLine says which policy is in force and whether it is trusted.
+func policyTrustLine(pf *runtime.PolicyInForce) string {
+	switch pf.State {
+	case runtime.TrustExplicit:
+		return "trusted: named by you (--policy or WARDEN_POLICY)"
+	case runtime.TrustTrusted:
+		return fmt.Sprintf("trusted: the workspace policy %s, unchanged since you trusted it (sha256 %s)", pf.File, pf.SHA256[:16])
+	case runtime.TrustHome:
+		return "trusted: your home policy " + pf.File
+	case runtime.TrustBuiltIn:
+		return "trusted: the built-in default"
+	case runtime.TrustChanged:
+		return fmt.Sprintf("NOT trusted: the workspace policy %s changed since you trusted it; it only narrows %s (warden policy trust %s)", pf.File, pf.Base.Source, shellWord(pf.File))
+	}
+	return fmt.Sprintf("NOT trusted: the workspace policy %s only narrows %s (warden policy trust %s)", pf.File, pf.Base.Source, shellWord(pf.File))
 }
 
 // unjoin splits an errors.Join result into its parts.

@@ -58,6 +58,8 @@ type env struct {
 	// calls (the system tool counts the tools) read them.
 	regMu sync.Mutex
 	reg   *runtime.Registry
+	// pol is the policy in force, resolved once (policyInForce).
+	pol *runtime.PolicyInForce
 	// wasmStatus is what loading the wasm modules found (registry()).
 	wasmStatus []wasmtool.Status
 	started    time.Time
@@ -190,46 +192,103 @@ func (e *env) close() {
 	}
 }
 
-// policy loads the policy: --policy, else <workspace>/.warden/policy.yaml,
-// else <home>/policy.yaml, else the built-in default.
+// policy returns the policy in force (resolved once): --policy, else
+// <workspace>/.warden/policy.yaml — as written if its owner trusts it,
+// else only narrowing what follows — else <home>/policy.yaml, else the
+// built-in default. An untrusted workspace policy's ignored parts are
+// warned about on stderr, once.
 func (e *env) policy() (*runtime.Policy, error) {
-	file := e.c.String("policy")
-	if file == "" {
-		for _, f := range []string{filepath.Join(e.workspace, ".warden", "policy.yaml"), filepath.Join(e.home, "policy.yaml")} {
-			if _, err := os.Stat(f); err == nil {
-				file = f
-				break
-			}
-		}
+	pf, err := e.policyInForce()
+	if err != nil {
+		return nil, err
 	}
-	if file == "" {
-		return runtime.DefaultPolicy(), nil
+	return pf.Policy, nil
+}
+
+// policyFiles are the files policy() looks at.
+func (e *env) policyFiles() runtime.PolicyFiles {
+	return runtime.PolicyFiles{
+		Explicit:  e.c.String("policy"),
+		Workspace: filepath.Join(e.workspace, ".warden", "policy.yaml"),
+		Home:      filepath.Join(e.home, "policy.yaml"),
 	}
-	p, err := runtime.LoadPolicy(file)
+}
+
+func (e *env) policyInForce() (*runtime.PolicyInForce, error) {
+	if e.pol != nil {
+		return e.pol, nil
+	}
+	pf, err := runtime.ResolvePolicy(e.ctx(), e.policyFiles(), lazyStore{open: e.store})
 	if err != nil {
 		var pe *runtime.PolicyError
-		if errors.As(err, &pe) || strings.Contains(err.Error(), ":") {
-			return nil, usageErr("fix the policy file; check it with `warden policy check "+file+"`", "%v", err)
+		switch {
+		case errors.As(err, &pe):
+			return nil, usageErr("fix the policy file; check it with `warden policy check "+pe.Source+"`", "%v", err)
+		case isStoreError(err):
+			return nil, storeFailure(err)
 		}
 		return nil, usageErr("", "%v", err)
 	}
-	return p, nil
+	e.pol = pf
+	if pf.State == runtime.TrustUntrusted || pf.State == runtime.TrustChanged {
+		trust := "review it, then trust it with: warden policy trust " + shellWord(pf.File)
+		why := "is not trusted"
+		if pf.State == runtime.TrustChanged {
+			why = "changed since you trusted it"
+		}
+		fmt.Fprintf(e.stderr, "warden: warning: the workspace policy %s %s: it can only narrow %s — %s\n", pf.File, why, pf.Base.Source, trust)
+		for _, ig := range pf.Ignored {
+			at := pf.File
+			if ig.Line > 0 {
+				at = fmt.Sprintf("%s:%d", pf.File, ig.Line)
+			}
+			fmt.Fprintf(e.stderr, "warden: warning: %s: untrusted, so its %s is ignored — %s\n", at, ig.What, trust)
+		}
+	}
+	return pf, nil
 }
 
-// grants parses the --grant flags, warning about grants as wide as exec:*.
-func (e *env) grants() ([]capability.Grant, error) {
+// shellWord quotes s for a command line when it needs it.
+func shellWord(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r == '/' || r == '.' || r == '-' || r == '_' || r == ':' || r == '@' || r == '+' ||
+			(r >= '0' && r <= '9') || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z'))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// grants parses the --grant flags, warning about broad grants. A grant
+// written CAP@DURATION (exec:git@30m) expires that long after warden
+// started: it is returned among the timed grants.
+func (e *env) grants() ([]capability.Grant, []runtime.TimedGrant, error) {
 	var out []capability.Grant
-	for _, s := range e.c.StringSlice("grant") {
-		g, err := capability.Parse(s)
+	var timed []runtime.TimedGrant
+	for i, s := range e.c.StringSlice("grant") {
+		spec, d, isTimed := runtime.ParseTimedGrant(s)
+		g, err := capability.Parse(spec)
 		if err != nil {
-			return nil, usageErr("see SPEC §3 or README \"Capabilities\" for the grammar", "--grant: %v", err)
+			return nil, nil, usageErr("see README \"Capabilities\" for the grammar; CAP@30m makes a grant that expires", "--grant: %v", err)
 		}
 		if why := g.Broad(); why != "" {
 			fmt.Fprintf(e.stderr, "warden: warning: --grant %s: %s\n", g, why)
 		}
-		out = append(out, g)
+		if !isTimed {
+			out = append(out, g)
+			continue
+		}
+		if d > runtime.MaxTimedGrant {
+			return nil, nil, usageErr("use at most 720h", "--grant %s: %s is longer than %s", s, d, runtime.MaxTimedGrant)
+		}
+		t := runtime.TimedGrant{ID: fmt.Sprintf("flag-%d", i+1), Kind: runtime.TimedGrantKind, Grant: g.String(),
+			Added: e.started, Expires: e.started.Add(d), By: "--grant"}
+		if err := t.Parse(); err != nil {
+			return nil, nil, usageErr("", "--grant %s: %v", s, err)
+		}
+		timed = append(timed, t)
 	}
-	return out, nil
+	return out, timed, nil
 }
 
 // approvalMode resolves --approve, then the policy's setting, then ask on a
@@ -543,8 +602,11 @@ func (e *env) runtimeState(ctx context.Context) (builtin.RuntimeState, error) {
 	if reg, err := e.registry(); err == nil {
 		rs.ToolsLoaded = reg.Len()
 	}
-	if p, err := e.policy(); err == nil {
-		rs.Policy = p.Source
+	if pf, err := e.policyInForce(); err == nil {
+		rs.Policy = pf.Policy.Source
+		if pf.State == runtime.TrustUntrusted || pf.State == runtime.TrustChanged {
+			rs.Policy = fmt.Sprintf("%s narrowed by %s (%s)", pf.Policy.Source, pf.File, pf.State)
+		}
 	}
 	return rs, nil
 }
@@ -555,7 +617,7 @@ func (e *env) gate() (*runtime.Gate, error) {
 	if err != nil {
 		return nil, err
 	}
-	extra, err := e.grants()
+	extra, timed, err := e.grants()
 	if err != nil {
 		return nil, err
 	}
@@ -572,7 +634,8 @@ func (e *env) gate() (*runtime.Gate, error) {
 		return nil, fail(runtime.CodeInternal, exitFailed, "", "%v", err)
 	}
 	opts := runtime.GateOptions{
-		Registry: reg, Policy: p, Workspace: e.workspace, Extra: extra,
+		Registry: reg, Policy: p, Workspace: e.workspace, Extra: extra, Timed: timed,
+		Grants:   lazyStore{open: e.store},
 		Approval: mode, DryRun: e.c.Bool("dry-run"), Logger: e.log, Redactor: e.redactor,
 	}
 	if mode == runtime.ApproveAsk {
@@ -592,7 +655,7 @@ func (e *env) gate() (*runtime.Gate, error) {
 // audit records a management command's change (memory put/rm, …), which the
 // policy does not gate but the log must show.
 func (e *env) audit(ctx context.Context, tool string, args any) error {
-	return e.auditAs(ctx, []string{"cli", "owner"}, "admin", tool, args)
+	return e.auditAs(ctx, []string{"cli", "owner"}, runtime.PhaseAdmin, tool, args)
 }
 
 // auditAs records an event that is not a gate call (a management change,

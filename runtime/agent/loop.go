@@ -770,6 +770,24 @@ func (l *loop) toolContent(ctx context.Context, res runtime.Result) (string, str
 	return string(b), artifact
 }
 
+// writeRules lists rules for the system prompt.
+func writeRules(b *strings.Builder, rules []runtime.Rule) {
+	for _, r := range rules {
+		extra := ""
+		if r.RequireApproval {
+			extra += ", needs a person's approval"
+		}
+		if r.DryRunFirst {
+			extra += ", previewed first"
+		}
+		on := r.Tool
+		if m := r.Matchers(); m != "" {
+			on += " (" + m + ")"
+		}
+		fmt.Fprintf(b, "  - %s: %s%s\n", on, r.Action, extra)
+	}
+}
+
 // systemPrompt tells the model what it is and what it is granted, and
 // carries the run's primed context.
 func (l *loop) systemPrompt(ctx context.Context) string {
@@ -784,18 +802,14 @@ func (l *loop) systemPrompt(ctx context.Context) string {
 	for _, g := range l.rec.Grants {
 		fmt.Fprintf(&b, "  - %s\n", g)
 	}
-	if rules := l.o.Gate.Policy().Rules; len(rules) > 0 {
-		b.WriteString("Policy rules (first match wins):\n")
-		for _, r := range rules {
-			extra := ""
-			if r.RequireApproval {
-				extra += ", needs a person's approval"
-			}
-			if r.DryRunFirst {
-				extra += ", previewed first"
-			}
-			fmt.Fprintf(&b, "  - %s: %s%s\n", r.Tool, r.Action, extra)
-		}
+	pol := l.o.Gate.Policy()
+	if rules := pol.Rules; len(rules) > 0 {
+		b.WriteString("Policy rules (first match wins; a command is judged program by program):\n")
+		writeRules(&b, rules)
+	}
+	if u := pol.Untrusted(); u != nil && len(u.Rules) > 0 {
+		b.WriteString("Restrictions added by the workspace's policy (not trusted: its allow rules do not apply):\n")
+		writeRules(&b, u.Rules)
 	}
 	if l.o.DryRun {
 		b.WriteString("This run is a dry run: every call returns a preview of what it would do and changes nothing.\n")

@@ -51,6 +51,15 @@ type Backend interface {
 	DeletePin(ctx context.Context, name string) error
 	ListPins(ctx context.Context) (map[string]json.RawMessage, error)
 
+	PutGrant(ctx context.Context, id string, doc json.RawMessage) error
+	DeleteGrant(ctx context.Context, id string) error
+	ListGrants(ctx context.Context) (map[string]json.RawMessage, error)
+
+	PutTrust(ctx context.Context, path string, doc json.RawMessage) error
+	Trust(ctx context.Context, path string) (json.RawMessage, error)
+	DeleteTrust(ctx context.Context, path string) error
+	ListTrust(ctx context.Context) (map[string]json.RawMessage, error)
+
 	Close() error
 }
 
@@ -132,6 +141,7 @@ func Run(t *testing.T, open func(t *testing.T) Backend) {
 		{"Runs", testRuns},
 		{"Artifacts", testArtifacts},
 		{"Pins", testPins},
+		{"GrantsAndTrust", testGrantsAndTrust},
 		{"ReturnedBytesAreCopies", testCopies},
 	}
 	for _, tc := range tests {
@@ -651,6 +661,42 @@ func testPins(t *testing.T, b Backend) {
 	}
 	if err := b.DeletePin(ctx, "pdf"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("DeletePin of a missing pin: %v, want ErrNotFound", err)
+	}
+}
+
+func testGrantsAndTrust(t *testing.T, b Backend) {
+	must(t, b.PutGrant(ctx, "g1", json.RawMessage(`{"grant": "exec:git"}`)))
+	must(t, b.PutGrant(ctx, "g2", json.RawMessage(`{"grant":"net:*"}`)))
+	gs, err := b.ListGrants(ctx)
+	must(t, err)
+	if len(gs) != 2 || string(gs["g1"]) != `{"grant":"exec:git"}` {
+		t.Errorf("ListGrants = %v", gs)
+	}
+	must(t, b.DeleteGrant(ctx, "g1"))
+	if err := b.DeleteGrant(ctx, "g1"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("DeleteGrant of a missing grant: %v, want ErrNotFound", err)
+	}
+	if err := b.PutGrant(ctx, "g3", json.RawMessage(`{`)); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("PutGrant of bad JSON: %v, want ErrInvalid", err)
+	}
+	const p = "/home/u/project/.warden/policy.yaml"
+	if _, err := b.Trust(ctx, p); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Trust of an untrusted file: %v, want ErrNotFound", err)
+	}
+	must(t, b.PutTrust(ctx, p, json.RawMessage(`{"sha256":"aa"}`)))
+	doc, err := b.Trust(ctx, p)
+	must(t, err)
+	if string(doc) != `{"sha256":"aa"}` {
+		t.Errorf("Trust = %s", doc)
+	}
+	ts, err := b.ListTrust(ctx)
+	must(t, err)
+	if len(ts) != 1 {
+		t.Errorf("ListTrust = %v", ts)
+	}
+	must(t, b.DeleteTrust(ctx, p))
+	if _, err := b.Trust(ctx, p); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Trust after delete: %v, want ErrNotFound", err)
 	}
 }
 

@@ -1,4 +1,9 @@
-package builtin
+// Package unidiff renders unified line diffs (fs_write's preview, a policy
+// trusted again): Myers' O(ND) algorithm on the lines between the common
+// prefix and suffix. When the two differ by more than maxEdits lines it
+// gives up on a minimal script and shows the middle as removed then added —
+// still a correct diff, only longer.
+package unidiff
 
 import (
 	"fmt"
@@ -6,23 +11,18 @@ import (
 	"strings"
 )
 
-// A small unified line diff for fs_write's preview: Myers' O(ND) algorithm
-// on the lines between the common prefix and suffix. When the two differ by
-// more than fsDiffMaxEdits lines it gives up on a minimal script and shows
-// the middle as removed then added — still a correct diff, only longer.
-
 const (
-	fsDiffContext  = 3
-	fsDiffMaxEdits = 1000
+	contextLines = 3
+	maxEdits     = 1000
 )
 
-type fsDiffOp struct {
+type diffOp struct {
 	kind byte // ' ', '-', '+'
 	line string
 }
 
-// fsSplitLines splits s into lines that keep their "\n" (the last may lack it).
-func fsSplitLines(s string) []string {
+// SplitLines splits s into lines that keep their "\n" (the last may lack it).
+func SplitLines(s string) []string {
 	if s == "" {
 		return nil
 	}
@@ -33,8 +33,8 @@ func fsSplitLines(s string) []string {
 	return lines
 }
 
-// fsLineDiff returns an edit script turning a into b.
-func fsLineDiff(a, b []string) []fsDiffOp {
+// lineDiff returns an edit script turning a into b.
+func lineDiff(a, b []string) []diffOp {
 	pre := 0
 	for pre < len(a) && pre < len(b) && a[pre] == b[pre] {
 		pre++
@@ -43,32 +43,32 @@ func fsLineDiff(a, b []string) []fsDiffOp {
 	for suf < len(a)-pre && suf < len(b)-pre && a[len(a)-1-suf] == b[len(b)-1-suf] {
 		suf++
 	}
-	ops := make([]fsDiffOp, 0, len(a)+len(b)-pre-suf)
+	ops := make([]diffOp, 0, len(a)+len(b)-pre-suf)
 	for _, l := range a[:pre] {
-		ops = append(ops, fsDiffOp{' ', l})
+		ops = append(ops, diffOp{' ', l})
 	}
 	ma, mb := a[pre:len(a)-suf], b[pre:len(b)-suf]
-	mid, ok := fsMyers(ma, mb, fsDiffMaxEdits)
+	mid, ok := myers(ma, mb, maxEdits)
 	if !ok {
 		mid = mid[:0]
 		for _, l := range ma {
-			mid = append(mid, fsDiffOp{'-', l})
+			mid = append(mid, diffOp{'-', l})
 		}
 		for _, l := range mb {
-			mid = append(mid, fsDiffOp{'+', l})
+			mid = append(mid, diffOp{'+', l})
 		}
 	}
 	ops = append(ops, mid...)
 	for _, l := range a[len(a)-suf:] {
-		ops = append(ops, fsDiffOp{' ', l})
+		ops = append(ops, diffOp{' ', l})
 	}
 	return ops
 }
 
-// fsMyers is Myers' greedy shortest edit script, keeping the frontier of
+// myers is Myers' greedy shortest edit script, keeping the frontier of
 // each round to walk back. It reports false when more than maxD edits are
 // needed.
-func fsMyers(a, b []string, maxD int) ([]fsDiffOp, bool) {
+func myers(a, b []string, maxD int) ([]diffOp, bool) {
 	n, m := len(a), len(b)
 	if n+m == 0 {
 		return nil, true
@@ -93,16 +93,16 @@ func fsMyers(a, b []string, maxD int) ([]fsDiffOp, bool) {
 			}
 			v[off+k] = x
 			if x >= n && y >= m {
-				return fsBacktrack(a, b, trace), true
+				return backtrack(a, b, trace), true
 			}
 		}
 	}
 	return nil, false
 }
 
-func fsBacktrack(a, b []string, trace [][]int) []fsDiffOp {
+func backtrack(a, b []string, trace [][]int) []diffOp {
 	x, y := len(a), len(b)
-	var rev []fsDiffOp
+	var rev []diffOp
 	for d := len(trace) - 1; d >= 0; d-- {
 		t := trace[d]
 		at := func(k int) int { return t[k+d+1] }
@@ -114,16 +114,16 @@ func fsBacktrack(a, b []string, trace [][]int) []fsDiffOp {
 		px := at(pk)
 		py := px - pk
 		for x > px && y > py {
-			rev = append(rev, fsDiffOp{' ', a[x-1]})
+			rev = append(rev, diffOp{' ', a[x-1]})
 			x--
 			y--
 		}
 		if d > 0 {
 			if x == px {
-				rev = append(rev, fsDiffOp{'+', b[y-1]})
+				rev = append(rev, diffOp{'+', b[y-1]})
 				y--
 			} else {
-				rev = append(rev, fsDiffOp{'-', a[x-1]})
+				rev = append(rev, diffOp{'-', a[x-1]})
 				x--
 			}
 		}
@@ -132,13 +132,13 @@ func fsBacktrack(a, b []string, trace [][]int) []fsDiffOp {
 	return rev
 }
 
-// fsUnifiedDiff renders the unified diff (3 lines of context) of old → new,
+// Unified renders the unified diff (3 lines of context) of old → new,
 // cut at about max bytes with a marker; it reports whether it was cut.
-func fsUnifiedDiff(oldLabel, newLabel, old, new string, limit int) (string, bool) {
+func Unified(oldLabel, newLabel, old, new string, limit int) (string, bool) {
 	if old == new {
 		return "(no changes)\n", false
 	}
-	ops := fsLineDiff(fsSplitLines(old), fsSplitLines(new))
+	ops := lineDiff(SplitLines(old), SplitLines(new))
 	// oldAt[i], newAt[i]: lines of each side before ops[i].
 	oldAt := make([]int, len(ops)+1)
 	newAt := make([]int, len(ops)+1)
@@ -160,7 +160,7 @@ func fsUnifiedDiff(oldLabel, newLabel, old, new string, limit int) (string, bool
 		if i == len(ops) {
 			break
 		}
-		start := fsMax0(i - fsDiffContext)
+		start := max0(i - contextLines)
 		j := i
 		for {
 			for j < len(ops) && ops[j].kind != ' ' {
@@ -170,13 +170,13 @@ func fsUnifiedDiff(oldLabel, newLabel, old, new string, limit int) (string, bool
 			for k < len(ops) && ops[k].kind == ' ' {
 				k++
 			}
-			if k < len(ops) && k-j <= 2*fsDiffContext {
+			if k < len(ops) && k-j <= 2*contextLines {
 				j = k
 				continue
 			}
 			break
 		}
-		end := min(j+fsDiffContext, len(ops))
+		end := min(j+contextLines, len(ops))
 		oldN, newN := oldAt[end]-oldAt[start], newAt[end]-newAt[start]
 		oldS, newS := oldAt[start], newAt[start]
 		if oldN > 0 {
@@ -203,7 +203,7 @@ func fsUnifiedDiff(oldLabel, newLabel, old, new string, limit int) (string, bool
 	return s[:cut] + fmt.Sprintf("… [diff truncated: %d of %d bytes shown]\n", cut, len(s)), true
 }
 
-func fsMax0(n int) int {
+func max0(n int) int {
 	if n < 0 {
 		return 0
 	}

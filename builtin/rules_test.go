@@ -1,0 +1,165 @@
+package builtin
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/wardenrt/warden/runtime"
+)
+
+// argRulesPolicy is a coding agent's policy with rules on arguments.
+const argRulesPolicy = `version: 1
+grants: ["fs.read:**", "fs.write:**", "exec:*", "net:*", "memory.write:*", "memory.read:*"]
+rules:
+  - {name: push-asks, tool: shell, command: ["git push*", "git ** push*"], action: allow, require_approval: true}
+  - {name: no-rm-rf, tool: shell, command: "rm -rf*", action: deny}
+  - {name: tests, tool: shell, command: ["npm run test*", "npm test"], action: allow}
+  - {name: status, tool: shell, command: "git status", action: allow}
+  - {name: no-curl, tool: shell, command: "curl*", action: deny}
+  - {name: shell-asks, tool: shell, action: allow, require_approval: true}
+  - {name: secrets, tool: "*", path: ["**/.env", "**/*.pem", "secrets/**"], action: deny}
+  - {name: docs, tool: fs_write, path: "docs/**", action: allow}
+  - {name: writes-ask, tool: fs_write, action: allow, require_approval: true}
+  - {name: http-writes, tool: http, method: [POST, PUT, DELETE, PATCH], action: allow, require_approval: true}
+  - {name: evil, tool: http, host: ["*.evil.example", "evil.example"], action: deny}
+  - {name: mem-secrets, tool: write_memory, args: {namespace: "secrets*"}, action: deny}
+  - {name: mem-drafts, tool: write_memory, args: {namespace: notes, key: "draft-*"}, action: allow}
+  - {name: mem-asks, tool: write_memory, action: allow, require_approval: true}
+`
+
+// TestArgumentRules: a table of calls through the gate (as dry decisions:
+// Explain runs the gate's decision and nothing else), each with the
+// verdict and the rule the policy must give it.
+func TestArgumentRules(t *testing.T) {
+	ws := t.TempDir()
+	for _, d := range []string{"docs", "src", "secrets", "sub", "keys"} {
+		if err := os.MkdirAll(filepath.Join(ws, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := runtime.ParsePolicy("rules.yaml", []byte(argRulesPolicy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newArgRulesGate(t, p, ws, runtime.ApproveNever)
+	const deny, ask, allow = "deny", "needs approval", "allow"
+	sh := func(cmd string) string { b, _ := json.Marshal(map[string]string{"command": cmd}); return string(b) }
+	tests := []struct {
+		tool, args string
+		verdict    string
+		rule       string // the deciding rule's name
+	}{
+		{"shell", sh("git status"), allow, "status"},
+		{"shell", sh("git push origin main"), ask, "push-asks"},
+		{"shell", sh("git --no-pager push"), ask, "push-asks"},
+		{"shell", sh("npm run test:unit"), allow, "tests"},
+		{"shell", sh("npm test"), allow, "tests"},
+		{"shell", sh("npm run build"), ask, "shell-asks"},
+		{"shell", sh("git status && git push"), ask, "push-asks"},
+		{"shell", sh("git status | rm -rf /tmp/x"), deny, "no-rm-rf"},
+		{"shell", sh("echo $(rm -rf x)"), deny, "no-rm-rf"},
+		{"shell", sh("echo `rm -rf x`"), deny, "no-rm-rf"},
+		{"shell", sh("ls; curl http://example.com"), deny, "no-curl"},
+		{"shell", sh("true || curl -s x"), deny, "no-curl"},
+		{"shell", sh("timeout 5 git push"), ask, "push-asks"},
+		{"shell", sh("env FOO=1 rm -rf x"), deny, "no-rm-rf"},
+		{"shell", sh("nice -n 5 nohup curl x"), deny, "no-curl"},
+		{"shell", sh("sh -c 'git push'"), ask, "push-asks"},
+		{"shell", sh(`bash -c "ls && rm -rf /"`), deny, "no-rm-rf"},
+		{"shell", sh("xargs rm -rf < /dev/null"), deny, "no-rm-rf"},
+		{"shell", sh("/usr/bin/git push"), ask, "push-asks"},
+		{"shell", sh(`"git" 'push' origin`), ask, "push-asks"},
+		{"shell", sh("g=git; $g push"), ask, "push-asks"},
+		{"shell", sh("for f in a b; do git push; done"), ask, "push-asks"},
+		{"shell", sh("echo hi"), ask, "shell-asks"},
+		{"shell", sh("git stash"), ask, "shell-asks"},
+		{"run", sh("npm test"), allow, "tests"},
+		{"fs_read", `{"path":".env"}`, deny, "secrets"},
+		{"fs_read", `{"path":"sub/.env"}`, deny, "secrets"},
+		{"fs_read", `{"path":"keys/server.pem"}`, deny, "secrets"},
+		{"fs_read", `{"path":"README.md"}`, allow, ""},
+		{"fs_list", `{"path":"secrets"}`, deny, "secrets"},
+		{"fs_write", `{"path":"docs/a.md","content":"x"}`, allow, "docs"},
+		{"fs_write", `{"path":"src/a.go","content":"x"}`, ask, "writes-ask"},
+		{"fs_write", `{"path":"secrets/x","content":"x"}`, deny, "secrets"},
+		{"http", `{"method":"GET","url":"https://api.example.com/x"}`, allow, ""},
+		{"http", `{"method":"POST","url":"https://api.example.com/x","data":"{}"}`, ask, "http-writes"},
+		{"http", `{"method":"delete","url":"https://api.example.com/x"}`, ask, "http-writes"},
+		{"http", `{"method":"GET","url":"https://a.b.evil.example/x"}`, deny, "evil"},
+		{"http", `{"method":"GET","url":"https://EVIL.example./x"}`, deny, "evil"},
+		{"write_memory", `{"namespace":"secrets/aws","key":"k","value":"v"}`, deny, "mem-secrets"},
+		{"write_memory", `{"namespace":"notes","key":"draft-1","value":"v"}`, allow, "mem-drafts"},
+		{"write_memory", `{"namespace":"notes","key":"final","value":"v"}`, ask, "mem-asks"},
+	}
+	for _, tt := range tests {
+		x := g.Explain(runtime.Request{Tool: tt.tool, Args: json.RawMessage(tt.args), Principal: []string{"test"}})
+		if x.Verdict != tt.verdict {
+			t.Errorf("%s %s: verdict %q, want %q (rule %s; %+v)", tt.tool, tt.args, x.Verdict, tt.verdict, x.Rule, x.Error)
+			continue
+		}
+		if tt.rule == "" {
+			if !strings.HasPrefix(x.Rule, "no rule") {
+				t.Errorf("%s %s: rule %s, want none", tt.tool, tt.args, x.Rule)
+			}
+		} else if !strings.Contains(x.Rule, `"`+tt.rule+`"`) {
+			t.Errorf("%s %s: rule %s, want %s", tt.tool, tt.args, x.Rule, tt.rule)
+		} else if x.Matched == "" && tt.rule != "shell-asks" && tt.rule != "writes-ask" && tt.rule != "mem-asks" {
+			t.Errorf("%s %s: no matcher named (rule %s)", tt.tool, tt.args, x.Rule)
+		}
+	}
+	if len(tests) < 30 {
+		t.Fatalf("only %d cases", len(tests))
+	}
+}
+
+// TestArgumentRulesAtRunTime: words the command computes are checked when
+// the program starts — an eval that builds `rm -rf` is refused by the
+// deny rule though nothing showed it before the command ran.
+func TestArgumentRulesAtRunTime(t *testing.T) {
+	ws := t.TempDir()
+	victim := filepath.Join(ws, "victim")
+	if err := os.MkdirAll(victim, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p, err := runtime.ParsePolicy("rules.yaml", []byte(argRulesPolicy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newArgRulesGate(t, p, ws, runtime.ApproveAuto)
+	res := callTool(t, g, "shell", `{"command":"x='rm -rf'; eval \"$x victim\""}`)
+	if res.Error == nil || res.Error.Code != runtime.CodePolicyDenied || !strings.Contains(res.Error.Message, "no-rm-rf") {
+		t.Fatalf("eval of rm -rf: %+v", res)
+	}
+	if _, err := os.Stat(victim); err != nil {
+		t.Fatalf("the victim is gone: %v", err)
+	}
+	// A program the rules allow runs.
+	res = callTool(t, g, "shell", `{"command":"c=status; eval \"git $c\" >/dev/null 2>&1; echo done"}`)
+	if res.Error != nil && res.Error.Code == runtime.CodePolicyDenied {
+		t.Fatalf("git status refused: %+v", res.Error)
+	}
+}
+
+func newArgRulesGate(t *testing.T, p *runtime.Policy, ws string, mode runtime.ApprovalMode) *runtime.Gate {
+	t.Helper()
+	ws, err := filepath.EvalSymlinks(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := runtime.NewRegistry()
+	tools := append(append(append(ShellTools(), FSTools()...), NetTools(SearchConfig{})...), MemoryTools(nil)...)
+	if err := reg.Register(tools...); err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Alias("run", "shell"); err != nil {
+		t.Fatal(err)
+	}
+	g, err := runtime.NewGate(runtime.GateOptions{Registry: reg, Policy: p, Workspace: ws, Audit: &memAudit{}, Approval: mode})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}

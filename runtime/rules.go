@@ -1,0 +1,675 @@
+package runtime
+
+// Rules that see arguments: a policy rule matches a tool name and, when it
+// says so, what the call does — the programs it starts (command), the paths
+// it reads or writes (path), the method and hosts it reaches (method, host)
+// and any field of its arguments (args). The gate evaluates a call's rules
+// once per subject: each program a call starts is a subject of its own (so
+// `npm test && git push` is judged for npm and for git), a call that starts
+// none is one subject. The first rule matching a subject decides for it; the
+// call takes the strictest of its subjects' decisions.
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/goccy/go-yaml/ast"
+
+	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/sandbox"
+)
+
+// Patterns is one pattern or a list of them; in YAML a string or a list of
+// strings. A list matches when any of its patterns does.
+type Patterns []string
+
+// UnmarshalYAML implements goccy/go-yaml's NodeUnmarshaler: a string, or a
+// sequence of strings.
+func (p *Patterns) UnmarshalYAML(n ast.Node) error {
+	str := func(n ast.Node) (string, error) {
+		switch v := n.(type) {
+		case *ast.StringNode:
+			return v.Value, nil
+		case *ast.LiteralNode:
+			return v.Value.Value, nil
+		case *ast.IntegerNode, *ast.FloatNode, *ast.BoolNode:
+			return n.GetToken().Value, nil
+		}
+		return "", fmt.Errorf("want a string or a list of strings, not %s", n.Type())
+	}
+	if seq, ok := n.(*ast.SequenceNode); ok {
+		out := make(Patterns, 0, len(seq.Values))
+		for _, v := range seq.Values {
+			s, err := str(v)
+			if err != nil {
+				return err
+			}
+			out = append(out, s)
+		}
+		*p = out
+		return nil
+	}
+	s, err := str(n)
+	if err != nil {
+		return err
+	}
+	*p = Patterns{s}
+	return nil
+}
+
+// Program is one program a call would start: its argv, each word with
+// whether it is known only at run time (Dynamic[i]; a nil Dynamic means
+// every word is known).
+type Program struct {
+	Argv    []string
+	Dynamic []bool
+}
+
+func (p Program) dynamic(i int) bool { return i < len(p.Dynamic) && p.Dynamic[i] }
+
+// String renders the argv, dynamic words as ‹…›.
+func (p Program) String() string {
+	words := make([]string, len(p.Argv))
+	for i, w := range p.Argv {
+		if p.dynamic(i) {
+			w = "‹" + w + "›"
+		}
+		words[i] = w
+	}
+	return strings.Join(words, " ")
+}
+
+// ProgramLister is implemented by tools that start programs (shell). The
+// gate asks it, only when a rule for the tool has a command matcher, for
+// every program the call would start — each program of a compound command,
+// and the commands launchers run (env, xargs, timeout, sh -c, …) — as the
+// interpreter sees them.
+type ProgramLister interface {
+	Programs(c *Call) ([]Program, error)
+}
+
+// maxRulePatterns bounds the patterns of one matcher; maxCommandWords the
+// words of one command pattern.
+const (
+	maxRulePatterns = 256
+	maxCommandWords = 64
+)
+
+// ruleMatchers is a rule's matchers, checked when the policy is parsed.
+type ruleMatchers struct {
+	command [][]string // words per pattern
+	path    []capability.Grant
+	method  []string // upper case
+	host    []string // lower case
+	args    []argMatcher
+
+	// pathSets holds each path pattern as a set anchored to a workspace,
+	// made once per workspace.
+	mu       sync.Mutex
+	pathSets map[string][]capability.Set
+}
+
+// pathSetsFor returns the path patterns anchored to ws.
+func (m *ruleMatchers) pathSetsFor(ws string) []capability.Set {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s, ok := m.pathSets[ws]; ok {
+		return s
+	}
+	if m.pathSets == nil {
+		m.pathSets = map[string][]capability.Set{}
+	}
+	sets := make([]capability.Set, len(m.path))
+	for i, g := range m.path {
+		sets[i] = capability.NewSet(ws, g)
+	}
+	m.pathSets[ws] = sets
+	return sets
+}
+
+type argMatcher struct {
+	field    string
+	path     []string
+	patterns []string
+}
+
+func (m *ruleMatchers) empty() bool {
+	return len(m.command) == 0 && len(m.path) == 0 && len(m.method) == 0 && len(m.host) == 0 && len(m.args) == 0
+}
+
+// compileMatchers checks a rule's matchers; bad reports a problem at a YAML
+// path below the rule.
+func (r *Rule) compileMatchers(bad func(at, format string, args ...any)) {
+	m := r.m
+	n := r.Index + 1
+	check := func(field string, ps Patterns) bool {
+		if len(ps) > maxRulePatterns {
+			bad(field, "rule %d: %s has %d patterns; at most %d", n, field, len(ps), maxRulePatterns)
+			return false
+		}
+		for i, p := range ps {
+			if strings.TrimSpace(p) == "" {
+				bad(field, "rule %d: %s pattern %d is empty", n, field, i+1)
+				return false
+			}
+		}
+		return true
+	}
+	if check("command", r.Command) {
+		for i, p := range r.Command {
+			words, err := splitWords(p)
+			switch {
+			case err != nil:
+				bad("command", "rule %d: command pattern %d: %v", n, i+1, err)
+			case len(words) > maxCommandWords:
+				bad("command", "rule %d: command pattern %d has more than %d words", n, i+1, maxCommandWords)
+			case words[0] == "**":
+				bad("command", "rule %d: command pattern %q must start with the program's name (a word or glob such as git, npm*)", n, p)
+			default:
+				m.command = append(m.command, words)
+			}
+		}
+	}
+	if check("path", r.Path) {
+		for _, p := range r.Path {
+			g, err := capability.Parse("fs.read:" + p)
+			if err != nil {
+				bad("path", "rule %d: path %q: %v", n, p, strings.TrimPrefix(err.Error(), "capability: "))
+				continue
+			}
+			m.path = append(m.path, g)
+		}
+	}
+	if check("method", r.Method) {
+		for _, p := range r.Method {
+			if _, err := path.Match(p, ""); err != nil {
+				bad("method", "rule %d: method pattern %q: %v", n, p, err)
+				continue
+			}
+			m.method = append(m.method, strings.ToUpper(p))
+		}
+	}
+	if check("host", r.Host) {
+		for _, p := range r.Host {
+			if _, err := path.Match(p, ""); err != nil || strings.ContainsAny(p, "/ ") {
+				bad("host", "rule %d: host pattern %q: use a host name or a glob such as *.example.com", n, p)
+				continue
+			}
+			m.host = append(m.host, strings.ToLower(strings.TrimSuffix(p, ".")))
+		}
+	}
+	for _, field := range sortedKeys(r.Args) {
+		at := "args." + field
+		parts := strings.Split(field, ".")
+		ok := true
+		for _, part := range parts {
+			if part == "" {
+				ok = false
+			}
+		}
+		if !ok {
+			bad(at, "rule %d: args field %q: use field names separated by dots (a.b)", n, field)
+			continue
+		}
+		if check(at, r.Args[field]) {
+			m.args = append(m.args, argMatcher{field: field, path: parts, patterns: r.Args[field]})
+		}
+	}
+}
+
+// splitWords splits a command pattern into words at blanks; single or
+// double quotes keep blanks inside a word.
+func splitWords(s string) ([]string, error) {
+	var words []string
+	var cur strings.Builder
+	in, quote := false, rune(0)
+	for _, c := range s {
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			} else {
+				cur.WriteRune(c)
+			}
+		case c == '\'' || c == '"':
+			quote, in = c, true
+		case c == ' ' || c == '\t' || c == '\n':
+			if in {
+				words = append(words, cur.String())
+				cur.Reset()
+				in = false
+			}
+		default:
+			cur.WriteRune(c)
+			in = true
+		}
+	}
+	if quote != 0 {
+		return nil, fmt.Errorf("unclosed %c quote", quote)
+	}
+	if in {
+		words = append(words, cur.String())
+	}
+	if len(words) == 0 {
+		return nil, fmt.Errorf("no words")
+	}
+	return words, nil
+}
+
+// wildcard matches s against a glob where * is any run of characters
+// (slashes included) and ? is one character.
+func wildcard(pat, s string) bool {
+	px, sx := 0, 0
+	star, mark := -1, 0
+	for sx < len(s) {
+		switch {
+		case px < len(pat) && pat[px] == '*':
+			star, mark = px, sx
+			px++
+		case px < len(pat) && (pat[px] == '?' || pat[px] == s[sx]):
+			px++
+			sx++
+		case star >= 0:
+			px = star + 1
+			mark++
+			sx = mark
+		default:
+			return false
+		}
+	}
+	for px < len(pat) && pat[px] == '*' {
+		px++
+	}
+	return px == len(pat)
+}
+
+// matchArgv reports whether argv starts with the words of pattern: each
+// word a wildcard over one argument, ** any number of arguments. The
+// program's name is compared by its base name (/usr/bin/git is git). A word
+// known only at run time matches any pattern word: at decision time the
+// rule is assumed to apply, and the tool checks the real argv again when
+// the program starts.
+func matchArgv(pattern []string, p Program) bool {
+	var rec func(pi, ai int) bool
+	rec = func(pi, ai int) bool {
+		for pi < len(pattern) {
+			w := pattern[pi]
+			if w == "**" {
+				for k := ai; k <= len(p.Argv); k++ {
+					if rec(pi+1, k) {
+						return true
+					}
+				}
+				return false
+			}
+			if ai >= len(p.Argv) {
+				return false
+			}
+			arg := p.Argv[ai]
+			if ai == 0 && !p.dynamic(0) {
+				arg = path.Base(arg)
+			}
+			if !p.dynamic(ai) && !wildcard(w, arg) {
+				return false
+			}
+			pi++
+			ai++
+		}
+		return true
+	}
+	return rec(0, 0)
+}
+
+// callFacts is what rules can see of a call.
+type callFacts struct {
+	names  []string // the tool's name and aliases
+	paths  []string // fs needs' paths
+	hosts  []string // net needs' hosts
+	method string   // the method argument, upper case ("" when none)
+	args   map[string]any
+}
+
+func newCallFacts(names []string, needs []capability.Need, args map[string]any) *callFacts {
+	f := &callFacts{names: names, args: args}
+	for _, n := range needs {
+		switch n.Kind {
+		case capability.FSRead, capability.FSWrite:
+			f.paths = append(f.paths, n.Resource)
+		case capability.Net:
+			f.hosts = append(f.hosts, netHost(n.Resource))
+		}
+	}
+	if m, ok := args["method"].(string); ok {
+		f.method = strings.ToUpper(m)
+	}
+	return f
+}
+
+// netHost is the host of a net need's resource (host, host:port, [v6]:port).
+func netHost(res string) string {
+	if strings.HasPrefix(res, "[") {
+		if i := strings.Index(res, "]"); i > 0 {
+			return res[1:i]
+		}
+	}
+	if i := strings.LastIndexByte(res, ':'); i >= 0 && strings.Count(res, ":") == 1 {
+		return res[:i]
+	}
+	return res
+}
+
+// matches reports whether the rule applies to a subject: the call f, and
+// prog (nil: the call starts no program). why says which matcher matched.
+func (r *Rule) matches(f *callFacts, prog *Program, ws string) (bool, string) {
+	m := r.m
+	var why []string
+	if len(m.command) > 0 {
+		if prog == nil {
+			return false, ""
+		}
+		hit := ""
+		for i, words := range m.command {
+			if matchArgv(words, *prog) {
+				hit = fmt.Sprintf("command %q matched %s", r.Command[i], prog)
+				break
+			}
+		}
+		if hit == "" {
+			return false, ""
+		}
+		why = append(why, hit)
+	}
+	if len(m.path) > 0 {
+		hit := ""
+		sets := m.pathSetsFor(ws)
+	paths:
+		for _, p := range f.paths {
+			for i, set := range sets {
+				if set.Allows(capability.Need{Kind: capability.FSRead, Resource: p}) {
+					hit = fmt.Sprintf("path %q matched %s", r.Path[i], p)
+					break paths
+				}
+			}
+		}
+		if hit == "" {
+			return false, ""
+		}
+		why = append(why, hit)
+	}
+	if len(m.method) > 0 {
+		hit := ""
+		for _, p := range m.method {
+			if ok, _ := path.Match(p, f.method); ok && f.method != "" {
+				hit = fmt.Sprintf("method %q matched %s", p, f.method)
+				break
+			}
+		}
+		if hit == "" {
+			return false, ""
+		}
+		why = append(why, hit)
+	}
+	if len(m.host) > 0 {
+		hit := ""
+	hosts:
+		for _, h := range f.hosts {
+			lh := strings.ToLower(strings.TrimSuffix(h, "."))
+			for _, p := range m.host {
+				if ok, _ := path.Match(p, lh); ok {
+					hit = fmt.Sprintf("host %q matched %s", p, h)
+					break hosts
+				}
+			}
+		}
+		if hit == "" {
+			return false, ""
+		}
+		why = append(why, hit)
+	}
+	for _, a := range m.args {
+		v, ok := argValue(f.args, a.path)
+		if !ok {
+			return false, ""
+		}
+		hit := ""
+		for _, p := range a.patterns {
+			if wildcard(p, v) {
+				hit = fmt.Sprintf("args.%s %q matched %q", a.field, p, truncateText(v, 80))
+				break
+			}
+		}
+		if hit == "" {
+			return false, ""
+		}
+		why = append(why, hit)
+	}
+	return true, strings.Join(why, ", ")
+}
+
+// argValue is the text of the argument at a dotted path: a string as it
+// is, a number or boolean as JSON writes it; objects, lists and null have
+// none.
+func argValue(args map[string]any, p []string) (string, bool) {
+	var v any = args
+	for _, k := range p {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return "", false
+		}
+		if v, ok = m[k]; !ok {
+			return "", false
+		}
+	}
+	switch x := v.(type) {
+	case string:
+		return x, true
+	case json.Number:
+		return x.String(), true
+	case bool:
+		return strconv.FormatBool(x), true
+	}
+	return "", false
+}
+
+// ruleBook is one policy's rules, with the candidates for each tool name
+// found once.
+type ruleBook struct {
+	rules []Rule
+	mu    sync.Mutex
+	cands map[string][]*Rule
+}
+
+func newRuleBook(rules []Rule) *ruleBook {
+	return &ruleBook{rules: rules, cands: map[string][]*Rule{}}
+}
+
+// candidates returns, in order, the rules whose tool pattern matches one of
+// names (a tool's name and aliases).
+func (b *ruleBook) candidates(names []string) []*Rule {
+	key := strings.Join(names, "\x00")
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if c, ok := b.cands[key]; ok {
+		return c
+	}
+	var out []*Rule
+	for i := range b.rules {
+		for _, n := range names {
+			if ok, _ := path.Match(b.rules[i].Tool, n); ok {
+				out = append(out, &b.rules[i])
+				break
+			}
+		}
+	}
+	b.cands[key] = out
+	return out
+}
+
+// owns reports whether r is one of the book's rules.
+func (b *ruleBook) owns(r *Rule) bool {
+	for i := range b.rules {
+		if &b.rules[i] == r {
+			return true
+		}
+	}
+	return false
+}
+
+// needsPrograms reports whether any candidate has a command matcher.
+func needsPrograms(cands []*Rule) bool {
+	for _, r := range cands {
+		if len(r.m.command) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// first returns the first candidate that applies to the subject.
+func first(cands []*Rule, f *callFacts, prog *Program, ws string) (*Rule, string) {
+	for _, r := range cands {
+		if ok, why := r.matches(f, prog, ws); ok {
+			return r, why
+		}
+	}
+	return nil, ""
+}
+
+// ruleVerdict is what the rules decide for a call.
+type ruleVerdict struct {
+	// Rule is the trusted policy's deciding rule (the strictest of the
+	// subjects'), nil when none matched; Why says which matcher matched
+	// and for which program.
+	Rule *Rule
+	Why  string
+	// Narrowed is the untrusted workspace policy's strictest rule that
+	// added a restriction, if any.
+	Narrowed    *Rule
+	NarrowedWhy string
+	Deny        bool
+	Approval    bool
+	DryRunFirst bool
+	Limits      sandbox.Limits
+}
+
+func severity(r *Rule) int {
+	switch {
+	case r == nil:
+		return 0
+	case r.Action == ActionDeny:
+		return 4
+	case r.RequireApproval:
+		return 3
+	case r.DryRunFirst:
+		return 2
+	}
+	return 1
+}
+
+// strictest evaluates cands for every subject and returns the strictest
+// subject's rule and why, and whether every subject was matched.
+func strictest(cands []*Rule, f *callFacts, progs []Program, ws string) (*Rule, string) {
+	if len(progs) == 0 {
+		return first(cands, f, nil, ws)
+	}
+	var best *Rule
+	bestWhy := ""
+	for i := range progs {
+		r, why := first(cands, f, &progs[i], ws)
+		// The strictest; among equally strict rules, the one written first.
+		if s, b := severity(r), severity(best); s > b || (s == b && r != nil && r.Index < best.Index) {
+			best, bestWhy = r, why
+		}
+	}
+	return best, bestWhy
+}
+
+// decide evaluates the policy's rules (and an untrusted workspace policy's
+// restrictions) for a call.
+func (p *Policy) decide(f *callFacts, progs []Program, ws string) ruleVerdict {
+	var v ruleVerdict
+	v.Rule, v.Why = strictest(p.book.candidates(f.names), f, progs, ws)
+	if v.Rule != nil {
+		v.Deny = v.Rule.Action == ActionDeny
+		v.Approval = v.Rule.RequireApproval
+		v.DryRunFirst = v.Rule.DryRunFirst
+		v.Limits = v.Rule.Limits
+	}
+	if u := p.untrusted; u != nil {
+		r, why := strictest(u.book.candidates(f.names), f, progs, ws)
+		if severity(r) >= 2 {
+			v.Narrowed, v.NarrowedWhy = r, why
+			v.Deny = v.Deny || r.Action == ActionDeny
+			v.Approval = v.Approval || r.RequireApproval
+			v.DryRunFirst = v.DryRunFirst || r.DryRunFirst
+		}
+	}
+	return v
+}
+
+// quickDeny is a decision that needs nothing but the tool's name: the first
+// rule for it (in the policy, or in an untrusted workspace policy's
+// restrictions) denies it whatever the arguments.
+func (p *Policy) quickDeny(names []string) *Rule {
+	for _, b := range []*Policy{p, p.untrusted} {
+		if b == nil {
+			continue
+		}
+		if c := b.book.candidates(names); len(c) > 0 && c[0].Action == ActionDeny && c[0].m.empty() {
+			return c[0]
+		}
+	}
+	return nil
+}
+
+// needsPrograms reports whether deciding a call of the tool needs the
+// programs it starts.
+func (p *Policy) needsPrograms(names []string) bool {
+	if needsPrograms(p.book.candidates(names)) {
+		return true
+	}
+	return p.untrusted != nil && needsPrograms(p.untrusted.book.candidates(names))
+}
+
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
+
+// callRules lets a tool check, as each program starts, the programs it
+// did not know before running (words computed at run time).
+type callRules struct {
+	p        *Policy
+	f        *callFacts
+	ws       string
+	approved bool
+}
+
+// CheckPrograms is called by a tool that starts programs, just before it
+// starts one, with its real argv (and the commands it launches, see
+// ProgramLister): rules on arguments then hold for words known only at run
+// time. It returns POLICY_DENIED when a rule denies one, APPROVAL_REQUIRED
+// when a rule asks for an approval the call did not get, nil otherwise.
+func (c *Call) CheckPrograms(ps ...Program) *Error {
+	cr := c.rules
+	if cr == nil || len(ps) == 0 {
+		return nil
+	}
+	v := cr.p.decide(cr.f, ps, cr.ws)
+	r, why := v.Rule, v.Why
+	if v.Narrowed != nil && severity(v.Narrowed) > severity(r) {
+		r, why = v.Narrowed, v.NarrowedWhy
+	}
+	switch {
+	case v.Deny:
+		return Errorf(CodePolicyDenied, "the policy denies this program; change its rule to allow it",
+			"%s is denied by %s: %s", ps[0], r.Describe(), why)
+	case v.Approval && !cr.approved:
+		return Errorf(CodeApprovalRequired, "write the command's words literally, so the approval is asked before it runs",
+			"%s needs approval (%s: %s), and its words were only known when the command ran", ps[0], r.Describe(), why)
+	}
+	return nil
+}

@@ -1,0 +1,150 @@
+package runtime
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"time"
+)
+
+// Which policy is in force, and whether its owner trusts it.
+//
+// An explicit policy (--policy FILE, WARDEN_POLICY) is the owner's choice
+// and in force as written; so is the home policy (<home>/policy.yaml), in
+// the owner's own state directory. A workspace policy
+// (<workspace>/.warden/policy.yaml) comes with the workspace — a cloned
+// repository's author wrote it — and is in force as written only while its
+// owner trusts it: `warden policy trust` recorded its path and sha256, and
+// the file still has that sha256. Otherwise it only narrows the home policy
+// (else the built-in default); see Narrow.
+
+// TrustState says where the policy in force came from.
+type TrustState string
+
+// Trust states.
+const (
+	TrustExplicit  TrustState = "explicit"  // --policy FILE or WARDEN_POLICY
+	TrustTrusted   TrustState = "trusted"   // a workspace policy its owner trusted, unchanged since
+	TrustUntrusted TrustState = "untrusted" // a workspace policy never trusted: it only narrows
+	TrustChanged   TrustState = "changed"   // a workspace policy changed since it was trusted: it only narrows
+	TrustHome      TrustState = "home"      // <home>/policy.yaml
+	TrustBuiltIn   TrustState = "built-in"  // the built-in default
+)
+
+// TrustRecord is what `warden policy trust` records of a policy file.
+type TrustRecord struct {
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
+	// Content is the trusted text, to show what changed when it is
+	// trusted again.
+	Content   string    `json:"content"`
+	TrustedAt time.Time `json:"trusted_at"`
+	By        string    `json:"by"`
+}
+
+// TrustStore holds the trust records. The store satisfies it.
+type TrustStore interface {
+	// TrustRecord returns the record of path; ok is false when there is
+	// none.
+	TrustRecord(ctx context.Context, path string) (r TrustRecord, ok bool, err error)
+}
+
+// PolicyFiles are where policies are looked for.
+type PolicyFiles struct {
+	Explicit  string // --policy / WARDEN_POLICY ("" when not given)
+	Workspace string // <workspace>/.warden/policy.yaml
+	Home      string // <home>/policy.yaml
+}
+
+// PolicyInForce is the policy that applies and how it was chosen.
+type PolicyInForce struct {
+	Policy *Policy
+	State  TrustState
+	// File is the file the state is about (the workspace policy when one
+	// was found; else the file in force; "" for the built-in default), and
+	// SHA256 its digest.
+	File, SHA256 string
+	// Ignored lists what an untrusted workspace policy asked for that would
+	// have widened the policy, and was left out.
+	Ignored []Ignored
+	// Base is, for an untrusted workspace policy, the policy it narrows.
+	Base *Policy
+}
+
+// ResolvePolicy finds the policy in force: the explicit file, else the
+// workspace's (as written when trusted, else narrowing the next one), else
+// the home policy, else the built-in default. trust may be nil only when
+// no workspace policy can exist.
+func ResolvePolicy(ctx context.Context, files PolicyFiles, trust TrustStore) (*PolicyInForce, error) {
+	if files.Explicit != "" {
+		p, sum, err := loadPolicyFile(files.Explicit)
+		if err != nil {
+			return nil, err
+		}
+		return &PolicyInForce{Policy: p, State: TrustExplicit, File: files.Explicit, SHA256: sum}, nil
+	}
+	base := &PolicyInForce{Policy: DefaultPolicy(), State: TrustBuiltIn}
+	if files.Home != "" {
+		if p, sum, err := loadPolicyFile(files.Home); err == nil {
+			base = &PolicyInForce{Policy: p, State: TrustHome, File: files.Home, SHA256: sum}
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+	}
+	if files.Workspace == "" {
+		return base, nil
+	}
+	data, err := os.ReadFile(files.Workspace)
+	if errors.Is(err, fs.ErrNotExist) {
+		return base, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("policy: %w", err)
+	}
+	// A policy that does not parse is an error whether trusted or not: an
+	// untrusted one must be parsed to narrow.
+	wp, err := ParsePolicy(files.Workspace, data)
+	if err != nil {
+		return nil, err
+	}
+	sum := SHA256Hex(data)
+	state := TrustUntrusted
+	if trust == nil {
+		return nil, errors.New("policy: a workspace policy was found and trust records cannot be read")
+	}
+	rec, ok, err := trust.TrustRecord(ctx, files.Workspace)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		if rec.SHA256 == sum {
+			return &PolicyInForce{Policy: wp, State: TrustTrusted, File: files.Workspace, SHA256: sum}, nil
+		}
+		state = TrustChanged
+	}
+	p, ign := Narrow(base.Policy, wp)
+	return &PolicyInForce{Policy: p, State: state, File: files.Workspace, SHA256: sum, Ignored: ign, Base: base.Policy}, nil
+}
+
+// loadPolicyFile reads and parses a policy file and returns its digest.
+func loadPolicyFile(file string) (*Policy, string, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, "", fmt.Errorf("policy: %w", err)
+	}
+	p, err := ParsePolicy(file, data)
+	if err != nil {
+		return nil, "", err
+	}
+	return p, SHA256Hex(data), nil
+}
+
+// SHA256Hex is the hex SHA-256 of data.
+func SHA256Hex(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
