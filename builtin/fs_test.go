@@ -817,4 +817,3 @@ func TestFSReadFiles(t *testing.T) {
 		}
 	})
 }
-

@@ -225,6 +225,7 @@ func (s *Shell) Needs(c *runtime.Call) ([]capability.Need, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.ReportPrograms(sc.plan.programs)
 	needs := []capability.Need{{Kind: capability.FSRead, Resource: sc.cwd}}
 	for _, k := range shellSortedKeys(sc.args.Env) {
 		if shellEnvGuarded(k) != "" {

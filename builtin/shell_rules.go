@@ -17,17 +17,6 @@ import (
 	"github.com/wardenrt/warden/runtime"
 )
 
-var _ runtime.ProgramLister = (*Shell)(nil)
-
-// Programs implements runtime.ProgramLister.
-func (s *Shell) Programs(c *runtime.Call) ([]runtime.Program, error) {
-	sc, err := s.prepare(c)
-	if err != nil {
-		return nil, err
-	}
-	return sc.plan.programs, nil
-}
-
 // shellMaxLaunchDepth bounds how deep launchers are looked through
 // (sh -c 'env timeout 5 nice git push' is three levels).
 const shellMaxLaunchDepth = 8

@@ -256,15 +256,10 @@ func (g *Gate) check(ctx context.Context, req Request, callID string) (*checked,
 	facts := newCallFacts(names, needs, value)
 	var progs []Program
 	if pol.needsPrograms(names) {
-		if pl, ok := e.tool.(ProgramLister); ok {
-			ps, err := pl.Programs(c.call)
-			if err != nil {
-				return c, AsError(err)
-			}
-			progs = ps
-		}
+		progs = c.call.programs
 		c.call.rules = &callRules{p: pol, f: facts, ws: g.o.Workspace}
 	}
+	c.call.programs = nil
 	c.verdict = pol.decide(facts, progs, g.o.Workspace)
 	if r := c.verdict.Rule; r != nil {
 		cp := *r

@@ -85,14 +85,12 @@ func (p Program) String() string {
 	return strings.Join(words, " ")
 }
 
-// ProgramLister is implemented by tools that start programs (shell). The
-// gate asks it, only when a rule for the tool has a command matcher, for
-// every program the call would start — each program of a compound command,
-// and the commands launchers run (env, xargs, timeout, sh -c, …) — as the
-// interpreter sees them.
-type ProgramLister interface {
-	Programs(c *Call) ([]Program, error)
-}
+// ReportPrograms is called by a tool that starts programs (shell) from its
+// Needs, with every program the call would start — each program of a
+// compound command, and the commands launchers run (env, xargs, timeout,
+// sh -c, …) — as the interpreter will see them: the gate matches the
+// policy's command rules against each.
+func (c *Call) ReportPrograms(ps []Program) { c.programs = ps }
 
 // maxRulePatterns bounds the patterns of one matcher; maxCommandWords the
 // words of one command pattern.
@@ -109,28 +107,25 @@ type ruleMatchers struct {
 	host    []string // lower case
 	args    []argMatcher
 
-	// pathSets holds each path pattern as a set anchored to a workspace,
-	// made once per workspace.
-	mu       sync.Mutex
-	pathSets map[string][]capability.Set
+	// paths holds the path patterns anchored to a workspace, made once
+	// per workspace.
+	mu    sync.Mutex
+	paths map[string]capability.PathMatcher
 }
 
-// pathSetsFor returns the path patterns anchored to ws.
-func (m *ruleMatchers) pathSetsFor(ws string) []capability.Set {
+// pathsIn returns the path patterns anchored to ws.
+func (m *ruleMatchers) pathsIn(ws string) capability.PathMatcher {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if s, ok := m.pathSets[ws]; ok {
-		return s
+	pm, ok := m.paths[ws]
+	if !ok {
+		if m.paths == nil {
+			m.paths = map[string]capability.PathMatcher{}
+		}
+		pm = capability.NewPathMatcher(ws, m.path...)
+		m.paths[ws] = pm
 	}
-	if m.pathSets == nil {
-		m.pathSets = map[string][]capability.Set{}
-	}
-	sets := make([]capability.Set, len(m.path))
-	for i, g := range m.path {
-		sets[i] = capability.NewSet(ws, g)
-	}
-	m.pathSets[ws] = sets
-	return sets
+	return pm
 }
 
 type argMatcher struct {
@@ -340,7 +335,9 @@ func newCallFacts(names []string, needs []capability.Need, args map[string]any) 
 	for _, n := range needs {
 		switch n.Kind {
 		case capability.FSRead, capability.FSWrite:
-			f.paths = append(f.paths, n.Resource)
+			if capability.CleanPath(n.Resource) {
+				f.paths = append(f.paths, n.Resource)
+			}
 		case capability.Net:
 			f.hosts = append(f.hosts, netHost(n.Resource))
 		}
@@ -387,14 +384,11 @@ func (r *Rule) matches(f *callFacts, prog *Program, ws string) (bool, string) {
 	}
 	if len(m.path) > 0 {
 		hit := ""
-		sets := m.pathSetsFor(ws)
-	paths:
+		pm := m.pathsIn(ws)
 		for _, p := range f.paths {
-			for i, set := range sets {
-				if set.Allows(capability.Need{Kind: capability.FSRead, Resource: p}) {
-					hit = fmt.Sprintf("path %q matched %s", r.Path[i], p)
-					break paths
-				}
+			if i := pm.Match(p); i >= 0 {
+				hit = fmt.Sprintf("path %q matched %s", r.Path[i], p)
+				break
 			}
 		}
 		if hit == "" {

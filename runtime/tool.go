@@ -79,6 +79,8 @@ type Call struct {
 	// rules, when the policy has command rules for the tool, checks the
 	// programs it starts (CheckPrograms).
 	rules *callRules
+	// programs are what the tool reported from Needs (ReportPrograms).
+	programs []Program
 }
 
 // Bind decodes the call's arguments into v (a pointer to a struct) with the

@@ -69,7 +69,7 @@ type env struct {
 // The store is opened lazily by env.store().
 func newEnv(c *cli.Context) (*env, error) {
 	e := &env{c: c, json: c.Bool("json"), stdin: c.App.Reader, stdout: c.App.Writer, stderr: c.App.ErrWriter, started: time.Now()}
-	home := c.String("home")
+	home := globalString(c, "home")
 	if home == "" {
 		if x := os.Getenv("XDG_DATA_HOME"); x != "" {
 			home = filepath.Join(x, "warden")
@@ -89,7 +89,7 @@ func newEnv(c *cli.Context) (*env, error) {
 		return nil, usageErr("choose a writable --home", "cannot create %s: %v", home, err)
 	}
 	e.home = home
-	ws := c.String("workspace")
+	ws := globalString(c, "workspace")
 	if ws == "" {
 		if ws, err = os.Getwd(); err != nil {
 			return nil, usageErr("", "current directory: %v", err)
@@ -114,6 +114,19 @@ func newEnv(c *cli.Context) (*env, error) {
 			"log_dir", filepath.Join(e.home, "logs"))
 	}
 	return e, nil
+}
+
+// globalString reads a global flag from the app's own context, so a
+// command's flag of the same name (grant add --workspace) does not hide it.
+func globalString(c *cli.Context, name string) string {
+	// The app's flags are parsed into the context of its root command: of
+	// the contexts that run the root command, the one nearest the command.
+	for _, lc := range c.Lineage() {
+		if lc.Command != nil && lc.Command.Name == c.App.Name {
+			return lc.String(name)
+		}
+	}
+	return c.String(name)
 }
 
 // secretEnvValues returns the values of environment variables that look like
@@ -208,7 +221,7 @@ func (e *env) policy() (*runtime.Policy, error) {
 // policyFiles are the files policy() looks at.
 func (e *env) policyFiles() runtime.PolicyFiles {
 	return runtime.PolicyFiles{
-		Explicit:  e.c.String("policy"),
+		Explicit:  globalString(e.c, "policy"),
 		Workspace: filepath.Join(e.workspace, ".warden", "policy.yaml"),
 		Home:      filepath.Join(e.home, "policy.yaml"),
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"path"
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -483,4 +484,58 @@ func (n *node) allowedBy(nd need) []Grant {
 		}
 	}
 	return nil
+}
+
+// PathMatcher matches paths against fs scopes anchored to a workspace, as
+// fs grants match them, and says which scope matched — for policy rules on
+// paths, where one call is matched against many patterns. A pattern whose
+// literal start the path does not share is skipped without globbing.
+type PathMatcher struct {
+	pats []string // absolute patterns, "" if one cannot match
+	lits []string // each pattern's literal start
+}
+
+// NewPathMatcher anchors the scopes of fs grants to workspace (as NewSet
+// does); grants of other kinds never match.
+func NewPathMatcher(workspace string, scopes ...Grant) PathMatcher {
+	ws := cleanWorkspace(workspace)
+	m := PathMatcher{pats: make([]string, len(scopes)), lits: make([]string, len(scopes))}
+	for i, g := range scopes {
+		if !g.kind.isFS() {
+			continue
+		}
+		pat := anchorFS(ws, g.scope)
+		m.pats[i] = pat
+		if j := strings.IndexAny(pat, `*?[{\`); j >= 0 {
+			m.lits[i] = pat[:j]
+		} else {
+			m.lits[i] = pat
+		}
+	}
+	return m
+}
+
+// Match returns the index of the first scope that matches p, or -1. p must
+// be absolute and clean, as needs carry paths (see CleanPath).
+func (m PathMatcher) Match(p string) int {
+	for i, pat := range m.pats {
+		if pat == "" {
+			continue
+		}
+		lit := m.lits[i]
+		// dir/** also matches dir itself: its literal start is "dir/".
+		if !strings.HasPrefix(p, lit) && !(len(p)+1 == len(lit) && lit[len(p)] == '/' && strings.HasPrefix(lit, p)) {
+			continue
+		}
+		if doublestar.MatchUnvalidated(pat, p) {
+			return i
+		}
+	}
+	return -1
+}
+
+// CleanPath reports whether p is absolute and clean: the form fs needs
+// carry and PathMatcher matches.
+func CleanPath(p string) bool {
+	return strings.HasPrefix(p, "/") && path.Clean(p) == p
 }
