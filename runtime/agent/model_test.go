@@ -83,7 +83,10 @@ func TestSlowStreamIsNotCutOff(t *testing.T) {
 		for i := range 10 {
 			fmt.Fprintf(w, "data: {\"id\":\"x\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"w%d \"}}]}\n\n", i)
 			w.(http.Flusher).Flush()
-			wait := 50 * time.Millisecond
+			// Each gap is well under the attempt timeout (6×, so a loaded
+			// machine does not turn it into a stall); the whole answer
+			// takes longer than the timeout.
+			wait := 250 * time.Millisecond
 			if stall && i == 2 {
 				wait = time.Minute // the first answer stops sending
 			}
@@ -97,7 +100,7 @@ func TestSlowStreamIsNotCutOff(t *testing.T) {
 	}))
 	defer srv.Close()
 	m, err := agent.NewOpenAI(agent.OpenAIConfig{BaseURL: srv.URL + "/v1", Model: "m", Stream: true, Retries: 2,
-		BaseDelay: time.Millisecond, MaxDelay: time.Millisecond, AttemptTimeout: 200 * time.Millisecond})
+		BaseDelay: time.Millisecond, MaxDelay: time.Millisecond, AttemptTimeout: 1500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +109,7 @@ func TestSlowStreamIsNotCutOff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The second answer took 500 ms, more than the attempt timeout, and
+	// The second answer took 2.5 s, more than the attempt timeout, and
 	// was not cut.
 	if resp.Message.Content != "w0 w1 w2 w3 w4 w5 w6 w7 w8 w9 " || resp.Attempts != 2 {
 		t.Errorf("answer %q after %d attempts", resp.Message.Content, resp.Attempts)
