@@ -55,10 +55,15 @@ func workflowNeeds(c *runtime.Call) ([]capability.Need, error) {
 	if err := c.Bind(&a); err != nil {
 		return nil, err
 	}
-	if e := fsCheckPath(a.Path); e != nil {
+	return workflowFileNeeds(c.Workspace, a.Path)
+}
+
+// workflowFileNeeds is fs.read of a workflow file.
+func workflowFileNeeds(ws, p string) ([]capability.Need, error) {
+	if e := fsCheckPath(p); e != nil {
 		return nil, e
 	}
-	abs, e := fsResolve(c.Workspace, a.Path)
+	abs, e := fsResolve(ws, p)
 	if e != nil {
 		return nil, e
 	}

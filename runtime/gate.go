@@ -261,6 +261,9 @@ func (g *Gate) check(ctx context.Context, req Request, callID string) (*checked,
 	}
 	c.call.programs = nil
 	c.verdict = pol.decide(facts, progs, g.o.Workspace)
+	if e.spec.ApprovalRequired && !c.verdict.Deny {
+		c.verdict.Approval, c.verdict.DryRunFirst = true, true
+	}
 	if r := c.verdict.Rule; r != nil {
 		cp := *r
 		c.call.Rule = &cp
@@ -424,6 +427,9 @@ type approvalVerdict struct{ Approval, Approver string }
 func (g *Gate) approve(ctx context.Context, c *checked, preview *Outcome) (approvalVerdict, *Error) {
 	name := c.call.Tool
 	rule := c.deciding().Describe()
+	if r := c.deciding(); c.entry.spec.ApprovalRequired && (r == nil || !r.RequireApproval) {
+		rule = name + " always needs approval"
+	}
 	if t, ok := g.rememberedApproval(ctx, name, rule); ok {
 		return approvalVerdict{ApprovalRemembered, fmt.Sprintf("%s (remembered until %s, %s)", t.By, t.Expires.UTC().Format(time.RFC3339), t.ID)}, nil
 	}

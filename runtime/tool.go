@@ -41,6 +41,11 @@ type Spec struct {
 	// Wasm names the wasm module a wasm tool comes from; "" for core
 	// tools. Guests may call core tools only.
 	Wasm string
+	// ApprovalRequired makes every call of the tool wait for an approval,
+	// with its preview shown first, whatever the policy's rules say (they
+	// can still deny it): for tools whose effect outlives the run
+	// (schedule_task).
+	ApprovalRequired bool
 }
 
 // Call is one validated invocation, as a tool sees it.

@@ -177,3 +177,66 @@ func (s *Store) DeleteTrust(ctx context.Context, path string) error {
 func (s *Store) ListTrust(ctx context.Context) (map[string]json.RawMessage, error) {
 	return s.listDocs(ctx, bucketTrust)
 }
+
+// Scheduled jobs are documents under their name. UpdateJob changes one in
+// a single transaction, so two processes changing the same job (a pause
+// from the CLI, a run recorded by the daemon) never lose each other's
+// change.
+
+// CreateJob stores a new job; a name already taken is an error wrapping
+// ErrInvalid.
+func (s *Store) CreateJob(ctx context.Context, id string, doc json.RawMessage) error {
+	if err := validName("job", id); err != nil {
+		return err
+	}
+	v, err := compactJSON("job "+id, doc)
+	if err != nil {
+		return err
+	}
+	return s.update(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketJobs)
+		if b.Get([]byte(id)) != nil {
+			return fmt.Errorf("%w: a job named %s exists", ErrInvalid, id)
+		}
+		return b.Put([]byte(id), v)
+	})
+}
+
+// Job returns job id's document, or an error wrapping ErrNotFound.
+func (s *Store) Job(ctx context.Context, id string) (json.RawMessage, error) {
+	return s.getDoc(ctx, bucketJobs, "job", id)
+}
+
+// UpdateJob replaces job id's document by what fn makes of it, in one
+// transaction; fn's error aborts the change and is returned.
+func (s *Store) UpdateJob(ctx context.Context, id string, fn func(doc json.RawMessage) (json.RawMessage, error)) error {
+	if err := validName("job", id); err != nil {
+		return err
+	}
+	return s.update(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketJobs)
+		v := b.Get([]byte(id))
+		if v == nil {
+			return fmt.Errorf("job %s: %w", id, ErrNotFound)
+		}
+		doc, err := fn(bytes.Clone(v))
+		if err != nil {
+			return err
+		}
+		nv, err := compactJSON("job "+id, doc)
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte(id), nv)
+	})
+}
+
+// DeleteJob removes job id, or returns an error wrapping ErrNotFound.
+func (s *Store) DeleteJob(ctx context.Context, id string) error {
+	return s.deleteDoc(ctx, bucketJobs, "job", id)
+}
+
+// ListJobs returns every job document by name.
+func (s *Store) ListJobs(ctx context.Context) (map[string]json.RawMessage, error) {
+	return s.listDocs(ctx, bucketJobs)
+}

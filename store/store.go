@@ -217,11 +217,12 @@ var (
 	bucketPins      = []byte("pins")
 	bucketGrants    = []byte("grants")
 	bucketTrust     = []byte("trust")
+	bucketJobs      = []byte("jobs")
 
-	allBuckets = [][]byte{bucketMeta, bucketAudit, bucketMemory, bucketMemIndex, bucketMemStats, bucketRuns, bucketArtifacts, bucketPins, bucketGrants, bucketTrust}
+	allBuckets = [][]byte{bucketMeta, bucketAudit, bucketMemory, bucketMemIndex, bucketMemStats, bucketRuns, bucketArtifacts, bucketPins, bucketGrants, bucketTrust, bucketJobs}
 	// laterBuckets were added after the format's first release: a store
 	// made before them gets them when it is next opened.
-	laterBuckets = [][]byte{bucketGrants, bucketTrust}
+	laterBuckets = [][]byte{bucketGrants, bucketTrust, bucketJobs}
 
 	formatKey   = []byte("format")
 	formatValue = []byte("warden.store/v1")

@@ -114,6 +114,8 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			callCommand(),
 			runCommand(),
 			workflowCommand(),
+			scheduleCommand(),
+			daemonCommand(),
 			mcpCommand(),
 			sandboxCommand(),
 			toolCommand(),

@@ -358,6 +358,7 @@ func (e *env) coreTools() []runtime.Tool {
 	tools = append(tools, (&builtin.AskUser{TTY: e.terminal(), Out: e.stderr}).Tools()...)
 	tools = append(tools, builtin.MemoryTools(st)...)
 	tools = append(tools, builtin.WorkflowTools(st)...)
+	tools = append(tools, &builtin.ScheduleTask{Jobs: st})
 	tools = append(tools, builtin.TextTools(builtin.LLMConfig{
 		BaseURL: os.Getenv("OPENAI_BASE_URL"), APIKey: os.Getenv("OPENAI_API_KEY"), Model: os.Getenv("WARDEN_MODEL"),
 	})...)

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/schedule"
 )
 
 // Memory is an in-memory runtime.Memory. SearchMemory scores an entry by
@@ -253,4 +254,131 @@ func WriteFile(t testing.TB, dir, name, content string) {
 	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Grants is an in-memory runtime.GrantStore.
+type Grants struct {
+	mu sync.Mutex
+	m  map[string]runtime.TimedGrant
+}
+
+var _ runtime.GrantStore = (*Grants)(nil)
+
+// ListGrants returns every grant, oldest first.
+func (g *Grants) ListGrants(context.Context) ([]runtime.TimedGrant, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]runtime.TimedGrant, 0, len(g.m))
+	for _, t := range g.m {
+		out = append(out, t)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Added.Before(out[j].Added) })
+	return out, nil
+}
+
+// PutGrant adds or replaces a grant.
+func (g *Grants) PutGrant(_ context.Context, t runtime.TimedGrant) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.m == nil {
+		g.m = map[string]runtime.TimedGrant{}
+	}
+	g.m[t.ID] = t
+	return nil
+}
+
+// DeleteGrant removes a grant (runtime.ErrNotFound when absent).
+func (g *Grants) DeleteGrant(_ context.Context, id string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if _, ok := g.m[id]; !ok {
+		return fmt.Errorf("grant %s: %w", id, runtime.ErrNotFound)
+	}
+	delete(g.m, id)
+	return nil
+}
+
+// Jobs is an in-memory schedule.Store.
+type Jobs struct {
+	mu sync.Mutex
+	m  map[string]schedule.Job
+}
+
+var _ schedule.Store = (*Jobs)(nil)
+
+// ListJobs returns every job, by name.
+func (s *Jobs) ListJobs(context.Context) ([]schedule.Job, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]schedule.Job, 0, len(s.m))
+	for _, j := range s.m {
+		out = append(out, cloneJob(j))
+	}
+	sort.Slice(out, func(i, k int) bool { return out[i].ID < out[k].ID })
+	return out, nil
+}
+
+// GetJob returns a job (runtime.ErrNotFound when absent).
+func (s *Jobs) GetJob(_ context.Context, id string) (schedule.Job, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j, ok := s.m[id]
+	if !ok {
+		return schedule.Job{}, fmt.Errorf("job %s: %w", id, runtime.ErrNotFound)
+	}
+	return cloneJob(j), nil
+}
+
+// CreateJob adds a job; a taken name is an error.
+func (s *Jobs) CreateJob(_ context.Context, j schedule.Job) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[string]schedule.Job{}
+	}
+	if _, ok := s.m[j.ID]; ok {
+		return fmt.Errorf("a job named %s exists", j.ID)
+	}
+	s.m[j.ID] = cloneJob(j)
+	return nil
+}
+
+// UpdateJob changes a job atomically; fn's error leaves it as it was.
+func (s *Jobs) UpdateJob(_ context.Context, id string, fn func(*schedule.Job) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j, ok := s.m[id]
+	if !ok {
+		return fmt.Errorf("job %s: %w", id, runtime.ErrNotFound)
+	}
+	c := cloneJob(j)
+	if err := fn(&c); err != nil {
+		return err
+	}
+	s.m[id] = c
+	return nil
+}
+
+// DeleteJob removes a job.
+func (s *Jobs) DeleteJob(_ context.Context, id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.m[id]; !ok {
+		return fmt.Errorf("job %s: %w", id, runtime.ErrNotFound)
+	}
+	delete(s.m, id)
+	return nil
+}
+
+// cloneJob deep-copies a job through JSON, as a store would.
+func cloneJob(j schedule.Job) schedule.Job {
+	b, err := json.Marshal(j)
+	if err != nil {
+		panic(err)
+	}
+	var c schedule.Job
+	if err := json.Unmarshal(b, &c); err != nil {
+		panic(err)
+	}
+	return c
 }

@@ -60,6 +60,12 @@ type Backend interface {
 	DeleteTrust(ctx context.Context, path string) error
 	ListTrust(ctx context.Context) (map[string]json.RawMessage, error)
 
+	CreateJob(ctx context.Context, id string, doc json.RawMessage) error
+	Job(ctx context.Context, id string) (json.RawMessage, error)
+	UpdateJob(ctx context.Context, id string, fn func(json.RawMessage) (json.RawMessage, error)) error
+	DeleteJob(ctx context.Context, id string) error
+	ListJobs(ctx context.Context) (map[string]json.RawMessage, error)
+
 	Close() error
 }
 
@@ -142,6 +148,7 @@ func Run(t *testing.T, open func(t *testing.T) Backend) {
 		{"Artifacts", testArtifacts},
 		{"Pins", testPins},
 		{"GrantsAndTrust", testGrantsAndTrust},
+		{"Jobs", testJobs},
 		{"ReturnedBytesAreCopies", testCopies},
 	}
 	for _, tc := range tests {
@@ -697,6 +704,38 @@ func testGrantsAndTrust(t *testing.T, b Backend) {
 	must(t, b.DeleteTrust(ctx, p))
 	if _, err := b.Trust(ctx, p); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Trust after delete: %v, want ErrNotFound", err)
+	}
+}
+
+func testJobs(t *testing.T, b Backend) {
+	must(t, b.CreateJob(ctx, "nightly", json.RawMessage(`{"n": 1}`)))
+	if err := b.CreateJob(ctx, "nightly", json.RawMessage(`{"n":2}`)); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("CreateJob of a taken name: %v, want ErrInvalid", err)
+	}
+	must(t, b.UpdateJob(ctx, "nightly", func(doc json.RawMessage) (json.RawMessage, error) {
+		if string(doc) != `{"n":1}` {
+			t.Errorf("UpdateJob saw %s", doc)
+		}
+		return json.RawMessage(`{"n":3}`), nil
+	}))
+	boom := errors.New("boom")
+	if err := b.UpdateJob(ctx, "nightly", func(json.RawMessage) (json.RawMessage, error) { return json.RawMessage(`{"n":4}`), boom }); !errors.Is(err, boom) {
+		t.Errorf("UpdateJob with an error: %v", err)
+	}
+	if doc, err := b.Job(ctx, "nightly"); err != nil || string(doc) != `{"n":3}` {
+		t.Errorf("Job after a failed update: %s, %v", doc, err)
+	}
+	if err := b.UpdateJob(ctx, "none", func(d json.RawMessage) (json.RawMessage, error) { return d, nil }); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("UpdateJob of a missing job: %v", err)
+	}
+	jobs, err := b.ListJobs(ctx)
+	must(t, err)
+	if len(jobs) != 1 {
+		t.Errorf("ListJobs = %v", jobs)
+	}
+	must(t, b.DeleteJob(ctx, "nightly"))
+	if _, err := b.Job(ctx, "nightly"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Job after delete: %v", err)
 	}
 }
 

@@ -1,0 +1,327 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/agent"
+	"github.com/wardenrt/warden/runtime/schedule"
+	"github.com/wardenrt/warden/runtime/workflow"
+	"github.com/wardenrt/warden/store"
+)
+
+// Scheduled jobs: the store adapter, the gate a job runs through, and the
+// runner the scheduler calls.
+
+var _ schedule.Store = lazyStore{}
+
+func (m lazyStore) ListJobs(ctx context.Context) ([]schedule.Job, error) {
+	st, err := m.open()
+	if err != nil {
+		return nil, err
+	}
+	docs, err := st.ListJobs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]schedule.Job, 0, len(docs))
+	for _, id := range slices.Sorted(maps.Keys(docs)) {
+		var j schedule.Job
+		if err := json.Unmarshal(docs[id], &j); err != nil || j.ID != id {
+			continue
+		}
+		out = append(out, j)
+	}
+	return out, nil
+}
+
+func (m lazyStore) GetJob(ctx context.Context, id string) (schedule.Job, error) {
+	st, err := m.open()
+	if err != nil {
+		return schedule.Job{}, err
+	}
+	doc, err := st.Job(ctx, id)
+	if err != nil {
+		return schedule.Job{}, notFound(err)
+	}
+	var j schedule.Job
+	if err := json.Unmarshal(doc, &j); err != nil {
+		return schedule.Job{}, fmt.Errorf("job %s: %w", id, err)
+	}
+	return j, nil
+}
+
+func (m lazyStore) CreateJob(ctx context.Context, j schedule.Job) error {
+	st, err := m.open()
+	if err != nil {
+		return err
+	}
+	doc, err := json.Marshal(j)
+	if err != nil {
+		return err
+	}
+	return st.CreateJob(ctx, j.ID, doc)
+}
+
+func (m lazyStore) UpdateJob(ctx context.Context, id string, fn func(*schedule.Job) error) error {
+	st, err := m.open()
+	if err != nil {
+		return err
+	}
+	return notFound(st.UpdateJob(ctx, id, func(doc json.RawMessage) (json.RawMessage, error) {
+		var j schedule.Job
+		if err := json.Unmarshal(doc, &j); err != nil {
+			return nil, fmt.Errorf("job %s: %w", id, err)
+		}
+		if err := fn(&j); err != nil {
+			return nil, err
+		}
+		return json.Marshal(j)
+	}))
+}
+
+func (m lazyStore) DeleteJob(ctx context.Context, id string) error {
+	st, err := m.open()
+	if err != nil {
+		return err
+	}
+	return notFound(st.DeleteJob(ctx, id))
+}
+
+// jobGate is the gate a scheduled job runs through: the policy in force in
+// its workspace now (a workspace policy trusted or only narrowing, as for
+// any command; --policy when the daemon was given one), no --grant flags,
+// the remembered grants, and the policy's approval mode with nobody to ask
+// (ask means never: there is no terminal).
+func (e *env) jobGate(ctx context.Context, ws string) (*runtime.Gate, error) {
+	files := runtime.PolicyFiles{
+		Explicit:  globalString(e.c, "policy"),
+		Workspace: filepath.Join(ws, ".warden", "policy.yaml"),
+		Home:      filepath.Join(e.home, "policy.yaml"),
+	}
+	pf, err := runtime.ResolvePolicy(ctx, files, lazyStore{open: e.store})
+	if err != nil {
+		return nil, err
+	}
+	for _, ig := range pf.Ignored {
+		e.log.Warn("untrusted workspace policy: ignored", "file", pf.File, "line", ig.Line, "what", ig.What)
+	}
+	mode := pf.Policy.Approval
+	if mode == "" || mode == runtime.ApproveAsk {
+		mode = runtime.ApproveNever
+	}
+	reg, err := e.registry()
+	if err != nil {
+		return nil, err
+	}
+	st, err := e.store()
+	if err != nil {
+		return nil, err
+	}
+	return runtime.NewGate(runtime.GateOptions{
+		Registry: reg, Policy: pf.Policy, Workspace: ws, Grants: lazyStore{open: e.store},
+		Approval: mode, Logger: e.log, Redactor: e.redactor, Audit: st,
+	})
+}
+
+// runJob runs one firing of j as run runID: its pinned workflow, or its
+// agent task, with the job's grants ∩ the policy in force now.
+func (e *env) runJob(ctx context.Context, j schedule.Job, runID string) schedule.Outcome {
+	failed := func(err error) schedule.Outcome {
+		re := runtime.AsError(err)
+		if re == nil || re.Code == runtime.CodeInternal && re.Message == "" {
+			re = runtime.Errorf(runtime.CodeInternal, "", "%v", err)
+		}
+		return schedule.Outcome{Status: runtime.RunFailed, Error: re}
+	}
+	g, err := e.jobGate(ctx, j.Workspace)
+	if err != nil {
+		return failed(err)
+	}
+	jobSet, err := j.GrantSet()
+	if err != nil {
+		return failed(err)
+	}
+	base := g.Grants().Intersect(jobSet)
+	st, err := e.store()
+	if err != nil {
+		return failed(err)
+	}
+	switch j.Kind {
+	case schedule.KindWorkflow:
+		w, err := pinnedWorkflow(j.Workflow, j.Digest, g.Registry(), j.ID)
+		if err != nil {
+			return failed(err)
+		}
+		o := workflow.RunOptions{
+			Gate: g, Base: &base, Params: j.Params, Principal: j.Principal(), RunID: runID,
+			Open: openWorkflow, Check: workflowOptions(g.Registry()), Runs: st, Redactor: e.redactor,
+		}
+		if cfg, err := e.modelConfig(); err == nil {
+			o.Agent = e.agentStep(g, st, cfg, w.Name)
+		}
+		rec, err := workflow.Run(ctx, w, o)
+		if err != nil {
+			return failed(err)
+		}
+		return schedule.Outcome{Status: rec.Status, Error: rec.Error}
+	default:
+		cfg, err := e.modelConfig()
+		if err != nil {
+			return failed(err)
+		}
+		model, err := agent.NewOpenAI(cfg)
+		if err != nil {
+			return failed(err)
+		}
+		mem := lazyStore{open: e.store}
+		rec, err := agent.Run(ctx, agent.Options{
+			Gate: g, Model: model, Task: j.Task, ModelName: cfg.Model, Endpoint: model.Host(), Restrict: &base,
+			Principal: j.Principal(), RunID: runID, Runs: st, Artifacts: mem, Memory: mem, Redactor: e.redactor,
+		})
+		if err != nil {
+			return failed(err)
+		}
+		return schedule.Outcome{Status: rec.Status, Error: rec.Error}
+	}
+}
+
+// pinnedWorkflow reads and checks a job's workflow file, refusing one that
+// changed since it was scheduled.
+func pinnedWorkflow(file, digest string, reg *runtime.Registry, job string) (*workflow.Workflow, error) {
+	src, data, err := openWorkflow("", file)
+	if err != nil {
+		return nil, err
+	}
+	if sum := runtime.SHA256Hex(data); sum != digest {
+		return nil, runtime.Errorf(runtime.CodePolicyDenied, "review it, then `warden schedule approve "+job+"`",
+			"%s changed since the job was scheduled (sha256 %s, scheduled %s): refused until approved again", file, short16(sum), short16(digest))
+	}
+	return workflow.Parse(src, data, workflowOptions(reg))
+}
+
+func short16(s string) string {
+	if len(s) > 16 {
+		return s[:16]
+	}
+	return s
+}
+
+// notifyJob runs a job's on_failure: a tool call or a workflow, under the
+// job's grants, through the gate.
+func (e *env) notifyJob(ctx context.Context, j schedule.Job, out schedule.Outcome) {
+	n := j.OnFailure
+	g, err := e.jobGate(ctx, j.Workspace)
+	if err != nil {
+		e.log.Warn("schedule: on_failure could not run", "job", j.ID, "err", err)
+		return
+	}
+	jobSet, err := j.GrantSet()
+	if err != nil {
+		return
+	}
+	principal := append(j.Principal(), "on_failure")
+	if n.Tool != "" {
+		res, err := g.Call(ctx, runtime.Request{Tool: n.Tool, Args: n.Args, Principal: principal, RunID: out.RunID, Restrict: &jobSet})
+		if err != nil || !res.Success {
+			e.log.Warn("schedule: on_failure failed", "job", j.ID, "tool", n.Tool, "err", err, "error", res.Error)
+		}
+		return
+	}
+	w, err := pinnedWorkflow(n.Workflow, n.Digest, g.Registry(), j.ID)
+	if err == nil {
+		base := g.Grants().Intersect(jobSet)
+		st, serr := e.store()
+		if serr != nil {
+			return
+		}
+		_, err = workflow.Run(ctx, w, workflow.RunOptions{Gate: g, Base: &base, Principal: principal, Runs: st,
+			Params: map[string]any{}, Open: openWorkflow, Check: workflowOptions(g.Registry()), Redactor: e.redactor})
+	}
+	if err != nil {
+		e.log.Warn("schedule: on_failure workflow failed", "job", j.ID, "err", err)
+	}
+}
+
+// markInterrupted records a run a dead process left running as
+// interrupted.
+func markInterrupted(ctx context.Context, st *store.Store, runID string) error {
+	doc, err := st.Run(ctx, runID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil // it died before recording anything
+	}
+	if err != nil {
+		return err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(doc, &m); err != nil {
+		return err
+	}
+	if m["status"] != runtime.RunRunning {
+		return nil
+	}
+	m["status"] = schedule.StatusInterrupted
+	m["error"] = runtime.Errorf(runtime.CodeInternal, "", "the process running it ended before the run did")
+	out, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	return st.PutRun(ctx, runID, out)
+}
+
+// selfRunning identifies this process for the running marks: pid, host,
+// boot and the process's start time, so a reused pid is not taken for it.
+func selfRunning() schedule.Running {
+	host, _ := os.Hostname()
+	return schedule.Running{PID: os.Getpid(), Host: host, Boot: bootID(), Start: procStart(os.Getpid())}
+}
+
+// processAlive reports whether the process of a running mark still runs.
+// A mark from another host cannot be checked and counts as alive.
+func processAlive(r schedule.Running) bool {
+	host, _ := os.Hostname()
+	if r.Host != host {
+		return true
+	}
+	if b := bootID(); b != "" && r.Boot != "" && b != r.Boot {
+		return false
+	}
+	start := procStart(r.PID)
+	return start != "" && (r.Start == "" || start == r.Start)
+}
+
+func bootID() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// procStart is a process's start time (field 22 of /proc/PID/stat), ""
+// when it does not exist.
+func procStart(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return ""
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 20 {
+		return ""
+	}
+	return f[19]
+}

@@ -1,0 +1,299 @@
+package schedule_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/runtimetest"
+	"github.com/wardenrt/warden/runtime/schedule"
+)
+
+func mustParse(t *testing.T, s schedule.Spec) *schedule.Schedule {
+	t.Helper()
+	sc, err := schedule.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+func fmtAll(ts []time.Time, loc *time.Location) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = t.In(loc).Format("2006-01-02 15:04 MST")
+	}
+	return out
+}
+
+func same(t *testing.T, what string, got, want []string) {
+	t.Helper()
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("%s:\n got %q\nwant %q", what, got, want)
+	}
+}
+
+// TestFiringsAcrossDST: cron expressions fire once per wall-clock time in
+// their zone — a time in the spring-forward gap right after it, a time
+// that happens twice on the fall-back day once — and every schedules keep
+// their interval in absolute time.
+func TestFiringsAcrossDST(t *testing.T) {
+	ny, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		t.Skip("no time zone database:", err)
+	}
+	// Spring forward: 2026-03-08 02:00 EST → 03:00 EDT.
+	sc := mustParse(t, schedule.Spec{Cron: "30 2 * * *", TZ: "America/New_York"})
+	from := time.Date(2026, 3, 6, 12, 0, 0, 0, ny)
+	same(t, "daily 02:30 over spring forward", fmtAll(sc.Firings(time.Time{}, from, 4), ny),
+		[]string{"2026-03-07 02:30 EST", "2026-03-08 03:30 EDT", "2026-03-09 02:30 EDT", "2026-03-10 02:30 EDT"})
+	// Fall back: 2026-11-01 02:00 EDT → 01:00 EST; 01:30 happens twice.
+	sc = mustParse(t, schedule.Spec{Cron: "30 1 * * *", TZ: "America/New_York"})
+	from = time.Date(2026, 10, 30, 12, 0, 0, 0, ny)
+	same(t, "daily 01:30 over fall back", fmtAll(sc.Firings(time.Time{}, from, 3), ny),
+		[]string{"2026-10-31 01:30 EDT", "2026-11-01 01:30 EDT", "2026-11-02 01:30 EST"})
+	sc = mustParse(t, schedule.Spec{Cron: "*/30 * * * *", TZ: "America/New_York"})
+	from = time.Date(2026, 11, 1, 0, 45, 0, 0, ny)
+	same(t, "half-hourly over fall back", fmtAll(sc.Firings(time.Time{}, from, 4), ny),
+		[]string{"2026-11-01 01:00 EDT", "2026-11-01 01:30 EDT", "2026-11-01 02:00 EST", "2026-11-01 02:30 EST"})
+	// Every: absolute intervals, whatever the wall clock does.
+	anchor := time.Date(2026, 3, 8, 0, 0, 0, 0, ny)
+	sc = mustParse(t, schedule.Spec{Every: "1h"})
+	same(t, "every hour over spring forward", fmtAll(sc.Firings(anchor, anchor.Add(time.Hour), 3), ny),
+		[]string{"2026-03-08 03:00 EDT", "2026-03-08 04:00 EDT", "2026-03-08 05:00 EDT"})
+	// At: once.
+	sc = mustParse(t, schedule.Spec{At: "2026-11-25 09:00", TZ: "Europe/Paris"})
+	paris, _ := time.LoadLocation("Europe/Paris")
+	same(t, "at", fmtAll(sc.Firings(time.Time{}, from, 3), paris), []string{"2026-11-25 09:00 CET"})
+	// Bad specs.
+	for _, s := range []schedule.Spec{{}, {Every: "1h", Cron: "* * * * *"}, {Every: "10ms"}, {Cron: "61 * * * *"},
+		{Cron: "* * * * *", TZ: "Mars/Base"}, {At: "tomorrow"}, {Cron: "CRON_TZ=UTC * * * * *"}} {
+		if _, err := schedule.Parse(s); err == nil {
+			t.Errorf("Parse(%+v) accepted", s)
+		}
+	}
+}
+
+// clock is a test clock the scheduler reads.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) set(t time.Time) { c.mu.Lock(); c.now = t; c.mu.Unlock() }
+
+// world is a scheduler over an in-memory store with a test clock and a
+// runner whose runs the test releases.
+type world struct {
+	t       *testing.T
+	clock   *clock
+	jobs    *runtimetest.Jobs
+	audit   *runtimetest.Audit
+	s       *schedule.Scheduler
+	mu      sync.Mutex
+	started []string
+	release chan struct{}
+	alive   map[int]bool
+	began   chan string
+}
+
+func newWorld(t *testing.T, start time.Time) *world {
+	w := &world{t: t, clock: &clock{now: start}, jobs: &runtimetest.Jobs{}, audit: &runtimetest.Audit{},
+		release: make(chan struct{}), alive: map[int]bool{1: true}, began: make(chan string, 100)}
+	close(w.release)
+	s, err := schedule.New(schedule.Options{
+		Store: w.jobs, Now: w.clock.Now, Self: schedule.Running{PID: 1, Host: "h"},
+		Alive: func(r schedule.Running) bool { w.mu.Lock(); defer w.mu.Unlock(); return w.alive[r.PID] },
+		Run: func(ctx context.Context, j schedule.Job, runID string) schedule.Outcome {
+			w.mu.Lock()
+			w.started = append(w.started, j.ID)
+			rel := w.release
+			w.mu.Unlock()
+			w.began <- j.ID
+			select {
+			case <-rel:
+				return schedule.Outcome{Status: runtime.RunSucceeded}
+			case <-ctx.Done():
+				return schedule.Outcome{Status: runtime.RunCancelled}
+			}
+		},
+		Record: func(ctx context.Context, ev runtime.AuditEvent) error {
+			b, _ := jsonMarshal(ev)
+			_, err := w.audit.AppendAudit(ctx, b)
+			return err
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.s = s
+	return w
+}
+
+func (w *world) add(j schedule.Job) {
+	w.t.Helper()
+	j.Kind, j.Task, j.Workspace = schedule.KindAgent, "t", "/ws"
+	if j.Missed == "" {
+		j.Missed = schedule.MissedSkip
+	}
+	if j.Created.IsZero() {
+		j.Created = w.clock.Now()
+	}
+	j.Anchor = j.Created
+	if err := j.Validate(); err != nil {
+		w.t.Fatal(err)
+	}
+	if err := w.jobs.CreateJob(context.Background(), j); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+func (w *world) tick(at time.Time) {
+	w.t.Helper()
+	w.clock.set(at)
+	if _, err := w.s.Tick(context.Background()); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+func (w *world) runs() int { w.mu.Lock(); defer w.mu.Unlock(); return len(w.started) }
+
+func (w *world) job(id string) schedule.Job {
+	j, err := w.jobs.GetJob(context.Background(), id)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return j
+}
+
+// TestMissedRuns: after a downtime, a skip job records its missed firings
+// and waits; a once job runs once for all of them; a firing on time runs
+// whatever the policy.
+func TestMissedRuns(t *testing.T) {
+	t0 := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	w := newWorld(t, t0)
+	w.add(schedule.Job{ID: "skipper", Spec: schedule.Spec{Every: "10m"}, Missed: schedule.MissedSkip})
+	w.add(schedule.Job{ID: "catcher", Spec: schedule.Spec{Every: "10m"}, Missed: schedule.MissedOnce})
+	// On time: both run at 10:10.
+	w.tick(t0.Add(10*time.Minute + 5*time.Second))
+	w.s.Wait()
+	if w.runs() != 2 {
+		t.Fatalf("on time: %d runs", w.runs())
+	}
+	// Down from 10:11 to 13:05: 17 firings missed (10:20 … 13:00).
+	w.tick(t0.Add(3*time.Hour + 5*time.Minute))
+	w.s.Wait()
+	if w.runs() != 3 {
+		t.Fatalf("after the downtime: %d runs, want 3 (catcher once)", w.runs())
+	}
+	if j := w.job("skipper"); j.Skipped != 17 || j.Runs != 1 || j.Last.Status != schedule.StatusSkipped {
+		t.Errorf("skipper: skipped %d runs %d last %+v", j.Skipped, j.Runs, j.Last)
+	}
+	if j := w.job("catcher"); j.Skipped != 0 || j.Runs != 2 || !j.LastFire.Equal(t0.Add(3*time.Hour)) {
+		t.Errorf("catcher: skipped %d runs %d last fire %s", j.Skipped, j.Runs, j.LastFire)
+	}
+	if n := len(w.audit.Events()); n != 1 {
+		t.Errorf("%d audit events, want the skipper's one", n)
+	}
+	// Both wait for 13:10 now.
+	w.tick(t0.Add(3*time.Hour + 9*time.Minute))
+	w.s.Wait()
+	if w.runs() != 3 {
+		t.Errorf("ran before the next firing: %d", w.runs())
+	}
+	w.tick(t0.Add(3*time.Hour + 10*time.Minute))
+	w.s.Wait()
+	if w.runs() != 5 {
+		t.Errorf("at 13:10: %d runs, want 5", w.runs())
+	}
+}
+
+// TestOverlapSkipped: a firing while the previous run of the job still
+// runs is skipped and recorded; the run in flight is not disturbed.
+func TestOverlapSkipped(t *testing.T) {
+	t0 := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	w := newWorld(t, t0)
+	w.release = make(chan struct{})
+	w.add(schedule.Job{ID: "slow", Spec: schedule.Spec{Every: "1s"}})
+	w.tick(t0.Add(time.Second))
+	<-w.began
+	w.tick(t0.Add(2 * time.Second))
+	w.tick(t0.Add(3 * time.Second))
+	if w.runs() != 1 {
+		t.Fatalf("%d runs started while one was running", w.runs())
+	}
+	j := w.job("slow")
+	if j.Skipped != 2 || j.Running == nil {
+		t.Fatalf("skipped %d, running %+v", j.Skipped, j.Running)
+	}
+	if ev := w.audit.Events(); len(ev) != 2 || ev[0].Outcome != schedule.StatusSkipped || ev[0].Principal[0] != "schedule:slow" {
+		t.Fatalf("audit %+v", ev)
+	}
+	close(w.release)
+	w.s.Wait()
+	j = w.job("slow")
+	if j.Running != nil || j.Last.Status != runtime.RunSucceeded || j.Runs != 1 {
+		t.Fatalf("after the run: %+v", j)
+	}
+	// Another process's run (alive) counts as running too.
+	w.mu.Lock()
+	w.alive[7] = true
+	w.mu.Unlock()
+	if err := w.jobs.UpdateJob(context.Background(), "slow", func(j *schedule.Job) error {
+		j.Running = &schedule.Running{PID: 7, RunID: "other"}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	w.tick(t0.Add(4 * time.Second))
+	if w.runs() != 1 || w.job("slow").Skipped != 3 {
+		t.Fatalf("a firing during another process's run: runs %d skipped %d", w.runs(), w.job("slow").Skipped)
+	}
+}
+
+// TestInterruptedRecovered: a run whose process died is marked interrupted
+// when a scheduler starts, and the job goes on.
+func TestInterruptedRecovered(t *testing.T) {
+	t0 := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	w := newWorld(t, t0)
+	w.add(schedule.Job{ID: "j", Spec: schedule.Spec{Every: "1m"}})
+	if err := w.jobs.UpdateJob(context.Background(), "j", func(j *schedule.Job) error {
+		j.Running = &schedule.Running{PID: 99, RunID: "dead-run", Fire: t0}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var marked []string
+	s, _ := schedule.New(schedule.Options{Store: w.jobs, Now: w.clock.Now, Alive: func(r schedule.Running) bool { return r.PID == 1 },
+		Run:         func(context.Context, schedule.Job, string) schedule.Outcome { return schedule.Outcome{Status: runtime.RunSucceeded} },
+		Interrupted: func(_ context.Context, id string) error { marked = append(marked, id); return nil }})
+	if err := s.Recover(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	j := w.job("j")
+	if j.Running != nil || j.Last == nil || j.Last.Status != schedule.StatusInterrupted || fmt.Sprint(marked) != "[dead-run]" {
+		t.Fatalf("after recovery: %+v, marked %v", j, marked)
+	}
+}
+
+// TestPausedAndAt: a paused job does not fire; an at job fires once.
+func TestPausedAndAt(t *testing.T) {
+	t0 := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	w := newWorld(t, t0)
+	w.add(schedule.Job{ID: "p", Spec: schedule.Spec{Every: "1m"}, Paused: true})
+	w.add(schedule.Job{ID: "once", Spec: schedule.Spec{At: t0.Add(time.Minute).Format(time.RFC3339)}})
+	w.tick(t0.Add(time.Minute))
+	w.s.Wait()
+	w.tick(t0.Add(2 * time.Minute))
+	w.s.Wait()
+	if w.runs() != 1 || !w.job("once").Done {
+		t.Fatalf("runs %d, once done %v", w.runs(), w.job("once").Done)
+	}
+}
+
+func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
