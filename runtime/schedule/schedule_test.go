@@ -84,7 +84,7 @@ type clock struct {
 	now time.Time
 }
 
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
 func (c *clock) set(t time.Time) { c.mu.Lock(); c.now = t; c.mu.Unlock() }
 
 // world is a scheduler over an in-memory store with a test clock and a
@@ -270,7 +270,9 @@ func TestInterruptedRecovered(t *testing.T) {
 	}
 	var marked []string
 	s, _ := schedule.New(schedule.Options{Store: w.jobs, Now: w.clock.Now, Alive: func(r schedule.Running) bool { return r.PID == 1 },
-		Run:         func(context.Context, schedule.Job, string) schedule.Outcome { return schedule.Outcome{Status: runtime.RunSucceeded} },
+		Run: func(context.Context, schedule.Job, string) schedule.Outcome {
+			return schedule.Outcome{Status: runtime.RunSucceeded}
+		},
 		Interrupted: func(_ context.Context, id string) error { marked = append(marked, id); return nil }})
 	if err := s.Recover(context.Background()); err != nil {
 		t.Fatal(err)
