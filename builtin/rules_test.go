@@ -1,26 +1,30 @@
 package builtin
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/runtimetest"
 )
 
 // argRulesPolicy is a coding agent's policy with rules on arguments.
 const argRulesPolicy = `version: 1
 grants: ["fs.read:**", "fs.write:**", "exec:*", "net:*", "memory.write:*", "memory.read:*"]
 rules:
+  - {name: secrets, tool: "*", path: ["**/.env", "**/*.pem", "secrets/**"], action: deny}
   - {name: push-asks, tool: shell, command: ["git push*", "git ** push*"], action: allow, require_approval: true}
   - {name: no-rm-rf, tool: shell, command: "rm -rf*", action: deny}
   - {name: tests, tool: shell, command: ["npm run test*", "npm test"], action: allow}
   - {name: status, tool: shell, command: "git status", action: allow}
   - {name: no-curl, tool: shell, command: "curl*", action: deny}
   - {name: shell-asks, tool: shell, action: allow, require_approval: true}
-  - {name: secrets, tool: "*", path: ["**/.env", "**/*.pem", "secrets/**"], action: deny}
   - {name: docs, tool: fs_write, path: "docs/**", action: allow}
   - {name: writes-ask, tool: fs_write, action: allow, require_approval: true}
   - {name: http-writes, tool: http, method: [POST, PUT, DELETE, PATCH], action: allow, require_approval: true}
@@ -57,7 +61,21 @@ func TestArgumentRules(t *testing.T) {
 		{"shell", sh("git --no-pager push"), ask, "push-asks"},
 		{"shell", sh("npm run test:unit"), allow, "tests"},
 		{"shell", sh("npm test"), allow, "tests"},
-		{"shell", sh("npm run build"), ask, "shell-asks"},
+		// npm runs what package.json says: an opaque subject, judged by the
+		// strictest rule, unless a rule names the npm command itself.
+		{"shell", sh("npm run build"), deny, "no-rm-rf"},
+		{"shell", sh("python3 x.py"), deny, "no-rm-rf"},
+		{"shell", sh("echo push origin | xargs git"), ask, "push-asks"},
+		{"shell", sh("echo -rf victim | xargs rm"), deny, "no-rm-rf"},
+		{"shell", sh("echo 'git push' | sh"), deny, "no-rm-rf"},
+		{"shell", sh("bash -s < x.sh"), deny, "no-rm-rf"},
+		{"shell", sh(`sh +o errexit -c "git push"`), ask, "push-asks"},
+		{"shell", sh(`bash --rcfile /dev/null -c "rm -rf x"`), deny, "no-rm-rf"},
+		{"shell", sh(`env -S"git push" x`), ask, "push-asks"},
+		{"shell", sh(`env --split-string="rm -rf x"`), deny, "no-rm-rf"},
+		{"shell", sh(`flock lk -c "rm -rf x"`), deny, "no-rm-rf"},
+		{"shell", sh(`sh -c 'eval "$(echo ls)"'`), deny, "no-rm-rf"},
+		{"shell", sh(`sh -c '. ./x.sh'`), deny, "no-rm-rf"},
 		{"shell", sh("git status && git push"), ask, "push-asks"},
 		{"shell", sh("git status | rm -rf /tmp/x"), deny, "no-rm-rf"},
 		{"shell", sh("echo $(rm -rf x)"), deny, "no-rm-rf"},
@@ -162,4 +180,100 @@ func newArgRulesGate(t *testing.T, p *runtime.Policy, ws string, mode runtime.Ap
 		t.Fatal(err)
 	}
 	return g
+}
+
+// TestArgumentRulesPathsAtRunTime: a path rule holds for a redirection
+// whose target is only known when the command runs.
+func TestArgumentRulesPathsAtRunTime(t *testing.T) {
+	ws := t.TempDir()
+	for name, content := range map[string]string{".env": "SECRET_ENV=1\n", "ok.txt": "fine\n"} {
+		if err := os.WriteFile(filepath.Join(ws, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(ws, "secrets"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	p, err := runtime.ParsePolicy("rules.yaml", []byte(argRulesPolicy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newArgRulesGate(t, p, ws, runtime.ApproveAuto)
+	for _, cmd := range []string{`x=.env; read -r line < $x; echo "$line"`, `echo pwn > $(echo secrets/new)`, `cd secrets && echo x > k`} {
+		res := callTool(t, g, "shell", `{"command":`+strconv.Quote(cmd)+`}`)
+		if res.Error == nil || res.Error.Code != runtime.CodePolicyDenied || strings.Contains(res.Output, "SECRET_ENV") {
+			t.Errorf("%s: %+v", cmd, res)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(ws, "secrets", "new")); err == nil {
+		t.Error("secrets/new was written")
+	}
+	if res := callTool(t, g, "shell", `{"command":"x=ok.txt; read -r line < $x; echo \"$line\""}`); !res.Success || !strings.Contains(res.Output, "fine") {
+		t.Errorf("an allowed path: %+v", res)
+	}
+}
+
+// scriptedApprover approves once, remembering it for an hour, and counts
+// what it was asked.
+type scriptedApprover struct {
+	asked []runtime.ApprovalRequest
+	hour  bool
+}
+
+func (a *scriptedApprover) Approve(_ context.Context, r runtime.ApprovalRequest) (runtime.Approval, error) {
+	a.asked = append(a.asked, r)
+	ap := runtime.Approval{Approved: true, By: "tester"}
+	if a.hour && r.CanRemember {
+		ap.For = time.Hour
+	}
+	return ap, nil
+}
+
+// TestRememberedApprovalCoversItsRulesOnly: an approval remembered for
+// the rule that asked about `echo` does not approve a command that another
+// rule asks about too, nor one whose words are only known at run time.
+func TestRememberedApprovalCoversItsRulesOnly(t *testing.T) {
+	ws := t.TempDir()
+	ws, _ = filepath.EvalSymlinks(ws)
+	for _, d := range []string{"victim", "victim2"} {
+		if err := os.MkdirAll(filepath.Join(ws, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := runtime.ParsePolicy("h.yaml", []byte(`version: 1
+grants: ["fs.read:**", "fs.write:**", "exec:echo", "exec:rm", "exec:printf"]
+rules:
+  - {tool: shell, command: "echo*", action: allow, require_approval: true}
+  - {tool: shell, command: "rm*", action: allow, require_approval: true}
+  - {tool: shell, action: allow, require_approval: true}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := runtime.NewRegistry()
+	if err := reg.Register(ShellTools()...); err != nil {
+		t.Fatal(err)
+	}
+	grants := &runtimetest.Grants{}
+	ap := &scriptedApprover{hour: true}
+	g, err := runtime.NewGate(runtime.GateOptions{Registry: reg, Policy: p, Workspace: ws, Audit: &memAudit{},
+		Approval: runtime.ApproveAsk, Approver: ap, Grants: grants})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := callTool(t, g, "shell", `{"command":"echo hi"}`); !res.Success || len(ap.asked) != 1 || !ap.asked[0].CanRemember {
+		t.Fatalf("first echo: %+v, asked %d", res, len(ap.asked))
+	}
+	if res := callTool(t, g, "shell", `{"command":"echo again"}`); !res.Success || len(ap.asked) != 1 {
+		t.Fatalf("the remembered approval did not cover echo: asked %d", len(ap.asked))
+	}
+	ap.hour = false
+	callTool(t, g, "shell", `{"command":"echo hi; rm -r victim"}`)
+	if len(ap.asked) != 2 {
+		t.Fatalf("echo; rm was not asked about (asked %d)", len(ap.asked))
+	}
+	callTool(t, g, "shell", `{"command":"$(printf rm) -r victim2"}`)
+	if len(ap.asked) != 3 || ap.asked[2].Lasting || ap.asked[2].CanRemember {
+		t.Fatalf("a command known only at run time: asked %d, %+v", len(ap.asked), ap.asked[len(ap.asked)-1])
+	}
 }

@@ -634,6 +634,11 @@ func (st *shellRun) open(ctx context.Context, path string, flag int, perm os.Fil
 		_ = st.refuse(hc, fmt.Sprintf("writing %s refused: %s", resolved, shellProtectedWhy), shellProtectedHint)
 		return nil, &os.PathError{Op: "open", Path: path, Err: shellErrDenied}
 	}
+	// The policy's path rules hold for a path only known now ($x, a cd).
+	if e := st.gateCall.CheckPath(resolved); e != nil {
+		_ = st.refuseCode(hc, e.Code, e.Message, e.Hint)
+		return nil, &os.PathError{Op: "open", Path: path, Err: shellErrDenied}
+	}
 	var f *os.File
 	err = st.inRoot(need, func(root *os.Root, rel string) error {
 		var oerr error

@@ -111,6 +111,9 @@ type shellAnalysis struct {
 	// programs are the programs the command starts and the commands they
 	// launch, as command rules see them (shell_rules.go).
 	programs []runtime.Program
+	// unseen: the command runs what cannot be known before it runs (an
+	// eval of a variable, a sourced file, a computed command name).
+	unseen   bool
 	plan     ShellPlan
 	needs    []capability.Need
 	refusal  *runtime.Error
@@ -298,6 +301,7 @@ func (z *shellAnalyzer) call(ce *syntax.CallExpr, context string, depth int) {
 		entry.Kind = "assignment"
 	case !static[0]:
 		entry.Kind = "dynamic"
+		z.out.unseen = true
 		z.addProgram(words, static, &entry)
 	default:
 		entry.Kind = z.command(words, static, allStatic, &entry, depth)
@@ -328,6 +332,9 @@ func (z *shellAnalyzer) command(words []string, static []bool, allStatic bool, e
 			z.program(words[i:], static[i:], allStatic, entry)
 		}
 	case "eval":
+		if !allStatic || depth >= shellMaxEvalDepth {
+			z.out.unseen = true
+		}
 		if allStatic && depth < shellMaxEvalDepth {
 			src := strings.Join(words[1:], " ")
 			if f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), ""); err == nil {
@@ -335,6 +342,7 @@ func (z *shellAnalyzer) command(words []string, static []bool, allStatic bool, e
 			}
 		}
 	case "source", ".":
+		z.out.unseen = true
 		if len(words) > 1 && static[1] {
 			if p, ok := z.staticPath(words[1]); ok {
 				z.need(capability.Need{Kind: capability.FSRead, Resource: p})

@@ -42,8 +42,11 @@ type ApprovalRequest struct {
 	Matched string
 	// Preview is the dry run's result when the rule says dry_run_first.
 	Preview *Outcome
-	// CanRemember says the approval may be remembered for a while
-	// (Approval.For).
+	// Lasting says the approval may cover the same rules' later calls in
+	// this run; CanRemember that it may be remembered for a while
+	// (Approval.For). Neither holds when the call's words are known only
+	// at run time or an untrusted workspace policy's rule asks.
+	Lasting     bool
 	CanRemember bool
 }
 
@@ -185,10 +188,7 @@ type checked struct {
 // deciding is the rule to name for the call's decision: the trusted
 // policy's, or the untrusted workspace policy's when it is the stricter.
 func (c *checked) deciding() *Rule {
-	r := c.verdict.Rule
-	if c.verdict.Narrowed != nil && severity(c.verdict.Narrowed) > severity(r) {
-		return c.verdict.Narrowed
-	}
+	r, _ := c.verdict.deciding()
 	return r
 }
 
@@ -257,6 +257,8 @@ func (g *Gate) check(ctx context.Context, req Request, callID string) (*checked,
 	var progs []Program
 	if pol.needsPrograms(names) {
 		progs = c.call.programs
+	}
+	if pol.checksAtRunTime(names) {
 		c.call.rules = &callRules{p: pol, f: facts, ws: g.o.Workspace}
 	}
 	c.call.programs = nil
@@ -268,6 +270,10 @@ func (g *Gate) check(ctx context.Context, req Request, callID string) (*checked,
 		cp := *r
 		c.call.Rule = &cp
 		c.call.Limits = r.Limits.Over(c.call.Limits)
+	}
+	for _, u := range pol.narrowers {
+		// A trusted rule's own limits never loosen an untrusted policy's.
+		c.call.Limits = tighterLimits(c.call.Limits, u.Limits)
 	}
 	c.decision.Rule = ruleWhy(c.deciding(), c.why())
 	if c.verdict.Deny {
@@ -294,16 +300,14 @@ func (g *Gate) check(ctx context.Context, req Request, callID string) (*checked,
 
 // why says which matcher of the deciding rule matched.
 func (c *checked) why() string {
-	if c.verdict.Narrowed != nil && c.deciding() == c.verdict.Narrowed {
-		return c.verdict.NarrowedWhy
-	}
-	return c.verdict.Why
+	_, why := c.verdict.deciding()
+	return why
 }
 
 // denied is the refusal of a call a rule denies.
 func (g *Gate) denied(tool string, r *Rule, why string) *Error {
 	src := g.o.Policy.Source
-	if u := g.o.Policy.untrusted; u != nil && r != nil && u.book.owns(r) {
+	if u := g.o.Policy.narrowedBy(r); u != nil {
 		src = u.Source + " (not trusted: it may only narrow)"
 	}
 	msg := fmt.Sprintf("tool %s is denied by %s", tool, r.Describe())
@@ -402,7 +406,7 @@ func (g *Gate) Call(ctx context.Context, req Request) (Result, error) {
 			return g.refuse(ctx, res, ev, aerr, start)
 		}
 		if call.rules != nil {
-			call.rules.approved = true
+			call.rules.approved = c.verdict.Asking
 		}
 	}
 
@@ -426,12 +430,17 @@ type approvalVerdict struct{ Approval, Approver string }
 
 func (g *Gate) approve(ctx context.Context, c *checked, preview *Outcome) (approvalVerdict, *Error) {
 	name := c.call.Tool
-	rule := c.deciding().Describe()
-	if r := c.deciding(); c.entry.spec.ApprovalRequired && (r == nil || !r.RequireApproval) {
-		rule = name + " always needs approval"
-	}
-	if t, ok := g.rememberedApproval(ctx, name, rule); ok {
-		return approvalVerdict{ApprovalRemembered, fmt.Sprintf("%s (remembered until %s, %s)", t.By, t.Expires.UTC().Format(time.RFC3339), t.ID)}, nil
+	asking := c.askingKeys()
+	rule := strings.Join(asking, "; ")
+	// An approval may last beyond this call (for the rest of the run, or
+	// remembered for a while) only when what it approves is all in view
+	// and all of it is the owner's own: no words known only at run time,
+	// no rule from a workspace policy the owner has not trusted.
+	lasting := !c.verdict.Unseen && !c.untrustedAsks()
+	if g.o.Approval != ApproveNever && lasting {
+		if ts, ok := g.rememberedApprovals(ctx, name, asking); ok {
+			return approvalVerdict{ApprovalRemembered, rememberedBy(ts)}, nil
+		}
 	}
 	switch g.o.Approval {
 	case ApproveAuto:
@@ -444,7 +453,7 @@ func (g *Gate) approve(ctx context.Context, c *checked, preview *Outcome) (appro
 			Tool: name, CallID: c.call.ID, Principal: c.call.Principal,
 			Args: g.redactArgs(c.call.Args), Needs: g.redactNeeds(c.needs),
 			Rule: rule, Matched: g.o.Redactor.String(c.why()), Preview: preview,
-			CanRemember: g.o.Grants != nil,
+			Lasting: lasting, CanRemember: lasting && g.o.Grants != nil,
 		})
 		if err != nil {
 			if errors.Is(err, ErrCancelled) || ctx.Err() != nil {
@@ -459,11 +468,11 @@ func (g *Gate) approve(ctx context.Context, c *checked, preview *Outcome) (appro
 		if !a.Approved {
 			return approvalVerdict{ApprovalRefused, by}, Errorf(CodeUserRejected, "", "%s was rejected by %s", name, by)
 		}
-		if a.For > 0 && g.o.Grants != nil {
-			if t, err := g.remember(ctx, name, rule, by, a.For); err != nil {
+		if a.For > 0 && lasting && g.o.Grants != nil {
+			if ts, err := g.remember(ctx, name, asking, by, a.For); err != nil {
 				g.o.Logger.Warn("the approval could not be remembered", "tool", name, "err", err)
 			} else {
-				by = fmt.Sprintf("%s (for %s, until %s, %s)", by, a.For, t.Expires.UTC().Format(time.RFC3339), t.ID)
+				by = fmt.Sprintf("%s (for %s: %s)", by, a.For, rememberedBy(ts))
 			}
 		}
 		return approvalVerdict{ApprovalUser, by}, nil
@@ -471,6 +480,31 @@ func (g *Gate) approve(ctx context.Context, c *checked, preview *Outcome) (appro
 	return approvalVerdict{ApprovalUnavailable, ""}, Errorf(CodeApprovalRequired,
 		"run it on a terminal to be asked (--approve ask), or approve it explicitly with --approve auto",
 		"%s needs approval (%s) and no one can approve it (approval mode %s)", name, rule, g.o.Approval)
+}
+
+// askingKeys names what an approval of the call approves: each rule that
+// asks for one, by its policy file and digest and its place in it (or the
+// tool itself, for a tool that always asks).
+func (c *checked) askingKeys() []string {
+	var keys []string
+	for _, r := range c.verdict.Asking {
+		keys = append(keys, r.key())
+	}
+	if c.entry.spec.ApprovalRequired && len(keys) == 0 {
+		keys = append(keys, c.call.Tool+" always needs approval")
+	}
+	return keys
+}
+
+// untrustedAsks reports whether a rule of an untrusted workspace policy
+// asks for the approval.
+func (c *checked) untrustedAsks() bool {
+	for _, r := range c.verdict.Asking {
+		if r.untrusted {
+			return true
+		}
+	}
+	return false
 }
 
 // refuse records a call that did not run and returns its envelope.
@@ -700,7 +734,7 @@ type NeedWhy struct {
 // Explain says which rule and which grants decide a call, and why.
 func (g *Gate) Explain(req Request) Explanation {
 	x := Explanation{Tool: req.Tool, Policy: g.o.Policy.Source, Mode: g.o.Approval, Grants: setStrings(g.grants)}
-	if u := g.o.Policy.untrusted; u != nil {
+	if u := g.o.Policy.Untrusted(); u != nil {
 		x.Untrusted = u.Source
 	}
 	c, err := g.check(context.Background(), req, "explain")
@@ -714,7 +748,7 @@ func (g *Gate) Explain(req Request) Explanation {
 		if r := c.deciding(); r != nil {
 			x.Rule = r.Describe()
 			x.Matched = g.o.Redactor.String(c.why())
-			if u := g.o.Policy.untrusted; u != nil && u.book.owns(r) {
+			if u := g.o.Policy.narrowedBy(r); u != nil {
 				x.Rule += " — from " + u.Source + " (not trusted: it may only narrow)"
 			}
 		} else {

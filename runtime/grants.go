@@ -2,7 +2,9 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -174,23 +176,53 @@ func (g *Gate) expire(ctx context.Context, t TimedGrant, remembered bool) {
 	}
 }
 
-// rememberedApproval returns an approval in force for tool asked by rule.
-func (g *Gate) rememberedApproval(ctx context.Context, tool, rule string) (TimedGrant, bool) {
+// rememberedApprovals returns, when every one of rules has an approval
+// remembered for tool in this workspace, those approvals.
+func (g *Gate) rememberedApprovals(ctx context.Context, tool string, rules []string) ([]TimedGrant, bool) {
 	now := g.o.Now()
-	for _, t := range g.stored(ctx) {
-		if t.applies(TimedApprovalKind, tool, g.o.Workspace, now) && t.Tool == tool && t.Rule == rule {
-			return t, true
+	stored := g.stored(ctx)
+	var out []TimedGrant
+	for _, rule := range rules {
+		i := slices.IndexFunc(stored, func(t TimedGrant) bool {
+			return t.applies(TimedApprovalKind, tool, g.o.Workspace, now) && t.Tool == tool && t.Rule == rule
+		})
+		if i < 0 {
+			return nil, false
 		}
+		out = append(out, stored[i])
 	}
-	return TimedGrant{}, false
+	return out, len(out) > 0
 }
 
-// remember stores an approval of tool asked by rule for d.
-func (g *Gate) remember(ctx context.Context, tool, rule, by string, d time.Duration) (TimedGrant, error) {
+// rememberedBy names remembered approvals for the audit record.
+func rememberedBy(ts []TimedGrant) string {
+	parts := make([]string, len(ts))
+	for i, t := range ts {
+		parts[i] = fmt.Sprintf("%s, remembered until %s (%s)", t.By, t.Expires.UTC().Format(time.RFC3339), t.ID)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// remember stores, for d, an approval of tool for each of rules, each on
+// the audit log.
+func (g *Gate) remember(ctx context.Context, tool string, rules []string, by string, d time.Duration) ([]TimedGrant, error) {
 	now := g.o.Now()
-	t := TimedGrant{ID: "a-" + g.o.NewID(), Kind: TimedApprovalKind, Tool: tool, Workspace: g.o.Workspace,
-		Rule: rule, Added: now, Expires: now.Add(min(d, MaxTimedGrant)), By: by}
-	return t, g.o.Grants.PutGrant(ctx, t)
+	var out []TimedGrant
+	for _, rule := range rules {
+		t := TimedGrant{ID: "a-" + g.o.NewID(), Kind: TimedApprovalKind, Tool: tool, Workspace: g.o.Workspace,
+			Rule: rule, Added: now, Expires: now.Add(min(d, MaxTimedGrant)), By: by}
+		args, _ := json.Marshal(t)
+		ev := AuditEvent{Phase: PhaseAdmin, CallID: g.o.NewID(), Principal: []string{by}, Tool: "grant.approval",
+			Args: g.redactArgs(args), Outcome: "ok", Message: g.o.Redactor.String(t.String())}
+		if _, err := g.append(ctx, ev); err != nil {
+			return out, err
+		}
+		if err := g.o.Grants.PutGrant(ctx, t); err != nil {
+			return out, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
 }
 
 // timedNote says, for the audit record, that a need was allowed by a

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/wardenrt/warden/runtime/capability"
@@ -24,7 +25,7 @@ type Ignored struct {
 // Narrow returns the policy in force when the untrusted policy u is found
 // over base (the home policy, else the built-in default):
 //
-//   - grants: base's ∩ u's;
+//   - grants: base's ∩ u's (base's when u has no grants key);
 //   - rules: base's decide as before, and u's deny, require_approval and
 //     dry_run_first rules add their restriction to any call they match; u's
 //     plain allow rules change nothing;
@@ -36,7 +37,10 @@ type Ignored struct {
 // It also returns what u asked for that was left out, for warnings.
 func Narrow(base, u *Policy) (*Policy, []Ignored) {
 	p := *base
-	p.untrusted = u
+	p.narrowers = append(slices.Clone(base.narrowers), u)
+	for i := range u.Rules {
+		u.Rules[i].untrusted = true
+	}
 	p.RequireSandbox = base.RequireSandbox || u.RequireSandbox
 	p.Limits = tighterLimits(base.Limits, u.Limits)
 	var ign []Ignored

@@ -70,7 +70,15 @@ type Rule struct {
 	Line  int `yaml:"-"`
 
 	m *ruleMatchers
+	// origin names the policy file and its digest; untrusted marks the
+	// rules of a workspace policy its owner has not trusted.
+	origin    string
+	untrusted bool
 }
+
+// key names the rule for remembered approvals: its file, the file's
+// digest and its place in it, so an edited policy asks again.
+func (r *Rule) key() string { return r.origin + ": " + r.Describe() }
 
 // Rule actions.
 const (
@@ -94,15 +102,20 @@ type Policy struct {
 	// policy test).
 	Tests []PolicyTest `yaml:"tests"`
 
-	// Source names where the policy came from (a path or "built-in default").
+	// Source names where the policy came from (a path or "built-in default");
+	// Digest is the sha256 of its text.
 	Source string `yaml:"-"`
+	Digest string `yaml:"-"`
 	grants []capability.Grant
 	book   *ruleBook
-	// untrusted, on the policy in force, is a workspace policy its owner
-	// has not trusted: it may only narrow this one (see Narrow).
-	untrusted *Policy
+	// narrowers, on the policy in force, are policies its owner does not
+	// trust as written: each may only narrow this one (see Narrow).
+	narrowers []*Policy
 	// lines locates top-level values ($.approval, $.grants[2], …).
 	lines map[string]int
+	// grantsGiven: the file has a grants key (an untrusted policy without
+	// one does not narrow the grants).
+	grantsGiven bool
 }
 
 //go:embed default_policy.yaml
@@ -172,6 +185,9 @@ func ParsePolicy(source string, data []byte) (*Policy, error) {
 		errs = append(errs, &PolicyError{Source: source, Line: l, Column: c, Message: fmt.Sprintf(format, args...)})
 	}
 	p.lines = map[string]int{}
+	if l, _ := pos("$.grants"); l > 0 {
+		p.grantsGiven = true
+	}
 	for _, at := range []string{"$.approval", "$.limits", "$.require_sandbox"} {
 		p.lines[at], _ = pos(at)
 	}
@@ -218,6 +234,10 @@ func ParsePolicy(source string, data []byte) (*Policy, error) {
 				}
 			}
 		}
+	}
+	p.Digest = SHA256Hex(data)
+	for i := range p.Rules {
+		p.Rules[i].origin = fmt.Sprintf("%s (sha256 %s)", source, p.Digest[:16])
 	}
 	p.book = newRuleBook(p.Rules)
 	for i := range p.Tests {
@@ -283,14 +303,31 @@ func (p *Policy) GrantList() []capability.Grant { return append([]capability.Gra
 
 // Untrusted returns the workspace policy that narrows p, when one was found
 // that its owner has not trusted (see Narrow); nil otherwise.
-func (p *Policy) Untrusted() *Policy { return p.untrusted }
+func (p *Policy) Untrusted() *Policy {
+	if len(p.narrowers) == 0 {
+		return nil
+	}
+	return p.narrowers[len(p.narrowers)-1]
+}
+
+// narrowedBy returns the narrower whose rule r is, or nil.
+func (p *Policy) narrowedBy(r *Rule) *Policy {
+	for _, n := range p.narrowers {
+		if n.book.owns(r) {
+			return n
+		}
+	}
+	return nil
+}
 
 // GrantSet returns the policy's grants anchored to workspace: for a policy
 // an untrusted one narrows, its grants ∩ the untrusted policy's.
 func (p *Policy) GrantSet(workspace string) capability.Set {
 	s := capability.NewSet(workspace, p.grants...)
-	if p.untrusted != nil {
-		s = s.Intersect(capability.NewSet(workspace, p.untrusted.grants...))
+	for _, n := range p.narrowers {
+		if n.grantsGiven {
+			s = s.Intersect(capability.NewSet(workspace, n.grants...))
+		}
 	}
 	return s
 }

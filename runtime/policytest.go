@@ -106,10 +106,7 @@ func (p *Policy) RunTests(reg *Registry, workspace string) ([]TestResult, error)
 		}
 		var decided *Rule
 		if c != nil {
-			decided = c.verdict.Rule
-			if c.verdict.Narrowed != nil && severity(c.verdict.Narrowed) > severity(decided) {
-				decided = c.verdict.Narrowed
-			}
+			decided = c.deciding()
 		}
 		res.GotRule = decided.Describe()
 		res.Pass = res.Problem == "" && res.Got == t.Expect

@@ -22,7 +22,6 @@ import (
 	"github.com/goccy/go-yaml/ast"
 
 	"github.com/wardenrt/warden/runtime/capability"
-	"github.com/wardenrt/warden/runtime/sandbox"
 )
 
 // Patterns is one pattern or a list of them; in YAML a string or a list of
@@ -69,12 +68,24 @@ func (p *Patterns) UnmarshalYAML(n ast.Node) error {
 type Program struct {
 	Argv    []string
 	Dynamic []bool
+	// Opaque marks a command warden cannot see: what an interpreter, a
+	// shell reading a script from a file or stdin, or another program
+	// starter will run. It matches every command pattern, and is judged
+	// by the strictest rule that can apply — unless Launcher (1-based
+	// index of the program that starts it, among the same list) is
+	// decided by a rule with a command matcher naming it: the owner wrote
+	// a rule for that program, and it decides.
+	Opaque   bool
+	Launcher int
 }
 
 func (p Program) dynamic(i int) bool { return i < len(p.Dynamic) && p.Dynamic[i] }
 
 // String renders the argv, dynamic words as ‹…›.
 func (p Program) String() string {
+	if p.Opaque {
+		return "‹a command " + strings.Join(p.Argv, " ") + " runs›"
+	}
 	words := make([]string, len(p.Argv))
 	for i, w := range p.Argv {
 		if p.dynamic(i) {
@@ -289,36 +300,45 @@ func wildcard(pat, s string) bool {
 // program's name is compared by its base name (/usr/bin/git is git). A word
 // known only at run time matches any pattern word: at decision time the
 // rule is assumed to apply, and the tool checks the real argv again when
-// the program starts.
+// the program starts. An opaque program matches every pattern. Linear in
+// pattern × argv: the positions reachable after each pattern word.
 func matchArgv(pattern []string, p Program) bool {
-	var rec func(pi, ai int) bool
-	rec = func(pi, ai int) bool {
-		for pi < len(pattern) {
-			w := pattern[pi]
-			if w == "**" {
-				for k := ai; k <= len(p.Argv); k++ {
-					if rec(pi+1, k) {
-						return true
-					}
-				}
-				return false
-			}
-			if ai >= len(p.Argv) {
-				return false
-			}
-			arg := p.Argv[ai]
-			if ai == 0 && !p.dynamic(0) {
-				arg = path.Base(arg)
-			}
-			if !p.dynamic(ai) && !wildcard(w, arg) {
-				return false
-			}
-			pi++
-			ai++
-		}
+	if p.Opaque {
 		return true
 	}
-	return rec(0, 0)
+	n := len(p.Argv)
+	reach := make([]bool, n+1)
+	reach[0] = true
+	next := make([]bool, n+1)
+	for _, w := range pattern {
+		clear(next)
+		any := false
+		if w == "**" {
+			for ai := 0; ai <= n; ai++ {
+				if reach[ai] || (ai > 0 && next[ai-1]) {
+					next[ai], any = true, true
+				}
+			}
+		} else {
+			for ai := 0; ai < n; ai++ {
+				if !reach[ai] {
+					continue
+				}
+				arg := p.Argv[ai]
+				if ai == 0 && !p.dynamic(0) {
+					arg = path.Base(arg)
+				}
+				if p.dynamic(ai) || wildcard(w, arg) {
+					next[ai+1], any = true, true
+				}
+			}
+		}
+		if !any {
+			return false
+		}
+		reach, next = next, reach
+	}
+	return true
 }
 
 // callFacts is what rules can see of a call.
@@ -515,14 +535,14 @@ func (b *ruleBook) owns(r *Rule) bool {
 	return false
 }
 
-// needsPrograms reports whether any candidate has a command matcher.
+// needsPrograms reports whether any candidate has a command matcher;
+// seesPaths whether any has a path matcher.
 func needsPrograms(cands []*Rule) bool {
-	for _, r := range cands {
-		if len(r.m.command) > 0 {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(cands, func(r *Rule) bool { return len(r.m.command) > 0 })
+}
+
+func seesPaths(cands []*Rule) bool {
+	return slices.ContainsFunc(cands, func(r *Rule) bool { return len(r.m.path) > 0 })
 }
 
 // first returns the first candidate that applies to the subject.
@@ -549,7 +569,21 @@ type ruleVerdict struct {
 	Deny        bool
 	Approval    bool
 	DryRunFirst bool
-	Limits      sandbox.Limits
+	// Asking are every rule, of either policy, that asks for an approval
+	// of one of the call's subjects: an approval must cover them all.
+	Asking []*Rule
+	// Unseen is set when a subject has words known only at run time or is
+	// opaque: an approval of it cannot be remembered.
+	Unseen bool
+}
+
+// deciding is the rule to name for the decision: the trusted policy's,
+// or the untrusted one's when it is the stricter.
+func (v *ruleVerdict) deciding() (*Rule, string) {
+	if v.Narrowed != nil && severity(v.Narrowed) > severity(v.Rule) {
+		return v.Narrowed, v.NarrowedWhy
+	}
+	return v.Rule, v.Why
 }
 
 func severity(r *Rule) int {
@@ -566,43 +600,96 @@ func severity(r *Rule) int {
 	return 1
 }
 
-// strictest evaluates cands for every subject and returns the strictest
-// subject's rule and why, and whether every subject was matched.
-func strictest(cands []*Rule, f *callFacts, progs []Program, ws string) (*Rule, string) {
-	if len(progs) == 0 {
-		return first(cands, f, nil, ws)
-	}
+// stricter reports whether r is stricter than best: more severe, or as
+// severe and written first.
+func stricter(r, best *Rule) bool {
+	s, b := severity(r), severity(best)
+	return s > b || (s == b && r != nil && best != nil && r.Index < best.Index)
+}
+
+// strictestOf is, among cands that apply to the subject, the strictest:
+// how an opaque subject is judged.
+func strictestOf(cands []*Rule, f *callFacts, prog *Program, ws string) (*Rule, string) {
 	var best *Rule
-	bestWhy := ""
-	for i := range progs {
-		r, why := first(cands, f, &progs[i], ws)
-		// The strictest; among equally strict rules, the one written first.
-		if s, b := severity(r), severity(best); s > b || (s == b && r != nil && r.Index < best.Index) {
-			best, bestWhy = r, why
+	why := ""
+	for _, r := range cands {
+		if ok, w := r.matches(f, prog, ws); ok && (best == nil || stricter(r, best)) {
+			best, why = r, w
 		}
 	}
-	return best, bestWhy
+	return best, why
+}
+
+// judged is one policy's rules applied to a call's subjects.
+type judged struct {
+	rule   *Rule // the strictest subject's
+	why    string
+	asking []*Rule
+	unseen bool
+}
+
+// judge applies cands to every subject: the first rule matching a subject
+// decides for it (the strictest that can, for an opaque one whose launcher
+// no command rule decides); the call takes the strictest subject's.
+func judge(cands []*Rule, f *callFacts, progs []Program, ws string) judged {
+	var j judged
+	add := func(r *Rule, why string) {
+		if r != nil && r.RequireApproval && !slices.Contains(j.asking, r) {
+			j.asking = append(j.asking, r)
+		}
+		if j.rule == nil || stricter(r, j.rule) {
+			j.rule, j.why = r, why
+		}
+	}
+	if len(progs) == 0 {
+		add(first(cands, f, nil, ws))
+		return j
+	}
+	decided := make([]*Rule, len(progs))
+	for i := range progs {
+		p := &progs[i]
+		if p.Opaque {
+			if l := p.Launcher - 1; l >= 0 && l < i && decided[l] != nil && len(decided[l].m.command) > 0 {
+				continue // the owner wrote a rule for the launcher itself
+			}
+			j.unseen = true
+			r, why := strictestOf(cands, f, p, ws)
+			decided[i] = r
+			add(r, why)
+			continue
+		}
+		for k := range p.Dynamic {
+			j.unseen = j.unseen || p.Dynamic[k]
+		}
+		r, why := first(cands, f, p, ws)
+		decided[i] = r
+		add(r, why)
+	}
+	return j
 }
 
 // decide evaluates the policy's rules (and an untrusted workspace policy's
 // restrictions) for a call.
 func (p *Policy) decide(f *callFacts, progs []Program, ws string) ruleVerdict {
 	var v ruleVerdict
-	v.Rule, v.Why = strictest(p.book.candidates(f.names), f, progs, ws)
+	base := judge(p.book.candidates(f.names), f, progs, ws)
+	v.Rule, v.Why, v.Asking, v.Unseen = base.rule, base.why, base.asking, base.unseen
 	if v.Rule != nil {
 		v.Deny = v.Rule.Action == ActionDeny
 		v.Approval = v.Rule.RequireApproval
 		v.DryRunFirst = v.Rule.DryRunFirst
-		v.Limits = v.Rule.Limits
 	}
-	if u := p.untrusted; u != nil {
-		r, why := strictest(u.book.candidates(f.names), f, progs, ws)
-		if severity(r) >= 2 {
-			v.Narrowed, v.NarrowedWhy = r, why
+	for _, u := range p.narrowers {
+		nj := judge(u.book.candidates(f.names), f, progs, ws)
+		if r := nj.rule; severity(r) >= 2 {
+			if v.Narrowed == nil || stricter(r, v.Narrowed) {
+				v.Narrowed, v.NarrowedWhy = r, nj.why
+			}
 			v.Deny = v.Deny || r.Action == ActionDeny
 			v.Approval = v.Approval || r.RequireApproval
 			v.DryRunFirst = v.DryRunFirst || r.DryRunFirst
 		}
+		v.Asking = append(v.Asking, nj.asking...)
 	}
 	return v
 }
@@ -611,10 +698,7 @@ func (p *Policy) decide(f *callFacts, progs []Program, ws string) ruleVerdict {
 // rule for it (in the policy, or in an untrusted workspace policy's
 // restrictions) denies it whatever the arguments.
 func (p *Policy) quickDeny(names []string) *Rule {
-	for _, b := range []*Policy{p, p.untrusted} {
-		if b == nil {
-			continue
-		}
+	for _, b := range append([]*Policy{p}, p.narrowers...) {
 		if c := b.book.candidates(names); len(c) > 0 && c[0].Action == ActionDeny && c[0].m.empty() {
 			return c[0]
 		}
@@ -623,47 +707,75 @@ func (p *Policy) quickDeny(names []string) *Rule {
 }
 
 // needsPrograms reports whether deciding a call of the tool needs the
-// programs it starts.
+// programs it starts; checksAtRunTime whether the tool must also check,
+// as it runs, the programs and paths it only learns then.
 func (p *Policy) needsPrograms(names []string) bool {
-	if needsPrograms(p.book.candidates(names)) {
-		return true
+	return p.anyCandidate(names, needsPrograms)
+}
+
+func (p *Policy) checksAtRunTime(names []string) bool {
+	return p.anyCandidate(names, func(c []*Rule) bool { return needsPrograms(c) || seesPaths(c) })
+}
+
+func (p *Policy) anyCandidate(names []string, fn func([]*Rule) bool) bool {
+	for _, b := range append([]*Policy{p}, p.narrowers...) {
+		if fn(b.book.candidates(names)) {
+			return true
+		}
 	}
-	return p.untrusted != nil && needsPrograms(p.untrusted.book.candidates(names))
+	return false
 }
 
 func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
-// callRules lets a tool check, as each program starts, the programs it
-// did not know before running (words computed at run time).
+// callRules lets a tool check, as each program starts or each file opens,
+// what it did not know before running (words and paths computed at run
+// time).
 type callRules struct {
-	p        *Policy
-	f        *callFacts
-	ws       string
-	approved bool
+	p  *Policy
+	f  *callFacts
+	ws string
+	// approved are the rules whose approval the call got.
+	approved []*Rule
 }
 
 // CheckPrograms is called by a tool that starts programs, just before it
 // starts one, with its real argv (and the commands it launches, see
-// ProgramLister): rules on arguments then hold for words known only at run
-// time. It returns POLICY_DENIED when a rule denies one, APPROVAL_REQUIRED
-// when a rule asks for an approval the call did not get, nil otherwise.
+// ReportPrograms): rules on arguments then hold for words known only at
+// run time. It returns POLICY_DENIED when a rule denies one,
+// APPROVAL_REQUIRED when a rule asks for an approval the call did not get,
+// nil otherwise.
 func (c *Call) CheckPrograms(ps ...Program) *Error {
-	cr := c.rules
-	if cr == nil || len(ps) == 0 {
+	if c.rules == nil || len(ps) == 0 {
 		return nil
 	}
-	v := cr.p.decide(cr.f, ps, cr.ws)
-	r, why := v.Rule, v.Why
-	if v.Narrowed != nil && severity(v.Narrowed) > severity(r) {
-		r, why = v.Narrowed, v.NarrowedWhy
+	return c.rules.check(c.rules.f, ps, ps[0].String())
+}
+
+// CheckPath is called by a tool as it opens a file it only learned of at
+// run time (a shell redirection to $x): the policy's path rules hold for
+// it too.
+func (c *Call) CheckPath(p string) *Error {
+	if c.rules == nil || !capability.CleanPath(p) {
+		return nil
 	}
-	switch {
-	case v.Deny:
-		return Errorf(CodePolicyDenied, "the policy denies this program; change its rule to allow it",
-			"%s is denied by %s: %s", ps[0], r.Describe(), why)
-	case v.Approval && !cr.approved:
-		return Errorf(CodeApprovalRequired, "write the command's words literally, so the approval is asked before it runs",
-			"%s needs approval (%s: %s), and its words were only known when the command ran", ps[0], r.Describe(), why)
+	f := *c.rules.f
+	f.paths = []string{p}
+	return c.rules.check(&f, nil, p)
+}
+
+func (cr *callRules) check(f *callFacts, ps []Program, what string) *Error {
+	v := cr.p.decide(f, ps, cr.ws)
+	r, why := v.deciding()
+	if v.Deny {
+		return Errorf(CodePolicyDenied, "the policy denies this; change its rule to allow it",
+			"%s is denied by %s: %s", what, r.Describe(), why)
+	}
+	for _, a := range v.Asking {
+		if !slices.Contains(cr.approved, a) {
+			return Errorf(CodeApprovalRequired, "write the command's words and paths literally, so the approval is asked before it runs",
+				"%s needs approval (%s), which the call did not get: it was only known when the command ran", what, a.Describe())
+		}
 	}
 	return nil
 }

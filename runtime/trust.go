@@ -6,8 +6,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"time"
 )
 
@@ -30,7 +32,8 @@ const (
 	TrustExplicit  TrustState = "explicit"  // --policy FILE or WARDEN_POLICY
 	TrustTrusted   TrustState = "trusted"   // a workspace policy its owner trusted, unchanged since
 	TrustUntrusted TrustState = "untrusted" // a workspace policy never trusted: it only narrows
-	TrustChanged   TrustState = "changed"   // a workspace policy changed since it was trusted: it only narrows
+	TrustChanged   TrustState = "changed"   // changed since trusted: it only narrows, and so does what was trusted
+	TrustMissing   TrustState = "missing"   // a trusted workspace policy whose file is gone: what it said still narrows
 	TrustHome      TrustState = "home"      // <home>/policy.yaml
 	TrustBuiltIn   TrustState = "built-in"  // the built-in default
 )
@@ -98,43 +101,99 @@ func ResolvePolicy(ctx context.Context, files PolicyFiles, trust TrustStore) (*P
 	if files.Workspace == "" {
 		return base, nil
 	}
-	data, err := os.ReadFile(files.Workspace)
+	if trust == nil {
+		return nil, errors.New("policy: trust records cannot be read")
+	}
+	file := CanonicalPolicyPath(files.Workspace)
+	rec, trusted, err := trust.TrustRecord(ctx, file)
+	if err != nil {
+		return nil, err
+	}
+	// A trusted file that changes or goes is untrusted again at once, but
+	// what the owner trusted keeps narrowing: a restriction it made is not
+	// lifted by deleting or editing the file.
+	if trusted {
+		tp, err := ParsePolicy(file+" (as trusted "+rec.TrustedAt.UTC().Format(time.RFC3339)+")", []byte(rec.Content))
+		if err == nil {
+			nb, _ := Narrow(base.Policy, tp)
+			base = &PolicyInForce{Policy: nb, State: base.State, File: base.File, SHA256: base.SHA256}
+		}
+	}
+	data, err := ReadPolicyFile(file)
 	if errors.Is(err, fs.ErrNotExist) {
+		if trusted {
+			base.State, base.File, base.Base = TrustMissing, file, base.Policy
+		}
 		return base, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("policy: %w", err)
+		return nil, err
 	}
 	// A policy that does not parse is an error whether trusted or not: an
 	// untrusted one must be parsed to narrow.
-	wp, err := ParsePolicy(files.Workspace, data)
+	wp, err := ParsePolicy(file, data)
 	if err != nil {
 		return nil, err
 	}
 	sum := SHA256Hex(data)
+	if trusted && rec.SHA256 == sum {
+		return &PolicyInForce{Policy: wp, State: TrustTrusted, File: file, SHA256: sum}, nil
+	}
 	state := TrustUntrusted
-	if trust == nil {
-		return nil, errors.New("policy: a workspace policy was found and trust records cannot be read")
-	}
-	rec, ok, err := trust.TrustRecord(ctx, files.Workspace)
-	if err != nil {
-		return nil, err
-	}
-	if ok {
-		if rec.SHA256 == sum {
-			return &PolicyInForce{Policy: wp, State: TrustTrusted, File: files.Workspace, SHA256: sum}, nil
-		}
+	if trusted {
 		state = TrustChanged
 	}
 	p, ign := Narrow(base.Policy, wp)
-	return &PolicyInForce{Policy: p, State: state, File: files.Workspace, SHA256: sum, Ignored: ign, Base: base.Policy}, nil
+	return &PolicyInForce{Policy: p, State: state, File: file, SHA256: sum, Ignored: ign, Base: base.Policy}, nil
+}
+
+// CanonicalPolicyPath is the path trust records name a policy file by:
+// absolute, its directory's symlinks resolved (the file itself may be a
+// link; what it holds is what its digest covers).
+func CanonicalPolicyPath(file string) string {
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return file
+	}
+	if dir, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+		return filepath.Join(dir, filepath.Base(abs))
+	}
+	return abs
+}
+
+// MaxPolicyBytes bounds a policy file.
+const MaxPolicyBytes = 1 << 20
+
+// ReadPolicyFile reads a policy file: a regular file (never a device or a
+// FIFO), at most MaxPolicyBytes.
+func ReadPolicyFile(file string) ([]byte, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, fmt.Errorf("policy: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("policy: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &PositionError{Source: file, Message: "not a regular file"}
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxPolicyBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("policy: %w", err)
+	}
+	if len(data) > MaxPolicyBytes {
+		return nil, &PositionError{Source: file, Message: fmt.Sprintf("larger than %d bytes", MaxPolicyBytes)}
+	}
+	return data, nil
 }
 
 // loadPolicyFile reads and parses a policy file and returns its digest.
 func loadPolicyFile(file string) (*Policy, string, error) {
-	data, err := os.ReadFile(file)
+	data, err := ReadPolicyFile(file)
 	if err != nil {
-		return nil, "", fmt.Errorf("policy: %w", err)
+		return nil, "", err
 	}
 	p, err := ParsePolicy(file, data)
 	if err != nil {

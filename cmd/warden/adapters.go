@@ -159,7 +159,7 @@ func (m lazyStore) TrustRecord(ctx context.Context, path string) (runtime.TrustR
 	if err != nil {
 		return runtime.TrustRecord{}, false, err
 	}
-	doc, err := st.Trust(ctx, path)
+	doc, err := st.Trust(ctx, trustKey(path))
 	if errors.Is(err, store.ErrNotFound) {
 		return runtime.TrustRecord{}, false, nil
 	}
@@ -172,6 +172,10 @@ func (m lazyStore) TrustRecord(ctx context.Context, path string) (runtime.TrustR
 	}
 	return r, true, nil
 }
+
+// trustKey is the store key of a policy file's trust record: the sha256 of
+// its path (paths can be longer than a key may be).
+func trustKey(path string) string { return "sha256:" + runtime.SHA256Hex([]byte(path)) }
 
 func (m lazyStore) ListGrants(ctx context.Context) ([]runtime.TimedGrant, error) {
 	st, err := m.open()

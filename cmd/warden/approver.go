@@ -33,7 +33,7 @@ func (a *terminalApprover) Approve(ctx context.Context, r runtime.ApprovalReques
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	key := r.Tool + "\x00" + r.Rule
-	if a.always[key] {
+	if r.Lasting && a.always[key] {
 		fmt.Fprintf(a.out, "warden: %s approved for the rest of this run\n", printable(r.Tool))
 		return runtime.Approval{Approved: true, By: "user (rest of run)"}, nil
 	}
@@ -52,10 +52,13 @@ func (a *terminalApprover) Approve(ctx context.Context, r runtime.ApprovalReques
 	if r.Preview != nil {
 		fmt.Fprintf(a.out, "  preview:\n%s\n", indent(r.Preview.Output, "    "))
 	}
-	if r.CanRemember {
-		fmt.Fprint(a.out, "Approve? [y]es once, [a]lways for the rest of this run, [h] allow for 1 hour, [N]o: ")
-	} else {
+	switch {
+	case r.CanRemember:
+		fmt.Fprint(a.out, "Approve? [y]es once, [a]lways for the rest of this run, [h] for 1 hour (what this rule asks about, in this workspace), [N]o: ")
+	case r.Lasting:
 		fmt.Fprint(a.out, "Approve? [y]es once, [a]lways for the rest of this run, [N]o: ")
+	default:
+		fmt.Fprint(a.out, "Approve? [y]es, once (its words are only known when it runs, or an untrusted policy asks), [N]o: ")
 	}
 	type answer struct {
 		line string
@@ -80,6 +83,9 @@ func (a *terminalApprover) Approve(ctx context.Context, r runtime.ApprovalReques
 		case "y", "yes":
 			return runtime.Approval{Approved: true, By: "user"}, nil
 		case "a", "always":
+			if !r.Lasting {
+				break
+			}
 			if a.always == nil {
 				a.always = map[string]bool{}
 			}

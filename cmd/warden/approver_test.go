@@ -17,7 +17,7 @@ func TestTerminalApproverAnswers(t *testing.T) {
 	a := &terminalApprover{in: strings.NewReader("y\nn\na\n"), out: &out}
 	ask := func(tool string) runtime.Approval {
 		t.Helper()
-		ap, err := a.Approve(context.Background(), runtime.ApprovalRequest{Tool: tool, Principal: []string{"cli", "model"}, Args: []byte(`{}`)})
+		ap, err := a.Approve(context.Background(), runtime.ApprovalRequest{Tool: tool, Principal: []string{"cli", "model"}, Args: []byte(`{}`), Lasting: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -40,6 +40,12 @@ func TestTerminalApproverAnswers(t *testing.T) {
 	}
 	if strings.Count(out.String(), "Approve?") != before {
 		t.Error("asked again after always")
+	}
+	// "always" is not offered, nor honoured, for what cannot last (words
+	// known only at run time, an untrusted policy's rule).
+	b := &terminalApprover{in: strings.NewReader("a\n"), out: &out}
+	if ap, err := b.Approve(context.Background(), runtime.ApprovalRequest{Tool: "shell"}); err != nil || ap.Approved {
+		t.Errorf("always for a call that cannot last: %+v %v", ap, err)
 	}
 	// Another tool is asked about; stdin is at its end: cancelled.
 	if _, err := a.Approve(context.Background(), runtime.ApprovalRequest{Tool: "fs_remove"}); err != runtime.ErrCancelled {

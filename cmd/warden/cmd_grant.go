@@ -53,8 +53,15 @@ func grantCommand() *cli.Command {
 						}
 					}
 					tool := e.c.String("tool")
-					if tool != "" && !runtime.ValidToolName(tool) {
-						return usageErr("name a tool as `warden tools` lists it", "--tool %q is not a tool name", tool)
+					if tool != "" {
+						reg, err := e.registry()
+						if err != nil {
+							return err
+						}
+						if !reg.Has(tool) {
+							return usageErr("name a tool as `warden tools` lists it", "--tool %q: no such tool", tool)
+						}
+						tool = reg.Names(tool)[0] // an alias stands for its tool
 					}
 					if why := g.Broad(); why != "" {
 						fmt.Fprintf(e.stderr, "warden: warning: %s: %s\n", g, why)
@@ -88,6 +95,14 @@ func grantCommand() *cli.Command {
 					for _, t := range all {
 						if now.Before(t.Expires) {
 							live = append(live, t)
+							continue
+						}
+						// Expired: removed, and on the record (once: another
+						// process may have done both).
+						if err := (lazyStore{open: e.store}).DeleteGrant(ctx, t.ID); err == nil {
+							if err := e.auditAs(ctx, []string{"warden"}, runtime.PhaseAdmin, "grant", map[string]string{"id": t.ID, "expired": t.String()}); err != nil {
+								return err
+							}
 						}
 					}
 					if e.json {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -25,7 +24,7 @@ func policyCommand() *cli.Command {
 						return usageErr("usage: warden policy check FILE", "policy check needs one file")
 					}
 					file := e.c.Args().First()
-					data, err := os.ReadFile(file)
+					data, err := runtime.ReadPolicyFile(file)
 					if err != nil {
 						return usageErr("check the path", "%v", err)
 					}
@@ -133,6 +132,8 @@ func policyTrustLine(pf *runtime.PolicyInForce) string {
 		return "trusted: your home policy " + pf.File
 	case runtime.TrustBuiltIn:
 		return "trusted: the built-in default"
+	case runtime.TrustMissing:
+		return fmt.Sprintf("the workspace policy %s you trusted is gone; what it said still narrows %s (warden policy untrust %s)", pf.File, pf.Policy.Source, shellWord(pf.File))
 	case runtime.TrustChanged:
 		return fmt.Sprintf("NOT trusted: the workspace policy %s changed since you trusted it; it only narrows %s (warden policy trust %s)", pf.File, pf.Base.Source, shellWord(pf.File))
 	}

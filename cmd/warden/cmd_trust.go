@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -51,7 +49,7 @@ func policyTrustCommands() []*cli.Command {
 				if err != nil {
 					return err
 				}
-				if err := st.DeleteTrust(ctx, file); err != nil {
+				if err := st.DeleteTrust(ctx, trustKey(file)); err != nil {
 					if errors.Is(err, store.ErrNotFound) {
 						return fail(runtime.CodeNotFound, exitFailed, "see `warden policy trust --list`", "%s is not trusted", file)
 					}
@@ -82,7 +80,7 @@ func policyTrustCommands() []*cli.Command {
 						return usageErr("name a policy file", "the built-in default policy is in force; it has no tests")
 					}
 				}
-				data, err := os.ReadFile(file)
+				data, err := runtime.ReadPolicyFile(file)
 				if err != nil {
 					return usageErr("check the path", "%v", err)
 				}
@@ -103,16 +101,9 @@ func policyFileArg(e *env) (string, error) {
 	}
 	file := e.c.Args().First()
 	if file == "" {
-		return e.policyFiles().Workspace, nil
+		return runtime.CanonicalPolicyPath(e.policyFiles().Workspace), nil
 	}
-	abs, err := filepath.Abs(file)
-	if err != nil {
-		return "", usageErr("", "%v", err)
-	}
-	if dir, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
-		abs = filepath.Join(dir, filepath.Base(abs))
-	}
-	return abs, nil
+	return runtime.CanonicalPolicyPath(file), nil
 }
 
 func trustPolicy(ctx context.Context, e *env) error {
@@ -120,7 +111,7 @@ func trustPolicy(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	data, err := os.ReadFile(file)
+	data, err := runtime.ReadPolicyFile(file)
 	if err != nil {
 		return usageErr("write the policy first, or name it", "%v", err)
 	}
@@ -179,7 +170,7 @@ func trustPolicy(ctx context.Context, e *env) error {
 	if err := e.audit(ctx, "policy.trust", map[string]any{"path": file, "sha256": sum, "previous_sha256": prev.SHA256}); err != nil {
 		return err
 	}
-	if err := st.PutTrust(ctx, file, doc); err != nil {
+	if err := st.PutTrust(ctx, trustKey(file), doc); err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "trusted %s (sha256 %s); it is untrusted again as soon as it changes\n", file, sum[:16])
@@ -202,13 +193,14 @@ func trustList(ctx context.Context, e *env) error {
 		State     string    `json:"state"` // unchanged | changed | missing
 	}
 	rows := []row{}
-	for path, doc := range docs {
+	for _, doc := range docs {
 		var r runtime.TrustRecord
-		if json.Unmarshal(doc, &r) != nil {
+		if json.Unmarshal(doc, &r) != nil || len(r.SHA256) < 16 {
 			continue
 		}
+		path := r.Path
 		state := "unchanged"
-		if data, err := os.ReadFile(path); err != nil {
+		if data, err := runtime.ReadPolicyFile(path); err != nil {
 			state = "missing"
 		} else if runtime.SHA256Hex(data) != r.SHA256 {
 			state = "changed (untrusted until trusted again)"

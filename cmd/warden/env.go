@@ -243,19 +243,23 @@ func (e *env) policyInForce() (*runtime.PolicyInForce, error) {
 		return nil, usageErr("", "%v", err)
 	}
 	e.pol = pf
+	if pf.State == runtime.TrustMissing {
+		fmt.Fprintf(e.stderr, "warden: warning: the workspace policy %s you trusted is gone: what it said still narrows %s — to drop it: warden policy untrust %s\n",
+			printable(pf.File), printable(pf.Policy.Source), shellWord(pf.File))
+	}
 	if pf.State == runtime.TrustUntrusted || pf.State == runtime.TrustChanged {
 		trust := "review it, then trust it with: warden policy trust " + shellWord(pf.File)
 		why := "is not trusted"
 		if pf.State == runtime.TrustChanged {
 			why = "changed since you trusted it"
 		}
-		fmt.Fprintf(e.stderr, "warden: warning: the workspace policy %s %s: it can only narrow %s — %s\n", pf.File, why, pf.Base.Source, trust)
+		fmt.Fprintf(e.stderr, "warden: warning: the workspace policy %s %s: it can only narrow %s — %s\n", printable(pf.File), why, printable(pf.Base.Source), trust)
 		for _, ig := range pf.Ignored {
 			at := pf.File
 			if ig.Line > 0 {
 				at = fmt.Sprintf("%s:%d", pf.File, ig.Line)
 			}
-			fmt.Fprintf(e.stderr, "warden: warning: %s: untrusted, so its %s is ignored — %s\n", at, ig.What, trust)
+			fmt.Fprintf(e.stderr, "warden: warning: %s: untrusted, so its %s is ignored — %s\n", printable(at), printable(ig.What), trust)
 		}
 	}
 	return pf, nil

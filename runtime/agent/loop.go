@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -780,7 +781,7 @@ func writeRules(b *strings.Builder, rules []runtime.Rule) {
 		if r.DryRunFirst {
 			extra += ", previewed first"
 		}
-		on := r.Tool
+		on := strconv.Quote(r.Tool)
 		if m := r.Matchers(); m != "" {
 			on += " (" + m + ")"
 		}
@@ -807,9 +808,18 @@ func (l *loop) systemPrompt(ctx context.Context) string {
 		b.WriteString("Policy rules (first match wins; a command is judged program by program):\n")
 		writeRules(&b, rules)
 	}
-	if u := pol.Untrusted(); u != nil && len(u.Rules) > 0 {
-		b.WriteString("Restrictions added by the workspace's policy (not trusted: its allow rules do not apply):\n")
-		writeRules(&b, u.Rules)
+	if u := pol.Untrusted(); u != nil {
+		// Only what narrows: an untrusted file's other rules do not apply.
+		var restrict []runtime.Rule
+		for _, r := range u.Rules {
+			if r.Action == runtime.ActionDeny || r.RequireApproval || r.DryRunFirst {
+				restrict = append(restrict, r)
+			}
+		}
+		if len(restrict) > 0 {
+			b.WriteString("Restrictions added by the workspace's policy (not trusted by its owner; they only narrow):\n")
+			writeRules(&b, restrict)
+		}
 	}
 	if l.o.DryRun {
 		b.WriteString("This run is a dry run: every call returns a preview of what it would do and changes nothing.\n")
