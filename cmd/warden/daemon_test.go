@@ -23,13 +23,13 @@ import (
 // sleep, and a workspace with two workflows: tick (writes a file) and nap
 // (sleeps for a marked while).
 type daemonWorld struct {
-	t        *testing.T
+	t        testing.TB
 	bin      string
 	home, ws string
 	marker   string
 }
 
-func newDaemonWorld(t *testing.T) *daemonWorld {
+func newDaemonWorld(t testing.TB) *daemonWorld {
 	t.Helper()
 	bin, err := exec.LookPath("warden")
 	if err != nil {

@@ -16,7 +16,7 @@ import (
 const (
 	// DefaultPoll is how often the store is read for jobs added, paused
 	// or removed by other processes while nothing is due sooner.
-	DefaultPoll = 2 * time.Second
+	DefaultPoll = 5 * time.Second
 	// DefaultGrace is how late a firing may start and still be on time:
 	// older ones were missed (the daemon was not running).
 	DefaultGrace = time.Minute
