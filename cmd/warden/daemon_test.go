@@ -282,3 +282,32 @@ func TestScheduleTaskFromModel(t *testing.T) {
 		t.Fatalf("the model's job: %+v", j)
 	}
 }
+
+// TestJobOnFailure: a failed run calls the job's on_failure tool, under the
+// job's grants, through the gate.
+func TestJobOnFailure(t *testing.T) {
+	w := newDaemonWorld(t)
+	if err := os.WriteFile(filepath.Join(w.home, "policy.yaml"), []byte("version: 1\ngrants: [\"fs.read:**\", \"memory.write:alerts\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(w.ws, "broken.yaml"), []byte(`version: 1
+name: broken
+grants: ["fs.read:**"]
+steps:
+  - {id: r, tool: fs_read, args: {path: missing.txt}}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w.run("schedule", "add", "broken", "--workflow", filepath.Join(w.ws, "broken.yaml"), "--every", "1h", "--yes",
+		"--with", "fs.read:**", "--with", "memory.write:alerts",
+		"--on-failure-tool", "write_memory", "--on-failure-args", `{"namespace":"alerts","key":"broken","value":"the nightly job failed"}`)
+	if out, err := w.command("schedule", "run-now", "broken").CombinedOutput(); err == nil || !strings.Contains(string(out), "NOT_FOUND") {
+		t.Fatalf("run-now of a failing job: %v\n%s", err, out)
+	}
+	if out := w.run("memory", "get", "--ns", "alerts", "broken"); !strings.Contains(out, "the nightly job failed") {
+		t.Fatalf("on_failure did not write the alert: %s", out)
+	}
+	if s := w.run("audit", "ls", "--tool", "write_memory", "--json"); !strings.Contains(s, `"on_failure"`) {
+		t.Fatalf("the on_failure call is not on the record as the job's:\n%s", s)
+	}
+}
