@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/decode"
 	"github.com/wardenrt/warden/store"
 )
 
@@ -67,6 +68,25 @@ func storeFailure(err error) error {
 		return f
 	}
 	return fail(runtime.CodeInternal, exitFailed, "run again with --log-level debug and see <home>/logs", "%v", err)
+}
+
+// readFailure maps a failure to read or decode a file someone other than
+// warden wrote (a policy, a sidecar, a workflow): over the decoder's
+// budget is TOO_LARGE, a refused construct or a problem in the file is
+// INVALID_INPUT, anything else (missing, unreadable) a usage error; hint
+// says what to do about the file.
+func readFailure(err error, hint string) error {
+	switch {
+	case errors.Is(err, decode.ErrTooLarge):
+		return fail(runtime.CodeTooLarge, exitFailed, "warden reads at most 1 MiB, 50,000 YAML tokens and 1,000 keys a mapping of a file it did not write: shorten or split it", "%v", err)
+	case errors.Is(err, decode.ErrInvalid):
+		return fail(runtime.CodeInvalidInput, exitFailed, hint, "%v", err)
+	}
+	var pe *runtime.PositionError
+	if errors.As(err, &pe) {
+		return fail(runtime.CodeInvalidInput, exitFailed, hint, "%v", err)
+	}
+	return usageErr(hint, "%v", err)
 }
 
 // run is main without os.Exit, for tests.

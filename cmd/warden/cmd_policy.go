@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/decode"
 )
 
 func policyCommand() *cli.Command {
@@ -25,9 +25,9 @@ func policyCommand() *cli.Command {
 						return usageErr("usage: warden policy check FILE", "policy check needs one file")
 					}
 					file := e.c.Args().First()
-					data, err := os.ReadFile(file)
+					data, err := decode.ReadFile(file, runtime.MaxPolicyBytes)
 					if err != nil {
-						return usageErr("check the path", "%v", err)
+						return readFailure(err, "check the path")
 					}
 					p, err := runtime.ParsePolicy(file, data)
 					if err != nil {
@@ -41,6 +41,9 @@ func policyCommand() *cli.Command {
 							for _, s := range problems {
 								fmt.Fprintln(e.stdout, s)
 							}
+						}
+						if errors.Is(err, decode.ErrTooLarge) {
+							return readFailure(err, "")
 						}
 						return fail(runtime.CodeInvalidInput, exitFailed, "fix the lines above", "%s: %d problem(s)", file, len(problems))
 					}

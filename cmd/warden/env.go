@@ -207,11 +207,7 @@ func (e *env) policy() (*runtime.Policy, error) {
 	}
 	p, err := runtime.LoadPolicy(file)
 	if err != nil {
-		var pe *runtime.PolicyError
-		if errors.As(err, &pe) || strings.Contains(err.Error(), ":") {
-			return nil, usageErr("fix the policy file; check it with `warden policy check "+file+"`", "%v", err)
-		}
-		return nil, usageErr("", "%v", err)
+		return nil, readFailure(err, "fix the policy file; check it with `warden policy check "+file+"`")
 	}
 	return p, nil
 }

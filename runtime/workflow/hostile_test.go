@@ -23,7 +23,7 @@ func TestHostileFiles(t *testing.T) {
 	laughs := "version: 1\nname: h\nx: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\nsteps:\n  - id: a\n    tool: analyze\n    args: {text: *a}\n"
 	for name, tt := range map[string]struct{ src, want string }{
 		"deep brackets":  {head + "    args: {text: " + strings.Repeat("[", 100000) + strings.Repeat("]", 100000) + "}\n", "nested deeper than 64"},
-		"alias bomb":     {laughs, "aliases (*name) are not allowed"},
+		"alias bomb":     {laughs, "anchors (&name) are not allowed"},
 		"deep condition": {head + "    when: ${{ " + strings.Repeat("(", 3000) + "true" + strings.Repeat(")", 3000) + " }}\n", "longer than"},
 		"nested parens":  {head + "    when: ${{ " + strings.Repeat("(", 40) + "true" + strings.Repeat(")", 40) + " }}\n", "nests deeper than 32"},
 		"deep negation":  {head + "    when: ${{ " + strings.Repeat("!", 100) + "true }}\n", "nests deeper than 32"},

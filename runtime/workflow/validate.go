@@ -13,12 +13,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/goccy/go-yaml"
-	"github.com/goccy/go-yaml/ast"
-	"github.com/goccy/go-yaml/parser"
-
 	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/decode"
 )
 
 // Options are what Parse checks a workflow against.
@@ -77,29 +74,10 @@ func Parse(source string, data []byte, o Options) (*Workflow, error) {
 }
 
 func parse(source string, data []byte, o Options, stack []string) (*Workflow, error) {
-	if err := runtime.CheckYAMLDepth(source, data); err != nil {
-		return nil, err
-	}
-	file, err := parser.ParseBytes(data, 0)
-	if err != nil {
-		return nil, runtime.YAMLError(source, err)
-	}
-	// Aliases (*name) would let a small file expand into a huge one
-	// ("billion laughs"); a workflow has no need of them.
-	var alias *ast.AliasNode
-	for _, doc := range file.Docs {
-		ast.Walk(aliasFinder{&alias}, doc)
-	}
-	if alias != nil {
-		l, c := 0, 0
-		if t := alias.GetToken(); t != nil && t.Position != nil {
-			l, c = t.Position.Line, t.Position.Column
-		}
-		return nil, &runtime.PositionError{Source: source, Line: l, Column: c, Message: "YAML aliases (*name) are not allowed in workflows: write the value out"}
-	}
 	var w Workflow
-	if err := yaml.UnmarshalWithOptions(data, &w, yaml.Strict()); err != nil {
-		return nil, runtime.YAMLError(source, err)
+	file, err := decode.YAML(source, data, &w, &decode.Limits{MaxBytes: MaxFileBytes})
+	if err != nil {
+		return nil, err
 	}
 	// A grants: key with no value is no grants (as grants: []), not the
 	// policy's: a file whose grant lines are all commented out must not
@@ -119,20 +97,6 @@ func parse(source string, data []byte, o Options, stack []string) (*Workflow, er
 		return nil, errors.Join(c.errs...)
 	}
 	return &w, nil
-}
-
-// aliasFinder records the first alias node it visits.
-type aliasFinder struct{ found **ast.AliasNode }
-
-func (a aliasFinder) Visit(n ast.Node) ast.Visitor {
-	if *a.found != nil {
-		return nil
-	}
-	if al, ok := n.(*ast.AliasNode); ok {
-		*a.found = al
-		return nil
-	}
-	return a
 }
 
 type checker struct {

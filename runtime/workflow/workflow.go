@@ -8,9 +8,9 @@ package workflow
 
 import (
 	_ "embed"
-	"fmt"
-	"io"
 	"time"
+
+	"github.com/wardenrt/warden/runtime/decode"
 )
 
 // Bounds of the format.
@@ -105,20 +105,7 @@ func (s *Step) Kind() string {
 }
 
 // MaxFileBytes bounds a workflow file.
-const MaxFileBytes = 1 << 20
-
-// ReadFile reads a workflow file from r (name is for the message), at
-// most MaxFileBytes.
-func ReadFile(r io.Reader, name string) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(r, MaxFileBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > MaxFileBytes {
-		return nil, fmt.Errorf("%s is larger than %d bytes", name, MaxFileBytes)
-	}
-	return b, nil
-}
+const MaxFileBytes = decode.DefaultMaxBytes
 
 //go:embed schema.json
 var schemaJSON []byte
