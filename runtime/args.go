@@ -66,7 +66,6 @@ func ptrOrRoot(p string) string {
 	return p
 }
 
-
 // bindStrict decodes raw into v, refusing unknown fields and field names that
 // differ from the struct's JSON names only by case (encoding/json would
 // accept them).

@@ -19,8 +19,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/wardenrt/warden/runtime"
-	"github.com/wardenrt/warden/runtime/decode"
 	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/decode"
 	"github.com/wardenrt/warden/runtime/wasmtool"
 	"github.com/wardenrt/warden/store"
 )
