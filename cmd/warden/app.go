@@ -6,9 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
+	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/urfave/cli/v2"
 
@@ -56,6 +55,8 @@ func storeFailure(err error) error {
 		return fail(runtime.CodeStoreLocked, exitLocked, "another warden process is using the store; retry when it is done, or raise --lock-timeout", "%v", err)
 	case errors.Is(err, store.ErrCorrupt):
 		return fail(runtime.CodeStoreCorrupt, exitFailed, "restore warden.db from a backup, or move it aside to start a new store", "%v", err)
+	case errors.Is(err, store.ErrFull), errors.Is(err, store.ErrReadOnly):
+		return writeFailure(err)
 	case errors.Is(err, store.ErrTampered):
 		return fail(runtime.CodeAuditTampered, exitFailed, "the audit log was altered; keep the file for investigation", "%v", err)
 	case errors.Is(err, store.ErrNotFound):
@@ -68,6 +69,28 @@ func storeFailure(err error) error {
 		return f
 	}
 	return fail(runtime.CodeInternal, exitFailed, "run again with --log-level debug and see <home>/logs", "%v", err)
+}
+
+// writeFailure is STORE_FULL or STORE_READONLY, with a hint naming the
+// path that could not be written and what to do about it.
+func writeFailure(err error) *failure {
+	path := "the warden home directory"
+	var we *store.WriteError
+	if errors.As(err, &we) {
+		path = we.Path
+	}
+	dir := path
+	if fi, serr := os.Stat(path); serr == nil && !fi.IsDir() {
+		dir = filepath.Dir(path)
+	}
+	if errors.Is(err, store.ErrFull) {
+		return fail(runtime.CodeStoreFull, exitFailed,
+			fmt.Sprintf("free space on the file system holding %s (`df -h %s` shows it), then run the command again; nothing ran without its audit record", path, dir),
+			"%v", err)
+	}
+	return fail(runtime.CodeStoreReadOnly, exitFailed,
+		fmt.Sprintf("make %s writable (remount it read-write, or fix its owner and mode), or choose a writable --home; nothing ran without its audit record", dir),
+		"%v", err)
 }
 
 // readFailure maps a failure to read or decode a file someone other than
@@ -89,10 +112,14 @@ func readFailure(err error, hint string) error {
 	return usageErr(hint, "%v", err)
 }
 
-// run is main without os.Exit, for tests.
+// run is main without os.Exit and without its signal handling, for tests.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	return runContext(context.Background(), args, stdin, stdout, stderr)
+}
+
+// runContext runs a command until it ends or ctx does (main cancels it at
+// the first SIGINT or SIGTERM).
+func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	app := newApp(stdin, stdout, stderr)
 	err := app.RunContext(ctx, reorderArgs(app, args))
 	if err == nil {

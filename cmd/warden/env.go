@@ -162,11 +162,11 @@ func (e *env) store() (*store.Store, error) {
 	if e.st != nil {
 		return e.st, nil
 	}
-	timeout := defaultLockTimeout
+	timeout, ctx := defaultLockTimeout, context.Background()
 	if e.c != nil {
-		timeout = e.c.Duration("lock-timeout")
+		timeout, ctx = e.c.Duration("lock-timeout"), e.c.Context
 	}
-	st, err := store.Open(filepath.Join(e.home, "warden.db"), &store.Options{Timeout: timeout})
+	st, err := store.OpenContext(ctx, filepath.Join(e.home, "warden.db"), &store.Options{Timeout: timeout})
 	if err != nil {
 		return nil, storeFailure(err)
 	}

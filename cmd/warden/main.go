@@ -19,7 +19,12 @@ func main() {
 		debug.SetGCPercent(gcPercent)
 	}
 	wasiOutputIgnored = unsetWASIOutput()
-	os.Exit(run(os.Args, os.Stdin, os.Stdout, os.Stderr))
+	ctx, sigs := watchSignals(os.Stderr)
+	code := runContext(ctx, os.Args, os.Stdin, os.Stdout, os.Stderr)
+	if sig := sigs.stop(); sig != 0 {
+		code = 128 + int(sig) // interrupted: 130 for SIGINT, 143 for SIGTERM
+	}
+	os.Exit(code)
 }
 
 // envWASIOutput, when set, makes the Extism SDK send a guest's stdout and

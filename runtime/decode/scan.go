@@ -121,10 +121,14 @@ func (s *budgetScan) run() *Error {
 				s.blockScalar()
 			}
 		case (c == '&' || c == '*') && s.nodeStart:
-			// The indicator is a token; its name is another.
+			// The indicator is a token; its name, up to a space, another.
 			err = s.count()
 			s.startNode(col)
 			s.adv()
+			if err == nil && s.i < len(s.src) && !s.sepAt(s.i) && s.src[s.i] != '&' && s.src[s.i] != '*' {
+				err = s.count()
+				s.name()
+			}
 		case c == '!' && s.nodeStart:
 			err = s.count()
 			s.startNode(col)
@@ -164,18 +168,15 @@ func (s *budgetScan) lineStart() *Error {
 		return s.count()
 	}
 	if s.i < len(s.src) && s.src[s.i] == '%' {
-		// A directive: a token per word.
+		// A directive: a token per character, at most (the library
+		// splits "%%%%" into four; a real directive is a few words).
 		for s.i < len(s.src) && s.newlineAt(s.i) == 0 {
-			if s.sepAt(s.i) {
-				s.adv()
-				continue
+			if !s.sepAt(s.i) {
+				if err := s.count(); err != nil {
+					return err
+				}
 			}
-			if err := s.count(); err != nil {
-				return err
-			}
-			for s.i < len(s.src) && !s.sepAt(s.i) {
-				s.adv()
-			}
+			s.adv()
 		}
 	}
 	return nil
@@ -295,10 +296,10 @@ func (s *budgetScan) plain() {
 	}
 }
 
-// name skips a tag.
+// name skips a tag, or an anchor's or alias's name.
 func (s *budgetScan) name() {
 	s.adv()
-	for s.i < len(s.src) && !s.sepAt(s.i) && !(s.flow > 0 && s.flowIndicatorAt(s.i)) {
+	for s.i < len(s.src) && !s.sepAt(s.i) && !s.flowIndicatorAt(s.i) {
 		s.adv()
 	}
 }
