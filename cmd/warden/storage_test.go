@@ -119,4 +119,3 @@ func TestStoreReadOnly(t *testing.T) {
 		t.Fatalf("audit verify: %s%s", r.stdout, r.stderr)
 	}
 }
-
