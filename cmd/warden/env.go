@@ -166,6 +166,7 @@ func (e *env) store() (*store.Store, error) {
 	if e.c != nil {
 		timeout, ctx = e.c.Duration("lock-timeout"), e.c.Context
 	}
+	e.logger().Debug("opening the store", "path", filepath.Join(e.home, "warden.db"), "lock_timeout", timeout.String())
 	st, err := store.OpenContext(ctx, filepath.Join(e.home, "warden.db"), &store.Options{Timeout: timeout})
 	if err != nil {
 		return nil, storeFailure(err)

@@ -1,5 +1,7 @@
 package decode
 
+import "strings"
+
 // The budget scan: one pass over YAML bytes, before the YAML library sees
 // them, that counts tokens, measures nesting and the width of block
 // mappings. It is not a parser: it errs on the side of counting more (a
@@ -136,7 +138,9 @@ func (s *budgetScan) run() *Error {
 		default:
 			err = s.count()
 			s.startNode(col)
-			s.plain()
+			if err == nil {
+				err = s.plain()
+			}
 			s.nodeStart = false
 		}
 		if err != nil {
@@ -276,24 +280,33 @@ func (s *budgetScan) quoted(q byte) {
 	}
 }
 
+// indicators are the characters the YAML library may split a plain
+// scalar at; each one in a plain scalar counts as a token more.
+const indicators = "-?:,[]{}#&*!|>'\"%@`"
+
 // plain skips a plain scalar's text on this line: up to ": ", " #", the
 // end of the line, or in flow context a flow indicator.
-func (s *budgetScan) plain() {
+func (s *budgetScan) plain() *Error {
 	s.adv()
 	for s.i < len(s.src) {
 		c := s.src[s.i]
 		switch {
 		case s.newlineAt(s.i) > 0:
-			return
+			return nil
 		case c == ':' && (s.sepAt(s.i+1) || (s.flow > 0 && s.flowIndicatorAt(s.i+1))):
-			return
+			return nil
 		case c == '#' && (s.src[s.i-1] == ' ' || s.src[s.i-1] == '\t'):
-			return
+			return nil
 		case s.flow > 0 && (c == ',' || c == '[' || c == ']' || c == '{' || c == '}'):
-			return
+			return nil
+		case strings.IndexByte(indicators, c) >= 0:
+			if err := s.count(); err != nil {
+				return err
+			}
 		}
 		s.adv()
 	}
+	return nil
 }
 
 // name skips a tag, or an anchor's or alias's name.
