@@ -2,10 +2,13 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -28,13 +31,14 @@ type wardenRun struct {
 
 func runWarden(t *testing.T, home, ws string, env []string, args ...string) wardenRun {
 	t.Helper()
-	bin, err := exec.LookPath("warden") // this test binary as warden (TestMain)
+	bin, err := exec.LookPath("peakrss") // this test binary as peakrss (TestMain)
 	if err != nil {
 		t.Fatal(err)
 	}
+	rssFile := filepath.Join(t.TempDir(), "rss")
 	var out, errb bytes.Buffer
-	cmd := exec.Command(bin, append([]string{"--home", home, "--workspace", ws}, args...)...)
-	cmd.Env = append(append(os.Environ(), "WARDEN_POLICY=", "WARDEN_APPROVE=", "WARDEN_LOG_LEVEL=warn"), env...)
+	cmd := exec.Command(bin, append([]string{"warden", "--home", home, "--workspace", ws}, args...)...)
+	cmd.Env = append(append(os.Environ(), "WARDEN_POLICY=", "WARDEN_APPROVE=", "WARDEN_LOG_LEVEL=warn", envPeakRSSFile+"="+rssFile), env...)
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	start := time.Now()
 	err = cmd.Run()
@@ -45,10 +49,44 @@ func runWarden(t *testing.T, home, ws string, env []string, args ...string) ward
 		}
 	}
 	r.code = cmd.ProcessState.ExitCode()
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		r.rss = int64(ru.Maxrss) << 10 // KiB on Linux
+	b, err := os.ReadFile(rssFile)
+	if err != nil {
+		t.Fatalf("peakrss wrote nothing: %v\nstderr: %s", err, r.stderr)
 	}
+	r.rss, _ = strconv.ParseInt(string(b), 10, 64)
 	return r
+}
+
+// envPeakRSSFile is where peakrss writes the peak it measured.
+const envPeakRSSFile = "WARDEN_TEST_PEAK_RSS_FILE"
+
+// peakRSSMain is `peakrss COMMAND ARGS…` (this test binary, TestMain): it
+// runs the command as its child, with the same standard streams and exit
+// status, and writes the child's peak resident set in bytes (getrusage,
+// from wait4) to $WARDEN_TEST_PEAK_RSS_FILE. The child must be started by
+// a small process: Linux counts the memory of the process a child was
+// started from (its address space until the exec) in the child's peak,
+// so a child of the test process itself reports the test process's size.
+func peakRSSMain() {
+	path, err := exec.LookPath(os.Args[1])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "peakrss:", err)
+		os.Exit(127)
+	}
+	cmd := exec.Command(path, os.Args[2:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Env = os.Environ()
+	if err := cmd.Run(); err != nil {
+		if _, ok := err.(*exec.ExitError); !ok {
+			fmt.Fprintln(os.Stderr, "peakrss:", err)
+			os.Exit(127)
+		}
+	}
+	ru, _ := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if ru != nil {
+		_ = os.WriteFile(os.Getenv(envPeakRSSFile), []byte(strconv.FormatInt(int64(ru.Maxrss)<<10, 10)), 0o600) // KiB on Linux
+	}
+	os.Exit(cmd.ProcessState.ExitCode())
 }
 
 func writeFile(t *testing.T, path, content string) {
@@ -171,4 +209,15 @@ func TestHostileCorpus(t *testing.T) {
 		t.Fatalf("a valid policy: %s", r.stderr)
 	}
 	t.Logf("reference: a valid call in %v, peak RSS %.1f MB", r.took.Round(time.Millisecond), float64(r.rss)/(1<<20))
+	// The meter sees what warden allocates: a valid policy near the token
+	// budget (19,600 tokens) costs the YAML library some 15 MB more.
+	writeFile(t, filepath.Join(ws, ".warden", "policy.yaml"), "version: 1\ngrants: ["+strings.Repeat("system.info, ", 9_800)+"system.info]\n")
+	heavy := runWarden(t, home, ws, nil, call...)
+	if heavy.code != 0 {
+		t.Fatalf("a policy within the budget: %s", heavy.stderr)
+	}
+	t.Logf("a valid policy of 19,600 tokens: %v, peak RSS %.1f MB", heavy.took.Round(time.Millisecond), float64(heavy.rss)/(1<<20))
+	if heavy.rss < r.rss+5<<20 {
+		t.Errorf("the meter does not see the YAML library's memory: %d bytes, against %d for a small policy", heavy.rss, r.rss)
+	}
 }

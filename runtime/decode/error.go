@@ -55,7 +55,7 @@ type Limits struct {
 // Defaults of Limits.
 const (
 	DefaultMaxBytes  = 1 << 20
-	DefaultMaxTokens = 50_000
+	DefaultMaxTokens = 20_000
 	DefaultMaxDepth  = 64
 	DefaultMaxKeys   = 1_000
 )

@@ -110,3 +110,35 @@ func kindOf(m fs.FileMode) string {
 	}
 	return "not a plain file"
 }
+
+// LimitBody returns rc, reading at most max bytes of it: a read past them
+// fails with an *Error (ErrTooLarge) naming source, for a response body
+// that a library reads to its end by itself.
+func LimitBody(rc io.ReadCloser, source string, max int64) io.ReadCloser {
+	return &limitedBody{rc: rc, source: source, left: max, max: max}
+}
+
+type limitedBody struct {
+	rc        io.ReadCloser
+	source    string
+	left, max int64
+}
+
+func (l *limitedBody) Read(p []byte) (int, error) {
+	if l.left <= 0 {
+		// One byte more tells a body of exactly max from a longer one.
+		var one [1]byte
+		if n, err := l.rc.Read(one[:]); n == 0 {
+			return 0, err
+		}
+		return 0, overCap(l.source, -1, l.max)
+	}
+	if int64(len(p)) > l.left {
+		p = p[:l.left]
+	}
+	n, err := l.rc.Read(p)
+	l.left -= int64(n)
+	return n, err
+}
+
+func (l *limitedBody) Close() error { return l.rc.Close() }

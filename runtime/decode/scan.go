@@ -1,14 +1,16 @@
 package decode
 
-import "strings"
-
 // The budget scan: one pass over YAML bytes, before the YAML library sees
 // them, that counts tokens, measures nesting and the width of block
 // mappings. It is not a parser: it errs on the side of counting more (a
 // continuation line of a plain scalar counts as a token of its own, a
 // strange indentation as another level), never fewer — so what it lets
-// through, the library handles within the budget. The fuzz target checks
-// that against the library.
+// through, the library handles within the budget. Every indicator
+// character counts as a token wherever it is, in quoted and block
+// scalars and comments too: where the scan and the library disagree on
+// where a scalar ends, what the library makes of the rest is still
+// counted (each of its tokens needs an indicator next to it). The fuzz
+// target checks that against the library.
 
 // level is an open block collection: the column of its entries or keys.
 type level struct {
@@ -65,11 +67,16 @@ func (s *budgetScan) run() *Error {
 			s.adv()
 		case c == '#' && (s.i == 0 || s.sepAt(s.i-1)):
 			err = s.count()
-			s.toEOL()
+			s.adv()
+			if err == nil {
+				err = s.toEOL()
+			}
 		case c == '"' || c == '\'':
 			err = s.count()
 			s.startNode(col)
-			s.quoted(c)
+			if err == nil {
+				err = s.quoted(c)
+			}
 			s.nodeStart, s.adjacentTo = false, s.i
 		case (c == '[' || c == '{') && (s.flow > 0 || s.nodeStart):
 			err = s.count()
@@ -115,12 +122,12 @@ func (s *budgetScan) run() *Error {
 			s.adv()
 			s.nodeStart, s.keyCol = true, -1
 		case (c == '|' || c == '>') && s.flow == 0 && s.nodeStart:
-			err = s.count()
-			if err == nil {
+			// The header, a comment on it, the text.
+			for k := 0; k < 3 && err == nil; k++ {
 				err = s.count()
 			}
 			if err == nil {
-				s.blockScalar()
+				err = s.blockScalar()
 			}
 		case (c == '&' || c == '*') && s.nodeStart:
 			// The indicator is a token; its name, up to a space, another.
@@ -128,13 +135,16 @@ func (s *budgetScan) run() *Error {
 			s.startNode(col)
 			s.adv()
 			if err == nil && s.i < len(s.src) && !s.sepAt(s.i) && s.src[s.i] != '&' && s.src[s.i] != '*' {
-				err = s.count()
-				s.name()
+				if err = s.count(); err == nil {
+					err = s.name()
+				}
 			}
 		case c == '!' && s.nodeStart:
 			err = s.count()
 			s.startNode(col)
-			s.name()
+			if err == nil {
+				err = s.name()
+			}
 		default:
 			err = s.count()
 			s.startNode(col)
@@ -250,7 +260,7 @@ func (s *budgetScan) top() *level { return &s.block[len(s.block)-1] }
 
 // quoted skips a single- or double-quoted scalar, which may span lines
 // (a document marker at the start of one ends it, as the library has it).
-func (s *budgetScan) quoted(q byte) {
+func (s *budgetScan) quoted(q byte) *Error {
 	s.adv()
 	for s.i < len(s.src) {
 		c := s.src[s.i]
@@ -258,9 +268,14 @@ func (s *budgetScan) quoted(q byte) {
 			s.newline(n)
 			if s.docMarkerAt(s.i) {
 				s.bol = true
-				return
+				return nil
 			}
 			continue
+		}
+		if isIndicator[c] && c != q {
+			if err := s.count(); err != nil {
+				return err
+			}
 		}
 		switch {
 		case q == '"' && c == '\\':
@@ -273,16 +288,22 @@ func (s *budgetScan) quoted(q byte) {
 			s.adv()
 		case c == q:
 			s.adv()
-			return
+			return nil
 		default:
 			s.adv()
 		}
 	}
+	return nil
 }
 
-// indicators are the characters the YAML library may split a plain
-// scalar at; each one in a plain scalar counts as a token more.
-const indicators = "-?:,[]{}#&*!|>'\"%@`"
+// isIndicator marks the characters the YAML library may make a token of,
+// or split a scalar at; each one counts as a token more wherever it is.
+var isIndicator = func() (t [256]bool) {
+	for _, c := range []byte("-?:,[]{}#&*!|>'\"%@`") {
+		t[c] = true
+	}
+	return t
+}()
 
 // plain skips a plain scalar's text on this line: up to ": ", " #", the
 // end of the line, or in flow context a flow indicator.
@@ -299,7 +320,7 @@ func (s *budgetScan) plain() *Error {
 			return nil
 		case s.flow > 0 && (c == ',' || c == '[' || c == ']' || c == '{' || c == '}'):
 			return nil
-		case strings.IndexByte(indicators, c) >= 0:
+		case isIndicator[c]:
 			if err := s.count(); err != nil {
 				return err
 			}
@@ -309,18 +330,25 @@ func (s *budgetScan) plain() *Error {
 	return nil
 }
 
-// name skips a tag, or an anchor's or alias's name.
-func (s *budgetScan) name() {
+// name skips a tag, or an anchor's or alias's name (counting the
+// indicators in it, as in a plain scalar).
+func (s *budgetScan) name() *Error {
 	s.adv()
 	for s.i < len(s.src) && !s.sepAt(s.i) && !s.flowIndicatorAt(s.i) {
+		if isIndicator[s.src[s.i]] {
+			if err := s.count(); err != nil {
+				return err
+			}
+		}
 		s.adv()
 	}
+	return nil
 }
 
 // blockScalar skips a literal or folded scalar: its header, then the lines
 // indented deeper than the collection it belongs to — at the indentation
 // its indicator gives, else at that of its first line that is not blank.
-func (s *budgetScan) blockScalar() {
+func (s *budgetScan) blockScalar() *Error {
 	s.adv()
 	explicit := 0
 	for s.i < len(s.src) {
@@ -332,14 +360,16 @@ func (s *budgetScan) blockScalar() {
 		}
 		s.adv()
 	}
-	s.toEOL()
-	parent := -1
+	if err := s.toEOL(); err != nil {
+		return err
+	}
+	parent := 0 // at the top level too: the library wants the text indented
 	if len(s.block) > 0 {
 		parent = s.top().col
 	}
 	content := -1
 	if explicit > 0 {
-		content = max(parent, 0) + explicit
+		content = parent + explicit
 	}
 	for s.i < len(s.src) {
 		n := s.newlineAt(s.i)
@@ -355,7 +385,7 @@ func (s *budgetScan) blockScalar() {
 		ind := j - s.i
 		if j == len(s.src) {
 			s.i, s.col = j, ind
-			return
+			return nil
 		}
 		if s.newlineAt(j) > 0 {
 			s.i, s.col = j, ind
@@ -371,15 +401,25 @@ func (s *budgetScan) blockScalar() {
 			break
 		}
 		s.i, s.col = j, ind
-		s.toEOL()
+		if err := s.toEOL(); err != nil {
+			return err
+		}
 	}
 	s.bol = true
+	return nil
 }
 
-func (s *budgetScan) toEOL() {
+// toEOL skips to the end of the line, counting its indicators.
+func (s *budgetScan) toEOL() *Error {
 	for s.i < len(s.src) && s.newlineAt(s.i) == 0 {
+		if isIndicator[s.src[s.i]] {
+			if err := s.count(); err != nil {
+				return err
+			}
+		}
 		s.adv()
 	}
+	return nil
 }
 
 // adv moves past one byte; the column counts runes.

@@ -533,6 +533,11 @@ func describe(ctx context.Context, mod *wasm.Module) ([]ToolSpec, error) {
 			InputSchema json.RawMessage `json:"inputSchema"`
 		} `json:"tools"`
 	}
+	// The module's own bytes: strictly, as a sidecar's (no duplicate
+	// keys, nesting bounded), before they are read into the format.
+	if _, err := decode.JSON("describe", out, &decode.Limits{MaxBytes: MaxMaxOutputBytes}); err != nil {
+		return nil, err
+	}
 	if err := json.Unmarshal(out, &d); err != nil {
 		return nil, fmt.Errorf("not the servlet describe format {\"tools\":[{name, description, inputSchema}]}: %v", err)
 	}

@@ -43,6 +43,35 @@ func TestHostileFiles(t *testing.T) {
 	}
 }
 
+// TestNestedTotalBudget: a workflow may include many files, but not more
+// than MaxTotalBytes of them in all (every one parsed stays in memory
+// while the whole is checked).
+func TestNestedTotalBudget(t *testing.T) {
+	dir := t.TempDir()
+	big := "version: 1\nname: n\ndescription: \"" + strings.Repeat("a", 900<<10) + "\"\nsteps: [{id: a, tool: analyze}]\n"
+	if err := os.WriteFile(filepath.Join(dir, "big.yaml"), []byte(big), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var top strings.Builder
+	top.WriteString("version: 1\nname: top\nsteps:\n")
+	for i := 0; i < 8; i++ {
+		if err := os.Symlink("big.yaml", filepath.Join(dir, fmt.Sprintf("n%d.yaml", i))); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&top, "  - {id: s%d, workflow: n%d.yaml}\n", i, i)
+	}
+	o := workflow.Options{Open: func(from, p string) (string, []byte, error) {
+		src := filepath.Join(filepath.Dir(from), p)
+		b, err := os.ReadFile(src)
+		return src, b, err
+	}}
+	_, err := workflow.Parse(filepath.Join(dir, "top.yaml"), []byte(top.String()), o)
+	var pe *runtime.PositionError
+	if err == nil || !errors.As(err, &pe) || !strings.Contains(err.Error(), "top.yaml:8:") || !strings.Contains(err.Error(), "more than 4194304 bytes") {
+		t.Fatalf("got %v", err)
+	}
+}
+
 // TestNestedFilesParsedOnce: a file used by many steps is parsed once, so
 // a fan-out does not multiply the work level by level.
 func TestNestedFilesParsedOnce(t *testing.T) {

@@ -34,6 +34,8 @@ type Options struct {
 	// cache holds the nested files parsed so far (by path and digest), so
 	// a file used by many steps is parsed once.
 	cache map[string]parsed
+	// read counts the bytes of every file read so far (MaxTotalBytes).
+	read *int64
 }
 
 type parsed struct {
@@ -70,6 +72,10 @@ func Parse(source string, data []byte, o Options) (*Workflow, error) {
 	if o.cache == nil {
 		o.cache = map[string]parsed{}
 	}
+	if o.read == nil {
+		o.read = new(int64)
+	}
+	*o.read += int64(len(data))
 	return parse(source, data, o, []string{source})
 }
 
@@ -346,6 +352,7 @@ func (c *checker) nested(i int, at string) {
 		c.bad(at+".workflow", "step %s: %v", s.ID, err)
 		return
 	}
+
 	for _, prev := range c.stack {
 		if prev == src {
 			c.bad(at+".workflow", "step %s: %s includes itself (%s → %s): a cycle", s.ID, filepath.Base(src), strings.Join(c.stack, " → "), src)
@@ -356,6 +363,11 @@ func (c *checker) nested(i int, at string) {
 	key := src + "\x00" + string(sum[:]) + "\x00" + strconv.Itoa(len(c.stack))
 	p, ok := c.o.cache[key]
 	if !ok {
+		// What is parsed stays in the cache while the whole is checked.
+		if *c.o.read += int64(len(data)); *c.o.read > MaxTotalBytes {
+			c.bad(at+".workflow", "step %s: the workflow and the files it includes come to more than %d bytes (the limit): include fewer or smaller files", s.ID, MaxTotalBytes)
+			return
+		}
 		p.w, p.err = parse(src, data, c.o, append(append([]string(nil), c.stack...), src))
 		c.o.cache[key] = p
 	}

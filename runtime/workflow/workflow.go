@@ -104,8 +104,13 @@ func (s *Step) Kind() string {
 	return ""
 }
 
-// MaxFileBytes bounds a workflow file.
-const MaxFileBytes = decode.DefaultMaxBytes
+// MaxFileBytes bounds a workflow file, and MaxTotalBytes a workflow with
+// every file it includes: each one parsed stays in memory while the
+// whole is checked.
+const (
+	MaxFileBytes  = decode.DefaultMaxBytes
+	MaxTotalBytes = 4 * MaxFileBytes
+)
 
 //go:embed schema.json
 var schemaJSON []byte
