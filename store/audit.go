@@ -552,7 +552,7 @@ var writeFile = (*os.File).Write
 func writeAnchor(path string, a anchor) error {
 	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+anchorTempInfix+"*")
 	if err != nil {
-		return classify(filepath.Dir(path), err)
+		return Classify(filepath.Dir(path), err)
 	}
 	_, err = writeFile(f, encodeAnchor(a))
 	if err == nil {
@@ -567,7 +567,7 @@ func writeAnchor(path string, a anchor) error {
 	if err != nil {
 		os.Remove(f.Name())
 	}
-	return classify(path, err)
+	return Classify(path, err)
 }
 
 // maxAnchorSize bounds how much of an anchor file is read; a valid one is

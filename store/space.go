@@ -38,10 +38,11 @@ func (e *WriteError) Is(target error) bool { return target == e.Kind }
 
 func (e *WriteError) Unwrap() error { return e.Err }
 
-// classify turns a failed write of path that the system refused for want
+// Classify turns a failed write of path that the system refused for want
 // of space or permission into a *WriteError; other errors are returned as
-// they are.
-func classify(path string, err error) error {
+// they are. The store classifies its own writes; a caller that writes
+// beside it (creating the home directory) may use it too.
+func Classify(path string, err error) error {
 	if err == nil {
 		return nil
 	}

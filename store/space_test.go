@@ -69,7 +69,7 @@ func TestClassify(t *testing.T) {
 		{syscall.EIO, nil},
 		{errors.New("other"), nil},
 	} {
-		got := classify("/h/warden.db", tc.err)
+		got := Classify("/h/warden.db", tc.err)
 		if tc.kind == nil {
 			if got != tc.err {
 				t.Errorf("%v became %v", tc.err, got)

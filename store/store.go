@@ -238,33 +238,33 @@ func (s *Store) create() error {
 	}
 	dir := filepath.Dir(s.path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return classify(dir, fmt.Errorf("store: creating directory: %w", err))
+		return Classify(dir, fmt.Errorf("store: creating directory: %w", err))
 	}
 	tmp, err := os.CreateTemp(dir, filepath.Base(s.path)+".new-*")
 	if err != nil {
-		return classify(dir, fmt.Errorf("store: %w", err))
+		return Classify(dir, fmt.Errorf("store: %w", err))
 	}
 	tmpName := tmp.Name()
 	defer os.Remove(tmpName)
 	if err := tmp.Close(); err != nil {
-		return classify(dir, fmt.Errorf("store: %w", err))
+		return Classify(dir, fmt.Errorf("store: %w", err))
 	}
 	db, err := bolt.Open(tmpName, 0o600, &bolt.Options{Timeout: s.timeout})
 	if err != nil {
-		return classify(dir, fmt.Errorf("store: initialising %s: %w", tmpName, err))
+		return Classify(dir, fmt.Errorf("store: initialising %s: %w", tmpName, err))
 	}
 	err = db.Update(initBuckets)
 	if cerr := db.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return classify(dir, fmt.Errorf("store: initialising %s: %w", tmpName, err))
+		return Classify(dir, fmt.Errorf("store: initialising %s: %w", tmpName, err))
 	}
 	if err := os.Link(tmpName, s.path); err != nil && !errors.Is(err, fs.ErrExist) {
 		// Some file systems have no hard links; rename is atomic too,
 		// it only loses the race against a concurrent creator.
 		if err := os.Rename(tmpName, s.path); err != nil {
-			return classify(dir, fmt.Errorf("store: %w", err))
+			return Classify(dir, fmt.Errorf("store: %w", err))
 		}
 	}
 	syncDir(dir)
@@ -349,7 +349,7 @@ func (h *handle) run(write bool, fn func(tx *bolt.Tx) error) (err error) {
 		h.broken.Store(true)
 		return corruptf(h.path, "%v", err)
 	}
-	return classify(h.path, err)
+	return Classify(h.path, err)
 }
 
 // corruptf returns an error wrapping ErrCorrupt with advice.
@@ -548,7 +548,7 @@ func (s *Store) tryOpen() (h *handle, err error) {
 		case errors.Is(err, fs.ErrNotExist):
 			return nil, fmt.Errorf("store: %s has disappeared: %w", s.path, err)
 		case isIOError(err):
-			return nil, classify(s.path, fmt.Errorf("store: opening %s: %w", s.path, err))
+			return nil, Classify(s.path, fmt.Errorf("store: opening %s: %w", s.path, err))
 		default:
 			return nil, corruptf(s.path, "%v", err)
 		}

@@ -79,8 +79,8 @@ func writeFailure(err error) *failure {
 	if errors.As(err, &we) {
 		path = we.Path
 	}
-	dir := path
-	if fi, serr := os.Stat(path); serr == nil && !fi.IsDir() {
+	dir := path // the directory to free or fix: path's own, or its parent
+	if fi, serr := os.Stat(path); serr != nil || !fi.IsDir() {
 		dir = filepath.Dir(path)
 	}
 	if errors.Is(err, store.ErrFull) {

@@ -84,6 +84,9 @@ func newEnv(c *cli.Context) (*env, error) {
 		return nil, usageErr("", "--home: %v", err)
 	}
 	if err := os.MkdirAll(home, 0o700); err != nil {
+		if werr := store.Classify(home, err); werr != err {
+			return nil, writeFailure(werr) // a full or read-only file system
+		}
 		return nil, usageErr("choose a writable --home", "cannot create %s: %v", home, err)
 	}
 	e.home = home

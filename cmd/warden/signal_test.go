@@ -220,17 +220,17 @@ func TestSignalsEndWardenAtOnce(t *testing.T) {
 	})
 	t.Run("parsing", func(t *testing.T) {
 		home, ws := t.TempDir(), t.TempDir()
-		// One workflow of 80 steps, each naming another file: each a link
+		// One workflow of 200 steps, each naming another file: each a link
 		// to the same large (valid, within every budget) workflow, parsed
 		// once per name.
 		var big strings.Builder
 		big.WriteString("version: 1\nname: n\nparams:\n  p: {type: array, default: [")
-		big.WriteString(strings.Repeat("1,", 24000))
+		big.WriteString(strings.Repeat("1,", 9500))
 		big.WriteString("1]}\nsteps:\n  - {id: a, tool: system, args: {operation: get_info}}\n")
 		writeFile(t, filepath.Join(ws, "big.yaml"), big.String())
 		var top strings.Builder
 		top.WriteString("version: 1\nname: top\nsteps:\n")
-		for i := 0; i < 80; i++ {
+		for i := 0; i < 200; i++ {
 			if err := os.Symlink("big.yaml", filepath.Join(ws, fmt.Sprintf("n%d.yaml", i))); err != nil {
 				t.Fatal(err)
 			}

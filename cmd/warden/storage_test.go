@@ -111,6 +111,12 @@ func TestStoreReadOnly(t *testing.T) {
 		t.Fatalf("read-only home: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 	}
 	t.Logf("%s", strings.TrimSpace(r.stderr))
+	// A home to be made on it.
+	sub := filepath.Join(home, "sub")
+	r = runWarden(t, sub, ws, nil, call...)
+	if r.code == 0 || !strings.HasPrefix(r.stderr, "warden: STORE_READONLY: store: cannot write "+sub+": read-only file system — make "+home+" writable") {
+		t.Fatalf("a home on a read-only file system: exit %d\nstderr: %s", r.code, r.stderr)
+	}
 	remount(0)
 	if r := runWarden(t, home, ws, nil, call...); r.code != 0 {
 		t.Fatalf("read-write again: %s", r.stderr)

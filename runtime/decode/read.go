@@ -55,12 +55,13 @@ func Read(r io.Reader, source string, max int64) ([]byte, error) {
 			return nil, overCap(source, size, max)
 		}
 	}
-	n := max + 1
-	if size >= 0 && size < max {
-		n = size + 1 // one more: a file that grew is noticed
+	// A file of known size is read into a buffer of its size (one byte
+	// more: a file that grew is noticed); anything else grows from 64 KiB.
+	n := min(max+1, 64<<10)
+	if size >= 0 {
+		n = size + 1
 	}
-	b := make([]byte, 0, min(n, 64<<10))
-	b, err := readUpTo(r, b, max+1)
+	b, err := readUpTo(r, make([]byte, 0, n), max+1)
 	if err != nil {
 		return nil, err
 	}
