@@ -82,6 +82,10 @@ func TestYAMLRefusals(t *testing.T) {
 		{"not UTF-8", "version: 1\ngrants: [\"\xff\"]\n", ErrInvalid, "not valid UTF-8", 2},
 		{"bad escape", "grants: [\"\\q\"]\n", ErrInvalid, "unknown escape", 1},
 		{"too big", "version: 1\n" + strings.Repeat("# filler\n", 120_000), ErrTooLarge, "over the limit of 1 MiB", 0},
+		// Found by FuzzYAML: goccy/go-yaml v1.19.2 dereferences nil on the
+		// first, and nests the second as deep as it is long.
+		{"a tag that panicked the library", "%TAG !! 0\n--- ! ", ErrInvalid, "YAML tags (!name) are not allowed", 2},
+		{"tags nesting line by line", strings.Repeat("0: !\n", 500), ErrInvalid, "YAML tags (!name) are not allowed", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var p policyShape

@@ -33,10 +33,11 @@
 //
 // # Strictness
 //
-// YAML anchors (&name), aliases (*name) and merge keys (<<) are refused with
-// their line and column, before anything is expanded: an alias makes a small
-// file stand for a huge value ("billion laughs"), and nothing warden reads
-// needs one — write the value out. Duplicate keys, unknown fields, a second
+// YAML anchors (&name), aliases (*name), merge keys (<<) and tags (!name)
+// are refused with their line and column, before anything is parsed or
+// expanded: an alias makes a small file stand for a huge value ("billion
+// laughs"), a tag alone on its line nests the next line under it, and
+// nothing warden reads needs either — write the value out. Duplicate keys, unknown fields, a second
 // document, wrong types and invalid UTF-8 are errors. JSON is decoded with
 // the same rules: no duplicate keys at any depth, valid UTF-8, one value.
 //

@@ -16,7 +16,8 @@ import (
 // YAML decodes data, one YAML document, into v (a pointer; nil only
 // checks), strictly and under the budget (see the package documentation):
 // size, UTF-8, tokens, depth and width first, from the bytes; then anchors,
-// aliases and merge keys, from the tokens, before anything is expanded;
+// aliases, merge keys and tags, from the tokens, before anything is
+// parsed or expanded;
 // then duplicate keys, a second document, unknown fields and types. It
 // returns the parsed file, for the positions of values ([Position]).
 func YAML(source string, data []byte, v any, lim *Limits) (file *ast.File, err error) {
@@ -48,6 +49,11 @@ func YAML(source string, data []byte, v any, lim *Limits) (file *ast.File, err e
 			what = "YAML aliases (*name) are not allowed: write the value out"
 		case token.MergeKeyType:
 			what = "YAML merge keys (<<) are not allowed: write the keys out"
+		case token.TagType:
+			// None of warden's files needs one, and the library takes
+			// a tag alone on a line as the parent of the next line's
+			// node: a file of such lines nests as deep as it is long.
+			what = "YAML tags (!name) are not allowed: write the plain value"
 		default:
 			continue
 		}
