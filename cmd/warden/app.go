@@ -101,7 +101,7 @@ func writeFailure(err error) *failure {
 func readFailure(err error, hint string) error {
 	switch {
 	case errors.Is(err, decode.ErrTooLarge):
-		return fail(runtime.CodeTooLarge, exitFailed, "warden reads at most 1 MiB, 20,000 YAML tokens and 1,000 keys a mapping of a file it did not write: shorten or split it", "%v", err)
+		return fail(runtime.CodeTooLarge, exitFailed, "shorten or split the file: warden reads a file it did not write only within a budget (a policy, sidecar or workflow: 1 MiB, 20,000 YAML tokens, 1,000 keys a mapping)", "%v", err)
 	case errors.Is(err, decode.ErrInvalid):
 		return fail(runtime.CodeInvalidInput, exitFailed, hint, "%v", err)
 	}
