@@ -204,6 +204,7 @@ func runProc(ctx context.Context, p procSpec) (int, error) {
 	outW.Close()
 	errW.Close()
 	pgid := cmd.Process.Pid
+	sandbox.Started(pgid, box.Group)
 
 	var copies sync.WaitGroup
 	drain := func(r *os.File, w io.Writer) {
@@ -240,6 +241,7 @@ func runProc(ctx context.Context, p procSpec) (int, error) {
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	limitHit := sandbox.Cleanup(box.Group)
 	box.Group = ""
+	sandbox.Ended(pgid) // before the leader is reaped
 	werr := cmd.Wait()
 
 	done := make(chan struct{})

@@ -20,6 +20,7 @@ import (
 
 	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/decode"
 	"github.com/wardenrt/warden/runtime/redact"
 )
 
@@ -436,6 +437,22 @@ func (t *textSummarizeTool) httpClient() *http.Client {
 	}
 }
 
+// textMaxAnswer bounds one answer of the model endpoint: go-openai reads
+// a body to its end.
+const textMaxAnswer = 32 << 20
+
+// textCappedDoer sends summarize's requests, reading at most textMaxAnswer
+// of each answer.
+type textCappedDoer struct{ c *http.Client }
+
+func (d textCappedDoer) Do(req *http.Request) (*http.Response, error) {
+	resp, err := d.c.Do(req)
+	if resp != nil && resp.Body != nil {
+		resp.Body = decode.LimitBody(resp.Body, "the model endpoint's answer", textMaxAnswer)
+	}
+	return resp, err
+}
+
 // textPlan is what summarize will send.
 type textPlan struct {
 	args      textSummarizeArgs
@@ -528,7 +545,7 @@ func (t *textSummarizeTool) Run(ctx context.Context, c *runtime.Call) runtime.Ou
 	}
 	cfg := openai.DefaultConfig(e.apiKey)
 	cfg.BaseURL = e.baseURL
-	cfg.HTTPClient = t.httpClient()
+	cfg.HTTPClient = textCappedDoer{t.httpClient()}
 	s := &textSummarizer{client: openai.NewClientWithConfig(cfg), e: e, maxTokens: p.maxTokens, style: p.args.Style}
 
 	var summary string

@@ -11,6 +11,7 @@ import (
 
 	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/decode"
 	"github.com/wardenrt/warden/runtime/workflow"
 )
 
@@ -94,12 +95,7 @@ func workflowOpen(c *runtime.Call) func(from, p string) (string, []byte, error) 
 			return "", nil, err
 		}
 		defer root.Close()
-		f, err := root.Open(filepath.Base(abs))
-		if err != nil {
-			return "", nil, err
-		}
-		defer f.Close()
-		b, err := workflow.ReadFile(f, abs)
+		b, err := decode.ReadRootFile(root, filepath.Base(abs), abs, workflow.MaxFileBytes)
 		return abs, b, err
 	}
 }

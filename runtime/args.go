@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"reflect"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/wardenrt/warden/runtime/decode"
 )
 
 // Limits of strict argument decoding.
@@ -18,9 +18,10 @@ const (
 	MaxArgsDepth = 64
 )
 
-// DecodeArgs decodes a tool's arguments strictly: at most MaxArgsBytes,
-// valid UTF-8, one JSON object, no duplicate keys at any depth, nesting at
-// most MaxArgsDepth. Empty input means {}. It returns the decoded value
+// DecodeArgs decodes a tool's arguments strictly, through the decoder of
+// bytes from outside (package decode): at most MaxArgsBytes, valid UTF-8,
+// one JSON object, no duplicate keys at any depth, nesting at most
+// MaxArgsDepth. Empty input means {}. It returns the decoded value
 // (numbers as json.Number, for schema validation) and the compact bytes.
 // Unknown and case-variant field names are refused by schema validation
 // (every object schema is closed) and again by Call.Bind.
@@ -31,91 +32,27 @@ func DecodeArgs(raw []byte) (map[string]any, []byte, *Error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return map[string]any{}, []byte("{}"), nil
 	}
-	if !utf8.Valid(raw) {
-		return nil, nil, Errorf(CodeInvalidInput, "send arguments as UTF-8 JSON", "arguments are not valid UTF-8")
-	}
-	d := &strictDecoder{dec: json.NewDecoder(bytes.NewReader(raw))}
-	d.dec.UseNumber()
-	v, err := d.value(0, "")
-	if err == nil {
-		if _, terr := d.dec.Token(); terr != io.EOF {
-			err = errors.New("unexpected data after the arguments object")
-		}
-	}
+	const hint = `send one JSON object, e.g. --args '{"operation":"get_info"}'`
+	v, err := decode.JSON("arguments", raw, &decode.Limits{MaxBytes: MaxArgsBytes, MaxDepth: MaxArgsDepth})
 	if err != nil {
-		return nil, nil, Errorf(CodeInvalidInput, `send one JSON object, e.g. --args '{"operation":"get_info"}'`, "arguments: %v", err)
+		var de *decode.Error
+		if errors.As(err, &de) {
+			if strings.HasPrefix(de.Message, "not valid UTF-8") {
+				return nil, nil, Errorf(CodeInvalidInput, "send arguments as UTF-8 JSON", "arguments are %s", de.Message)
+			}
+			return nil, nil, Errorf(CodeInvalidInput, hint, "arguments: %s", de.Message)
+		}
+		return nil, nil, Errorf(CodeInvalidInput, hint, "arguments: %v", err)
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return nil, nil, Errorf(CodeInvalidInput, `send one JSON object, e.g. --args '{"operation":"get_info"}'`, "arguments must be a JSON object, not %s", jsonKind(v))
+		return nil, nil, Errorf(CodeInvalidInput, hint, "arguments must be a JSON object, not %s", decode.Kind(v))
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, raw); err != nil {
 		return nil, nil, Errorf(CodeInvalidInput, "", "arguments: %v", err)
 	}
 	return obj, buf.Bytes(), nil
-}
-
-type strictDecoder struct{ dec *json.Decoder }
-
-func (d *strictDecoder) value(depth int, ptr string) (any, error) {
-	if depth > MaxArgsDepth {
-		return nil, fmt.Errorf("nesting deeper than %d at %q", MaxArgsDepth, ptrOrRoot(ptr))
-	}
-	tok, err := d.dec.Token()
-	if err != nil {
-		return nil, syntaxErr(err)
-	}
-	switch t := tok.(type) {
-	case json.Delim:
-		switch t {
-		case '{':
-			obj := map[string]any{}
-			for d.dec.More() {
-				kt, err := d.dec.Token()
-				if err != nil {
-					return nil, syntaxErr(err)
-				}
-				key := kt.(string) // the decoder only yields string keys inside objects
-				kp := ptr + "/" + escapePointer(key)
-				if _, dup := obj[key]; dup {
-					return nil, fmt.Errorf("duplicate key %q at %q", key, ptrOrRoot(ptr))
-				}
-				v, err := d.value(depth+1, kp)
-				if err != nil {
-					return nil, err
-				}
-				obj[key] = v
-			}
-			if _, err := d.dec.Token(); err != nil {
-				return nil, syntaxErr(err)
-			}
-			return obj, nil
-		case '[':
-			arr := []any{}
-			for i := 0; d.dec.More(); i++ {
-				v, err := d.value(depth+1, ptr+"/"+strconv.Itoa(i))
-				if err != nil {
-					return nil, err
-				}
-				arr = append(arr, v)
-			}
-			if _, err := d.dec.Token(); err != nil {
-				return nil, syntaxErr(err)
-			}
-			return arr, nil
-		}
-		return nil, fmt.Errorf("unexpected %q", t)
-	default:
-		return t, nil // string, json.Number, bool or nil
-	}
-}
-
-func syntaxErr(err error) error {
-	if err == io.EOF {
-		return errors.New("unexpected end of JSON")
-	}
-	return err
 }
 
 func escapePointer(s string) string {
@@ -127,22 +64,6 @@ func ptrOrRoot(p string) string {
 		return "/"
 	}
 	return p
-}
-
-func jsonKind(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "a boolean"
-	case json.Number:
-		return "a number"
-	case string:
-		return "a string"
-	case []any:
-		return "an array"
-	}
-	return "an object"
 }
 
 // bindStrict decodes raw into v, refusing unknown fields and field names that

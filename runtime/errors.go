@@ -39,6 +39,12 @@ const (
 	CodeToolError     Code = "TOOL_ERROR"
 	CodeStoreLocked   Code = "STORE_LOCKED"
 	CodeStoreCorrupt  Code = "STORE_CORRUPT"
+	// CodeStoreFull and CodeStoreReadOnly: the store (its database, its
+	// audit anchor) could not be written for want of space, or because
+	// its directory is read-only; nothing ran without its audit record.
+	// Not in SPEC §2's list; see RATIONALE.md.
+	CodeStoreFull     Code = "STORE_FULL"
+	CodeStoreReadOnly Code = "STORE_READONLY"
 	CodeAuditTampered Code = "AUDIT_TAMPERED"
 	CodeLLMError      Code = "LLM_ERROR"
 	CodeInternal      Code = "INTERNAL"
@@ -52,7 +58,7 @@ func Codes() []Code {
 		CodePathEscape, CodeNotFound, CodeAlreadyExists, CodeNotText, CodeTooLarge,
 		CodeCommandFailed, CodeCommandNotFound, CodeCommandTimeout, CodeResourceLimit, CodeTimeout,
 		CodePatchRejected, CodeNetworkError, CodeWasmTrap, CodeWasmLimit, CodeToolError,
-		CodeStoreLocked, CodeStoreCorrupt, CodeAuditTampered, CodeLLMError, CodeInternal,
+		CodeStoreLocked, CodeStoreCorrupt, CodeStoreFull, CodeStoreReadOnly, CodeAuditTampered, CodeLLMError, CodeInternal,
 	}
 }
 

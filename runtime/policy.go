@@ -7,11 +7,10 @@ import (
 	"path"
 	"strings"
 
-	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
-	"github.com/goccy/go-yaml/parser"
 
 	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/decode"
 	"github.com/wardenrt/warden/runtime/sandbox"
 )
 
@@ -138,45 +137,33 @@ func DefaultPolicy() *Policy {
 // DefaultPolicyYAML returns the text of the built-in default policy.
 func DefaultPolicyYAML() string { return string(defaultPolicyYAML) }
 
-// LoadPolicy reads and parses a policy file.
+// LoadPolicy reads and parses a policy file (at most MaxPolicyBytes; its
+// size is checked before it is read).
 func LoadPolicy(file string) (*Policy, error) {
 	p, _, err := loadPolicyFile(file)
 	return p, err
 }
 
-// PositionError is a problem in a YAML file — a policy, a wasm tool's
-// sidecar, a workflow — located by line and column where known (Line 0:
-// the file as a whole).
-type PositionError struct {
-	Source       string
-	Line, Column int
-	Message      string
-}
+// MaxPolicyBytes bounds a policy file.
+const MaxPolicyBytes = decode.DefaultMaxBytes
+
+// PositionError is a problem in a file someone else wrote — a policy, a
+// wasm tool's sidecar, a workflow — located by line and column where known
+// (Line 0: the file as a whole).
+type PositionError = decode.Error
 
 // PolicyError is a problem in a policy file.
 type PolicyError = PositionError
 
-func (e *PositionError) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("%s:%d:%d: %s", e.Source, e.Line, e.Column, e.Message)
-	}
-	return fmt.Sprintf("%s: %s", e.Source, e.Message)
-}
-
-// ParsePolicy parses policy YAML strictly (unknown keys, duplicate keys and
-// wrong types are errors) and validates it. Every problem is reported with
-// its line and column; all of them are returned joined.
+// ParsePolicy parses policy YAML strictly and under a budget (see package
+// decode: size, aliases, depth, duplicate and unknown keys, wrong types)
+// and validates it. Every problem is reported with its line and column;
+// all of them are returned joined.
 func ParsePolicy(source string, data []byte) (*Policy, error) {
-	if err := CheckYAMLDepth(source, data); err != nil {
-		return nil, err
-	}
 	var p Policy
-	if err := yaml.UnmarshalWithOptions(data, &p, yaml.Strict()); err != nil {
-		return nil, YAMLError(source, err)
-	}
-	file, err := parser.ParseBytes(data, 0)
+	file, err := decode.YAML(source, data, &p, &decode.Limits{MaxBytes: MaxPolicyBytes})
 	if err != nil {
-		return nil, YAMLError(source, err)
+		return nil, err
 	}
 	pos := func(p string) (int, int) { return YAMLPosition(file, p) }
 	var errs []error
@@ -257,46 +244,12 @@ func ParsePolicy(source string, data []byte) (*Policy, error) {
 }
 
 // YAMLPosition is the line and column of the YAML value at path (a
-// goccy/go-yaml path such as "$.steps[2].tool") in file, or of its nearest
-// parent that exists; 0, 0 when none does. A mapping is where its first
-// key is (its own token is a colon).
-func YAMLPosition(file *ast.File, path string) (int, int) {
-	for path != "" && path != "$" {
-		if yp, err := yaml.PathString(path); err == nil {
-			if n, err := yp.FilterFile(file); err == nil && n != nil {
-				switch m := n.(type) {
-				case *ast.MappingValueNode:
-					n = m.Key
-				case *ast.MappingNode:
-					if len(m.Values) > 0 {
-						n = m.Values[0].Key
-					}
-				}
-				if t := n.GetToken(); t != nil && t.Position != nil {
-					return t.Position.Line, t.Position.Column
-				}
-			}
-		}
-		i := strings.LastIndexAny(path, ".[")
-		if i <= 0 {
-			break
-		}
-		path = path[:i]
-	}
-	return 0, 0
-}
+// goccy/go-yaml path such as "$.steps[2].tool") in file: see
+// decode.Position.
+func YAMLPosition(file *ast.File, path string) (int, int) { return decode.Position(file, path) }
 
 // YAMLError locates a goccy/go-yaml decoding error in source.
-func YAMLError(source string, err error) *PositionError {
-	var ye yaml.Error
-	if errors.As(err, &ye) {
-		if t := ye.GetToken(); t != nil && t.Position != nil {
-			return &PositionError{Source: source, Line: t.Position.Line, Column: t.Position.Column, Message: ye.GetMessage()}
-		}
-		return &PositionError{Source: source, Message: ye.GetMessage()}
-	}
-	return &PositionError{Source: source, Message: err.Error()}
-}
+func YAMLError(source string, err error) *PositionError { return decode.YAMLError(source, err) }
 
 // GrantList returns the policy's parsed grants.
 func (p *Policy) GrantList() []capability.Grant { return append([]capability.Grant(nil), p.grants...) }
@@ -383,64 +336,4 @@ func (r *Rule) Matchers() string {
 		add("args."+k, r.Args[k])
 	}
 	return strings.Join(parts, ", ")
-}
-
-// MaxYAMLDepth bounds the flow-collection nesting ([ and {) of the YAML
-// files warden reads (policies, sidecars, workflows): the YAML parser's
-// time and memory grow steeply with it (100,000 levels took 46 s and 15
-// GB), and no real file needs more than a few levels.
-const MaxYAMLDepth = 64
-
-// CheckYAMLDepth refuses YAML whose [ and { nest deeper than MaxYAMLDepth,
-// before it reaches the parser. It skips quoted strings and comments.
-func CheckYAMLDepth(source string, data []byte) error {
-	depth, line, col := 0, 1, 0
-	var quote byte
-	comment := false
-	for i := 0; i < len(data); i++ {
-		c := data[i]
-		col++
-		if c == '\n' {
-			line, col, comment = line+1, 0, false
-			if quote == '\'' || quote == '"' {
-				continue // quoted strings may span lines
-			}
-			continue
-		}
-		switch {
-		case comment:
-		case quote == '"':
-			if c == '\\' {
-				i++
-				col++
-			} else if c == '"' {
-				quote = 0
-			}
-		case quote == '\'':
-			if c == '\'' {
-				if i+1 < len(data) && data[i+1] == '\'' {
-					i++
-					col++
-				} else {
-					quote = 0
-				}
-			}
-		case c == '#' && (i == 0 || data[i-1] == ' ' || data[i-1] == '\t' || data[i-1] == '\n'):
-			comment = true
-		case c == '"' || c == '\'':
-			if i == 0 || strings.IndexByte(" \t\n[{,:-", data[i-1]) >= 0 {
-				quote = c
-			}
-		case c == '[' || c == '{':
-			depth++
-			if depth > MaxYAMLDepth {
-				return &PositionError{Source: source, Line: line, Column: col, Message: fmt.Sprintf("nested deeper than %d levels", MaxYAMLDepth)}
-			}
-		case c == ']' || c == '}':
-			if depth > 0 {
-				depth--
-			}
-		}
-	}
-	return nil
 }

@@ -6,11 +6,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/wardenrt/warden/runtime/decode"
 )
 
 // Which policy is in force, and whether its owner trusts it.
@@ -161,30 +161,12 @@ func CanonicalPolicyPath(file string) string {
 	return abs
 }
 
-// MaxPolicyBytes bounds a policy file.
-const MaxPolicyBytes = 1 << 20
-
 // ReadPolicyFile reads a policy file: a regular file (never a device or a
-// FIFO), at most MaxPolicyBytes.
+// FIFO), at most MaxPolicyBytes, its size checked before it is read.
 func ReadPolicyFile(file string) ([]byte, error) {
-	f, err := os.Open(file)
+	data, err := decode.ReadFile(file, MaxPolicyBytes)
 	if err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("policy: %w", err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, &PositionError{Source: file, Message: "not a regular file"}
-	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxPolicyBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("policy: %w", err)
-	}
-	if len(data) > MaxPolicyBytes {
-		return nil, &PositionError{Source: file, Message: fmt.Sprintf("larger than %d bytes", MaxPolicyBytes)}
 	}
 	return data, nil
 }

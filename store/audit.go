@@ -543,14 +543,18 @@ func parseAnchor(b []byte) (anchor, bool) {
 // anchorTempInfix marks the temporary files writeAnchor renames into place.
 const anchorTempInfix = ".tmp-"
 
+// writeFile writes the anchor's bytes; tests replace it to make the
+// disk full.
+var writeFile = (*os.File).Write
+
 // writeAnchor replaces the anchor file atomically: temporary file in the
 // same directory, fsync, rename.
 func writeAnchor(path string, a anchor) error {
 	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+anchorTempInfix+"*")
 	if err != nil {
-		return err
+		return Classify(filepath.Dir(path), err)
 	}
-	_, err = f.Write(encodeAnchor(a))
+	_, err = writeFile(f, encodeAnchor(a))
 	if err == nil {
 		err = f.Sync()
 	}
@@ -563,7 +567,7 @@ func writeAnchor(path string, a anchor) error {
 	if err != nil {
 		os.Remove(f.Name())
 	}
-	return err
+	return Classify(path, err)
 }
 
 // maxAnchorSize bounds how much of an anchor file is read; a valid one is

@@ -129,6 +129,12 @@ type openAttempt struct {
 // The file is then closed again after Options.Linger: each operation reopens
 // it as needed (see the package documentation).
 func Open(path string, opts *Options) (*Store, error) {
+	return OpenContext(context.Background(), path, opts)
+}
+
+// OpenContext is [Open] whose wait for another process's lock ends when ctx
+// does (with ctx's error).
+func OpenContext(ctx context.Context, path string, opts *Options) (*Store, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -164,7 +170,7 @@ func Open(path string, opts *Options) (*Store, error) {
 	if err := s.create(); err != nil {
 		return nil, err
 	}
-	h, err := s.acquire(context.Background())
+	h, err := s.acquire(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -240,33 +246,33 @@ func (s *Store) create() error {
 	}
 	dir := filepath.Dir(s.path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("store: creating directory: %w", err)
+		return Classify(dir, fmt.Errorf("store: creating directory: %w", err))
 	}
 	tmp, err := os.CreateTemp(dir, filepath.Base(s.path)+".new-*")
 	if err != nil {
-		return fmt.Errorf("store: %w", err)
+		return Classify(dir, fmt.Errorf("store: %w", err))
 	}
 	tmpName := tmp.Name()
 	defer os.Remove(tmpName)
 	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("store: %w", err)
+		return Classify(dir, fmt.Errorf("store: %w", err))
 	}
 	db, err := bolt.Open(tmpName, 0o600, &bolt.Options{Timeout: s.timeout})
 	if err != nil {
-		return fmt.Errorf("store: initialising %s: %w", tmpName, err)
+		return Classify(dir, fmt.Errorf("store: initialising %s: %w", tmpName, err))
 	}
 	err = db.Update(initBuckets)
 	if cerr := db.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("store: initialising %s: %w", tmpName, err)
+		return Classify(dir, fmt.Errorf("store: initialising %s: %w", tmpName, err))
 	}
 	if err := os.Link(tmpName, s.path); err != nil && !errors.Is(err, fs.ErrExist) {
 		// Some file systems have no hard links; rename is atomic too,
 		// it only loses the race against a concurrent creator.
 		if err := os.Rename(tmpName, s.path); err != nil {
-			return fmt.Errorf("store: %w", err)
+			return Classify(dir, fmt.Errorf("store: %w", err))
 		}
 	}
 	syncDir(dir)
@@ -362,7 +368,7 @@ func (h *handle) run(write bool, fn func(tx *bolt.Tx) error) (err error) {
 		h.broken.Store(true)
 		return corruptf(h.path, "%v", err)
 	}
-	return err
+	return Classify(h.path, err)
 }
 
 // corruptf returns an error wrapping ErrCorrupt with advice.
@@ -561,7 +567,7 @@ func (s *Store) tryOpen() (h *handle, err error) {
 		case errors.Is(err, fs.ErrNotExist):
 			return nil, fmt.Errorf("store: %s has disappeared: %w", s.path, err)
 		case isIOError(err):
-			return nil, fmt.Errorf("store: opening %s: %w", s.path, err)
+			return nil, Classify(s.path, fmt.Errorf("store: opening %s: %w", s.path, err))
 		default:
 			return nil, corruptf(s.path, "%v", err)
 		}

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
+	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/decode"
 	"github.com/wardenrt/warden/store"
 )
 
@@ -55,6 +55,8 @@ func storeFailure(err error) error {
 		return fail(runtime.CodeStoreLocked, exitLocked, "another warden process is using the store; retry when it is done, or raise --lock-timeout", "%v", err)
 	case errors.Is(err, store.ErrCorrupt):
 		return fail(runtime.CodeStoreCorrupt, exitFailed, "restore warden.db from a backup, or move it aside to start a new store", "%v", err)
+	case errors.Is(err, store.ErrFull), errors.Is(err, store.ErrReadOnly):
+		return writeFailure(err)
 	case errors.Is(err, store.ErrTampered):
 		return fail(runtime.CodeAuditTampered, exitFailed, "the audit log was altered; keep the file for investigation", "%v", err)
 	case errors.Is(err, store.ErrNotFound):
@@ -69,10 +71,55 @@ func storeFailure(err error) error {
 	return fail(runtime.CodeInternal, exitFailed, "run again with --log-level debug and see <home>/logs", "%v", err)
 }
 
-// run is main without os.Exit, for tests.
+// writeFailure is STORE_FULL or STORE_READONLY, with a hint naming the
+// path that could not be written and what to do about it.
+func writeFailure(err error) *failure {
+	path := "the warden home directory"
+	var we *store.WriteError
+	if errors.As(err, &we) {
+		path = we.Path
+	}
+	dir := path // the directory to free or fix: path's own, or its parent
+	if fi, serr := os.Stat(path); serr != nil || !fi.IsDir() {
+		dir = filepath.Dir(path)
+	}
+	if errors.Is(err, store.ErrFull) {
+		return fail(runtime.CodeStoreFull, exitFailed,
+			fmt.Sprintf("free space on the file system holding %s (`df -h %s` shows it), then run the command again; nothing ran without its audit record", path, dir),
+			"%v", err)
+	}
+	return fail(runtime.CodeStoreReadOnly, exitFailed,
+		fmt.Sprintf("make %s writable (remount it read-write, or fix its owner and mode), or choose a writable --home; nothing ran without its audit record", dir),
+		"%v", err)
+}
+
+// readFailure maps a failure to read or decode a file someone other than
+// warden wrote (a policy, a sidecar, a workflow): over the decoder's
+// budget is TOO_LARGE, a refused construct or a problem in the file is
+// INVALID_INPUT, anything else (missing, unreadable) a usage error; hint
+// says what to do about the file.
+func readFailure(err error, hint string) error {
+	switch {
+	case errors.Is(err, decode.ErrTooLarge):
+		return fail(runtime.CodeTooLarge, exitFailed, "shorten or split the file: warden reads a file it did not write only within a budget (a policy, sidecar or workflow: 1 MiB, 20,000 YAML tokens, 1,000 keys a mapping)", "%v", err)
+	case errors.Is(err, decode.ErrInvalid):
+		return fail(runtime.CodeInvalidInput, exitFailed, hint, "%v", err)
+	}
+	var pe *runtime.PositionError
+	if errors.As(err, &pe) {
+		return fail(runtime.CodeInvalidInput, exitFailed, hint, "%v", err)
+	}
+	return usageErr(hint, "%v", err)
+}
+
+// run is main without os.Exit and without its signal handling, for tests.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	return runContext(context.Background(), args, stdin, stdout, stderr)
+}
+
+// runContext runs a command until it ends or ctx does (main cancels it at
+// the first SIGINT or SIGTERM).
+func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	app := newApp(stdin, stdout, stderr)
 	err := app.RunContext(ctx, reorderArgs(app, args))
 	if err == nil {

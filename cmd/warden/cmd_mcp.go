@@ -43,7 +43,7 @@ func mcpCommand() *cli.Command {
 						"with a bearer token (from " + envMCPToken + ", or generated and printed when stderr is a terminal)"},
 					&cli.BoolFlag{Name: "allow-remote", Usage: "with --http, allow an address other than loopback (plain HTTP: put a TLS proxy in front)"},
 					&cli.StringSliceFlag{Name: "allow-host", Usage: "with --http, a further `NAME` clients may use in the Host header (besides localhost, 127.0.0.1, ::1 and the bound address)"},
-					&cli.Int64Flag{Name: "max-request-bytes", Value: mcp.DefaultMaxRequestBodyBytes, Usage: "with --http, the largest request body accepted"},
+					&cli.Int64Flag{Name: "max-request-bytes", Value: mcp.DefaultMaxRequestBodyBytes, Usage: "the largest request accepted: an HTTP request body, or one message on stdio"},
 					&cli.BoolFlag{Name: "resources", Usage: "serve the audit log and the runs as read-only resources (warden://audit/…, warden://runs/…): every principal's recorded calls, to any client; each read is audited"},
 					&cli.DurationFlag{Name: "reload-interval", Value: time.Second, Usage: "how often to look for wasm tools installed, approved, re-granted or removed while serving (0: never)"},
 				},
@@ -79,7 +79,11 @@ func mcpCommand() *cli.Command {
 						return srv.serve(ctx, m)
 					}
 					e.logger().Info("mcp serve: stdio", "tools", m.gate.Load().Registry().Len(), "approval", string(e.approval))
-					if err := m.s.Run(ctx, &mcp.StdioTransport{}); err != nil && ctx.Err() == nil {
+					maxLine := e.c.Int64("max-request-bytes")
+					if maxLine <= 0 {
+						return usageErr("", "--max-request-bytes must be positive")
+					}
+					if err := m.s.Run(ctx, &mcp.StdioTransport{MaxLineLength: int(maxLine)}); err != nil && ctx.Err() == nil {
 						return fail(runtime.CodeInternal, exitFailed, "", "mcp: %v", err)
 					}
 					return nil

@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/decode"
 )
 
 func policyCommand() *cli.Command {
@@ -24,9 +25,9 @@ func policyCommand() *cli.Command {
 						return usageErr("usage: warden policy check FILE", "policy check needs one file")
 					}
 					file := e.c.Args().First()
-					data, err := runtime.ReadPolicyFile(file)
+					data, err := decode.ReadFile(file, runtime.MaxPolicyBytes)
 					if err != nil {
-						return usageErr("check the path", "%v", err)
+						return readFailure(err, "check the path")
 					}
 					p, err := runtime.ParsePolicy(file, data)
 					if err != nil {

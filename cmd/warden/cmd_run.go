@@ -14,6 +14,7 @@ import (
 
 	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/agent"
+	"github.com/wardenrt/warden/runtime/decode"
 )
 
 // openAIDefaultBase and openAIDefaultModel apply when only OPENAI_API_KEY
@@ -58,9 +59,9 @@ func runCommand() *cli.Command {
 			}
 			var system string
 			if f := e.c.String("system"); f != "" {
-				b, err := os.ReadFile(f)
+				b, err := decode.ReadFile(f, decode.DefaultMaxBytes)
 				if err != nil {
-					return usageErr("check the path", "--system: %v", err)
+					return readFailure(fmt.Errorf("--system: %w", err), "check the path")
 				}
 				system = string(b)
 			}

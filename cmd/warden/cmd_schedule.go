@@ -432,6 +432,9 @@ func daemonCommand() *cli.Command {
 			fmt.Fprintf(e.stderr, "warden: daemon running (pid %d); jobs: `warden schedule ls`\n", os.Getpid())
 			err = s.Loop(ctx)
 			fmt.Fprintln(e.stderr, "warden: daemon stopped")
+			if err == nil {
+				stoppedCleanly.Store(true)
+			}
 			return err
 		}),
 	}

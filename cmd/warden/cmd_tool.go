@@ -20,6 +20,7 @@ import (
 
 	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/decode"
 	"github.com/wardenrt/warden/runtime/wasmtool"
 	"github.com/wardenrt/warden/store"
 )
@@ -264,6 +265,9 @@ func toolFailure(err error) error {
 	var rerr *runtime.Error
 	if errors.As(err, &rerr) && rerr.Code != runtime.CodeInvalidInput {
 		return fail(rerr.Code, exitFailed, rerr.Hint, "%v", err)
+	}
+	if errors.Is(err, decode.ErrTooLarge) {
+		return readFailure(err, "")
 	}
 	return fail(runtime.CodeInvalidInput, exitUsage, "", "%v", err)
 }
@@ -612,12 +616,12 @@ func buildModule(ctx context.Context, e *env, dir string) error {
 	var sidecar []byte
 	if len(sidecars) == 1 {
 		name = strings.TrimSuffix(filepath.Base(sidecars[0]), ".tool.yaml")
-		if sidecar, err = os.ReadFile(sidecars[0]); err != nil {
-			return usageErr("", "%v", err)
+		if sidecar, err = decode.ReadFile(sidecars[0], wasmtool.MaxSidecarBytes); err != nil {
+			return readFailure(err, "")
 		}
 		sc, err := wasmtool.ParseSidecar(filepath.Base(sidecars[0]), sidecar)
 		if err != nil {
-			return usageErr("fix the sidecar", "%v", err)
+			return readFailure(err, "fix the sidecar")
 		}
 		if sc.ABI == wasmtool.ABICommand {
 			command = true

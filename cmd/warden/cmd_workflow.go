@@ -17,6 +17,7 @@ import (
 	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/agent"
 	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/decode"
 	"github.com/wardenrt/warden/runtime/workflow"
 )
 
@@ -117,12 +118,7 @@ func openWorkflow(from, path string) (string, []byte, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	f, err := os.Open(abs)
-	if err != nil {
-		return "", nil, err
-	}
-	defer f.Close()
-	b, err := workflow.ReadFile(f, abs)
+	b, err := decode.ReadFile(abs, workflow.MaxFileBytes)
 	return abs, b, err
 }
 
@@ -131,7 +127,7 @@ func openWorkflow(from, path string) (string, []byte, error) {
 func (e *env) loadWorkflow(path string) (*workflow.Workflow, error) {
 	src, data, err := openWorkflow("", path)
 	if err != nil {
-		return nil, usageErr("check the path", "%v", err)
+		return nil, readFailure(err, "check the path")
 	}
 	reg, err := e.registry()
 	if err != nil {

@@ -86,6 +86,9 @@ func newEnv(c *cli.Context) (*env, error) {
 		return nil, usageErr("", "--home: %v", err)
 	}
 	if err := os.MkdirAll(home, 0o700); err != nil {
+		if werr := store.Classify(home, err); werr != err {
+			return nil, writeFailure(werr) // a full or read-only file system
+		}
 		return nil, usageErr("choose a writable --home", "cannot create %s: %v", home, err)
 	}
 	e.home = home
@@ -177,11 +180,12 @@ func (e *env) store() (*store.Store, error) {
 	if e.st != nil {
 		return e.st, nil
 	}
-	timeout := defaultLockTimeout
+	timeout, ctx := defaultLockTimeout, context.Background()
 	if e.c != nil {
-		timeout = e.c.Duration("lock-timeout")
+		timeout, ctx = e.c.Duration("lock-timeout"), e.c.Context
 	}
-	st, err := store.Open(filepath.Join(e.home, "warden.db"), &store.Options{Timeout: timeout})
+	e.logger().Debug("opening the store", "path", filepath.Join(e.home, "warden.db"), "lock_timeout", timeout.String())
+	st, err := store.OpenContext(ctx, filepath.Join(e.home, "warden.db"), &store.Options{Timeout: timeout})
 	if err != nil {
 		return nil, storeFailure(err)
 	}
@@ -233,14 +237,15 @@ func (e *env) policyInForce() (*runtime.PolicyInForce, error) {
 	}
 	pf, err := runtime.ResolvePolicy(e.ctx(), e.policyFiles(), lazyStore{open: e.store})
 	if err != nil {
-		var pe *runtime.PolicyError
-		switch {
-		case errors.As(err, &pe):
-			return nil, usageErr("fix the policy file; check it with `warden policy check "+pe.Source+"`", "%v", err)
-		case isStoreError(err):
+		if isStoreError(err) {
 			return nil, storeFailure(err)
 		}
-		return nil, usageErr("", "%v", err)
+		src := "FILE"
+		var pe *runtime.PositionError
+		if errors.As(err, &pe) {
+			src = pe.Source
+		}
+		return nil, readFailure(err, "fix the policy file; check it with `warden policy check "+src+"`")
 	}
 	e.pol = pf
 	if pf.State == runtime.TrustMissing {

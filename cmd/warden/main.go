@@ -6,7 +6,13 @@ package main
 import (
 	"os"
 	"runtime/debug"
+	"sync/atomic"
 )
+
+// stoppedCleanly is set by a service (warden daemon) whose signal is its
+// normal way to stop, once it has stopped and recorded everything: it then
+// exits 0, as a service manager expects.
+var stoppedCleanly atomic.Bool
 
 // gcPercent is the garbage collector's target unless GOGC says otherwise: a
 // warden command is mostly short-lived and allocates its garbage up front
@@ -19,7 +25,12 @@ func main() {
 		debug.SetGCPercent(gcPercent)
 	}
 	wasiOutputIgnored = unsetWASIOutput()
-	os.Exit(run(os.Args, os.Stdin, os.Stdout, os.Stderr))
+	ctx, sigs := watchSignals(os.Stderr)
+	code := runContext(ctx, os.Args, os.Stdin, os.Stdout, os.Stderr)
+	if sig := sigs.stop(); sig != 0 && !(code == exitOK && stoppedCleanly.Load()) {
+		code = 128 + int(sig) // interrupted: 130 for SIGINT, 143 for SIGTERM
+	}
+	os.Exit(code)
 }
 
 // envWASIOutput, when set, makes the Extism SDK send a guest's stdout and

@@ -20,7 +20,7 @@ var update = flag.Bool("update", false, "rewrite the golden files of the scripts
 func TestMain(m *testing.M) {
 	// The scripts' (and the wasm tests') `warden` is this binary running
 	// main: the same start-up as the real command.
-	testscript.Main(m, map[string]func(){"warden": main})
+	testscript.Main(m, map[string]func(){"warden": main, "peakrss": peakRSSMain})
 }
 
 // TestScripts runs the CLI scripts under testdata/script. Each script gets

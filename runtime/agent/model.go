@@ -17,6 +17,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/decode"
 	"github.com/wardenrt/warden/runtime/redact"
 )
 
@@ -86,6 +87,9 @@ type OpenAIConfig struct {
 	// HTTPClient sends the requests (default: a client with no proxy from
 	// the environment and no redirects).
 	HTTPClient *http.Client
+	// MaxResponseBytes bounds one answer, a whole stream for a streamed
+	// one (default DefaultMaxResponseBytes).
+	MaxResponseBytes int64
 }
 
 // OpenAI is a [Model] on an OpenAI-compatible endpoint, through go-openai.
@@ -124,7 +128,10 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 	}
 	oc := openai.DefaultConfig(cfg.APIKey)
 	oc.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
-	oc.HTTPClient = retryAfterDoer{hc}
+	if cfg.MaxResponseBytes <= 0 {
+		cfg.MaxResponseBytes = DefaultMaxResponseBytes
+	}
+	oc.HTTPClient = retryAfterDoer{hc, cfg.MaxResponseBytes}
 	return &OpenAI{cfg: cfg, client: openai.NewClientWithConfig(oc)}, nil
 }
 
@@ -141,7 +148,12 @@ func (m *OpenAI) Name() string { return m.cfg.Model }
 // the attempt's response (go-openai's errors do not expose headers).
 type retryAfterKey struct{}
 
-type retryAfterDoer struct{ next *http.Client }
+// It also bounds what is read of each answer: go-openai reads a body to
+// its end.
+type retryAfterDoer struct {
+	next *http.Client
+	max  int64
+}
 
 func (d retryAfterDoer) Do(req *http.Request) (*http.Response, error) {
 	resp, err := d.next.Do(req)
@@ -149,9 +161,15 @@ func (d retryAfterDoer) Do(req *http.Request) (*http.Response, error) {
 		if p, ok := req.Context().Value(retryAfterKey{}).(*string); ok {
 			*p = resp.Header.Get("Retry-After")
 		}
+		if resp.Body != nil {
+			resp.Body = decode.LimitBody(resp.Body, "the model endpoint's answer", d.max)
+		}
 	}
 	return resp, err
 }
+
+// DefaultMaxResponseBytes bounds one answer of the model endpoint.
+const DefaultMaxResponseBytes = 32 << 20
 
 // Complete asks for one completion, retrying what is worth retrying.
 func (m *OpenAI) Complete(ctx context.Context, req ModelRequest, onText func(string)) (ModelResponse, error) {

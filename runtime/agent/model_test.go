@@ -215,3 +215,34 @@ func TestRunTimeoutIsStopped(t *testing.T) {
 		t.Fatalf("%s %+v", rec.Status, rec.Error)
 	}
 }
+
+// TestAnswerTooLarge: an endpoint that answers without end — streamed or
+// not — is cut at the cap, and the call fails saying so.
+func TestAnswerTooLarge(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			chunk := []byte(strings.Repeat(" ", 64<<10))
+			if stream {
+				w.Header().Set("Content-Type", "text/event-stream")
+				chunk = []byte("data: {\"id\":\"x\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"" + strings.Repeat("a", 64<<10) + "\"}}]}\n\n")
+			} else {
+				w.Header().Set("Content-Type", "application/json")
+				fmt.Fprint(w, `{"id":"x","choices":[{"index":0,"message":{"role":"assistant","content":"`)
+			}
+			for r.Context().Err() == nil {
+				if _, err := w.Write(chunk); err != nil {
+					return
+				}
+			}
+		}))
+		m, err := agent.NewOpenAI(agent.OpenAIConfig{BaseURL: srv.URL + "/v1", Model: "m", Stream: stream, MaxResponseBytes: 1 << 20, Retries: 1, BaseDelay: time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = m.Complete(context.Background(), agent.ModelRequest{Messages: []agent.Message{{Role: "user", Content: "x"}}}, nil)
+		srv.Close()
+		if err == nil || !strings.Contains(err.Error(), "more than 1 MiB") {
+			t.Errorf("stream %v: %v", stream, err)
+		}
+	}
+}

@@ -19,7 +19,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -33,6 +32,7 @@ import (
 
 	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/decode"
 	"github.com/wardenrt/warden/runtime/internal/wasm"
 )
 
@@ -224,7 +224,7 @@ func collision(pin *Pin, taken func(string) bool, used map[string]string) string
 
 // verifyFiles returns "" when name's files hash to the pin, else why not.
 func (h *Host) verifyFiles(name string, pin *Pin) string {
-	_, sum, err := readHashed(h.wasmPath(name))
+	_, sum, err := readHashed(h.wasmPath(name), maxModuleBytes)
 	if err != nil {
 		return fmt.Sprintf("cannot read %s.wasm: %v", name, err)
 	}
@@ -248,9 +248,9 @@ func short(sum string) string {
 	return sum
 }
 
-// readHashed reads a module file (regular, not a symlink, at most
-// maxModuleBytes) and its sha256.
-func readHashed(path string) ([]byte, string, error) {
+// readHashed reads a module file or a sidecar (regular, not a symlink, at
+// most max bytes — its size checked before it is read) and its sha256.
+func readHashed(path string, max int64) ([]byte, string, error) {
 	fi, err := os.Lstat(path)
 	if err != nil {
 		return nil, "", err
@@ -258,17 +258,9 @@ func readHashed(path string) ([]byte, string, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, "", fmt.Errorf("%s is not a regular file", filepath.Base(path))
 	}
-	f, err := os.Open(path)
+	b, err := decode.ReadFile(path, max)
 	if err != nil {
 		return nil, "", err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxModuleBytes+1))
-	if err != nil {
-		return nil, "", err
-	}
-	if len(b) > maxModuleBytes {
-		return nil, "", fmt.Errorf("%s is larger than %d MiB", filepath.Base(path), maxModuleBytes>>20)
 	}
 	s := sha256.Sum256(b)
 	return b, hex.EncodeToString(s[:]), nil
@@ -276,7 +268,7 @@ func readHashed(path string) ([]byte, string, error) {
 
 // sidecarHash is the sidecar's sha256, or "" when there is none.
 func sidecarHash(path string) (string, error) {
-	_, sum, err := readHashed(path)
+	_, sum, err := readHashed(path, MaxSidecarBytes)
 	if errors.Is(err, os.ErrNotExist) {
 		return "", nil
 	}
@@ -346,7 +338,7 @@ func (h *Host) module(ctx context.Context, name string, pin *Pin, key string) (*
 	}
 	h.mu.Unlock()
 	c.once.Do(func() {
-		b, sum, err := readHashed(h.wasmPath(name))
+		b, sum, err := readHashed(h.wasmPath(name), maxModuleBytes)
 		if err != nil {
 			c.err = err
 			return
@@ -411,13 +403,13 @@ func (h *Host) readFiles(name string) (*files, error) {
 	if !runtime.ValidToolName(name) {
 		return nil, fmt.Errorf("module name %q is invalid: use 1-64 letters, digits, _ or -", name)
 	}
-	b, sum, err := readHashed(h.wasmPath(name))
+	b, sum, err := readHashed(h.wasmPath(name), maxModuleBytes)
 	if err != nil {
 		return nil, err
 	}
 	f := &files{wasm: b}
 	scSum := ""
-	if raw, s, err := readHashed(h.sidecarPath(name)); err == nil {
+	if raw, s, err := readHashed(h.sidecarPath(name), MaxSidecarBytes); err == nil {
 		scSum = s
 		if f.sc, err = ParseSidecar(name+".tool.yaml", raw); err != nil {
 			return nil, err
@@ -541,6 +533,11 @@ func describe(ctx context.Context, mod *wasm.Module) ([]ToolSpec, error) {
 			InputSchema json.RawMessage `json:"inputSchema"`
 		} `json:"tools"`
 	}
+	// The module's own bytes: strictly, as a sidecar's (no duplicate
+	// keys, nesting bounded), before they are read into the format.
+	if _, err := decode.JSON("describe", out, &decode.Limits{MaxBytes: MaxMaxOutputBytes}); err != nil {
+		return nil, err
+	}
 	if err := json.Unmarshal(out, &d); err != nil {
 		return nil, fmt.Errorf("not the servlet describe format {\"tools\":[{name, description, inputSchema}]}: %v", err)
 	}
@@ -582,13 +579,13 @@ type Installed struct {
 // as NAME.wasm and NAME.tool.yaml, checks it completely and pins it with
 // the given grants. Nothing is left behind when it fails.
 func (h *Host) Install(ctx context.Context, file string, o InstallOptions) (*Installed, error) {
-	src, _, err := readHashed(file)
+	src, _, err := readHashed(file, maxModuleBytes)
 	if err != nil {
 		return nil, err
 	}
 	base := strings.TrimSuffix(filepath.Base(file), ".wasm")
 	scFile := filepath.Join(filepath.Dir(file), base+".tool.yaml")
-	scRaw, _, scErr := readHashed(scFile)
+	scRaw, _, scErr := readHashed(scFile, MaxSidecarBytes)
 	if scErr != nil && !errors.Is(scErr, os.ErrNotExist) {
 		return nil, scErr
 	}
@@ -740,7 +737,7 @@ func (h *Host) Approve(ctx context.Context, name string, reviewed *Pin, by strin
 	if err != nil && !errors.Is(err, runtime.ErrNotFound) {
 		return nil, err
 	}
-	_, sum, err := readHashed(h.wasmPath(name))
+	_, sum, err := readHashed(h.wasmPath(name), maxModuleBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -906,7 +903,7 @@ func (h *Host) Inspect(ctx context.Context, name string, taken func(string) bool
 	if st.State == StateMissing {
 		return in, nil
 	}
-	b, sum, err := readHashed(h.wasmPath(name))
+	b, sum, err := readHashed(h.wasmPath(name), maxModuleBytes)
 	if err != nil {
 		return nil, err
 	}

@@ -5,10 +5,9 @@ import (
 	"fmt"
 	"regexp"
 
-	"github.com/goccy/go-yaml"
-
 	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/decode"
 )
 
 // The three kinds of module (SPEC §6).
@@ -88,19 +87,20 @@ func (l Limits) withDefaults() Limits {
 // reserved for granted environment variables.
 var configKey = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
 
-// SidecarError is a problem in a sidecar, located by line and column when
-// the YAML says where.
+// SidecarError is a problem in a sidecar, located by line and column
+// when the YAML says where.
 type SidecarError = runtime.PositionError
 
-// ParseSidecar parses a sidecar strictly (unknown keys, duplicate keys and
-// wrong types are errors, with line and column) and checks its values.
+// MaxSidecarBytes bounds a sidecar file.
+const MaxSidecarBytes = decode.DefaultMaxBytes
+
+// ParseSidecar parses a sidecar strictly and under a budget (see package
+// decode: size, aliases, depth, duplicate and unknown keys, wrong types,
+// each with line and column) and checks its values.
 func ParseSidecar(file string, data []byte) (*Sidecar, error) {
 	var sc Sidecar
-	if err := runtime.CheckYAMLDepth(file, data); err != nil {
+	if _, err := decode.YAML(file, data, &sc, &decode.Limits{MaxBytes: MaxSidecarBytes}); err != nil {
 		return nil, err
-	}
-	if err := yaml.UnmarshalWithOptions(data, &sc, yaml.Strict()); err != nil {
-		return nil, runtime.YAMLError(file, err)
 	}
 	bad := func(format string, args ...any) error {
 		return &SidecarError{Source: file, Message: fmt.Sprintf(format, args...)}

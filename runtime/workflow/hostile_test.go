@@ -23,7 +23,7 @@ func TestHostileFiles(t *testing.T) {
 	laughs := "version: 1\nname: h\nx: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\nsteps:\n  - id: a\n    tool: analyze\n    args: {text: *a}\n"
 	for name, tt := range map[string]struct{ src, want string }{
 		"deep brackets":  {head + "    args: {text: " + strings.Repeat("[", 100000) + strings.Repeat("]", 100000) + "}\n", "nested deeper than 64"},
-		"alias bomb":     {laughs, "aliases (*name) are not allowed"},
+		"alias bomb":     {laughs, "anchors (&name) are not allowed"},
 		"deep condition": {head + "    when: ${{ " + strings.Repeat("(", 3000) + "true" + strings.Repeat(")", 3000) + " }}\n", "longer than"},
 		"nested parens":  {head + "    when: ${{ " + strings.Repeat("(", 40) + "true" + strings.Repeat(")", 40) + " }}\n", "nests deeper than 32"},
 		"deep negation":  {head + "    when: ${{ " + strings.Repeat("!", 100) + "true }}\n", "nests deeper than 32"},
@@ -40,6 +40,35 @@ func TestHostileFiles(t *testing.T) {
 	ok := head + "    args: {text: \"" + strings.Repeat("[", 200) + "\"}  # " + strings.Repeat("{", 200) + "\n"
 	if _, err := workflow.Parse("ok.yaml", []byte(ok), workflow.Options{}); err != nil {
 		t.Fatalf("quoted brackets: %v", err)
+	}
+}
+
+// TestNestedTotalBudget: a workflow may include many files, but not more
+// than MaxTotalBytes of them in all (every one parsed stays in memory
+// while the whole is checked).
+func TestNestedTotalBudget(t *testing.T) {
+	dir := t.TempDir()
+	big := "version: 1\nname: n\ndescription: \"" + strings.Repeat("a", 900<<10) + "\"\nsteps: [{id: a, tool: analyze}]\n"
+	if err := os.WriteFile(filepath.Join(dir, "big.yaml"), []byte(big), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var top strings.Builder
+	top.WriteString("version: 1\nname: top\nsteps:\n")
+	for i := 0; i < 8; i++ {
+		if err := os.Symlink("big.yaml", filepath.Join(dir, fmt.Sprintf("n%d.yaml", i))); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&top, "  - {id: s%d, workflow: n%d.yaml}\n", i, i)
+	}
+	o := workflow.Options{Open: func(from, p string) (string, []byte, error) {
+		src := filepath.Join(filepath.Dir(from), p)
+		b, err := os.ReadFile(src)
+		return src, b, err
+	}}
+	_, err := workflow.Parse(filepath.Join(dir, "top.yaml"), []byte(top.String()), o)
+	var pe *runtime.PositionError
+	if err == nil || !errors.As(err, &pe) || !strings.Contains(err.Error(), "top.yaml:8:") || !strings.Contains(err.Error(), "more than 4194304 bytes") {
+		t.Fatalf("got %v", err)
 	}
 }
 

@@ -13,12 +13,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/goccy/go-yaml"
-	"github.com/goccy/go-yaml/ast"
-	"github.com/goccy/go-yaml/parser"
-
 	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/decode"
 )
 
 // Options are what Parse checks a workflow against.
@@ -37,6 +34,8 @@ type Options struct {
 	// cache holds the nested files parsed so far (by path and digest), so
 	// a file used by many steps is parsed once.
 	cache map[string]parsed
+	// read counts the bytes of every file read so far (MaxTotalBytes).
+	read *int64
 }
 
 type parsed struct {
@@ -73,33 +72,18 @@ func Parse(source string, data []byte, o Options) (*Workflow, error) {
 	if o.cache == nil {
 		o.cache = map[string]parsed{}
 	}
+	if o.read == nil {
+		o.read = new(int64)
+	}
+	*o.read += int64(len(data))
 	return parse(source, data, o, []string{source})
 }
 
 func parse(source string, data []byte, o Options, stack []string) (*Workflow, error) {
-	if err := runtime.CheckYAMLDepth(source, data); err != nil {
-		return nil, err
-	}
-	file, err := parser.ParseBytes(data, 0)
-	if err != nil {
-		return nil, runtime.YAMLError(source, err)
-	}
-	// Aliases (*name) would let a small file expand into a huge one
-	// ("billion laughs"); a workflow has no need of them.
-	var alias *ast.AliasNode
-	for _, doc := range file.Docs {
-		ast.Walk(aliasFinder{&alias}, doc)
-	}
-	if alias != nil {
-		l, c := 0, 0
-		if t := alias.GetToken(); t != nil && t.Position != nil {
-			l, c = t.Position.Line, t.Position.Column
-		}
-		return nil, &runtime.PositionError{Source: source, Line: l, Column: c, Message: "YAML aliases (*name) are not allowed in workflows: write the value out"}
-	}
 	var w Workflow
-	if err := yaml.UnmarshalWithOptions(data, &w, yaml.Strict()); err != nil {
-		return nil, runtime.YAMLError(source, err)
+	file, err := decode.YAML(source, data, &w, &decode.Limits{MaxBytes: MaxFileBytes})
+	if err != nil {
+		return nil, err
 	}
 	// A grants: key with no value is no grants (as grants: []), not the
 	// policy's: a file whose grant lines are all commented out must not
@@ -119,20 +103,6 @@ func parse(source string, data []byte, o Options, stack []string) (*Workflow, er
 		return nil, errors.Join(c.errs...)
 	}
 	return &w, nil
-}
-
-// aliasFinder records the first alias node it visits.
-type aliasFinder struct{ found **ast.AliasNode }
-
-func (a aliasFinder) Visit(n ast.Node) ast.Visitor {
-	if *a.found != nil {
-		return nil
-	}
-	if al, ok := n.(*ast.AliasNode); ok {
-		*a.found = al
-		return nil
-	}
-	return a
 }
 
 type checker struct {
@@ -382,6 +352,7 @@ func (c *checker) nested(i int, at string) {
 		c.bad(at+".workflow", "step %s: %v", s.ID, err)
 		return
 	}
+
 	for _, prev := range c.stack {
 		if prev == src {
 			c.bad(at+".workflow", "step %s: %s includes itself (%s → %s): a cycle", s.ID, filepath.Base(src), strings.Join(c.stack, " → "), src)
@@ -392,6 +363,11 @@ func (c *checker) nested(i int, at string) {
 	key := src + "\x00" + string(sum[:]) + "\x00" + strconv.Itoa(len(c.stack))
 	p, ok := c.o.cache[key]
 	if !ok {
+		// What is parsed stays in the cache while the whole is checked.
+		if *c.o.read += int64(len(data)); *c.o.read > MaxTotalBytes {
+			c.bad(at+".workflow", "step %s: the workflow and the files it includes come to more than %d bytes (the limit): include fewer or smaller files", s.ID, MaxTotalBytes)
+			return
+		}
 		p.w, p.err = parse(src, data, c.o, append(append([]string(nil), c.stack...), src))
 		c.o.cache[key] = p
 	}

@@ -8,9 +8,9 @@ package workflow
 
 import (
 	_ "embed"
-	"fmt"
-	"io"
 	"time"
+
+	"github.com/wardenrt/warden/runtime/decode"
 )
 
 // Bounds of the format.
@@ -104,21 +104,13 @@ func (s *Step) Kind() string {
 	return ""
 }
 
-// MaxFileBytes bounds a workflow file.
-const MaxFileBytes = 1 << 20
-
-// ReadFile reads a workflow file from r (name is for the message), at
-// most MaxFileBytes.
-func ReadFile(r io.Reader, name string) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(r, MaxFileBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > MaxFileBytes {
-		return nil, fmt.Errorf("%s is larger than %d bytes", name, MaxFileBytes)
-	}
-	return b, nil
-}
+// MaxFileBytes bounds a workflow file, and MaxTotalBytes a workflow with
+// every file it includes: each one parsed stays in memory while the
+// whole is checked.
+const (
+	MaxFileBytes  = decode.DefaultMaxBytes
+	MaxTotalBytes = 4 * MaxFileBytes
+)
 
 //go:embed schema.json
 var schemaJSON []byte

@@ -1,0 +1,47 @@
+package sandbox
+
+import (
+	"sync"
+	"syscall"
+)
+
+// The programs running now, for a warden that must end at once — a
+// second signal, or a command that did not stop within its grace after
+// the first. Each call's own watcher kills its program when the call's
+// context ends; this is for when there is no time left to wait for it.
+var live = struct {
+	sync.Mutex
+	groups map[int]string // process group → pids cgroup ("" for none)
+}{groups: map[int]string{}}
+
+// Started records a program running in its own process group pgid (and
+// pids cgroup, "" for none), until [Ended].
+func Started(pgid int, group string) {
+	live.Lock()
+	live.groups[pgid] = group
+	live.Unlock()
+}
+
+// Ended forgets a program. Call it before the program's process is
+// reaped: until then its group's ID cannot be reused, so [KillAll] never
+// reaches a stranger.
+func Ended(pgid int) {
+	live.Lock()
+	delete(live.groups, pgid)
+	live.Unlock()
+}
+
+// KillAll kills every program recorded as running — its process group,
+// and what is left in its pids cgroup, which it then removes. It returns
+// how many it found.
+func KillAll() int {
+	live.Lock()
+	defer live.Unlock()
+	n := len(live.groups)
+	for pgid, group := range live.groups {
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		Cleanup(group)
+		delete(live.groups, pgid)
+	}
+	return n
+}
