@@ -237,6 +237,10 @@ func (e *env) policyInForce() (*runtime.PolicyInForce, error) {
 	}
 	pf, err := runtime.ResolvePolicy(e.ctx(), e.policyFiles(), lazyStore{open: e.store})
 	if err != nil {
+		var f *failure
+		if errors.As(err, &f) {
+			return nil, f // the store's, already worded
+		}
 		if isStoreError(err) {
 			return nil, storeFailure(err)
 		}
@@ -549,8 +553,9 @@ func (e *env) loadWasm(taken func(string) bool) ([]runtime.Tool, error) {
 // isStoreError reports whether err is the store's (locked, corrupt,
 // tampered) or a cancellation.
 func isStoreError(err error) bool {
+	var we *store.WriteError
 	return errors.Is(err, store.ErrLocked) || errors.Is(err, store.ErrCorrupt) ||
-		errors.Is(err, store.ErrTampered) || errors.Is(err, context.Canceled)
+		errors.Is(err, store.ErrTampered) || errors.Is(err, context.Canceled) || errors.As(err, &we)
 }
 
 // wasmHost opens the wasm tool host on first use: modules in <home>/tools,

@@ -178,7 +178,7 @@ func TestSignalsEndWardenAtOnce(t *testing.T) {
 	}
 	t.Run("a shell program", func(t *testing.T) {
 		home, ws := t.TempDir(), t.TempDir()
-		writeFile(t, filepath.Join(ws, ".warden", "policy.yaml"), "version: 1\ngrants: [\"exec:sleep\", \"fs.read:**\"]\nrules:\n  - {tool: shell, action: allow}\n")
+		writeFile(t, filepath.Join(home, "policy.yaml"), "version: 1\ngrants: [\"exec:sleep\", \"fs.read:**\"]\nrules:\n  - {tool: shell, action: allow}\n")
 		marker := "3600.25"
 		ready := func(pid int, _ string) bool {
 			for _, p := range descendants(pid) {
