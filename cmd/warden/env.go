@@ -54,9 +54,9 @@ type env struct {
 	// secrets are literals masked besides the environment's secret-looking
 	// values, known only after start (see addSecrets).
 	secrets []string
-	st       *store.Store
-	core     []runtime.Tool
-	host     *wasmtool.Host
+	st      *store.Store
+	core    []runtime.Tool
+	host    *wasmtool.Host
 	// regMu guards reg and wasmStatus, which mcp serve reloads while
 	// calls (the system tool counts the tools) read them.
 	regMu sync.Mutex

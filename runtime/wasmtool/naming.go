@@ -6,8 +6,8 @@ import (
 	"maps"
 	"os"
 	"regexp"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/wardenrt/warden/runtime"
