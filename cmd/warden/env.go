@@ -51,12 +51,9 @@ type env struct {
 	// says): where wasm guests' captured stdout and stderr go.
 	guestLog *slog.Logger
 	redactor *redact.Redactor
-	// secrets are literals masked besides the environment's secret-looking
-	// values, known only after start (see addSecrets).
-	secrets []string
-	st      *store.Store
-	core    []runtime.Tool
-	host    *wasmtool.Host
+	st       *store.Store
+	core     []runtime.Tool
+	host     *wasmtool.Host
 	// regMu guards reg and wasmStatus, which mcp serve reloads while
 	// calls (the system tool counts the tools) read them.
 	regMu sync.Mutex
@@ -66,6 +63,10 @@ type env struct {
 	// wasmStatus is what loading the wasm modules found (registry()).
 	wasmStatus []wasmtool.Status
 	started    time.Time
+
+	// secrets are literals masked besides the environment's secret-looking
+	// values, known only after start (see addSecrets).
+	secrets []string
 }
 
 // newEnv resolves the home and workspace directories and sets up logging.
