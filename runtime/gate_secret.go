@@ -9,3 +9,7 @@ import "strings"
 func (g *Gate) Conceals(secret string) bool {
 	return secret != "" && !strings.Contains(g.o.Redactor.String("<"+secret+">"), secret)
 }
+
+// Redact masks what the gate's redactor masks in s: for text a tool logs
+// by itself (a wasm guest's captured output), which the gate never sees.
+func (g *Gate) Redact(s string) string { return g.o.Redactor.String(s) }

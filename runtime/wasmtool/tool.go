@@ -106,7 +106,7 @@ func (t *Tool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
 	default:
 		out, info, err = mod.Call(ctx, t.spec.Export, input, opts)
 	}
-	t.log(c, info, err)
+	t.log(c, info, err, gate)
 	if err != nil {
 		return runtime.Outcome{Err: t.callError(ctx, err), Warnings: warnings}
 	}
@@ -182,17 +182,19 @@ func (t *Tool) callError(ctx context.Context, err error) *runtime.Error {
 
 // log sends the guest's captured output to warden's log (never the
 // terminal).
-func (t *Tool) log(c *runtime.Call, info wasm.CallInfo, err error) {
+func (t *Tool) log(c *runtime.Call, info wasm.CallInfo, err error, gate *runtime.Gate) {
 	lg := t.host.o.Logger
 	attrs := []any{"tool", t.spec.Name, "module", t.module, "call_id", c.ID, "duration_ms", info.Duration.Milliseconds()}
+	// Masked here too, whatever the log handler does: the guest may have
+	// printed a secret it was given (config_get).
 	if len(info.Stdout) > 0 {
-		attrs = append(attrs, "guest_stdout", string(info.Stdout), "guest_stdout_dropped", info.StdoutDropped)
+		attrs = append(attrs, "guest_stdout", gate.Redact(string(info.Stdout)), "guest_stdout_dropped", info.StdoutDropped)
 	}
 	if len(info.Stderr) > 0 {
-		attrs = append(attrs, "guest_stderr", string(info.Stderr), "guest_stderr_dropped", info.StderrDropped)
+		attrs = append(attrs, "guest_stderr", gate.Redact(string(info.Stderr)), "guest_stderr_dropped", info.StderrDropped)
 	}
 	if err != nil {
-		lg.Info("wasm guest failed", append(attrs, "err", err.Error())...)
+		lg.Info("wasm guest failed", append(attrs, "err", gate.Redact(err.Error()))...)
 		return
 	}
 	if len(info.Stdout) > 0 || len(info.Stderr) > 0 {
