@@ -297,7 +297,7 @@ func call() int32 {
 	r["fd_write"] = written
 	r["sched_yield_errno"] = wSchedYield()
 	var sub [48]byte
-	binary.LittleEndian.PutUint64(sub[0:], 7) // userdata
+	binary.LittleEndian.PutUint64(sub[0:], 7)  // userdata
 	sub[8] = 0                                 // clock
 	binary.LittleEndian.PutUint32(sub[16:], 1) // monotonic
 	binary.LittleEndian.PutUint64(sub[24:], uint64(2*time.Millisecond))
