@@ -340,6 +340,9 @@ func installModule(ctx context.Context, e *env, file, builtFrom string) error {
 		var badName *wasmtool.ModuleNameError
 		switch {
 		case errors.As(err, &exists) && exists.Free != "":
+			if exists.Fix != nil && naming.Prefix == "" && len(naming.Aliases) == 0 {
+				naming = *exists.Fix
+			}
 			hint := "install it under another name: " + rerun + " --name " + exists.Free + withNaming(naming)
 			if exists.DroppedIn {
 				hint = "review the dropped-in module with `warden tool approve " + exists.Module + "`, or " + hint

@@ -44,18 +44,22 @@ func wantInvalid(t *testing.T, g *runtime.Gate, tool string, args ...string) {
 func TestPublishedServletOpenSchemasAndCollidingName(t *testing.T) {
 	e := newEnv(t)
 	file := wasmfixture.Stage(t, "compat/bsky", "", false)
-	// Its tool search collides with the core search: refused, with a
-	// naming that resolves it.
+	// feed.timeline is no OpenAI function name, and search collides with
+	// the core search: refused, with a naming that resolves both.
 	_, err := e.tryInstall(file, wasmtool.InstallOptions{})
+	var ne *wasmtool.ToolNameError
+	if !errors.As(err, &ne) || ne.Tool != "feed.timeline" || ne.Fix == nil || wasmtool.NamingFlags(*ne.Fix) != "--prefix bsky_ --alias feed.timeline=bsky_feed_timeline" {
+		t.Fatalf("want an invalid name and a fix, got %#v", err)
+	}
+	_, err = e.tryInstall(file, wasmtool.InstallOptions{Naming: wasmtool.Naming{Aliases: map[string]string{"feed.timeline": "timeline"}}})
 	var ce *wasmtool.CollisionError
-	if !errors.As(err, &ce) || !ce.Core || ce.Tool != "search" || ce.Fix == nil || ce.Fix.Prefix != "bsky_" {
-		t.Fatalf("want a collision with the core search and a prefix fix, got %#v", err)
+	if !errors.As(err, &ce) || !ce.Core || ce.Tool != "search" || ce.Fix == nil || wasmtool.NamingFlags(*ce.Fix) != "--prefix bsky_ --alias feed.timeline=timeline" {
+		t.Fatalf("want a collision with the core search and a fix, got %#v", err)
 	}
 	if _, err := os.Stat(filepath.Join(e.home, "tools", "bsky.wasm")); !os.IsNotExist(err) {
 		t.Fatalf("a refused install left its file: %v", err)
 	}
-	// An alias for the one that collides.
-	p, err := e.tryInstall(file, wasmtool.InstallOptions{Naming: wasmtool.Naming{Aliases: map[string]string{"search": "bsky_search"}}})
+	p, err := e.tryInstall(file, wasmtool.InstallOptions{Naming: *ce.Fix})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +70,7 @@ func TestPublishedServletOpenSchemasAndCollidingName(t *testing.T) {
 			t.Errorf("invalid name %q", tl.Name)
 		}
 	}
-	if strings.Join(names, ",") != "bsky_search,get_profile" || p.Tools[0].GuestName != "search" || p.Aliases["search"] != "bsky_search" {
+	if strings.Join(names, ",") != "bsky_search,bsky_get_profile,timeline" || p.Tools[0].GuestName != "search" || p.Prefix != "bsky_" {
 		t.Fatalf("tools %v, pin %+v", names, p)
 	}
 	// The open schemas were closed, and the misplaced required repaired;
@@ -95,12 +99,19 @@ func TestPublishedServletOpenSchemasAndCollidingName(t *testing.T) {
 		t.Fatalf("the guest did not get its own tool name: %s", res.Output)
 	}
 	wantInvalid(t, g, "bsky_search", `{"q":"x","Q":"y"}`, `{"q":"x","limit":3,"Limit":4}`, `{"q":"x","filters":{"lang":"en","Lang":"fr"}}`, `{"q":"x","top":1}`, `{}`)
-	res = call(t, g, "get_profile", `{"handle":"ada"}`)
+	res = call(t, g, "bsky_get_profile", `{"handle":"ada"}`)
 	wantCode(t, res, "")
 	if !strings.Contains(res.Output, `"handle":"ada"`) {
 		t.Fatalf("get_profile: %s", res.Output)
 	}
-	wantInvalid(t, g, "get_profile", `{}`, `{"handle":"a","Handle":"b"}`, `{"handle":"a","required":["handle"]}`)
+	wantInvalid(t, g, "bsky_get_profile", `{}`, `{"handle":"a","Handle":"b"}`, `{"handle":"a","required":["handle"]}`)
+	// Draft-07, allOf over a $ref, draft-03 required: all enforced.
+	res = call(t, g, "timeline", `{"feed":"home","cursor":"c1","limit":5}`)
+	wantCode(t, res, "")
+	if !strings.Contains(res.Output, `"tool":"feed.timeline"`) || !strings.Contains(res.Output, `"cursor":"c1"`) {
+		t.Fatalf("timeline: %s", res.Output)
+	}
+	wantInvalid(t, g, "timeline", `{}`, `{"feed":"home","Cursor":"c"}`, `{"feed":"home","page":2}`, `{"feed":"home","limit":"5"}`)
 	// The core search is still the core search (here without a backend).
 	if res := call(t, g, "search", `{"query":"x"}`); res.Success || res.Error.Code != runtime.CodeOperationNotSupported {
 		t.Fatalf("core search: %+v", res)
@@ -376,7 +387,7 @@ tools:
       required: [handle]
 `
 	os.WriteFile(strings.TrimSuffix(file, ".wasm")+".tool.yaml", []byte(sc), 0o600)
-	p, err := e.tryInstall(file, wasmtool.InstallOptions{Naming: wasmtool.Naming{Prefix: "bsky_"}})
+	p, err := e.tryInstall(file, wasmtool.InstallOptions{Naming: wasmtool.Naming{Prefix: "bsky_", Aliases: map[string]string{"feed.timeline": "bsky_timeline"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,7 +406,7 @@ tools:
 
 	// An override for a tool describe does not list is refused.
 	os.WriteFile(strings.TrimSuffix(file, ".wasm")+".tool.yaml", []byte("abi: servlet\ntools:\n  nosuch: {description: x}\n"), 0o600)
-	if _, err := e.tryInstall(file, wasmtool.InstallOptions{Name: "bsky2", Naming: wasmtool.Naming{Prefix: "b2_"}}); err == nil || !strings.Contains(err.Error(), "lists no tool \"nosuch\"") {
+	if _, err := e.tryInstall(file, wasmtool.InstallOptions{Name: "bsky2", Naming: wasmtool.Naming{Prefix: "b2_", Aliases: map[string]string{"feed.timeline": "b2_timeline"}}}); err == nil || !strings.Contains(err.Error(), "lists no tool \"nosuch\"") {
 		t.Fatalf("override of an unknown tool: %v", err)
 	}
 }

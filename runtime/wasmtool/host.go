@@ -188,8 +188,8 @@ func (h *Host) Load(ctx context.Context, taken func(string) bool) ([]runtime.Too
 				st.State, st.Reason = StateChanged, why+fmt.Sprintf(": refused until re-approved (`warden tool approve %s` shows what changed)", name)
 				break
 			}
-			if c := collision(pin, taken, used); c != nil {
-				st.State, st.Reason = StateError, loadReason(c)
+			if err := checkNames(pin, taken, used); err != nil {
+				st.State, st.Reason = StateError, loadReason(name, err)
 				break
 			}
 			key := compileKey(name, pin)
@@ -753,8 +753,21 @@ func (h *Host) Install(ctx context.Context, file string, o InstallOptions) (*Ins
 	if err != nil {
 		return nil, err
 	}
-	if _, err := h.pin(ctx, name); err == nil {
-		return nil, &ExistsError{Module: name, Free: h.freeName(ctx, name)}
+	if old, err := h.pin(ctx, name); err == nil {
+		ee := &ExistsError{Module: name, Free: h.freeName(ctx, name)}
+		if ee.Free != "" && old.ABI == ABIServlet {
+			// A servlet's tools keep their names under another module
+			// name: the copy needs its own.
+			fix := Naming{Prefix: ee.Free + "_"}
+			for own := range old.Aliases {
+				if fix.Aliases == nil {
+					fix.Aliases = map[string]string{}
+				}
+				fix.Aliases[own] = validName(fix.Prefix + own)
+			}
+			ee.Fix = &fix
+		}
+		return nil, ee
 	} else if !errors.Is(err, runtime.ErrNotFound) {
 		return nil, err
 	}
@@ -790,9 +803,9 @@ func (h *Host) Install(ctx context.Context, file string, o InstallOptions) (*Ins
 		cleanup()
 		return nil, err
 	}
-	if c := collision(p, o.Taken, usedNames(pins, name)); c != nil {
+	if err := checkNames(p, o.Taken, usedNames(pins, name)); err != nil {
 		cleanup()
-		return nil, c
+		return nil, err
 	}
 	p.Granted = grants
 	p.ApprovedAt, p.ApprovedBy = h.o.Now().UTC(), o.By
@@ -908,8 +921,8 @@ func (h *Host) Approve(ctx context.Context, name string, reviewed *Pin, by strin
 	if err != nil {
 		return nil, err
 	}
-	if c := collision(p, taken, usedNames(pins, name)); c != nil {
-		return nil, c
+	if err := checkNames(p, taken, usedNames(pins, name)); err != nil {
+		return nil, err
 	}
 	p.Granted, p.OwnerConfig = []string{}, nil
 	if old != nil {

@@ -2,6 +2,7 @@ package wasmtool
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -65,6 +66,9 @@ type ExistsError struct {
 	DroppedIn bool
 	File, Dir string
 	Free      string
+	// Fix names the tools of a copy installed as Free, when they need it
+	// (a servlet's tools keep their names under another module name).
+	Fix *Naming
 }
 
 func (e *ExistsError) Error() string {
@@ -93,9 +97,9 @@ func CheckNaming(n Naming) error {
 	return nil
 }
 
-// applyNaming names p's tools by n and checks the result: every alias
-// names one of the module's tools, every exposed name is valid, and no
-// two of the module's tools share one.
+// applyNaming names p's tools by n: every alias must name one of the
+// module's tools, and no two of them may share a name. Whether the names
+// are valid and free is checkNames'.
 func applyNaming(p *Pin, n Naming) error {
 	p.Prefix, p.Aliases = n.Prefix, maps.Clone(n.Aliases)
 	if len(p.Aliases) == 0 {
@@ -119,9 +123,6 @@ func applyNaming(p *Pin, n Naming) error {
 		if t.Name != g {
 			t.GuestName = g
 		}
-		if !runtime.ValidToolName(t.Name) {
-			return &ToolNameError{Module: p.Module, Tool: t.Name, Fix: fixName(p, n, g)}
-		}
 		key := strings.ToLower(t.Name)
 		if other, ok := seen[key]; ok {
 			return fmt.Errorf("module %s: tools %s and %s would both be named %s", p.Module, other, g, t.Name)
@@ -129,20 +130,6 @@ func applyNaming(p *Pin, n Naming) error {
 		seen[key] = g
 	}
 	return nil
-}
-
-// fixName is n with an alias making own's exposed name valid.
-func fixName(p *Pin, n Naming, own string) *Naming {
-	valid := validName(n.Prefix + own)
-	if valid == "" {
-		return nil
-	}
-	fix := Naming{Prefix: n.Prefix, Aliases: maps.Clone(n.Aliases)}
-	if fix.Aliases == nil {
-		fix.Aliases = map[string]string{}
-	}
-	fix.Aliases[own] = valid
-	return &fix
 }
 
 var invalidChars = regexp.MustCompile(`[^a-zA-Z0-9_-]+`)
@@ -175,71 +162,105 @@ func usedNames(pins map[string]*Pin, skip string) map[string]string {
 	return used
 }
 
-// collision returns the first of p's tool names that is taken by a core
-// tool (taken) or another module (used: lowercase name → module), with a
-// naming that would resolve all of them, or nil.
-func collision(p *Pin, taken func(string) bool, used map[string]string) *CollisionError {
-	clash := func(name string) (core bool, other string, ok bool) {
-		if taken != nil && (taken(name) || taken(strings.ToLower(name))) {
-			return true, "", true
-		}
-		if m, ok := used[strings.ToLower(name)]; ok {
-			return false, m, true
-		}
-		return false, "", false
-	}
-	var first *CollisionError
+// checkNames checks p's exposed names: each valid as an OpenAI function
+// name (and so as an MCP tool name), none taken by a core tool (taken) or
+// another module (used: lowercase name → module). The error carries a
+// naming that makes them all valid and free, when one is found.
+func checkNames(p *Pin, taken func(string) bool, used map[string]string) error {
 	for _, t := range p.Tools {
-		if core, other, ok := clash(t.Name); ok {
-			first = &CollisionError{Module: p.Module, Tool: t.Name, Guest: t.guest(), Core: core, Other: other}
-			break
+		if !runtime.ValidToolName(t.Name) {
+			return &ToolNameError{Module: p.Module, Tool: t.Name, Fix: resolve(p, taken, used)}
 		}
 	}
-	if first == nil {
-		return nil
+	for _, t := range p.Tools {
+		if core, other, ok := clash(t.Name, taken, used); ok {
+			return &CollisionError{Module: p.Module, Tool: t.Name, Guest: t.guest(), Core: core, Other: other, Fix: resolve(p, taken, used)}
+		}
 	}
-	// A fix: the module's name as a prefix (bsky_search), else aliases
-	// for the colliding tools alone.
-	free := func(q *Pin) bool {
+	return nil
+}
+
+func clash(name string, taken func(string) bool, used map[string]string) (core bool, other string, ok bool) {
+	if taken != nil && (taken(name) || taken(strings.ToLower(name))) {
+		return true, "", true
+	}
+	if m, ok := used[strings.ToLower(name)]; ok {
+		return false, m, true
+	}
+	return false, "", false
+}
+
+// resolve finds a naming under which p's names are valid and free: the
+// current one with aliases for invalid names, then the module's name as a
+// prefix (bsky_search), else aliases for the tools that still clash.
+func resolve(p *Pin, taken func(string) bool, used map[string]string) *Naming {
+	cur := p.naming()
+	fixInvalid := func(n Naming) Naming {
+		n.Aliases = maps.Clone(n.Aliases)
+		for _, t := range p.Tools {
+			if name := n.name(t.guest()); !runtime.ValidToolName(name) {
+				if n.Aliases == nil {
+					n.Aliases = map[string]string{}
+				}
+				n.Aliases[t.guest()] = validName(name)
+			}
+		}
+		return n
+	}
+	ok := func(n Naming) bool {
+		q := clonePin(p)
+		if applyNaming(q, n) != nil {
+			return false
+		}
 		for _, t := range q.Tools {
-			if _, _, ok := clash(t.Name); ok {
+			if !runtime.ValidToolName(t.Name) {
+				return false
+			}
+			if _, _, c := clash(t.Name, taken, used); c {
 				return false
 			}
 		}
 		return true
 	}
-	try := func(n Naming) *Naming {
-		q := clonePin(p)
-		if applyNaming(q, n) != nil || !free(q) {
-			return nil
-		}
-		return &n
-	}
-	cur := p.naming()
+	cands := []Naming{fixInvalid(cur)}
 	if cur.Prefix == "" {
-		if fix := try(Naming{Prefix: strings.TrimSuffix(p.Module, "_") + "_", Aliases: cur.Aliases}); fix != nil {
-			first.Fix = fix
-			return first
-		}
+		cands = append(cands, fixInvalid(Naming{Prefix: strings.TrimSuffix(p.Module, "_") + "_", Aliases: cur.Aliases}))
 	}
-	aliases := maps.Clone(cur.Aliases)
-	if aliases == nil {
-		aliases = map[string]string{}
-	}
+	n := fixInvalid(cur)
 	for _, t := range p.Tools {
-		if _, _, ok := clash(t.Name); ok {
-			aliases[t.guest()] = validName(p.Module + "_" + t.guest())
+		if _, _, c := clash(n.name(t.guest()), taken, used); c {
+			if n.Aliases == nil {
+				n.Aliases = map[string]string{}
+			}
+			n.Aliases[t.guest()] = validName(p.Module + "_" + t.guest())
 		}
 	}
-	first.Fix = try(Naming{Prefix: cur.Prefix, Aliases: aliases})
-	return first
+	cands = append(cands, n)
+	for _, c := range cands {
+		if ok(c) {
+			if len(c.Aliases) == 0 {
+				c.Aliases = nil
+			}
+			return &c
+		}
+	}
+	return nil
 }
 
-// loadReason words a collision found at load, for `warden tool ls`.
-func loadReason(c *CollisionError) string {
-	msg := c.Error() + ": not loaded"
-	if c.Fix != nil {
-		return msg + " (rename its tools: `warden tool approve " + c.Module + " " + NamingFlags(*c.Fix) + "`)"
+// loadReason words a name problem found at load, for `warden tool ls`.
+func loadReason(module string, err error) string {
+	var fix *Naming
+	var ce *CollisionError
+	var ne *ToolNameError
+	switch {
+	case errors.As(err, &ce):
+		fix = ce.Fix
+	case errors.As(err, &ne):
+		fix = ne.Fix
+	}
+	msg := err.Error() + ": not loaded"
+	if fix != nil {
+		return msg + " (rename its tools: `warden tool approve " + shellWord(module) + " " + NamingFlags(*fix) + "`)"
 	}
 	return msg + " (remove one of the two with `warden tool rm`)"
 }

@@ -3,8 +3,10 @@
 // Command bsky reproduces the shape of servlets published for other hosts
 // (mcp.run style: describe + call), as warden meets them: input schemas
 // left open (no additionalProperties: false), an open nested object, a
-// tool named search (as a core tool is), and a schema with the common
-// mistake of a required list placed inside properties. It decodes its
+// tool named search (as a core tool is), a tool whose name is valid for MCP
+// but not as an OpenAI function name (feed.timeline), a draft-07 schema
+// combining objects with allOf and $ref, and the common mistakes of a
+// required list placed inside properties and draft-03 "required": true. It decodes its
 // arguments the lenient way published guests do (encoding/json: unknown
 // fields ignored, names matched case-insensitively), so warden's own
 // strictness is what refuses them.
@@ -32,7 +34,12 @@ const describeJSON = `{"tools":[
  {"name":"get_profile","description":"Get a user's profile by handle.",
   "inputSchema":{"type":"object","properties":{
     "handle":{"type":"string","description":"the user's handle"},
-    "required":["handle"]}}}
+    "required":["handle"]}}},
+ {"name":"feed.timeline","description":"Read a feed, a page at a time.",
+  "inputSchema":{"$schema":"http://json-schema.org/draft-07/schema#","type":"object",
+   "properties":{"feed":{"type":"string","required":true}},
+   "allOf":[{"$ref":"#/definitions/page"}],
+   "definitions":{"page":{"type":"object","properties":{"cursor":{"type":"string"},"limit":{"type":"integer"}}}}}}
 ]}`
 
 //go:wasmexport describe
@@ -54,6 +61,8 @@ type args struct {
 	Filters map[string]any `json:"filters"`
 	Extra   map[string]any `json:"extra"`
 	Handle  string         `json:"handle"`
+	Feed    string         `json:"feed"`
+	Cursor  string         `json:"cursor"`
 }
 
 //go:wasmexport call
@@ -74,6 +83,9 @@ func call() int32 {
 		text = string(b)
 	case "get_profile":
 		b, _ := json.Marshal(map[string]any{"tool": in.Params.Name, "handle": a.Handle, "name": "Profile of " + a.Handle})
+		text = string(b)
+	case "feed.timeline":
+		b, _ := json.Marshal(map[string]any{"tool": in.Params.Name, "feed": a.Feed, "cursor": a.Cursor, "limit": a.Limit})
 		text = string(b)
 	default:
 		return result("unknown tool "+in.Params.Name, true)
