@@ -179,6 +179,25 @@ func TestConfigSecretNeverRecorded(t *testing.T) {
 	}
 	must("tool", "install", wasmfixture.Stage(t, "compat/bsky", "", false), "--prefix", "bsky_", "--alias", "feed.timeline=bsky_timeline")
 
+	// What warden lists is the schema as it enforces it.
+	var listed []struct {
+		Name        string          `json:"name"`
+		InputSchema json.RawMessage `json:"input_schema"`
+	}
+	if code, out, _ := runWS(t, home, ws, "tools", "--json"); code != 0 || json.Unmarshal([]byte(out), &listed) != nil {
+		t.Fatalf("tools --json: %s", out)
+	}
+	enforced := false
+	for _, l := range listed {
+		var c bytes.Buffer
+		json.Compact(&c, l.InputSchema)
+		if l.Name == "bsky_search" {
+			enforced = bytes.Contains(c.Bytes(), []byte(`"filters":{"additionalProperties":false`))
+		}
+	}
+	if !enforced {
+		t.Errorf("tools --json does not list bsky_search with its enforced schema")
+	}
 	out = must("--grant", netGrant, "--grant", "env:WX_SERVICE_ID", "call", "fetch", "--args", `{"city":"Oslo","echo_key":true}`)
 	if gotKey != secret || !strings.Contains(out, `\"request_id\":\"req-7\"`) || !strings.Contains(out, `\"key\":\"[REDACTED]\"`) {
 		t.Fatalf("call fetch (the service got %q):\n%s", gotKey, out)

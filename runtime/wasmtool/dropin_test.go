@@ -203,6 +203,7 @@ func TestServletConfigSecretAndHTTP(t *testing.T) {
 	g = e.gateWith(redact.New(secret), "net:"+hostPort, "env:WEATHER_TEST_KEY")
 	res = call(t, g, "fetch", `{"city":"Oslo","echo_key":true}`)
 	wantCode(t, res, "")
+	wantInvalid(t, g, "fetch", `{"city":"Oslo","City":"Rome"}`, `{"city":"Oslo","units":"c"}`)
 	if gotKey != secret {
 		t.Fatalf("the service got key %q", gotKey)
 	}

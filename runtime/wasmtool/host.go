@@ -524,8 +524,9 @@ func (h *Host) Check(name string) error {
 // ABI, imports, a trial instance, the servlet's describe, the sidecar's
 // overrides, tool names (named by n) and schemas (as warden enforces
 // them) — returning the pin they would get (no grants, not approved).
+// kept says n is the pin's own naming, kept for a new version.
 // What it runs of the module runs within checkTimeout at most.
-func (h *Host) candidate(ctx context.Context, name string, n Naming) (*Pin, error) {
+func (h *Host) candidate(ctx context.Context, name string, n Naming, kept bool) (*Pin, error) {
 	f, err := h.readFiles(name)
 	if err != nil {
 		return nil, err
@@ -585,6 +586,16 @@ func (h *Host) candidate(ctx context.Context, name string, n Naming) (*Pin, erro
 		}
 		if !rep.empty() {
 			t.Schema = &rep
+		}
+	}
+	if kept {
+		// The pin's naming, kept for a new version: an alias of a tool
+		// the module no longer lists goes (the diff shows it).
+		n.Aliases = maps.Clone(n.Aliases)
+		for own := range n.Aliases {
+			if !slices.ContainsFunc(p.Tools, func(t ToolSpec) bool { return t.Name == own }) {
+				delete(n.Aliases, own)
+			}
 		}
 	}
 	if err := applyNaming(p, n); err != nil {
@@ -793,7 +804,7 @@ func (h *Host) Install(ctx context.Context, file string, o InstallOptions) (*Ins
 		cleanup()
 		return nil, err
 	}
-	p, err := h.candidate(ctx, name, o.Naming)
+	p, err := h.candidate(ctx, name, o.Naming, false)
 	if err != nil {
 		cleanup()
 		return nil, err
@@ -873,7 +884,7 @@ func (h *Host) Diff(ctx context.Context, name string, naming *Naming) (*Change, 
 	if err != nil && !errors.Is(err, runtime.ErrNotFound) {
 		return nil, err
 	}
-	n := Naming{}
+	n, keep := Naming{}, false
 	switch {
 	case naming != nil:
 		if err := CheckNaming(*naming); err != nil {
@@ -881,9 +892,9 @@ func (h *Host) Diff(ctx context.Context, name string, naming *Naming) (*Change, 
 		}
 		n = *naming
 	case old != nil:
-		n = old.naming()
+		n, keep = old.naming(), true
 	}
-	cand, err := h.candidate(ctx, name, n)
+	cand, err := h.candidate(ctx, name, n, keep)
 	if err != nil {
 		return nil, err
 	}
