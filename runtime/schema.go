@@ -48,14 +48,22 @@ func CompileSchema(name string, raw json.RawMessage) (*Schema, error) {
 	return &Schema{raw: raw, compiled: sch}, nil
 }
 
-// openObjects lists the schema locations that describe objects with
-// properties but leave additionalProperties open.
+// openObjects lists the schema locations that name fields (properties or
+// patternProperties), or are the root, but leave additionalProperties
+// open. A nested object that names no fields is a map (free-form, or with
+// an additionalProperties schema): its keys are data, not field names, so
+// it may stay open; so may a root that is explicitly a map. Nothing under
+// not or if is checked: closing there would loosen the schema.
 func openObjects(v any, at string) []string {
 	var out []string
 	switch s := v.(type) {
 	case map[string]any:
-		if _, hasProps := s["properties"]; hasProps || s["type"] == "object" {
-			if ap, ok := s["additionalProperties"]; !ok || ap != false {
+		_, hasProps := s["properties"]
+		_, hasPatterns := s["patternProperties"]
+		ap, hasAP := s["additionalProperties"]
+		_, apSchema := ap.(map[string]any)
+		if hasProps || hasPatterns || (at == "" && !apSchema) {
+			if !hasAP || ap != false {
 				if _, ok := s["$ref"]; !ok {
 					out = append(out, "#"+at)
 				}
@@ -67,7 +75,7 @@ func openObjects(v any, at string) []string {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			if k == "const" || k == "enum" || k == "default" || k == "examples" {
+			if k == "const" || k == "enum" || k == "default" || k == "examples" || k == "not" || k == "if" {
 				continue
 			}
 			out = append(out, openObjects(s[k], at+"/"+escapePointer(k))...)

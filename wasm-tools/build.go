@@ -40,6 +40,10 @@ type Fixture struct {
 	ABI ABI
 	// Hostile is true for the modules under hostile/.
 	Hostile bool
+	// Published is true for the modules under compat/, which reproduce
+	// modules published for other Extism hosts: no warden sidecar, open
+	// schemas, names and conventions of their own.
+	Published bool
 	// Exports are the functions the module must export (besides memory
 	// and _initialize or _start).
 	Exports []string
@@ -76,8 +80,32 @@ var Fixtures = []Fixture{
 	{Name: "wasiprobe", Dir: "hostile/wasiprobe", ABI: Extism, Hostile: true, Exports: []string{"call"}, Sidecar: "wasiprobe.tool.yaml"},
 	{Name: "wasiprobecmd", Dir: "hostile/wasiprobecmd", ABI: WASICommand, Hostile: true, Sidecar: "wasiprobecmd.tool.yaml"},
 	{Name: "hugeoutput", Dir: "hostile/hugeoutput", ABI: Extism, Hostile: true, Exports: []string{"call", "stdout"}, Sidecar: "hugeoutput.tool.yaml"},
+	{Name: "bsky", Dir: "compat/bsky", ABI: Servlet, Published: true, Exports: []string{"describe", "call"}},
+	{Name: "weather", Dir: "compat/weather", ABI: Servlet, Published: true, Exports: []string{"describe", "call"},
+		Imports: []string{"extism:host/env.config_get", "extism:host/env.http_request", "extism:host/env.http_status_code", "extism:host/env.http_headers", "extism:host/env.log_info"}},
+	{Name: "count_vowels", Dir: "compat/count_vowels", ABI: Extism, Published: true, Exports: []string{"count_vowels"},
+		Imports: []string{"extism:host/env.config_get", "extism:host/env.var_get", "extism:host/env.var_set"}},
+	{Name: "abiprobe", Dir: "compat/abiprobe", ABI: Servlet, Published: true, Exports: []string{"describe", "call"}, Imports: abiprobeImports},
 	{Name: "trap", Dir: "hostile/trap", ABI: Extism, Hostile: true, Exports: []string{"call", "unreachable", "nilderef", "exit"}, Sidecar: "trap.tool.yaml"},
 }
+
+// abiprobeImports are the Extism kernel and WASI functions published
+// plugins import, every one of which compat/abiprobe imports and calls.
+var abiprobeImports = func() []string {
+	var out []string
+	for _, f := range []string{"alloc", "free", "length", "length_unsafe", "load_u8", "load_u64", "store_u8", "store_u64",
+		"input_length", "input_offset", "input_load_u8", "input_load_u64", "output_set", "output_length", "output_offset",
+		"error_set", "error_get", "reset", "memory_bytes", "config_get", "var_get", "var_set",
+		"http_request", "http_status_code", "http_headers", "get_log_level",
+		"log_trace", "log_debug", "log_info", "log_warn", "log_error"} {
+		out = append(out, "extism:host/env."+f)
+	}
+	for _, f := range []string{"args_sizes_get", "args_get", "environ_sizes_get", "environ_get", "clock_time_get", "random_get",
+		"fd_write", "proc_exit", "sched_yield", "poll_oneoff"} {
+		out = append(out, "wasi_snapshot_preview1."+f)
+	}
+	return out
+}()
 
 // Lookup returns the fixture named name.
 func Lookup(name string) (Fixture, bool) {

@@ -114,3 +114,70 @@ func mustRun(tb testing.TB, cmd *exec.Cmd) []byte {
 	}
 	return out
 }
+
+// BenchmarkFreshProcessServlet (issue 14): the same comparison for a
+// published servlet (compat/bsky, standard Go, ~3.3 MB) installed with a
+// prefix — `warden call bsky_search` (schema as warden enforces it, the
+// guest gets its own tool name) against the minimal Extism host calling
+// the servlet's call export with the same input, on the same warm cache.
+func BenchmarkFreshProcessServlet(b *testing.B) {
+	if testing.Short() {
+		b.Skip("builds binaries and wasm guests; skipped with -short")
+	}
+	dir := b.TempDir()
+	warden := filepath.Join(dir, "warden")
+	minihost := filepath.Join(dir, "minihost")
+	goBuild(b, warden, ".")
+	goBuild(b, minihost, "./testdata/minihost")
+	home := filepath.Join(dir, "home")
+	ws := filepath.Join(dir, "ws")
+	if err := os.MkdirAll(ws, 0o700); err != nil {
+		b.Fatal(err)
+	}
+	wardenCmd := func(args ...string) *exec.Cmd {
+		cmd := exec.Command(warden, append([]string{"--home", home, "--workspace", ws}, args...)...)
+		cmd.Env = append(os.Environ(), "WARDEN_LOG_LEVEL=warn")
+		return cmd
+	}
+	mustRun(b, wardenCmd("tool", "install", wasmfixture.Stage(b, "compat/bsky", "", false), "--prefix", "bsky_", "--alias", "feed.timeline=bsky_timeline"))
+	args := `{"q":"wasm","limit":5}`
+	input := `{"params":{"name":"search","arguments":` + args + `}}`
+	wasmFile := filepath.Join(home, "tools", "bsky.wasm")
+	cacheDir := filepath.Join(home, "cache")
+	if out := mustRun(b, wardenCmd("call", "bsky_search", "--args", args)); !bytes.Contains(out, []byte(`first post about wasm`)) {
+		b.Fatalf("warden call: %s", out)
+	}
+	if out := mustRun(b, exec.Command(minihost, wasmFile, cacheDir, "call", input)); !bytes.Contains(out, []byte(`first post about wasm`)) {
+		b.Fatalf("minihost: %s", out)
+	}
+	var perOp [2]time.Duration
+	b.Run("warden-call-servlet", func(b *testing.B) {
+		for b.Loop() {
+			mustRun(b, wardenCmd("call", "bsky_search", "--args", args))
+		}
+		perOp[0] = b.Elapsed() / time.Duration(b.N)
+	})
+	b.Run("extism-host-servlet", func(b *testing.B) {
+		for b.Loop() {
+			mustRun(b, exec.Command(minihost, wasmFile, cacheDir, "call", input))
+		}
+		perOp[1] = b.Elapsed() / time.Duration(b.N)
+	})
+	if perOp[0] > 0 && perOp[1] > 0 {
+		b.Logf("fresh process, warm cache, servlet: warden call %v, minimal Extism host %v: %.2f× (aim ≤ 1.3×)",
+			perOp[0].Round(100*time.Microsecond), perOp[1].Round(100*time.Microsecond), float64(perOp[0])/float64(perOp[1]))
+	}
+	const pairs = 15
+	var w, x []time.Duration
+	for range pairs {
+		start := time.Now()
+		mustRun(b, wardenCmd("call", "bsky_search", "--args", args))
+		w = append(w, time.Since(start))
+		start = time.Now()
+		mustRun(b, exec.Command(minihost, wasmFile, cacheDir, "call", input))
+		x = append(x, time.Since(start))
+	}
+	mw, mx := median(w), median(x)
+	b.Logf("interleaved medians of %d pairs: warden call %v, minimal Extism host %v: %.2f×",
+		pairs, mw.Round(100*time.Microsecond), mx.Round(100*time.Microsecond), float64(mw)/float64(mx))
+}

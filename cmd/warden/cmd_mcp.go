@@ -18,7 +18,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/wardenrt/warden/runtime"
-	"github.com/wardenrt/warden/runtime/redact"
 )
 
 // envMCPToken names the environment variable that holds the HTTP bearer
@@ -158,7 +157,7 @@ func newMCPHTTP(e *env, addr string) (*mcpHTTP, error) {
 	case len(token) < minMCPTokenLen:
 		return nil, usageErr(fmt.Sprintf("use at least %d random characters", minMCPTokenLen), "%s is too short to be a bearer token", envMCPToken)
 	}
-	e.redactor = redact.New(append(secretEnvValues(), token)...)
+	e.addSecrets(token)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, usageErr("", "--http: %v", err)

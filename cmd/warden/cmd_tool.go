@@ -32,6 +32,8 @@ const approvedBy = "owner"
 func toolCommand() *cli.Command {
 	grantFlag := &cli.StringSliceFlag{Name: "grant", Usage: "grant the module KIND:SCOPE (repeatable); its tools act with the run's grants ∩ the module's"}
 	nameFlag := &cli.StringFlag{Name: "name", Usage: "the module's name (default: the sidecar's name, else the file's)"}
+	prefixFlag := &cli.StringFlag{Name: "prefix", Usage: "expose each of the module's tools as PREFIX + its own name (the module still gets its own names)"}
+	aliasFlag := &cli.StringSliceFlag{Name: "alias", Usage: "expose the module's tool OWN as NEW: OWN=NEW (repeatable; wins over --prefix)"}
 	needArgs := func(e *env, min int, usage string) error {
 		if e.c.NArg() < min {
 			return usageErr("usage: warden tool "+usage, "wrong number of arguments")
@@ -45,10 +47,10 @@ func toolCommand() *cli.Command {
 			{
 				Name: "install", Usage: "check a module (and the NAME.tool.yaml beside it), copy it into <home>/tools and approve it",
 				ArgsUsage: "FILE.wasm",
-				Flags:     []cli.Flag{nameFlag, grantFlag, jsonFlag},
+				Flags:     []cli.Flag{nameFlag, grantFlag, prefixFlag, aliasFlag, jsonFlag},
 				Action: withEnv(func(ctx context.Context, e *env) error {
 					if e.c.NArg() != 1 {
-						return usageErr("usage: warden tool install FILE.wasm [--name N] [--grant CAP ...]", "install needs exactly one module file")
+						return usageErr("usage: warden tool install FILE.wasm [--name N] [--grant CAP ...] [--prefix P] [--alias OWN=NEW ...]", "install needs exactly one module file")
 					}
 					file := e.c.Args().First()
 					if fi, err := os.Stat(file); err != nil || !fi.Mode().IsRegular() {
@@ -63,7 +65,7 @@ func toolCommand() *cli.Command {
 			{
 				Name: "build", Usage: "build a Go tool for wasip1 (go build, GOOS=wasip1 GOARCH=wasm) and install it",
 				ArgsUsage: "DIR",
-				Flags: []cli.Flag{nameFlag, grantFlag, jsonFlag,
+				Flags: []cli.Flag{nameFlag, grantFlag, prefixFlag, aliasFlag, jsonFlag,
 					&cli.BoolFlag{Name: "command", Usage: "build a WASI command (_start; the default when the sidecar says abi: wasi-command) instead of an Extism plugin (-buildmode=c-shared)"},
 				},
 				Action: withEnv(func(ctx context.Context, e *env) error {
@@ -128,16 +130,17 @@ func toolCommand() *cli.Command {
 			{
 				Name: "approve", Usage: "show how a module's files differ from what was approved (requested capabilities, tools and schemas), then approve them",
 				ArgsUsage: "NAME",
-				Flags: []cli.Flag{jsonFlag,
+				Flags: []cli.Flag{jsonFlag, prefixFlag, aliasFlag,
 					&cli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "approve without asking (needed when stdin is not a terminal)"},
 				},
 				Action: withEnv(func(ctx context.Context, e *env) error {
 					if e.c.NArg() != 1 {
-						return usageErr("usage: warden tool approve NAME [--yes]", "approve needs exactly one module name")
+						return usageErr("usage: warden tool approve NAME [--yes] [--prefix P] [--alias OWN=NEW ...]", "approve needs exactly one module name")
 					}
 					return approveModule(ctx, e, e.c.Args().First())
 				}),
 			},
+			toolConfigCommand(),
 			{
 				Name: "grant", Usage: "grant a module capabilities (its tools act with the run's grants ∩ the module's)",
 				ArgsUsage: "NAME CAP...",
@@ -315,13 +318,47 @@ func installModule(ctx context.Context, e *env, file, builtFrom string) error {
 	if err := e.checkGrants(grants, "--grant"); err != nil {
 		return err
 	}
+	naming, err := namingFlags(e)
+	if err != nil {
+		return err
+	}
 	h, core, err := e.toolHost()
 	if err != nil {
 		return err
 	}
-	in, err := h.Install(ctx, file, wasmtool.InstallOptions{Name: e.c.String("name"), Grants: grants, Taken: core.Has, By: approvedBy})
+	in, err := h.Install(ctx, file, wasmtool.InstallOptions{Name: e.c.String("name"), Grants: grants, Naming: naming, Taken: core.Has, By: approvedBy})
 	if err != nil {
-		return toolFailure(err)
+		// Each refusal's hint is the command that resolves it: this one,
+		// as given, with what it lacked.
+		rerun := "warden tool install " + shellQuote(file)
+		if builtFrom != "" {
+			rerun = "warden tool build " + shellQuote(e.c.Args().First())
+			if e.c.Bool("command") {
+				rerun += " --command"
+			}
+		}
+		for _, g := range grants {
+			rerun += " --grant " + shellQuote(g)
+		}
+		var exists *wasmtool.ExistsError
+		var badName *wasmtool.ModuleNameError
+		switch {
+		case errors.As(err, &exists) && exists.Free != "":
+			if exists.Fix != nil && naming.Prefix == "" && len(naming.Aliases) == 0 {
+				naming = *exists.Fix
+			}
+			hint := "install it under another name: " + rerun + " --name " + exists.Free + withNaming(naming)
+			if exists.DroppedIn {
+				hint = "review the dropped-in module with `warden tool approve " + exists.Module + "`, or " + hint
+			}
+			return fail(runtime.CodeAlreadyExists, exitFailed, hint, "%v", err)
+		case errors.As(err, &badName) && badName.Fix != "":
+			return fail(runtime.CodeInvalidInput, exitUsage, "name it: "+rerun+" --name "+badName.Fix+withNaming(naming), "%v", err)
+		}
+		if n := e.c.String("name"); n != "" {
+			rerun += " --name " + shellQuote(n)
+		}
+		return namingFailure(err, rerun)
 	}
 	p := in.Pin
 	rec := map[string]any{"module": p.Module, "file": file, "sha256": p.SHA256, "sidecar_sha256": p.SidecarSHA256, "abi": p.ABI,
@@ -364,6 +401,11 @@ func printPin(w io.Writer, h *wasmtool.Host, p *wasmtool.Pin) {
 	}
 	fmt.Fprintf(tw, "  limits\t%s\n", p.Limits.String())
 	tw.Flush()
+	for _, t := range p.Tools {
+		for _, n := range t.Notes() {
+			fmt.Fprintf(w, "  tool %s: %s\n", t.Name, printable(n))
+		}
+	}
 }
 
 func toolNames(p *wasmtool.Pin) []string {
@@ -419,9 +461,17 @@ func approveModule(ctx context.Context, e *env, name string) error {
 	if err != nil {
 		return err
 	}
-	ch, err := h.Diff(ctx, name)
+	var naming *wasmtool.Naming
+	if e.c.IsSet("prefix") || e.c.IsSet("alias") {
+		n, err := namingFlags(e)
+		if err != nil {
+			return err
+		}
+		naming = &n
+	}
+	ch, err := h.Diff(ctx, name, naming)
 	if err != nil {
-		return toolFailure(err)
+		return namingFailure(err, "warden tool approve "+shellQuote(name))
 	}
 	out := map[string]any{"module": name, "changed": ch.Changed(), "diff": ch.String(), "sha256": ch.New.SHA256,
 		"requested_added": orEmpty(ch.Added), "requested_removed": orEmpty(ch.Removed),
@@ -462,7 +512,7 @@ func approveModule(ctx context.Context, e *env, name string) error {
 	}
 	p, err := h.Approve(ctx, name, ch.New, approvedBy, core.Has)
 	if err != nil {
-		return toolFailure(err)
+		return namingFailure(err, "warden tool approve "+shellQuote(name)+" --yes")
 	}
 	rec := map[string]any{"module": name, "sha256": p.SHA256, "sidecar_sha256": p.SidecarSHA256, "tools": toolNames(p),
 		"requested_added": orEmpty(ch.Added), "requested_removed": orEmpty(ch.Removed), "granted": p.Granted}
@@ -577,13 +627,26 @@ func (e *env) printInspection(in *wasmtool.Inspection) error {
 	if in.Limits != nil {
 		row("limits", "%s", in.Limits.String())
 	}
-	row("config keys", "%s", orNoneList(in.ConfigKeys))
+	var cfg []string
+	for _, c := range in.Config {
+		switch c.Source {
+		case "owner-env":
+			cfg = append(cfg, fmt.Sprintf("%s (owner: from env:%s at each call)", c.Key, c.Env))
+		default:
+			cfg = append(cfg, fmt.Sprintf("%s (%s)", c.Key, c.Source))
+		}
+	}
+	row("config", "%s", printable(orNoneList(cfg)))
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if in.Pin != nil {
-		for _, t := range in.Pin.Tools {
-			fmt.Fprintf(e.stdout, "\ntool %s (export %s)\n%s\n  input schema: %s\n", t.Name, t.Export, indent(t.Description, "  "), compact(t.InputSchema))
+	for _, t := range in.ToolSpecs {
+		fmt.Fprintf(e.stdout, "\ntool %s (export %s)\n%s\n  input schema: %s\n", t.Name, t.Export, indent(t.Description, "  "), printable(compact(t.InputSchema)))
+		if len(t.ModuleSchema) > 0 {
+			fmt.Fprintf(e.stdout, "  module's schema: %s\n", printable(compact(t.ModuleSchema)))
+		}
+		for _, n := range t.Notes() {
+			fmt.Fprintf(e.stdout, "  %s\n", printable(n))
 		}
 	}
 	if change != "" {

@@ -63,6 +63,10 @@ type env struct {
 	// wasmStatus is what loading the wasm modules found (registry()).
 	wasmStatus []wasmtool.Status
 	started    time.Time
+
+	// secrets are literals masked besides the environment's secret-looking
+	// values, known only after start (see addSecrets).
+	secrets []string
 }
 
 // newEnv resolves the home and workspace directories and sets up logging.
@@ -413,7 +417,39 @@ func (e *env) registry() (*runtime.Registry, error) {
 	if e.reg != nil {
 		return e.reg, nil
 	}
-	return e.loadRegistry()
+	reg, err := e.loadRegistry()
+	if err == nil {
+		// The first load, before any gate exists: the values the owner's
+		// tool config reads from the environment (KEY=env:VAR) are
+		// masked wherever warden records or shows anything. A reload
+		// (mcp serve) keeps the redactor its gate was built with; a
+		// wasm tool refuses to hand a guest a secret that redactor would
+		// not mask (runtime.Gate.Conceals).
+		e.addSecrets(configSecretValues(e.wasmStatus)...)
+	}
+	return reg, err
+}
+
+// addSecrets makes the redactor also mask vals. Only before anything that
+// runs concurrently has the redactor (start-up).
+func (e *env) addSecrets(vals ...string) {
+	if len(vals) == 0 {
+		return
+	}
+	e.secrets = append(e.secrets, vals...)
+	e.redactor = redact.New(append(secretEnvValues(), e.secrets...)...)
+}
+
+// configSecretValues are the values of the environment variables the
+// approved modules' owner config reads (KEY=env:VAR).
+func configSecretValues(statuses []wasmtool.Status) []string {
+	var out []string
+	for _, name := range wasmtool.SecretEnv(statuses) {
+		if v := os.Getenv(name); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // reloadRegistry builds the registry again from what <home>/tools and the

@@ -10,8 +10,10 @@ import (
 	extism "github.com/extism/go-sdk"
 	"github.com/tetratelabs/wazero"
 
+	"github.com/wardenrt/warden/hostfuncs"
 	"github.com/wardenrt/warden/internal/wasmfixture"
 	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/wasmtool"
 )
 
 // BenchmarkWarmCall is issue 4's benchmark (c): a warm in-process call of a
@@ -60,6 +62,76 @@ func BenchmarkWarmCall(b *testing.B) {
 			if err != nil || !res.Success {
 				b.Fatal(err, res.Error)
 			}
+		}
+	})
+}
+
+// BenchmarkInstall: installing a published servlet (compat/bsky, standard
+// Go, ~3.3 MB) — check (structure, imports, sidecar), a trial instance,
+// describe, schemas enforced and compiled, pin written — next to what any
+// Extism host does at the least to list a servlet's tools (compile,
+// instantiate, call describe), both with a warm on-disk compilation cache
+// and a cold one.
+func BenchmarkInstall(b *testing.B) {
+	ctx := context.Background()
+	file := wasmfixture.Stage(b, "compat/bsky", "", false)
+	wasmBytes, err := os.ReadFile(file)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("module: %d bytes (%.1f MiB)", len(wasmBytes), float64(len(wasmBytes))/(1<<20))
+	install := func(b *testing.B, cache string) {
+		h, err := wasmtool.Open(ctx, wasmtool.Options{Dir: b.TempDir(), CacheDir: cache, Pins: &memPins{}, HostFuncs: hostfuncs.Functions()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer h.Close(ctx)
+		if _, err := h.Install(ctx, file, wasmtool.InstallOptions{Naming: wasmtool.Naming{Prefix: "bsky_", Aliases: map[string]string{"feed.timeline": "bsky_timeline"}}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	describe := func(b *testing.B, cache string) {
+		c, err := wazero.NewCompilationCacheWithDir(cache)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close(ctx)
+		cp, err := extism.NewCompiledPlugin(ctx, extism.Manifest{Wasm: []extism.Wasm{extism.WasmData{Data: wasmBytes}}},
+			extism.PluginConfig{EnableWasi: true, RuntimeConfig: wazero.NewRuntimeConfig().WithCompilationCache(c)}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer cp.Close(ctx)
+		p, err := cp.Instance(ctx, extism.PluginInstanceConfig{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer p.Close(ctx)
+		if rc, out, err := p.CallWithContext(ctx, "describe", nil); err != nil || rc != 0 || len(out) == 0 {
+			b.Fatal(rc, err)
+		}
+	}
+	warmW, warmX := b.TempDir(), b.TempDir()
+	install(b, warmW)
+	describe(b, warmX)
+	b.Run("warden-install-warm-cache", func(b *testing.B) {
+		for b.Loop() {
+			install(b, warmW)
+		}
+	})
+	b.Run("extism-compile-describe-warm-cache", func(b *testing.B) {
+		for b.Loop() {
+			describe(b, warmX)
+		}
+	})
+	b.Run("warden-install-cold-cache", func(b *testing.B) {
+		for b.Loop() {
+			install(b, b.TempDir())
+		}
+	})
+	b.Run("extism-compile-describe-cold-cache", func(b *testing.B) {
+		for b.Loop() {
+			describe(b, b.TempDir())
 		}
 	})
 }

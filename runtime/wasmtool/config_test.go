@@ -19,7 +19,7 @@ func TestConfigServesSidecarAndGrantedEnvOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := tool.config(run.Intersect(granted))
+	cfg, _, _ := tool.config(nil, run.Intersect(granted))
 	want := map[string]string{"user_agent": "ua/1", "env:WARDEN_TEST_GRANTED": "granted-value"}
 	if len(cfg) != len(want) {
 		t.Fatalf("config %v, want %v", cfg, want)

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,6 +28,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	extism "github.com/extism/go-sdk"
 
@@ -186,13 +188,13 @@ func (h *Host) Load(ctx context.Context, taken func(string) bool) ([]runtime.Too
 				st.State, st.Reason = StateChanged, why+fmt.Sprintf(": refused until re-approved (`warden tool approve %s` shows what changed)", name)
 				break
 			}
-			if why := collision(pin, taken, used); why != "" {
-				st.State, st.Reason = StateError, why
+			if err := checkNames(pin, taken, used); err != nil {
+				st.State, st.Reason = StateError, loadReason(name, err)
 				break
 			}
 			key := compileKey(name, pin)
 			for _, t := range pin.Tools {
-				used[t.Name] = name
+				used[strings.ToLower(t.Name)] = name
 				tools = append(tools, &Tool{host: h, module: name, pin: pin, spec: t, key: key})
 			}
 			st.State = StateOK
@@ -207,19 +209,6 @@ func (h *Host) Load(ctx context.Context, taken func(string) bool) ([]runtime.Too
 	}
 	sort.SliceStable(statuses, func(i, j int) bool { return statuses[i].Module < statuses[j].Module })
 	return tools, statuses, nil
-}
-
-// collision says which of pin's tool names is already used.
-func collision(pin *Pin, taken func(string) bool, used map[string]string) string {
-	for _, t := range pin.Tools {
-		if taken != nil && taken(t.Name) {
-			return fmt.Sprintf("tool name %q collides with a core tool: not loaded (reinstall the module under another name with `warden tool install FILE --name NEW`)", t.Name)
-		}
-		if other, ok := used[t.Name]; ok {
-			return fmt.Sprintf("tool name %q is already provided by module %s: not loaded (remove one of the two)", t.Name, other)
-		}
-	}
-	return ""
 }
 
 // verifyFiles returns "" when name's files hash to the pin, else why not.
@@ -392,6 +381,8 @@ type files struct {
 	wasm []byte
 	sc   *Sidecar
 	info wasm.ModuleInfo
+	// export is the Extism plugin's export (the sidecar's, else found).
+	export string
 }
 
 func (f *files) has(export string) bool { return slices.Contains(f.info.Exports, export) }
@@ -430,21 +421,29 @@ func (h *Host) readFiles(name string) (*files, error) {
 		p.Requested = append(p.Requested, sc.Capabilities...)
 		p.Limits = sc.Limits
 		p.Config = sc.Config
+		p.InputFrom, p.Output = sc.Input.From, sc.Output
 	}
 	p.Limits = p.Limits.withDefaults()
 	f.pin = p
+	plugin := f.pluginExports()
 	if p.ABI == "" {
 		switch {
 		case f.has("describe") && f.has("call") && (sc == nil || sc.schema == nil):
 			p.ABI = ABIServlet
-		case f.has("_start") && !f.has("_initialize"):
+		case f.has("_start") && len(plugin) == 0 && (sc == nil || sc.Export == ""):
+			// A WASI command: _start and nothing else to call. A module
+			// exporting _start beside a plugin function (TinyGo -target
+			// wasi) is a plugin, as for every Extism host.
 			p.ABI = ABICommand
 		default:
 			p.ABI = ABIExtism
 		}
 	}
 	if sc == nil && p.ABI != ABIServlet {
-		return nil, fmt.Errorf("%s.wasm needs a sidecar %s.tool.yaml (name, description, input_schema, …): only servlets (exports describe and call) describe themselves", name, name)
+		return nil, fmt.Errorf("%s.wasm needs a sidecar %s.tool.yaml (name, description, input_schema or input, …): only servlets (exports describe and call) describe themselves", name, name)
+	}
+	if len(sc.toolOverrides()) > 0 && p.ABI != ABIServlet {
+		return nil, fmt.Errorf("%s.tool.yaml: tools: per-tool overrides are for servlets, and %s.wasm is an %s module", name, name, p.ABI)
 	}
 	switch p.ABI {
 	case ABIServlet:
@@ -453,16 +452,56 @@ func (h *Host) readFiles(name string) (*files, error) {
 				return nil, fmt.Errorf("%s.wasm: a servlet must export %s", name, e)
 			}
 		}
+		if sc != nil && (sc.Input.From != "" || sc.Output != "") {
+			return nil, fmt.Errorf("%s.tool.yaml: input and output are for Extism plugins and commands; a servlet's call has its own format", name)
+		}
 	case ABICommand:
 		if !f.has("_start") {
 			return nil, fmt.Errorf("%s.wasm: a wasi-command must export _start (build without -buildmode)", name)
 		}
 	default:
-		if export := sc.export(); !f.has(export) {
+		export := sc.Export
+		switch {
+		case export != "":
+		case f.has("call"):
+			export = "call"
+		case len(plugin) == 1:
+			// An Extism plugin's conventional export (count_vowels,
+			// greet, …): the only function it exports besides the
+			// runtime's own.
+			export = plugin[0]
+		case len(plugin) == 0:
+			return nil, fmt.Errorf("%s.wasm exports no function to call (exports: %s)", name, orNone(strings.Join(f.info.Exports, ", ")))
+		default:
+			return nil, fmt.Errorf("%s.wasm exports %s: name the one to call with `export: NAME` in %s.tool.yaml", name, strings.Join(plugin, ", "), name)
+		}
+		if !f.has(export) {
 			return nil, fmt.Errorf("%s.wasm does not export %q (the sidecar's export; exports: %s)", name, export, strings.Join(f.info.Exports, ", "))
 		}
+		f.export = export
 	}
 	return f, nil
+}
+
+// runtimeExports are the functions a toolchain exports for its own
+// runtime or the host's, never a plugin's entry point.
+var runtimeExports = map[string]bool{
+	"_start": true, "_initialize": true, "__wasm_call_ctors": true, "hs_init": true, "hs_exit": true,
+	"malloc": true, "free": true, "calloc": true, "realloc": true, "cabi_realloc": true, "__main_argc_argv": true,
+	"asyncify_start_unwind": true, "asyncify_stop_unwind": true, "asyncify_start_rewind": true, "asyncify_stop_rewind": true, "asyncify_get_state": true,
+}
+
+// pluginExports are the exported functions that could be a plugin's entry
+// point: not the runtime's, not a servlet's describe.
+func (f *files) pluginExports() []string {
+	var out []string
+	for _, e := range f.info.Exports {
+		if runtimeExports[e] || e == "describe" || strings.HasPrefix(e, "__") {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
 }
 
 // Check checks name's files as far as can be done without running them
@@ -474,10 +513,12 @@ func (h *Host) Check(name string) error {
 }
 
 // candidate reads name's files now and checks them completely — sidecar,
-// ABI, imports, a trial instance, the servlet's describe, tool names and
-// schemas — returning the pin they would get (no grants, not approved).
+// ABI, imports, a trial instance, the servlet's describe, the sidecar's
+// overrides, tool names (named by n) and schemas (as warden enforces
+// them) — returning the pin they would get (no grants, not approved).
+// kept says n is the pin's own naming, kept for a new version.
 // What it runs of the module runs within checkTimeout at most.
-func (h *Host) candidate(ctx context.Context, name string) (*Pin, error) {
+func (h *Host) candidate(ctx context.Context, name string, n Naming, kept bool) (*Pin, error) {
 	f, err := h.readFiles(name)
 	if err != nil {
 		return nil, err
@@ -497,27 +538,134 @@ func (h *Host) candidate(ctx context.Context, name string) (*Pin, error) {
 			return nil, fmt.Errorf("%s.wasm: describe: %w", name, err)
 		}
 		p.Tools = tools
+		if err := applyOverrides(name, p.Tools, sc.toolOverrides()); err != nil {
+			return nil, err
+		}
 	case ABICommand:
 		p.Tools = []ToolSpec{{Name: name, Description: sc.Description, InputSchema: sc.schema, Export: "_start"}}
 	default:
-		p.Tools = []ToolSpec{{Name: name, Description: sc.Description, InputSchema: sc.schema, Export: sc.export()}}
+		p.Tools = []ToolSpec{{Name: name, Description: sc.Description, InputSchema: sc.schema, Export: f.export}}
+	}
+	if p.InputFrom != "" {
+		t := &p.Tools[0]
+		if len(t.InputSchema) == 0 {
+			t.InputSchema = textSchema(p.InputFrom)
+		} else if err := checkTextInput(t.InputSchema, p.InputFrom); err != nil {
+			return nil, fmt.Errorf("%s.tool.yaml: input: {from: %s}: %w", name, p.InputFrom, err)
+		}
 	}
 	for i := range p.Tools {
 		t := &p.Tools[i]
-		if !runtime.ValidToolName(t.Name) {
-			return nil, fmt.Errorf("%s.wasm: tool name %q is invalid: use 1-64 letters, digits, _ or -", name, t.Name)
-		}
 		if len(t.InputSchema) == 0 {
-			return nil, fmt.Errorf("%s: tool %s has no input_schema", name, t.Name)
+			return nil, fmt.Errorf("%s: tool %s has no input_schema (a sidecar gives one: input_schema, or input: {from: ARG} for a plugin that takes text)", name, t.Name)
 		}
 		if t.Description == "" {
 			return nil, fmt.Errorf("%s: tool %s has no description", name, t.Name)
 		}
-		if _, err := runtime.CompileSchema(t.Name, t.InputSchema); err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
+		enforced, rep, err := enforceSchema(t.InputSchema)
+		if err != nil {
+			return nil, fmt.Errorf("%s: tool %s: %w%s", name, t.Name, err, overrideHint(name, p.ABI, t.Name))
+		}
+		if _, err := runtime.CompileSchema(t.Name, enforced); err != nil {
+			msg := err.Error()
+			if len(rep.Repairs) > 0 {
+				msg += " (after repairing: " + strings.Join(rep.Repairs, "; ") + ")"
+			}
+			return nil, fmt.Errorf("%s: %s%s", name, msg, overrideHint(name, p.ABI, t.Name))
+		}
+		if !jsonEqual(enforced, t.InputSchema) {
+			t.ModuleSchema, t.InputSchema = t.InputSchema, enforced
+		}
+		if !rep.empty() {
+			t.Schema = &rep
 		}
 	}
+	if kept {
+		// The pin's naming, kept for a new version: an alias of a tool
+		// the module no longer lists goes (the diff shows it).
+		n.Aliases = maps.Clone(n.Aliases)
+		for own := range n.Aliases {
+			if !slices.ContainsFunc(p.Tools, func(t ToolSpec) bool { return t.Name == own }) {
+				delete(n.Aliases, own)
+			}
+		}
+	}
+	if err := applyNaming(p, n); err != nil {
+		return nil, err
+	}
 	return p, nil
+}
+
+// overrideHint says how the owner replaces a schema warden cannot use.
+func overrideHint(module, abi, tool string) string {
+	if abi == ABIServlet {
+		return fmt.Sprintf("; give the tool a schema of your own in %s.tool.yaml beside the module: tools: {%s: {input_schema: {type: object, properties: {…}}}}", module, tool)
+	}
+	return fmt.Sprintf("; fix input_schema in %s.tool.yaml", module)
+}
+
+// applyOverrides applies the sidecar's per-tool overrides (keyed by the
+// tools' own names) to a servlet's tools.
+func applyOverrides(module string, tools []ToolSpec, ov map[string]ToolOverride) error {
+	have := map[string]bool{}
+	for i := range tools {
+		t := &tools[i]
+		have[t.Name] = true
+		o, ok := ov[t.Name]
+		if !ok {
+			continue
+		}
+		if o.Description != "" {
+			t.Description = o.Description
+			t.Overrides = append(t.Overrides, "description")
+		}
+		if o.schema != nil {
+			t.ModuleSchema = t.InputSchema
+			t.InputSchema = o.schema
+			t.Overrides = append(t.Overrides, "input_schema")
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(ov)) {
+		if !have[name] {
+			return fmt.Errorf("%s.tool.yaml: tools.%s: the servlet's describe lists no tool %q (its tools: %s)", module, name, name, strings.Join(slices.Sorted(maps.Keys(have)), ", "))
+		}
+	}
+	return nil
+}
+
+// textSchema is the input schema of a plugin that takes the string
+// argument from as its raw input.
+func textSchema(from string) json.RawMessage {
+	b, _ := json.Marshal(map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			from: map[string]any{"type": "string", "description": "passed to the plugin as its raw input"},
+		},
+		"required":             []string{from},
+		"additionalProperties": false,
+	})
+	return b
+}
+
+// checkTextInput checks that a sidecar's schema declares the argument
+// input: {from: ARG} names, as a string.
+func checkTextInput(schema json.RawMessage, from string) error {
+	var s struct {
+		Properties map[string]struct {
+			Type any `json:"type"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(schema, &s); err != nil {
+		return fmt.Errorf("the input schema is not a JSON object")
+	}
+	p, ok := s.Properties[from]
+	if !ok {
+		return fmt.Errorf("input_schema declares no property %q", from)
+	}
+	if p.Type != "string" {
+		return fmt.Errorf("input_schema's property %q must be {type: string}", from)
+	}
+	return nil
 }
 
 // describe calls a servlet's describe export.
@@ -547,6 +695,9 @@ func describe(ctx context.Context, mod *wasm.Module) ([]ToolSpec, error) {
 	seen := map[string]bool{}
 	var tools []ToolSpec
 	for _, t := range d.Tools {
+		if t.Name == "" || len(t.Name) > 128 || !utf8.ValidString(t.Name) {
+			return nil, fmt.Errorf("a tool's name %q is empty, over 128 bytes or not UTF-8", t.Name)
+		}
 		if seen[t.Name] {
 			return nil, fmt.Errorf("tool %q listed twice", t.Name)
 		}
@@ -563,6 +714,9 @@ type InstallOptions struct {
 	Name string
 	// Grants are given to the module at once.
 	Grants []string
+	// Naming names the module's tools (a prefix, aliases); the zero value
+	// keeps their own names.
+	Naming Naming
 	// Taken reports names already used by core tools.
 	Taken func(string) bool
 	// By names who approved.
@@ -601,20 +755,33 @@ func (h *Host) Install(ctx context.Context, file string, o InstallOptions) (*Ins
 		name = base
 	}
 	if !runtime.ValidToolName(name) {
-		return nil, fmt.Errorf("module name %q is invalid: give --name with 1-64 letters, digits, _ or -", name)
+		return nil, &ModuleNameError{Name: name, Fix: validName(name)}
 	}
 	grants, err := parseGrants(o.Grants)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := h.pin(ctx, name); err == nil {
-		return nil, fmt.Errorf("a module named %s is already installed: `warden tool rm %s` first, or replace its file and `warden tool approve %s`", name, name, name)
+	if old, err := h.pin(ctx, name); err == nil {
+		ee := &ExistsError{Module: name, Free: h.freeName(ctx, name)}
+		if ee.Free != "" && old.ABI == ABIServlet {
+			// A servlet's tools keep their names under another module
+			// name: the copy needs its own.
+			fix := Naming{Prefix: ee.Free + "_"}
+			for own := range old.Aliases {
+				if fix.Aliases == nil {
+					fix.Aliases = map[string]string{}
+				}
+				fix.Aliases[own] = validName(fix.Prefix + own)
+			}
+			ee.Fix = &fix
+		}
+		return nil, ee
 	} else if !errors.Is(err, runtime.ErrNotFound) {
 		return nil, err
 	}
 	for _, p := range []string{h.wasmPath(name), h.sidecarPath(name)} {
 		if _, err := os.Lstat(p); err == nil {
-			return nil, fmt.Errorf("%s already exists in %s (dropped in, not approved): review it with `warden tool approve %s`, or remove it", filepath.Base(p), h.o.Dir, name)
+			return nil, &ExistsError{Module: name, DroppedIn: true, File: filepath.Base(p), Dir: h.o.Dir, Free: h.freeName(ctx, name)}
 		}
 	}
 	cleanup := func() {
@@ -630,7 +797,11 @@ func (h *Host) Install(ctx context.Context, file string, o InstallOptions) (*Ins
 			return nil, err
 		}
 	}
-	p, err := h.candidate(ctx, name)
+	if err := CheckNaming(o.Naming); err != nil {
+		cleanup()
+		return nil, err
+	}
+	p, err := h.candidate(ctx, name, o.Naming, false)
 	if err != nil {
 		cleanup()
 		return nil, err
@@ -640,15 +811,9 @@ func (h *Host) Install(ctx context.Context, file string, o InstallOptions) (*Ins
 		cleanup()
 		return nil, err
 	}
-	used := map[string]string{}
-	for m, op := range pins {
-		for _, t := range op.Tools {
-			used[t.Name] = m
-		}
-	}
-	if why := collision(p, o.Taken, used); why != "" {
+	if err := checkNames(p, o.Taken, usedNames(pins, name)); err != nil {
 		cleanup()
-		return nil, errors.New(strings.Replace(why, ": not loaded", ": not installed", 1))
+		return nil, err
 	}
 	p.Granted = grants
 	p.ApprovedAt, p.ApprovedBy = h.o.Now().UTC(), o.By
@@ -709,13 +874,24 @@ func writeFileAtomic(path string, data []byte) error {
 }
 
 // Diff checks name's files now and compares them with its pin (nil Old
-// when never approved).
-func (h *Host) Diff(ctx context.Context, name string) (*Change, error) {
+// when never approved). The candidate's tools are named by naming, or,
+// when it is nil, as the pin names them.
+func (h *Host) Diff(ctx context.Context, name string, naming *Naming) (*Change, error) {
 	old, err := h.pin(ctx, name)
 	if err != nil && !errors.Is(err, runtime.ErrNotFound) {
 		return nil, err
 	}
-	cand, err := h.candidate(ctx, name)
+	n, keep := Naming{}, false
+	switch {
+	case naming != nil:
+		if err := CheckNaming(*naming); err != nil {
+			return nil, err
+		}
+		n = *naming
+	case old != nil:
+		n, keep = old.naming(), true
+	}
+	cand, err := h.candidate(ctx, name, n, keep)
 	if err != nil {
 		return nil, err
 	}
@@ -753,21 +929,13 @@ func (h *Host) Approve(ctx context.Context, name string, reviewed *Pin, by strin
 	if err != nil {
 		return nil, err
 	}
-	used := map[string]string{}
-	for m, op := range pins {
-		if m == name {
-			continue
-		}
-		for _, t := range op.Tools {
-			used[t.Name] = m
-		}
+	if err := checkNames(p, taken, usedNames(pins, name)); err != nil {
+		return nil, err
 	}
-	if why := collision(p, taken, used); why != "" {
-		return nil, errors.New(strings.Replace(why, ": not loaded", ": not approved", 1))
-	}
-	p.Granted = []string{}
+	p.Granted, p.OwnerConfig = []string{}, nil
 	if old != nil {
 		p.Granted = slices.Clone(old.Granted)
+		p.OwnerConfig = maps.Clone(old.OwnerConfig)
 	}
 	p.ApprovedAt, p.ApprovedBy = h.o.Now().UTC(), by
 	if err := h.putPin(ctx, p); err != nil {
@@ -871,6 +1039,13 @@ type Inspection struct {
 	Granted        []string `json:"granted"`
 	Limits         *Limits  `json:"limits,omitempty"`
 	ConfigKeys     []string `json:"config_keys"`
+	// Config lists every config key with where it comes from; an owner's
+	// secret (env:VAR) by the variable's name, never its value.
+	Config []ConfigEntry `json:"config"`
+	// Tools are the module's tools as pinned (or, not approved yet, as
+	// they would be): names, schemas as enforced, what warden closed and
+	// repaired, what the sidecar overrode.
+	ToolSpecs []ToolSpec `json:"tool_specs"`
 	// Change is set when the files differ from the pin (or there is none).
 	Change *Change `json:"-"`
 }
@@ -890,15 +1065,21 @@ func (h *Host) Inspect(ctx context.Context, name string, taken func(string) bool
 	if st == nil {
 		return nil, h.notInstalled(name, runtime.ErrNotFound)
 	}
-	in := &Inspection{Status: *st, Exports: []string{}, Imports: []string{}, Requested: []string{}, Granted: []string{}, ConfigKeys: []string{}}
+	in := &Inspection{Status: *st, Exports: []string{}, Imports: []string{}, Requested: []string{}, Granted: []string{}, ConfigKeys: []string{},
+		Config: []ConfigEntry{}, ToolSpecs: []ToolSpec{}}
+	setPin := func(p *Pin) {
+		l := p.Limits
+		in.Limits = &l
+		in.Config = configEntries(p)
+		in.ConfigKeys = in.ConfigKeys[:0]
+		for _, c := range in.Config {
+			in.ConfigKeys = append(in.ConfigKeys, c.Key)
+		}
+		in.ToolSpecs = p.Tools
+	}
 	if st.Pin != nil {
 		in.Requested, in.Granted, in.ABI = st.Pin.Requested, st.Pin.Granted, st.Pin.ABI
-		l := st.Pin.Limits
-		in.Limits = &l
-		for k := range st.Pin.Config {
-			in.ConfigKeys = append(in.ConfigKeys, k)
-		}
-		sort.Strings(in.ConfigKeys)
+		setPin(st.Pin)
 	}
 	if st.State == StateMissing {
 		return in, nil
@@ -919,12 +1100,11 @@ func (h *Host) Inspect(ctx context.Context, name string, taken func(string) bool
 		in.MemoryMaxPages = &m
 	}
 	if st.State != StateOK {
-		if ch, err := h.Diff(ctx, name); err == nil {
+		if ch, err := h.Diff(ctx, name, nil); err == nil {
 			in.Change = ch
 			if st.Pin == nil {
 				in.Requested, in.ABI = ch.New.Requested, ch.New.ABI
-				l := ch.New.Limits
-				in.Limits = &l
+				setPin(ch.New)
 			}
 		} else {
 			in.Reason = strings.TrimSpace(in.Reason + " (" + err.Error() + ")")

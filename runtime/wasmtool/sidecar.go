@@ -3,7 +3,9 @@ package wasmtool
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 
 	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
@@ -45,8 +47,63 @@ type Sidecar struct {
 	Capabilities []string          `yaml:"capabilities"`
 	Limits       Limits            `yaml:"limits"`
 	Config       map[string]string `yaml:"config"`
+	// Input says how the arguments become an Extism plugin's input (or a
+	// WASI command's stdin): json (the default: the arguments object) or
+	// {from: ARG} (the string argument ARG, as raw bytes).
+	Input Input `yaml:"input"`
+	// Output says how the output is read: json (must be JSON; becomes the
+	// result's data), text (never parsed), or unset (a JSON object is
+	// also the data, anything else is text).
+	Output string `yaml:"output"`
+	// Tools overrides the description or input schema of a servlet's tools,
+	// keyed by the name its describe gives.
+	Tools map[string]ToolOverride `yaml:"tools"`
 
 	// schema is InputSchema as JSON.
+	schema json.RawMessage
+}
+
+// Output modes.
+const (
+	OutputJSON = "json"
+	OutputText = "text"
+)
+
+// Input is the sidecar's input: "json", or {from: ARG}.
+type Input struct {
+	// From names the string argument passed as the raw input; "" means
+	// the JSON arguments.
+	From string
+}
+
+// UnmarshalYAML reads `input: json` or `input: {from: ARG}`.
+func (in *Input) UnmarshalYAML(unmarshal func(any) error) error {
+	var v any
+	if err := unmarshal(&v); err != nil {
+		return err
+	}
+	switch x := v.(type) {
+	case string:
+		if x == "json" {
+			in.From = ""
+			return nil
+		}
+	case map[string]any:
+		from, ok := x["from"].(string)
+		if ok && len(x) == 1 && runtime.ValidToolName(from) {
+			in.From = from
+			return nil
+		}
+	}
+	return fmt.Errorf("input: use json, or {from: ARG} with ARG the name of a string argument (letters, digits, _ or -)")
+}
+
+// ToolOverride is the owner's description or input schema for one of a
+// servlet's tools, replacing what its describe says.
+type ToolOverride struct {
+	Description string `yaml:"description"`
+	InputSchema any    `yaml:"input_schema"`
+
 	schema json.RawMessage
 }
 
@@ -57,12 +114,12 @@ type Limits struct {
 	MaxOutputBytes int `yaml:"max_output_bytes" json:"max_output_bytes"`
 }
 
-// export is the Extism export the sidecar names, "call" by default.
-func (s *Sidecar) export() string {
-	if s.Export == "" {
-		return "call"
+// toolOverrides is the sidecar's per-tool overrides (nil-safe).
+func (s *Sidecar) toolOverrides() map[string]ToolOverride {
+	if s == nil {
+		return nil
 	}
-	return s.Export
+	return s.Tools
 }
 
 // String renders the limits for a person.
@@ -125,6 +182,40 @@ func ParseSidecar(file string, data []byte) (*Sidecar, error) {
 			return nil, bad("input_schema: %v", err)
 		}
 		sc.schema = raw
+	}
+	if sc.Input.From != "" && sc.ABI == ABIServlet {
+		return nil, bad("input: a servlet's call always gets {\"params\":{\"name\",\"arguments\"}}")
+	}
+	switch sc.Output {
+	case "", OutputJSON, OutputText:
+		if sc.Output != "" && sc.ABI == ABIServlet {
+			return nil, bad("output: a servlet's call always returns {\"content\":[…]}")
+		}
+	default:
+		return nil, bad("output %q: use %s or %s", sc.Output, OutputJSON, OutputText)
+	}
+	if len(sc.Tools) > 0 && sc.ABI != "" && sc.ABI != ABIServlet {
+		return nil, bad("tools: per-tool overrides are for servlets (abi %s); a one-tool module has description and input_schema", ABIServlet)
+	}
+	if len(sc.Tools) > 0 && sc.InputSchema != nil {
+		return nil, bad("tools: a sidecar with per-tool overrides is a servlet's, which has no input_schema of its own")
+	}
+	for _, name := range slices.Sorted(maps.Keys(sc.Tools)) {
+		o := sc.Tools[name]
+		if name == "" || len(name) > 128 {
+			return nil, bad("tools: %q is not a tool name", name)
+		}
+		if o.Description == "" && o.InputSchema == nil {
+			return nil, bad("tools.%s: give description, input_schema or both", name)
+		}
+		if o.InputSchema != nil {
+			raw, err := json.Marshal(o.InputSchema)
+			if err != nil {
+				return nil, bad("tools.%s.input_schema: %v", name, err)
+			}
+			o.schema = raw
+		}
+		sc.Tools[name] = o
 	}
 	for _, c := range sc.Capabilities {
 		if _, err := capability.Parse(c); err != nil {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"unicode/utf8"
 
@@ -80,62 +79,91 @@ func (t *Tool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
 		return runtime.Fail(runtime.CodeInternal, fmt.Sprintf("see `warden tool inspect %s`", t.module), "module %s does not load: %v", t.module, err)
 	}
 	effective := guest.Grants()
+	cfg, warnings, cerr := t.config(gate, effective)
+	if cerr != nil {
+		return runtime.Outcome{Err: cerr}
+	}
 	opts := wasm.CallOptions{
-		Config:  t.config(effective),
+		Config:  cfg,
 		HTTP:    true,
 		PoolKey: fmt.Sprintf("%v|%s", c.DryRun, effective.String()),
+	}
+	input, ierr := t.input(c.Args)
+	if ierr != nil {
+		return runtime.Outcome{Err: ierr}
 	}
 	ctx = runtime.WithGuest(ctx, guest)
 	var out []byte
 	var info wasm.CallInfo
 	switch t.pin.ABI {
 	case ABICommand:
-		out, info, err = mod.RunCommand(ctx, c.Args, opts)
+		out, info, err = mod.RunCommand(ctx, input, opts)
 	case ABIServlet:
-		in, _ := json.Marshal(map[string]any{"params": map[string]any{"name": t.spec.Name, "arguments": c.Args}})
+		// The guest gets its own name for the tool, whatever warden
+		// exposes it as.
+		in, _ := json.Marshal(map[string]any{"params": map[string]any{"name": t.spec.guest(), "arguments": c.Args}})
 		out, info, err = mod.Call(ctx, "call", in, opts)
 	default:
-		out, info, err = mod.Call(ctx, t.spec.Export, c.Args, opts)
+		out, info, err = mod.Call(ctx, t.spec.Export, input, opts)
 	}
-	t.log(c, info, err)
+	t.log(c, info, err, gate)
 	if err != nil {
-		return runtime.Outcome{Err: t.callError(ctx, err)}
+		return runtime.Outcome{Err: t.callError(ctx, err), Warnings: warnings}
 	}
+	var o runtime.Outcome
 	switch t.pin.ABI {
 	case ABICommand:
 		if info.Exited && info.ExitCode != 0 {
-			return runtime.Fail(runtime.CodeToolError, "", "%s exited with code %d%s", t.spec.Name, info.ExitCode, tail(info.Stderr))
+			return runtime.Outcome{Err: runtime.Errorf(runtime.CodeToolError, "", "%s exited with code %d%s", t.spec.Name, info.ExitCode, tail(info.Stderr)), Warnings: warnings}
 		}
-		return resultOutcome(out)
+		o = t.resultOutcome(out)
 	case ABIServlet:
-		return servletOutcome(t.spec.Name, out)
+		o = servletOutcome(t.spec.Name, out)
 	default:
-		return resultOutcome(out)
+		o = t.resultOutcome(out)
 	}
+	o.Warnings = append(warnings, o.Warnings...)
+	return o
 }
 
-// config is what the guest's config_get serves: the sidecar config, plus
-// "env:NAME" for each environment variable granted to the tool that the
-// run's grants allow too.
-func (t *Tool) config(effective capability.Set) map[string]string {
-	cfg := make(map[string]string, len(t.pin.Config))
-	for k, v := range t.pin.Config {
-		cfg[k] = v
+// input is what an Extism plugin's export (or a command's stdin) gets: the
+// JSON arguments, or with input: {from: ARG} the string argument ARG as
+// raw bytes (empty when absent).
+func (t *Tool) input(args json.RawMessage) ([]byte, *runtime.Error) {
+	if t.pin.InputFrom == "" {
+		return args, nil
 	}
-	for _, s := range t.pin.Granted {
-		g, err := capability.Parse(s)
-		if err != nil || g.Kind() != capability.Env {
-			continue
-		}
-		name := g.Scope()
-		if !effective.Allows(capability.Need{Kind: capability.Env, Resource: name}) {
-			continue
-		}
-		if v, ok := os.LookupEnv(name); ok {
-			cfg["env:"+name] = v
-		}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(args, &m); err != nil {
+		return nil, runtime.Errorf(runtime.CodeInvalidInput, "", "arguments: %v", err)
 	}
-	return cfg
+	raw, ok := m[t.pin.InputFrom]
+	if !ok {
+		return []byte{}, nil
+	}
+	var text string
+	if err := json.Unmarshal(raw, &text); err != nil {
+		return nil, runtime.Errorf(runtime.CodeInvalidInput, "", "argument %s must be a string", t.pin.InputFrom)
+	}
+	return []byte(text), nil
+}
+
+// resultOutcome reads a plugin's or command's output by the sidecar's
+// output mode.
+func (t *Tool) resultOutcome(out []byte) runtime.Outcome {
+	switch t.pin.Output {
+	case OutputText:
+		if !utf8.Valid(out) {
+			return runtime.Fail(runtime.CodeToolError, "", "the guest's output is not UTF-8 text (%d bytes)", len(out))
+		}
+		return runtime.Outcome{Output: string(out)}
+	case OutputJSON:
+		if !json.Valid(out) {
+			return runtime.Fail(runtime.CodeToolError, "", "the guest's output is not JSON, as its sidecar says (output: json): %.200q", out)
+		}
+		return runtime.Outcome{Output: string(out), Data: json.RawMessage(out)}
+	}
+	return resultOutcome(out)
 }
 
 func (t *Tool) callError(ctx context.Context, err error) *runtime.Error {
@@ -154,17 +182,19 @@ func (t *Tool) callError(ctx context.Context, err error) *runtime.Error {
 
 // log sends the guest's captured output to warden's log (never the
 // terminal).
-func (t *Tool) log(c *runtime.Call, info wasm.CallInfo, err error) {
+func (t *Tool) log(c *runtime.Call, info wasm.CallInfo, err error, gate *runtime.Gate) {
 	lg := t.host.o.Logger
 	attrs := []any{"tool", t.spec.Name, "module", t.module, "call_id", c.ID, "duration_ms", info.Duration.Milliseconds()}
+	// Masked here too, whatever the log handler does: the guest may have
+	// printed a secret it was given (config_get).
 	if len(info.Stdout) > 0 {
-		attrs = append(attrs, "guest_stdout", string(info.Stdout), "guest_stdout_dropped", info.StdoutDropped)
+		attrs = append(attrs, "guest_stdout", gate.Redact(string(info.Stdout)), "guest_stdout_dropped", info.StdoutDropped)
 	}
 	if len(info.Stderr) > 0 {
-		attrs = append(attrs, "guest_stderr", string(info.Stderr), "guest_stderr_dropped", info.StderrDropped)
+		attrs = append(attrs, "guest_stderr", gate.Redact(string(info.Stderr)), "guest_stderr_dropped", info.StderrDropped)
 	}
 	if err != nil {
-		lg.Info("wasm guest failed", append(attrs, "err", err.Error())...)
+		lg.Info("wasm guest failed", append(attrs, "err", gate.Redact(err.Error()))...)
 		return
 	}
 	if len(info.Stdout) > 0 || len(info.Stderr) > 0 {

@@ -328,7 +328,7 @@ func TestChangedModuleRefusedUntilApproved(t *testing.T) {
 	}
 	wantCode(t, call(t, g, "textstats", `{"text":"x"}`), runtime.CodeUnknownTool)
 
-	ch, err := e.host.Diff(ctx, "textstats")
+	ch, err := e.host.Diff(ctx, "textstats", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -377,7 +377,7 @@ func TestSidecarChangeShowsRequestedCapabilities(t *testing.T) {
 	if statuses[0].State != wasmtool.StateChanged {
 		t.Fatalf("status %+v", statuses[0])
 	}
-	ch, err := e.host.Diff(context.Background(), "textstats")
+	ch, err := e.host.Diff(context.Background(), "textstats", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -413,7 +413,7 @@ func TestSidecarSwappedDuringReviewIsNotPinned(t *testing.T) {
 		}
 	}
 	edit("capabilities: []", "capabilities: [net:example.com]")
-	ch, err := e.host.Diff(ctx, "textstats")
+	ch, err := e.host.Diff(ctx, "textstats", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -454,7 +454,7 @@ func TestFailingModulesDoNotStopOthers(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "badimport.wasm")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatal("a failed install left its file behind")
 	}
-	if _, err := e.host.Diff(context.Background(), "garbage"); err == nil {
+	if _, err := e.host.Diff(context.Background(), "garbage", nil); err == nil {
 		t.Fatal("garbage passed its check")
 	}
 	if _, err := e.host.Approve(context.Background(), "garbage", nil, "test", e.core.Has); err == nil {
@@ -595,7 +595,7 @@ func TestDroppedInModuleRunsNothingUntilChecked(t *testing.T) {
 		t.Fatalf("static check: %v", err)
 	}
 	start := time.Now()
-	_, err := e.host.Diff(context.Background(), "spin")
+	_, err := e.host.Diff(context.Background(), "spin", nil)
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("the full check took %v, the module's deadline is 200ms", took)
 	}

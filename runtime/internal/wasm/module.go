@@ -184,6 +184,9 @@ func (e *Engine) Compile(ctx context.Context, wasm []byte, o CompileOptions) (*M
 	cp, err := extism.NewCompiledPlugin(cctx, manifest, extism.PluginConfig{
 		RuntimeConfig: rc,
 		EnableWasi:    true,
+		// http_headers returns the last response's headers (published
+		// plugins read them), cleared before each call in prepare.
+		EnableHttpResponseHeaders: true,
 	}, o.HostFuncs)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrLoad, err)
@@ -400,6 +403,7 @@ func (m *Module) prepare(p *extism.Plugin, stderr *capWriter, o CallOptions) {
 		p.AllowedHosts = allHosts
 	}
 	p.LastStatusCode = 0
+	clear(p.LastResponseHeaders)
 }
 
 // CallInfo describes a call, whatever its outcome; the caller logs it.
