@@ -62,7 +62,7 @@ import (
 	"strings"
 )
 
-// Mask replaces every secret.
+// Mask replaces every secret in what String, Bytes and JSON return.
 const Mask = "[REDACTED]"
 
 // minLiteral is the shortest literal a Redactor masks; shorter values
@@ -70,19 +70,22 @@ const Mask = "[REDACTED]"
 const minLiteral = 8
 
 // maxLiteralPasses bounds the passes that remove literals re-formed across
-// a mask (which only a literal that begins or ends like the mask can do).
+// a mask (which only a literal that begins or ends like a mask can do).
 const maxLiteralPasses = 8
 
-// Redactor redacts the built-in patterns and a set of literal secrets. A nil
-// *Redactor redacts the patterns only. It is safe for concurrent use.
+// literalKind is the kind of the literal secrets given to New.
+const literalKind = "env-secret"
+
+// Redactor finds the built-in patterns and a set of literal secrets. A nil
+// *Redactor finds the patterns only. It is safe for concurrent use.
 type Redactor struct {
 	literals []string // distinct, longest first
 }
 
 // New returns a Redactor that also masks every occurrence of each literal
-// (for example the value of OPENAI_API_KEY). Literals shorter than 8 bytes
-// are ignored, as are those that are part of the mask itself
-// ("REDACTED]"), which could never be removed.
+// (for example the value of OPENAI_API_KEY), as kind env-secret. Literals
+// shorter than 8 bytes are ignored, as are those that are part of the mask
+// itself ("REDACTED]"), which could never be removed.
 func New(literals ...string) *Redactor {
 	r := &Redactor{}
 	seen := map[string]bool{}
@@ -109,16 +112,30 @@ func Bytes(b []byte) []byte { return plain.Bytes(b) }
 func JSON(raw []byte) ([]byte, error) { return plain.JSON(raw) }
 
 // Contains reports whether String(s) would change s.
-func Contains(s string) bool { return String(s) != s }
+func Contains(s string) bool { return plain.Contains(s) }
+
+// Secret is one secret [Redactor.Replace] replaced.
+type Secret struct {
+	Kind     string // what it is: aws-access-key, password, private-key, …
+	Original string // the text replaced
+	Mask     string // the text that replaced it
+	// Line is the 1-based line of the result on which the mask starts;
+	// 0 for a secret in JSON.
+	Line int
+}
+
+// MaskFunc returns the text that replaces a secret of kind found at byte
+// offset at of the text (-1 in JSON). It must return a mask of one of the
+// forms FindMasks or String recognise, so that redacting the result again
+// changes nothing.
+type MaskFunc func(kind, original string, at int) string
+
+func plainMask(string, string, int) string { return Mask }
 
 // String redacts the literals and every secret pattern in s.
 func (r *Redactor) String(s string) string {
-	if r == nil {
-		r = plain
-	}
-	s = r.maskLiterals(s)
-	s = redactPatterns(s)
-	return r.maskLiterals(s)
+	out, _ := r.Replace(s, plainMask)
+	return out
 }
 
 // Bytes is String for byte slices; the result is a new slice (nil for nil).
@@ -130,37 +147,155 @@ func (r *Redactor) Bytes(b []byte) []byte {
 }
 
 // Contains reports whether r.String(s) would change s.
-func (r *Redactor) Contains(s string) bool { return r.String(s) != s }
-
-// maskLiterals replaces every byte that is part of an occurrence of a
-// literal with the mask, merging overlapping and adjacent occurrences into
-// one mask. A literal that begins or ends like the mask can re-form across
-// it ("D]secret" after "[REDACTE"), so it repeats until none is left; each
-// repeat shortens the text. Past maxLiteralPasses the whole text becomes
-// the mask: nothing leaks, and the result is still a fixed point.
-func (r *Redactor) maskLiterals(s string) string {
-	if len(r.literals) == 0 {
-		return s
+func (r *Redactor) Contains(s string) bool {
+	if r == nil {
+		r = plain
 	}
-	for range maxLiteralPasses {
-		spans := r.literalSpans(s)
-		if len(spans) == 0 {
-			return s
-		}
-		s = maskSpans(s, spans)
-	}
-	if len(r.literalSpans(s)) == 0 {
-		return s
-	}
-	return Mask
+	return len(r.find(s)) > 0
 }
 
-// literalSpans returns the merged [start, end) spans of all occurrences
-// (overlapping ones included) of every literal in s. A span that overlaps
-// a mask already in s takes in the whole mask, so that a literal re-formed
-// across a mask leaves one mask, not a torn one.
-func (r *Redactor) literalSpans(s string) [][2]int {
-	var spans [][2]int
+// Replace replaces every secret in s by what mask returns for it and
+// returns the result and the secrets, in order. Masks already in s are left
+// as they are. No literal survives, not even re-formed across a mask: the
+// spans grow until none is left (past maxLiteralPasses, the whole text is
+// one secret).
+func (r *Redactor) Replace(s string, mask MaskFunc) (string, []Secret) {
+	if r == nil {
+		r = plain
+	}
+	spans := r.find(s)
+	if len(spans) == 0 {
+		return s, nil
+	}
+	for pass := 0; ; pass++ {
+		out, secrets, pieces := build(s, spans, mask)
+		if len(r.literals) == 0 {
+			return out, secrets
+		}
+		again := r.literalSpans(out)
+		if len(again) == 0 {
+			return out, secrets
+		}
+		if pass == maxLiteralPasses {
+			out, secrets, _ = build(s, []span{{0, len(s), literalKind}}, mask)
+			return out, secrets
+		}
+		for _, sp := range again {
+			spans = append(spans, span{inputOffset(pieces, sp.start, false), inputOffset(pieces, sp.end-1, true), literalKind})
+		}
+		spans = mergeSpans(spans)
+	}
+}
+
+// piece maps a part of a result to the part of the input it came from.
+type piece struct {
+	out, in, inEnd int // start in the result; span in the input
+	masked         bool
+}
+
+// build replaces spans (sorted, not overlapping) of s by masks.
+func build(s string, spans []span, mask MaskFunc) (string, []Secret, []piece) {
+	var b strings.Builder
+	b.Grow(len(s) + 16*len(spans))
+	secrets := make([]Secret, 0, len(spans))
+	pieces := make([]piece, 0, 2*len(spans)+1)
+	last, line, counted := 0, 1, 0
+	for _, sp := range spans {
+		if sp.start > last {
+			pieces = append(pieces, piece{out: b.Len(), in: last, inEnd: sp.start})
+			b.WriteString(s[last:sp.start])
+		}
+		original := s[sp.start:sp.end]
+		m := mask(sp.kind, original, sp.start)
+		line += strings.Count(s[counted:sp.start], "\n")
+		pieces = append(pieces, piece{out: b.Len(), in: sp.start, inEnd: sp.end, masked: true})
+		b.WriteString(m)
+		secrets = append(secrets, Secret{Kind: sp.kind, Original: original, Mask: m, Line: line})
+		counted = sp.end // the original's own lines are not in the result
+		last = sp.end
+	}
+	if last < len(s) {
+		pieces = append(pieces, piece{out: b.Len(), in: last, inEnd: len(s)})
+		b.WriteString(s[last:])
+	}
+	return b.String(), secrets, pieces
+}
+
+// inputOffset maps byte o of a result back to the input: into a mask, to
+// the start (or, with end, the end) of what it replaced.
+func inputOffset(pieces []piece, o int, end bool) int {
+	i := sort.Search(len(pieces), func(i int) bool { return pieces[i].out > o }) - 1
+	p := pieces[max(i, 0)]
+	switch {
+	case p.masked && end:
+		return p.inEnd
+	case p.masked:
+		return p.in
+	case end:
+		return p.in + (o - p.out) + 1
+	}
+	return p.in + (o - p.out)
+}
+
+// find returns the spans to mask in s: what the literals and the rules
+// find, outside the masks s already holds, merged. The rules read the text
+// with the literals masked (as the result will read), so that a second
+// pass over the result finds nothing new.
+func (r *Redactor) find(s string) []span {
+	lits := r.literalSpans(s)
+	if len(lits) == 0 {
+		return patternSpans(s)
+	}
+	t, _, pieces := build(s, lits, plainMask)
+	for _, sp := range patternSpans(t) {
+		lits = append(lits, span{inputOffset(pieces, sp.start, false), inputOffset(pieces, sp.end-1, true), sp.kind})
+	}
+	return mergeSpans(lits)
+}
+
+// patternSpans returns what the rules find in s outside its masks, merged.
+func patternSpans(s string) []span {
+	spans := findPatterns(s)
+	if len(spans) == 0 {
+		return nil
+	}
+	if masks := existingMasks(s); len(masks) > 0 {
+		spans = outsideMasks(spans, masks)
+	}
+	return mergeSpans(spans)
+}
+
+// outsideMasks drops the spans that start inside a mask and stretches
+// those that end inside one over all of it.
+func outsideMasks(spans []span, masks [][2]int) []span {
+	out := spans[:0]
+	for _, sp := range spans {
+		keep := true
+		for _, m := range masks {
+			if m[0] >= sp.end {
+				break
+			}
+			if sp.start >= m[0] && sp.start < m[1] {
+				keep = false
+				break
+			}
+			if sp.end > m[0] && sp.end < m[1] {
+				sp.end = m[1]
+			}
+		}
+		if keep {
+			out = append(out, sp)
+		}
+	}
+	return out
+}
+
+// literalSpans returns the merged spans of all occurrences (overlapping
+// ones included) of every literal in s. A span that overlaps a mask
+// already in s takes in the whole mask, so that a literal re-formed across
+// a mask leaves one mask, not a torn one.
+func (r *Redactor) literalSpans(s string) []span {
+	var spans []span
 	for _, l := range r.literals {
 		spans = appendOccurrences(spans, s, l)
 	}
@@ -168,15 +303,15 @@ func (r *Redactor) literalSpans(s string) [][2]int {
 		return nil
 	}
 	spans = mergeSpans(spans)
-	masks := appendOccurrences(nil, s, Mask) // in order, never overlapping
+	masks := existingMasks(s) // in order, never overlapping
 	j := 0
 	for i := range spans {
-		for j < len(masks) && masks[j][1] <= spans[i][0] {
+		for j < len(masks) && masks[j][1] <= spans[i].start {
 			j++
 		}
-		for k := j; k < len(masks) && masks[k][0] < spans[i][1]; k++ {
-			spans[i][0] = min(spans[i][0], masks[k][0])
-			spans[i][1] = max(spans[i][1], masks[k][1])
+		for k := j; k < len(masks) && masks[k][0] < spans[i].end; k++ {
+			spans[i].start = min(spans[i].start, masks[k][0])
+			spans[i].end = max(spans[i].end, masks[k][1])
 		}
 	}
 	return mergeSpans(spans)
@@ -184,13 +319,13 @@ func (r *Redactor) literalSpans(s string) [][2]int {
 
 // appendOccurrences appends the spans of every occurrence of sub in s,
 // overlapping ones included.
-func appendOccurrences(spans [][2]int, s, sub string) [][2]int {
+func appendOccurrences(spans []span, s, sub string) []span {
 	for i := 0; i+len(sub) <= len(s); {
 		j := strings.Index(s[i:], sub)
 		if j < 0 {
 			break
 		}
-		spans = append(spans, [2]int{i + j, i + j + len(sub)})
+		spans = append(spans, span{i + j, i + j + len(sub), literalKind})
 		i += j + 1
 	}
 	return spans
