@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -146,6 +147,12 @@ type Request struct {
 	// UNKNOWN_TOOL, as if it did not exist — an agent run offered a
 	// subset of the tools (--tools) cannot call the rest.
 	Offered map[string]bool
+	// Vault is the run's (agent run, workflow run, MCP session): the
+	// secrets masked in the call's result are kept in it, and masks it
+	// handed out earlier are restored when the arguments write them back
+	// into the file they came from. nil: a vault for this call alone, so
+	// that no mask can come back (warden call).
+	Vault *Vault
 }
 
 // checked is a call that passed decoding, the rule and capabilities.
@@ -155,12 +162,16 @@ type checked struct {
 	rule     *Rule
 	needs    []capability.Need
 	decision Decision
+	// shown is the arguments as the caller sent them (compact), masks and
+	// all: what the audit log and an approver see. call.Args has the
+	// masks restored.
+	shown json.RawMessage
 }
 
 // check runs the decision steps that need no side effects: decoding and
 // schema validation, the policy rule and the capabilities. On refusal it
 // returns the error and as much of the decision as was reached.
-func (g *Gate) check(req Request, callID string) (*checked, *Error) {
+func (g *Gate) check(req Request, callID string, vault *Vault) (*checked, *Error) {
 	e, ok := g.o.Registry.lookup(req.Tool)
 	if !ok {
 		return nil, Errorf(CodeUnknownTool, "list the tools with `warden tools`", "no tool named %q", truncateText(req.Tool, 128))
@@ -183,12 +194,12 @@ func (g *Gate) check(req Request, callID string) (*checked, *Error) {
 	if req.Restrict != nil {
 		grants = grants.Intersect(*req.Restrict)
 	}
-	c := &checked{entry: e, rule: g.o.Policy.Match(g.o.Registry.Names(e.spec.Name)...)}
+	c := &checked{entry: e, rule: g.o.Policy.Match(g.o.Registry.Names(e.spec.Name)...), shown: compact}
 	c.call = &Call{
 		ID: callID, Tool: e.spec.Name, Args: compact, RunID: req.RunID,
 		Principal: req.Principal, Grants: grants, Workspace: g.o.Workspace,
 		DryRun:  req.DryRun || (g.o.DryRun && !e.spec.ReadOnly),
-		decoded: value,
+		decoded: value, vault: vault,
 	}
 	c.call.RequireSandbox = g.o.Policy.RequireSandbox
 	c.call.Limits = g.o.Policy.Limits
@@ -201,6 +212,20 @@ func (g *Gate) check(req Request, callID string) (*checked, *Error) {
 	if c.rule != nil && c.rule.Action == ActionDeny {
 		return c, Errorf(CodePolicyDenied, fmt.Sprintf("the policy (%s) denies %s; change its rule to allow it", g.o.Policy.Source, e.spec.Name),
 			"tool %s is denied by %s", e.spec.Name, c.rule.Describe())
+	}
+	// Masks coming back: restored before anything reads the arguments.
+	var restores []restore
+	if bytes.Contains(compact, []byte("[REDACTED:")) {
+		restored, rs, rerr := g.restoreArgs(e.tool, c.call, vault)
+		if rerr != nil {
+			return c, rerr
+		}
+		if restored != nil {
+			if verr := e.schema.Validate(restored.decoded); verr != nil {
+				return c, verr
+			}
+			c.call, restores = restored, rs
+		}
 	}
 	needs, err := e.tool.Needs(c.call)
 	if err != nil {
@@ -224,6 +249,9 @@ func (g *Gate) check(req Request, callID string) (*checked, *Error) {
 	if len(missing) > 0 {
 		return c, Errorf(CodeCapabilityDenied, "add "+strings.Join(hints, " "),
 			"%s needs %s, which the grants (%s) do not allow", e.spec.Name, strings.Join(missing, ", "), grants.String())
+	}
+	if rerr := g.checkRestores(c.call, restores, vault); rerr != nil {
+		return c, rerr
 	}
 	c.decision.Action = ActionAllow
 	c.decision.Approval = ApprovalNotRequired
@@ -266,14 +294,18 @@ func (g *Gate) Call(ctx context.Context, req Request) (Result, error) {
 		principal = []string{"unknown"}
 	}
 	req.Principal = principal
+	vault := req.Vault
+	if vault == nil {
+		vault = NewVault() // this call's alone: nothing it masks can come back
+	}
 	// Until the tool is known, its name is the caller's text: cap and redact it.
 	name := g.o.Redactor.String(truncateText(req.Tool, 128))
 	res := Result{Tool: name, CallID: callID, Data: json.RawMessage("{}"), Warnings: []string{}}
 	ev := AuditEvent{CallID: callID, RunID: req.RunID, Principal: principal, Tool: name}
 
-	c, cerr := g.check(req, callID)
+	c, cerr := g.check(req, callID, vault)
 	if c != nil && c.call != nil {
-		ev.Args = g.redactArgs(c.call.Args)
+		ev.Args = g.redactArgs(c.shown)
 		ev.Needs = g.redactNeeds(c.needs)
 		ev.DryRun = c.call.DryRun
 		res.DryRun = c.call.DryRun
@@ -296,7 +328,7 @@ func (g *Gate) Call(ctx context.Context, req Request) (Result, error) {
 		dry := *call
 		dry.DryRun = true
 		o := g.safeRun(ctx, c.entry.tool, &dry)
-		o = g.redactOutcome(o)
+		o = g.maskOutcome(o, vault)
 		preview = &o
 		if call.DryRun {
 			res.Warnings = append(res.Warnings, "dry run: nothing was changed")
@@ -325,7 +357,7 @@ func (g *Gate) Call(ctx context.Context, req Request) (Result, error) {
 		return Result{}, err
 	}
 	o := g.safeRun(ctx, c.entry.tool, call)
-	o = g.redactOutcome(o)
+	o = g.maskOutcome(o, vault)
 	// The result is recorded even if the caller's context ended meanwhile,
 	// so the log never holds an intent without its result.
 	return g.finish(context.WithoutCancel(ctx), res, ev, o, start, intentSeq)
@@ -344,7 +376,7 @@ func (g *Gate) approve(ctx context.Context, c *checked, preview *Outcome) (appro
 		}
 		a, err := g.o.Approver.Approve(ctx, ApprovalRequest{
 			Tool: name, CallID: c.call.ID, Principal: c.call.Principal,
-			Args: g.redactArgs(c.call.Args), Needs: g.redactNeeds(c.needs),
+			Args: g.redactArgs(c.shown), Needs: g.redactNeeds(c.needs),
 			Rule: c.rule.Describe(), Preview: preview,
 		})
 		if err != nil {
@@ -515,29 +547,6 @@ func (g *Gate) redactError(e *Error) *Error {
 	return &Error{Code: e.Code, Message: g.o.Redactor.String(e.Message), Hint: g.o.Redactor.String(e.Hint)}
 }
 
-func (g *Gate) redactOutcome(o Outcome) Outcome {
-	o.Output = g.o.Redactor.String(o.Output)
-	for i, w := range o.Warnings {
-		o.Warnings[i] = g.o.Redactor.String(w)
-	}
-	o.Err = g.redactError(o.Err)
-	if o.Data != nil {
-		// Fail closed: data that cannot be marshalled or redacted is dropped.
-		data, err := json.Marshal(o.Data)
-		var red []byte
-		if err == nil {
-			red, err = g.o.Redactor.JSON(data)
-		}
-		if err != nil {
-			o.Data = nil
-			o.Err = Errorf(CodeInternal, "this is a bug in warden; please report it", "tool data could not be recorded safely: %v", err)
-		} else {
-			o.Data = json.RawMessage(red)
-		}
-	}
-	return o
-}
-
 // redactNeeds renders needs for the audit log and the approver; a path or
 // host can carry a secret too.
 func (g *Gate) redactNeeds(ns []capability.Need) []string {
@@ -589,7 +598,11 @@ type NeedWhy struct {
 // Explain says which rule and which grants decide a call, and why.
 func (g *Gate) Explain(req Request) Explanation {
 	x := Explanation{Tool: req.Tool, Policy: g.o.Policy.Source, Mode: g.o.Approval, Grants: setStrings(g.grants)}
-	c, err := g.check(req, "explain")
+	vault := req.Vault
+	if vault == nil {
+		vault = NewVault()
+	}
+	c, err := g.check(req, "explain", vault)
 	if c != nil && c.entry != nil {
 		x.Tool = c.entry.spec.Name
 	}

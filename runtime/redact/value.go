@@ -58,7 +58,8 @@ var placeholders = map[string]bool{"password": true, "passwd": true, "pass": tru
 
 // isPlaceholder: a value that stands for a secret without being one — a
 // variable-like name in capitals (PASSWORD), <angle brackets>, stars, x's,
-// an ellipsis, a single character, a keyword (password), a mask.
+// an ellipsis or a value cut by one (sk-...), your-…, a single character,
+// a keyword (password), a mask.
 func isPlaceholder(v string) bool {
 	v = strings.TrimRight(v, codePunct)
 	if len(v) <= 1 || placeholders[strings.ToLower(v)] || strings.Contains(v, "REDACTED") {
@@ -69,6 +70,10 @@ func isPlaceholder(v string) bool {
 		return true
 	case strings.Trim(v, "*") == "", strings.Trim(strings.ToLower(v), "x") == "", strings.Trim(v, ".") == "", v == "…":
 		return true
+	case strings.HasSuffix(v, "...") || strings.HasSuffix(v, "…"):
+		return true // sk-... : an example, cut
+	case len(v) > 4 && strings.EqualFold(v[:4], "your") && !strings.ContainsAny(v, "0123456789"):
+		return true // your-api-key, YourTokenHere
 	}
 	return false
 }
