@@ -181,7 +181,7 @@ func maskWarning(shown []redact.Secret, inData, other int) string {
 	if other > 0 {
 		parts = append(parts, fmt.Sprintf("%d in warnings or the error", other))
 	}
-	b.WriteString(strings.Join(parts, ", "))
+	b.WriteString(strings.Join(parts, "; "))
 	b.WriteString(". Each [REDACTED:kind:id] stands for the original text: written back unchanged into the file it came from " +
 		"(fs_write, modify_config, git_apply_patch, a shell here-document or redirection), it is restored there; anywhere else it is refused.")
 	return b.String()

@@ -51,8 +51,9 @@ func (r *Redactor) ReplaceJSON(raw []byte, mask MaskFunc) ([]byte, []Secret, err
 		return out, nil, nil
 	}
 	var secrets []Secret
+	inJSON := func(kind, original string, _ int) string { return mask(kind, original, -1) }
 	replace := func(s string) string {
-		out, found := r.Replace(s, mask)
+		out, found := r.Replace(s, inJSON)
 		for i := range found {
 			found[i].Line = 0
 		}

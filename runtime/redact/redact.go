@@ -156,9 +156,11 @@ func (r *Redactor) Contains(s string) bool {
 
 // Replace replaces every secret in s by what mask returns for it and
 // returns the result and the secrets, in order. Masks already in s are left
-// as they are. No literal survives, not even re-formed across a mask: the
-// spans grow until none is left (past maxLiteralPasses, the whole text is
-// one secret).
+// as they are. The result has nothing left to find — no literal re-formed
+// across a mask, no pattern that a mask made visible (a token glued to
+// another that its mask set free): the spans grow until a pass over the
+// result finds nothing (past maxLiteralPasses, the whole text is one
+// secret). Redacting the result again changes nothing.
 func (r *Redactor) Replace(s string, mask MaskFunc) (string, []Secret) {
 	if r == nil {
 		r = plain
@@ -169,10 +171,7 @@ func (r *Redactor) Replace(s string, mask MaskFunc) (string, []Secret) {
 	}
 	for pass := 0; ; pass++ {
 		out, secrets, pieces := build(s, spans, mask)
-		if len(r.literals) == 0 {
-			return out, secrets
-		}
-		again := r.literalSpans(out)
+		again := r.find(out)
 		if len(again) == 0 {
 			return out, secrets
 		}
@@ -181,7 +180,7 @@ func (r *Redactor) Replace(s string, mask MaskFunc) (string, []Secret) {
 			return out, secrets
 		}
 		for _, sp := range again {
-			spans = append(spans, span{inputOffset(pieces, sp.start, false), inputOffset(pieces, sp.end-1, true), literalKind})
+			spans = append(spans, span{inputOffset(pieces, sp.start, false), inputOffset(pieces, sp.end-1, true), sp.kind})
 		}
 		spans = mergeSpans(spans)
 	}
