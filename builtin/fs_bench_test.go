@@ -46,8 +46,8 @@ func benchText(unit string, size int) []byte {
 // secrets and configuration with secrets: os.ReadFile as the baseline, and
 // fs_read through the whole gate (decoding, schema, policy, capabilities
 // with path resolution, os.Root access, the /proc check, masking of the
-// output, two audit events marshalled) with memAudit, i.e. without the
-// durable audit write.
+// output with ids kept in the run's vault, two audit events marshalled)
+// with memAudit, i.e. without the durable audit write.
 func BenchmarkFSRead(b *testing.B) {
 	ws, g, _ := fsTestWS(b, fsTestRO)
 	for _, kind := range []struct{ name, unit string }{{"code", benchCode}, {"env", benchEnv}} {
@@ -72,7 +72,7 @@ func BenchmarkFSRead(b *testing.B) {
 			})
 			b.Run(kind.name+"-"+size.name+"/fs_read", func(b *testing.B) {
 				b.SetBytes(int64(len(content)))
-				req := runtime.Request{Tool: "fs_read", Args: json.RawMessage(`{"path":"` + file + `"}`), Principal: []string{"bench"}}
+				req := runtime.Request{Tool: "fs_read", Args: json.RawMessage(`{"path":"` + file + `"}`), Principal: []string{"bench"}, Vault: runtime.NewVault()}
 				for b.Loop() {
 					res, err := g.Call(context.Background(), req)
 					if err != nil || !res.Success || len(res.Output) == 0 {

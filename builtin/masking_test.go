@@ -415,3 +415,24 @@ func TestMaskLiteralText(t *testing.T) {
 		t.Fatalf("doc.md %q", got)
 	}
 }
+
+// An error that quotes a restored original (a stale line) shows the mask,
+// not the secret, even where no pattern would find it.
+func TestMaskRestoredNeverEchoed(t *testing.T) {
+	ws, g, audit := mkSetup(t)
+	mkWrite(t, ws, "app.env", "DB_PASSWORD=pw-9f8e7d\nLOG=info\n")
+	v := runtime.NewVault()
+	res := mkCall(t, g, v, "read_config", map[string]any{"path": "app.env"})
+	m := reMask.FindString(res.Output)
+	if m == "" {
+		t.Fatalf("not masked: %s", res.Output)
+	}
+	stale := mkCall(t, g, v, "modify_config", map[string]any{"path": "app.env", "changes": []map[string]any{{"line": 2, "old": m, "new": "x"}}})
+	if stale.Success || stale.Error == nil || stale.Error.Code != runtime.CodePatchRejected {
+		t.Fatalf("%+v", stale)
+	}
+	blob, _ := json.Marshal(stale)
+	if strings.Contains(string(blob), "pw-9f8e7d") || audit.contains("pw-9f8e7d") > 0 || !strings.Contains(stale.Error.Message, m) {
+		t.Fatalf("the restored original was echoed: %s", blob)
+	}
+}

@@ -166,6 +166,8 @@ type checked struct {
 	// all: what the audit log and an approver see. call.Args has the
 	// masks restored.
 	shown json.RawMessage
+	// restores are the masks restored in call.Args.
+	restores []restore
 }
 
 // check runs the decision steps that need no side effects: decoding and
@@ -214,17 +216,16 @@ func (g *Gate) check(req Request, callID string, vault *Vault) (*checked, *Error
 			"tool %s is denied by %s", e.spec.Name, c.rule.Describe())
 	}
 	// Masks coming back: restored before anything reads the arguments.
-	var restores []restore
 	if bytes.Contains(compact, []byte("[REDACTED:")) {
 		restored, rs, rerr := g.restoreArgs(e.tool, c.call, vault)
 		if rerr != nil {
 			return c, rerr
 		}
 		if restored != nil {
+			c.call, c.restores = restored, rs
 			if verr := e.schema.Validate(restored.decoded); verr != nil {
 				return c, verr
 			}
-			c.call, restores = restored, rs
 		}
 	}
 	needs, err := e.tool.Needs(c.call)
@@ -250,7 +251,7 @@ func (g *Gate) check(req Request, callID string, vault *Vault) (*checked, *Error
 		return c, Errorf(CodeCapabilityDenied, "add "+strings.Join(hints, " "),
 			"%s needs %s, which the grants (%s) do not allow", e.spec.Name, strings.Join(missing, ", "), grants.String())
 	}
-	if rerr := g.checkRestores(c.call, restores, vault); rerr != nil {
+	if rerr := g.checkRestores(c.call, c.restores, vault); rerr != nil {
 		return c, rerr
 	}
 	c.decision.Action = ActionAllow
@@ -317,8 +318,19 @@ func (g *Gate) Call(ctx context.Context, req Request) (Result, error) {
 		ev.ArgsText = g.argsText(req.Args)
 	}
 
+	// What the call's outcome is masked with: the redactor, and the
+	// originals restored in its arguments, wherever the tool repeats them
+	// (an error quoting a line, a preview).
+	red := g.o.Redactor
+	if c != nil && len(c.restores) > 0 {
+		originals := make([]string, len(c.restores))
+		for i, r := range c.restores {
+			originals[i] = r.entry.original
+		}
+		red = red.WithLiterals(minRestoredLiteral, originals...)
+	}
 	if cerr != nil {
-		return g.refuse(ctx, res, ev, cerr, start)
+		return g.finish(ctx, res, ev, g.maskOutcome(Outcome{Err: cerr}, vault, red, true), start, 0)
 	}
 	call := c.call
 
@@ -328,7 +340,7 @@ func (g *Gate) Call(ctx context.Context, req Request) (Result, error) {
 		dry := *call
 		dry.DryRun = true
 		o := g.safeRun(ctx, c.entry.tool, &dry)
-		o = g.maskOutcome(o, vault)
+		o = g.maskOutcome(o, vault, red, false)
 		preview = &o
 		if call.DryRun {
 			res.Warnings = append(res.Warnings, "dry run: nothing was changed")
@@ -343,7 +355,7 @@ func (g *Gate) Call(ctx context.Context, req Request) (Result, error) {
 		ev.Decision.Approver = verdict.Approver
 		if aerr != nil {
 			ev.Decision.Action = ActionDeny
-			return g.refuse(ctx, res, ev, aerr, start)
+			return g.finish(ctx, res, ev, g.maskOutcome(Outcome{Err: aerr}, vault, red, true), start, 0)
 		}
 	}
 
@@ -357,7 +369,7 @@ func (g *Gate) Call(ctx context.Context, req Request) (Result, error) {
 		return Result{}, err
 	}
 	o := g.safeRun(ctx, c.entry.tool, call)
-	o = g.maskOutcome(o, vault)
+	o = g.maskOutcome(o, vault, red, false)
 	// The result is recorded even if the caller's context ended meanwhile,
 	// so the log never holds an intent without its result.
 	return g.finish(context.WithoutCancel(ctx), res, ev, o, start, intentSeq)
@@ -397,11 +409,6 @@ func (g *Gate) approve(ctx context.Context, c *checked, preview *Outcome) (appro
 	return approvalVerdict{ApprovalUnavailable, ""}, Errorf(CodeApprovalRequired,
 		"run it on a terminal to be asked (--approve ask), or approve it explicitly with --approve auto",
 		"%s needs approval (%s) and no one can approve it (approval mode %s)", name, c.rule.Describe(), g.o.Approval)
-}
-
-// refuse records a call that did not run and returns its envelope.
-func (g *Gate) refuse(ctx context.Context, res Result, ev AuditEvent, e *Error, start time.Time) (Result, error) {
-	return g.finish(ctx, res, ev, Outcome{Err: g.redactError(e)}, start, 0)
 }
 
 // finish fills the envelope from an outcome, records the result durably and

@@ -90,11 +90,16 @@ func wholeOrigin(origins []Origin) string {
 	return ""
 }
 
-// maskOutcome masks every secret in o with masks kept in v: the output
+// minRestoredLiteral is the shortest original restored in a call's
+// arguments that is masked wherever the call's outcome repeats it.
+const minRestoredLiteral = 4
+
+// maskOutcome masks every secret red finds in o with masks kept in v: the output
 // (each secret with the file it was read from), the data, the warnings and
 // the error. When anything was masked it adds a warning saying so. Data
-// that cannot be marshalled or masked is dropped (fail closed).
-func (g *Gate) maskOutcome(o Outcome, v *Vault) Outcome {
+// that cannot be marshalled or masked is dropped (fail closed). A refusal
+// is the gate's own error, not a tool's output.
+func (g *Gate) maskOutcome(o Outcome, v *Vault, red *redact.Redactor, refusal bool) Outcome {
 	whole := wholeOrigin(o.Origins)
 	origins := o.Origins
 	if admitted := v.admit(o.Output, whole); admitted != o.Output {
@@ -102,31 +107,36 @@ func (g *Gate) maskOutcome(o Outcome, v *Vault) Outcome {
 		origins = []Origin{{Path: whole}} // offsets moved: keep only the whole-output origin
 	}
 	var shown []redact.Secret
-	o.Output, shown = g.o.Redactor.Replace(o.Output, func(kind, original string, at int) string {
+	o.Output, shown = red.Replace(o.Output, func(kind, original string, at int) string {
 		return v.mask(kind, original, originAt(origins, at))
 	})
 	noOrigin := func(kind, original string, _ int) string { return v.mask(kind, original, "") }
 	var other int
 	for i, w := range o.Warnings {
 		var found []redact.Secret
-		o.Warnings[i], found = g.o.Redactor.Replace(v.admit(w, ""), noOrigin)
+		o.Warnings[i], found = red.Replace(v.admit(w, ""), noOrigin)
 		other += len(found)
 	}
 	if o.Err != nil {
 		e := *o.Err
 		var f1, f2 []redact.Secret
-		e.Message, f1 = g.o.Redactor.Replace(v.admit(e.Message, ""), noOrigin)
-		e.Hint, f2 = g.o.Redactor.Replace(v.admit(e.Hint, ""), noOrigin)
+		// The gate's own refusals quote masks as the caller sent them.
+		admit := func(s string) string { return s }
+		if !refusal {
+			admit = func(s string) string { return v.admit(s, "") }
+		}
+		e.Message, f1 = red.Replace(admit(e.Message), noOrigin)
+		e.Hint, f2 = red.Replace(admit(e.Hint), noOrigin)
 		other += len(f1) + len(f2)
 		o.Err = &e
 	}
 	var inData int
 	if o.Data != nil {
 		data, err := json.Marshal(o.Data)
-		var red []byte
+		var masked []byte
 		var found []redact.Secret
 		if err == nil {
-			red, found, err = g.o.Redactor.ReplaceJSON([]byte(v.admit(string(data), whole)), func(kind, original string, _ int) string {
+			masked, found, err = red.ReplaceJSON([]byte(v.admit(string(data), whole)), func(kind, original string, _ int) string {
 				return v.mask(kind, original, whole)
 			})
 		}
@@ -134,7 +144,7 @@ func (g *Gate) maskOutcome(o Outcome, v *Vault) Outcome {
 			o.Data = nil
 			o.Err = Errorf(CodeInternal, "this is a bug in warden; please report it", "tool data could not be recorded safely: %v", err)
 		} else {
-			o.Data = json.RawMessage(red)
+			o.Data = json.RawMessage(masked)
 			inData = len(found)
 		}
 	}

@@ -58,6 +58,7 @@
 package redact
 
 import (
+	"slices"
 	"sort"
 	"strings"
 )
@@ -98,6 +99,29 @@ func New(literals ...string) *Redactor {
 	}
 	sort.SliceStable(r.literals, func(i, j int) bool { return len(r.literals[i]) > len(r.literals[j]) })
 	return r
+}
+
+// WithLiterals returns a Redactor like r that also masks each literal at
+// least minLen bytes long (the originals a call's arguments brought back,
+// wherever its outcome repeats them).
+func (r *Redactor) WithLiterals(minLen int, literals ...string) *Redactor {
+	if r == nil {
+		r = plain
+	}
+	out := &Redactor{literals: append([]string(nil), r.literals...)}
+	seen := map[string]bool{}
+	for _, l := range out.literals {
+		seen[l] = true
+	}
+	for _, l := range literals {
+		if len(l) < minLen || seen[l] || strings.Contains(Mask, l) || strings.Contains(l, maskPrefix) {
+			continue
+		}
+		seen[l] = true
+		out.literals = append(out.literals, l)
+	}
+	sort.SliceStable(out.literals, func(i, j int) bool { return len(out.literals[i]) > len(out.literals[j]) })
+	return out
 }
 
 var plain = &Redactor{}
@@ -265,26 +289,24 @@ func patternSpans(s string) []span {
 }
 
 // outsideMasks drops the spans that start inside a mask and stretches
-// those that end inside one over all of it.
+// those that end inside one over all of it. masks are in order.
 func outsideMasks(spans []span, masks [][2]int) []span {
+	slices.SortFunc(spans, func(a, b span) int { return a.start - b.start })
 	out := spans[:0]
+	j := 0 // the first mask that ends after the current span's start
 	for _, sp := range spans {
-		keep := true
-		for _, m := range masks {
-			if m[0] >= sp.end {
-				break
-			}
-			if sp.start >= m[0] && sp.start < m[1] {
-				keep = false
-				break
-			}
-			if sp.end > m[0] && sp.end < m[1] {
-				sp.end = m[1]
+		for j < len(masks) && masks[j][1] <= sp.start {
+			j++
+		}
+		if j < len(masks) && masks[j][0] <= sp.start {
+			continue // starts inside a mask
+		}
+		for k := j; k < len(masks) && masks[k][0] < sp.end; k++ {
+			if sp.end < masks[k][1] {
+				sp.end = masks[k][1]
 			}
 		}
-		if keep {
-			out = append(out, sp)
-		}
+		out = append(out, sp)
 	}
 	return out
 }

@@ -94,7 +94,7 @@ func literalGroup(n int) func(string, []int) (int, int, bool) {
 			return 0, 0, false
 		}
 		v := s[start:end]
-		if reEnvRef.MatchString(v) || reFormat.MatchString(v) || isPlaceholder(v) {
+		if isEnvRef(v) || hasFormat(v) || isPlaceholder(v) {
 			return 0, 0, false
 		}
 		return start, end, true
@@ -415,7 +415,7 @@ func (r *rule) spans(s, lower string) []span {
 		if r.word && p > 0 && wordBytes[s[p-1]] {
 			continue
 		}
-		m := r.re.FindStringSubmatchIndex(s[p:])
+		m := r.re.FindStringSubmatchIndex(s[p:lineEnd(s, p)])
 		if m == nil {
 			if r.skipRun != nil {
 				skip = runEnd(s, p, r.skipRun)
@@ -441,6 +441,16 @@ func (r *rule) spans(s, lower string) []span {
 		last = end
 	}
 	return out
+}
+
+// lineEnd returns the end of the line s[p:] is on. Every rule's regular
+// expression matches within one line, and on a short input Go's regexp
+// package uses its backtracker, several times faster than the NFA.
+func lineEnd(s string, p int) int {
+	if i := strings.IndexByte(s[p:], '\n'); i >= 0 {
+		return p + i
+	}
+	return len(s)
 }
 
 // runEnd returns the end of the run of bytes in set that starts at p.
@@ -526,10 +536,10 @@ func findKeyValues(s, lower string) []span {
 		}
 		lastWordEnd = e
 		kind := keywordKind(lower[:e])
-		if kind == "" {
+		if kind == "" || inMaskKind(s, p) {
 			continue
 		}
-		m := keyValueRest.FindStringSubmatchIndex(s[e:])
+		m := keyValueRest.FindStringSubmatchIndex(s[e:lineEnd(s, e)])
 		if m == nil {
 			continue
 		}
@@ -553,6 +563,16 @@ func findKeyValues(s, lower string) []span {
 		last = end
 	}
 	return out
+}
+
+// inMaskKind reports whether s[p] lies in the kind of a mask
+// ("[REDACTED:github-token:…]"): not a key.
+func inMaskKind(s string, p int) bool {
+	i := p
+	for i > 0 && p-i < 48 && (s[i-1] >= 'a' && s[i-1] <= 'z' || s[i-1] >= '0' && s[i-1] <= '9' || s[i-1] == '-') {
+		i--
+	}
+	return strings.HasSuffix(s[:i], maskPrefix+":")
 }
 
 // keywordKind returns the kind of secret a key ending in a keyword names,
@@ -632,7 +652,7 @@ func keyValueSpan(s string, keyStart int, key string, m []int) (int, int, bool) 
 	}
 	switch {
 	case quotedKey:
-		if spaced && reIdentifier.MatchString(value) && !randomish(value) {
+		if spaced && isIdent(value) && !randomish(value) {
 			return 0, 0, false // "token": tok — a map literal in code
 		}
 		return start, end, true
@@ -653,7 +673,7 @@ func keyValueSpan(s string, keyStart int, key string, m []int) (int, int, bool) 
 		return start, start + len(line), true
 	case config && sep == "=" && isNumber(value):
 		return 0, 0, false // NAME = 447: a constant in code
-	case config && sep == "=" && (configKey(key) || !reIdentifier.MatchString(value) || strings.ContainsAny(value, "0123456789")):
+	case config && sep == "=" && (configKey(key) || !isIdent(value) || strings.ContainsAny(value, "0123456789")):
 		return start, end, true
 	case randomish(strings.TrimRight(value, codePunct)):
 		return start, start + len(strings.TrimRight(value, codePunct)), true

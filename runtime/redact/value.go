@@ -27,20 +27,9 @@ var codeKeywords = func() map[string]bool {
 }()
 
 var (
-	// reCallOrIndex: a name or a chain of names followed by ( [ { or <:
-	// a call, an index, a composite literal or a generic type.
-	reCallOrIndex = regexp.MustCompile(`^[A-Za-z_$@][\w$]*(?:(?:\.|::|->|\?\.)[A-Za-z_$][\w$]*)*[(\[{<]`)
-	// reSelector: two or more names joined by . (cfg.APIKey, os.environ).
-	reSelector = regexp.MustCompile(`^[A-Za-z_$@][\w$]*(?:(?:\.|::|->|\?\.)[A-Za-z_$][\w$]*)+$`)
-	// reIdentifier: one name.
-	reIdentifier = regexp.MustCompile(`^[A-Za-z_$][\w$]*$`)
 	// reFormat: a printf verb (%s, %-10v, %[1]q), a template or format
 	// placeholder ({}, {0}, {name}, {{, ${, $(, #{, <%).
 	reFormat = regexp.MustCompile(`%(?:\[\d+\])?[-+# 0]*(?:\d+|\*)?(?:\.(?:\d+|\*))?[a-zA-Z]|\{\d*\}|\{[A-Za-z_][\w.]*\}|\{\{|\$\{|\$\(|#\{|<%`)
-	// reEnvName: an environment variable's name (WARDEN_MCP_TOKEN, TOKEN).
-	reEnvName = regexp.MustCompile(`^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$|^[A-Z]{2,}$`)
-	// reEnvRef: a reference to a variable ($TOKEN, %TOKEN%, env:TOKEN).
-	reEnvRef = regexp.MustCompile(`^(?:\$[\w{(@*#?!-]|%[A-Za-z_][A-Za-z0-9_]*%|env:[A-Za-z_]|ENV\[)`)
 	// reNameWords: words of letters joined by - _ . or camelCase, no
 	// digit: X-Auth-Token, access_token, clientSecret.
 	reNameWords = regexp.MustCompile(`^[A-Za-z]+(?:[-_.][A-Za-z]+)*$`)
@@ -50,6 +39,105 @@ var (
 	// reHexNumber: a number in code (0x1f, 0o17, 0b1).
 	reHexNumber = regexp.MustCompile(`^0[xXoObB][0-9a-fA-F_]+$`)
 )
+
+// The shapes below are checked by hand, not with regular expressions:
+// they run for every candidate value, and a scan is several times faster.
+
+func isIdentStart(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' || c == '$' }
+func isIdentByte(c byte) bool  { return isIdentStart(c) || c >= '0' && c <= '9' }
+
+// isIdent: one name ([A-Za-z_$][A-Za-z0-9_$]*).
+func isIdent(s string) bool {
+	if s == "" || !isIdentStart(s[0]) {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if !isIdentByte(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// nameChain reads names joined by . :: -> or ?. at the start of s (the
+// first may start with @) and returns the bytes read and the names.
+func nameChain(s string) (n, names int) {
+	i := 0
+	if i < len(s) && s[i] == '@' {
+		i++
+	}
+	for {
+		if i >= len(s) || !isIdentStart(s[i]) {
+			return n, names
+		}
+		for i < len(s) && isIdentByte(s[i]) {
+			i++
+		}
+		n, names = i, names+1
+		switch {
+		case strings.HasPrefix(s[i:], "."):
+			i++
+		case strings.HasPrefix(s[i:], "::"), strings.HasPrefix(s[i:], "->"), strings.HasPrefix(s[i:], "?."):
+			i += 2
+		default:
+			return n, names
+		}
+	}
+}
+
+// isCallOrIndex: a name or a chain of names followed by ( [ { or <: a
+// call, an index, a composite literal or a generic type.
+func isCallOrIndex(s string) bool {
+	n, names := nameChain(s)
+	return names > 0 && n < len(s) && strings.IndexByte("([{<", s[n]) >= 0
+}
+
+// isSelector: two or more names joined by . (cfg.APIKey, os.environ).
+func isSelector(s string) bool {
+	n, names := nameChain(s)
+	return names >= 2 && n == len(s)
+}
+
+// isEnvName: an environment variable's name (WARDEN_MCP_TOKEN, TOKEN).
+func isEnvName(s string) bool {
+	if len(s) < 2 || s[0] < 'A' || s[0] > 'Z' {
+		return false
+	}
+	letters, underscore := true, false
+	for i := 1; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'A' && c <= 'Z':
+		case c >= '0' && c <= '9':
+			letters = false
+		case c == '_' && s[i-1] != '_' && i < len(s)-1:
+			letters, underscore = false, true
+		default:
+			return false
+		}
+	}
+	return letters || underscore
+}
+
+// isEnvRef: a reference to a variable ($TOKEN, $1, ${X}, $(cmd), %TOKEN%,
+// env:TOKEN, ENV[…]).
+func isEnvRef(s string) bool {
+	switch {
+	case len(s) >= 2 && s[0] == '$':
+		return isIdentByte(s[1]) || strings.IndexByte("{(@*#?!-", s[1]) >= 0
+	case len(s) >= 3 && s[0] == '%':
+		end := strings.IndexByte(s[1:], '%')
+		return end > 0 && isIdent(s[1:1+end]) && s[1] != '$'
+	case strings.HasPrefix(s, "env:") && len(s) > 4:
+		return isIdentStart(s[4])
+	}
+	return strings.HasPrefix(s, "ENV[")
+}
+
+// hasFormat: a printf verb or a template placeholder (reFormat).
+func hasFormat(s string) bool {
+	return strings.ContainsAny(s, "%{$#<") && reFormat.MatchString(s)
+}
 
 // placeholders stand where a secret would be written, in documentation
 // and examples; they are not one.
@@ -66,7 +154,7 @@ func isPlaceholder(v string) bool {
 		return true
 	}
 	switch {
-	case reEnvName.MatchString(v), strings.HasPrefix(v, "<") && strings.HasSuffix(v, ">"):
+	case isEnvName(v), strings.HasPrefix(v, "<") && strings.HasSuffix(v, ">"):
 		return true
 	case strings.Trim(v, "*") == "", strings.Trim(strings.ToLower(v), "x") == "", strings.Trim(v, ".") == "", v == "…":
 		return true
@@ -102,13 +190,13 @@ func isCodeValue(v, key string) bool {
 		return true
 	case strings.EqualFold(w, key), strings.EqualFold(w, lastWord(key)):
 		return true // token: token
-	case reCallOrIndex.MatchString(v), reSelector.MatchString(w):
+	case isCallOrIndex(v), isSelector(w):
 		return true
-	case reEnvRef.MatchString(w), reFormat.MatchString(w), reEnvName.MatchString(w):
+	case isEnvRef(w), hasFormat(w), isEnvName(w):
 		return true
 	case startsWithMask(w), isPlaceholder(w), reHexNumber.MatchString(w):
 		return true
-	case w != v && reIdentifier.MatchString(w) && !randomish(w):
+	case w != v && isIdent(w) && !randomish(w):
 		return true // tok, — an argument, a field
 	case strings.HasPrefix(w, "-") && len(w) > 1 && (w[1] >= 'a' && w[1] <= 'z'):
 		return true // -flag, -x
@@ -138,7 +226,7 @@ func quotedIsSecret(q string, config bool) bool {
 		return false
 	}
 	switch {
-	case reFormat.MatchString(q), reEnvRef.MatchString(q), reEscapes.MatchString(q):
+	case hasFormat(q), isEnvRef(q), strings.HasPrefix(q, `\`) && reEscapes.MatchString(q):
 		return false
 	case strings.Contains(q, "://"):
 		return false // a URL: url-password masks a password in it
