@@ -43,8 +43,10 @@ var (
 // The shapes below are checked by hand, not with regular expressions:
 // they run for every candidate value, and a scan is several times faster.
 
-func isIdentStart(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' || c == '$' }
-func isIdentByte(c byte) bool  { return isIdentStart(c) || c >= '0' && c <= '9' }
+func isIdentStart(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' || c == '$'
+}
+func isIdentByte(c byte) bool { return isIdentStart(c) || c >= '0' && c <= '9' }
 
 // isIdent: one name ([A-Za-z_$][A-Za-z0-9_$]*).
 func isIdent(s string) bool {
