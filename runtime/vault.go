@@ -169,3 +169,40 @@ func (v *Vault) readFrom(e *vaultEntry, file string) bool {
 	defer v.mu.Unlock()
 	return e.files[file]
 }
+
+// Alias makes the masks of a recorded result stand for what the masks of
+// the same result, produced again, stand for: a replay starts with an
+// empty vault, and the recorded calls that wrote masks back name the
+// masks of the recording. The masks are paired in order, and only when
+// both texts hold the same number of masks of the same kinds; a recorded
+// id the vault already uses for something else is left out. It returns
+// the number of masks aliased.
+func (v *Vault) Alias(recorded, now string) int {
+	old, cur := redact.FindMasks(recorded), redact.FindMasks(now)
+	if len(old) != len(cur) {
+		return 0
+	}
+	for i := range old {
+		if old[i].Kind != cur[i].Kind {
+			return 0
+		}
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	n := 0
+	for i := range old {
+		e, ok := v.byID[cur[i].ID]
+		if !ok || e.literal {
+			continue
+		}
+		if prev, used := v.byID[old[i].ID]; used {
+			if prev == e {
+				n++
+			}
+			continue
+		}
+		v.byID[old[i].ID] = e
+		n++
+	}
+	return n
+}

@@ -116,6 +116,13 @@ func TestRunMaskRoundTrip(t *testing.T) {
 	}
 	noSecretIn(t, home)
 	noSecretIn(t, dir)
+	// Replayed: the recording's masks are paired with the replay's own, so
+	// the write that carried them back has the same outcome.
+	code, out, errs = runWS(t, home, ws, "--grant", "fs.write:**", "runs", "replay", id[1])
+	if code != 0 || !strings.Contains(out, "0 difference(s)") {
+		t.Fatalf("replay: exit %d\n%s\n%s", code, out, errs)
+	}
+	noSecretIn(t, home)
 }
 
 // TestMCPMaskRoundTrip: a mask goes back within the MCP session it came

@@ -211,6 +211,8 @@ type loop struct {
 	cache struct {
 		transcript, responses, calls []json.RawMessage
 	}
+	// recorded are the tool calls of the run a replay replays.
+	recorded []ToolCallRecord
 }
 
 // push adds a message to the conversation and its redacted copy to the
@@ -711,6 +713,10 @@ func (l *loop) callTool(ctx context.Context, step int, tc openai.ToolCall) error
 	needsApproval := res.Success && res.DryRun && l.o.Gate.Explain(req).Verdict == runtime.VerdictNeedsApproval
 	l.emit(Event{Kind: EventToolResult, Step: step, Tool: tc.Function.Name, Result: &res})
 	content, artifact := l.toolContent(ctx, res)
+	if i := len(l.rec.ToolCalls); i < len(l.recorded) && l.recorded[i].Tool == l.red.String(tc.Function.Name) {
+		// A replay: the recording's masks stand for what this result's do.
+		l.o.Vault.Alias(l.recorded[i].Output, content)
+	}
 	l.pushTool(tc.ID, content)
 	r := ToolCallRecord{
 		Step: step, ModelCallID: l.red.String(tc.ID), Tool: l.red.String(tc.Function.Name), Args: argsForRecord(l.redactText(tc.Function.Arguments)),
