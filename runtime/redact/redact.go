@@ -1,60 +1,41 @@
-// Package redact removes secrets from text and JSON before anything is
-// written: the database, logs, artifacts, approval prompts.
+// Package redact finds secrets in text and JSON and replaces them: with
+// "[REDACTED]" before anything is written (the database, logs, artifacts,
+// approval prompts), or, through Replace and ReplaceJSON, with a mask the
+// caller chooses for each secret — the gate's "[REDACTED:kind:id]", whose
+// id its run's vault keeps with the original (see FormatMask, FindMasks).
 //
-// Every secret found is replaced by [Mask], "[REDACTED]", whatever its kind:
-// one replacement keeps redaction idempotent (String(String(s)) ==
-// String(s)) and keeps the mask from becoming part of a new match. Where a
-// secret has a visible label, the label stays: "password=[REDACTED]",
-// "Authorization: Bearer [REDACTED]", "postgres://app:[REDACTED]@db/prod",
-// "https://hooks.slack.com/services/[REDACTED]".
+// Where a secret has a visible label, the label stays:
+// "password=[REDACTED]", "Authorization: Bearer [REDACTED]",
+// "postgres://app:[REDACTED]@db/prod". Masks already in a text are left as
+// they are, and redaction repeats until a pass finds nothing more, so
+// redacting a result again changes nothing.
 //
-// # What is found in text
+// # What is found
 //
-//   - PEM private key blocks (RSA, EC, DSA, OPENSSH, ENCRYPTED, PKCS#8, PGP
-//     PRIVATE KEY BLOCK), whole, from BEGIN to END — or, when the END line is
-//     missing (truncated output), to the end of the base64 body
-//   - passwords in URLs: scheme://user:PASSWORD@host (user and host kept)
-//   - OpenAI keys (sk-…, sk-proj-…, sk-svcacct-…, sk-admin-…), Anthropic keys
-//     (sk-ant-…), AWS access key ids (AKIA…, ASIA…), GitHub tokens (ghp_,
-//     gho_, ghu_, ghs_, ghr_, github_pat_), GitLab tokens (glpat-, gldt-,
-//     glrt-, glcbt-, glptt-, glft-, glimt-, glagent-, glsoat-, glffct-,
-//     gloas-, glwt-), Slack tokens with a digit in them (xoxb-, xoxp-,
-//     xoxa-, xoxr-, xoxs-, xoxe-, xapp-) and webhook paths
-//     (hooks.slack.com/services/…), JWTs (eyJ….….…), Stripe keys (sk_live_,
-//     rk_live_, sk_test_), Google API keys (AIza…), Hugging Face (hf_…) and
-//     npm (npm_…) tokens
-//   - HTTP credentials: the value of Authorization and Proxy-Authorization
-//     (after its scheme: Bearer, Basic, token, …) and of Cookie and
-//     Set-Cookie headers; "Bearer <token>" anywhere when the token has a
-//     digit; "Basic <base64>" anywhere when it decodes to user:password;
-//     curl -u user:PASSWORD
-//   - KEY=value, key: value, "key": "value" and 'key': 'value' pairs (also
-//     with :=, == and spaces around the separator) whose key ends in
-//     password, passwd, passphrase, pwd, secret, token, api_key / apikey /
-//     api-key, access_key, secret_key, private_key or credential(s) — with
-//     any prefix (DB_PASSWORD, GITHUB_TOKEN, aws_secret_access_key,
-//     X-Api-Key, client_secret). The key is kept and the value masked: a
-//     quoted value up to its closing quote; an unquoted value after a quoted
-//     key up to , } or ] (JSON-ish text); after = an unquoted value up to
-//     white space, &, ;, a quote, a backslash, < > or {; after : an unquoted
-//     value to the end of the line (YAML, headers, prose). Left alone: keys
-//     that merely contain a keyword (max_tokens, tokenizer, password_hash);
-//     the shell's PWD=/path and OLDPWD=/path; KEY= value (an empty value to
-//     the shell); and, so that source code stays readable, values that are
-//     a call or an index (os.Getenv(…), os.environ[…], get_password()) or a
-//     type or empty literal (password: string, token: null).
+//   - known token formats, wherever they appear: PEM private key blocks,
+//     passwords in URLs, OpenAI, Anthropic, AWS, GitHub, GitLab, Slack,
+//     Stripe, Google, Hugging Face and npm keys and tokens, JWTs;
+//   - Authorization and Cookie header values written as headers, Bearer
+//     tokens with a digit, Basic credentials, curl -u passwords;
+//   - the value after a key ending in password, passwd, passphrase, pwd,
+//     secret, token, api_key, access_key, secret_key, private_key or
+//     credential(s) — when the value is a literal, not code: a quoted
+//     literal (not a format string, a variable, a placeholder, or in code
+//     prose, a path or a name); a bare value where configuration is
+//     written (KEY=value, "key":value, YAML and INI lines), or one that
+//     looks random. A name, a selector, a call, a type, a keyword or the
+//     key's own name is code: cookie := range, apiKey: cfg.APIKey,
+//     const envMCPToken = "WARDEN_MCP_TOKEN" are left alone;
+//   - the literals given to New (the secrets in the environment), every
+//     occurrence.
 //
-// Ordinary text is left alone: words such as risk-management and task-force,
-// git SHAs, UUIDs and base64 that is not one of the shapes above.
-//
-// A [Redactor] also masks literal values (the secrets in the environment),
-// every occurrence, before and after the patterns run, so that no literal
-// survives, not even re-formed across a mask.
+// docs/redaction.md has the rules with examples of what is and is not
+// masked.
 //
 // Redaction is linear in the input's size, whatever the input: each
 // pattern is located by its literal anchor (sk-, ghp_, eyJ, password, …)
-// and checked with an RE2 regular expression anchored there, and runs that
-// a failed check has read are not read again.
+// and checked with an RE2 regular expression anchored there and bounded by
+// its line, and runs that a failed check has read are not read again.
 package redact
 
 import (
