@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/wardenrt/warden/runtime/capability"
@@ -37,7 +38,10 @@ func (t *vreadTool) Run(_ context.Context, c *Call) Outcome {
 
 // vwriteTool pretends to write text into notes/<name>; it keeps what it
 // was given.
-type vwriteTool struct{ got []string }
+type vwriteTool struct {
+	mu  sync.Mutex
+	got []string
+}
 
 func (*vwriteTool) Spec() Spec {
 	return Spec{Name: "vwrite", InputSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"},"text":{"type":"string"}},"required":["name","text"],"additionalProperties":false}`),
@@ -71,7 +75,9 @@ func (*vwriteTool) Preview(_ context.Context, c *Call) Outcome {
 func (t *vwriteTool) Run(_ context.Context, c *Call) Outcome {
 	var a vwriteArgs
 	_ = c.Bind(&a)
+	t.mu.Lock()
 	t.got = append(t.got, a.Text)
+	t.mu.Unlock()
 	return Outcome{Output: "wrote " + a.Name}
 }
 
@@ -236,5 +242,28 @@ func TestMaskWarning(t *testing.T) {
 	}
 	if maskWarning(nil, 0, 0) != "" {
 		t.Error("a warning with nothing masked")
+	}
+}
+
+// One vault serves the concurrent calls of an MCP session.
+func TestVaultConcurrent(t *testing.T) {
+	g, w, _ := vaultGate(t, "", nil)
+	v := NewVault()
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			read := vcall(t, g, v, "vread", map[string]string{"name": "a"})
+			res := vcall(t, g, v, "vwrite", map[string]string{"name": "a", "text": read.Output + strings.Repeat("x", i)})
+			if !res.Success {
+				t.Errorf("%+v", res.Error)
+			}
+			v.admit("[REDACTED:jwt:"+strings.Repeat("a", 4+i%3)+"]", "")
+		}()
+	}
+	wg.Wait()
+	if len(w.got) != 8 {
+		t.Fatalf("%d writes", len(w.got))
 	}
 }
