@@ -42,6 +42,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
 
 // Mask replaces every secret in what String, Bytes and JSON return.
@@ -176,7 +177,7 @@ func (r *Redactor) Replace(s string, mask MaskFunc) (string, []Secret) {
 	}
 	for pass := 0; ; pass++ {
 		out, secrets, pieces := build(s, spans, mask)
-		again := r.find(out)
+		again := r.findNear(out, pieces)
 		if len(again) == 0 {
 			return out, secrets
 		}
@@ -189,6 +190,45 @@ func (r *Redactor) Replace(s string, mask MaskFunc) (string, []Secret) {
 		}
 		spans = mergeSpans(spans)
 	}
+}
+
+// findNear is find over the lines of a result that hold a mask made by
+// build (and, for the literals, their length around it): every rule but
+// the private key's reads one line, and masking changes nothing elsewhere.
+func (r *Redactor) findNear(out string, pieces []piece) []span {
+	reach := 0
+	for _, l := range r.literals {
+		reach = max(reach, len(l))
+	}
+	var found []span
+	winStart, winEnd := -1, -1
+	flush := func() {
+		if winStart < 0 {
+			return
+		}
+		for _, sp := range r.find(out[winStart:winEnd]) {
+			found = append(found, span{sp.start + winStart, sp.end + winStart, sp.kind})
+		}
+	}
+	for i, p := range pieces {
+		if !p.masked {
+			continue
+		}
+		end := len(out)
+		if i+1 < len(pieces) {
+			end = pieces[i+1].out
+		}
+		a := strings.LastIndexByte(out[:max(p.out-reach, 0)], '\n') + 1
+		b := lineEnd(out, min(end+reach, len(out)))
+		if winStart >= 0 && a <= winEnd {
+			winEnd = max(winEnd, b)
+			continue
+		}
+		flush()
+		winStart, winEnd = a, b
+	}
+	flush()
+	return found
 }
 
 // piece maps a part of a result to the part of the input it came from.
@@ -248,13 +288,33 @@ func inputOffset(pieces []piece, o int, end bool) int {
 func (r *Redactor) find(s string) []span {
 	lits := r.literalSpans(s)
 	if len(lits) == 0 {
-		return patternSpans(s)
+		return wholeRunes(s, patternSpans(s))
 	}
 	t, _, pieces := build(s, lits, plainMask)
 	for _, sp := range patternSpans(t) {
 		lits = append(lits, span{inputOffset(pieces, sp.start, false), inputOffset(pieces, sp.end-1, true), sp.kind})
 	}
-	return mergeSpans(lits)
+	return wholeRunes(s, mergeSpans(lits))
+}
+
+// wholeRunes widens spans (merged) so that none splits a UTF-8 sequence:
+// a mask never leaves half a character behind.
+func wholeRunes(s string, spans []span) []span {
+	changed := false
+	for i := range spans {
+		for n := 0; n < utf8.UTFMax-1 && spans[i].start > 0 && !utf8.RuneStart(s[spans[i].start]); n++ {
+			spans[i].start--
+			changed = true
+		}
+		for n := 0; n < utf8.UTFMax-1 && spans[i].end < len(s) && !utf8.RuneStart(s[spans[i].end]); n++ {
+			spans[i].end++
+			changed = true
+		}
+	}
+	if changed {
+		return mergeSpans(spans)
+	}
+	return spans
 }
 
 // patternSpans returns what the rules find in s outside its masks, merged.
