@@ -177,6 +177,9 @@ func (r *Redactor) Replace(s string, mask MaskFunc) (string, []Secret) {
 	}
 	for pass := 0; ; pass++ {
 		out, secrets, pieces := build(s, spans, mask)
+		if !r.mayFindMore(out, pieces) {
+			return out, secrets
+		}
 		again := r.findNear(out, pieces)
 		if len(again) == 0 {
 			return out, secrets
@@ -192,24 +195,40 @@ func (r *Redactor) Replace(s string, mask MaskFunc) (string, []Secret) {
 	}
 }
 
+// glue are the bytes that join a mask to the text beside it into one run
+// (a token, a name, a key).
+var glue = newByteSet("a-z", "A-Z", "0-9", "_.-+/=")
+
+// mayFindMore reports whether a pass over a result could find what the
+// pass that made it did not: only where a mask is glued to the text beside
+// it (a token that began right after a masked one is free now; a run cut
+// by a mask is read anew), or where a literal re-formed across a mask.
+func (r *Redactor) mayFindMore(out string, pieces []piece) bool {
+	for i, p := range pieces {
+		if !p.masked {
+			continue
+		}
+		end := len(out)
+		if i+1 < len(pieces) {
+			end = pieces[i+1].out
+		}
+		if p.out > 0 && glue[out[p.out-1]] && out[p.out-1] != '=' || end < len(out) && glue[out[end]] {
+			return true
+		}
+	}
+	return len(r.literals) > 0 && len(r.literalSpans(out)) > 0
+}
+
 // findNear is find over the lines of a result that hold a mask made by
 // build (and, for the literals, their length around it): every rule but
 // the private key's reads one line, and masking changes nothing elsewhere.
+// Many windows are read as one (each find has a fixed cost).
 func (r *Redactor) findNear(out string, pieces []piece) []span {
 	reach := 0
 	for _, l := range r.literals {
 		reach = max(reach, len(l))
 	}
-	var found []span
-	winStart, winEnd := -1, -1
-	flush := func() {
-		if winStart < 0 {
-			return
-		}
-		for _, sp := range r.find(out[winStart:winEnd]) {
-			found = append(found, span{sp.start + winStart, sp.end + winStart, sp.kind})
-		}
-	}
+	var wins [][2]int
 	for i, p := range pieces {
 		if !p.masked {
 			continue
@@ -220,14 +239,40 @@ func (r *Redactor) findNear(out string, pieces []piece) []span {
 		}
 		a := strings.LastIndexByte(out[:max(p.out-reach, 0)], '\n') + 1
 		b := lineEnd(out, min(end+reach, len(out)))
-		if winStart >= 0 && a <= winEnd {
-			winEnd = max(winEnd, b)
+		if n := len(wins); n > 0 && a <= wins[n-1][1] {
+			wins[n-1][1] = max(wins[n-1][1], b)
 			continue
 		}
-		flush()
-		winStart, winEnd = a, b
+		wins = append(wins, [2]int{a, b})
 	}
-	flush()
+	if len(wins) == 1 {
+		var found []span
+		for _, sp := range r.find(out[wins[0][0]:wins[0][1]]) {
+			found = append(found, span{sp.start + wins[0][0], sp.end + wins[0][0], sp.kind})
+		}
+		return found
+	}
+	// The windows are read as one text, a line break between each: a
+	// find has a fixed cost, and no rule's match crosses a line break that
+	// it did not cross in the result (a span that does is dropped).
+	var b strings.Builder
+	base := make([]int, len(wins)) // where each window starts in the joined text
+	for i, w := range wins {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		base[i] = b.Len()
+		b.WriteString(out[w[0]:w[1]])
+	}
+	var found []span
+	for _, sp := range r.find(b.String()) {
+		i := sort.SearchInts(base, sp.start+1) - 1
+		if sp.end > base[i]+wins[i][1]-wins[i][0] {
+			continue
+		}
+		d := wins[i][0] - base[i]
+		found = append(found, span{sp.start + d, sp.end + d, sp.kind})
+	}
 	return found
 }
 
