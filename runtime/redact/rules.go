@@ -611,7 +611,7 @@ func keyValueSpan(s string, keyStart int, key string, m []int) (int, int, bool) 
 	sep := strings.Trim(sepText, " \t")
 	spaced := sep != sepText
 	code := sep == ":=" || sep == "=="
-	config := !code && lineStartKey(s, keyStart)
+	lineStart := func() bool { return !code && lineStartKey(s, keyStart) } // a configuration line
 	for g := 3; g <= 5; g++ {
 		if m[2*g] >= 0 {
 			start, end := m[2*g], m[2*g+1]
@@ -619,7 +619,7 @@ func keyValueSpan(s string, keyStart int, key string, m []int) (int, int, bool) 
 			if g == 4 {
 				quoteEnd++
 			}
-			cfg := config && (quotedKey || restOfLineBlank(s, quoteEnd))
+			cfg := (quotedKey || restOfLineBlank(s, quoteEnd)) && lineStart()
 			if !quotedIsSecret(s[start:end], cfg) {
 				return 0, 0, false
 			}
@@ -658,7 +658,7 @@ func keyValueSpan(s string, keyStart int, key string, m []int) (int, int, bool) 
 		return start, end, true
 	case !spaced:
 		return start, end, true // KEY=value, a --flag=value
-	case config && sep == ":":
+	case sep == ":" && lineStart():
 		// key: value beginning a line — YAML, headers: the value runs to
 		// the end of the line, unless the line is code (a field of a
 		// literal ends with a comma, a block opens).
@@ -671,9 +671,9 @@ func keyValueSpan(s string, keyStart int, key string, m []int) (int, int, bool) 
 			return 0, 0, false
 		}
 		return start, start + len(line), true
-	case config && sep == "=" && isNumber(value):
+	case sep == "=" && isNumber(value) && lineStart():
 		return 0, 0, false // NAME = 447: a constant in code
-	case config && sep == "=" && (configKey(key) || !isIdent(value) || strings.ContainsAny(value, "0123456789")):
+	case sep == "=" && (configKey(key) || !isIdent(value) || strings.ContainsAny(value, "0123456789")) && lineStart():
 		return start, end, true
 	case randomish(strings.TrimRight(value, codePunct)):
 		return start, start + len(strings.TrimRight(value, codePunct)), true

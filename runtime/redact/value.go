@@ -340,17 +340,29 @@ func isNumber(v string) bool {
 func lineStartKey(s string, keyStart int) bool {
 	ls := strings.LastIndexByte(s[:keyStart], '\n') + 1
 	prefix := strings.TrimSpace(s[ls:keyStart])
-	for _, w := range []string{"export ", "set ", "setx ", "ENV ", "ARG ", "declare ", "readonly "} {
-		if p, ok := strings.CutPrefix(prefix, w); ok {
-			prefix = strings.TrimSpace(p)
+	if prefix == "" {
+		return true
+	}
+	for _, w := range []string{"export", "set", "setx", "ENV", "ARG", "declare", "readonly"} {
+		if rest, ok := strings.CutPrefix(prefix, w); ok && (rest == "" || rest[0] == ' ' || rest[0] == '\t') {
+			prefix = strings.TrimSpace(rest)
 			break
 		}
-		if prefix+" " == w {
-			return true
+	}
+	// What is left, white space aside, must be a list item, a comment, a
+	// flag's dashes or an opening quote.
+	var b [4]byte
+	n := 0
+	for i := 0; i < len(prefix); i++ {
+		if c := prefix[i]; c != ' ' && c != '\t' {
+			if n == len(b) {
+				return false
+			}
+			b[n] = c
+			n++
 		}
 	}
-	prefix = strings.ReplaceAll(strings.ReplaceAll(prefix, " ", ""), "\t", "")
-	switch prefix {
+	switch string(b[:n]) {
 	case "", "-", "#", ";", "--", "\"", "'", "-\"", "-'", "#-", "{\"", "{'", "[", "-\\\"", "\\\"":
 		return true
 	}
