@@ -318,6 +318,11 @@ func TestMaskGitPatchRoundTrip(t *testing.T) {
 	if got := mkRead(t, ws, ".env"); got != changed {
 		t.Fatalf(".env:\n%s\nwant\n%s", got, changed)
 	}
+	// A mask in a file name is not text that lands in a file: refused.
+	m := reMask.FindString(diff.Output)
+	named := strings.Replace(diff.Output, "b/.env", "b/"+m, 1)
+	named = strings.Replace(named, "+++ b/.env", "+++ b/"+m, 1)
+	mkRefused(t, mkCall(t, g, v, "git_apply_patch", map[string]any{"patch": named}), m)
 	// The same patch bound for another file is refused.
 	mkWrite(t, ws, "other.env", committed)
 	gitPlain(t, ws, "add", "other.env")
