@@ -745,7 +745,7 @@ func (fsReadTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
 		d.Encoding = "base64"
 		out = base64.StdEncoding.EncodeToString(data)
 	}
-	return runtime.Outcome{Output: out, Data: d}
+	return runtime.Outcome{Output: out, Data: d, Origins: []runtime.Origin{{Path: abs}}}
 }
 
 // ---------------------------------------------------------------------------
@@ -838,6 +838,7 @@ func (fsReadFilesTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome
 	}
 	d := FSReadFilesData{Files: []FSReadFilesEntry{}, SkippedFiles: []FSSkippedFile{}}
 	var out strings.Builder
+	var origins []runtime.Origin
 	skip := func(p string, e *runtime.Error) {
 		d.SkippedFiles = append(d.SkippedFiles, FSSkippedFile{Path: p, Code: e.Code, Reason: e.Message})
 	}
@@ -848,7 +849,7 @@ func (fsReadFilesTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome
 		}
 		header := "==> " + p + " <==\n"
 		budget := int64(runtime.MaxOutputBytes - out.Len() - len(header) - 1)
-		data, _, e := fsReadPath(c, p, false, min(fsMaxReadBytes, max(budget, 0)))
+		data, abs, e := fsReadPath(c, p, false, min(fsMaxReadBytes, max(budget, 0)))
 		if e != nil {
 			if e.Code == runtime.CodeTooLarge && budget < fsMaxReadBytes {
 				e = runtime.Errorf(runtime.CodeTooLarge, "read it alone with fs_read, or in a separate read_files call",
@@ -858,6 +859,7 @@ func (fsReadFilesTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome
 			continue
 		}
 		out.WriteString(header)
+		origins = append(origins, runtime.Origin{Path: abs, Start: out.Len(), End: out.Len() + len(data)})
 		out.Write(data)
 		if len(data) > 0 && data[len(data)-1] != '\n' {
 			out.WriteByte('\n')
@@ -865,7 +867,7 @@ func (fsReadFilesTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome
 		d.Files = append(d.Files, FSReadFilesEntry{Path: p, BytesRead: len(data)})
 	}
 	d.FilesReadCount = len(d.Files)
-	o := runtime.Outcome{Output: out.String(), Data: d}
+	o := runtime.Outcome{Output: out.String(), Data: d, Origins: origins}
 	if len(d.SkippedFiles) > 0 {
 		o.Warnings = []string{fmt.Sprintf("skipped %d of %d files (see skipped_files)", len(d.SkippedFiles), len(a.FilePaths))}
 	}

@@ -94,6 +94,23 @@ func fsTrailingSlash(p string) *runtime.Error {
 	return fsFileSyntax(p, "fs_mkdir for a directory")
 }
 
+// Sinks: content lands in the file (as text; base64 content is bytes, no
+// place for a mask).
+func (fsWriteTool) Sinks(c *runtime.Call) ([]runtime.Sink, error) {
+	var a fsWriteArgs
+	if err := c.Bind(&a); err != nil {
+		return nil, err
+	}
+	if a.Encoding == "base64" {
+		return nil, nil
+	}
+	abs, e := fsResolve(c.Workspace, a.Path)
+	if e != nil {
+		return nil, e
+	}
+	return []runtime.Sink{{Arg: "/content", End: len(a.Content), Path: abs}}, nil
+}
+
 // Needs: fs.write on the resolved file and on every directory it creates.
 func (fsWriteTool) Needs(c *runtime.Call) ([]capability.Need, error) {
 	var a fsWriteArgs

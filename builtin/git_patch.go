@@ -72,6 +72,38 @@ func (t *gitApplyPatchTool) Needs(c *runtime.Call) ([]capability.Need, error) {
 	return needs, nil
 }
 
+// Sinks: the hunks of each file's section land in that file (the new
+// path; the old one for a deletion). Headers are not sinks: a mask in a
+// file name is refused.
+func (t *gitApplyPatchTool) Sinks(c *runtime.Call) ([]runtime.Sink, error) {
+	var a gitApplyPatchArgs
+	if e := gitBind(c, &a); e != nil {
+		return nil, e
+	}
+	p, e := gitParsePatch(a.Patch)
+	if e != nil {
+		return nil, e
+	}
+	var sinks []runtime.Sink
+	for _, f := range p.Files {
+		name := f.NewPath
+		if name == "" {
+			name = f.OldPath
+		}
+		abs, err := capability.ResolvePath(c.Workspace, name)
+		if err != nil {
+			return nil, gitReject("path %q: %v", name, err)
+		}
+		section := a.Patch[f.Start:f.End]
+		hunks := strings.Index(section, "\n@@ ")
+		if hunks < 0 {
+			continue
+		}
+		sinks = append(sinks, runtime.Sink{Arg: "/patch", Start: f.Start + hunks + 1, End: f.End, Path: abs})
+	}
+	return sinks, nil
+}
+
 // GitPatchFile is one file a patch touches.
 type GitPatchFile struct {
 	Path    string `json:"path"`
@@ -266,6 +298,7 @@ func gitCapText(s string, max int) string {
 type gitPatchFile struct {
 	OldPath, NewPath string // workspace-relative after -p1; "" for /dev/null
 	Action           string
+	Start, End       int // the section's bytes in the patch
 }
 
 // gitPatch is warden's reading of a patch.
@@ -291,6 +324,7 @@ type gitPatchSection struct {
 	hunks                   bool
 	minusNull, plusNull     bool
 	headerNames, modeChange bool
+	start                   int // offset of the section's first line
 }
 
 func gitReject(format string, args ...any) *runtime.Error {
@@ -311,11 +345,12 @@ func gitParsePatch(patch string) (*gitPatch, *runtime.Error) {
 	p := &gitPatch{Names: map[string]bool{}}
 	written := map[string]bool{}
 	var cur *gitPatchSection
-	finish := func() *runtime.Error {
+	finish := func(end int) *runtime.Error {
 		if cur == nil {
 			return nil
 		}
 		f, e := cur.file()
+		start := cur.start
 		cur = nil
 		if e != nil {
 			return e
@@ -323,6 +358,7 @@ func gitParsePatch(patch string) (*gitPatch, *runtime.Error) {
 		if f == nil {
 			return nil
 		}
+		f.Start, f.End = start, end
 		p.Files = append(p.Files, *f)
 		for _, n := range []string{f.OldPath, f.NewPath} {
 			if n != "" {
@@ -339,8 +375,11 @@ func gitParsePatch(patch string) (*gitPatch, *runtime.Error) {
 	}
 	lines := strings.Split(patch, "\n")
 	oldLeft, newLeft := 0, 0
+	offset := 0
 	for n, line := range lines {
 		lineNo := n + 1
+		at := offset
+		offset += len(line) + 1
 		if oldLeft > 0 || newLeft > 0 {
 			consumed := true
 			switch {
@@ -362,10 +401,10 @@ func gitParsePatch(patch string) (*gitPatch, *runtime.Error) {
 		}
 		switch {
 		case strings.HasPrefix(line, "diff --git "):
-			if e := finish(); e != nil {
+			if e := finish(at); e != nil {
 				return nil, e
 			}
-			cur = &gitPatchSection{git: true}
+			cur = &gitPatchSection{git: true, start: at}
 			a, b, ok, e := gitDiffGitNames(line[len("diff --git "):])
 			if e != nil {
 				return nil, e
@@ -375,10 +414,10 @@ func gitParsePatch(patch string) (*gitPatch, *runtime.Error) {
 			}
 		case strings.HasPrefix(line, "--- "):
 			if cur == nil || cur.hunks || cur.sawMinus {
-				if e := finish(); e != nil {
+				if e := finish(at); e != nil {
 					return nil, e
 				}
-				cur = &gitPatchSection{}
+				cur = &gitPatchSection{start: at}
 			}
 			name, null, e := gitHeaderName(line[4:], true)
 			if e != nil {
@@ -387,7 +426,7 @@ func gitParsePatch(patch string) (*gitPatch, *runtime.Error) {
 			cur.minus, cur.minusNull, cur.sawMinus = name, null, true
 		case strings.HasPrefix(line, "+++ "):
 			if cur == nil {
-				cur = &gitPatchSection{}
+				cur = &gitPatchSection{start: at}
 			}
 			name, null, e := gitHeaderName(line[4:], true)
 			if e != nil {
@@ -412,7 +451,7 @@ func gitParsePatch(patch string) (*gitPatch, *runtime.Error) {
 				return nil, e
 			}
 			if cur == nil {
-				cur = &gitPatchSection{}
+				cur = &gitPatchSection{start: at}
 			}
 			switch {
 			case strings.HasPrefix(line, "rename from "), strings.HasPrefix(line, "rename old "):
@@ -445,7 +484,7 @@ func gitParsePatch(patch string) (*gitPatch, *runtime.Error) {
 			return nil, gitReject("line %d: binary patches are not accepted (their change cannot be reviewed as text)", lineNo)
 		}
 	}
-	if e := finish(); e != nil {
+	if e := finish(len(patch)); e != nil {
 		return nil, e
 	}
 	if len(p.Files) == 0 {

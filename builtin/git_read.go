@@ -444,6 +444,7 @@ func (t *gitDiffTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome 
 		return o
 	}
 	o.Output = gitTextOut(text, truncated, t.g.o.MaxOutput)
+	o.Origins = gitDiffOrigins(c.Workspace, o.Output)
 	if truncated {
 		o.Warnings = append(o.Warnings, "diff truncated: narrow it with paths")
 	}
@@ -647,6 +648,7 @@ func (t *gitShowTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome 
 		return o
 	}
 	o.Output = gitTextOut(body.Stdout, body.Truncated, t.g.o.MaxOutput)
+	o.Origins = gitShowOrigins(c.Workspace, a.Ref, sh.Type, o.Output)
 	if body.Truncated {
 		o.Warnings = append(o.Warnings, "output truncated")
 	}

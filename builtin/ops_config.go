@@ -355,7 +355,7 @@ func (t *opsReadConfig) Run(ctx context.Context, c *runtime.Call) runtime.Outcom
 	for i, l := range lines {
 		fmt.Fprintf(&b, "%6d\t%s\n", i+1, strings.TrimSuffix(l, "\r"))
 	}
-	return runtime.Outcome{Output: b.String(), Data: data}
+	return runtime.Outcome{Output: b.String(), Data: data, Origins: []runtime.Origin{{Path: tg.path}}}
 }
 
 // opsSplitLines splits text into lines without their "\n"; final reports
@@ -461,6 +461,26 @@ func (t *opsModifyConfig) bind(c *runtime.Call) (opsModifyArgs, *runtime.Error) 
 		seen[ch.Line] = true
 	}
 	return a, nil
+}
+
+// Sinks: each change's new text lands in the file, and its old text is
+// compared with the file's line (one line: no newline).
+func (t *opsModifyConfig) Sinks(c *runtime.Call) ([]runtime.Sink, error) {
+	a, err := t.bind(c)
+	if err != nil {
+		return nil, err
+	}
+	resolved, err := opsResolve(c.Workspace, a.Path)
+	if err != nil {
+		return nil, err
+	}
+	var sinks []runtime.Sink
+	for i, ch := range a.Changes {
+		sinks = append(sinks,
+			runtime.Sink{Arg: fmt.Sprintf("/changes/%d/old", i), End: len(ch.Old), Path: resolved, Forbid: "\n"},
+			runtime.Sink{Arg: fmt.Sprintf("/changes/%d/new", i), End: len(ch.New), Path: resolved})
+	}
+	return sinks, nil
 }
 
 func (t *opsModifyConfig) Needs(c *runtime.Call) ([]capability.Need, error) {

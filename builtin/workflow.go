@@ -252,7 +252,7 @@ func (t workflowRunTool) Run(ctx context.Context, c *runtime.Call) runtime.Outco
 	grants := c.Grants
 	rec, err := workflow.Run(ctx, w, workflow.RunOptions{
 		Gate: g, Base: &grants, Params: a.Params, Principal: c.Principal, DryRun: c.DryRun,
-		Open: o.Open, Check: o, Runs: t.runs,
+		Open: o.Open, Check: o, Runs: t.runs, Vault: c.Vault(),
 	})
 	if err != nil {
 		return runtime.Fail(runtime.CodeInternal, "", "%v", err)

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -172,6 +173,12 @@ type Request struct {
 	// UNKNOWN_TOOL, as if it did not exist — an agent run offered a
 	// subset of the tools (--tools) cannot call the rest.
 	Offered map[string]bool
+	// Vault is the run's (agent run, workflow run, MCP session): the
+	// secrets masked in the call's result are kept in it, and masks it
+	// handed out earlier are restored when the arguments write them back
+	// into the file they came from. nil: a vault for this call alone, so
+	// that no mask can come back (warden call).
+	Vault *Vault
 }
 
 // checked is a call that passed decoding, the rules and capabilities.
@@ -183,6 +190,12 @@ type checked struct {
 	// timed are the grants with an expiry in force for the call.
 	timed    []TimedGrant
 	decision Decision
+	// shown is the arguments as the caller sent them (compact), masks and
+	// all: what the audit log and an approver see. call.Args has the
+	// masks restored.
+	shown json.RawMessage
+	// restores are the masks restored in call.Args.
+	restores []restore
 }
 
 // deciding is the rule to name for the call's decision: the trusted
@@ -195,7 +208,7 @@ func (c *checked) deciding() *Rule {
 // check runs the decision steps that need no side effects: decoding and
 // schema validation, the policy's rules and the capabilities. On refusal
 // it returns the error and as much of the decision as was reached.
-func (g *Gate) check(ctx context.Context, req Request, callID string) (*checked, *Error) {
+func (g *Gate) check(ctx context.Context, req Request, callID string, vault *Vault) (*checked, *Error) {
 	e, ok := g.o.Registry.lookup(req.Tool)
 	if !ok {
 		return nil, Errorf(CodeUnknownTool, "list the tools with `warden tools`", "no tool named %q", truncateText(req.Tool, 128))
@@ -228,11 +241,12 @@ func (g *Gate) check(ctx context.Context, req Request, callID string) (*checked,
 	}
 	pol := g.o.Policy
 	names := g.o.Registry.Names(e.spec.Name)
+	c.shown = compact
 	c.call = &Call{
 		ID: callID, Tool: e.spec.Name, Args: compact, RunID: req.RunID,
 		Principal: req.Principal, Grants: grants, Workspace: g.o.Workspace,
 		DryRun:  req.DryRun || (g.o.DryRun && !e.spec.ReadOnly),
-		decoded: value,
+		decoded: value, vault: vault,
 	}
 	c.call.RequireSandbox = pol.RequireSandbox
 	c.call.Limits = pol.Limits
@@ -244,6 +258,19 @@ func (g *Gate) check(ctx context.Context, req Request, callID string) (*checked,
 		c.decision.Rule = r.Describe()
 		return c, g.denied(e.spec.Name, r, "")
 	}
+	// Masks coming back: restored before anything reads the arguments.
+	if bytes.Contains(compact, []byte("[REDACTED:")) {
+		restored, rs, rerr := g.restoreArgs(e.tool, c.call, vault)
+		if rerr != nil {
+			return c, rerr
+		}
+		if restored != nil {
+			c.call, c.restores = restored, rs
+			if verr := e.schema.Validate(restored.decoded); verr != nil {
+				return c, verr
+			}
+		}
+	}
 	needs, err := e.tool.Needs(c.call)
 	if err != nil {
 		te := AsError(err)
@@ -253,7 +280,7 @@ func (g *Gate) check(ctx context.Context, req Request, callID string) (*checked,
 		return c, te
 	}
 	c.needs = needs
-	facts := newCallFacts(names, needs, value)
+	facts := newCallFacts(names, needs, c.call.decoded)
 	var progs []Program
 	if pol.needsPrograms(names) {
 		progs = c.call.programs
@@ -292,6 +319,9 @@ func (g *Gate) check(ctx context.Context, req Request, callID string) (*checked,
 	if len(missing) > 0 {
 		return c, Errorf(CodeCapabilityDenied, "add "+strings.Join(hints, " "),
 			"%s needs %s, which the grants (%s) do not allow", e.spec.Name, strings.Join(missing, ", "), grants.String())
+	}
+	if rerr := g.checkRestores(c.call, c.restores, vault); rerr != nil {
+		return c, rerr
 	}
 	c.decision.Action = ActionAllow
 	c.decision.Approval = ApprovalNotRequired
@@ -358,14 +388,18 @@ func (g *Gate) Call(ctx context.Context, req Request) (Result, error) {
 		principal = []string{"unknown"}
 	}
 	req.Principal = principal
+	vault := req.Vault
+	if vault == nil {
+		vault = NewVault() // this call's alone: nothing it masks can come back
+	}
 	// Until the tool is known, its name is the caller's text: cap and redact it.
 	name := g.o.Redactor.String(truncateText(req.Tool, 128))
 	res := Result{Tool: name, CallID: callID, Data: json.RawMessage("{}"), Warnings: []string{}}
 	ev := AuditEvent{CallID: callID, RunID: req.RunID, Principal: principal, Tool: name}
 
-	c, cerr := g.check(ctx, req, callID)
+	c, cerr := g.check(ctx, req, callID, vault)
 	if c != nil && c.call != nil {
-		ev.Args = g.redactArgs(c.call.Args)
+		ev.Args = g.redactArgs(c.shown)
 		ev.Needs = g.redactNeeds(c.needs)
 		ev.DryRun = c.call.DryRun
 		res.DryRun = c.call.DryRun
@@ -377,8 +411,19 @@ func (g *Gate) Call(ctx context.Context, req Request) (Result, error) {
 		ev.ArgsText = g.argsText(req.Args)
 	}
 
+	// What the call's outcome is masked with: the redactor, and the
+	// originals restored in its arguments, wherever the tool repeats them
+	// (an error quoting a line, a preview).
+	red := g.o.Redactor
+	if c != nil && len(c.restores) > 0 {
+		originals := make([]string, len(c.restores))
+		for i, r := range c.restores {
+			originals[i] = r.entry.original
+		}
+		red = red.WithLiterals(minRestoredLiteral, originals...)
+	}
 	if cerr != nil {
-		return g.refuse(ctx, res, ev, cerr, start)
+		return g.finish(ctx, res, ev, g.maskOutcome(Outcome{Err: cerr}, vault, red, true), start, 0)
 	}
 	call := c.call
 
@@ -388,7 +433,7 @@ func (g *Gate) Call(ctx context.Context, req Request) (Result, error) {
 		dry := *call
 		dry.DryRun = true
 		o := g.safeRun(ctx, c.entry.tool, &dry)
-		o = g.redactOutcome(o)
+		o = g.maskOutcome(o, vault, red, false)
 		preview = &o
 		if call.DryRun {
 			res.Warnings = append(res.Warnings, "dry run: nothing was changed")
@@ -403,7 +448,7 @@ func (g *Gate) Call(ctx context.Context, req Request) (Result, error) {
 		ev.Decision.Approver = verdict.Approver
 		if aerr != nil {
 			ev.Decision.Action = ActionDeny
-			return g.refuse(ctx, res, ev, aerr, start)
+			return g.finish(ctx, res, ev, g.maskOutcome(Outcome{Err: aerr}, vault, red, true), start, 0)
 		}
 		if call.rules != nil {
 			call.rules.approved = c.verdict.Asking
@@ -420,7 +465,7 @@ func (g *Gate) Call(ctx context.Context, req Request) (Result, error) {
 		return Result{}, err
 	}
 	o := g.safeRun(ctx, c.entry.tool, call)
-	o = g.redactOutcome(o)
+	o = g.maskOutcome(o, vault, red, false)
 	// The result is recorded even if the caller's context ended meanwhile,
 	// so the log never holds an intent without its result.
 	return g.finish(context.WithoutCancel(ctx), res, ev, o, start, intentSeq)
@@ -451,7 +496,7 @@ func (g *Gate) approve(ctx context.Context, c *checked, preview *Outcome) (appro
 		}
 		a, err := g.o.Approver.Approve(ctx, ApprovalRequest{
 			Tool: name, CallID: c.call.ID, Principal: c.call.Principal,
-			Args: g.redactArgs(c.call.Args), Needs: g.redactNeeds(c.needs),
+			Args: g.redactArgs(c.shown), Needs: g.redactNeeds(c.needs),
 			Rule: rule, Matched: g.o.Redactor.String(c.why()), Preview: preview,
 			Lasting: lasting, CanRemember: lasting && g.o.Grants != nil,
 		})
@@ -505,11 +550,6 @@ func (c *checked) untrustedAsks() bool {
 		}
 	}
 	return false
-}
-
-// refuse records a call that did not run and returns its envelope.
-func (g *Gate) refuse(ctx context.Context, res Result, ev AuditEvent, e *Error, start time.Time) (Result, error) {
-	return g.finish(ctx, res, ev, Outcome{Err: g.redactError(e)}, start, 0)
 }
 
 // finish fills the envelope from an outcome, records the result durably and
@@ -655,29 +695,6 @@ func (g *Gate) redactError(e *Error) *Error {
 	return &Error{Code: e.Code, Message: g.o.Redactor.String(e.Message), Hint: g.o.Redactor.String(e.Hint)}
 }
 
-func (g *Gate) redactOutcome(o Outcome) Outcome {
-	o.Output = g.o.Redactor.String(o.Output)
-	for i, w := range o.Warnings {
-		o.Warnings[i] = g.o.Redactor.String(w)
-	}
-	o.Err = g.redactError(o.Err)
-	if o.Data != nil {
-		// Fail closed: data that cannot be marshalled or redacted is dropped.
-		data, err := json.Marshal(o.Data)
-		var red []byte
-		if err == nil {
-			red, err = g.o.Redactor.JSON(data)
-		}
-		if err != nil {
-			o.Data = nil
-			o.Err = Errorf(CodeInternal, "this is a bug in warden; please report it", "tool data could not be recorded safely: %v", err)
-		} else {
-			o.Data = json.RawMessage(red)
-		}
-	}
-	return o
-}
-
 // redactNeeds renders needs for the audit log and the approver; a path or
 // host can carry a secret too.
 func (g *Gate) redactNeeds(ns []capability.Need) []string {
@@ -737,7 +754,11 @@ func (g *Gate) Explain(req Request) Explanation {
 	if u := g.o.Policy.Untrusted(); u != nil {
 		x.Untrusted = u.Source
 	}
-	c, err := g.check(context.Background(), req, "explain")
+	vault := req.Vault
+	if vault == nil {
+		vault = NewVault()
+	}
+	c, err := g.check(context.Background(), req, "explain", vault)
 	if c != nil && c.entry != nil {
 		x.Tool = c.entry.spec.Name
 	}

@@ -95,6 +95,7 @@ func (g *Guest) Call(ctx context.Context, tool string, args json.RawMessage) (Re
 		Restrict:  &restrict,
 		DryRun:    g.Parent.DryRun,
 		CoreOnly:  true,
+		Vault:     g.Parent.vault,
 	})
 }
 

@@ -93,7 +93,7 @@ func (p *Policy) RunTests(reg *Registry, workspace string) ([]TestResult, error)
 		if t.Args == nil {
 			args = []byte("{}")
 		}
-		c, cerr := g.check(context.Background(), Request{Tool: t.Tool, Args: args, Principal: []string{"policy-test"}}, "policy-test")
+		c, cerr := g.check(context.Background(), Request{Tool: t.Tool, Args: args, Principal: []string{"policy-test"}}, "policy-test", NewVault())
 		switch {
 		case cerr != nil && (cerr.Code == CodePolicyDenied || cerr.Code == CodeCapabilityDenied || cerr.Code == CodePathEscape):
 			res.Got, res.Why = ExpectDeny, string(cerr.Code)+": "+cerr.Message

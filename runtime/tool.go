@@ -86,6 +86,8 @@ type Call struct {
 	rules *callRules
 	// programs are what the tool reported from Needs (ReportPrograms).
 	programs []Program
+	// vault is the call's run's (see Call.Vault).
+	vault *Vault
 }
 
 // Bind decodes the call's arguments into v (a pointer to a struct) with the
@@ -103,6 +105,11 @@ type Outcome struct {
 	// Sandbox names the protections the programs the tool started ran
 	// under (sandbox.Support.Level); the gate fills it from NoteSandbox.
 	Sandbox string
+	// Origins say which files the output was read from (fs_read: the
+	// file), so that a secret masked in it can be restored into that file
+	// when it comes back. Output with no origin is a command's: a mask from
+	// it is restored only into a file that holds the original already.
+	Origins []Origin
 }
 
 // Fail is shorthand for a failed Outcome.

@@ -221,6 +221,11 @@ func showRun(w io.Writer, rec *agent.Record) {
 			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", c.Step, seq, printable(c.Tool), outcome, oneLine(string(c.Args), 80))
 		}
 		tw.Flush()
+		for _, c := range rec.ToolCalls {
+			for _, wn := range c.Warnings {
+				fmt.Fprintf(w, "warning (step %d, %s): %s\n", c.Step, printable(c.Tool), printable(wn))
+			}
+		}
 	}
 	for _, d := range rec.Diffs {
 		fmt.Fprintf(w, "difference: %s\n", printable(d.String()))
@@ -266,6 +271,11 @@ func showWorkflowRun(w io.Writer, rec *workflow.Record) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", printable(r.ID), r.Kind, status, orDash(strings.Join(seqs, ",")), oneLine(r.Output, 60))
 	}
 	tw.Flush()
+	for _, r := range rec.Results {
+		for _, wn := range r.Warnings {
+			fmt.Fprintf(w, "warning (step %s): %s\n", printable(r.ID), printable(wn))
+		}
+	}
 	for _, k := range sortedKeysAny(rec.Outputs) {
 		fmt.Fprintf(w, "output %s: %s\n", printable(k), printable(workflowText(rec.Outputs[k])))
 	}

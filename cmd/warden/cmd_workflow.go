@@ -16,7 +16,6 @@ import (
 
 	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/agent"
-	"github.com/wardenrt/warden/runtime/capability"
 	"github.com/wardenrt/warden/runtime/decode"
 	"github.com/wardenrt/warden/runtime/workflow"
 )
@@ -188,7 +187,7 @@ func (e *env) runWorkflow(ctx context.Context, w *workflow.Workflow, params map[
 	} else if os.Getenv("OPENAI_BASE_URL") != "" || os.Getenv("OPENAI_API_KEY") != "" {
 		var f *failure
 		errors.As(err, &f)
-		o.Agent = func(context.Context, string, capability.Set, bool) (string, error) {
+		o.Agent = func(context.Context, workflow.AgentStep) (string, error) {
 			if f != nil {
 				return "", runtime.Errorf(runtime.CodeLLMError, f.hint, "%s", f.msg)
 			}
@@ -232,8 +231,8 @@ func (e *env) runWorkflow(ctx context.Context, w *workflow.Workflow, params map[
 
 // agentStep runs an agent step's task with the configured model, under
 // the workflow's grants; the run is recorded as an agent run of its own.
-func (e *env) agentStep(g *runtime.Gate, runs agent.Runs, cfg agent.OpenAIConfig, name string) func(context.Context, string, capability.Set, bool) (string, error) {
-	return func(ctx context.Context, task string, grants capability.Set, dry bool) (string, error) {
+func (e *env) agentStep(g *runtime.Gate, runs agent.Runs, cfg agent.OpenAIConfig, name string) func(context.Context, workflow.AgentStep) (string, error) {
+	return func(ctx context.Context, step workflow.AgentStep) (string, error) {
 		cfg.Stream = false
 		model, err := agent.NewOpenAI(cfg)
 		if err != nil {
@@ -241,8 +240,8 @@ func (e *env) agentStep(g *runtime.Gate, runs agent.Runs, cfg agent.OpenAIConfig
 		}
 		mem := lazyStore{open: e.store}
 		rec, err := agent.Run(ctx, agent.Options{
-			Gate: g, Model: model, Task: task, ModelName: cfg.Model, Endpoint: model.Host(), Restrict: &grants, DryRun: dry,
-			Principal: []string{"cli", "workflow:" + name}, Runs: runs, Artifacts: mem, Memory: mem, Redactor: e.redactor,
+			Gate: g, Model: model, Task: step.Task, ModelName: cfg.Model, Endpoint: model.Host(), Restrict: &step.Grants, DryRun: step.DryRun,
+			Principal: []string{"cli", "workflow:" + name}, Runs: runs, Artifacts: mem, Memory: mem, Redactor: e.redactor, Vault: step.Vault,
 		})
 		if err != nil {
 			return "", err

@@ -45,6 +45,35 @@ type mcpServer struct {
 	approvals *mcpApprovals
 	calls     sync.WaitGroup // tools/call handlers in flight
 	watching  sync.WaitGroup // the watcher
+
+	vaultMu sync.Mutex
+	vaults  map[*mcp.ServerSession]*runtime.Vault // each session's masked secrets
+}
+
+// vault returns a session's vault: made at its first call, dropped when
+// the session ends. A mask goes back only within the session it came
+// from.
+func (m *mcpServer) vault(ss *mcp.ServerSession) *runtime.Vault {
+	if ss == nil {
+		return runtime.NewVault()
+	}
+	m.vaultMu.Lock()
+	defer m.vaultMu.Unlock()
+	if v, ok := m.vaults[ss]; ok {
+		return v
+	}
+	if m.vaults == nil {
+		m.vaults = map[*mcp.ServerSession]*runtime.Vault{}
+	}
+	v := runtime.NewVault()
+	m.vaults[ss] = v
+	go func() {
+		_ = ss.Wait()
+		m.vaultMu.Lock()
+		delete(m.vaults, ss)
+		m.vaultMu.Unlock()
+	}()
+	return v
 }
 
 // mcpOptions are the server's settings from the command line.
@@ -199,7 +228,7 @@ func (m *mcpServer) call(ctx context.Context, name string, req *mcp.CallToolRequ
 	}
 	g := m.gate.Load()
 	ask := m.approvals.begin(req, g, principal, name, args, canAsk)
-	res, err := g.Call(withMCPAsk(ctx, ask), runtime.Request{Tool: name, Args: args, Principal: []string{principal}})
+	res, err := g.Call(withMCPAsk(ctx, ask), runtime.Request{Tool: name, Args: args, Principal: []string{principal}, Vault: m.vault(req.Session)})
 	if err != nil {
 		return nil, err
 	}

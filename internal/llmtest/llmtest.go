@@ -78,6 +78,11 @@ type Step struct {
 	// not the test goroutine: report failures with t.Errorf (or t.Error),
 	// never t.Fatal/t.FailNow/t.SkipNow.
 	Check func(t testing.TB, req openai.ChatCompletionRequest)
+	// Respond, if set, computes the answer from the request — as a model
+	// would, copying text from the conversation into its tool calls. Its
+	// result replaces the step (Check and Respond of the result are not
+	// used). It runs on the server's handler goroutine, like Check.
+	Respond func(t testing.TB, req openai.ChatCompletionRequest) Step
 }
 
 // Server is a running scripted Chat Completions server. Create it with New.
@@ -171,6 +176,16 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	st := s.steps[0]
 	s.steps = s.steps[1:]
+	if st.Respond != nil {
+		s.mu.Unlock()
+		check, respond := st.Check, st.Respond
+		if check != nil {
+			check(t, req)
+		}
+		st = respond(t, req)
+		st.Check, st.Respond = nil, nil
+		s.mu.Lock()
+	}
 	st.ToolCalls = append([]ToolCall(nil), st.ToolCalls...)
 	for i := range st.ToolCalls {
 		s.calls++

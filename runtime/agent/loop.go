@@ -83,7 +83,12 @@ type Options struct {
 	// Redactor masks secrets in the record before it is written (default
 	// redact.New(); give it the API key as a literal).
 	Redactor *redact.Redactor
-	Now      func() time.Time
+	// Vault keeps the run's masked secrets, so that a mask the model
+	// writes back into the file it came from is restored (default a new
+	// one: each run has its own; an agent step of a workflow shares the
+	// workflow's).
+	Vault *runtime.Vault
+	Now   func() time.Time
 }
 
 // EventKind says what an [Event] is about.
@@ -174,6 +179,8 @@ type ToolCallRecord struct {
 	// the model was shown less.
 	Output   string `json:"output"`
 	Artifact string `json:"artifact,omitempty"`
+	// Warnings are the result's (among them what masking changed).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Run runs a task to its end and returns its record. The record is
@@ -205,6 +212,8 @@ type loop struct {
 	cache struct {
 		transcript, responses, calls []json.RawMessage
 	}
+	// recorded are the tool calls of the run a replay replays.
+	recorded []ToolCallRecord
 }
 
 // push adds a message to the conversation and its redacted copy to the
@@ -353,6 +362,9 @@ func newLoop(o Options) (*loop, error) {
 	}
 	if o.Redactor == nil {
 		o.Redactor = redact.New()
+	}
+	if o.Vault == nil {
+		o.Vault = runtime.NewVault()
 	}
 	l := &loop{o: o, red: o.Redactor}
 	reg := o.Gate.Registry()
@@ -692,7 +704,7 @@ func (l *loop) callTool(ctx context.Context, step int, tc openai.ToolCall) error
 	req := runtime.Request{
 		Tool: tc.Function.Name, Args: json.RawMessage(args), RunID: l.rec.ID,
 		Principal: append(append([]string(nil), l.o.Principal...), "model"),
-		Offered:   l.offered, DryRun: l.o.DryRun, Restrict: l.o.Restrict,
+		Offered:   l.offered, DryRun: l.o.DryRun, Restrict: l.o.Restrict, Vault: l.o.Vault,
 	}
 	res, err := l.o.Gate.Call(ctx, req)
 	l.rec.Timings.ToolsMS += time.Since(start).Milliseconds()
@@ -702,11 +714,15 @@ func (l *loop) callTool(ctx context.Context, step int, tc openai.ToolCall) error
 	needsApproval := res.Success && res.DryRun && l.o.Gate.Explain(req).Verdict == runtime.VerdictNeedsApproval
 	l.emit(Event{Kind: EventToolResult, Step: step, Tool: tc.Function.Name, Result: &res})
 	content, artifact := l.toolContent(ctx, res)
+	if i := len(l.rec.ToolCalls); i < len(l.recorded) && l.recorded[i].Tool == l.red.String(tc.Function.Name) {
+		// A replay: the recording's masks stand for what this result's do.
+		l.o.Vault.Alias(l.recorded[i].Output, content)
+	}
 	l.pushTool(tc.ID, content)
 	r := ToolCallRecord{
 		Step: step, ModelCallID: l.red.String(tc.ID), Tool: l.red.String(tc.Function.Name), Args: argsForRecord(l.redactText(tc.Function.Arguments)),
 		CallID: res.CallID, AuditSeq: res.AuditSeq, Success: res.Success, DryRun: res.DryRun, NeedsApproval: needsApproval,
-		DurationMS: res.DurationMS, Output: content, Artifact: artifact,
+		DurationMS: res.DurationMS, Output: content, Artifact: artifact, Warnings: res.Warnings,
 	}
 	if res.Error != nil {
 		r.Code = string(res.Error.Code)

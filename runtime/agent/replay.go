@@ -86,6 +86,7 @@ func Replay(ctx context.Context, rec *Record, o Options) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
+	l.recorded = rec.ToolCalls
 	out, err := l.run(ctx)
 	if err != nil {
 		return out, err

@@ -95,3 +95,21 @@ func BenchmarkJSON(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkReplace masks configuration with a secret every few lines, as
+// the gate does (named masks), and code with none.
+func BenchmarkReplace(b *testing.B) {
+	env := strings.Repeat("APP_NAME=warden-bench\nDEBUG=false\nDB_HOST=db.internal\nDB_PASSWORD=s3cr3t-Pa55w0rd-x1\n"+
+		"AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE\nGITHUB_TOKEN=ghp_1a2B3c4D5e6F7g8H9i0J1k2L3m4N5o6P7q8R\nLOG_LEVEL=info\n", (1<<20)/200)
+	code := strings.Repeat("func (c *Client) login(ctx context.Context, cfg Config) error {\n\tfor _, cookie := range c.jar.Cookies(c.base) {\n"+
+		"\t\tc.log.Debug(\"cookie\", \"name\", cookie.Name)\n\t}\n\ttoken := cfg.Token\n\tc.auth = &auth{apiKey: cfg.APIKey, token: token}\n\treturn nil\n}\n", (1<<20)/260)
+	named := func(kind, _ string, _ int) string { return FormatMask(kind, "3f9a") }
+	for _, bc := range []struct{ name, text string }{{"env-1MiB", env}, {"code-1MiB", code}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(bc.text)))
+			for b.Loop() {
+				plain.Replace(bc.text, named)
+			}
+		})
+	}
+}

@@ -43,3 +43,22 @@ func ExampleContains() {
 	// true
 	// false
 }
+
+func ExampleRedactor_Replace() {
+	r := redact.New()
+	text := "DEBUG=false\nGITHUB_TOKEN=ghp_1a2B3c4D5e6F7g8H9i0J1k2L3m4N5o6P7q8R\nfor _, cookie := range jar.Cookies(u) {\n"
+	ids := 0
+	out, secrets := r.Replace(text, func(kind, original string, at int) string {
+		ids++
+		return redact.FormatMask(kind, fmt.Sprintf("%04x", ids))
+	})
+	fmt.Print(out)
+	for _, s := range secrets {
+		fmt.Printf("line %d: %s\n", s.Line, s.Kind)
+	}
+	// Output:
+	// DEBUG=false
+	// GITHUB_TOKEN=[REDACTED:github-token:0001]
+	// for _, cookie := range jar.Cookies(u) {
+	// line 2: github-token
+}

@@ -34,11 +34,31 @@ const maxDepth = 10000
 // session_id are sensitive; max_tokens, prompt_tokens, token_type,
 // tokenizer, secretName, key, public_key and aws_access_key_id are not.
 func (r *Redactor) JSON(raw []byte) ([]byte, error) {
+	out, _, err := r.ReplaceJSON(raw, plainMask)
+	return out, err
+}
+
+// ReplaceJSON is JSON with the masks mask returns (at is -1), and the
+// secrets replaced (Line 0). The whole value of a sensitive member is one
+// secret: its original is the string's text, or the value's JSON for
+// another type; its kind comes from the key (password, token, secret,
+// api-key, authorization, cookie, credential, session, …).
+func (r *Redactor) ReplaceJSON(raw []byte, mask MaskFunc) ([]byte, []Secret, error) {
 	if r == nil {
 		r = plain
 	}
 	if out, ok := r.jsonFast(raw); ok {
-		return out, nil
+		return out, nil, nil
+	}
+	var secrets []Secret
+	inJSON := func(kind, original string, _ int) string { return mask(kind, original, -1) }
+	replace := func(s string) string {
+		out, found := r.Replace(s, inJSON)
+		for i := range found {
+			found[i].Line = 0
+		}
+		secrets = append(secrets, found...)
+		return out
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
@@ -66,7 +86,7 @@ func (r *Redactor) JSON(raw []byte) ([]byte, error) {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("redact: %w", err)
+			return nil, nil, fmt.Errorf("redact: %w", err)
 		}
 		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
 			stack = stack[:len(stack)-1]
@@ -76,7 +96,7 @@ func (r *Redactor) JSON(raw []byte) ([]byte, error) {
 		}
 		if len(stack) == 0 {
 			if started {
-				return nil, errors.New("redact: invalid JSON: data after the top-level value")
+				return nil, nil, errors.New("redact: invalid JSON: data after the top-level value")
 			}
 			started = true
 		} else {
@@ -86,12 +106,20 @@ func (r *Redactor) JSON(raw []byte) ([]byte, error) {
 			}
 			if top.obj && !top.wantValue {
 				key, _ := tok.(string)
-				writeJSONString(&out, r.String(key))
+				writeJSONString(&out, replace(key))
 				out.WriteByte(':')
-				if sensitiveKey(key) {
-					writeJSONString(&out, Mask)
-					if err := skipValue(dec); err != nil {
-						return nil, fmt.Errorf("redact: %w", err)
+				if kind := sensitiveKeyKind(key); kind != "" {
+					from := dec.InputOffset()
+					v, err := captureValue(dec, raw, from)
+					if err != nil {
+						return nil, nil, fmt.Errorf("redact: %w", err)
+					}
+					if isMask(v) {
+						writeJSONString(&out, v) // masked already
+					} else {
+						m := mask(kind, v, -1)
+						writeJSONString(&out, m)
+						secrets = append(secrets, Secret{Kind: kind, Original: v, Mask: m})
 					}
 					valueDone()
 					continue
@@ -103,16 +131,18 @@ func (r *Redactor) JSON(raw []byte) ([]byte, error) {
 		switch v := tok.(type) {
 		case json.Delim: // { or [
 			if len(stack) >= maxDepth {
-				return nil, fmt.Errorf("redact: JSON nested deeper than %d", maxDepth)
+				return nil, nil, fmt.Errorf("redact: JSON nested deeper than %d", maxDepth)
 			}
 			out.WriteByte(byte(v))
 			stack = append(stack, frame{obj: v == '{'})
 			continue
 		case string:
-			writeJSONString(&out, r.String(v))
+			writeJSONString(&out, replace(v))
 		case json.Number:
-			if r.String(string(v)) != string(v) {
-				writeJSONString(&out, Mask)
+			if r.Contains(string(v)) {
+				m := mask(literalKind, string(v), -1)
+				writeJSONString(&out, m)
+				secrets = append(secrets, Secret{Kind: literalKind, Original: string(v), Mask: m})
 			} else {
 				out.WriteString(string(v))
 			}
@@ -128,12 +158,26 @@ func (r *Redactor) JSON(raw []byte) ([]byte, error) {
 		valueDone()
 	}
 	if !started {
-		return nil, errors.New("redact: invalid JSON: empty input")
+		return nil, nil, errors.New("redact: invalid JSON: empty input")
 	}
 	if len(stack) > 0 {
-		return nil, fmt.Errorf("redact: invalid JSON: %w", io.ErrUnexpectedEOF)
+		return nil, nil, fmt.Errorf("redact: invalid JSON: %w", io.ErrUnexpectedEOF)
 	}
-	return out.Bytes(), nil
+	return out.Bytes(), secrets, nil
+}
+
+// captureValue consumes the member value that follows offset from (just
+// after its key) and returns it: a string's text, or another value's JSON.
+func captureValue(dec *json.Decoder, raw []byte, from int64) (string, error) {
+	if err := skipValue(dec); err != nil {
+		return "", err
+	}
+	v := bytes.TrimLeft(raw[from:dec.InputOffset()], " \t\r\n:")
+	var str string
+	if len(v) > 0 && v[0] == '"' && json.Unmarshal(v, &str) == nil {
+		return str, nil
+	}
+	return string(v), nil
 }
 
 // skipValue consumes one value (all of it, for an object or array).
@@ -208,33 +252,49 @@ func writeJSONString(b *bytes.Buffer, s string) {
 }
 
 // sensitiveKey reports whether a JSON member's key names a secret (see JSON).
-func sensitiveKey(key string) bool {
+func sensitiveKey(key string) bool { return sensitiveKeyKind(key) != "" }
+
+// sensitiveKeyKind returns the kind of secret a JSON member's key names,
+// or "" (see JSON).
+func sensitiveKeyKind(key string) string {
 	words := keyWords(key)
 	if len(words) == 0 {
-		return false
+		return ""
 	}
 	for _, w := range words {
 		if strings.Contains(w, "password") || strings.Contains(w, "passwd") || strings.Contains(w, "passphrase") {
-			return true
+			return "password"
 		}
 	}
 	last := words[len(words)-1]
 	if last == "auth" {
-		return true
+		return "auth"
 	}
-	for _, suffix := range []string{"token", "secret", "secrets", "apikey", "privatekey", "accesskey", "secretkey",
-		"authorization", "cookie", "cookies", "credential", "credentials", "session", "sessionid", "sessid"} {
-		if strings.HasSuffix(last, suffix) {
-			return true
+	for _, k := range []struct{ suffix, kind string }{
+		{"token", "token"}, {"secret", "secret"}, {"secrets", "secret"}, {"apikey", "api-key"}, {"privatekey", "private-key"},
+		{"accesskey", "access-key"}, {"secretkey", "secret-key"}, {"authorization", "authorization"}, {"cookie", "cookie"},
+		{"cookies", "cookie"}, {"credential", "credential"}, {"credentials", "credential"}, {"session", "session"},
+		{"sessionid", "session"}, {"sessid", "session"},
+	} {
+		if strings.HasSuffix(last, k.suffix) {
+			return k.kind
 		}
 	}
 	if len(words) >= 2 {
 		switch words[len(words)-2] + last {
-		case "apikey", "privatekey", "accesskey", "secretkey", "sessionid":
-			return true
+		case "apikey":
+			return "api-key"
+		case "privatekey":
+			return "private-key"
+		case "accesskey":
+			return "access-key"
+		case "secretkey":
+			return "secret-key"
+		case "sessionid":
+			return "session"
 		}
 	}
-	return false
+	return ""
 }
 
 // keyWords splits a key into lower-case words at non-alphanumerics and
@@ -285,8 +345,7 @@ func (r *Redactor) jsonFast(raw []byte) ([]byte, bool) {
 			return nil, false
 		}
 	}
-	s := string(raw)
-	if r.String(s) != s {
+	if len(r.find(string(raw))) > 0 {
 		return nil, false
 	}
 	var out bytes.Buffer

@@ -1,68 +1,51 @@
-// Package redact removes secrets from text and JSON before anything is
-// written: the database, logs, artifacts, approval prompts.
+// Package redact finds secrets in text and JSON and replaces them: with
+// "[REDACTED]" before anything is written (the database, logs, artifacts,
+// approval prompts), or, through Replace and ReplaceJSON, with a mask the
+// caller chooses for each secret — the gate's "[REDACTED:kind:id]", whose
+// id its run's vault keeps with the original (see FormatMask, FindMasks).
 //
-// Every secret found is replaced by [Mask], "[REDACTED]", whatever its kind:
-// one replacement keeps redaction idempotent (String(String(s)) ==
-// String(s)) and keeps the mask from becoming part of a new match. Where a
-// secret has a visible label, the label stays: "password=[REDACTED]",
-// "Authorization: Bearer [REDACTED]", "postgres://app:[REDACTED]@db/prod",
-// "https://hooks.slack.com/services/[REDACTED]".
+// Where a secret has a visible label, the label stays:
+// "password=[REDACTED]", "Authorization: Bearer [REDACTED]",
+// "postgres://app:[REDACTED]@db/prod". Masks already in a text are left as
+// they are, and redaction repeats until a pass finds nothing more, so
+// redacting a result again changes nothing.
 //
-// # What is found in text
+// # What is found
 //
-//   - PEM private key blocks (RSA, EC, DSA, OPENSSH, ENCRYPTED, PKCS#8, PGP
-//     PRIVATE KEY BLOCK), whole, from BEGIN to END — or, when the END line is
-//     missing (truncated output), to the end of the base64 body
-//   - passwords in URLs: scheme://user:PASSWORD@host (user and host kept)
-//   - OpenAI keys (sk-…, sk-proj-…, sk-svcacct-…, sk-admin-…), Anthropic keys
-//     (sk-ant-…), AWS access key ids (AKIA…, ASIA…), GitHub tokens (ghp_,
-//     gho_, ghu_, ghs_, ghr_, github_pat_), GitLab tokens (glpat-, gldt-,
-//     glrt-, glcbt-, glptt-, glft-, glimt-, glagent-, glsoat-, glffct-,
-//     gloas-, glwt-), Slack tokens with a digit in them (xoxb-, xoxp-,
-//     xoxa-, xoxr-, xoxs-, xoxe-, xapp-) and webhook paths
-//     (hooks.slack.com/services/…), JWTs (eyJ….….…), Stripe keys (sk_live_,
-//     rk_live_, sk_test_), Google API keys (AIza…), Hugging Face (hf_…) and
-//     npm (npm_…) tokens
-//   - HTTP credentials: the value of Authorization and Proxy-Authorization
-//     (after its scheme: Bearer, Basic, token, …) and of Cookie and
-//     Set-Cookie headers; "Bearer <token>" anywhere when the token has a
-//     digit; "Basic <base64>" anywhere when it decodes to user:password;
-//     curl -u user:PASSWORD
-//   - KEY=value, key: value, "key": "value" and 'key': 'value' pairs (also
-//     with :=, == and spaces around the separator) whose key ends in
-//     password, passwd, passphrase, pwd, secret, token, api_key / apikey /
-//     api-key, access_key, secret_key, private_key or credential(s) — with
-//     any prefix (DB_PASSWORD, GITHUB_TOKEN, aws_secret_access_key,
-//     X-Api-Key, client_secret). The key is kept and the value masked: a
-//     quoted value up to its closing quote; an unquoted value after a quoted
-//     key up to , } or ] (JSON-ish text); after = an unquoted value up to
-//     white space, &, ;, a quote, a backslash, < > or {; after : an unquoted
-//     value to the end of the line (YAML, headers, prose). Left alone: keys
-//     that merely contain a keyword (max_tokens, tokenizer, password_hash);
-//     the shell's PWD=/path and OLDPWD=/path; KEY= value (an empty value to
-//     the shell); and, so that source code stays readable, values that are
-//     a call or an index (os.Getenv(…), os.environ[…], get_password()) or a
-//     type or empty literal (password: string, token: null).
+//   - known token formats, wherever they appear: PEM private key blocks,
+//     passwords in URLs, OpenAI, Anthropic, AWS, GitHub, GitLab, Slack,
+//     Stripe, Google, Hugging Face and npm keys and tokens, JWTs;
+//   - Authorization and Cookie header values written as headers, Bearer
+//     tokens with a digit, Basic credentials, curl -u passwords;
+//   - the value after a key ending in password, passwd, passphrase, pwd,
+//     secret, token, api_key, access_key, secret_key, private_key or
+//     credential(s) — when the value is a literal, not code: a quoted
+//     literal (not a format string, a variable, a placeholder, or in code
+//     prose, a path or a name); a bare value where configuration is
+//     written (KEY=value, "key":value, YAML and INI lines), or one that
+//     looks random. A name, a selector, a call, a type, a keyword or the
+//     key's own name is code: cookie := range, apiKey: cfg.APIKey,
+//     const envMCPToken = "WARDEN_MCP_TOKEN" are left alone;
+//   - the literals given to New (the secrets in the environment), every
+//     occurrence.
 //
-// Ordinary text is left alone: words such as risk-management and task-force,
-// git SHAs, UUIDs and base64 that is not one of the shapes above.
-//
-// A [Redactor] also masks literal values (the secrets in the environment),
-// every occurrence, before and after the patterns run, so that no literal
-// survives, not even re-formed across a mask.
+// docs/redaction.md has the rules with examples of what is and is not
+// masked.
 //
 // Redaction is linear in the input's size, whatever the input: each
 // pattern is located by its literal anchor (sk-, ghp_, eyJ, password, …)
-// and checked with an RE2 regular expression anchored there, and runs that
-// a failed check has read are not read again.
+// and checked with an RE2 regular expression anchored there and bounded by
+// its line, and runs that a failed check has read are not read again.
 package redact
 
 import (
+	"slices"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
 
-// Mask replaces every secret.
+// Mask replaces every secret in what String, Bytes and JSON return.
 const Mask = "[REDACTED]"
 
 // minLiteral is the shortest literal a Redactor masks; shorter values
@@ -70,19 +53,22 @@ const Mask = "[REDACTED]"
 const minLiteral = 8
 
 // maxLiteralPasses bounds the passes that remove literals re-formed across
-// a mask (which only a literal that begins or ends like the mask can do).
+// a mask (which only a literal that begins or ends like a mask can do).
 const maxLiteralPasses = 8
 
-// Redactor redacts the built-in patterns and a set of literal secrets. A nil
-// *Redactor redacts the patterns only. It is safe for concurrent use.
+// literalKind is the kind of the literal secrets given to New.
+const literalKind = "env-secret"
+
+// Redactor finds the built-in patterns and a set of literal secrets. A nil
+// *Redactor finds the patterns only. It is safe for concurrent use.
 type Redactor struct {
 	literals []string // distinct, longest first
 }
 
 // New returns a Redactor that also masks every occurrence of each literal
-// (for example the value of OPENAI_API_KEY). Literals shorter than 8 bytes
-// are ignored, as are those that are part of the mask itself
-// ("REDACTED]"), which could never be removed.
+// (for example the value of OPENAI_API_KEY), as kind env-secret. Literals
+// shorter than 8 bytes are ignored, as are those that are part of the mask
+// itself ("REDACTED]"), which could never be removed.
 func New(literals ...string) *Redactor {
 	r := &Redactor{}
 	seen := map[string]bool{}
@@ -97,6 +83,29 @@ func New(literals ...string) *Redactor {
 	return r
 }
 
+// WithLiterals returns a Redactor like r that also masks each literal at
+// least minLen bytes long (the originals a call's arguments brought back,
+// wherever its outcome repeats them).
+func (r *Redactor) WithLiterals(minLen int, literals ...string) *Redactor {
+	if r == nil {
+		r = plain
+	}
+	out := &Redactor{literals: append([]string(nil), r.literals...)}
+	seen := map[string]bool{}
+	for _, l := range out.literals {
+		seen[l] = true
+	}
+	for _, l := range literals {
+		if len(l) < minLen || seen[l] || strings.Contains(Mask, l) || strings.Contains(l, maskPrefix) {
+			continue
+		}
+		seen[l] = true
+		out.literals = append(out.literals, l)
+	}
+	sort.SliceStable(out.literals, func(i, j int) bool { return len(out.literals[i]) > len(out.literals[j]) })
+	return out
+}
+
 var plain = &Redactor{}
 
 // String redacts every secret pattern in s.
@@ -109,16 +118,30 @@ func Bytes(b []byte) []byte { return plain.Bytes(b) }
 func JSON(raw []byte) ([]byte, error) { return plain.JSON(raw) }
 
 // Contains reports whether String(s) would change s.
-func Contains(s string) bool { return String(s) != s }
+func Contains(s string) bool { return plain.Contains(s) }
+
+// Secret is one secret [Redactor.Replace] replaced.
+type Secret struct {
+	Kind     string // what it is: aws-access-key, password, private-key, …
+	Original string // the text replaced
+	Mask     string // the text that replaced it
+	// Line is the 1-based line of the result on which the mask starts;
+	// 0 for a secret in JSON.
+	Line int
+}
+
+// MaskFunc returns the text that replaces a secret of kind found at byte
+// offset at of the text (-1 in JSON). It must return a mask of one of the
+// forms FindMasks or String recognise, so that redacting the result again
+// changes nothing.
+type MaskFunc func(kind, original string, at int) string
+
+func plainMask(string, string, int) string { return Mask }
 
 // String redacts the literals and every secret pattern in s.
 func (r *Redactor) String(s string) string {
-	if r == nil {
-		r = plain
-	}
-	s = r.maskLiterals(s)
-	s = redactPatterns(s)
-	return r.maskLiterals(s)
+	out, _ := r.Replace(s, plainMask)
+	return out
 }
 
 // Bytes is String for byte slices; the result is a new slice (nil for nil).
@@ -130,37 +153,256 @@ func (r *Redactor) Bytes(b []byte) []byte {
 }
 
 // Contains reports whether r.String(s) would change s.
-func (r *Redactor) Contains(s string) bool { return r.String(s) != s }
-
-// maskLiterals replaces every byte that is part of an occurrence of a
-// literal with the mask, merging overlapping and adjacent occurrences into
-// one mask. A literal that begins or ends like the mask can re-form across
-// it ("D]secret" after "[REDACTE"), so it repeats until none is left; each
-// repeat shortens the text. Past maxLiteralPasses the whole text becomes
-// the mask: nothing leaks, and the result is still a fixed point.
-func (r *Redactor) maskLiterals(s string) string {
-	if len(r.literals) == 0 {
-		return s
+func (r *Redactor) Contains(s string) bool {
+	if r == nil {
+		r = plain
 	}
-	for range maxLiteralPasses {
-		spans := r.literalSpans(s)
-		if len(spans) == 0 {
-			return s
-		}
-		s = maskSpans(s, spans)
-	}
-	if len(r.literalSpans(s)) == 0 {
-		return s
-	}
-	return Mask
+	return len(r.find(s)) > 0
 }
 
-// literalSpans returns the merged [start, end) spans of all occurrences
-// (overlapping ones included) of every literal in s. A span that overlaps
-// a mask already in s takes in the whole mask, so that a literal re-formed
-// across a mask leaves one mask, not a torn one.
-func (r *Redactor) literalSpans(s string) [][2]int {
-	var spans [][2]int
+// Replace replaces every secret in s by what mask returns for it and
+// returns the result and the secrets, in order. Masks already in s are left
+// as they are. The result has nothing left to find — no literal re-formed
+// across a mask, no pattern that a mask made visible (a token glued to
+// another that its mask set free): the spans grow until a pass over the
+// result finds nothing (past maxLiteralPasses, the whole text is one
+// secret). Redacting the result again changes nothing.
+func (r *Redactor) Replace(s string, mask MaskFunc) (string, []Secret) {
+	if r == nil {
+		r = plain
+	}
+	spans := r.find(s)
+	if len(spans) == 0 {
+		return s, nil
+	}
+	for pass := 0; ; pass++ {
+		out, secrets, pieces := build(s, spans, mask)
+		if !r.mayFindMore(out, pieces) {
+			return out, secrets
+		}
+		again := r.findNear(out, pieces)
+		if len(again) == 0 {
+			return out, secrets
+		}
+		if pass == maxLiteralPasses {
+			out, secrets, _ = build(s, []span{{0, len(s), literalKind}}, mask)
+			return out, secrets
+		}
+		for _, sp := range again {
+			spans = append(spans, span{inputOffset(pieces, sp.start, false), inputOffset(pieces, sp.end-1, true), sp.kind})
+		}
+		spans = mergeSpans(spans)
+	}
+}
+
+// glue are the bytes that join a mask to the text beside it into one run
+// (a token, a name, a key).
+var glue = newByteSet("a-z", "A-Z", "0-9", "_.-+/=")
+
+// mayFindMore reports whether a pass over a result could find what the
+// pass that made it did not: only where a mask is glued to the text beside
+// it (a token that began right after a masked one is free now; a run cut
+// by a mask is read anew), or where a literal re-formed across a mask.
+func (r *Redactor) mayFindMore(out string, pieces []piece) bool {
+	for i, p := range pieces {
+		if !p.masked {
+			continue
+		}
+		end := len(out)
+		if i+1 < len(pieces) {
+			end = pieces[i+1].out
+		}
+		if p.out > 0 && glue[out[p.out-1]] && out[p.out-1] != '=' || end < len(out) && glue[out[end]] {
+			return true
+		}
+	}
+	return len(r.literals) > 0 && len(r.literalSpans(out)) > 0
+}
+
+// findNear is find over the lines of a result that hold a mask made by
+// build (and, for the literals, their length around it): every rule but
+// the private key's reads one line, and masking changes nothing elsewhere.
+// Many windows are read as one (each find has a fixed cost).
+func (r *Redactor) findNear(out string, pieces []piece) []span {
+	reach := 0
+	for _, l := range r.literals {
+		reach = max(reach, len(l))
+	}
+	var wins [][2]int
+	for i, p := range pieces {
+		if !p.masked {
+			continue
+		}
+		end := len(out)
+		if i+1 < len(pieces) {
+			end = pieces[i+1].out
+		}
+		a := strings.LastIndexByte(out[:max(p.out-reach, 0)], '\n') + 1
+		b := lineEnd(out, min(end+reach, len(out)))
+		if n := len(wins); n > 0 && a <= wins[n-1][1] {
+			wins[n-1][1] = max(wins[n-1][1], b)
+			continue
+		}
+		wins = append(wins, [2]int{a, b})
+	}
+	if len(wins) == 1 {
+		var found []span
+		for _, sp := range r.find(out[wins[0][0]:wins[0][1]]) {
+			found = append(found, span{sp.start + wins[0][0], sp.end + wins[0][0], sp.kind})
+		}
+		return found
+	}
+	// The windows are read as one text, a line break between each: a
+	// find has a fixed cost, and no rule's match crosses a line break that
+	// it did not cross in the result (a span that does is dropped).
+	var b strings.Builder
+	base := make([]int, len(wins)) // where each window starts in the joined text
+	for i, w := range wins {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		base[i] = b.Len()
+		b.WriteString(out[w[0]:w[1]])
+	}
+	var found []span
+	for _, sp := range r.find(b.String()) {
+		i := sort.SearchInts(base, sp.start+1) - 1
+		if sp.end > base[i]+wins[i][1]-wins[i][0] {
+			continue
+		}
+		d := wins[i][0] - base[i]
+		found = append(found, span{sp.start + d, sp.end + d, sp.kind})
+	}
+	return found
+}
+
+// piece maps a part of a result to the part of the input it came from.
+type piece struct {
+	out, in, inEnd int // start in the result; span in the input
+	masked         bool
+}
+
+// build replaces spans (sorted, not overlapping) of s by masks.
+func build(s string, spans []span, mask MaskFunc) (string, []Secret, []piece) {
+	var b strings.Builder
+	b.Grow(len(s) + 16*len(spans))
+	secrets := make([]Secret, 0, len(spans))
+	pieces := make([]piece, 0, 2*len(spans)+1)
+	last, line, counted := 0, 1, 0
+	for _, sp := range spans {
+		if sp.start > last {
+			pieces = append(pieces, piece{out: b.Len(), in: last, inEnd: sp.start})
+			b.WriteString(s[last:sp.start])
+		}
+		original := s[sp.start:sp.end]
+		m := mask(sp.kind, original, sp.start)
+		line += strings.Count(s[counted:sp.start], "\n")
+		pieces = append(pieces, piece{out: b.Len(), in: sp.start, inEnd: sp.end, masked: true})
+		b.WriteString(m)
+		secrets = append(secrets, Secret{Kind: sp.kind, Original: original, Mask: m, Line: line})
+		counted = sp.end // the original's own lines are not in the result
+		last = sp.end
+	}
+	if last < len(s) {
+		pieces = append(pieces, piece{out: b.Len(), in: last, inEnd: len(s)})
+		b.WriteString(s[last:])
+	}
+	return b.String(), secrets, pieces
+}
+
+// inputOffset maps byte o of a result back to the input: into a mask, to
+// the start (or, with end, the end) of what it replaced.
+func inputOffset(pieces []piece, o int, end bool) int {
+	i := sort.Search(len(pieces), func(i int) bool { return pieces[i].out > o }) - 1
+	p := pieces[max(i, 0)]
+	switch {
+	case p.masked && end:
+		return p.inEnd
+	case p.masked:
+		return p.in
+	case end:
+		return p.in + (o - p.out) + 1
+	}
+	return p.in + (o - p.out)
+}
+
+// find returns the spans to mask in s: what the literals and the rules
+// find, outside the masks s already holds, merged. The rules read the text
+// with the literals masked (as the result will read), so that a second
+// pass over the result finds nothing new.
+func (r *Redactor) find(s string) []span {
+	lits := r.literalSpans(s)
+	if len(lits) == 0 {
+		return wholeRunes(s, patternSpans(s))
+	}
+	t, _, pieces := build(s, lits, plainMask)
+	for _, sp := range patternSpans(t) {
+		lits = append(lits, span{inputOffset(pieces, sp.start, false), inputOffset(pieces, sp.end-1, true), sp.kind})
+	}
+	return wholeRunes(s, mergeSpans(lits))
+}
+
+// wholeRunes widens spans (merged) so that none splits a UTF-8 sequence:
+// a mask never leaves half a character behind.
+func wholeRunes(s string, spans []span) []span {
+	changed := false
+	for i := range spans {
+		for n := 0; n < utf8.UTFMax-1 && spans[i].start > 0 && !utf8.RuneStart(s[spans[i].start]); n++ {
+			spans[i].start--
+			changed = true
+		}
+		for n := 0; n < utf8.UTFMax-1 && spans[i].end < len(s) && !utf8.RuneStart(s[spans[i].end]); n++ {
+			spans[i].end++
+			changed = true
+		}
+	}
+	if changed {
+		return mergeSpans(spans)
+	}
+	return spans
+}
+
+// patternSpans returns what the rules find in s outside its masks, merged.
+func patternSpans(s string) []span {
+	spans := findPatterns(s)
+	if len(spans) == 0 {
+		return nil
+	}
+	if masks := existingMasks(s); len(masks) > 0 {
+		spans = outsideMasks(spans, masks)
+	}
+	return mergeSpans(spans)
+}
+
+// outsideMasks drops the spans that start inside a mask and stretches
+// those that end inside one over all of it. masks are in order.
+func outsideMasks(spans []span, masks [][2]int) []span {
+	slices.SortFunc(spans, func(a, b span) int { return a.start - b.start })
+	out := spans[:0]
+	j := 0 // the first mask that ends after the current span's start
+	for _, sp := range spans {
+		for j < len(masks) && masks[j][1] <= sp.start {
+			j++
+		}
+		if j < len(masks) && masks[j][0] <= sp.start {
+			continue // starts inside a mask
+		}
+		for k := j; k < len(masks) && masks[k][0] < sp.end; k++ {
+			if sp.end < masks[k][1] {
+				sp.end = masks[k][1]
+			}
+		}
+		out = append(out, sp)
+	}
+	return out
+}
+
+// literalSpans returns the merged spans of all occurrences (overlapping
+// ones included) of every literal in s. A span that overlaps a mask
+// already in s takes in the whole mask, so that a literal re-formed across
+// a mask leaves one mask, not a torn one.
+func (r *Redactor) literalSpans(s string) []span {
+	var spans []span
 	for _, l := range r.literals {
 		spans = appendOccurrences(spans, s, l)
 	}
@@ -168,15 +410,15 @@ func (r *Redactor) literalSpans(s string) [][2]int {
 		return nil
 	}
 	spans = mergeSpans(spans)
-	masks := appendOccurrences(nil, s, Mask) // in order, never overlapping
+	masks := existingMasks(s) // in order, never overlapping
 	j := 0
 	for i := range spans {
-		for j < len(masks) && masks[j][1] <= spans[i][0] {
+		for j < len(masks) && masks[j][1] <= spans[i].start {
 			j++
 		}
-		for k := j; k < len(masks) && masks[k][0] < spans[i][1]; k++ {
-			spans[i][0] = min(spans[i][0], masks[k][0])
-			spans[i][1] = max(spans[i][1], masks[k][1])
+		for k := j; k < len(masks) && masks[k][0] < spans[i].end; k++ {
+			spans[i].start = min(spans[i].start, masks[k][0])
+			spans[i].end = max(spans[i].end, masks[k][1])
 		}
 	}
 	return mergeSpans(spans)
@@ -184,13 +426,13 @@ func (r *Redactor) literalSpans(s string) [][2]int {
 
 // appendOccurrences appends the spans of every occurrence of sub in s,
 // overlapping ones included.
-func appendOccurrences(spans [][2]int, s, sub string) [][2]int {
+func appendOccurrences(spans []span, s, sub string) []span {
 	for i := 0; i+len(sub) <= len(s); {
 		j := strings.Index(s[i:], sub)
 		if j < 0 {
 			break
 		}
-		spans = append(spans, [2]int{i + j, i + j + len(sub)})
+		spans = append(spans, span{i + j, i + j + len(sub), literalKind})
 		i += j + 1
 	}
 	return spans

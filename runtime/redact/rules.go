@@ -15,7 +15,9 @@ import (
 // whole pass reads each byte a bounded number of times: redaction is
 // linear in the size of the input, whatever the input.
 type rule struct {
-	name string
+	// kind names what the rule finds; it is written in the mask
+	// ([REDACTED:kind:id]).
+	kind string
 	// anchors: literal text a match starts with. With fold, they are lower
 	// case and searched for in the ASCII-lower-cased text.
 	anchors []string
@@ -34,7 +36,13 @@ type rule struct {
 	// find replaces the anchor and regular expression machinery for the
 	// rules that need more (private keys, key-value pairs). It returns the
 	// spans to mask, in order, not overlapping.
-	find func(s, lower string) [][2]int
+	find func(s, lower string) []span
+}
+
+// span is a part of the text to mask and the kind of secret it holds.
+type span struct {
+	start, end int
+	kind       string
 }
 
 // byteSet is a set of ASCII bytes.
@@ -77,53 +85,115 @@ func withDigit(n int) func(string, []int) (int, int, bool) {
 	}
 }
 
+// literalGroup masks submatch n unless it is a reference or a
+// placeholder: $PASSWORD, ${DB_PASS}, %s, {{ .Password }}.
+func literalGroup(n int) func(string, []int) (int, int, bool) {
+	return func(s string, m []int) (int, int, bool) {
+		start, end, ok := group(n)(s, m)
+		if !ok {
+			return 0, 0, false
+		}
+		v := s[start:end]
+		if isEnvRef(v) || hasFormat(v) || isPlaceholder(v) {
+			return 0, 0, false
+		}
+		return start, end, true
+	}
+}
+
+// headerValue masks an Authorization or Cookie header's value (submatch
+// 1) when it is written as a header — beginning its line, quoted, or
+// after a tight = — and is a literal: not a format string, a reference,
+// a placeholder or code; a cookie's holds name=value. Quoted in running
+// text, a credential has eight bytes or a digit.
+func headerValue(cookie bool) func(string, []int) (int, int, bool) {
+	return func(s string, m []int) (int, int, bool) {
+		start, end, ok := literalGroup(1)(s, m)
+		if !ok {
+			return 0, 0, false
+		}
+		keyStart := m[0]
+		for keyStart > 0 && keyBytes[s[keyStart-1]] {
+			keyStart--
+		}
+		sep := s[m[0]:start]
+		lineStart := lineStartKey(s, keyStart)
+		quoted := keyStart > 0 && (s[keyStart-1] == '"' || s[keyStart-1] == '\'')
+		tight := strings.Contains(sep, "=") && !strings.ContainsAny(sep, " \t")
+		if !lineStart && !quoted && !tight {
+			return 0, 0, false // prose: "the authorization: see below"
+		}
+		v := s[start:end]
+		first := v
+		if i := strings.IndexAny(v, " \t"); i >= 0 {
+			first = v[:i]
+		}
+		switch strings.ToLower(first) {
+		case "bearer", "basic", "token", "digest", "negotiate", "ntlm":
+			if first == v {
+				return 0, 0, false
+			}
+		}
+		if cookie && !strings.Contains(v, "=") {
+			return 0, 0, false
+		}
+		if !cookie && isCodeValue(first, "authorization") && !strings.ContainsAny(first, "0123456789") {
+			return 0, 0, false
+		}
+		if !lineStart && !tight && len(v) < 8 && !strings.ContainsAny(v, "0123456789") {
+			return 0, 0, false
+		}
+		return start, end, true
+	}
+}
+
 var rules = []rule{
-	{name: "private-key", find: findPrivateKeys},
+	{kind: "private-key", find: findPrivateKeys},
 	{
-		name:    "url-password",
+		kind:    "url-password",
 		anchors: []string{"://"},
 		re:      regexp.MustCompile(`^://[^\s:/?#@"'<>\[\]]*:([^\s/?#"'<>]+)@`),
-		span:    group(1),
+		span:    literalGroup(1),
 	},
 	{
-		name:    "anthropic-key",
+		kind:    "anthropic-key",
 		anchors: []string{"sk-ant-"},
 		word:    true,
 		re:      regexp.MustCompile(`^sk-ant-[A-Za-z0-9_-]{20,}`),
 	},
 	{
-		name:    "openai-key",
+		kind:    "openai-key",
 		anchors: []string{"sk-"},
 		word:    true,
 		re:      regexp.MustCompile(`^sk-(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{20,}`),
 	},
 	{
-		name:    "openai-legacy-key",
+		kind:    "openai-key",
 		anchors: []string{"sk-"},
 		word:    true,
 		re:      regexp.MustCompile(`^sk-[A-Za-z0-9]{20,}`),
 		span:    withDigit(0),
 	},
 	{
-		name:    "aws-access-key-id",
+		kind:    "aws-access-key",
 		anchors: []string{"AKIA", "ASIA"},
 		word:    true,
 		re:      regexp.MustCompile(`^(?:AKIA|ASIA)[A-Z0-9]{16}\b`),
 	},
 	{
-		name:    "github-token",
+		kind:    "github-token",
 		anchors: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"},
 		word:    true,
 		re:      regexp.MustCompile(`^(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})`),
 	},
 	{
-		name:    "gitlab-token",
+		kind:    "gitlab-token",
 		anchors: []string{"gl"},
 		word:    true,
 		re:      regexp.MustCompile(`^gl(?:pat|dt|rt|rtr|cbt|ptt|ft|imt|agent|soat|ffct|oas|wt)-[A-Za-z0-9_-]{20,}(?:\.[A-Za-z0-9_-]+)*`),
 	},
 	{
-		name:    "slack-token",
+		kind:    "slack-token",
 		anchors: []string{"xox", "xapp-"},
 		word:    true,
 		re:      regexp.MustCompile(`^(?:(?:xox[abprs]|xoxe(?:\.xox[bp])?)-[A-Za-z0-9-]{10,}|xapp-[0-9]-[A-Za-z0-9-]{10,})`),
@@ -131,38 +201,38 @@ var rules = []rule{
 		skipRun: newByteSet("a-z", "A-Z", "0-9", "-"),
 	},
 	{
-		name:    "slack-webhook",
+		kind:    "slack-webhook",
 		anchors: []string{"hooks.slack.com/"},
 		re:      regexp.MustCompile(`^hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9_/-]+)`),
 		span:    group(1),
 	},
 	{
-		name:    "jwt",
+		kind:    "jwt",
 		anchors: []string{"eyJ"},
 		word:    true,
 		re:      regexp.MustCompile(`^eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]*`),
 		skipRun: tokenBytes,
 	},
 	{
-		name:    "stripe-key",
+		kind:    "stripe-key",
 		anchors: []string{"sk_live_", "rk_live_", "sk_test_", "rk_test_"},
 		word:    true,
 		re:      regexp.MustCompile(`^[rs]k_(?:live|test)_[A-Za-z0-9]{16,}`),
 	},
 	{
-		name:    "google-api-key",
+		kind:    "google-api-key",
 		anchors: []string{"AIza"},
 		word:    true,
 		re:      regexp.MustCompile(`^AIza[0-9A-Za-z_-]{35}`),
 	},
 	{
-		name:    "huggingface-token",
+		kind:    "huggingface-token",
 		anchors: []string{"hf_"},
 		word:    true,
 		re:      regexp.MustCompile(`^hf_[A-Za-z0-9]{30,}\b`),
 	},
 	{
-		name:    "npm-token",
+		kind:    "npm-token",
 		anchors: []string{"npm_"},
 		word:    true,
 		re:      regexp.MustCompile(`^npm_[A-Za-z0-9]{36}\b`),
@@ -171,25 +241,25 @@ var rules = []rule{
 		// Authorization: Bearer x, "authorization": "Basic x", … — the
 		// scheme stays, the rest of the value (to the end of the line or
 		// the closing quote) goes.
-		name:    "authorization-header",
+		kind:    "authorization",
 		anchors: []string{"authorization"},
 		fold:    true,
 		word:    true,
 		re: regexp.MustCompile(`^(?i)authorization\\?["']?[ \t]*[:=][ \t]*\\?["']?` +
 			`(?:(?:bearer|basic|token|digest|negotiate|ntlm|aws4-hmac-sha256|apikey|sso-key)[ \t]+)?` +
-			`([^\s"'\\](?:[^\r\n"'\\]*[^\s"'\\])?)`),
-		span: group(1),
+			`([^\s"'\\=](?:[^\r\n"'\\]*[^\s"'\\])?)`),
+		span: headerValue(false),
 	},
 	{
-		name:    "cookie-header",
+		kind:    "cookie",
 		anchors: []string{"cookie"},
 		fold:    true,
 		word:    true,
-		re:      regexp.MustCompile(`^(?i)cookie\\?["']?[ \t]*:[ \t]*\\?["']?([^\s"'\\](?:[^\r\n"'\\]*[^\s"'\\])?)`),
-		span:    group(1),
+		re:      regexp.MustCompile(`^(?i)cookie\\?["']?[ \t]*:[ \t]*\\?["']?([^\s"'\\=](?:[^\r\n"'\\]*[^\s"'\\])?)`),
+		span:    headerValue(true),
 	},
 	{
-		name:    "bearer-token",
+		kind:    "bearer-token",
 		anchors: []string{"bearer"},
 		fold:    true,
 		word:    true,
@@ -197,7 +267,7 @@ var rules = []rule{
 		span:    withDigit(1),
 	},
 	{
-		name:    "basic-credentials",
+		kind:    "basic-credentials",
 		anchors: []string{"basic"},
 		fold:    true,
 		word:    true,
@@ -208,32 +278,31 @@ var rules = []rule{
 	},
 	{
 		// curl -u user:password, curl --user=user:password
-		name:    "curl-user",
+		kind:    "password",
 		anchors: []string{"-u", "--user"},
 		re:      regexp.MustCompile(`^(?:-u|--user)(?:[ \t]+|=)['"]?[^\s:'"]+:([^\s'"]+)`),
 		span: func(s string, m []int) (int, int, bool) {
 			if m[0] > 0 && !isSpace(s[m[0]-1]) {
 				return 0, 0, false // not an option: sort-u, x--user
 			}
-			return m[2], m[3], true
+			return literalGroup(1)(s, m)
 		},
 	},
-	{name: "key-value", find: findKeyValues},
+	{find: findKeyValues},
 }
 
 func isSpace(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
 }
 
-// redactPatterns masks what every rule finds. The rules all read the same
-// text; their spans are merged (overlapping or touching spans become one
-// mask) and masked in one pass.
-func redactPatterns(s string) string {
+// findPatterns returns what every rule finds in s, in no particular
+// order; spans of different rules may overlap.
+func findPatterns(s string) []span {
 	if s == "" {
-		return s
+		return nil
 	}
 	lower := asciiLower(s)
-	var spans [][2]int
+	var spans []span
 	for i := range rules {
 		if rules[i].find != nil {
 			spans = append(spans, rules[i].find(s, lower)...)
@@ -241,39 +310,32 @@ func redactPatterns(s string) string {
 			spans = append(spans, rules[i].spans(s, lower)...)
 		}
 	}
-	if len(spans) == 0 {
-		return s
-	}
-	return maskSpans(s, mergeSpans(spans))
+	return spans
 }
 
-// mergeSpans sorts spans and merges those that overlap or touch.
-func mergeSpans(spans [][2]int) [][2]int {
-	slices.SortFunc(spans, func(a, b [2]int) int { return a[0] - b[0] })
+// mergeSpans sorts spans and merges those that overlap or touch; a merged
+// span keeps the kind of the one that starts first (the longer one on a
+// tie).
+func mergeSpans(spans []span) []span {
+	if len(spans) == 0 {
+		return spans
+	}
+	slices.SortFunc(spans, func(a, b span) int {
+		if a.start != b.start {
+			return a.start - b.start
+		}
+		return b.end - a.end
+	})
 	merged := spans[:1]
 	for _, sp := range spans[1:] {
 		top := &merged[len(merged)-1]
-		if sp[0] <= top[1] {
-			top[1] = max(top[1], sp[1])
+		if sp.start <= top.end {
+			top.end = max(top.end, sp.end)
 			continue
 		}
 		merged = append(merged, sp)
 	}
 	return merged
-}
-
-// maskSpans replaces each span (sorted, not overlapping) by Mask.
-func maskSpans(s string, spans [][2]int) string {
-	var b strings.Builder
-	b.Grow(len(s))
-	last := 0
-	for _, sp := range spans {
-		b.WriteString(s[last:sp[0]])
-		b.WriteString(Mask)
-		last = sp[1]
-	}
-	b.WriteString(s[last:])
-	return b.String()
 }
 
 // asciiLower lower-cases ASCII letters only, so byte offsets stay valid.
@@ -340,12 +402,12 @@ func (it *anchorIter) from(pos int) int {
 }
 
 // spans runs an anchored rule over s.
-func (r *rule) spans(s, lower string) [][2]int {
+func (r *rule) spans(s, lower string) []span {
 	text := s
 	if r.fold {
 		text = lower
 	}
-	var out [][2]int
+	var out []span
 	last := 0 // end of the last masked span
 	skip := 0 // candidates before skip are known to fail
 	it := newAnchorIter(text, r.anchors)
@@ -353,7 +415,7 @@ func (r *rule) spans(s, lower string) [][2]int {
 		if r.word && p > 0 && wordBytes[s[p-1]] {
 			continue
 		}
-		m := r.re.FindStringSubmatchIndex(s[p:])
+		m := r.re.FindStringSubmatchIndex(s[p:lineEnd(s, p)])
 		if m == nil {
 			if r.skipRun != nil {
 				skip = runEnd(s, p, r.skipRun)
@@ -372,13 +434,23 @@ func (r *rule) spans(s, lower string) [][2]int {
 		if !ok && r.skipRun != nil {
 			skip = runEnd(s, p, r.skipRun)
 		}
-		if !ok || start < last || s[start:end] == Mask {
+		if !ok || start < last || isMask(s[start:end]) {
 			continue
 		}
-		out = append(out, [2]int{start, end})
+		out = append(out, span{start, end, r.kind})
 		last = end
 	}
 	return out
+}
+
+// lineEnd returns the end of the line s[p:] is on. Every rule's regular
+// expression matches within one line, and on a short input Go's regexp
+// package uses its backtracker, several times faster than the NFA.
+func lineEnd(s string, p int) int {
+	if i := strings.IndexByte(s[p:], '\n'); i >= 0 {
+		return p + i
+	}
+	return len(s)
 }
 
 // runEnd returns the end of the run of bytes in set that starts at p.
@@ -397,8 +469,8 @@ var (
 
 // findPrivateKeys masks PEM private key blocks from BEGIN to END, or, with
 // the END line missing (truncated output), to the end of the base64 body.
-func findPrivateKeys(s, _ string) [][2]int {
-	var out [][2]int
+func findPrivateKeys(s, _ string) []span {
+	var out []span
 	endAt := -2 // cached start of the next END line after the last search; -1: none left
 	var endLen int
 	for pos := 0; pos < len(s); {
@@ -424,18 +496,24 @@ func findPrivateKeys(s, _ string) [][2]int {
 		if endAt >= 0 {
 			end = endAt + endLen
 		}
-		out = append(out, [2]int{p, end})
+		out = append(out, span{p, end, "private-key"})
 		pos = end
 	}
 	return out
 }
 
-// keyValueKeywords end the keys whose values are masked; keyValueAnchors
-// find them (every keyword contains one).
+// keyValueKeywords end the keys whose values are masked, each with the
+// kind of secret it names; keyValueAnchors find them (every keyword
+// contains one).
 var (
-	keyValueKeywords = []string{"passwd", "password", "passphrase", "pwd", "secret", "token",
-		"apikey", "api_key", "api-key", "accesskey", "access_key", "access-key", "secretkey", "secret_key",
-		"secret-key", "privatekey", "private_key", "private-key", "credential", "credentials"}
+	keyValueKeywords = []struct{ word, kind string }{
+		{"passwd", "password"}, {"password", "password"}, {"passphrase", "password"}, {"pwd", "password"},
+		{"apikey", "api-key"}, {"api_key", "api-key"}, {"api-key", "api-key"},
+		{"accesskey", "access-key"}, {"access_key", "access-key"}, {"access-key", "access-key"},
+		{"secretkey", "secret-key"}, {"secret_key", "secret-key"}, {"secret-key", "secret-key"},
+		{"privatekey", "private-key"}, {"private_key", "private-key"}, {"private-key", "private-key"},
+		{"secret", "secret"}, {"token", "token"}, {"credential", "credential"}, {"credentials", "credential"},
+	}
 	keyValueAnchors = []string{"pass", "pwd", "secret", "token", "key", "credential"}
 
 	// keyValueRest follows the key: 1 a quote closing the key, 2 the
@@ -445,9 +523,10 @@ var (
 )
 
 // findKeyValues masks the values of KEY=value, key: value, "key": "value"
-// and 'key': 'value' pairs whose key ends in a keyword.
-func findKeyValues(s, lower string) [][2]int {
-	var out [][2]int
+// and 'key': 'value' pairs whose key ends in a keyword, when the value is
+// a literal (see keyValueSpan).
+func findKeyValues(s, lower string) []span {
+	var out []span
 	last, lastWordEnd := 0, -1
 	it := newAnchorIter(lower, keyValueAnchors)
 	for p := it.from(0); p >= 0; p = it.from(max(p+1, last)) {
@@ -456,10 +535,11 @@ func findKeyValues(s, lower string) [][2]int {
 			continue
 		}
 		lastWordEnd = e
-		if !endsWithKeyword(lower[:e]) {
+		kind := keywordKind(lower[:e])
+		if kind == "" || inMaskKind(s, p) {
 			continue
 		}
-		m := keyValueRest.FindStringSubmatchIndex(s[e:])
+		m := keyValueRest.FindStringSubmatchIndex(s[e:lineEnd(s, e)])
 		if m == nil {
 			continue
 		}
@@ -475,34 +555,80 @@ func findKeyValues(s, lower string) [][2]int {
 		for !wordBytes[s[keyStart]] {
 			keyStart++
 		}
-		start, end, ok := keyValueSpan(s, s[keyStart:e], m)
-		if !ok || start < last || s[start:end] == Mask {
+		start, end, ok := keyValueSpan(s, keyStart, s[keyStart:e], m)
+		if !ok || start < last || isMask(s[start:end]) {
 			continue
 		}
-		out = append(out, [2]int{start, end})
+		out = append(out, span{start, end, kind})
 		last = end
 	}
 	return out
 }
 
-func endsWithKeyword(s string) bool {
-	for _, k := range keyValueKeywords {
-		if strings.HasSuffix(s, k) {
-			return true
-		}
+// inMaskKind reports whether s[p] lies in the kind of a mask
+// ("[REDACTED:github-token:…]"): not a key.
+func inMaskKind(s string, p int) bool {
+	i := p
+	for i > 0 && p-i < 48 && (s[i-1] >= 'a' && s[i-1] <= 'z' || s[i-1] >= '0' && s[i-1] <= '9' || s[i-1] == '-') {
+		i--
 	}
-	return false
+	return strings.HasSuffix(s[:i], maskPrefix+":")
 }
 
-// keyValueSpan picks the value to mask after key; m holds keyValueRest's
-// submatches (indices into s).
-func keyValueSpan(s, key string, m []int) (int, int, bool) {
-	for g := 3; g <= 5; g++ {
-		if m[2*g] >= 0 {
-			return m[2*g], m[2*g+1], m[2*g] < m[2*g+1]
+// keywordKind returns the kind of secret a key ending in a keyword names,
+// or "".
+func keywordKind(s string) string {
+	for _, k := range keyValueKeywords {
+		if strings.HasSuffix(s, k.word) {
+			return k.kind
 		}
 	}
-	quotedKey, sep := m[2] < m[3], s[m[4]:m[5]]
+	return ""
+}
+
+// keyValueSpan picks the value to mask after the key at s[keyStart:], or
+// says there is none; m holds keyValueRest's submatches (indices into s).
+// A value is masked when it is a literal, not code (the rules, with
+// examples, are in docs/redaction.md):
+//
+//   - after := and ==, only a quoted literal (code compares or assigns
+//     expressions);
+//   - a quoted value unless it is empty, a format string, a reference or
+//     name of a variable, a URL, or — in code — prose, a path or a name
+//     that itself names a secret ("X-Auth-Token");
+//   - a bare value, unless it is code (a keyword or type, a call, an
+//     index, a selector, an operand, a variable, the key's own name),
+//     when the pair is written as configuration: KEY=value with nothing
+//     around =; after a quoted key (JSON-ish: a number or a word); a key
+//     beginning its line followed by ": " (YAML, headers: the value runs
+//     to the end of the line) or by " = " (INI, TOML: a snake_case,
+//     kebab-case or upper-case key, or a value that is not a plain
+//     name);
+//   - anywhere else, a bare value that looks random (randomish).
+func keyValueSpan(s string, keyStart int, key string, m []int) (int, int, bool) {
+	quotedKey := m[2] < m[3]
+	sepText := s[m[4]:m[5]]
+	sep := strings.Trim(sepText, " \t")
+	spaced := sep != sepText
+	code := sep == ":=" || sep == "=="
+	lineStart := func() bool { return !code && lineStartKey(s, keyStart) } // a configuration line
+	for g := 3; g <= 5; g++ {
+		if m[2*g] >= 0 {
+			start, end := m[2*g], m[2*g+1]
+			quoteEnd := end + 1
+			if g == 4 {
+				quoteEnd++
+			}
+			cfg := (quotedKey || restOfLineBlank(s, quoteEnd)) && lineStart()
+			if !quotedIsSecret(s[start:end], cfg) {
+				return 0, 0, false
+			}
+			return start, end, true
+		}
+	}
+	if code {
+		return 0, 0, false
+	}
 	start, end := m[12], m[13]
 	if quotedKey {
 		// "key": 123, — JSON-ish: the value ends where the member does.
@@ -515,31 +641,75 @@ func keyValueSpan(s, key string, m []int) (int, int, bool) {
 		}
 	}
 	value := s[start:end]
-	if sep[0] == '=' && strings.TrimRight(sep, " \t") != sep {
+	if sepText[0] == '=' && strings.TrimRight(sepText, " \t") != sepText {
 		return 0, 0, false // KEY= value: the shell reads an empty value
 	}
-	switch {
-	case (key == "PWD" || key == "OLDPWD") && strings.HasPrefix(value, "/"):
+	if (key == "PWD" || key == "OLDPWD") && strings.HasPrefix(value, "/") {
 		return 0, 0, false // the shell's working directory
-	case codeReference.MatchString(value) || typeName.MatchString(value):
-		return 0, 0, false // source code: the value is an expression or a type
-	case !quotedKey && strings.Contains(sep, ":") && !strings.Contains(sep, "="):
-		// key: value with an unquoted key — YAML, headers, prose: the
-		// value runs to the end of the line.
+	}
+	if isCodeValue(value, key) {
+		return 0, 0, false
+	}
+	switch {
+	case quotedKey:
+		if spaced && isIdent(value) && !randomish(value) {
+			return 0, 0, false // "token": tok — a map literal in code
+		}
+		return start, end, true
+	case !spaced:
+		return start, end, true // KEY=value, a --flag=value
+	case sep == ":" && lineStart():
+		// key: value beginning a line — YAML, headers: the value runs to
+		// the end of the line, unless the line is code (a field of a
+		// literal ends with a comma, a block opens).
 		eol := strings.IndexAny(s[end:], "\r\n")
 		if eol < 0 {
 			eol = len(s) - end
 		}
-		end = start + len(strings.TrimRight(s[start:end+eol], " \t"))
+		line := strings.TrimRight(s[start:end+eol], " \t")
+		if strings.ContainsAny(line[len(line)-1:], codePunct) && !randomish(value) {
+			return 0, 0, false
+		}
+		return start, start + len(line), true
+	case sep == "=" && isNumber(value) && lineStart():
+		return 0, 0, false // NAME = 447: a constant in code
+	case sep == "=" && (configKey(key) || !isIdent(value) || strings.ContainsAny(value, "0123456789")) && lineStart():
+		return start, end, true
+	case randomish(strings.TrimRight(value, codePunct)):
+		return start, start + len(strings.TrimRight(value, codePunct)), true
 	}
-	return start, end, true
+	return 0, 0, false
+}
+
+// configKey: a key written as configuration keys are, not as code names
+// are: snake_case, kebab-case or upper case.
+func configKey(key string) bool {
+	if strings.ContainsAny(key, "_-") {
+		return true
+	}
+	return strings.ToUpper(key) == key
+}
+
+// restOfLineBlank reports whether only white space, a comma or a comment
+// follows s[i:] on its line.
+func restOfLineBlank(s string, i int) bool {
+	if i > len(s) {
+		return true
+	}
+	rest := s[i:]
+	if eol := strings.IndexAny(rest, "\r\n"); eol >= 0 {
+		rest = rest[:eol]
+	}
+	rest = strings.TrimSpace(rest)
+	return rest == "" || strings.HasPrefix(rest, "#") || strings.HasPrefix(rest, ";")
 }
 
 // indexOutsideMask is strings.IndexAny that does not look inside masks.
 func indexOutsideMask(s, chars string) int {
 	for i := 0; i < len(s); i++ {
-		if strings.HasPrefix(s[i:], Mask) {
-			i += len(Mask) - 1
+		if startsWithMask(s[i:]) {
+			end, _, _ := parseMask(s, i)
+			i = end - 1
 			continue
 		}
 		if strings.IndexByte(chars, s[i]) >= 0 {
@@ -548,16 +718,6 @@ func indexOutsideMask(s, chars string) int {
 	}
 	return -1
 }
-
-// codeReference matches a bare value that is a call or an index in source
-// code (os.Getenv(, os.environ[, get_password(), not a secret: a dotted or
-// snake_case name followed by ( or [.
-var codeReference = regexp.MustCompile(`^[A-Za-z_$][A-Za-z0-9_$]*(?:[._][A-Za-z0-9_$]+)+[(\[]`)
-
-// typeName matches a bare value that is a type in a declaration
-// (password: string;, token: Option<String>) or a literal that holds no
-// secret (null, true).
-var typeName = regexp.MustCompile(`^(?:string|str|String|number|int|bool|boolean|any|unknown|null|None|nil|undefined|true|false|bytes|SecretStr|Option|Optional\[.*)[,)]?$`)
 
 // isBasicCredentials reports whether b64 decodes to printable user:password.
 func isBasicCredentials(b64 string) bool {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -50,9 +51,9 @@ type RunOptions struct {
 	// Open reads nested workflows (as Options.Open); Options checks them.
 	Open  func(from, path string) (source string, data []byte, err error)
 	Check Options
-	// Agent runs an agent step's task under the given grants and returns
-	// its final answer; nil: agent steps fail saying a model is needed.
-	Agent func(ctx context.Context, task string, grants capability.Set, dryRun bool) (string, error)
+	// Agent runs an agent step and returns its final answer; nil: agent
+	// steps fail saying a model is needed.
+	Agent func(ctx context.Context, step AgentStep) (string, error)
 	// Events, when set, is told as steps start and end (progress).
 	Events func(Event)
 	Runs   Runs
@@ -60,8 +61,20 @@ type RunOptions struct {
 	// completed are kept, the run goes on from the step that failed.
 	Resume   *Record
 	Redactor *redact.Redactor
-	Now      func() time.Time
-	depth    int
+	// Vault keeps the run's masked secrets (see runtime.Vault); default a
+	// new one. A nested workflow and an agent step share their run's, and
+	// a workflow started by a tool call shares that call's.
+	Vault *runtime.Vault
+	Now   func() time.Time
+	depth int
+}
+
+// AgentStep is an agent step as RunOptions.Agent runs it.
+type AgentStep struct {
+	Task   string
+	Grants capability.Set // the run's: the agent acts within them
+	DryRun bool
+	Vault  *runtime.Vault // the run's
 }
 
 // Event is a step starting or ending.
@@ -112,6 +125,8 @@ type StepResult struct {
 	AuditSeqs  []uint64        `json:"audit_seqs,omitempty"`
 	DryRun     bool            `json:"dry_run,omitempty"`
 	DurationMS int64           `json:"duration_ms"`
+	// Warnings are its calls' (among them what masking changed).
+	Warnings []string `json:"warnings,omitempty"`
 	// Steps are a nested workflow's step results.
 	Steps []StepResult `json:"steps,omitempty"`
 }
@@ -129,6 +144,9 @@ func Run(ctx context.Context, w *Workflow, o RunOptions) (*Record, error) {
 	}
 	if o.Redactor == nil {
 		o.Redactor = redact.New()
+	}
+	if o.Vault == nil {
+		o.Vault = runtime.NewVault()
 	}
 	if o.Principal == nil {
 		o.Principal = []string{"cli"}
@@ -155,7 +173,7 @@ func Run(ctx context.Context, w *Workflow, o RunOptions) (*Record, error) {
 				"run %s was %s; a resume must be too", prev.ID, map[bool]string{true: "a dry run", false: "not a dry run"}[prev.DryRun])
 		}
 		for name, v := range o.Params {
-			if s, ok := v.(string); ok && strings.Contains(s, "[REDACTED]") {
+			if s, ok := v.(string); ok && redact.ContainsAnyMask(s) {
 				return nil, runtime.Errorf(runtime.CodeInvalidInput, "run the workflow anew with -p "+name+"=…",
 					"param %s was redacted in the record of run %s, so a resume cannot restore it", name, prev.ID)
 			}
@@ -479,11 +497,16 @@ func (r *runner) once(ctx context.Context, s *Step, item any, res *StepResult) (
 		raw, _ := json.Marshal(args)
 		grants := r.grants
 		result, cerr := r.o.Gate.Call(ctx, runtime.Request{
-			Tool: s.Tool, Args: raw, RunID: r.rec.ID, DryRun: dry, Restrict: &grants,
+			Tool: s.Tool, Args: raw, RunID: r.rec.ID, DryRun: dry, Restrict: &grants, Vault: r.o.Vault,
 			Principal: append(append([]string(nil), r.o.Principal...), "workflow:"+r.w.Name),
 		})
 		if cerr != nil {
 			return "", nil, nil, cerr
+		}
+		for _, w := range result.Warnings {
+			if !slices.Contains(res.Warnings, w) {
+				res.Warnings = append(res.Warnings, w)
+			}
 		}
 		res.CallIDs = append(res.CallIDs, result.CallID)
 		res.DryRun = res.DryRun || result.DryRun
@@ -503,7 +526,7 @@ func (r *runner) once(ctx context.Context, s *Step, item any, res *StepResult) (
 			return "", nil, runtime.Errorf(runtime.CodeLLMError, "set OPENAI_API_KEY (OpenAI) or OPENAI_BASE_URL (an OpenAI-compatible server) and WARDEN_MODEL",
 				"step %s is a task for a model, and no model is configured", s.ID), nil
 		}
-		final, aerr := r.o.Agent(ctx, text(task), r.grants, dry)
+		final, aerr := r.o.Agent(ctx, AgentStep{Task: text(task), Grants: r.grants, DryRun: dry, Vault: r.o.Vault})
 		if aerr != nil {
 			e := runtime.AsError(aerr)
 			if e == nil {

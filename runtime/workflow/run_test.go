@@ -339,3 +339,46 @@ func TestParams(t *testing.T) {
 		t.Errorf("n=4: %+v %v", rec.Error, rec.Params)
 	}
 }
+
+// TestMaskRoundTrip: a step's output carries masks, not secrets; written
+// back into the file it was read from by a later step (same run, same
+// vault) the secrets are restored, and sent to another file the step is
+// refused. The record holds no secret.
+func TestMaskRoundTrip(t *testing.T) {
+	const token = "ghp_1a2B3c4D5e6F7g8H9i0J1k2L3m4N5o6P7q8R"
+	env := "DEBUG=false\nGITHUB_TOKEN=" + token + "\n"
+	e := newEnv(t, `"fs.read:**", "fs.write:**"`)
+	e.write(".env", env)
+	w := e.parse("copy.yaml", `version: 1
+name: copy
+steps:
+  - id: read
+    tool: fs_read
+    args: {path: .env}
+  - id: back
+    tool: fs_write
+    args: {path: .env, content: "${{ steps.read.output }}"}
+  - id: elsewhere
+    tool: fs_write
+    args: {path: public.txt, content: "${{ steps.read.output }}"}
+`)
+	rec := e.run(w, workflow.RunOptions{})
+	if len(rec.Results) != 3 || rec.Results[1].Status != workflow.StepSucceeded || rec.Results[2].Error == nil ||
+		rec.Results[2].Error.Code != runtime.CodeInvalidInput {
+		t.Fatalf("results %+v", rec.Results)
+	}
+	if !strings.Contains(rec.Results[0].Output, "[REDACTED:github-token:") || len(rec.Results[0].Warnings) == 0 {
+		t.Errorf("read: %q %q", rec.Results[0].Output, rec.Results[0].Warnings)
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.ws, ".env")); string(b) != env {
+		t.Errorf(".env %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(e.ws, "public.txt")); err == nil {
+		t.Error("public.txt was written")
+	}
+	doc, _ := e.runs.Run(rec.ID)
+	audit, _ := json.Marshal(e.audit.Events())
+	if strings.Contains(string(doc), token) || strings.Contains(string(audit), token) {
+		t.Error("the secret reached the record or the audit log")
+	}
+}

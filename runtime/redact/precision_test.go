@@ -1,0 +1,128 @@
+package redact
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// Code is not a secret: the cases issue 24 found, and their kin.
+func TestPrecisionCode(t *testing.T) {
+	for _, in := range []string{
+		"for _, cookie := range []int{1} {",
+		"\tc := client{apiKey: cfg.APIKey, token: token}",
+		"\treturn &Config{Token: token, Secret: secret,\n\t\tPassword: pw}",
+		`const envMCPToken = "WARDEN_MCP_TOKEN"`,
+		`req.Header.Set("Authorization", fmt.Sprintf("Bearer %s", token))`,
+		`fmt.Fprintf(w, "Authorization: Bearer %s\r\n", tok)`,
+		"hs.masterSecret = masterFromPreMasterSecret(hs.suite, hs.preMasterSecret, hs.hello.random)",
+		"token, err := s.next()\nif token == nil {",
+		"secret := make([]byte, 32)\npassword = strings.TrimSpace(password)",
+		"\tLOCAL_PEERTOKEN = 0x6\n\tSYS_MEMFD_SECRET = 447",
+		`dsn := fmt.Sprintf("postgres://%s:%s@%s/%s", user, pass, host, db)`,
+		`url := "https://" + user + ":" + os.Getenv("PASSWORD") + "@host"`,
+		"export GITHUB_TOKEN=${GITHUB_TOKEN:-}\nTOKEN=$1\nPASSWORD=$(cat /run/secrets/pw)",
+		"password: ${DB_PASSWORD}\ntoken: {{ .Values.token }}\napi_key: <your key>",
+		"export OPENAI_API_KEY=sk-...\nexport API_KEY=your-api-key-here\nPASSWORD=xxxxxxxx",
+		"curl -u user:password https://x\ncurl -u admin:$PASS https://x",
+		`{"token": tok, "secret": s}`,
+		"def f(token=token, secret=None, password=get()):",
+		`if tokenType == "bearer" { header := "X-Auth-Token" }`,
+		"const headerToken = \"X-Auth-Token\"\nconst keyPassword = \"password\"",
+		`"secret": "\u3299\ufe0f",`,
+		"// the token: see below\n/* password: the user's */",
+	} {
+		if got := String(in); got != in {
+			t.Errorf("code altered:\n  in %q\n got %q", in, got)
+		}
+	}
+}
+
+// Literal secrets in the same places are masked.
+func TestRecallLiterals(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{`const apiKey = "k-8f3a9c2e"`, `const apiKey = "` + Mask + `"`},
+		{"[database]\npassword = hunter2\n", "[database]\npassword = " + Mask + "\n"},
+		{"spring.datasource.password=s3cret!\n", "spring.datasource.password=" + Mask + "\n"},
+		{"  db_password: 'root pw'\n", "  db_password: '" + Mask + "'\n"},
+		{"# DB_PASSWORD=old-secret-1\n", "# DB_PASSWORD=" + Mask + "\n"},
+		{"token = Xk29fLq83nVbT7wPz4Rm\n", "token = " + Mask + "\n"},
+		{"var token = \"Xk29fLq83nVbT7wPz4Rm\"", "var token = \"" + Mask + "\""},
+		{`-H "Authorization: Bearer 0a1b2c3d4e5f6a7b"`, `-H "Authorization: Bearer ` + Mask + `"`},
+		{"Cookie: sid=8f7e6d5c4b3a", "Cookie: " + Mask},
+	}
+	for _, tt := range tests {
+		if got := String(tt.in); got != tt.want {
+			t.Errorf("String(%q)\n got %q\nwant %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestReplace(t *testing.T) {
+	in := "APP=demo\nAWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE\nGITHUB_TOKEN=" + ghp + "\n\nDB_PASSWORD=hunter2\n"
+	n := 0
+	out, secrets := plain.Replace(in, func(kind, original string, at int) string {
+		n++
+		if in[at:at+len(original)] != original {
+			t.Errorf("offset %d does not hold %q", at, original)
+		}
+		return FormatMask(kind, fmt.Sprintf("%04x", n))
+	})
+	want := "APP=demo\nAWS_ACCESS_KEY_ID=[REDACTED:aws-access-key:0001]\nGITHUB_TOKEN=[REDACTED:github-token:0002]\n\nDB_PASSWORD=[REDACTED:password:0003]\n"
+	if out != want {
+		t.Fatalf("got\n%s\nwant\n%s", out, want)
+	}
+	lines := []int{2, 3, 5}
+	for i, s := range secrets {
+		if s.Line != lines[i] || !strings.Contains(out, s.Mask) {
+			t.Errorf("secret %d: %+v", i, s)
+		}
+	}
+	// Lossless: the masks replaced by their originals give the input back.
+	back := out
+	for _, s := range secrets {
+		back = strings.Replace(back, s.Mask, s.Original, 1)
+	}
+	if back != in {
+		t.Errorf("not lossless: %q", back)
+	}
+	// The masks are masks: redacting again changes nothing.
+	if again, found := plain.Replace(out, func(string, string, int) string { return "X" }); again != out || len(found) != 0 {
+		t.Errorf("masks were masked again: %q", again)
+	}
+	// Lines after a multi-line secret count the result's lines.
+	in = "a\n" + rsaKey + "\nb password=x1\n"
+	_, secrets = plain.Replace(in, func(kind, _ string, _ int) string { return FormatMask(kind, "0000") })
+	if len(secrets) != 2 || secrets[0].Line != 2 || secrets[1].Line != 3 || secrets[0].Kind != "private-key" {
+		t.Errorf("secrets %+v", secrets)
+	}
+}
+
+func TestFindMasks(t *testing.T) {
+	s := "a [REDACTED:aws-access-key:3f9a] b [REDACTED] c [REDACTED:jwt] d [REDACTED:x:12] e [REDACTED:Bad:1234] [REDACTED:token:0123456789abcdef]"
+	got := FindMasks(s)
+	if len(got) != 2 || got[0].Kind != "aws-access-key" || got[0].ID != "3f9a" || s[got[0].Start:got[0].End] != got[0].Text() ||
+		got[1].ID != "0123456789abcdef" {
+		t.Fatalf("FindMasks = %+v", got)
+	}
+	if !HasMask(s) || HasMask("[REDACTED] only") || !ContainsAnyMask("[REDACTED] only") || ContainsAnyMask("REDACTED") {
+		t.Error("HasMask / ContainsAnyMask")
+	}
+}
+
+func TestReplaceJSON(t *testing.T) {
+	in := `{"path":".env","content":"TOKEN=` + ghp + `\n","password":{"old":1},"n":1}`
+	out, secrets, err := plain.ReplaceJSON([]byte(in), func(kind, original string, at int) string {
+		if at != -1 {
+			t.Errorf("at %d in JSON", at)
+		}
+		return FormatMask(kind, "abcd")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"path":".env","content":"TOKEN=[REDACTED:github-token:abcd]\n","password":"[REDACTED:password:abcd]","n":1}`
+	if string(out) != want || len(secrets) != 2 || secrets[1].Original != `{"old":1}` || secrets[0].Line != 0 {
+		t.Errorf("got %s %+v", out, secrets)
+	}
+}

@@ -1,0 +1,374 @@
+package redact
+
+import (
+	"math"
+	"regexp"
+	"strings"
+)
+
+// What a value after a secret-sounding key looks like decides whether it
+// is masked: a literal is, code is not. See docs/redaction.md for the rules
+// with examples.
+
+// codeKeywords are bare values that are a keyword, a type or an empty
+// literal in some language, never a secret.
+var codeKeywords = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(`string str String number int int32 int64 uint uint8 uint32 uint64 float float32 float64
+		byte bytes rune bool boolean Boolean any unknown object Object void never char long short double
+		null None nil NULL Nil undefined true false True False TRUE FALSE yes no
+		SecretStr SecretBytes Option Optional
+		range func function fn lambda make new len cap append return struct chan map interface type const var let
+		this self super await async yield go defer select switch case default break continue else if for while
+		import from export package class def end do then fi done in of is not and or`) {
+		m[w] = true
+	}
+	return m
+}()
+
+var (
+	// reFormat: a printf verb (%s, %-10v, %[1]q), a template or format
+	// placeholder ({}, {0}, {name}, {{, ${, $(, #{, <%).
+	reFormat = regexp.MustCompile(`%(?:\[\d+\])?[-+# 0]*(?:\d+|\*)?(?:\.(?:\d+|\*))?[a-zA-Z]|\{\d*\}|\{[A-Za-z_][\w.]*\}|\{\{|\$\{|\$\(|#\{|<%`)
+	// reNameWords: words of letters joined by - _ . or camelCase, no
+	// digit: X-Auth-Token, access_token, clientSecret.
+	reNameWords = regexp.MustCompile(`^[A-Za-z]+(?:[-_.][A-Za-z]+)*$`)
+	// reEscapes: a string literal written as escapes only (a character
+	// table's "\u3299\ufe0f").
+	reEscapes = regexp.MustCompile(`^(?:\\u[0-9a-fA-F]{4}|\\U[0-9a-fA-F]{8}|\\x[0-9a-fA-F]{2}|\\[0-7]{3})+$`)
+	// reHexNumber: a number in code (0x1f, 0o17, 0b1).
+	reHexNumber = regexp.MustCompile(`^0[xXoObB][0-9a-fA-F_]+$`)
+)
+
+// The shapes below are checked by hand, not with regular expressions:
+// they run for every candidate value, and a scan is several times faster.
+
+func isIdentStart(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' || c == '$'
+}
+func isIdentByte(c byte) bool { return isIdentStart(c) || c >= '0' && c <= '9' }
+
+// isIdent: one name ([A-Za-z_$][A-Za-z0-9_$]*).
+func isIdent(s string) bool {
+	if s == "" || !isIdentStart(s[0]) {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if !isIdentByte(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// nameChain reads names joined by . :: -> or ?. at the start of s (the
+// first may start with @) and returns the bytes read and the names.
+func nameChain(s string) (n, names int) {
+	i := 0
+	if i < len(s) && s[i] == '@' {
+		i++
+	}
+	for {
+		if i >= len(s) || !isIdentStart(s[i]) {
+			return n, names
+		}
+		for i < len(s) && isIdentByte(s[i]) {
+			i++
+		}
+		n, names = i, names+1
+		switch {
+		case strings.HasPrefix(s[i:], "."):
+			i++
+		case strings.HasPrefix(s[i:], "::"), strings.HasPrefix(s[i:], "->"), strings.HasPrefix(s[i:], "?."):
+			i += 2
+		default:
+			return n, names
+		}
+	}
+}
+
+// isCallOrIndex: a name or a chain of names followed by ( [ { or <: a
+// call, an index, a composite literal or a generic type.
+func isCallOrIndex(s string) bool {
+	n, names := nameChain(s)
+	return names > 0 && n < len(s) && strings.IndexByte("([{<", s[n]) >= 0
+}
+
+// isSelector: two or more names joined by . (cfg.APIKey, os.environ).
+func isSelector(s string) bool {
+	n, names := nameChain(s)
+	return names >= 2 && n == len(s)
+}
+
+// isEnvName: an environment variable's name (WARDEN_MCP_TOKEN, TOKEN).
+func isEnvName(s string) bool {
+	if len(s) < 2 || s[0] < 'A' || s[0] > 'Z' {
+		return false
+	}
+	letters, underscore := true, false
+	for i := 1; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'A' && c <= 'Z':
+		case c >= '0' && c <= '9':
+			letters = false
+		case c == '_' && s[i-1] != '_' && i < len(s)-1:
+			letters, underscore = false, true
+		default:
+			return false
+		}
+	}
+	return letters || underscore
+}
+
+// isEnvRef: a reference to a variable ($TOKEN, $1, ${X}, $(cmd), %TOKEN%,
+// env:TOKEN, ENV[…]).
+func isEnvRef(s string) bool {
+	switch {
+	case len(s) >= 2 && s[0] == '$':
+		return isIdentByte(s[1]) || strings.IndexByte("{(@*#?!-", s[1]) >= 0
+	case len(s) >= 3 && s[0] == '%':
+		end := strings.IndexByte(s[1:], '%')
+		return end > 0 && isIdent(s[1:1+end]) && s[1] != '$'
+	case strings.HasPrefix(s, "env:") && len(s) > 4:
+		return isIdentStart(s[4])
+	}
+	return strings.HasPrefix(s, "ENV[")
+}
+
+// hasFormat: a printf verb or a template placeholder (reFormat).
+func hasFormat(s string) bool {
+	return strings.ContainsAny(s, "%{$#<") && reFormat.MatchString(s)
+}
+
+// placeholders stand where a secret would be written, in documentation
+// and examples; they are not one.
+var placeholders = map[string]bool{"password": true, "passwd": true, "pass": true, "pw": true, "pwd": true, "secret": true,
+	"token": true, "key": true, "apikey": true, "api_key": true, "redacted": true, "masked": true}
+
+// isPlaceholder: a value that stands for a secret without being one — a
+// variable-like name in capitals (PASSWORD), <angle brackets>, stars, x's,
+// an ellipsis or a value cut by one (sk-...), your-…, a single character,
+// a keyword (password), a mask.
+func isPlaceholder(v string) bool {
+	v = strings.TrimRight(v, codePunct)
+	if len(v) <= 1 || placeholders[strings.ToLower(v)] || strings.Contains(v, "REDACTED") {
+		return true
+	}
+	switch {
+	case isEnvName(v), strings.HasPrefix(v, "<") && strings.HasSuffix(v, ">"):
+		return true
+	case strings.Trim(v, "*") == "", strings.Trim(strings.ToLower(v), "x") == "", strings.Trim(v, ".") == "", v == "…":
+		return true
+	case strings.HasSuffix(v, "...") || strings.HasSuffix(v, "…"):
+		return true // sk-... : an example, cut
+	case len(v) > 4 && strings.EqualFold(v[:4], "your") && !strings.ContainsAny(v, "0123456789"):
+		return true // your-api-key, YourTokenHere
+	}
+	return false
+}
+
+// secretFragments: a name holding one of them names a secret; it is not one.
+var secretFragments = []string{"pass", "pwd", "secret", "token", "key", "auth", "credential", "cookie", "session", "bearer"}
+
+// codePunct are the bytes after a value that make it an expression in
+// code: an argument, a field, a statement's end, a block's start.
+const codePunct = ",;)]}{("
+
+// isCodeValue reports whether a bare (unquoted) value is code rather than
+// a literal: a keyword or type, a call or index, a selector, an
+// operator's operand, a reference to a variable, a format string.
+func isCodeValue(v, key string) bool {
+	w := strings.TrimRight(v, codePunct)
+	if w == "" {
+		return true
+	}
+	switch w[0] {
+	case '&', '*', '!', '(', '[', '<', '@', '|', '>', '=', '`':
+		return true // &x, *p, !ok, (a), []byte, <-ch, @decorator, | and > (YAML blocks), ==
+	}
+	switch {
+	case codeKeywords[w], codeKeywords[strings.TrimSuffix(w, "?")]:
+		return true
+	case strings.EqualFold(w, key), strings.EqualFold(w, lastWord(key)):
+		return true // token: token
+	case isCallOrIndex(v), isSelector(w):
+		return true
+	case isEnvRef(w), hasFormat(w), isEnvName(w):
+		return true
+	case startsWithMask(w), isPlaceholder(w), reHexNumber.MatchString(w):
+		return true
+	case w != v && isIdent(w) && !randomish(w):
+		return true // tok, — an argument, a field
+	case strings.HasPrefix(w, "-") && len(w) > 1 && (w[1] >= 'a' && w[1] <= 'z'):
+		return true // -flag, -x
+	}
+	return false
+}
+
+// lastWord is the last word of a key: token of api.token, Secret of
+// hs.masterSecret.
+func lastWord(key string) string {
+	if i := strings.LastIndexAny(key, "._-"); i >= 0 {
+		key = key[i+1:]
+	}
+	for i := len(key) - 1; i > 0; i-- {
+		if key[i] >= 'A' && key[i] <= 'Z' && key[i-1] >= 'a' && key[i-1] <= 'z' {
+			return key[i:]
+		}
+	}
+	return key
+}
+
+// quotedIsSecret reports whether a quoted value is a literal secret. In a
+// configuration context (the key begins its line) words and spaces are
+// secrets too; in code a name ("X-Auth-Token") or prose is not.
+func quotedIsSecret(q string, config bool) bool {
+	if strings.TrimSpace(q) == "" || isPlaceholder(q) || !strings.ContainsFunc(q, isAlnum) {
+		return false
+	}
+	switch {
+	case hasFormat(q), isEnvRef(q), strings.HasPrefix(q, `\`) && reEscapes.MatchString(q):
+		return false
+	case strings.Contains(q, "://"):
+		return false // a URL: url-password masks a password in it
+	}
+	if config {
+		return true
+	}
+	if strings.ContainsAny(q, " \t") {
+		return false // prose: a message, a prefix ("Bearer ")
+	}
+	if reNameWords.MatchString(q) {
+		lower := strings.ToLower(q)
+		for _, f := range secretFragments {
+			if strings.Contains(lower, f) {
+				return false // names a secret: "access_token", "X-Auth-Token"
+			}
+		}
+	}
+	if isPath(q) {
+		return false
+	}
+	return true
+}
+
+// isPath: an absolute or relative file path with no high-entropy part.
+func isPath(q string) bool {
+	if !(strings.HasPrefix(q, "/") || strings.HasPrefix(q, "./") || strings.HasPrefix(q, "../") || strings.HasPrefix(q, "~/")) {
+		return false
+	}
+	for _, part := range strings.Split(q, "/") {
+		if randomish(part) {
+			return false
+		}
+	}
+	return true
+}
+
+// randomish reports whether a value looks randomly generated (a key, a
+// token), whatever surrounds it: long, letters and digits mixed, high
+// entropy, not a name made of words.
+func randomish(v string) bool {
+	if len(v) < 16 || len(v) > 4096 {
+		return false
+	}
+	var letters, digits, digitRuns int
+	prevDigit := false
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case c >= '0' && c <= '9':
+			digits++
+			if !prevDigit {
+				digitRuns++
+			}
+			prevDigit = true
+			continue
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z':
+			letters++
+		case c <= ' ' || c >= 0x7f:
+			return false
+		}
+		prevDigit = false
+	}
+	if letters < 4 || digits < 2 || digitRuns < 2 {
+		return false
+	}
+	return entropy(v) >= 3.3
+}
+
+// entropy is the Shannon entropy of s's bytes, in bits per byte.
+func entropy(s string) float64 {
+	var counts [256]int
+	for i := 0; i < len(s); i++ {
+		counts[s[i]]++
+	}
+	n := float64(len(s))
+	e := 0.0
+	for _, c := range counts {
+		if c > 0 {
+			p := float64(c) / n
+			e -= p * math.Log2(p)
+		}
+	}
+	return e
+}
+
+// isNumber: digits, with a sign or a decimal point.
+func isNumber(v string) bool {
+	v = strings.TrimLeft(v, "+-")
+	if v == "" {
+		return false
+	}
+	dot := false
+	for i := 0; i < len(v); i++ {
+		switch {
+		case v[i] >= '0' && v[i] <= '9':
+		case v[i] == '.' && !dot:
+			dot = true
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// lineStartKey reports whether the key at s[keyStart:] begins its line: only
+// white space before it, or a configuration prefix (export, set, ENV, a
+// YAML list's "-", a comment's "#" or ";", a flag's "--", an opening quote).
+func lineStartKey(s string, keyStart int) bool {
+	ls := strings.LastIndexByte(s[:keyStart], '\n') + 1
+	prefix := strings.TrimSpace(s[ls:keyStart])
+	if prefix == "" {
+		return true
+	}
+	for _, w := range []string{"export", "set", "setx", "ENV", "ARG", "declare", "readonly"} {
+		if rest, ok := strings.CutPrefix(prefix, w); ok && (rest == "" || rest[0] == ' ' || rest[0] == '\t') {
+			prefix = strings.TrimSpace(rest)
+			break
+		}
+	}
+	// What is left, white space aside, must be a list item, a comment, a
+	// flag's dashes or an opening quote.
+	var b [4]byte
+	n := 0
+	for i := 0; i < len(prefix); i++ {
+		if c := prefix[i]; c != ' ' && c != '\t' {
+			if n == len(b) {
+				return false
+			}
+			b[n] = c
+			n++
+		}
+	}
+	switch string(b[:n]) {
+	case "", "-", "#", ";", "--", "\"", "'", "-\"", "-'", "#-", "{\"", "{'", "[", "-\\\"", "\\\"":
+		return true
+	}
+	return false
+}
+
+func isAlnum(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r >= 0x80
+}
