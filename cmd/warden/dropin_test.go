@@ -199,7 +199,7 @@ func TestConfigSecretNeverRecorded(t *testing.T) {
 		t.Errorf("tools --json does not list bsky_search with its enforced schema")
 	}
 	out = must("--grant", netGrant, "--grant", "env:WX_SERVICE_ID", "call", "fetch", "--args", `{"city":"Oslo","echo_key":true}`)
-	if gotKey != secret || !strings.Contains(out, `\"request_id\":\"req-7\"`) || !strings.Contains(out, `\"key\":\"[REDACTED]\"`) {
+	if gotKey != secret || !strings.Contains(out, `\"request_id\":\"req-7\"`) || !strings.Contains(out, `\"key\":\"[REDACTED:env-secret:`) {
 		t.Fatalf("call fetch (the service got %q):\n%s", gotKey, out)
 	}
 

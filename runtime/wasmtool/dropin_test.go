@@ -207,7 +207,7 @@ func TestServletConfigSecretAndHTTP(t *testing.T) {
 	if gotKey != secret {
 		t.Fatalf("the service got key %q", gotKey)
 	}
-	for _, want := range []string{`"status":200`, `"request_id":"req-42"`, `temp_c`, `"key":"[REDACTED]"`} {
+	for _, want := range []string{`"status":200`, `"request_id":"req-42"`, `temp_c`, `"key":"[REDACTED:env-secret:`} {
 		if !strings.Contains(res.Output, want) {
 			t.Errorf("output lacks %s: %s", want, res.Output)
 		}
