@@ -70,8 +70,10 @@ type shellRunResult struct {
 type shellRun struct {
 	grants   capability.Set
 	ws       string
-	box      sandbox.Spec // every program's sandbox (the call's grants and limits)
-	needBox  bool         // require_sandbox
+	rtCall   *runtime.Call
+	ctx      context.Context // the call's (where its connections are noted)
+	limits   sandbox.Limits  // the call's
+	needBox  bool            // require_sandbox
 	path     string
 	pathDirs []string
 	base     map[string]string // the environment warden built, before the call's env
@@ -86,6 +88,25 @@ type shellRun struct {
 	warned   map[string]bool
 	warnings []string
 	limit    string
+
+	// The programs' sandbox and way out, made when the first program
+	// starts (a command of builtins needs neither).
+	boxOnce sync.Once
+	box     sandbox.Spec
+	net     *procNet
+	boxErr  error
+}
+
+// sandbox returns every program's sandbox (the call's grants and limits)
+// and the call's way out (nil without net grants).
+func (st *shellRun) sandbox() (sandbox.Spec, *procNet, error) {
+	st.boxOnce.Do(func() {
+		st.box, st.boxErr = boxFor(st.rtCall, st.pathDirs)
+		if st.boxErr == nil {
+			st.net, st.boxErr = newProcNet(st.ctx, st.rtCall, nil)
+		}
+	})
+	return st.box, st.net, st.boxErr
 }
 
 func (s *Shell) environ() []string {
@@ -99,7 +120,7 @@ func (s *Shell) environ() []string {
 func (s *Shell) execute(ctx context.Context, c *runtime.Call, sc *shellCall) *shellRunResult {
 	path := s.pathValue(c.Workspace)
 	st := &shellRun{grants: c.Grants, ws: c.Workspace, path: path, warned: map[string]bool{},
-		box: boxFor(c), needBox: c.RequireSandbox}
+		rtCall: c, ctx: ctx, limits: c.Limits, needBox: c.RequireSandbox}
 	if path != "" {
 		st.pathDirs = strings.Split(path, ":")
 	}
@@ -165,6 +186,7 @@ func (s *Shell) execute(ctx context.Context, c *runtime.Call, sc *shellCall) *sh
 	if left := st.close(stopBy); left > 0 && !res.timedOut && !res.cancelled && st.denial == nil {
 		st.warn(fmt.Sprintf("%d program(s) still running in the background when the command ended were killed; use wait to wait for background jobs", left))
 	}
+	st.net.close()
 
 	st.mu.Lock()
 	res.denial, res.notFound, res.warnings = st.denial, st.notFound, st.warnings
@@ -288,7 +310,7 @@ func (st *shellRun) exec(ctx context.Context, args []string) error {
 	defer st.leave()
 	// The process limit holds for the programs the command runs at once
 	// (background jobs), as it does inside each of them.
-	if lim := st.box.Limits.WithDefaults().Processes; st.programs() > lim {
+	if lim := st.limits.WithDefaults().Processes; st.programs() > lim {
 		return st.refuseCode(hc, runtime.CodeResourceLimit, fmt.Sprintf("%s was not started: the command already runs %d programs, its process limit", args[0], lim),
 			"raise limits.processes in the policy rule for shell, or wait for background jobs")
 	}
@@ -365,7 +387,12 @@ func (st *shellRun) exec(ctx context.Context, args []string) error {
 	defer pcancel(nil)
 	broken := func() { pcancel(shellErrBrokenPipe) }
 	var end procEnd
-	spec := procSpec{Path: path, Args: args, Dir: hc.Dir, Env: env, Stdin: hc.Stdin, Box: st.box, RequireBox: st.needBox, Ended: &end}
+	box, pnet, err := st.sandbox()
+	if err != nil {
+		return st.refuseCode(hc, runtime.CodePolicyDenied, fmt.Sprintf("%s was not started: %v", name, err),
+			"narrow the policy's protect: and hide: entries (entries with a / need no search of the workspace)")
+	}
+	spec := procSpec{Path: path, Args: args, Dir: hc.Dir, Env: env, Stdin: hc.Stdin, Box: box, Net: pnet, RequireBox: st.needBox, Ended: &end}
 	var tail *limitWatch
 	if hc.Stderr != nil {
 		tail = &limitWatch{w: hc.Stderr}
@@ -380,7 +407,7 @@ func (st *shellRun) exec(ctx context.Context, args []string) error {
 		return st.refuseCode(hc, e.Code, fmt.Sprintf("%s was not started: %s", name, e.Message), e.Hint)
 	}
 	st.mu.Lock()
-	if l := limitHit(code, end, tail, st.box.Limits.WithDefaults()); l != "" && st.limit == "" {
+	if l := limitHit(code, end, tail, st.limits.WithDefaults()); l != "" && st.limit == "" {
 		st.limit = l
 	}
 	st.mu.Unlock()

@@ -192,6 +192,7 @@ func (g *Gate) check(req Request, callID string) (*checked, *Error) {
 	}
 	c.call.RequireSandbox = g.o.Policy.RequireSandbox
 	c.call.Limits = g.o.Policy.Limits
+	c.call.Protect, c.call.Hide = g.o.Policy.pathRules()
 	if c.rule != nil {
 		r := *c.rule
 		c.call.Rule = &r
@@ -224,6 +225,9 @@ func (g *Gate) check(req Request, callID string) (*checked, *Error) {
 	if len(missing) > 0 {
 		return c, Errorf(CodeCapabilityDenied, "add "+strings.Join(hints, " "),
 			"%s needs %s, which the grants (%s) do not allow", e.spec.Name, strings.Join(missing, ", "), grants.String())
+	}
+	if perr := pathRuleRefusal(c.call, needs); perr != nil {
+		return c, perr
 	}
 	c.decision.Action = ActionAllow
 	c.decision.Approval = ApprovalNotRequired
@@ -394,6 +398,7 @@ func (g *Gate) finish(ctx context.Context, res Result, ev AuditEvent, o Outcome,
 	res.Error = o.Err
 	res.Success = o.Err == nil
 	res.Sandbox, ev.Sandbox = o.Sandbox, o.Sandbox
+	ev.Connections, ev.ConnectionsDropped = g.redactConnections(o.Connections), o.ConnectionsDropped
 	res.DurationMS = g.o.Now().Sub(start).Milliseconds()
 
 	ev.Phase = PhaseResult
@@ -450,10 +455,12 @@ func (g *Gate) safeRun(ctx context.Context, t Tool, c *Call) (o Outcome) {
 	ctx = context.WithValue(ctx, gateKey{}, g)
 	note := &sandboxNote{}
 	ctx = context.WithValue(ctx, sandboxNoteKey{}, note)
+	ctx, conns := withConnNote(ctx)
 	defer func() {
 		if o.Sandbox == "" {
 			o.Sandbox = note.get()
 		}
+		o.Connections, o.ConnectionsDropped = conns.get()
 	}()
 	if c.DryRun {
 		return t.Preview(ctx, c)

@@ -13,6 +13,7 @@ import (
 	"github.com/goccy/go-yaml/parser"
 
 	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/pathrule"
 	"github.com/wardenrt/warden/runtime/sandbox"
 )
 
@@ -70,6 +71,10 @@ type Policy struct {
 	// Limits are the resource limits of every program a tool starts (zero
 	// fields: sandbox.DefaultLimits).
 	Limits sandbox.Limits `yaml:"limits"`
+	// Protect are paths no program may change and Hide paths no program
+	// or tool may read, whatever the grants (pathrule entries).
+	Protect []string `yaml:"protect"`
+	Hide    []string `yaml:"hide"`
 
 	// Source names where the policy came from (a path or "built-in default").
 	Source string `yaml:"-"`
@@ -175,6 +180,16 @@ func ParsePolicy(source string, data []byte) (*Policy, error) {
 		}
 		if r.Action == ActionDeny && (r.RequireApproval || r.DryRunFirst) {
 			bad(at, "rule %d: a deny rule cannot require approval or a dry run", i+1)
+		}
+	}
+	for _, l := range []struct {
+		key     string
+		entries []string
+	}{{"protect", p.Protect}, {"hide", p.Hide}} {
+		for i, e := range l.entries {
+			if err := pathrule.Check(e); err != nil {
+				bad(fmt.Sprintf("$.%s[%d]", l.key, i), "%s: %v", l.key, err)
+			}
 		}
 	}
 	if p.Approval != "" {

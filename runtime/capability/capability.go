@@ -124,6 +124,15 @@ func (g Grant) Kind() Kind { return g.kind }
 // Port returns a net grant's port (0: any port, and for other kinds).
 func (g Grant) Port() int { return int(g.port) }
 
+// SingleAddr returns, for a net grant of one IP address (net:10.0.0.5,
+// net:[::1]:5432 — not a wider CIDR), that address.
+func (g Grant) SingleAddr() (netip.Addr, bool) {
+	if g.kind != Net || !g.prefix.IsValid() || !g.prefix.IsSingleIP() {
+		return netip.Addr{}, false
+	}
+	return g.prefix.Addr(), true
+}
+
 // Scope returns the canonical scope ("" for scope-less kinds).
 func (g Grant) Scope() string { return g.scope }
 

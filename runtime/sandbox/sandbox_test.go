@@ -17,10 +17,11 @@ import (
 func TestCommand(t *testing.T) {
 	home := t.TempDir()
 	env := []string{"PATH=/usr/bin", "HOME=" + home, specEnv + "=stale", EnvSimulateABI + "=0", "LD_PRELOAD=/x.so"}
-	path, argv, out, err := Command("/bin/echo", []string{"echo", "hi"}, env, Spec{Read: []string{"/srv"}})
+	l, err := Command("/bin/echo", []string{"echo", "hi"}, env, Spec{Read: []string{"/srv"}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	path, argv, out := l.Path, l.Args, l.Env
 	if path != "/proc/self/exe" || !slices.Equal(argv, []string{"echo", launcherArg, "/bin/echo", "echo", "hi"}) {
 		t.Fatalf("%s %q", path, argv)
 	}
@@ -35,11 +36,11 @@ func TestCommand(t *testing.T) {
 		t.Fatalf("program env %q, want %q", s.Env, want)
 	}
 	// A sandbox that reaches the home directory keeps it.
-	_, _, out, _ = Command("/bin/echo", []string{"echo"}, env, Spec{Read: []string{filepath.Join(home, ".config")}})
-	if !strings.Contains(out[0], `"HOME=`+home+`"`) {
+	l, _ = Command("/bin/echo", []string{"echo"}, env, Spec{Read: []string{filepath.Join(home, ".config")}})
+	if out = l.Env; !strings.Contains(out[0], `"HOME=`+home+`"`) {
 		t.Fatalf("env %q", out)
 	}
-	if _, _, _, err := Command("echo", nil, nil, Spec{}); err == nil {
+	if _, err := Command("echo", nil, nil, Spec{}); err == nil {
 		t.Fatal("a relative program path was accepted")
 	}
 }
@@ -56,14 +57,18 @@ func TestLimitsOver(t *testing.T) {
 }
 
 func TestLevels(t *testing.T) {
-	for abi, want := range map[int]string{0: LevelNone, 3: LevelPartial, 5: LevelPartial, 6: "landlock-v6", 7: "landlock-v7"} {
-		if got := (Support{ABI: abi}).Level(); got != want {
-			t.Errorf("ABI %d: %s, want %s", abi, got, want)
+	for _, tc := range []struct {
+		abi  int
+		ns   bool
+		want string
+	}{{0, true, LevelOff}, {0, false, LevelOff}, {3, true, LevelPartial}, {5, false, LevelPartial}, {6, false, LevelFallback}, {7, false, LevelFallback}, {6, true, LevelFull}, {7, true, LevelFull}} {
+		if got := (Support{ABI: tc.abi, Namespaces: tc.ns}).Level(); got != tc.want {
+			t.Errorf("ABI %d namespaces %v: %s, want %s", tc.abi, tc.ns, got, tc.want)
 		}
 	}
 	real := Detect()
 	restore := SimulateABI(0)
-	if s := Detect(); s.ABI != 0 || s.Level() != LevelNone || (real.ABI > 0 && !s.Simulated) {
+	if s := Detect(); s.ABI != 0 || s.Level() != LevelOff || (real.ABI > 0 && !s.Simulated) {
 		t.Errorf("simulated: %+v", s)
 	}
 	restore()
@@ -80,13 +85,10 @@ func TestLauncher(t *testing.T) {
 	in, out := filepath.Join(dir, "in.txt"), filepath.Join(t.TempDir(), "out.txt")
 	os.WriteFile(in, []byte("in\n"), 0o644)
 	os.WriteFile(out, []byte("out\n"), 0o644)
+	progs := ExecClosure([]string{"/bin/sh", "/usr/bin/env", "/usr/bin/cat"}, []string{"/usr/bin"})
 	run := func(spec Spec, args ...string) (string, error) {
-		path, argv, env, err := Command("/bin/sh", append([]string{"sh", "-c"}, args...), []string{"PATH=/usr/bin:/bin"}, spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command(path)
-		cmd.Args, cmd.Env = argv, env
+		spec.Exec = progs
+		cmd := launcherCmd(t, "/bin/sh", append([]string{"sh", "-c"}, args...), []string{"PATH=/usr/bin:/bin"}, spec)
 		b, err := cmd.CombinedOutput()
 		return string(b), err
 	}
@@ -118,12 +120,7 @@ func TestLauncherExecFails(t *testing.T) {
 	if err := os.WriteFile(prog, b, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	path, argv, env, err := Command(prog, []string{"true"}, nil, Spec{Limits: Limits{AddressSpaceMB: 64}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(path)
-	cmd.Args, cmd.Env = argv, env
+	cmd := launcherCmd(t, prog, []string{"true"}, nil, Spec{Limits: Limits{AddressSpaceMB: 64}})
 	out, err := cmd.CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != ExitLaunchFailed || string(out) != "warden sandbox: "+prog+": permission denied\n" {
 		t.Fatalf("%v %q", err, out)
@@ -135,4 +132,18 @@ func TestUserProcesses(t *testing.T) {
 	if err != nil || n < 1 {
 		t.Fatalf("%d %v", n, err)
 	}
+}
+
+// launcherCmd is the exec.Cmd that starts path under spec through the
+// launcher (this test binary).
+func launcherCmd(t *testing.T, path string, args, env []string, spec Spec) *exec.Cmd {
+	t.Helper()
+	l, err := Command(path, args, env, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Close)
+	cmd := exec.Command(l.Path)
+	cmd.Args, cmd.Env, cmd.SysProcAttr, cmd.ExtraFiles = l.Args, l.Env, l.SysProcAttr, l.ExtraFiles
+	return cmd
 }
