@@ -194,7 +194,7 @@ func (o *Ops) box(c *runtime.Call) sandbox.Spec {
 		// started), and what Sandbox adds.
 		Exec:    sandbox.ExecClosure(o.Sandbox.Exec, filepath.SplitList(o.childPath())),
 		ExecAny: o.Sandbox.ExecAny,
-		Limits: c.Limits,
+		Limits:  c.Limits,
 		// systemctl talks to systemd over its unix socket.
 		UnixSockets: true,
 	}
