@@ -366,6 +366,10 @@ func (st *shellRun) exec(ctx context.Context, args []string) error {
 		if shellProtected(st.ws, p) {
 			return st.refuse(hc, fmt.Sprintf("%s would write %s: %s", shellShort(args), p, shellProtectedWhy), shellProtectedHint)
 		}
+		if entry, prot := st.rtCall.Protect.Match(st.ws, p); prot {
+			e := runtime.ProtectedError(p, entry)
+			return st.refuse(hc, fmt.Sprintf("%s would write %s: %s", shellShort(args), p, e.Message), e.Hint)
+		}
 	}
 	if d, err := capability.ResolvePath(st.ws, hc.Dir); err != nil || !st.grants.Allows(capability.Need{Kind: capability.FSRead, Resource: d}) {
 		return st.refuse(hc, fmt.Sprintf("%s would run in %s, which is outside the fs.read grants", base, hc.Dir), "add --grant "+capability.Need{Kind: capability.FSRead, Resource: d}.Hint(st.ws))
@@ -655,6 +659,16 @@ func (st *shellRun) open(ctx context.Context, path string, flag int, perm os.Fil
 	}
 	if write && shellProtected(st.ws, resolved) {
 		_ = st.refuse(hc, fmt.Sprintf("writing %s refused: %s", resolved, shellProtectedWhy), shellProtectedHint)
+		return nil, &os.PathError{Op: "open", Path: path, Err: shellErrDenied}
+	}
+	if entry, hidden := st.rtCall.Hidden(resolved); hidden {
+		e := runtime.HiddenError(resolved, entry)
+		_ = st.refuse(hc, e.Message, e.Hint)
+		return nil, &os.PathError{Op: "open", Path: path, Err: shellErrDenied}
+	}
+	if entry, prot := st.rtCall.Protect.Match(st.ws, resolved); prot && write {
+		e := runtime.ProtectedError(resolved, entry)
+		_ = st.refuse(hc, e.Message, e.Hint)
 		return nil, &os.PathError{Op: "open", Path: path, Err: shellErrDenied}
 	}
 	var f *os.File

@@ -7,11 +7,11 @@
 //
 // An entry is a path or a doublestar glob, in one of three forms:
 //
-//	.env, *.pem, id_rsa*   no "/": a name, matched against every path
-//	                       element under the workspace, at any depth (as
-//	                       in .gitignore)
-//	secrets/, config/*.key a "/" inside or at the end: relative to the
-//	                       workspace (a trailing "/" is dropped)
+//	.env, *.pem, secrets/  no "/" but at the end: a name, matched against
+//	                       every path element under the workspace, at any
+//	                       depth (as in .gitignore; the trailing "/" is
+//	                       dropped)
+//	config/*.key, a/b      a "/" inside: relative to the workspace
 //	/etc/app/token         absolute
 //
 // A path matches an entry when it, or a directory it lies in, does: hiding

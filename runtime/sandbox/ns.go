@@ -194,6 +194,17 @@ func setupMounts(spec Spec) error {
 			return fmt.Errorf("hiding %s: %w", p, err)
 		}
 	}
+	// The working directory was entered before the mounts were made: it
+	// still points into the mounts underneath, where relative paths
+	// would find .git writable and hidden files readable. Enter it again
+	// by its name, through the new mounts (a hidden one cannot be).
+	wd, err := os.Getwd()
+	if err != nil {
+		return fmt.Errorf("mount namespace: the working directory: %w", err)
+	}
+	if err := unix.Chdir(wd); err != nil {
+		return fmt.Errorf("mount namespace: entering %s again: %w", wd, err)
+	}
 	return nil
 }
 
