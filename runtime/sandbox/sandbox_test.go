@@ -2,11 +2,15 @@ package sandbox
 
 import (
 	"encoding/json"
+	"io"
+	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -135,7 +139,7 @@ func TestUserProcesses(t *testing.T) {
 }
 
 // launcherCmd is the exec.Cmd that starts path under spec through the
-// launcher (this test binary).
+// launcher (this test binary); launchOf returns its Launch.
 func launcherCmd(t *testing.T, path string, args, env []string, spec Spec) *exec.Cmd {
 	t.Helper()
 	l, err := Command(path, args, env, spec)
@@ -145,5 +149,142 @@ func launcherCmd(t *testing.T, path string, args, env []string, spec Spec) *exec
 	t.Cleanup(l.Close)
 	cmd := exec.Command(l.Path)
 	cmd.Args, cmd.Env, cmd.SysProcAttr, cmd.ExtraFiles = l.Args, l.Env, l.SysProcAttr, l.ExtraFiles
+	launches.Store(cmd, l)
 	return cmd
+}
+
+var launches sync.Map
+
+func launchOf(t *testing.T, cmd *exec.Cmd) *Launch {
+	l, ok := launches.Load(cmd)
+	if !ok {
+		t.Fatal("not a launcher command")
+	}
+	return l.(*Launch)
+}
+
+// TestLauncherNamespaces: with namespaces, the launcher listens inside the
+// program's network namespace (loopback, another loopback address, a
+// private address it adds) and hands the listeners over; the program's
+// connections arrive on them and nowhere else; a protected path is
+// read-only, a hidden file unreadable, a program directory noexec.
+func TestLauncherNamespaces(t *testing.T) {
+	if s := Detect(); !s.Namespaces || s.ABI < 1 {
+		t.Skipf("namespaces %v (%s), Landlock ABI %d", s.Namespaces, s.NamespacesWhy, s.ABI)
+	}
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed")
+	}
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(dir, "p"), 0o755)
+	os.WriteFile(filepath.Join(dir, "p", "f"), []byte("kept\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "hidden.txt"), []byte("SECRET\n"), 0o644)
+	listen := []netip.AddrPort{
+		netip.MustParseAddrPort("127.0.0.1:3128"),
+		netip.MustParseAddrPort("127.0.0.5:9000"),
+		netip.MustParseAddrPort("10.77.0.1:5432"),
+	}
+	script := `import socket, subprocess
+for a, p in (("127.0.0.1", 3128), ("127.0.0.5", 9000), ("10.77.0.1", 5432)):
+    socket.create_connection((a, p), timeout=5).sendall(("to %s:%d" % (a, p)).encode())
+for path in ("hidden.txt",):
+    try:
+        open(path).read(); print("read", path)
+    except OSError as e:
+        print("hidden:", e.strerror)
+try:
+    open("p/f", "w").write("x")
+except OSError as e:
+    print("protected:", e.strerror)
+try:
+    subprocess.run(["/lib64/ld-linux-x86-64.so.2", "/usr/bin/true"], check=True); print("loader ran true")
+except Exception as e:
+    print("loader:", type(e).__name__)
+`
+	cmd := launcherCmd(t, "/usr/bin/python3", []string{"python3", "-c", script}, []string{"PATH=/usr/bin"}, Spec{
+		Write:   []string{dir},
+		Exec:    ExecClosure([]string{"/usr/bin/python3", "/lib64/ld-linux-x86-64.so.2"}, nil),
+		Protect: []string{filepath.Join(dir, "p")},
+		Hide:    []string{filepath.Join(dir, "hidden.txt")},
+		Listen:  listen,
+	})
+	cmd.Dir = dir
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	l := launchOf(t, cmd)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	l.Started()
+	files, err := l.Listeners()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	var got []string
+	for _, f := range files {
+		ln, err := net.FileListener(f)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(c)
+		c.Close()
+		ln.Close()
+		got = append(got, string(b))
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if want := []string{"to 127.0.0.1:3128", "to 127.0.0.5:9000", "to 10.77.0.1:5432"}; !slices.Equal(got, want) {
+		t.Errorf("received %q", got)
+	}
+	o := out.String()
+	for _, want := range []string{"hidden: Permission denied", "protected: Read-only file system", "loader: CalledProcessError"} {
+		if !strings.Contains(o, want) {
+			t.Errorf("output lacks %q:\n%s", want, o)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "p", "f")); string(b) != "kept\n" {
+		t.Errorf("protected file: %q", b)
+	}
+}
+
+// TestExecClosure: a granted program brings its #! interpreter (through
+// env, found on the PATH given), its ELF loader and its helpers; nothing
+// else.
+func TestExecClosure(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "tool")
+	os.WriteFile(script, []byte("#!/usr/bin/env sh\necho hi\n"), 0o755)
+	got := ExecClosure([]string{script}, []string{"/usr/bin", "/bin"})
+	real := func(p string) string {
+		r, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			t.Skipf("%s: %v", p, err)
+		}
+		return r
+	}
+	for _, want := range []string{script, real("/usr/bin/env"), real("/usr/bin/sh")} {
+		if !slices.Contains(got, real(want)) {
+			t.Errorf("closure of a script lacks %s: %q", want, got)
+		}
+	}
+	if !slices.ContainsFunc(got, func(p string) bool { return strings.Contains(filepath.Base(p), "ld-") }) {
+		t.Errorf("no loader in %q", got)
+	}
+	if slices.Contains(got, real("/usr/bin/touch")) {
+		t.Errorf("touch in %q", got)
+	}
+	if _, err := os.Stat("/usr/lib/git-core"); err == nil {
+		if g := ExecClosure([]string{"/usr/bin/git"}, nil); !slices.Contains(g, "/usr/lib/git-core") {
+			t.Errorf("git's helpers missing: %q", g)
+		}
+	}
 }
