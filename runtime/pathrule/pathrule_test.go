@@ -39,7 +39,7 @@ func TestMatch(t *testing.T) {
 		{"/ws/README.md", ""},
 		{"/ws/sub/secrets/x", "secrets/"}, // a name: at any depth
 		{"/ws/sub/config/db.key", ""},     // anchored: only the workspace's config/
-		{"/ws/.git/x.pem", ""}, // name entries never look inside .git
+		{"/ws/.git/x.pem", ""},            // name entries never look inside .git
 		{"/ws/.envrc", ""},
 		{"/elsewhere/.env", ""}, // name entries are the workspace's
 		{"/ws", ""},
