@@ -36,7 +36,7 @@ func shellPlant(t *testing.T, path, mark string) {
 }
 
 // shellGitInit makes ws a git repository (with the test's own git).
-func shellGitInit(t *testing.T, ws string) {
+func shellGitInit(t testing.TB, ws string) {
 	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed")

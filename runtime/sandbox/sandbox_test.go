@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -140,7 +141,7 @@ func TestUserProcesses(t *testing.T) {
 
 // launcherCmd is the exec.Cmd that starts path under spec through the
 // launcher (this test binary); launchOf returns its Launch.
-func launcherCmd(t *testing.T, path string, args, env []string, spec Spec) *exec.Cmd {
+func launcherCmd(t testing.TB, path string, args, env []string, spec Spec) *exec.Cmd {
 	t.Helper()
 	l, err := Command(path, args, env, spec)
 	if err != nil {
@@ -155,7 +156,7 @@ func launcherCmd(t *testing.T, path string, args, env []string, spec Spec) *exec
 
 var launches sync.Map
 
-func launchOf(t *testing.T, cmd *exec.Cmd) *Launch {
+func launchOf(t testing.TB, cmd *exec.Cmd) *Launch {
 	l, ok := launches.Load(cmd)
 	if !ok {
 		t.Fatal("not a launcher command")
@@ -286,5 +287,57 @@ func TestExecClosure(t *testing.T) {
 		if g := ExecClosure([]string{"/usr/bin/git"}, nil); !slices.Contains(g, "/usr/lib/git-core") {
 			t.Errorf("git's helpers missing: %q", g)
 		}
+	}
+}
+
+// TestNamespacesUnprivileged: for a user other than root the launcher gets
+// its namespaces through a user namespace. Run as root, the test runs
+// itself again as nobody, where the probe must succeed (or the machine
+// must say why not).
+func TestNamespacesUnprivileged(t *testing.T) {
+	if os.Getuid() != 0 {
+		err := probeNamespaces()
+		if os.Getenv("WARDEN_TEST_AS_NOBODY") == "1" && err != nil && !strings.Contains(err.Error(), "restricted") {
+			t.Fatal(err)
+		}
+		if err != nil {
+			t.Skipf("no namespaces for this user here: %v", err)
+		}
+		return
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Skip(err)
+	}
+	// A copy nobody can run (the build directory is root's alone).
+	dir, err := os.MkdirTemp("", "warden-sandbox-nobody-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	b, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe := filepath.Join(dir, "sandbox.test")
+	if err := os.WriteFile(exe, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const nobody = 65534
+	cmd := exec.Command(exe, "-test.run", "^TestNamespacesUnprivileged$", "-test.v")
+	cmd.Env = []string{"WARDEN_TEST_AS_NOBODY=1"}
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+	out, err := cmd.CombinedOutput()
+	switch {
+	case err != nil && strings.Contains(err.Error(), "permission denied"):
+		t.Skipf("nobody cannot run the test binary (%s): %v", exe, err)
+	case err != nil:
+		t.Fatalf("as nobody: %v\n%s", err, out)
+	case !strings.Contains(string(out), "--- PASS"):
+		t.Skipf("as nobody:\n%s", out)
 	}
 }

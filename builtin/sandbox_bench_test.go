@@ -1,0 +1,150 @@
+package builtin
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os/exec"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/sandbox"
+)
+
+// medianLoop runs f b.N times (b.Loop) and reports the median duration of
+// one run as ms-median beside the mean ns/op.
+func medianLoop(b *testing.B, f func()) {
+	b.Helper()
+	var ds []time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		f()
+		ds = append(ds, time.Since(t0))
+	}
+	slices.Sort(ds)
+	b.ReportMetric(float64(ds[len(ds)/2].Microseconds())/1000, "ms-median")
+}
+
+// BenchmarkSandboxStart: starting /bin/true as the shell's programs are
+// started, side by side: exec.Command; the sandbox without namespaces
+// (the launcher, limits, Landlock with per-file execution, seccomp — what
+// programs ran under before namespaces, and the fallback level now); the
+// sandbox with namespaces (level full: a network and a mount namespace,
+// noexec program directories, .git and .warden read-only); and full with
+// the call's egress proxy handed its listener.
+func BenchmarkSandboxStart(b *testing.B) {
+	ws := shellWS(b)
+	shellGitInit(b, ws)
+	call := &runtime.Call{Workspace: ws, Grants: capability.NewSet(ws,
+		capability.MustParse("fs.read:**"), capability.MustParse("fs.write:**"), capability.MustParse("exec:true"),
+		capability.MustParse("exec:git"), capability.MustParse("exec:cat"), capability.MustParse("exec:sh"))}
+	dirs := []string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"}
+	run := func(b *testing.B, net *procNet) {
+		box, err := boxFor(call, dirs)
+		if err != nil {
+			b.Fatal(err)
+		}
+		medianLoop(b, func() {
+			if code, err := runProc(context.Background(), procSpec{Path: "/usr/bin/true", Args: []string{"true"}, Dir: ws, Box: box, Net: net}); err != nil || code != 0 {
+				b.Fatal(code, err)
+			}
+		})
+	}
+	b.Run("exec.Command", func(b *testing.B) {
+		medianLoop(b, func() {
+			if err := exec.Command("/usr/bin/true").Run(); err != nil {
+				b.Fatal(err)
+			}
+		})
+	})
+	b.Run("sandbox-no-namespaces", func(b *testing.B) {
+		defer sandbox.SimulateNoNamespaces()()
+		run(b, nil)
+	})
+	b.Run("sandbox-full", func(b *testing.B) {
+		if !sandbox.Detect().Namespaces {
+			b.Skip(sandbox.Detect().NamespacesWhy)
+		}
+		run(b, nil)
+	})
+	b.Run("sandbox-full-with-proxy", func(b *testing.B) {
+		if !sandbox.Detect().Namespaces {
+			b.Skip(sandbox.Detect().NamespacesWhy)
+		}
+		c := *call
+		c.Grants = c.Grants.Union(capability.NewSet(ws, capability.MustParse("net:127.0.0.1:5432")))
+		n, err := newProcNet(context.Background(), &c, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer n.close()
+		run(b, n)
+	})
+}
+
+// BenchmarkSandboxCurlDownload: curl fetching 100 MB from a local server,
+// directly (exec.Command, no sandbox) and under the sandbox of level full
+// through warden's egress proxy (the server granted by its IP:port).
+func BenchmarkSandboxCurlDownload(b *testing.B) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		b.Skip("curl is not installed")
+	}
+	if !sandbox.Detect().Namespaces {
+		b.Skip(sandbox.Detect().NamespacesWhy)
+	}
+	const size = 100 << 20
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", fmt.Sprint(size))
+		io.CopyN(w, zeros{}, size)
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
+	url := "http://" + ln.Addr().String() + "/big"
+	ws := shellWS(b)
+	b.Run("direct", func(b *testing.B) {
+		b.SetBytes(size)
+		medianLoop(b, func() {
+			if out, err := exec.Command("curl", "-sS", "-o", "/dev/null", url).CombinedOutput(); err != nil {
+				b.Fatal(err, string(out))
+			}
+		})
+	})
+	b.Run("sandbox-via-proxy", func(b *testing.B) {
+		call := &runtime.Call{Workspace: ws, Grants: capability.NewSet(ws, capability.MustParse("fs.read:**"),
+			capability.MustParse("exec:curl"), capability.MustParse("net:"+ln.Addr().String()))}
+		box, err := boxFor(call, []string{"/usr/bin", "/bin"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		n, err := newProcNet(context.Background(), call, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer n.close()
+		curl, _ := exec.LookPath("curl")
+		b.SetBytes(size)
+		medianLoop(b, func() {
+			var stderr cappedBuffer
+			stderr.Max = 4096
+			if code, err := runProc(context.Background(), procSpec{Path: curl, Args: []string{"curl", "-sS", "-o", "/dev/null", url}, Dir: ws, Box: box, Net: n, Stderr: &stderr}); err != nil || code != 0 {
+				b.Fatal(code, err, stderr.String())
+			}
+		})
+	})
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
