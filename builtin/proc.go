@@ -59,12 +59,19 @@ var errSandboxRequired = errors.New("sandbox required")
 // sandboxRequiredError is what a tool reports for errSandboxRequired.
 func sandboxRequiredError() *runtime.Error {
 	s := sandbox.Detect()
-	why := s.Why
-	if why == "" {
+	var why string
+	switch {
+	case s.ABI == 0:
+		why = s.Why
+	case s.ABI < 6:
 		why = fmt.Sprintf("this kernel offers Landlock ABI %d, and TCP rules need 4, IPC scopes 6", s.ABI)
+	case !s.Namespaces:
+		why = s.NamespacesWhy
+	default:
+		why = "a pids cgroup to hold root's process limit cannot be made"
 	}
 	return runtime.Errorf(runtime.CodePolicyDenied,
-		"run it on a kernel with Landlock (Linux 6.7 or later, lsm=landlock), or remove require_sandbox from the policy; `warden sandbox check` shows what this machine offers",
+		"run it where Landlock (Linux 6.7 or later, lsm=landlock) and user namespaces are available, or remove require_sandbox from the policy; `warden sandbox check` shows what this machine offers",
 		"the policy requires a sandbox (require_sandbox) and this machine's is %s: %s", s.Level(), why)
 }
 
