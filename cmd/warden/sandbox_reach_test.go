@@ -154,7 +154,8 @@ func newReachWorld(t *testing.T, worktree bool) *reachWorld {
 	}
 	repo := filepath.Join(root, "repo")
 	writeFile(t, filepath.Join(repo, "f.txt"), "ordinary\n")
-	writeFile(t, filepath.Join(repo, ".env"), "API_KEY="+reachSecret+"\n")
+	// Not shaped like a secret: the redactor must not be what hides it.
+	writeFile(t, filepath.Join(repo, ".env"), "launch code: "+reachSecret+"\n")
 	gitRun(t, repo, "init", "-q")
 	gitRun(t, repo, "config", "user.name", "t")
 	gitRun(t, repo, "config", "user.email", "t@t")
@@ -165,7 +166,7 @@ func newReachWorld(t *testing.T, worktree bool) *reachWorld {
 		w.main = repo
 		w.ws = filepath.Join(root, "wt")
 		gitRun(t, repo, "worktree", "add", "-q", w.ws)
-		writeFile(t, filepath.Join(w.ws, ".env"), "API_KEY="+reachSecret+"\n")
+		writeFile(t, filepath.Join(w.ws, ".env"), "launch code: "+reachSecret+"\n")
 	}
 	writeFile(t, filepath.Join(w.ws, ".warden", "policy.yaml"), "version: 1\n")
 	return w
@@ -413,7 +414,7 @@ for f, t, p in ((socket.AF_INET, socket.SOCK_RAW, 1), (socket.AF_PACKET, socket.
 			command: "sh -c 'echo gitdir: /tmp > .git'; cp f.txt MAIN/.git/worktrees/wt/HEAD; cp f.txt MAIN/.git/hooks/pre-commit; sh -c 'echo x >> MAIN/.git/config'"},
 		// 4. Hidden paths.
 		{name: "cat of a hidden .env", grants: with("exec:cat"), command: "cat .env"},
-		{name: "grep of a hidden .env", grants: with("exec:grep"), command: "grep API_KEY .env; grep -r " + reachSecret + " ."},
+		{name: "grep of a hidden .env", grants: with("exec:grep"), command: "grep launch .env; grep -r code ."},
 		{name: "cp of a hidden .env", grants: with("exec:cp", "exec:cat"), command: "cp .env /dev/stdout; cp .env leak.txt && cat leak.txt"},
 		{name: "sh reading a hidden .env", grants: with("exec:sh"), command: "sh -c 'while read l; do echo \"$l\"; done < .env'"},
 		// 5. Exec grants held by the kernel.
@@ -470,7 +471,7 @@ func (l *reachListeners) run(t *testing.T, cases []reachCase, fronts []string) {
 				if strings.Contains(got, reachSecret) && !strings.Contains(tc.command, reachSecret) {
 					t.Errorf("%s: the hidden secret reached the output:\n%s", front, got)
 				}
-				if strings.Contains(strings.ReplaceAll(got, cmd, ""), "API_KEY=") {
+				if strings.Contains(got, "launch code") {
 					t.Errorf("%s: the hidden file's content reached the output:\n%s", front, got)
 				}
 				after := snapshot(t, w.ws, w.main)
@@ -597,4 +598,45 @@ func callJSON(t *testing.T, w *reachWorld, tool, args string) string {
 	t.Helper()
 	_, out, errs := runWS(t, w.home, w.ws, "--policy", w.policy, "call", tool, "--args", args)
 	return out + errs
+}
+
+// TestSandboxReachHiddenSearch: a hide:'d .env under fs.read:** stays out
+// of the workspace index and of every search over it — `warden memory
+// search`, get_context through `warden call` and through `warden run`.
+func TestSandboxReachHiddenSearch(t *testing.T) {
+	needTools(t, "git")
+	w := newReachWorld(t, false)
+	writeFile(t, filepath.Join(w.ws, "notes.md"), "the launch code lives in the environment\n")
+	w.writePolicy(t, []string{"fs.read:**", "memory.read:*"})
+	if code, out, errs := runWS(t, w.home, w.ws, "--policy", w.policy, "memory", "index"); code != 0 {
+		t.Fatalf("index: %s %s", out, errs)
+	}
+	_, out, _ := runWS(t, w.home, w.ws, "--policy", w.policy, "memory", "ls")
+	if strings.Contains(out, reachSecret) || strings.Contains(out, ".env") || !strings.Contains(out, "notes.md") {
+		t.Errorf("the index: %s", out)
+	}
+	if got := callJSON(t, w, "get_context", `{"query":"launch code"}`); strings.Contains(got, reachSecret) || !strings.Contains(got, "notes.md") {
+		t.Errorf("get_context: %s", got)
+	}
+	srv := llmtest.New(t,
+		llmtest.Step{ToolCalls: []llmtest.ToolCall{{Name: "get_context", Arguments: `{"query":"launch code"}`}, {Name: "fs_read", Arguments: `{"path":".env"}`}}},
+		llmtest.Step{Content: "done"},
+	)
+	t.Setenv("OPENAI_BASE_URL", srv.URL)
+	t.Setenv("OPENAI_API_KEY", "")
+	t.Setenv("WARDEN_MODEL", "scripted")
+	runWS(t, w.home, w.ws, "--policy", w.policy, "run", "find the key")
+	reqs := srv.Requests()
+	if len(reqs) < 2 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	var told []string
+	for _, m := range reqs[1].Messages {
+		if m.Role == "tool" {
+			told = append(told, m.Content)
+		}
+	}
+	if len(told) != 2 || strings.Contains(strings.Join(told, "\n"), reachSecret) || !strings.Contains(told[1], "CAPABILITY_DENIED") || !strings.Contains(told[1], `hide: \".env\"`) {
+		t.Errorf("the model was told %q", told)
+	}
 }
