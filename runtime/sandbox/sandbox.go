@@ -556,8 +556,8 @@ func Command(path string, args, env []string, spec Spec) (*Launch, error) {
 // program directories and the writable directories, each resolved, and
 // never one that holds the system's libraries.
 func noExecDirs(write []string) []string {
-	var out []string
-	for _, d := range append(slices.Clone(ProgramDirs), write...) {
+	out := slices.Clone(programDirs())
+	for _, d := range write {
 		real, err := filepath.EvalSymlinks(d)
 		if err != nil {
 			continue
@@ -565,7 +565,7 @@ func noExecDirs(write []string) []string {
 		if fi, err := os.Stat(real); err != nil || !fi.IsDir() || slices.Contains(out, real) {
 			continue
 		}
-		if !slices.Contains(ProgramDirs, d) && slices.ContainsFunc(systemTops, func(top string) bool {
+		if slices.ContainsFunc(systemTops, func(top string) bool {
 			return within(real, top) || top != "/opt" && within(top, real)
 		}) {
 			continue // a writable grant over or inside the system's own directories
@@ -574,6 +574,21 @@ func noExecDirs(write []string) []string {
 	}
 	return out
 }
+
+// programDirs are the ProgramDirs that exist here, resolved (once).
+var programDirs = sync.OnceValue(func() []string {
+	var out []string
+	for _, d := range ProgramDirs {
+		real, err := filepath.EvalSymlinks(d)
+		if err != nil {
+			continue
+		}
+		if fi, err := os.Stat(real); err == nil && fi.IsDir() && !slices.Contains(out, real) {
+			out = append(out, real)
+		}
+	}
+	return out
+})
 
 // within reports whether dir is p or an ancestor of p.
 func within(dir, p string) bool {
