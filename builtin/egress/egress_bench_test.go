@@ -7,8 +7,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/wardenrt/warden/builtin/internal/netguard"
 	"github.com/wardenrt/warden/runtime/capability"
@@ -76,14 +78,34 @@ func benchProxy(b *testing.B, grants ...string) string {
 	return ln.Addr().String()
 }
 
-// BenchmarkDownload: 100 MB over HTTP from a local server, directly and
-// through the proxy's plain-HTTP forwarding, and over a CONNECT tunnel
-// (raw bytes after the tunnel is made) — the throughput side by side.
+// interleaved runs each way once per iteration, in turn (so a busy machine
+// weighs on all alike), and returns each way's median duration.
+func interleaved(b *testing.B, ways []func()) []time.Duration {
+	ds := make([][]time.Duration, len(ways))
+	for b.Loop() {
+		for i, w := range ways {
+			t0 := time.Now()
+			w()
+			ds[i] = append(ds[i], time.Since(t0))
+		}
+	}
+	med := make([]time.Duration, len(ways))
+	for i := range ds {
+		slices.Sort(ds[i])
+		med[i] = ds[i][len(ds[i])/2]
+	}
+	return med
+}
+
+// BenchmarkDownload: 100 MB over HTTP from a local server, side by side:
+// directly, through the proxy's plain-HTTP forwarding, and through a
+// CONNECT tunnel. Reported: each way's median throughput (MB/s) and the
+// proxy's as a fraction of the direct one.
 func BenchmarkDownload(b *testing.B) {
 	const size = 100 << 20
 	httpAddr, _ := benchServer(b, size)
 	proxy := benchProxy(b, httpAddr)
-	get := func(b *testing.B, c net.Conn, req string) {
+	get := func(c net.Conn, req string) {
 		if _, err := io.WriteString(c, req); err != nil {
 			b.Fatal(err)
 		}
@@ -97,37 +119,28 @@ func BenchmarkDownload(b *testing.B) {
 		}
 		c.Close()
 	}
-	b.Run("direct", func(b *testing.B) {
-		b.SetBytes(size)
-		for b.Loop() {
-			c, err := net.Dial("tcp", httpAddr)
-			if err != nil {
-				b.Fatal(err)
-			}
-			get(b, c, "GET /big HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+	dial := func(addr string) net.Conn {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			b.Fatal(err)
 		}
-	})
-	b.Run("proxy-http", func(b *testing.B) {
-		b.SetBytes(size)
-		for b.Loop() {
-			c, err := net.Dial("tcp", proxy)
-			if err != nil {
-				b.Fatal(err)
-			}
-			get(b, c, "GET http://"+httpAddr+"/big HTTP/1.1\r\nHost: "+httpAddr+"\r\n\r\n")
-		}
-	})
-	b.Run("proxy-connect", func(b *testing.B) {
-		b.SetBytes(size)
-		for b.Loop() {
-			c, err := net.Dial("tcp", proxy)
-			if err != nil {
-				b.Fatal(err)
-			}
+		return c
+	}
+	med := interleaved(b, []func(){
+		func() { get(dial(httpAddr), "GET /big HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n") },
+		func() { get(dial(proxy), "GET http://"+httpAddr+"/big HTTP/1.1\r\nHost: "+httpAddr+"\r\n\r\n") },
+		func() {
+			c := dial(proxy)
 			connect(b, c, httpAddr)
-			get(b, c, "GET /big HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-		}
+			get(c, "GET /big HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+		},
 	})
+	mbs := func(d time.Duration) float64 { return float64(size) / 1e6 / d.Seconds() }
+	b.ReportMetric(mbs(med[0]), "direct-MB/s")
+	b.ReportMetric(mbs(med[1]), "proxy-http-MB/s")
+	b.ReportMetric(mbs(med[2]), "proxy-connect-MB/s")
+	b.ReportMetric(mbs(med[1])/mbs(med[0]), "http/direct")
+	b.ReportMetric(mbs(med[2])/mbs(med[0]), "connect/direct")
 }
 
 // connect makes a CONNECT tunnel on c and reads the proxy's answer.
@@ -146,13 +159,21 @@ func connect(b *testing.B, c net.Conn, to string) {
 	}
 }
 
-// BenchmarkConnect: a new connection and one byte there and back, directly
-// and through a CONNECT tunnel; and a small HTTP request, directly and
-// through the plain-HTTP forwarding.
+// BenchmarkConnect: connection set-up, side by side — a new TCP
+// connection and one byte there and back, directly and through a CONNECT
+// tunnel; a small HTTP request on a new connection, directly and through
+// the plain-HTTP forwarding. Reported: each way's median (µs).
 func BenchmarkConnect(b *testing.B) {
 	httpAddr, echo := benchServer(b, 1)
 	proxy := benchProxy(b, echo, httpAddr)
-	one := func(b *testing.B, c net.Conn) {
+	dial := func(addr string) net.Conn {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return c
+	}
+	one := func(c net.Conn) {
 		buf := []byte{1}
 		if _, err := c.Write(buf); err != nil {
 			b.Fatal(err)
@@ -162,44 +183,22 @@ func BenchmarkConnect(b *testing.B) {
 		}
 		c.Close()
 	}
-	b.Run("tcp-direct", func(b *testing.B) {
-		for b.Loop() {
-			c, err := net.Dial("tcp", echo)
-			if err != nil {
-				b.Fatal(err)
-			}
-			one(b, c)
+	small := func(c net.Conn, req string) {
+		io.WriteString(c, req)
+		res, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			b.Fatal(err)
 		}
-	})
-	b.Run("tcp-proxy-connect", func(b *testing.B) {
-		for b.Loop() {
-			c, err := net.Dial("tcp", proxy)
-			if err != nil {
-				b.Fatal(err)
-			}
-			connect(b, c, echo)
-			one(b, c)
-		}
-	})
-	small := func(b *testing.B, addr, req string) {
-		for b.Loop() {
-			c, err := net.Dial("tcp", addr)
-			if err != nil {
-				b.Fatal(err)
-			}
-			io.WriteString(c, req)
-			res, err := http.ReadResponse(bufio.NewReader(c), nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			io.Copy(io.Discard, res.Body)
-			c.Close()
-		}
+		io.Copy(io.Discard, res.Body)
+		c.Close()
 	}
-	b.Run("http-direct", func(b *testing.B) {
-		small(b, httpAddr, "GET /small HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+	med := interleaved(b, []func(){
+		func() { one(dial(echo)) },
+		func() { c := dial(proxy); connect(b, c, echo); one(c) },
+		func() { small(dial(httpAddr), "GET /small HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n") },
+		func() { small(dial(proxy), "GET http://"+httpAddr+"/small HTTP/1.1\r\nHost: "+httpAddr+"\r\n\r\n") },
 	})
-	b.Run("http-proxy", func(b *testing.B) {
-		small(b, proxy, "GET http://"+httpAddr+"/small HTTP/1.1\r\nHost: "+httpAddr+"\r\n\r\n")
-	})
+	for i, name := range []string{"tcp-direct-µs", "tcp-connect-µs", "http-direct-µs", "http-proxy-µs"} {
+		b.ReportMetric(float64(med[i].Nanoseconds())/1000, name)
+	}
 }
