@@ -429,6 +429,11 @@ for f, t, p in ((socket.AF_INET, socket.SOCK_RAW, 1), (socket.AF_PACKET, socket.
 		{name: "sh -c starts touch", grants: with("exec:sh"), command: "sh -c 'touch MARK'", marker: "MARK"},
 		{name: "python3 os.system starts touch", grants: with("exec:python3"), command: `python3 -c 'import os; os.system("touch MARK")'`, marker: "MARK"},
 		{name: "python3 execv of touch", grants: with("exec:python3"), command: `python3 -c 'import os; os.execv("/usr/bin/touch", ["touch", "MARK"])'`, marker: "MARK"},
+		{name: "python3 executes a copy from memory (memfd)", grants: with("exec:python3"), marker: "MARK",
+			command: `python3 -c 'import os
+fd = os.memfd_create("x")
+os.write(fd, open("/usr/bin/touch", "rb").read())
+os.execv("/proc/self/fd/%d" % fd, ["touch", "MARK"])'`},
 		{name: "the loader run directly", grants: with("exec:env", "exec:cp"), needsNS: true,
 			command: "env /lib64/ld-linux-x86-64.so.2 /usr/bin/touch MARK; cp /usr/bin/touch t && env /lib64/ld-linux-x86-64.so.2 ./t MARK", marker: "MARK", creates: []string{"t"}},
 	}

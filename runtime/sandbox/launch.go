@@ -367,14 +367,21 @@ func restrict(spec Spec, abi int, simulated bool) error {
 }
 
 // seccompFilter refuses, with EACCES, the system calls the other layers do
-// not cover. Sockets: TCP (AF_INET and AF_INET6 stream sockets of protocol
-// 0 or TCP) only — no UDP, so no DNS query of the program's own; no raw,
-// packet, netlink or other families — and unix sockets only where the spec
-// allows them (connecting to a pathname unix socket is not Landlock's
-// before ABI 9, and /run holds sockets that act as root: systemd's,
-// D-Bus's, Docker's). io_uring_setup is refused (io_uring can open sockets
-// without the socket call). A call from another architecture's ABI
-// (32-bit compat, x32) is refused whole.
+// not cover:
+//
+//   - socket(): TCP (AF_INET and AF_INET6 stream sockets of protocol 0 or
+//     TCP) only — no UDP, so no DNS query of the program's own; no raw,
+//     packet, netlink or other families — and unix sockets only where the
+//     spec allows them (connecting to a pathname unix socket is not
+//     Landlock's before ABI 9, and /run holds sockets that act as root:
+//     systemd's, D-Bus's, Docker's);
+//   - memfd_create() unless MFD_NOEXEC_SEAL: a memfd is on no path
+//     Landlock governs, so an executable one would let a program execute
+//     any bytes it can read (a copy of /usr/bin/touch); memfd_secret();
+//   - io_uring_setup (io_uring can open sockets without the socket call).
+//
+// A call from another architecture's ABI (32-bit compat, x32) is refused
+// whole.
 func seccompFilter(unixSockets bool) ([]unix.SockFilter, error) {
 	var arch uint32
 	switch runtime.GOARCH {
@@ -385,12 +392,6 @@ func seccompFilter(unixSockets bool) ([]unix.SockFilter, error) {
 	default:
 		return nil, fmt.Errorf("no seccomp filter for %s", runtime.GOARCH)
 	}
-	const (
-		ld  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
-		jeq = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
-		and = unix.BPF_ALU | unix.BPF_AND | unix.BPF_K
-		ret = unix.BPF_RET | unix.BPF_K
-	)
 	allow := uint32(unix.SECCOMP_RET_ALLOW)
 	deny := uint32(unix.SECCOMP_RET_ERRNO) | uint32(unix.EACCES)
 	nosys := uint32(unix.SECCOMP_RET_ERRNO) | uint32(unix.ENOSYS)
@@ -398,35 +399,95 @@ func seccompFilter(unixSockets bool) ([]unix.SockFilter, error) {
 	if unixSockets {
 		unixVerdict = allow
 	}
-	// Jumps are relative to the next instruction. The socket arguments
-	// are ints: the kernel reads the low word of each (little-endian:
-	// the first four bytes of args[i], at 16 + 8i).
-	f := []unix.SockFilter{
-		/* 0 */ {Code: ld, K: 4}, // arch
-		/* 1 */ {Code: jeq, Jt: 1, K: arch},
-		/* 2 */ {Code: ret, K: nosys},
-		/* 3 */ {Code: ld, K: 0}, // nr
-		/* 4 */ {Code: unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K, Jt: 3, K: x32Mask()}, // → 8
-		/* 5 */ {Code: jeq, Jt: 3, K: uint32(unix.SYS_SOCKET)}, // → 9
-		/* 6 */ {Code: jeq, Jt: 1, K: uint32(unix.SYS_IO_URING_SETUP)}, // → 8
-		/* 7 */ {Code: ret, K: allow},
-		/* 8 */ {Code: ret, K: nosys},
-		/* 9 */ {Code: ld, K: 16}, // socket: the domain
-		/* 10 */ {Code: jeq, Jt: 3, K: unix.AF_INET}, // → 14
-		/* 11 */ {Code: jeq, Jt: 2, K: unix.AF_INET6}, // → 14
-		/* 12 */ {Code: jeq, Jt: 8, K: unix.AF_UNIX}, // → 21
-		/* 13 */ {Code: ret, K: deny},
-		/* 14 */ {Code: ld, K: 24}, // the type, without SOCK_NONBLOCK and SOCK_CLOEXEC
-		/* 15 */ {Code: and, K: 0xf},
-		/* 16 */ {Code: jeq, Jf: 3, K: unix.SOCK_STREAM}, // else → 20
-		/* 17 */ {Code: ld, K: 32}, // the protocol
-		/* 18 */ {Code: jeq, Jt: 3, K: 0}, // → 22
-		/* 19 */ {Code: jeq, Jt: 2, K: unix.IPPROTO_TCP}, // → 22
-		/* 20 */ {Code: ret, K: deny},
-		/* 21 */ {Code: ret, K: unixVerdict},
-		/* 22 */ {Code: ret, K: allow},
+	// The arguments are ints: the kernel reads the low word of each
+	// (little-endian: the first four bytes of args[i], at 16 + 8i).
+	const nr, archOff, arg0, arg1, arg2 = 0, 4, 16, 24, 32
+	var a bpfAsm
+	a.ld(archOff)
+	a.jeq(arch, "", "nosys")
+	a.ld(nr)
+	a.jset(x32Mask(), "nosys", "")
+	a.jeq(uint32(unix.SYS_SOCKET), "socket", "")
+	a.jeq(uint32(unix.SYS_MEMFD_CREATE), "memfd", "")
+	a.jeq(uint32(unix.SYS_MEMFD_SECRET), "deny", "")
+	a.jeq(uint32(unix.SYS_IO_URING_SETUP), "nosys", "")
+	a.ret(allow)
+	a.label("socket")
+	a.ld(arg0)
+	a.jeq(unix.AF_INET, "inet", "")
+	a.jeq(unix.AF_INET6, "inet", "")
+	a.jeq(unix.AF_UNIX, "unix", "deny")
+	a.label("inet")
+	a.ld(arg1)
+	a.and(0xf) // the type, without SOCK_NONBLOCK and SOCK_CLOEXEC
+	a.jeq(unix.SOCK_STREAM, "", "deny")
+	a.ld(arg2)
+	a.jeq(0, "allow", "")
+	a.jeq(unix.IPPROTO_TCP, "allow", "deny")
+	a.label("memfd")
+	a.ld(arg1)
+	a.jset(unix.MFD_NOEXEC_SEAL, "allow", "deny")
+	a.label("unix")
+	a.ret(unixVerdict)
+	a.label("allow")
+	a.ret(allow)
+	a.label("deny")
+	a.ret(deny)
+	a.label("nosys")
+	a.ret(nosys)
+	return a.assemble()
+}
+
+// bpfAsm assembles a classic BPF program with named jump targets ("" is
+// the next instruction).
+type bpfAsm struct {
+	ins    []unix.SockFilter
+	jt, jf []string
+	labels map[string]int
+}
+
+func (a *bpfAsm) emit(f unix.SockFilter, jt, jf string) {
+	a.ins, a.jt, a.jf = append(a.ins, f), append(a.jt, jt), append(a.jf, jf)
+}
+func (a *bpfAsm) label(name string) {
+	if a.labels == nil {
+		a.labels = map[string]int{}
 	}
-	return f, nil
+	a.labels[name] = len(a.ins)
+}
+func (a *bpfAsm) ld(off uint32) {
+	a.emit(unix.SockFilter{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: off}, "", "")
+}
+func (a *bpfAsm) and(k uint32) {
+	a.emit(unix.SockFilter{Code: unix.BPF_ALU | unix.BPF_AND | unix.BPF_K, K: k}, "", "")
+}
+func (a *bpfAsm) ret(k uint32) { a.emit(unix.SockFilter{Code: unix.BPF_RET | unix.BPF_K, K: k}, "", "") }
+func (a *bpfAsm) jeq(k uint32, jt, jf string) {
+	a.emit(unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: k}, jt, jf)
+}
+func (a *bpfAsm) jset(k uint32, jt, jf string) {
+	a.emit(unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K, K: k}, jt, jf)
+}
+
+func (a *bpfAsm) assemble() ([]unix.SockFilter, error) {
+	out := make([]unix.SockFilter, len(a.ins))
+	for i, f := range a.ins {
+		for _, j := range []struct {
+			name string
+			dst  *uint8
+		}{{a.jt[i], &f.Jt}, {a.jf[i], &f.Jf}} {
+			if j.name == "" {
+				continue
+			}
+			to, ok := a.labels[j.name]
+			if !ok || to <= i || to-i-1 > 255 {
+				return nil, fmt.Errorf("seccomp filter: bad jump to %q at %d", j.name, i)
+			}
+			*j.dst = uint8(to - i - 1)
+		}
+		out[i] = f
+	}
+	return out, nil
 }
 
 // x32Mask marks x32 system call numbers on amd64 (none elsewhere).
