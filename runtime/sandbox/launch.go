@@ -461,7 +461,9 @@ func (a *bpfAsm) ld(off uint32) {
 func (a *bpfAsm) and(k uint32) {
 	a.emit(unix.SockFilter{Code: unix.BPF_ALU | unix.BPF_AND | unix.BPF_K, K: k}, "", "")
 }
-func (a *bpfAsm) ret(k uint32) { a.emit(unix.SockFilter{Code: unix.BPF_RET | unix.BPF_K, K: k}, "", "") }
+func (a *bpfAsm) ret(k uint32) {
+	a.emit(unix.SockFilter{Code: unix.BPF_RET | unix.BPF_K, K: k}, "", "")
+}
 func (a *bpfAsm) jeq(k uint32, jt, jf string) {
 	a.emit(unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: k}, jt, jf)
 }
