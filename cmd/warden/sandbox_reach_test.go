@@ -169,6 +169,8 @@ func newReachWorld(t *testing.T, worktree bool) *reachWorld {
 		writeFile(t, filepath.Join(w.ws, ".env"), "launch code: "+reachSecret+"\n")
 	}
 	writeFile(t, filepath.Join(w.ws, ".warden", "policy.yaml"), "version: 1\n")
+	writeFile(t, filepath.Join(w.ws, "config", "secret.txt"), "launch code: "+reachSecret+"\n")
+	writeFile(t, filepath.Join(w.ws, "deploy", "run.sh"), "echo deploy\n")
 	return w
 }
 
@@ -181,7 +183,7 @@ func (w *reachWorld) writePolicy(t *testing.T, grants []string) {
 		q[i] = fmt.Sprintf("%q", g)
 	}
 	w.policy = filepath.Join(w.home, "policy.yaml")
-	writeFile(t, w.policy, "version: 1\ngrants: ["+strings.Join(q, ", ")+"]\nhide: [\".env\"]\nrules:\n  - { tool: shell, action: allow }\n  - { tool: git_commit, action: allow }\n")
+	writeFile(t, w.policy, "version: 1\ngrants: ["+strings.Join(q, ", ")+"]\nhide: [\".env\", \"config/secret.txt\"]\nprotect: [\"deploy/run.sh\"]\nrules:\n  - { tool: shell, action: allow }\n  - { tool: git_commit, action: allow }\n")
 }
 
 // snapshot is every file under the given trees, with its content's hash.
@@ -412,7 +414,11 @@ for f, t, p in ((socket.AF_INET, socket.SOCK_RAW, 1), (socket.AF_PACKET, socket.
 		{name: "removing .git", grants: with("exec:rm"), command: "rm -rf .git .warden"},
 		{name: "a worktree's pointer file and its gitdir", worktree: true, grants: with("exec:sh", "exec:cp", "fs.write:MAIN/**", "fs.read:MAIN/**"),
 			command: "sh -c 'echo gitdir: /tmp > .git'; cp f.txt MAIN/.git/worktrees/wt/HEAD; cp f.txt MAIN/.git/hooks/pre-commit; sh -c 'echo x >> MAIN/.git/config'"},
+		{name: "moving a protected file's directory away and putting another in its place", grants: with("exec:mv", "exec:mkdir", "exec:cp"),
+			command: "mv deploy d2; mkdir -p deploy; cp f.txt deploy/run.sh; cp f.txt deploy/run.sh"},
 		// 4. Hidden paths.
+		{name: "moving a hidden file's directory away", grants: with("exec:mv", "exec:cat", "exec:cp"),
+			command: "mv config c2; cat c2/secret.txt; cp -r config c3; cat c3/secret.txt; cat config/secret.txt", creates: []string{"c3"}},
 		{name: "cat of a hidden .env", grants: with("exec:cat"), command: "cat .env"},
 		{name: "grep of a hidden .env", grants: with("exec:grep"), command: "grep launch .env; grep -r code ."},
 		{name: "cp of a hidden .env", grants: with("exec:cp", "exec:cat"), command: "cp .env /dev/stdout; cp .env leak.txt && cat leak.txt"},
@@ -439,7 +445,7 @@ os.execv("/proc/self/fd/%d" % fd, ["touch", "MARK"])'`},
 	}
 	for i, c := range cases {
 		// Protected and hidden paths are held by the mount namespace.
-		if strings.Contains(c.name, ".git") || strings.Contains(c.name, ".warden") || strings.Contains(c.name, "worktree") || strings.Contains(c.name, "hidden") {
+		if strings.Contains(c.name, ".git") || strings.Contains(c.name, ".warden") || strings.Contains(c.name, "worktree") || strings.Contains(c.name, "hidden") || strings.Contains(c.name, "protected") {
 			cases[i].needsNS = true
 		}
 	}

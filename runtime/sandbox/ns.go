@@ -21,8 +21,9 @@ import (
 //     warden (descriptor 3): the program's only ways out;
 //   - makes its mount table private, mounts the program directories and
 //     the writable grants noexec (but for the programs it may execute,
-//     mounted back), the protected paths read-only and the hidden paths
-//     over with nothing readable.
+//     mounted back), pins the directories above protected and hidden paths
+//     (mount points cannot be renamed), mounts the protected paths
+//     read-only and the hidden paths over with nothing readable.
 //
 // Nothing of it reaches the rest of the machine: the namespaces end with
 // the program.
@@ -174,15 +175,20 @@ func listenTCP(ap netip.AddrPort) (int, error) {
 	return fd, nil
 }
 
-// setupMounts makes the mount table private and applies NoExec, Protect
-// and Hide, in that order (a protected path inside a noexec directory is
-// cloned from the noexec mount).
+// setupMounts makes the mount table private and applies NoExec, Pin,
+// Protect and Hide, in that order (a protected path inside a noexec
+// directory is cloned from the noexec mount).
 func setupMounts(spec Spec) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("mount namespace: making it private: %w", err)
 	}
 	if err := applyNoExec(spec); err != nil {
 		return err
+	}
+	for _, d := range spec.Pin {
+		if err := cloneWith(d, 0); err != nil {
+			return fmt.Errorf("pinning %s: %w", d, err)
+		}
 	}
 	for _, p := range spec.Protect {
 		if err := protect(p); err != nil {
@@ -237,8 +243,10 @@ func cloneWith(p string, attrs uint64) error {
 		return fmt.Errorf("open_tree: %w", err)
 	}
 	defer unix.Close(tree)
-	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &unix.MountAttr{Attr_set: attrs}); err != nil {
-		return fmt.Errorf("mount_setattr: %w", err)
+	if attrs != 0 {
+		if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &unix.MountAttr{Attr_set: attrs}); err != nil {
+			return fmt.Errorf("mount_setattr: %w", err)
+		}
 	}
 	return unix.MoveMount(tree, "", src, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH)
 }
@@ -310,8 +318,14 @@ func protect(p string) error {
 // mount (opening it fails).
 func hide(p string) error {
 	dst, ok, err := openNoFollow(p)
-	if err != nil || !ok {
+	if err != nil {
 		return err
+	}
+	if !ok {
+		// Moved or removed since warden found it (its parent is pinned
+		// from now on): not started, rather than left readable wherever
+		// it went.
+		return fmt.Errorf("it is gone since the call started")
 	}
 	defer unix.Close(dst)
 	var st unix.Stat_t

@@ -407,6 +407,11 @@ type Spec struct {
 	// grants, so the loader run directly cannot map a program the exec
 	// grants do not name.
 	NoExec []string `json:"noexec,omitempty"`
+	// Pin are the directories between a protected or hidden path and the
+	// writable grant it lies in (set by Command): each is mounted over
+	// itself, so that it cannot be renamed — moving a protected or hidden
+	// path away by moving its parent, and putting another in its place.
+	Pin []string `json:"pin,omitempty"`
 	// Env is the program's environment (set by Command). The launcher
 	// itself runs with none but the spec: a variable such as LD_PRELOAD
 	// must not reach it, unconfined as it starts.
@@ -496,8 +501,11 @@ func Command(path string, args, env []string, spec Spec) (*Launch, error) {
 	spec.Namespaces = sup.Namespaces
 	if !spec.Namespaces {
 		spec.Listen, spec.Protect, spec.Hide, spec.NoExec = nil, nil, nil, nil
-	} else if !spec.ExecAny {
-		spec.NoExec = noExecDirs(spec.Write)
+	} else {
+		if !spec.ExecAny {
+			spec.NoExec = noExecDirs(spec.Write)
+		}
+		spec.Pin = pinDirs(append(slices.Clone(spec.Protect), spec.Hide...), spec.Write, spec.NoExec)
 	}
 	spec.Env = make([]string, 0, len(env)+6)
 	for _, kv := range env {
@@ -589,6 +597,25 @@ var programDirs = sync.OnceValue(func() []string {
 	}
 	return out
 })
+
+// pinDirs are the directories above each path that lie in a writable
+// grant (the grant's own directory included), top-down, but those already
+// mount points (mounted noexec).
+func pinDirs(paths, write, mounted []string) []string {
+	var out []string
+	for _, p := range paths {
+		for d := filepath.Dir(p); d != "/" && d != "."; d = filepath.Dir(d) {
+			if !slices.ContainsFunc(write, func(w string) bool { return within(w, d) }) {
+				break
+			}
+			if !slices.Contains(out, d) && !slices.Contains(mounted, d) {
+				out = append(out, d)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b string) int { return strings.Count(a, "/") - strings.Count(b, "/") })
+	return out
+}
 
 // within reports whether dir is p or an ancestor of p.
 func within(dir, p string) bool {
