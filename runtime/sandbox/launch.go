@@ -70,8 +70,10 @@ func launch(path string, argv []string) error {
 		return fmt.Errorf("close_range: %w", err)
 	}
 	if spec.Namespaces {
-		if err := setupNetwork(spec); err != nil {
-			return err
+		if spec.NetNS {
+			if err := setupNetwork(spec); err != nil {
+				return err
+			}
 		}
 		if err := setupMounts(spec); err != nil {
 			return err
@@ -285,7 +287,7 @@ func restrict(spec Spec, abi int, simulated bool) error {
 		// see RATIONALE.md. BestEffort takes what the kernel has of it.
 		c = landlock.V8.BestEffort()
 	}
-	if spec.AnyTCP || spec.Namespaces {
+	if spec.AnyTCP || spec.NetNS {
 		// A network namespace holds the network: the program reaches
 		// nothing but its loopback, where warden's listeners are.
 		c.HandledAccessNet = 0

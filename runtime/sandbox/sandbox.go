@@ -111,7 +111,7 @@ func (s Support) Points() []Feature {
 	switch {
 	case ns:
 		p = append(p, Feature{"1. hosts, not ports: a program reaches only the hosts and addresses its net grants name", true,
-			"each program has a network namespace with only loopback; its connections go through warden's egress proxy (HTTP CONNECT and plain HTTP) and bridges, which check every host and resolved address as the http tool does"})
+			"a program of a call with net grants has a network namespace with only loopback; its connections go through warden's egress proxy (HTTP CONNECT and plain HTTP) and bridges, which check every host and resolved address as the http tool does; without net grants Landlock refuses every TCP connection"})
 	case s.ABI >= 4:
 		p = append(p, Feature{"1. hosts, not ports: a program reaches only the hosts and addresses its net grants name", false,
 			nsWhy + "; TCP is held to the granted ports only (Landlock), any host on them"})
@@ -402,6 +402,11 @@ type Spec struct {
 	// reports.
 	ABI        int  `json:"abi"`
 	Namespaces bool `json:"namespaces,omitempty"`
+	// NetNS: the program gets a network namespace of its own (set by
+	// Command, with Namespaces, when it has a way out: Listen). Without a
+	// way out it needs none: Landlock refuses every TCP connect and bind,
+	// seccomp every other socket — the same nothing, a namespace cheaper.
+	NetNS bool `json:"netns,omitempty"`
 	// NoExec are the directories mounted noexec in the namespace (set by
 	// Command unless ExecAny): the program directories and the writable
 	// grants, so the loader run directly cannot map a program the exec
@@ -506,6 +511,7 @@ func Command(path string, args, env []string, spec Spec) (*Launch, error) {
 			spec.NoExec = noExecDirs(spec.Write)
 		}
 		spec.Pin = pinDirs(append(slices.Clone(spec.Protect), spec.Hide...), spec.Write, spec.NoExec)
+		spec.NetNS = len(spec.Listen) > 0
 	}
 	spec.Env = make([]string, 0, len(env)+6)
 	for _, kv := range env {
@@ -545,6 +551,9 @@ func Command(path string, args, env []string, spec Spec) (*Launch, error) {
 	}
 	if spec.Namespaces {
 		l.SysProcAttr = nsAttr()
+		if !spec.NetNS {
+			l.SysProcAttr.Cloneflags &^= syscall.CLONE_NEWNET
+		}
 	} else {
 		l.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	}
