@@ -518,6 +518,13 @@ func fsRecheck(c *runtime.Call, kind capability.Kind, p string, noFollow bool) (
 	if !c.Grants.Allows(capability.Need{Kind: kind, Resource: abs}) {
 		return "", fsChanged(p, abs)
 	}
+	// The policy's hide: and protect: lists, again on what p names now.
+	if entry, hidden := c.Hidden(abs); hidden {
+		return "", runtime.HiddenError(abs, entry)
+	}
+	if entry, prot := c.Protect.Match(c.Workspace, abs); prot && kind == capability.FSWrite {
+		return "", runtime.ProtectedError(abs, entry)
+	}
 	return abs, nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -792,6 +793,10 @@ func fsPlanRemove(c *runtime.Call, a fsRemoveArgs) (*fsRemovePlan, *runtime.Erro
 			protected = path.Join(base, p)
 			return fs.SkipAll
 		}
+		if entry, prot := c.Protect.Match(c.Workspace, filepath.Join(abs, filepath.FromSlash(p))); prot {
+			protected = path.Join(base, p) + " (the policy's protect: " + strconv.Quote(entry) + ")"
+			return fs.SkipAll
+		}
 		if d.IsDir() {
 			pl.d.Dirs++
 		} else {
@@ -810,7 +815,7 @@ func fsPlanRemove(c *runtime.Call, a fsRemoveArgs) (*fsRemovePlan, *runtime.Erro
 		pl.close()
 		return nil, runtime.Errorf(runtime.CodePolicyDenied,
 			"delete the other entries one by one; fs tools never delete git internals or warden's configuration",
-			"%s holds %s: a recursive delete would remove .git or .warden", fsQuote(a.Path), protected)
+			"%s holds %s: a recursive delete would remove .git, .warden or a protected path", fsQuote(a.Path), protected)
 	}
 	if err != nil {
 		pl.close()

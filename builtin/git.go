@@ -260,6 +260,13 @@ func (g *gitRunner) open(ctx context.Context, c *runtime.Call, readOnly bool) (*
 		s.env = append(s.env, "GIT_OPTIONAL_LOCKS=0")
 		s.box.Read, s.box.Write = append(s.box.Read, ws), nil
 	}
+	// git changes .git (hardened: no hook runs), but never .warden or what
+	// the policy protects.
+	prot, perr := protectedPaths(c, s.box.Write, false)
+	if perr != nil {
+		return nil, runtime.Errorf(runtime.CodePolicyDenied, "narrow the policy's protect: entries", "git cannot start: %v", perr)
+	}
+	s.box.Protect = prot
 	s.ctx, s.cancel = context.WithTimeout(ctx, g.o.Timeout)
 	if e := s.confine(real); e != nil {
 		s.cancel()

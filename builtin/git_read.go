@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -421,6 +422,22 @@ func (t *gitDiffTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome 
 		return runtime.Outcome{Err: s.fail(out, "diff")}
 	}
 	files, patch, complete := gitParseRawNumstat(out.Stdout)
+	var hiddenN int
+	if visible, n := gitVisible(c, files); n > 0 {
+		// Files the policy hides: the diff again, of the others only.
+		hiddenN = n
+		files, patch, complete = nil, nil, true
+		if len(visible) > 0 {
+			args = append(args[:len(args)-len(rels)], visible...)
+			if out, e = s.run(nil, max, args...); e != nil {
+				return runtime.Outcome{Err: e}
+			}
+			if out.Code != 0 {
+				return runtime.Outcome{Err: s.fail(out, "diff")}
+			}
+			files, patch, complete = gitParseRawNumstat(out.Stdout)
+		}
+	}
 	d := GitDiff{Rev: rev, Paths: rels, Files: files, Argv: gitArgv(args...)}
 	if a.Rev == nil {
 		d.Rev = "HEAD"
@@ -439,6 +456,9 @@ func (t *gitDiffTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome 
 		d.Files, d.Truncated = d.Files[:gitMaxEntries], true
 	}
 	o := runtime.Outcome{Data: d}
+	if hiddenN > 0 {
+		o.Warnings = append(o.Warnings, gitHiddenWarning(hiddenN))
+	}
 	if len(files) == 0 && !truncated {
 		o.Output = "no differences"
 		return o
@@ -630,8 +650,33 @@ func (t *gitShowTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome 
 			sh.Author, sh.AuthorDate, sh.Committer, sh.CommitDate, sh.Subject = m[1], m[2], m[3], m[4], m[5]
 		}
 	}
+	if _, path, ok := strings.Cut(a.Ref, ":"); ok && path != "" {
+		// A file at a commit, by its path: the policy's hide: list
+		// applies to it as to the working tree's.
+		if entry, hidden := c.Hidden(filepath.Join(c.Workspace, filepath.FromSlash(path))); hidden {
+			return runtime.Outcome{Err: runtime.HiddenError(path, entry)}
+		}
+	}
 	args := append([]string{"show"}, gitPatchFlags...)
 	args = append(args, "--no-notes", "--end-of-options", sh.OID, "--")
+	var hiddenN int
+	if sh.Type == "commit" && !c.Hide.Empty() {
+		// The commit's patch leaves out the files the policy hides.
+		stat, e := s.run(nil, gitMaxParse, "show", "--no-color", "--no-renames", "--format=", "-z", "--raw", "--numstat", "--no-notes", "--end-of-options", sh.OID, "--")
+		if e != nil {
+			return runtime.Outcome{Err: e}
+		}
+		files, _, _ := gitParseRawNumstat(stat.Stdout)
+		visible, n := gitVisible(c, files)
+		if hiddenN = n; n > 0 {
+			if len(visible) == 0 {
+				// Nothing left to show but the message.
+				args = append(append([]string{"show"}, gitPatchFlags...), "-s", "--no-notes", "--end-of-options", sh.OID, "--")
+			} else {
+				args = append(args, visible...)
+			}
+		}
+	}
 	body, e := s.run(nil, t.g.o.MaxOutput, args...)
 	if e != nil {
 		return runtime.Outcome{Err: e}
@@ -652,7 +697,42 @@ func (t *gitShowTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome 
 	if body.Truncated {
 		o.Warnings = append(o.Warnings, "output truncated")
 	}
+	if hiddenN > 0 {
+		o.Warnings = append(o.Warnings, gitHiddenWarning(hiddenN))
+	}
 	return o
+}
+
+// gitVisible splits a diff's files into the paths the policy's hide: list
+// leaves visible (both names of a rename) and the number it hides.
+func gitVisible(c *runtime.Call, files []GitFileStat) (visible []string, hidden int) {
+	if c.Hide.Empty() {
+		return nil, 0
+	}
+	for _, f := range files {
+		hide := false
+		for _, p := range []string{f.Path, f.OldPath} {
+			if p == "" {
+				continue
+			}
+			if _, h := c.Hidden(filepath.Join(c.Workspace, filepath.FromSlash(p))); h {
+				hide = true
+			}
+		}
+		if hide {
+			hidden++
+			continue
+		}
+		visible = append(visible, f.Path)
+		if f.OldPath != "" {
+			visible = append(visible, f.OldPath)
+		}
+	}
+	return visible, hidden
+}
+
+func gitHiddenWarning(n int) string {
+	return fmt.Sprintf("%d file(s) the policy hides (hide:) left out", n)
 }
 
 func gitIsHex(s string) bool {

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/wardenrt/warden/builtin/internal/netguard"
 	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
 )
@@ -72,31 +73,7 @@ type httpGuard struct {
 }
 
 // httpDeniedError is a connection or redirect the grants refuse.
-type httpDeniedError struct {
-	host     string          // canonical host of the URL
-	port     int             // port dialled
-	addr     netip.Addr      // the resolved address refused (zero: the host itself was refused)
-	need     capability.Need // the need a grant would have to allow
-	redirect bool            // refused while following a redirect
-}
-
-func (e *httpDeniedError) Error() string {
-	switch {
-	case e.addr.IsValid():
-		why := capability.SpecialAddr(e.addr)
-		if why == "" {
-			why = "not covered by a net grant with this port"
-		}
-		if e.addr.String() == strings.Trim(e.host, "[]") {
-			return fmt.Sprintf("connection to %s port %d refused: the address is %s and no grant names it", e.addr, e.port, why)
-		}
-		return fmt.Sprintf("connection to %s port %d refused: it resolved to %s (%s), which only a grant naming that address allows", e.host, e.port, e.addr, why)
-	case e.redirect:
-		return fmt.Sprintf("redirect to %s refused: the grants do not allow %s", e.host, e.need)
-	default:
-		return fmt.Sprintf("connection to %s refused: the grants do not allow %s", e.host, e.need)
-	}
-}
+type httpDeniedError = netguard.DeniedError
 
 // httpRefusedError is a redirect refused for a reason no grant changes
 // (too many hops, a non-http scheme, user info, an invalid host).
@@ -216,7 +193,7 @@ func (g *httpGuard) checkRedirect(req *http.Request, via []*http.Request) error 
 	}
 	g.hops = append(g.hops, httpHop{StatusCode: status, URL: canon.String()})
 	if !g.grants.Allows(need) {
-		return &httpDeniedError{host: canon.Hostname(), need: need, redirect: true}
+		return &httpDeniedError{Host: canon.Hostname(), Need: need, Redirect: true}
 	}
 	// The client adds a Referer naming the previous URL (with its query);
 	// keep it only if the caller set one.
@@ -226,87 +203,23 @@ func (g *httpGuard) checkRedirect(req *http.Request, via []*http.Request) error 
 	return nil
 }
 
+// dialer is the guard's netguard.Dialer: the call's grants, the tests'
+// resolver.
+func (g *httpGuard) dialer() *netguard.Dialer {
+	return &netguard.Dialer{Grants: g.grants, Resolve: g.seams.resolve}
+}
+
 // dialContext resolves the host itself, checks the host and every address
 // against the grants, and dials the addresses allowed, in order. Called by
 // the transport for every new connection, redirects included.
 func (g *httpGuard) dialContext(ctx context.Context, network, address string) (net.Conn, error) {
-	host, portText, err := net.SplitHostPort(address)
-	if err != nil {
-		return nil, err
-	}
-	port, err := strconv.Atoi(portText)
-	if err != nil {
-		return nil, fmt.Errorf("bad port in %q", address)
-	}
-	need, err := capability.NetNeed(host, port)
-	if err != nil {
-		return nil, err
-	}
-	canon, isIP := capability.CanonicalHost(host)
-	if !g.grants.Allows(need) {
-		return nil, &httpDeniedError{host: canon, port: port, need: need}
-	}
-	var addrs []netip.Addr
-	if isIP {
-		a, err := netip.ParseAddr(canon)
-		if err != nil {
-			return nil, err
-		}
-		addrs = []netip.Addr{a}
-	} else {
-		addrs, err = g.lookup(ctx, canon)
-		if err != nil {
-			return nil, err
-		}
-	}
-	d := &net.Dialer{Timeout: 15 * time.Second, ControlContext: g.control}
-	var denied error
-	var lastErr error
-	for _, a := range addrs {
-		a = a.Unmap()
-		if !g.grants.AllowsAddr(a, port) {
-			if denied == nil {
-				n, _ := capability.NetNeed(a.String(), port)
-				denied = &httpDeniedError{host: canon, port: port, addr: a, need: n}
-			}
-			continue
-		}
-		conn, err := d.DialContext(ctx, network, netip.AddrPortFrom(a, uint16(port)).String())
-		if err == nil {
-			return conn, nil
-		}
-		lastErr = err
-	}
-	if lastErr != nil {
-		return nil, lastErr
-	}
-	if denied != nil {
-		return nil, denied
-	}
-	return nil, &net.DNSError{Err: "no addresses", Name: canon, IsNotFound: true}
+	return g.dialer().DialContext(ctx, network, address)
 }
 
 // control is the last check, on the socket's own address right before
-// connect(2): whatever resolved it, only an address the grants allow is
-// connected to.
-func (g *httpGuard) control(_ context.Context, _, address string, _ syscall.RawConn) error {
-	ap, err := netip.ParseAddrPort(address)
-	if err != nil {
-		return fmt.Errorf("refusing to connect to %q: not an address", address)
-	}
-	a := ap.Addr().Unmap()
-	if !g.grants.AllowsAddr(a, int(ap.Port())) {
-		n, _ := capability.NetNeed(a.String(), int(ap.Port()))
-		return &httpDeniedError{host: a.String(), port: int(ap.Port()), addr: a, need: n}
-	}
-	return nil
-}
-
-func (g *httpGuard) lookup(ctx context.Context, host string) ([]netip.Addr, error) {
-	if g.seams.resolve != nil {
-		return g.seams.resolve(ctx, host)
-	}
-	return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+// connect(2).
+func (g *httpGuard) control(ctx context.Context, network, address string, c syscall.RawConn) error {
+	return g.dialer().Control(ctx, network, address, c)
 }
 
 // httpClassify turns an error of the guarded client into a tool error:
@@ -316,7 +229,7 @@ func httpClassify(err error, workspace string, timeout time.Duration) *runtime.E
 	var denied *httpDeniedError
 	if errors.As(err, &denied) {
 		hint := "the grants decide which hosts and addresses are reachable"
-		if h := denied.need.Hint(workspace); h != "" {
+		if h := denied.Need.Hint(workspace); h != "" {
 			hint = "add --grant " + h + " if that is intended"
 		}
 		return runtime.Errorf(runtime.CodeCapabilityDenied, hint, "%s", denied.Error())

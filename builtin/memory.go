@@ -24,6 +24,7 @@ import (
 
 	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/pathrule"
 	"github.com/wardenrt/warden/runtime/redact"
 )
 
@@ -508,10 +509,10 @@ func memoryWorkspacePath(ws, p string) (string, string, *runtime.Error) {
 // memoryReadFile reads up to max bytes of the workspace file rel through an
 // os.Root on ws (which no symlink or race can leave), refuses anything but a
 // regular file (opened non-blocking, so a FIFO cannot hang it), and, when
-// grants is non-nil, checks the file actually opened against fs.read: its
-// path is read back from the open descriptor, so a symlink swapped in after
-// the gate's check is caught.
-func memoryReadFile(root *os.Root, rel string, grants *capability.Set, max int) ([]byte, bool, *runtime.Error) {
+// c is non-nil, checks the file actually opened against the call's fs.read
+// grants and the policy's hide: list: its path is read back from the open
+// descriptor, so a symlink swapped in after the gate's check is caught.
+func memoryReadFile(root *os.Root, rel string, c *runtime.Call, max int) ([]byte, bool, *runtime.Error) {
 	f, err := root.OpenFile(filepath.FromSlash(rel), os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if err != nil {
 		switch {
@@ -530,12 +531,15 @@ func memoryReadFile(root *os.Root, rel string, grants *capability.Set, max int) 
 	if !info.Mode().IsRegular() {
 		return nil, false, runtime.Errorf(runtime.CodeNotText, "name a regular text file", "%s is not a regular file (%s)", rel, info.Mode().Type())
 	}
-	if grants != nil {
+	if c != nil {
 		// No real path (no /proc) is refused too: this check fails closed.
 		real, err := fdRealPath(f)
-		if err != nil || real == "" || !grants.Allows(capability.Need{Kind: capability.FSRead, Resource: real}) {
+		if err != nil || real == "" || !c.Grants.Allows(capability.Need{Kind: capability.FSRead, Resource: real}) {
 			return nil, false, runtime.Errorf(runtime.CodePathEscape, "do not change files while warden reads them",
 				"%s changed while it was opened: the file opened is not one the grants allow reading", rel)
+		}
+		if entry, hidden := c.Hidden(real); hidden {
+			return nil, false, runtime.HiddenError(real, entry)
 		}
 	}
 	data, err := io.ReadAll(io.LimitReader(f, int64(max)+1))
@@ -576,6 +580,9 @@ type IndexOptions struct {
 	// SkipDirs are directory names skipped wherever they are (default
 	// .git, .hg, .svn, .warden, node_modules).
 	SkipDirs []string
+	// Hide is the policy's hide: list: what it names is never indexed
+	// (and dropped from the index if it was).
+	Hide pathrule.List
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
 }
@@ -681,6 +688,14 @@ func IndexWorkspace(ctx context.Context, mem runtime.Memory, workspace string, o
 				return fs.SkipDir
 			}
 			return nil
+		}
+		if p != "." {
+			if _, hidden := o.Hide.Match(ws, filepath.Join(ws, filepath.FromSlash(p))); hidden {
+				if d.IsDir() {
+					return fs.SkipDir
+				}
+				return nil
+			}
 		}
 		if d.IsDir() {
 			if p != "." && slices.Contains(o.SkipDirs, d.Name()) {
@@ -861,7 +876,8 @@ type MemoryContextResult struct {
 	Matches        []MemoryContextMatch `json:"matches"`
 	ContextSummary string               `json:"context_summary"`
 	IndexedFiles   int                  `json:"indexed_files"`
-	// HiddenFiles counts matching files the grants do not allow reading.
+	// HiddenFiles counts matching files the grants do not allow reading
+	// or the policy hides.
 	HiddenFiles int `json:"hidden_files"`
 	// Gone counts matching files deleted since they were indexed.
 	Gone int `json:"gone"`
@@ -932,6 +948,11 @@ func (t *memoryGetContextTool) Run(ctx context.Context, c *runtime.Call) runtime
 			r.HiddenFiles++
 			continue
 		}
+		if _, hidden := c.Hidden(abs); hidden {
+			// Indexed before the policy hid it: never shown.
+			r.HiddenFiles++
+			continue
+		}
 		if _, err := root.Lstat(filepath.FromSlash(rel)); err != nil {
 			r.Gone++
 			continue
@@ -945,7 +966,7 @@ func (t *memoryGetContextTool) Run(ctx context.Context, c *runtime.Call) runtime
 		r.FilePaths = append(r.FilePaths, m.Path)
 	}
 	if r.HiddenFiles > 0 {
-		warnings = append(warnings, fmt.Sprintf("%d matching file(s) were left out: the grants do not allow reading them", r.HiddenFiles))
+		warnings = append(warnings, fmt.Sprintf("%d matching file(s) were left out: the grants do not allow reading them, or the policy hides them", r.HiddenFiles))
 	}
 	if r.Gone > 0 {
 		warnings = append(warnings, fmt.Sprintf("%d matching file(s) were deleted since indexing; run `warden memory index` to refresh", r.Gone))
@@ -1138,7 +1159,7 @@ func (t *memoryPrimeTool) prepare(c *runtime.Call) (MemoryPrimeResult, []memoryP
 				continue
 			}
 			seen[rel] = true
-			data, truncated, rerr := memoryReadFile(root, rel, &c.Grants, memoryPrimeMaxFile)
+			data, truncated, rerr := memoryReadFile(root, rel, c, memoryPrimeMaxFile)
 			if rerr != nil {
 				return r, nil, nil, rerr
 			}

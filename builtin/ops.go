@@ -70,9 +70,9 @@ type Ops struct {
 	// Empty and relative entries (".") are ignored; the absolute ones are
 	// also the PATH the programs are started with.
 	SearchPath string
-	// Sandbox adds to what journalctl and systemctl may read and write
-	// (a journal kept elsewhere; tests' fake programs that record what
-	// they were asked).
+	// Sandbox adds to what journalctl and systemctl may read, write and
+	// execute (a journal kept elsewhere; tests' fake programs that record
+	// what they were asked, with the programs those scripts run).
 	Sandbox sandbox.Spec
 	// Timeout bounds each program started; 0 means OpsDefaultTimeout.
 	Timeout time.Duration
@@ -188,9 +188,13 @@ var opsReadPaths = []string{
 func (o *Ops) box(c *runtime.Call) sandbox.Spec {
 	read := append(slices.Clone(opsReadPaths), filepath.SplitList(o.childPath())...)
 	return sandbox.Spec{
-		Read:   append(read, o.Sandbox.Read...),
-		Write:  slices.Clone(o.Sandbox.Write),
-		Limits: c.Limits,
+		Read:  append(read, o.Sandbox.Read...),
+		Write: slices.Clone(o.Sandbox.Write),
+		// journalctl and systemctl themselves (runProc adds the one
+		// started), and what Sandbox adds.
+		Exec:    sandbox.ExecClosure(o.Sandbox.Exec, filepath.SplitList(o.childPath())),
+		ExecAny: o.Sandbox.ExecAny,
+		Limits:  c.Limits,
 		// systemctl talks to systemd over its unix socket.
 		UnixSockets: true,
 	}

@@ -225,6 +225,10 @@ func (e *opsEnv) policy(extra ...string) string {
 	return "version: 1\ngrants: [" + strings.Join(q, ", ") + "]\n" + opsRules()
 }
 
+// opsFixtureTools are the programs the fake journalctl and systemctl
+// scripts run.
+var opsFixtureTools = []string{"/bin/sh", "/bin/sleep", "/bin/cat", "/usr/bin/head", "/usr/bin/tr", "/usr/bin/env", "/usr/bin/printf"}
+
 func opsSetup(t testing.TB) *opsEnv {
 	t.Helper()
 	resolve := func(d string) string {
@@ -240,7 +244,7 @@ func opsSetup(t testing.TB) *opsEnv {
 	opsWrite(t, filepath.Join(e.outside, "secret.conf"), "OUTSIDE SECRET\n", 0o600)
 	e.ops = &Ops{Artifacts: e.arts, SearchPath: e.fx.bin + ":" + OpsDefaultSearchPath, Timeout: 20 * time.Second,
 		// The fake programs record their argv and state beside them.
-		Sandbox: sandbox.Spec{Write: []string{filepath.Dir(e.fx.bin)}}}
+		Sandbox: sandbox.Spec{Write: []string{filepath.Dir(e.fx.bin)}, Exec: opsFixtureTools}}
 	e.gate(t, e.policy())
 	return e
 }

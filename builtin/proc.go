@@ -40,6 +40,8 @@ type procSpec struct {
 	// RequireBox refuses to start the program unless every sandbox
 	// protection is in force (the policy's require_sandbox).
 	RequireBox bool
+	// Net is the call's way out (nil: the program reaches no network).
+	Net *procNet
 	// Ended, when set, is filled with how the program ended.
 	Ended *procEnd
 }
@@ -57,47 +59,174 @@ var errSandboxRequired = errors.New("sandbox required")
 // sandboxRequiredError is what a tool reports for errSandboxRequired.
 func sandboxRequiredError() *runtime.Error {
 	s := sandbox.Detect()
-	why := s.Why
-	if why == "" {
+	var why string
+	switch {
+	case s.ABI == 0:
+		why = s.Why
+	case s.ABI < 6:
 		why = fmt.Sprintf("this kernel offers Landlock ABI %d, and TCP rules need 4, IPC scopes 6", s.ABI)
+	case !s.Namespaces:
+		why = s.NamespacesWhy
+	default:
+		why = "a pids cgroup to hold root's process limit cannot be made"
 	}
 	return runtime.Errorf(runtime.CodePolicyDenied,
-		"run it on a kernel with Landlock (Linux 6.7 or later, lsm=landlock), or remove require_sandbox from the policy; `warden sandbox check` shows what this machine offers",
+		"run it where Landlock (Linux 6.7 or later, lsm=landlock) and user namespaces are available, or remove require_sandbox from the policy; `warden sandbox check` shows what this machine offers",
 		"the policy requires a sandbox (require_sandbox) and this machine's is %s: %s", s.Level(), why)
 }
 
 // boxFor is the sandbox of a program a call starts on its own grants:
-// reads and writes under its fs grants, TCP connections to the ports of
-// its net grants (any port for a net grant without one), and the call's
-// limits. Landlock rules are files and directory trees, not patterns, so
-// each grant opens no more than it names: a whole tree (DIR/**, **) opens
-// DIR; one path opens that file or directory if it exists (not where it
-// would be created); any other pattern (*.md, notes/*.txt) opens the
-// files that match it now, at most maxBoxMatches of them (a pattern that
-// matches more opens nothing), and no directory. A path through a
-// symlink is left out: Landlock would open its target, which the grant
-// does not name (the launcher checks again as it opens each path).
-func boxFor(c *runtime.Call) sandbox.Spec {
+// reads and writes under its fs grants, execution of the programs its
+// exec grants name (found on pathDirs, with what they need: see
+// sandbox.ExecClosure) or of anything for exec:*, the workspace's .git
+// and .warden and the policy's protect: paths read-only, its hide: paths
+// masked, and the call's limits. The network is procNet's. Landlock rules
+// are files and directory trees, not patterns, so each grant opens no
+// more than it names: a whole tree (DIR/**, **) opens DIR; one path opens
+// that file or directory if it exists (not where it would be created);
+// any other pattern (*.md, notes/*.txt) opens the files that match it
+// now, at most maxBoxMatches of them (a pattern that matches more opens
+// nothing), and no directory. A path through a symlink is left out:
+// Landlock would open its target, which the grant does not name (the
+// launcher checks again as it opens each path).
+func boxFor(c *runtime.Call, pathDirs []string) (sandbox.Spec, error) {
 	b := sandbox.Spec{Limits: c.Limits}
+	var progs []string
 	for _, g := range c.Grants.Grants() {
-		var ps []string
 		switch g.Kind() {
-		case capability.FSRead, capability.FSWrite:
-			ps = grantPaths(g, c.Workspace)
-		case capability.Net:
-			if p := g.Port(); p == 0 {
-				b.AnyTCP = true
-			} else {
-				b.ConnectTCP = append(b.ConnectTCP, uint16(p))
+		case capability.FSRead:
+			b.Read = append(b.Read, grantPaths(g, c.Workspace)...)
+		case capability.FSWrite:
+			b.Write = append(b.Write, grantPaths(g, c.Workspace)...)
+		case capability.Exec:
+			if g.Scope() == "*" {
+				b.ExecAny = true
+			} else if p := lookPathIn(pathDirs, g.Scope()); p != "" {
+				progs = append(progs, p)
 			}
 		}
-		if g.Kind() == capability.FSWrite {
-			b.Write = append(b.Write, ps...)
-		} else {
-			b.Read = append(b.Read, ps...)
+	}
+	if !b.ExecAny {
+		b.Exec = sandbox.ExecClosure(progs, pathDirs)
+	}
+	var err error
+	if b.Protect, err = protectedPaths(c, b.Write, true); err != nil {
+		return b, err
+	}
+	b.Hide, err = hiddenPaths(c, append(slices.Clone(b.Read), b.Write...))
+	return b, err
+}
+
+// lookPathIn finds an executable file name in dirs.
+func lookPathIn(dirs []string, name string) string {
+	if name == "" || strings.Contains(name, "/") {
+		return ""
+	}
+	for _, d := range dirs {
+		p := d + "/" + name
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p
 		}
 	}
-	return b
+	return ""
+}
+
+// Bounds of the search for the paths a policy's protect: and hide: lists
+// name (pathrule.List.Resolve): past them a program is not started.
+const (
+	pathRuleMaxVisit = 200_000
+	pathRuleMaxMatch = 1_000
+)
+
+// protectedPaths are the existing paths a program must not change, among
+// those its writable paths reach: the workspace's .git (when git is true)
+// — a directory, or a worktree's "gitdir:" file with the git directory it
+// names and that directory's common directory — and .warden, and what
+// the policy's protect: entries name.
+func protectedPaths(c *runtime.Call, write []string, git bool) ([]string, error) {
+	if len(write) == 0 {
+		return nil, nil
+	}
+	ws := c.Workspace
+	var cands []string
+	if git {
+		cands = append(cands, gitDirs(ws)...)
+	}
+	cands = append(cands, filepath.Join(ws, ".warden"))
+	more, err := c.Protect.Resolve(ws, pathRuleMaxVisit, pathRuleMaxMatch)
+	if err != nil {
+		return nil, fmt.Errorf("the policy's protect: entries: %w", err)
+	}
+	cands = append(cands, more...)
+	var out []string
+	for _, p := range cands {
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil || slices.Contains(out, real) {
+			continue
+		}
+		if slices.ContainsFunc(write, func(w string) bool { return overlaps(w, real) }) {
+			out = append(out, real)
+		}
+	}
+	return out, nil
+}
+
+// gitDirs are the workspace's .git and, when it is a worktree's "gitdir:"
+// file, the git directory it names and that one's common directory (where
+// the hooks and the configuration are).
+func gitDirs(ws string) []string {
+	dotgit := filepath.Join(ws, ".git")
+	out := []string{dotgit}
+	fi, err := os.Lstat(dotgit)
+	if err != nil || !fi.Mode().IsRegular() {
+		return out
+	}
+	b, err := os.ReadFile(dotgit)
+	if err != nil {
+		return out
+	}
+	dir, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:")
+	if !ok {
+		return out
+	}
+	dir = strings.TrimSpace(dir)
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(ws, dir)
+	}
+	out = append(out, dir)
+	if cb, err := os.ReadFile(filepath.Join(dir, "commondir")); err == nil {
+		common := strings.TrimSpace(string(cb))
+		if !filepath.IsAbs(common) {
+			common = filepath.Join(dir, common)
+		}
+		out = append(out, filepath.Clean(common))
+	}
+	return out
+}
+
+// hiddenPaths are the existing paths the policy's hide: entries name,
+// among those the readable paths reach.
+func hiddenPaths(c *runtime.Call, readable []string) ([]string, error) {
+	if c.Hide.Empty() || len(readable) == 0 {
+		return nil, nil
+	}
+	all, err := c.Hide.Resolve(c.Workspace, pathRuleMaxVisit, pathRuleMaxMatch)
+	if err != nil {
+		return nil, fmt.Errorf("the policy's hide: entries: %w", err)
+	}
+	var out []string
+	for _, p := range all {
+		if slices.ContainsFunc(readable, func(r string) bool { return overlaps(r, p) }) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// overlaps reports whether a and b are the same path or one lies in the
+// other.
+func overlaps(a, b string) bool {
+	return a == b || a == "/" || b == "/" || strings.HasPrefix(b, a+"/") || strings.HasPrefix(a, b+"/")
 }
 
 // maxBoxMatches bounds the files one pattern grant opens in a sandbox.
@@ -156,6 +285,16 @@ func runProc(ctx context.Context, p procSpec) (int, error) {
 		return -1, &os.PathError{Op: "exec", Path: p.Path, Err: os.ErrPermission}
 	}
 	box := p.Box
+	if !box.ExecAny && !slices.Contains(box.Exec, p.Path) {
+		// What warden itself decided to start (git, journalctl, a
+		// granted program found on the PATH) may run, with its loader.
+		box.Exec = append(slices.Clone(box.Exec), sandbox.ExecClosure([]string{p.Path}, nil)...)
+	}
+	if p.Net != nil {
+		if err := p.Net.box(&box); err != nil {
+			return -1, err
+		}
+	}
 	if sandbox.NeedsGroup() {
 		// Root: the process limit is a pids cgroup of the program's
 		// own. Without one it is not held; require_sandbox refuses that.
@@ -166,20 +305,23 @@ func runProc(ctx context.Context, p procSpec) (int, error) {
 		box.Group = group
 		defer sandbox.Cleanup(group) // again, in case a start failed
 	}
-	path, args, env, err := sandbox.Command(p.Path, p.Args, p.Env, box)
+	l, err := sandbox.Command(p.Path, p.Args, p.Env, box)
 	if err != nil {
 		return -1, err
 	}
-	runtime.NoteSandbox(ctx, sandbox.Detect().Level())
-	cmd := exec.Command(path)
-	cmd.Args = args
+	defer l.Close()
+	runtime.NoteSandbox(ctx, l.Level)
+	cmd := exec.Command(l.Path)
+	cmd.Args = l.Args
 	cmd.Dir = p.Dir
-	cmd.Env = env
+	cmd.Env = l.Env
 	cmd.Stdin = p.Stdin
 	cmd.WaitDelay = pipeDrainWait
-	// A session of its own: a process group to kill, and no controlling
-	// terminal (no /dev/tty to read from or push input into).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.ExtraFiles = l.ExtraFiles
+	// A session of its own (a process group to kill, and no controlling
+	// terminal: no /dev/tty to read from or push input into), and the
+	// namespaces of the sandbox.
+	cmd.SysProcAttr = l.SysProcAttr
 
 	// Our own pipes: exec.Cmd.Wait would otherwise wait for every holder of
 	// the pipe (a background grandchild) before returning.
@@ -203,8 +345,13 @@ func runProc(ctx context.Context, p procSpec) (int, error) {
 	}
 	outW.Close()
 	errW.Close()
+	l.Started()
 	pgid := cmd.Process.Pid
 	sandbox.Started(pgid, box.Group)
+	stopNet := func() {}
+	if p.Net != nil {
+		stopNet = p.Net.serve(l, filepath.Base(p.Path))
+	}
 
 	var copies sync.WaitGroup
 	drain := func(r *os.File, w io.Writer) {
@@ -243,6 +390,7 @@ func runProc(ctx context.Context, p procSpec) (int, error) {
 	box.Group = ""
 	sandbox.Ended(pgid) // before the leader is reaped
 	werr := cmd.Wait()
+	stopNet()
 
 	done := make(chan struct{})
 	go func() { copies.Wait(); close(done) }()

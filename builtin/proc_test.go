@@ -38,7 +38,7 @@ func TestRunProcKillsTheGroup(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	box := sandbox.Spec{Write: []string{dir}}
+	box := sandbox.Spec{Write: []string{dir}, Exec: sandbox.ExecClosure([]string{"/bin/sleep"}, nil)}
 	_, err := runProc(ctx, procSpec{Path: "/bin/sh", Args: []string{"sh", "-c", script}, Stdout: &bytes.Buffer{}, Box: box})
 	if !errors.Is(err, errProcKilled) {
 		t.Fatalf("want errProcKilled, got %v", err)

@@ -42,7 +42,7 @@ func TestSandboxHostile(t *testing.T) {
 		}
 	})
 	t.Run("no capabilities, even for root", func(t *testing.T) {
-		g, _ := shellGate(t, nil, ws, "fs.read:**", "fs.read:/proc/**", "fs.write:inside/**", "exec:sh")
+		g, _ := shellGate(t, nil, ws, "fs.read:**", "fs.read:/proc/**", "fs.write:inside/**", "exec:sh", "exec:grep", "exec:mknod")
 		res := shellDo(t, g, map[string]any{"command": "sh -c 'grep -E \"^Cap(Eff|Prm|Bnd|Amb)\" /proc/self/status'"})
 		d := shellDataOf(t, res)
 		if !res.Success || strings.Count(d.Stdout, "0000000000000000") != 4 {

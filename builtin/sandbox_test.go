@@ -2,10 +2,12 @@ package builtin
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -86,20 +88,52 @@ func TestSandboxFilesystem(t *testing.T) {
 }
 
 // TestSandboxTCP: a TCP connection to a local listener fails without a
-// net grant and succeeds with one for its port.
+// net grant and with a grant for another port, and succeeds with one for
+// its address and port — with namespaces through the bridge warden makes
+// for it (nothing reaches the listener otherwise: the connection is
+// refused inside the program's network namespace); without, Landlock
+// refuses every port but the granted ones (as it does, with namespaces,
+// for a call without net grants, whose programs need no network
+// namespace).
 func TestSandboxTCP(t *testing.T) {
 	needLandlock(t, 4)
-	ln := listen(t, "tcp", "127.0.0.1:0", "")
-	port := ln.Addr().(*net.TCPAddr).Port
-	ws := shellWS(t)
-	cmd := fmt.Sprintf("bash -c 'exec 3<>/dev/tcp/127.0.0.1/%d && echo connected'", port)
-	g, _ := shellGate(t, nil, ws, "fs.read:**", "exec:bash")
-	wantDenied(t, shellDo(t, g, map[string]any{"command": cmd}), "connect without a net grant")
-	g, _ = shellGate(t, nil, ws, "fs.read:**", "exec:bash", fmt.Sprintf("net:127.0.0.1:%d", port+1))
-	wantDenied(t, shellDo(t, g, map[string]any{"command": cmd}), "connect with a grant for another port")
-	g, _ = shellGate(t, nil, ws, "fs.read:**", "exec:bash", fmt.Sprintf("net:127.0.0.1:%d", port))
-	if res := shellDo(t, g, map[string]any{"command": cmd}); !res.Success || !strings.Contains(shellDataOf(t, res).Stdout, "connected") {
-		t.Fatalf("connect with the grant: %+v %+v", res.Error, shellDataOf(t, res))
+	for _, ns := range []bool{true, false} {
+		t.Run(fmt.Sprintf("namespaces=%v", ns), func(t *testing.T) {
+			if ns && !sandbox.Detect().Namespaces {
+				t.Skipf("no namespaces here: %s", sandbox.Detect().NamespacesWhy)
+			}
+			if !ns {
+				defer sandbox.SimulateNoNamespaces()()
+			}
+			rec := newRecordingListener(t, "tcp", "127.0.0.1:0")
+			port := rec.port()
+			ws := shellWS(t)
+			cmd := fmt.Sprintf("bash -c 'exec 3<>/dev/tcp/127.0.0.1/%d && echo connected'", port)
+			refused := func(res runtime.Result, what string, netNS bool) {
+				t.Helper()
+				d := shellDataOf(t, res)
+				want := "Permission denied"
+				if netNS {
+					want = "Connection refused"
+				}
+				if shellCode(res) != runtime.CodeCommandFailed || !strings.Contains(d.Stderr, want) {
+					t.Errorf("%s: %+v %+v", what, res.Error, d)
+				}
+			}
+			g, _ := shellGate(t, nil, ws, "fs.read:**", "exec:bash")
+			// Without a net grant no network namespace is needed: Landlock
+			// refuses every TCP connect, seccomp every other socket.
+			refused(shellDo(t, g, map[string]any{"command": cmd}), "connect without a net grant", false)
+			g, _ = shellGate(t, nil, ws, "fs.read:**", "exec:bash", fmt.Sprintf("net:127.0.0.1:%d", port+1))
+			refused(shellDo(t, g, map[string]any{"command": cmd}), "connect with a grant for another port", ns)
+			if n := rec.count(); n != 0 {
+				t.Fatalf("%d connections arrived", n)
+			}
+			g, _ = shellGate(t, nil, ws, "fs.read:**", "exec:bash", fmt.Sprintf("net:127.0.0.1:%d", port))
+			if res := shellDo(t, g, map[string]any{"command": cmd}); !res.Success || !strings.Contains(shellDataOf(t, res).Stdout, "connected") {
+				t.Fatalf("connect with the grant: %+v %+v", res.Error, shellDataOf(t, res))
+			}
+		})
 	}
 }
 
@@ -167,13 +201,13 @@ func TestSandboxUnavailable(t *testing.T) {
 	ws, outside := sandboxWorld(t)
 	g, audit := shellGate(t, nil, ws, "fs.read:**", "exec:cat")
 	res := shellDo(t, g, map[string]any{"command": "cat " + filepath.Join(outside, "secret.txt")})
-	if !res.Success || res.Sandbox != sandbox.LevelNone || audit.contains(`"sandbox":"none"`) != 1 {
+	if !res.Success || res.Sandbox != sandbox.LevelOff || audit.contains(`"sandbox":"off"`) != 1 {
 		t.Fatalf("without Landlock: %+v sandbox %q", res.Error, res.Sandbox)
 	}
 	p := "version: 1\nrequire_sandbox: true\ngrants: [\"fs.read:**\", \"exec:sh\"]\nrules:\n  - { tool: shell, action: allow }\n"
 	g, _ = newTestGate(t, p, ws, &Shell{})
 	res = shellDo(t, g, map[string]any{"command": "sh -c 'echo ran > inside/ran.txt'"})
-	if shellCode(res) != runtime.CodePolicyDenied || !strings.Contains(res.Error.Message, "requires a sandbox") || !strings.Contains(res.Error.Message, "none") {
+	if shellCode(res) != runtime.CodePolicyDenied || !strings.Contains(res.Error.Message, "requires a sandbox") || !strings.Contains(res.Error.Message, "off") {
 		t.Fatalf("require_sandbox: %+v", res.Error)
 	}
 	if _, err := os.Stat(filepath.Join(ws, "inside", "ran.txt")); err == nil {
@@ -208,4 +242,83 @@ func listen(t *testing.T, network, addr, reply string) net.Listener {
 		}
 	}()
 	return ln
+}
+
+// recordingListener accepts connections (TCP) or datagrams (UDP) and
+// counts them and the bytes that arrive.
+type recordingListener struct {
+	mu    sync.Mutex
+	n     int
+	bytes []byte
+	addr  net.Addr
+}
+
+func newRecordingListener(t *testing.T, network, addr string) *recordingListener {
+	t.Helper()
+	r := &recordingListener{}
+	switch network {
+	case "udp", "udp4", "udp6":
+		pc, err := net.ListenPacket(network, addr)
+		if err != nil {
+			t.Skipf("listen %s %s: %v", network, addr, err)
+		}
+		t.Cleanup(func() { pc.Close() })
+		r.addr = pc.LocalAddr()
+		go func() {
+			buf := make([]byte, 65536)
+			for {
+				n, _, err := pc.ReadFrom(buf)
+				if err != nil {
+					return
+				}
+				r.mu.Lock()
+				r.n++
+				r.bytes = append(r.bytes, buf[:n]...)
+				r.mu.Unlock()
+			}
+		}()
+	default:
+		ln, err := net.Listen(network, addr)
+		if err != nil {
+			t.Skipf("listen %s %s: %v", network, addr, err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		r.addr = ln.Addr()
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				r.mu.Lock()
+				r.n++
+				r.mu.Unlock()
+				go func() {
+					defer c.Close()
+					c.SetReadDeadline(time.Now().Add(2 * time.Second))
+					b, _ := io.ReadAll(c)
+					r.mu.Lock()
+					r.bytes = append(r.bytes, b...)
+					r.mu.Unlock()
+				}()
+			}
+		}()
+	}
+	return r
+}
+
+func (r *recordingListener) port() int {
+	switch a := r.addr.(type) {
+	case *net.TCPAddr:
+		return a.Port
+	case *net.UDPAddr:
+		return a.Port
+	}
+	return 0
+}
+
+func (r *recordingListener) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n
 }

@@ -68,11 +68,12 @@ type shellRunResult struct {
 // shellRun is the state of one running command, shared by its handlers
 // (which run concurrently: pipes, background jobs).
 type shellRun struct {
-	gateCall *runtime.Call // for the rules on the programs it starts (CheckPrograms)
 	grants   capability.Set
 	ws       string
-	box      sandbox.Spec // every program's sandbox (the call's grants and limits)
-	needBox  bool         // require_sandbox
+	rtCall   *runtime.Call
+	ctx      context.Context // the call's (where its connections are noted)
+	limits   sandbox.Limits  // the call's
+	needBox  bool            // require_sandbox
 	path     string
 	pathDirs []string
 	base     map[string]string // the environment warden built, before the call's env
@@ -87,6 +88,25 @@ type shellRun struct {
 	warned   map[string]bool
 	warnings []string
 	limit    string
+
+	// The programs' sandbox and way out, made when the first program
+	// starts (a command of builtins needs neither).
+	boxOnce sync.Once
+	box     sandbox.Spec
+	net     *procNet
+	boxErr  error
+}
+
+// sandbox returns every program's sandbox (the call's grants and limits)
+// and the call's way out (nil without net grants).
+func (st *shellRun) sandbox() (sandbox.Spec, *procNet, error) {
+	st.boxOnce.Do(func() {
+		st.box, st.boxErr = boxFor(st.rtCall, st.pathDirs)
+		if st.boxErr == nil {
+			st.net, st.boxErr = newProcNet(st.ctx, st.rtCall, nil)
+		}
+	})
+	return st.box, st.net, st.boxErr
 }
 
 func (s *Shell) environ() []string {
@@ -99,8 +119,8 @@ func (s *Shell) environ() []string {
 // execute runs a prepared command through the interpreter.
 func (s *Shell) execute(ctx context.Context, c *runtime.Call, sc *shellCall) *shellRunResult {
 	path := s.pathValue(c.Workspace)
-	st := &shellRun{gateCall: c, grants: c.Grants, ws: c.Workspace, path: path, warned: map[string]bool{},
-		box: boxFor(c), needBox: c.RequireSandbox}
+	st := &shellRun{grants: c.Grants, ws: c.Workspace, path: path, warned: map[string]bool{},
+		rtCall: c, ctx: ctx, limits: c.Limits, needBox: c.RequireSandbox}
 	if path != "" {
 		st.pathDirs = strings.Split(path, ":")
 	}
@@ -166,6 +186,7 @@ func (s *Shell) execute(ctx context.Context, c *runtime.Call, sc *shellCall) *sh
 	if left := st.close(stopBy); left > 0 && !res.timedOut && !res.cancelled && st.denial == nil {
 		st.warn(fmt.Sprintf("%d program(s) still running in the background when the command ended were killed; use wait to wait for background jobs", left))
 	}
+	st.net.close()
 
 	st.mu.Lock()
 	res.denial, res.notFound, res.warnings = st.denial, st.notFound, st.warnings
@@ -289,7 +310,7 @@ func (st *shellRun) exec(ctx context.Context, args []string) error {
 	defer st.leave()
 	// The process limit holds for the programs the command runs at once
 	// (background jobs), as it does inside each of them.
-	if lim := st.box.Limits.WithDefaults().Processes; st.programs() > lim {
+	if lim := st.limits.WithDefaults().Processes; st.programs() > lim {
 		return st.refuseCode(hc, runtime.CodeResourceLimit, fmt.Sprintf("%s was not started: the command already runs %d programs, its process limit", args[0], lim),
 			"raise limits.processes in the policy rule for shell, or wait for background jobs")
 	}
@@ -329,7 +350,7 @@ func (st *shellRun) exec(ctx context.Context, args []string) error {
 				"call it as "+base+"; warden runs only programs on "+st.path)
 		}
 	}
-	if e := st.gateCall.CheckPrograms(shellSubjects(runtime.Program{Argv: args})...); e != nil {
+	if e := st.rtCall.CheckPrograms(shellSubjects(runtime.Program{Argv: args})...); e != nil {
 		return st.refuseCode(hc, e.Code, e.Message, e.Hint)
 	}
 	g := shellGuard(base, args[1:])
@@ -347,6 +368,10 @@ func (st *shellRun) exec(ctx context.Context, args []string) error {
 		}
 		if shellProtected(st.ws, p) {
 			return st.refuse(hc, fmt.Sprintf("%s would write %s: %s", shellShort(args), p, shellProtectedWhy), shellProtectedHint)
+		}
+		if entry, prot := st.rtCall.Protect.Match(st.ws, p); prot {
+			e := runtime.ProtectedError(p, entry)
+			return st.refuse(hc, fmt.Sprintf("%s would write %s: %s", shellShort(args), p, e.Message), e.Hint)
 		}
 	}
 	if d, err := capability.ResolvePath(st.ws, hc.Dir); err != nil || !st.grants.Allows(capability.Need{Kind: capability.FSRead, Resource: d}) {
@@ -369,7 +394,12 @@ func (st *shellRun) exec(ctx context.Context, args []string) error {
 	defer pcancel(nil)
 	broken := func() { pcancel(shellErrBrokenPipe) }
 	var end procEnd
-	spec := procSpec{Path: path, Args: args, Dir: hc.Dir, Env: env, Stdin: hc.Stdin, Box: st.box, RequireBox: st.needBox, Ended: &end}
+	box, pnet, err := st.sandbox()
+	if err != nil {
+		return st.refuseCode(hc, runtime.CodePolicyDenied, fmt.Sprintf("%s was not started: %v", name, err),
+			"narrow the policy's protect: and hide: entries (entries with a / need no search of the workspace)")
+	}
+	spec := procSpec{Path: path, Args: args, Dir: hc.Dir, Env: env, Stdin: hc.Stdin, Box: box, Net: pnet, RequireBox: st.needBox, Ended: &end}
 	var tail *limitWatch
 	if hc.Stderr != nil {
 		tail = &limitWatch{w: hc.Stderr}
@@ -384,7 +414,7 @@ func (st *shellRun) exec(ctx context.Context, args []string) error {
 		return st.refuseCode(hc, e.Code, fmt.Sprintf("%s was not started: %s", name, e.Message), e.Hint)
 	}
 	st.mu.Lock()
-	if l := limitHit(code, end, tail, st.box.Limits.WithDefaults()); l != "" && st.limit == "" {
+	if l := limitHit(code, end, tail, st.limits.WithDefaults()); l != "" && st.limit == "" {
 		st.limit = l
 	}
 	st.mu.Unlock()
@@ -634,8 +664,18 @@ func (st *shellRun) open(ctx context.Context, path string, flag int, perm os.Fil
 		_ = st.refuse(hc, fmt.Sprintf("writing %s refused: %s", resolved, shellProtectedWhy), shellProtectedHint)
 		return nil, &os.PathError{Op: "open", Path: path, Err: shellErrDenied}
 	}
+	if entry, hidden := st.rtCall.Hidden(resolved); hidden {
+		e := runtime.HiddenError(resolved, entry)
+		_ = st.refuse(hc, e.Message, e.Hint)
+		return nil, &os.PathError{Op: "open", Path: path, Err: shellErrDenied}
+	}
+	if entry, prot := st.rtCall.Protect.Match(st.ws, resolved); prot && write {
+		e := runtime.ProtectedError(resolved, entry)
+		_ = st.refuse(hc, e.Message, e.Hint)
+		return nil, &os.PathError{Op: "open", Path: path, Err: shellErrDenied}
+	}
 	// The policy's path rules hold for a path only known now ($x, a cd).
-	if e := st.gateCall.CheckPath(resolved); e != nil {
+	if e := st.rtCall.CheckPath(resolved); e != nil {
 		_ = st.refuseCode(hc, e.Code, e.Message, e.Hint)
 		return nil, &os.PathError{Op: "open", Path: path, Err: shellErrDenied}
 	}

@@ -5,8 +5,10 @@ package builtin
 // from where the caller chooses, or load code through the environment. The
 // guards refuse the options of common programs that do that. Programs that
 // exist to run other programs (shells, interpreters, launchers such as env,
-// xargs, timeout, nice) are not guarded: their own grant is as wide as exec:*
-// (capability.Grant.Broad says so), and warden warns when a command uses one.
+// xargs, timeout, nice) are not guarded here: the sandbox holds what they
+// start to the call's exec grants (Landlock's execute right per file), and
+// warden warns when a command uses a shell or an interpreter, which
+// computes anything itself (capability.Grant.Broad).
 
 import (
 	"fmt"

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/sandbox"
 )
 
 // shellHostileCase is one hostile command: it must end with code (usually
@@ -35,7 +36,7 @@ func shellPlant(t *testing.T, path, mark string) {
 }
 
 // shellGitInit makes ws a git repository (with the test's own git).
-func shellGitInit(t *testing.T, ws string) {
+func shellGitInit(t testing.TB, ws string) {
 	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed")
@@ -63,6 +64,10 @@ func TestShellHostile(t *testing.T) {
 	base := []string{"fs.read:**", "fs.write:**", "exec:true", "exec:cat"}
 	with := func(extra ...string) []string { return append(append([]string{}, base...), extra...) }
 	denied := runtime.CodeCapabilityDenied
+	commitCode := runtime.Code("")
+	if sandbox.Detect().Namespaces {
+		commitCode = runtime.CodeCommandFailed
+	}
 	cases := []shellHostileCase{
 		// 1. An ungranted program after &&.
 		{name: "after && (static)", cmd: "true && touch MARK", grants: base, code: denied, msg: "exec:touch"},
@@ -226,7 +231,9 @@ func TestShellHostile(t *testing.T) {
 				shellPlant(t, filepath.Join(filepath.Dir(mark), "evil.sh"), mark)
 				shellAppend(t, filepath.Join(ws, ".git", "config"), "[core]\n\tfsmonitor = "+filepath.Join(filepath.Dir(mark), "evil.sh")+"\n\tpager = "+filepath.Join(filepath.Dir(mark), "evil.sh")+"\n")
 			}},
-		{name: "hook planted, commit runs without it", cmd: "git commit -q --allow-empty -m x", grants: with("exec:git"),
+		// With namespaces .git is read-only to programs: the commit fails
+		// (git_commit is the way to commit); either way no hook runs.
+		{name: "hook planted, commit runs without it", cmd: "git commit -q --allow-empty -m x", grants: with("exec:git"), code: commitCode,
 			env: map[string]string{"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@b", "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@b"},
 			setup: func(t *testing.T, ws, mark string) {
 				shellGitInit(t, ws)

@@ -332,13 +332,13 @@ func TestShellEnvironment(t *testing.T) {
 func TestShellWarnings(t *testing.T) {
 	ws := shellWS(t)
 	shellWrite(t, filepath.Join(ws, "junk", "f"), "x", 0o644)
-	g, _ := shellGate(t, nil, ws, "fs.read:**", "fs.write:**", "exec:rm", "exec:env", "exec:true")
-	res := shellDo(t, g, map[string]any{"command": "rm -rf junk && env true"})
+	g, _ := shellGate(t, nil, ws, "fs.read:**", "fs.write:**", "exec:rm", "exec:sh", "exec:true")
+	res := shellDo(t, g, map[string]any{"command": "rm -rf junk && sh -c true"})
 	if !res.Success {
 		t.Fatalf("%+v", res.Error)
 	}
 	warned := strings.Join(res.Warnings, "\n")
-	if !strings.Contains(warned, "rm -rf deletes files") || !strings.Contains(warned, "exec:env is as wide as exec:*") {
+	if !strings.Contains(warned, "rm -rf deletes files") || !strings.Contains(warned, "exec:sh runs any code it is given") {
 		t.Fatalf("%q", res.Warnings)
 	}
 	if _, err := os.Stat(filepath.Join(ws, "junk")); !os.IsNotExist(err) {

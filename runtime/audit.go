@@ -42,8 +42,13 @@ type AuditEvent struct {
 	Digest   string    `json:"output_digest,omitempty"`
 	// Sandbox: the protections the call's programs ran under (see
 	// Result.Sandbox).
-	Sandbox   string `json:"sandbox,omitempty"`
-	IntentSeq uint64 `json:"intent_seq,omitempty"`
+	Sandbox string `json:"sandbox,omitempty"`
+	// Connections are the network connections the call's programs made
+	// or were refused (host, port, verdict, bytes); ConnectionsDropped
+	// counts those beyond the record's cap.
+	Connections        []Connection `json:"connections,omitempty"`
+	ConnectionsDropped int          `json:"connections_dropped,omitempty"`
+	IntentSeq          uint64       `json:"intent_seq,omitempty"`
 }
 
 // Decision records why the gate let a call through or not.

@@ -86,6 +86,10 @@ type GateOptions struct {
 	// Approval mode; "" means never.
 	Approval ApprovalMode
 	Approver Approver
+	// Hide are absolute paths no tool or program may read or write,
+	// whatever the grants or the policy: warden's own home (its store,
+	// its policy, its modules), which may lie inside a workspace.
+	Hide []string
 	// DryRun makes every side-effecting call return its preview (--dry-run).
 	DryRun   bool
 	Logger   *slog.Logger
@@ -250,6 +254,7 @@ func (g *Gate) check(ctx context.Context, req Request, callID string, vault *Vau
 	}
 	c.call.RequireSandbox = pol.RequireSandbox
 	c.call.Limits = pol.Limits
+	c.call.Protect, c.call.Hide = pol.pathRules(g.o.Hide...)
 	c.decision = Decision{Action: ActionDeny}
 	// A rule that denies the tool whatever its arguments decides before
 	// the arguments are looked at.
@@ -319,6 +324,9 @@ func (g *Gate) check(ctx context.Context, req Request, callID string, vault *Vau
 	if len(missing) > 0 {
 		return c, Errorf(CodeCapabilityDenied, "add "+strings.Join(hints, " "),
 			"%s needs %s, which the grants (%s) do not allow", e.spec.Name, strings.Join(missing, ", "), grants.String())
+	}
+	if perr := pathRuleRefusal(c.call, needs); perr != nil {
+		return c, perr
 	}
 	if rerr := g.checkRestores(c.call, c.restores, vault); rerr != nil {
 		return c, rerr
@@ -574,6 +582,7 @@ func (g *Gate) finish(ctx context.Context, res Result, ev AuditEvent, o Outcome,
 	res.Error = o.Err
 	res.Success = o.Err == nil
 	res.Sandbox, ev.Sandbox = o.Sandbox, o.Sandbox
+	ev.Connections, ev.ConnectionsDropped = g.redactConnections(o.Connections), o.ConnectionsDropped
 	res.DurationMS = g.o.Now().Sub(start).Milliseconds()
 
 	ev.Phase = PhaseResult
@@ -630,10 +639,12 @@ func (g *Gate) safeRun(ctx context.Context, t Tool, c *Call) (o Outcome) {
 	ctx = context.WithValue(ctx, gateKey{}, g)
 	note := &sandboxNote{}
 	ctx = context.WithValue(ctx, sandboxNoteKey{}, note)
+	ctx, conns := withConnNote(ctx)
 	defer func() {
 		if o.Sandbox == "" {
 			o.Sandbox = note.get()
 		}
+		o.Connections, o.ConnectionsDropped = conns.get()
 	}()
 	if c.DryRun {
 		return t.Preview(ctx, c)

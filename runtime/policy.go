@@ -11,6 +11,7 @@ import (
 
 	"github.com/wardenrt/warden/runtime/capability"
 	"github.com/wardenrt/warden/runtime/decode"
+	"github.com/wardenrt/warden/runtime/pathrule"
 	"github.com/wardenrt/warden/runtime/sandbox"
 )
 
@@ -100,6 +101,10 @@ type Policy struct {
 	// Tests are calls and the verdicts the policy must give them (warden
 	// policy test).
 	Tests []PolicyTest `yaml:"tests"`
+	// Protect are paths no program may change and Hide paths no program
+	// or tool may read, whatever the grants (pathrule entries).
+	Protect []string `yaml:"protect"`
+	Hide    []string `yaml:"hide"`
 
 	// Source names where the policy came from (a path or "built-in default");
 	// Digest is the sha256 of its text.
@@ -230,6 +235,16 @@ func ParsePolicy(source string, data []byte) (*Policy, error) {
 	for i := range p.Tests {
 		p.Tests[i].Line, _ = pos(fmt.Sprintf("$.tests[%d]", i))
 		p.checkTest(i, func(sub, format string, args ...any) { bad(fmt.Sprintf("$.tests[%d]%s", i, sub), format, args...) })
+	}
+	for _, l := range []struct {
+		key     string
+		entries []string
+	}{{"protect", p.Protect}, {"hide", p.Hide}} {
+		for i, e := range l.entries {
+			if err := pathrule.Check(e); err != nil {
+				bad(fmt.Sprintf("$.%s[%d]", l.key, i), "%s: %v", l.key, err)
+			}
+		}
 	}
 	if p.Approval != "" {
 		if _, err := ParseApprovalMode(string(p.Approval)); err != nil {

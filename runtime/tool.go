@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/pathrule"
 	"github.com/wardenrt/warden/runtime/sandbox"
 )
 
@@ -77,6 +78,11 @@ type Call struct {
 	// Limits are the resource limits of the programs the call starts: the
 	// rule's, over the policy's, over sandbox.DefaultLimits.
 	Limits sandbox.Limits
+	// Protect and Hide are the policy's protect: and hide: lists: paths
+	// no program may change, and paths no program or tool may read,
+	// whatever the grants. The gate refuses needs they match; tools that
+	// walk directories or start programs hold them too.
+	Protect, Hide pathrule.List
 
 	// decoded is Args as DecodeArgs returned it, so Bind need not decode
 	// twice.
@@ -110,6 +116,10 @@ type Outcome struct {
 	// when it comes back. Output with no origin is a command's: a mask from
 	// it is restored only into a file that holds the original already.
 	Origins []Origin
+	// Connections are what those programs connected to, or were refused
+	// (the gate fills them from NoteConnection, for the audit record).
+	Connections        []Connection
+	ConnectionsDropped int
 }
 
 // Fail is shorthand for a failed Outcome.
@@ -129,7 +139,8 @@ type Result struct {
 	Error      *Error          `json:"error,omitempty"`
 	DurationMS int64           `json:"duration_ms"`
 	// Sandbox says which protections the programs the call started ran
-	// under: "landlock-vN", "partial" or "none" (absent: it started none).
+	// under: "full", "fallback", "partial" or "off" (absent: it started
+	// none); see sandbox.Support.Level.
 	Sandbox string `json:"sandbox,omitempty"`
 	// AuditSeq is the sequence number of the call's last audit record.
 	AuditSeq uint64 `json:"audit_seq,omitempty"`

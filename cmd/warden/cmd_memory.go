@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/wardenrt/warden/builtin"
+	"github.com/wardenrt/warden/runtime/pathrule"
 	"github.com/wardenrt/warden/store"
 )
 
@@ -154,7 +155,12 @@ func memoryCommand() *cli.Command {
 				Name: "index", Usage: "index the workspace's text files for get_context (incremental: only changed files are read)",
 				Flags: []cli.Flag{jsonFlag},
 				Action: withEnv(func(ctx context.Context, e *env) error {
-					stats, err := builtin.IndexWorkspace(ctx, lazyStore{open: e.store}, e.workspace, nil)
+					p, err := e.policy()
+					if err != nil {
+						return err
+					}
+					// What the policy hides is never indexed.
+					stats, err := builtin.IndexWorkspace(ctx, lazyStore{open: e.store}, e.workspace, &builtin.IndexOptions{Hide: pathrule.New(p.Hide)})
 					if err != nil {
 						return err
 					}

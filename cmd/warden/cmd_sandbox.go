@@ -15,11 +15,11 @@ import (
 func sandboxCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "sandbox",
-		Usage: "the sandbox every program a tool starts runs under (Landlock and resource limits)",
+		Usage: "the sandbox every program a tool starts runs under (namespaces, Landlock, seccomp and resource limits)",
 		Subcommands: []*cli.Command{
 			{
 				Name:  "check",
-				Usage: "print what this machine supports: the Landlock ABI, which protections are in force, how the process limit is held, and a probe",
+				Usage: "print what this machine supports: the level, the Landlock ABI, namespaces, what a program can reach (yes/no and why), how the process limit is held, and a probe",
 				Flags: []cli.Flag{jsonFlag},
 				Action: withEnv(func(ctx context.Context, e *env) error {
 					s := sandbox.Detect()
@@ -32,11 +32,13 @@ func sandboxCommand() *cli.Command {
 					if e.json {
 						return e.printJSON(map[string]any{
 							"abi": s.ABI, "level": s.Level(), "why": s.Why, "simulated": s.Simulated,
-							"features": s.Features(), "process_limit": how, "process_limit_held": held,
+							"namespaces": s.Namespaces, "namespaces_why": s.NamespacesWhy, "namespaces_simulated": s.NamespacesSimulated,
+							"points": s.Points(), "features": s.Features(), "process_limit": how, "process_limit_held": held,
 							"default_limits": sandbox.DefaultLimits, "probe": probe,
 							"require_sandbox": p.RequireSandbox, "policy": p.Source,
 						})
 					}
+					fmt.Fprintf(e.stdout, "level:          %s (what results and audit records say; full, fallback, partial or off)\n", s.Level())
 					fmt.Fprintf(e.stdout, "landlock:       ABI %d (%s/%s)", s.ABI, runtime.GOOS, runtime.GOARCH)
 					if s.Simulated {
 						fmt.Fprint(e.stdout, ", simulated")
@@ -45,17 +47,28 @@ func sandboxCommand() *cli.Command {
 					if s.Why != "" {
 						fmt.Fprintf(e.stdout, "                %s\n", s.Why)
 					}
-					fmt.Fprintf(e.stdout, "level:          %s (what results and audit records say)\n", s.Level())
+					if s.Namespaces {
+						fmt.Fprintln(e.stdout, "namespaces:     yes (a network and a mount namespace per program)")
+					} else {
+						sim := ""
+						if s.NamespacesSimulated {
+							sim = ", simulated"
+						}
+						fmt.Fprintf(e.stdout, "namespaces:     no%s: %s\n", sim, s.NamespacesWhy)
+					}
+					fmt.Fprintln(e.stdout, "what a program can reach:")
+					mark := func(on bool) string {
+						if on {
+							return "yes"
+						}
+						return "no "
+					}
+					for _, f := range s.Points() {
+						fmt.Fprintf(e.stdout, "  %s  %s\n         %s\n", mark(f.On), f.What, f.Why)
+					}
+					fmt.Fprintln(e.stdout, "other protections:")
 					for _, f := range s.Features() {
-						mark := "no "
-						if f.On {
-							mark = "yes"
-						}
-						need := ""
-						if f.MinABI > 0 && !f.On {
-							need = fmt.Sprintf(" (needs ABI %d)", f.MinABI)
-						}
-						fmt.Fprintf(e.stdout, "  %s  %s%s\n", mark, f.What, need)
+						fmt.Fprintf(e.stdout, "  %s  %s (%s)\n", mark(f.On), f.What, f.Why)
 					}
 					fmt.Fprintf(e.stdout, "process limit:  %s\n", how)
 					l := sandbox.DefaultLimits

@@ -699,7 +699,7 @@ func (e *env) gate() (*runtime.Gate, error) {
 	}
 	opts := runtime.GateOptions{
 		Registry: reg, Policy: p, Workspace: e.workspace, Extra: extra, Timed: timed,
-		Grants:   lazyStore{open: e.store},
+		Grants: lazyStore{open: e.store}, Hide: []string{e.home},
 		Approval: mode, DryRun: e.c.Bool("dry-run"), Logger: e.log, Redactor: e.redactor,
 	}
 	if mode == runtime.ApproveAsk {

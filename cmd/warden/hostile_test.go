@@ -89,15 +89,6 @@ func peakRSSMain() {
 	os.Exit(cmd.ProcessState.ExitCode())
 }
 
-func writeFile(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // TestHostileCorpus: every loader of a file warden did not write — the
 // workspace and home policy, a module's sidecar, a workflow — refuses each

@@ -128,7 +128,7 @@ func (e *env) jobGate(ctx context.Context, ws string) (*runtime.Gate, error) {
 		return nil, err
 	}
 	return runtime.NewGate(runtime.GateOptions{
-		Registry: reg, Policy: pf.Policy, Workspace: ws, Grants: lazyStore{open: e.store},
+		Registry: reg, Policy: pf.Policy, Workspace: ws, Grants: lazyStore{open: e.store}, Hide: []string{e.home},
 		Approval: mode, Logger: e.log, Redactor: e.redactor, Audit: st,
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/wardenrt/warden/internal/wasmfixture"
+	"github.com/wardenrt/warden/runtime/sandbox"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files of the scripts under testdata/script")
@@ -34,6 +35,17 @@ func TestScripts(t *testing.T) {
 		Cmds: map[string]func(*testscript.TestScript, bool, []string){
 			"tamper": cmdTamper, "serve": cmdServe, "buildwasm": cmdBuildWasm(t), "wasmsection": cmdWasmSection,
 			"setenvfrom": cmdSetenvFrom,
+		},
+		// [landlock6]: Landlock ABI 6 or later here; [namespaces]: programs
+		// can get namespaces of their own (both as warden detects them).
+		Condition: func(cond string) (bool, error) {
+			switch cond {
+			case "landlock6":
+				return sandbox.Detect().ABI >= 6, nil
+			case "namespaces":
+				return sandbox.Detect().Namespaces, nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
 		},
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("WARDEN_HOME", filepath.Join(env.WorkDir, ".home"))

@@ -124,6 +124,15 @@ func (g Grant) Kind() Kind { return g.kind }
 // Port returns a net grant's port (0: any port, and for other kinds).
 func (g Grant) Port() int { return int(g.port) }
 
+// SingleAddr returns, for a net grant of one IP address (net:10.0.0.5,
+// net:[::1]:5432 — not a wider CIDR), that address.
+func (g Grant) SingleAddr() (netip.Addr, bool) {
+	if g.kind != Net || !g.prefix.IsValid() || !g.prefix.IsSingleIP() {
+		return netip.Addr{}, false
+	}
+	return g.prefix.Addr(), true
+}
+
 // Scope returns the canonical scope ("" for scope-less kinds).
 func (g Grant) Scope() string { return g.scope }
 
@@ -286,15 +295,16 @@ func unescapeMeta(s string) string {
 	return b.String()
 }
 
-// interpreters are programs that run code or other programs named in their
-// arguments or input, so exec of one of them is as wide as exec:*. go is in
-// the list (go run, go generate and go test run arbitrary code), and so are
-// build tools that run recipes. find is not: it is an ordinary program
-// (its -exec still needs a grant for the program it starts). git is not,
+// runsCode are programs that run code named in their arguments or input:
+// shells, interpreters, and build tools and package managers that run
+// recipes, scripts or what they build. Such a grant is not exec:* — under
+// the sandbox a program can execute only the files the call's exec: grants
+// name, whatever starts it — but the program computes anything itself,
+// within the call's fs and net grants. go is in the list; git is not,
 // though its -c options can name helper commands: exec:git is the grant
 // the runtime is built around, and shell argument filtering is the shell
 // tool's job.
-var interpreters = map[string]string{
+var runsCode = map[string]string{
 	// shells
 	"sh": "a shell", "bash": "a shell", "dash": "a shell", "zsh": "a shell", "fish": "a shell",
 	"ksh": "a shell", "mksh": "a shell", "ash": "a shell", "csh": "a shell", "tcsh": "a shell",
@@ -305,57 +315,73 @@ var interpreters = map[string]string{
 	"deno": "an interpreter", "bun": "an interpreter", "perl": "an interpreter", "ruby": "an interpreter",
 	"php": "an interpreter", "lua": "an interpreter", "luajit": "an interpreter", "tclsh": "an interpreter",
 	"wish": "an interpreter", "rscript": "an interpreter", "julia": "an interpreter", "java": "a virtual machine that runs any class",
-	"jshell": "an interpreter", "osascript": "an interpreter", "awk": "an interpreter (system())",
-	"gawk": "an interpreter (system())", "mawk": "an interpreter (system())", "nawk": "an interpreter (system())",
-	"expect": "an interpreter",
-	// launchers: run the program named in their arguments
-	"env": "a launcher", "xargs": "a launcher", "sudo": "a launcher that also changes user",
-	"doas": "a launcher that also changes user", "su": "a launcher that also changes user",
-	"runuser": "a launcher that also changes user", "pkexec": "a launcher that also changes user",
-	"nohup": "a launcher", "timeout": "a launcher", "nice": "a launcher", "ionice": "a launcher",
-	"setsid": "a launcher", "stdbuf": "a launcher", "chroot": "a launcher", "unshare": "a launcher",
-	"nsenter": "a launcher", "taskset": "a launcher", "chrt": "a launcher", "flock": "a launcher",
-	"time": "a launcher", "watch": "a launcher", "script": "a launcher", "strace": "a launcher",
-	"ltrace": "a launcher", "gdb": "a launcher", "parallel": "a launcher", "systemd-run": "a launcher",
-	"npx": "a launcher that also downloads packages", "uvx": "a launcher that also downloads packages",
-	"ssh": "a launcher (ProxyCommand, LocalCommand)", "docker": "a launcher of containers that can mount the host",
-	"podman": "a launcher of containers that can mount the host", "kubectl": "a launcher (exec into pods)",
-	// build tools that run arbitrary recipes
+	"jshell": "an interpreter", "osascript": "an interpreter", "awk": "an interpreter",
+	"gawk": "an interpreter", "mawk": "an interpreter", "nawk": "an interpreter",
+	"expect": "an interpreter", "gdb": "a debugger that runs scripts",
+	// build tools that run recipes, scripts or what they build
 	"make": "a build tool that runs arbitrary recipes", "gmake": "a build tool that runs arbitrary recipes",
-	"go":    "a toolchain that runs arbitrary code (go run, go generate, go test)",
-	"cargo": "a toolchain that runs arbitrary code (build scripts, cargo run)",
+	"go":    "a toolchain that runs arbitrary code (go generate, build tags, cgo); go run and go test execute what they build, which only exec:* allows under the sandbox",
+	"cargo": "a toolchain that runs arbitrary code (build scripts); cargo run and cargo test execute what they build, which only exec:* allows under the sandbox",
 	"npm":   "a package manager that runs arbitrary scripts", "yarn": "a package manager that runs arbitrary scripts",
 	"pnpm": "a package manager that runs arbitrary scripts", "uv": "a package manager that runs arbitrary code",
-	"pip": "a package manager that runs arbitrary setup code",
+	"pip": "a package manager that runs arbitrary setup code", "npx": "a launcher that downloads and runs packages",
+	"uvx": "a launcher that downloads and runs packages",
 }
 
-// interpreter returns why program name is as wide as exec:*, or "".
-// Version suffixes are ignored: python3.12, node18 and lua5.4 count.
-func interpreter(name string) string {
+// remote are programs that run commands elsewhere — on other machines or
+// in containers — where warden's sandbox does not reach.
+var remote = map[string]string{
+	"ssh": "runs commands on the machines it reaches", "kubectl": "runs commands in the pods it reaches (kubectl exec)",
+	"docker": "runs containers, which can mount the host, through the daemon it reaches", "podman": "runs containers through the service it reaches",
+	"systemd-run": "asks systemd to run a program outside the sandbox",
+}
+
+// progName is a program name without a version suffix: python3.12, node18
+// and lua5.4 count as python, node and lua.
+func progName(name string) string {
 	n := strings.ToLower(name)
-	if why, ok := interpreters[n]; ok {
-		return why
+	if _, ok := runsCode[n]; ok {
+		return n
 	}
-	n = strings.TrimRight(n, "0123456789.-")
-	return interpreters[n]
+	if _, ok := remote[n]; ok {
+		return n
+	}
+	return strings.TrimRight(n, "0123456789.-")
 }
 
-// Broad returns a non-empty explanation when g is as wide as exec:* or
-// otherwise hands over the machine: exec:* itself and exec of a shell,
-// interpreter, launcher or build tool (see the list in the source; go is
-// in it); fs.write grants that can change the workspace's .git hooks or
-// .warden policy (fs.write:**, fs.write:.git/**) or that start at / with a
-// glob (fs.write:/**); net:* (any host name), net:*.tld (a whole top-level
-// domain) and net CIDRs of length 0 (every address, loopback and cloud
-// metadata included). It returns "" otherwise.
+// Broad returns, for a grant that hands over more than its name says, an
+// explanation of what it really allows; "" otherwise. What programs do is
+// held by warden's sandbox (see `warden sandbox check`): a program can
+// execute only the files the call's exec: grants name, never write .git/,
+// .warden/ or the policy's protect: paths, and reach only the hosts the
+// net grants name — at level full; below it, less (the explanations say
+// which). Broad grants:
+//
+//   - exec:* (any program, and any program it starts);
+//   - exec of a shell, an interpreter or a build tool (it computes
+//     anything itself, within the call's other grants), or of a program
+//     that runs commands on other machines or in containers;
+//   - fs.write grants that can change the workspace's .git or .warden
+//     (fs.write:**, fs.write:.git/**) — held off them at level full only —
+//     or that start at / with a glob (fs.write:/**);
+//   - net:* (any host name), net:*.tld (a whole top-level domain) and net
+//     CIDRs of length 0 (every address, loopback and cloud metadata
+//     included).
+//
+// Launchers (env, xargs, timeout, nice, nohup, setsid, stdbuf, …) are not
+// broad: they start only programs the exec: grants name.
 func (g Grant) Broad() string {
 	switch g.kind {
 	case Exec:
 		if g.scope == "*" {
-			return "exec:* lets the tool run any program"
+			return "exec:* lets the tool run any program, and every program it starts run any other"
 		}
-		if why := interpreter(g.scope); why != "" {
-			return g.String() + " is as wide as exec:*: " + g.scope + " is " + why
+		n := progName(g.scope)
+		if why, ok := runsCode[n]; ok {
+			return g.String() + " runs any code it is given (" + g.scope + " is " + why + "): within the call's fs and net grants, and starting only programs exec: grants name"
+		}
+		if why, ok := remote[n]; ok {
+			return g.String() + " " + why + ", beyond warden's sandbox"
 		}
 	case FSWrite:
 		if strings.HasPrefix(g.scope, "/") {
@@ -366,7 +392,8 @@ func (g Grant) Broad() string {
 		}
 		for _, p := range []string{".git/hooks/pre-commit", ".warden/policy.yaml"} {
 			if ok, _ := doublestar.Match(g.scope, p); ok {
-				return g.String() + " lets the tool change " + p + " in the workspace, which is as wide as exec:* (git hooks run code; the policy file sets the grants)"
+				return g.String() + " lets programs change every file it names but .git/, .warden/ and the policy's protect: paths, which are read-only to them at sandbox level full; " +
+					"at lower levels a program can change " + p + " (git hooks run code; the policy sets the grants). warden's own tools never change them"
 			}
 		}
 	case Net:

@@ -104,8 +104,8 @@ func ExampleGrant_Broad() {
 	}
 	// Output:
 	// exec:git: ""
-	// exec:python3: "exec:python3 is as wide as exec:*: python3 is an interpreter"
-	// fs.write:**: "fs.write:** lets the tool change .git/hooks/pre-commit in the workspace, which is as wide as exec:* (git hooks run code; the policy file sets the grants)"
+	// exec:python3: "exec:python3 runs any code it is given (python3 is an interpreter): within the call's fs and net grants, and starting only programs exec: grants name"
+	// fs.write:**: "fs.write:** lets programs change every file it names but .git/, .warden/ and the policy's protect: paths, which are read-only to them at sandbox level full; at lower levels a program can change .git/hooks/pre-commit (git hooks run code; the policy sets the grants). warden's own tools never change them"
 	// net:*: "net:* lets the tool reach every host name"
 }
 

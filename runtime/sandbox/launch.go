@@ -28,6 +28,9 @@ const ExitLaunchFailed = 126
 // init turns this process into the launcher when warden re-executed itself
 // with launcherArg: it never returns then.
 func init() {
+	if len(os.Args) == 2 && os.Args[1] == probeArg {
+		probe()
+	}
 	if len(os.Args) > 3 && os.Args[1] == launcherArg {
 		err := launch(os.Args[2], os.Args[3:])
 		fmt.Fprintf(os.Stderr, "warden sandbox: %v\n", err)
@@ -40,10 +43,11 @@ func init() {
 // program with less than the spec says.
 //
 // The order: descriptors above stderr are closed on exec (whatever warden
-// inherited stays out of the sandbox); the limits; the pids cgroup; every
-// capability dropped; Landlock; then, on one locked thread with nothing
-// allocated in between, no_new_privs, the seccomp filter, the address-space
-// limit and execve.
+// inherited stays out of the sandbox); the namespaces (loopback and the
+// listeners, the mounts); the limits; the pids cgroup; every capability
+// dropped; Landlock; then, on one locked thread with nothing allocated in
+// between, no_new_privs, the seccomp filter, the address-space limit and
+// execve.
 func launch(path string, argv []string) error {
 	raw, ok := os.LookupEnv(specEnv)
 	if !ok {
@@ -64,6 +68,16 @@ func launch(path string, argv []string) error {
 	}
 	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		return fmt.Errorf("close_range: %w", err)
+	}
+	if spec.Namespaces {
+		if spec.NetNS {
+			if err := setupNetwork(spec); err != nil {
+				return err
+			}
+		}
+		if err := setupMounts(spec); err != nil {
+			return err
+		}
 	}
 	lim := spec.Limits.WithDefaults()
 	if err := setLimits(lim); err != nil {
@@ -250,6 +264,11 @@ func userProcesses() (uint64, error) {
 // restrict enforces the Landlock part of spec at ABI abi (nothing at 0:
 // the limits, the capabilities and seccomp still hold). simulated: the
 // kernel offers more, and abi is what warden's process chose to report.
+//
+// Reading and writing follow the spec's paths; executing, only the files
+// (and directories of files) in spec.Exec — every other file, system
+// directories included, can be read but not executed — unless ExecAny.
+// TCP is handled only where there is no network namespace.
 func restrict(spec Spec, abi int, simulated bool) error {
 	if abi < 1 {
 		return nil
@@ -264,27 +283,45 @@ func restrict(spec Spec, abi int, simulated bool) error {
 		// The highest ABI warden's rules are written for: V8 is V7
 		// (what this project is tested on) plus multithreaded
 		// enforcement. Later ABIs restrict pathname unix sockets and
-		// UDP, which need rules of their own (seccomp covers unix
-		// sockets); see RATIONALE.md. BestEffort takes what the kernel
-		// has of it.
+		// UDP, which need rules of their own (seccomp covers both);
+		// see RATIONALE.md. BestEffort takes what the kernel has of it.
 		c = landlock.V8.BestEffort()
 	}
-	if spec.AnyTCP {
+	if spec.AnyTCP || spec.NetNS {
+		// A network namespace holds the network: the program reaches
+		// nothing but its loopback, where warden's listeners are.
 		c.HandledAccessNet = 0
 	}
-	refer := abi >= 2 // asking for refer on ABI 1 would make go-landlock give up on every rule
-	var rules []landlock.Rule
-	add := func(r landlock.FSRule) {
-		if refer {
-			r = r.WithRefer()
-		}
-		rules = append(rules, r)
-	}
-	rules = append(rules,
-		landlock.RODirs(SystemReadDirs...).IgnoreIfMissing(),
-		landlock.ROFiles(SystemReadFiles...).IgnoreIfMissing(),
-		landlock.RWFiles(SystemWriteFiles...).IgnoreIfMissing(),
+	const (
+		read     = llsys.AccessFSReadFile | llsys.AccessFSReadDir
+		exec     = llsys.AccessFSExecute
+		fileOnly = llsys.AccessFSExecute | llsys.AccessFSWriteFile | llsys.AccessFSTruncate | llsys.AccessFSReadFile | llsys.AccessFSIoctlDev
+		write    = llsys.AccessFSWriteFile | llsys.AccessFSRemoveDir | llsys.AccessFSRemoveFile | llsys.AccessFSMakeChar |
+			llsys.AccessFSMakeDir | llsys.AccessFSMakeReg | llsys.AccessFSMakeSock | llsys.AccessFSMakeFifo |
+			llsys.AccessFSMakeBlock | llsys.AccessFSMakeSym | llsys.AccessFSTruncate
 	)
+	handled := uint64(c.HandledAccessFS)
+	anyExec := uint64(0)
+	if spec.ExecAny {
+		anyExec = exec
+	}
+	// refer is asked for only from ABI 2: asking for it on ABI 1 would
+	// make go-landlock give up on every rule.
+	refer := uint64(0)
+	if abi >= 2 {
+		refer = llsys.AccessFSRefer
+	}
+	rule := func(a uint64, dir bool, paths ...string) landlock.FSRule {
+		if !dir {
+			a &= fileOnly
+		}
+		return landlock.PathAccess(landlock.AccessFSSet(a&handled), paths...)
+	}
+	rules := []landlock.Rule{
+		rule(read|anyExec, true, SystemReadDirs...).IgnoreIfMissing(),
+		rule(read|anyExec, false, SystemReadFiles...).IgnoreIfMissing(),
+		rule(read|write, false, SystemWriteFiles...).IgnoreIfMissing(),
+	}
 	// The spec's own paths are opened here without following any symlink
 	// and handed to Landlock as /proc/self/fd/N, so what is allowed is the
 	// file warden checked, not whatever a symlink swapped in since points
@@ -296,9 +333,13 @@ func restrict(spec Spec, abi int, simulated bool) error {
 		}
 	}()
 	for _, set := range []struct {
-		paths []string
-		write bool
-	}{{spec.Read, false}, {spec.Write, true}} {
+		paths  []string
+		access uint64
+	}{
+		{spec.Read, read | refer | anyExec},
+		{spec.Write, read | write | refer | anyExec},
+		{spec.Exec, read | exec},
+	} {
 		for _, p := range set.paths {
 			fd, err := unix.Openat2(unix.AT_FDCWD, p, &unix.OpenHow{
 				Flags:   unix.O_PATH | unix.O_CLOEXEC,
@@ -312,21 +353,11 @@ func restrict(spec Spec, abi int, simulated bool) error {
 			if unix.Fstat(fd, &st) != nil {
 				continue
 			}
-			at := "/proc/self/fd/" + strconv.Itoa(fd)
 			dir := st.Mode&unix.S_IFMT == unix.S_IFDIR
-			switch {
-			case set.write && dir:
-				add(landlock.RWDirs(at))
-			case set.write:
-				rules = append(rules, landlock.RWFiles(at))
-			case dir:
-				add(landlock.RODirs(at))
-			default:
-				rules = append(rules, landlock.ROFiles(at))
-			}
+			rules = append(rules, rule(set.access, dir, "/proc/self/fd/"+strconv.Itoa(fd)))
 		}
 	}
-	if !spec.AnyTCP && abi >= 4 {
+	if c.HandledAccessNet != 0 && abi >= 4 {
 		for _, port := range spec.ConnectTCP {
 			rules = append(rules, landlock.ConnectTCP(port))
 		}
@@ -338,11 +369,21 @@ func restrict(spec Spec, abi int, simulated bool) error {
 }
 
 // seccompFilter refuses, with EACCES, the system calls the other layers do
-// not cover: socket(AF_UNIX) (connecting to a pathname unix socket is not
-// Landlock's before ABI 9, and /run holds sockets that act as root:
-// systemd's, D-Bus's, Docker's), unless the spec allows unix sockets; and
-// io_uring_setup (io_uring can open sockets without the socket call). A
-// call from another architecture's ABI (32-bit compat) is refused whole.
+// not cover:
+//
+//   - socket(): TCP (AF_INET and AF_INET6 stream sockets of protocol 0 or
+//     TCP) only — no UDP, so no DNS query of the program's own; no raw,
+//     packet, netlink or other families — and unix sockets only where the
+//     spec allows them (connecting to a pathname unix socket is not
+//     Landlock's before ABI 9, and /run holds sockets that act as root:
+//     systemd's, D-Bus's, Docker's);
+//   - memfd_create() unless MFD_NOEXEC_SEAL: a memfd is on no path
+//     Landlock governs, so an executable one would let a program execute
+//     any bytes it can read (a copy of /usr/bin/touch); memfd_secret();
+//   - io_uring_setup (io_uring can open sockets without the socket call).
+//
+// A call from another architecture's ABI (32-bit compat, x32) is refused
+// whole.
 func seccompFilter(unixSockets bool) ([]unix.SockFilter, error) {
 	var arch uint32
 	switch runtime.GOARCH {
@@ -353,35 +394,104 @@ func seccompFilter(unixSockets bool) ([]unix.SockFilter, error) {
 	default:
 		return nil, fmt.Errorf("no seccomp filter for %s", runtime.GOARCH)
 	}
-	const (
-		ld  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
-		jeq = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
-		ret = unix.BPF_RET | unix.BPF_K
-	)
 	allow := uint32(unix.SECCOMP_RET_ALLOW)
 	deny := uint32(unix.SECCOMP_RET_ERRNO) | uint32(unix.EACCES)
 	nosys := uint32(unix.SECCOMP_RET_ERRNO) | uint32(unix.ENOSYS)
-	unixDomain := uint32(unix.AF_UNIX)
+	unixVerdict := deny
 	if unixSockets {
-		unixDomain = ^uint32(0) // matches no domain
+		unixVerdict = allow
 	}
-	// Jumps are relative to the next instruction.
-	f := []unix.SockFilter{
-		/* 0 */ {Code: ld, K: 4}, // arch
-		/* 1 */ {Code: jeq, Jt: 1, K: arch},
-		/* 2 */ {Code: ret, K: nosys},
-		/* 3 */ {Code: ld, K: 0}, // nr
-		/* 4 */ {Code: unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K, Jt: 3, K: x32Mask()}, // → 8
-		/* 5 */ {Code: jeq, Jt: 3, K: uint32(unix.SYS_SOCKET)}, // → 9
-		/* 6 */ {Code: jeq, Jt: 1, K: uint32(unix.SYS_IO_URING_SETUP)}, // → 8
-		/* 7 */ {Code: ret, K: allow},
-		/* 8 */ {Code: ret, K: nosys},
-		/* 9 */ {Code: ld, K: 16}, // socket: args[0], the domain (low word)
-		/* 10 */ {Code: jeq, Jt: 1, K: unixDomain}, // → 12
-		/* 11 */ {Code: ret, K: allow},
-		/* 12 */ {Code: ret, K: deny},
+	// The arguments are ints: the kernel reads the low word of each
+	// (little-endian: the first four bytes of args[i], at 16 + 8i).
+	const nr, archOff, arg0, arg1, arg2 = 0, 4, 16, 24, 32
+	var a bpfAsm
+	a.ld(archOff)
+	a.jeq(arch, "", "nosys")
+	a.ld(nr)
+	a.jset(x32Mask(), "nosys", "")
+	a.jeq(uint32(unix.SYS_SOCKET), "socket", "")
+	a.jeq(uint32(unix.SYS_MEMFD_CREATE), "memfd", "")
+	a.jeq(uint32(unix.SYS_MEMFD_SECRET), "deny", "")
+	a.jeq(uint32(unix.SYS_IO_URING_SETUP), "nosys", "")
+	a.ret(allow)
+	a.label("socket")
+	a.ld(arg0)
+	a.jeq(unix.AF_INET, "inet", "")
+	a.jeq(unix.AF_INET6, "inet", "")
+	a.jeq(unix.AF_UNIX, "unix", "deny")
+	a.label("inet")
+	a.ld(arg1)
+	a.and(0xf) // the type, without SOCK_NONBLOCK and SOCK_CLOEXEC
+	a.jeq(unix.SOCK_STREAM, "", "deny")
+	a.ld(arg2)
+	a.jeq(0, "allow", "")
+	a.jeq(unix.IPPROTO_TCP, "allow", "deny")
+	a.label("memfd")
+	a.ld(arg1)
+	a.jset(unix.MFD_NOEXEC_SEAL, "allow", "deny")
+	a.label("unix")
+	a.ret(unixVerdict)
+	a.label("allow")
+	a.ret(allow)
+	a.label("deny")
+	a.ret(deny)
+	a.label("nosys")
+	a.ret(nosys)
+	return a.assemble()
+}
+
+// bpfAsm assembles a classic BPF program with named jump targets ("" is
+// the next instruction).
+type bpfAsm struct {
+	ins    []unix.SockFilter
+	jt, jf []string
+	labels map[string]int
+}
+
+func (a *bpfAsm) emit(f unix.SockFilter, jt, jf string) {
+	a.ins, a.jt, a.jf = append(a.ins, f), append(a.jt, jt), append(a.jf, jf)
+}
+func (a *bpfAsm) label(name string) {
+	if a.labels == nil {
+		a.labels = map[string]int{}
 	}
-	return f, nil
+	a.labels[name] = len(a.ins)
+}
+func (a *bpfAsm) ld(off uint32) {
+	a.emit(unix.SockFilter{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: off}, "", "")
+}
+func (a *bpfAsm) and(k uint32) {
+	a.emit(unix.SockFilter{Code: unix.BPF_ALU | unix.BPF_AND | unix.BPF_K, K: k}, "", "")
+}
+func (a *bpfAsm) ret(k uint32) {
+	a.emit(unix.SockFilter{Code: unix.BPF_RET | unix.BPF_K, K: k}, "", "")
+}
+func (a *bpfAsm) jeq(k uint32, jt, jf string) {
+	a.emit(unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: k}, jt, jf)
+}
+func (a *bpfAsm) jset(k uint32, jt, jf string) {
+	a.emit(unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K, K: k}, jt, jf)
+}
+
+func (a *bpfAsm) assemble() ([]unix.SockFilter, error) {
+	out := make([]unix.SockFilter, len(a.ins))
+	for i, f := range a.ins {
+		for _, j := range []struct {
+			name string
+			dst  *uint8
+		}{{a.jt[i], &f.Jt}, {a.jf[i], &f.Jf}} {
+			if j.name == "" {
+				continue
+			}
+			to, ok := a.labels[j.name]
+			if !ok || to <= i || to-i-1 > 255 {
+				return nil, fmt.Errorf("seccomp filter: bad jump to %q at %d", j.name, i)
+			}
+			*j.dst = uint8(to - i - 1)
+		}
+		out[i] = f
+	}
+	return out, nil
 }
 
 // x32Mask marks x32 system call numbers on amd64 (none elsewhere).

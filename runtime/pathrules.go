@@ -1,0 +1,55 @@
+package runtime
+
+import (
+	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/pathrule"
+	"slices"
+)
+
+// pathRules compiles the policy's protect: and hide: lists.
+// An untrusted workspace policy's lists apply too (they only narrow), and
+// extraHide adds paths the owner's own setup hides (warden's home).
+func (p *Policy) pathRules(extraHide ...string) (protect, hide pathrule.List) {
+	pr, hd := slices.Clone(p.Protect), append(slices.Clone(p.Hide), extraHide...)
+	for _, n := range p.narrowers {
+		pr, hd = append(pr, n.Protect...), append(hd, n.Hide...)
+	}
+	return pathrule.New(pr), pathrule.New(hd)
+}
+
+// pathRuleRefusal refuses, with CAPABILITY_DENIED naming the entry, a call
+// that needs to read or write a path the policy hides, or to write one it
+// protects — whatever the grants say.
+func pathRuleRefusal(c *Call, needs []capability.Need) *Error {
+	for _, n := range needs {
+		if n.Kind != capability.FSRead && n.Kind != capability.FSWrite {
+			continue
+		}
+		if e, ok := c.Hide.Match(c.Workspace, n.Resource); ok {
+			return HiddenError(n.Resource, e)
+		}
+		if n.Kind == capability.FSWrite {
+			if e, ok := c.Protect.Match(c.Workspace, n.Resource); ok {
+				return ProtectedError(n.Resource, e)
+			}
+		}
+	}
+	return nil
+}
+
+// HiddenError is the refusal of a path the policy's hide: entry covers.
+func HiddenError(path, entry string) *Error {
+	return Errorf(CodeCapabilityDenied, "the policy's hide: list keeps it out of reach of every tool and program; no grant opens it",
+		"%s is hidden by the policy (hide: %q)", path, entry)
+}
+
+// ProtectedError is the refusal to change a path the policy's protect:
+// entry covers.
+func ProtectedError(path, entry string) *Error {
+	return Errorf(CodeCapabilityDenied, "the policy's protect: list keeps it read-only to every tool and program; no grant opens it",
+		"%s is protected by the policy (protect: %q)", path, entry)
+}
+
+// Hidden reports the hide: entry that covers path (absolute), if any: for
+// tools that walk directories or read more than their needs name.
+func (c *Call) Hidden(path string) (string, bool) { return c.Hide.Match(c.Workspace, path) }
