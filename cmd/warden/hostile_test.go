@@ -89,7 +89,6 @@ func peakRSSMain() {
 	os.Exit(cmd.ProcessState.ExitCode())
 }
 
-
 // TestHostileCorpus: every loader of a file warden did not write — the
 // workspace and home policy, a module's sidecar, a workflow — refuses each
 // hostile file with a clear code and the position of the problem, before
