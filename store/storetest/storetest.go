@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -24,50 +23,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// Backend is the contract a store implements: everything of *store.Store
-// except opening, Path and Stats.
-type Backend interface {
-	AppendAudit(ctx context.Context, event json.RawMessage) (uint64, error)
-	ListAudit(ctx context.Context, f store.AuditFilter) ([]store.AuditRecord, error)
-	AuditRecord(ctx context.Context, seq uint64) (store.AuditRecord, error)
-	ExportAudit(ctx context.Context, w io.Writer) error
-	VerifyAudit(ctx context.Context) (store.VerifyReport, error)
-
-	PutMemory(ctx context.Context, ns, key, value string) error
-	GetMemory(ctx context.Context, ns, key string) (store.MemoryEntry, error)
-	ListMemory(ctx context.Context, ns string, limit int) ([]store.MemoryEntry, error)
-	DeleteMemory(ctx context.Context, ns, key string) error
-	SearchMemory(ctx context.Context, q store.MemoryQuery) ([]store.MemoryHit, error)
-
-	PutRun(ctx context.Context, id string, doc json.RawMessage) error
-	Run(ctx context.Context, id string) (json.RawMessage, error)
-	ListRuns(ctx context.Context, limit int) ([]json.RawMessage, error)
-
-	PutArtifact(ctx context.Context, data []byte) (digest string, err error)
-	Artifact(ctx context.Context, digest string) ([]byte, error)
-
-	PutPin(ctx context.Context, name string, doc json.RawMessage) error
-	Pin(ctx context.Context, name string) (json.RawMessage, error)
-	DeletePin(ctx context.Context, name string) error
-	ListPins(ctx context.Context) (map[string]json.RawMessage, error)
-
-	PutGrant(ctx context.Context, id string, doc json.RawMessage) error
-	DeleteGrant(ctx context.Context, id string) error
-	ListGrants(ctx context.Context) (map[string]json.RawMessage, error)
-
-	PutTrust(ctx context.Context, path string, doc json.RawMessage) error
-	Trust(ctx context.Context, path string) (json.RawMessage, error)
-	DeleteTrust(ctx context.Context, path string) error
-	ListTrust(ctx context.Context) (map[string]json.RawMessage, error)
-
-	CreateJob(ctx context.Context, id string, doc json.RawMessage) error
-	Job(ctx context.Context, id string) (json.RawMessage, error)
-	UpdateJob(ctx context.Context, id string, fn func(json.RawMessage) (json.RawMessage, error)) error
-	DeleteJob(ctx context.Context, id string) error
-	ListJobs(ctx context.Context) (map[string]json.RawMessage, error)
-
-	Close() error
-}
+// Backend is the store contract every backend implements.
+type Backend = store.Backend
 
 var _ Backend = (*store.Store)(nil)
 
