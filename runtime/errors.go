@@ -39,6 +39,9 @@ const (
 	CodeToolError     Code = "TOOL_ERROR"
 	CodeStoreLocked   Code = "STORE_LOCKED"
 	CodeStoreCorrupt  Code = "STORE_CORRUPT"
+	// CodeStoreUnavailable: a store on a server (PostgreSQL) could not be
+	// reached or did not answer in time.
+	CodeStoreUnavailable Code = "STORE_UNAVAILABLE"
 	CodeAuditTampered Code = "AUDIT_TAMPERED"
 	CodeLLMError      Code = "LLM_ERROR"
 	CodeInternal      Code = "INTERNAL"
@@ -52,7 +55,7 @@ func Codes() []Code {
 		CodePathEscape, CodeNotFound, CodeAlreadyExists, CodeNotText, CodeTooLarge,
 		CodeCommandFailed, CodeCommandNotFound, CodeCommandTimeout, CodeResourceLimit, CodeTimeout,
 		CodePatchRejected, CodeNetworkError, CodeWasmTrap, CodeWasmLimit, CodeToolError,
-		CodeStoreLocked, CodeStoreCorrupt, CodeAuditTampered, CodeLLMError, CodeInternal,
+		CodeStoreLocked, CodeStoreCorrupt, CodeStoreUnavailable, CodeAuditTampered, CodeLLMError, CodeInternal,
 	}
 }
 

@@ -51,7 +51,7 @@ type env struct {
 	// says): where wasm guests' captured stdout and stderr go.
 	guestLog *slog.Logger
 	redactor *redact.Redactor
-	st       *store.Store
+	st       store.Backend
 	core     []runtime.Tool
 	host     *wasmtool.Host
 	// regMu guards reg and wasmStatus, which mcp serve reloads while
@@ -172,16 +172,13 @@ func (e *env) setupLog(level string) error {
 	return nil
 }
 
-// store opens the store on first use.
-func (e *env) store() (*store.Store, error) {
+// store opens the store on first use: --store (WARDEN_STORE) chooses the
+// backend, the bbolt file <home>/warden.db by default (store_backend.go).
+func (e *env) store() (store.Backend, error) {
 	if e.st != nil {
 		return e.st, nil
 	}
-	timeout := defaultLockTimeout
-	if e.c != nil {
-		timeout = e.c.Duration("lock-timeout")
-	}
-	st, err := store.Open(filepath.Join(e.home, "warden.db"), &store.Options{Timeout: timeout})
+	st, err := e.openStore()
 	if err != nil {
 		return nil, storeFailure(err)
 	}
@@ -545,7 +542,7 @@ func (e *env) loadWasm(taken func(string) bool) ([]runtime.Tool, error) {
 // tampered) or a cancellation.
 func isStoreError(err error) bool {
 	return errors.Is(err, store.ErrLocked) || errors.Is(err, store.ErrCorrupt) ||
-		errors.Is(err, store.ErrTampered) || errors.Is(err, context.Canceled)
+		errors.Is(err, store.ErrTampered) || errors.Is(err, store.ErrUnavailable) || errors.Is(err, context.Canceled)
 }
 
 // wasmHost opens the wasm tool host on first use: modules in <home>/tools,

@@ -254,7 +254,7 @@ func (e *env) notifyJob(ctx context.Context, j schedule.Job, out schedule.Outcom
 
 // markInterrupted records a run a dead process left running as
 // interrupted.
-func markInterrupted(ctx context.Context, st *store.Store, runID string) error {
+func markInterrupted(ctx context.Context, st store.Backend, runID string) error {
 	doc, err := st.Run(ctx, runID)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil // it died before recording anything

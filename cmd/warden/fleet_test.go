@@ -1,0 +1,301 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/store"
+	"github.com/wardenrt/warden/store/postgres/pgtest"
+)
+
+// fleet is one PostgreSQL store shared by warden hosts: a database whose
+// schema the superuser migrated, granting a role of its own to warden.
+type fleet struct {
+	t     testing.TB
+	srv   *pgtest.Server
+	db    string
+	admin string // the superuser's URL
+	app   string // warden's role's URL
+	bin   string
+	dir   string
+}
+
+func newFleet(t testing.TB) *fleet {
+	t.Helper()
+	srv := pgtest.Shared(t, pgtest.Config{})
+	bin, err := exec.LookPath("warden")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := srv.Database(t)
+	role := "warden_" + db
+	ctx := context.Background()
+	if err := srv.Exec(ctx, "postgres", "CREATE ROLE "+role+" LOGIN"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		srv.Exec(ctx, "postgres", "DROP DATABASE IF EXISTS "+db+" WITH (FORCE)")
+		srv.Exec(ctx, "postgres", "DROP ROLE IF EXISTS "+role)
+	})
+	f := &fleet{t: t, srv: srv, db: db, admin: srv.URL(db), app: srv.URLAs(role, "", db), bin: bin, dir: t.TempDir()}
+	if out, err := exec.Command(bin, "--home", filepath.Join(f.dir, "admin"), "--store", f.admin, "store", "migrate", "--grant-to", role).CombinedOutput(); err != nil ||
+		!strings.Contains(string(out), "schema migrated from version 0") {
+		t.Fatalf("store migrate: %v\n%s", err, out)
+	}
+	return f
+}
+
+// fleetHost is one warden host of a fleet: its own home and workspace,
+// the fleet's store, its own name.
+type fleetHost struct {
+	f        *fleet
+	name     string
+	home, ws string
+}
+
+func (f *fleet) host(name string) *fleetHost {
+	h := &fleetHost{f: f, name: name, home: filepath.Join(f.dir, name, "home"), ws: filepath.Join(f.dir, name, "ws")}
+	for _, d := range []string{h.home, h.ws} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	return h
+}
+
+func (h *fleetHost) command(args ...string) *exec.Cmd {
+	cmd := exec.Command(h.f.bin, args...)
+	cmd.Env = append(os.Environ(), "WARDEN_HOME="+h.home, "WARDEN_WORKSPACE="+h.ws, "WARDEN_STORE="+h.f.app,
+		"WARDEN_HOST="+h.name, "WARDEN_APPROVE=", "WARDEN_LOG_LEVEL=error")
+	return cmd
+}
+
+func (h *fleetHost) run(args ...string) string {
+	h.f.t.Helper()
+	out, err := h.command(args...).CombinedOutput()
+	if err != nil {
+		h.f.t.Fatalf("%s: warden %s: %v\n%s", h.name, strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+func (h *fleetHost) write(rel, content string) string {
+	p := filepath.Join(h.ws, rel)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		h.f.t.Fatal(err)
+	}
+	return p
+}
+
+// TestFleetCalls: 8 warden processes (on 4 hosts) make 200 calls each
+// against one PostgreSQL store at once: 1,600 results on one log that
+// verifies — no gap, no fork — on every host; the role warden connects as
+// cannot change a record; a superuser's edit is caught.
+func TestFleetCalls(t *testing.T) {
+	if testing.Short() {
+		t.Skip("1,600 calls from 8 processes")
+	}
+	f := newFleet(t)
+	items := make([]string, 200)
+	for i := range items {
+		items[i] = fmt.Sprint(i + 1)
+	}
+	wf := `version: 1
+name: fleet
+grants: ["system.info"]
+steps:
+  - {id: call, tool: system, args: {operation: get_info}, foreach: [` + strings.Join(items, ", ") + `]}
+`
+	var hosts []*fleetHost
+	for i := range 4 {
+		h := f.host(fmt.Sprintf("host-%d", i))
+		h.write("fleet.yaml", wf)
+		hosts = append(hosts, h)
+	}
+	var wg sync.WaitGroup
+	for p := range 8 {
+		h := hosts[p%4]
+		wg.Go(func() {
+			out, err := h.command("--grant", "system.info", "workflow", "run", filepath.Join(h.ws, "fleet.yaml")).CombinedOutput()
+			if err != nil {
+				t.Errorf("process %d on %s: %v\n%s", p, h.name, err, out)
+			}
+		})
+	}
+	wg.Wait()
+	var recs []store.AuditRecord
+	if err := json.Unmarshal([]byte(hosts[0].run("audit", "ls", "--tool", "system", "--json")), &recs); err != nil {
+		t.Fatal(err)
+	}
+	results := 0
+	for _, r := range recs {
+		var ev runtime.AuditEvent
+		if err := json.Unmarshal(r.Event, &ev); err != nil {
+			t.Fatal(err)
+		}
+		if ev.Phase == runtime.PhaseResult && ev.Outcome == "ok" {
+			results++
+		}
+	}
+	if results != 1600 {
+		t.Errorf("%d successful results on the log, want 1600", results)
+	}
+	for _, h := range hosts {
+		if out := h.run("audit", "verify"); !strings.Contains(out, "audit log OK") {
+			t.Errorf("%s: audit verify: %s", h.name, out)
+		}
+	}
+	st := hosts[0].run("store", "status")
+	for _, h := range hosts {
+		if !strings.Contains(st, h.name+": anchor #") || strings.Contains(st, h.name+": anchor #0 ") {
+			t.Errorf("store status does not show %s's anchor:\n%s", h.name, st)
+		}
+	}
+
+	// The role warden connects as cannot change a record; a superuser
+	// can (with the trigger off), and verify names the record.
+	ctx := context.Background()
+	if err := f.srv.Exec(ctx, f.db, "SELECT 1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := execURL(ctx, f.app, `UPDATE warden.audit SET event = '{}' WHERE seq = 7`); err == nil || !strings.Contains(err.Error(), "permission denied") {
+		t.Errorf("UPDATE of a record by warden's role: %v", err)
+	}
+	if err := execURL(ctx, f.app, `DELETE FROM warden.audit WHERE seq = 7`); err == nil || !strings.Contains(err.Error(), "permission denied") {
+		t.Errorf("DELETE of a record by warden's role: %v", err)
+	}
+	if err := execURL(ctx, f.admin, `BEGIN; SET LOCAL session_replication_role = replica;
+		UPDATE warden.audit SET event = convert_to(replace(convert_from(event, 'UTF8'), 'get_info', 'get_inf0'), 'UTF8') WHERE seq = 7; COMMIT`); err != nil {
+		t.Fatal(err)
+	}
+	out, err := hosts[2].command("audit", "verify").CombinedOutput()
+	if err == nil || !bytes.Contains(out, []byte("AUDIT_TAMPERED")) || !bytes.Contains(out, []byte("first bad record #7")) {
+		t.Errorf("audit verify after a superuser's edit: %v\n%s", err, out)
+	}
+}
+
+// execURL runs sql on the database at url.
+func execURL(ctx context.Context, url, sql string) error {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, sql)
+	return err
+}
+
+// TestStoreCopy: `warden store copy` moves a bbolt home with 10,000 audit
+// records (and memory, runs, artifacts — one large enough to be chunked —,
+// pins, grants, trust records, jobs) into PostgreSQL: the same records and
+// a chain that verifies there.
+func TestStoreCopy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("10,000 records")
+	}
+	f := newFleet(t)
+	h := f.host("laptop")
+	ctx := context.Background()
+	src := filepath.Join(h.home, "warden.db")
+	bs, err := store.Open(src, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for w := range 50 {
+		wg.Go(func() {
+			for i := range 200 {
+				if _, err := bs.AppendAudit(ctx, json.RawMessage(fmt.Sprintf(`{"phase":"result","tool":"fs_read","w":%d,"i":%d,"s":"é\u2028<&>"}`, w, i))); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for i := range 300 {
+		if err := bs.PutMemory(ctx, fmt.Sprintf("ns%d", i%3), fmt.Sprintf("k%03d", i), fmt.Sprintf("note %d about the zeppelin release %d", i, i%7)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	big := bytes.Repeat([]byte("0123456789abcdef"), 200_000) // 3.2 MB: four chunks
+	digests := map[string]bool{}
+	for _, data := range [][]byte{big, []byte("small"), {}} {
+		d, err := bs.PutArtifact(ctx, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		digests[d] = true
+	}
+	for i := range 20 {
+		if err := bs.PutRun(ctx, fmt.Sprintf("2026-run-%02d", i), json.RawMessage(fmt.Sprintf(`{"id":"2026-run-%02d","status":"succeeded"}`, i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(bs.PutPin(ctx, "textstats", json.RawMessage(`{"sha256":"aa"}`)))
+	must(bs.PutGrant(ctx, "g1", json.RawMessage(`{"id":"g1","grant":"exec:git"}`)))
+	must(bs.PutTrust(ctx, "sha256:abc", json.RawMessage(`{"sha256":"bb"}`)))
+	must(bs.CreateJob(ctx, "nightly", json.RawMessage(`{"id":"nightly"}`)))
+	want, err := bs.ListMemory(ctx, "", 0)
+	must(err)
+	must(bs.Close())
+
+	out := h.run("store", "copy", "--from", "bbolt:"+src, "--to", f.app)
+	if !strings.Contains(out, "10000 audit records") || !strings.Contains(out, "300 memory entries") || !strings.Contains(out, "3 artifacts") {
+		t.Fatalf("store copy: %s", out)
+	}
+	if out := h.run("audit", "verify"); !strings.Contains(out, "audit log OK: 10001 records") {
+		t.Errorf("audit verify of the copy: %s", out)
+	}
+	// The same records, byte for byte (the copy adds its own record).
+	srcLog := h.run("--store", "bbolt:"+src, "audit", "export")
+	dstLog := h.run("audit", "export")
+	if lines := strings.Split(srcLog, "\n"); len(lines) != 10001 || !strings.HasPrefix(dstLog, srcLog) {
+		t.Errorf("exports differ: source %d lines, copy %d lines", len(lines), strings.Count(dstLog, "\n"))
+	}
+	if last := dstLog[len(srcLog):]; !strings.Contains(last, `"tool":"store.copy"`) {
+		t.Errorf("the copy's own record: %s", last)
+	}
+	var got []store.MemoryEntry
+	must(json.Unmarshal([]byte(h.run("memory", "ls", "--json")), &got))
+	if len(got) != len(want) {
+		t.Fatalf("memory: %d entries copied, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i].Namespace != want[i].Namespace || got[i].Key != want[i].Key || got[i].Value != want[i].Value ||
+			!got[i].Created.Equal(want[i].Created) || !got[i].Updated.Equal(want[i].Updated) {
+			t.Errorf("memory entry %d: %+v, want %+v", i, got[i], want[i])
+			break
+		}
+	}
+	if out := h.run("memory", "search", "zeppelin release 3", "--json"); !strings.Contains(out, `"key": "k003"`) {
+		t.Errorf("search in the copy: %s", out)
+	}
+	if out := h.run("runs", "ls"); strings.Count(out, "2026-run-") != 20 {
+		t.Errorf("runs ls of the copy:\n%s", out)
+	}
+	if out := h.run("store", "status", "--json"); !strings.Contains(out, `"audit_head_seq": 10001`) || !strings.Contains(out, `"anchor_lag": 0`) {
+		t.Errorf("store status: %s", out)
+	}
+	// A second copy into the same store is refused: its log is not empty.
+	if out, err := h.command("store", "copy", "--from", "bbolt:"+src).CombinedOutput(); err == nil || !strings.Contains(string(out), "already holds 10001 records") {
+		t.Errorf("a second copy: %v\n%s", err, out)
+	}
+}
