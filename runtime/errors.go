@@ -42,9 +42,9 @@ const (
 	// CodeStoreUnavailable: a store on a server (PostgreSQL) could not be
 	// reached or did not answer in time.
 	CodeStoreUnavailable Code = "STORE_UNAVAILABLE"
-	CodeAuditTampered Code = "AUDIT_TAMPERED"
-	CodeLLMError      Code = "LLM_ERROR"
-	CodeInternal      Code = "INTERNAL"
+	CodeAuditTampered    Code = "AUDIT_TAMPERED"
+	CodeLLMError         Code = "LLM_ERROR"
+	CodeInternal         Code = "INTERNAL"
 )
 
 // Codes lists every canonical code, in the order of SPEC §2.
