@@ -8,14 +8,19 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/schedule"
 	"github.com/wardenrt/warden/store"
+	"github.com/wardenrt/warden/store/postgres"
 	"github.com/wardenrt/warden/store/postgres/pgtest"
 )
 
@@ -297,5 +302,236 @@ func TestStoreCopy(t *testing.T) {
 	// A second copy into the same store is refused: its log is not empty.
 	if out, err := h.command("store", "copy", "--from", "bbolt:"+src).CombinedOutput(); err == nil || !strings.Contains(string(out), "already holds 10001 records") {
 		t.Errorf("a second copy: %v\n%s", err, out)
+	}
+}
+
+// daemon starts `warden daemon` on h.
+func (h *fleetHost) daemon(args ...string) (*exec.Cmd, *bytes.Buffer) {
+	h.f.t.Helper()
+	cmd := h.command(append([]string{"daemon", "--poll", "200ms"}, args...)...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		h.f.t.Fatal(err)
+	}
+	h.f.t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return cmd, &out
+}
+
+func (h *fleetHost) job(id string) schedule.Job {
+	h.f.t.Helper()
+	var j schedule.Job
+	if err := json.Unmarshal([]byte(h.run("schedule", "show", id, "--json")), &j); err != nil {
+		h.f.t.Fatal(err)
+	}
+	return j
+}
+
+// firings reads the job's firings from the database.
+func (f *fleet) firings(job string) []postgres.Firing {
+	f.t.Helper()
+	s, err := postgres.Open(context.Background(), f.admin, &postgres.Options{AnchorDir: filepath.Join(f.dir, "admin", "anchors"), Host: "admin"})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer s.Close()
+	fs, err := s.Firings(context.Background(), job)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return fs
+}
+
+const fleetPolicy = `version: 1
+grants: ["fs.read:**", "fs.write:out/**", "exec:sleep", "system.info"]
+rules:
+  - {tool: shell, action: allow}
+`
+
+// TestFleetDaemons: two daemons on two hosts share one job queue; a job
+// firing every second runs exactly once per firing — over 20 firings, no
+// firing run twice, none missed, each run recorded once.
+func TestFleetDaemons(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two daemons for 20 seconds")
+	}
+	f := newFleet(t)
+	a, b := f.host("host-a"), f.host("host-b")
+	for _, h := range []*fleetHost{a, b} {
+		if err := os.WriteFile(filepath.Join(h.home, "policy.yaml"), []byte(fleetPolicy), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wf := a.write("tick.yaml", `version: 1
+name: tick
+grants: ["fs.read:**", "fs.write:out/**"]
+steps:
+  - {id: w, tool: fs_write, args: {path: out/tick.txt, content: "tick\n", overwrite: true}}
+`)
+	a.run("schedule", "add", "tick", "--workflow", wf, "--every", "1s", "--yes")
+	da, _ := a.daemon()
+	db, _ := b.daemon()
+	const want = 20
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		done := 0
+		for _, fr := range f.firings("tick") {
+			if fr.State == "done" {
+				done++
+			}
+		}
+		if done >= want {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d firings done in two minutes", done)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	da.Process.Signal(syscall.SIGTERM)
+	db.Process.Signal(syscall.SIGTERM)
+	da.Wait()
+	db.Wait()
+
+	firings := f.firings("tick")
+	holders := map[string]int{}
+	var prev time.Time
+	done := 0
+	for _, fr := range firings {
+		if fr.State != "done" {
+			continue
+		}
+		done++
+		holders[strings.Fields(fr.Holder)[0]]++
+		if fr.Attempt != 1 {
+			t.Errorf("firing %s: attempt %d", fr.Fire, fr.Attempt)
+		}
+		if !prev.IsZero() && fr.Fire.Sub(prev) != time.Second {
+			t.Errorf("firings %s and %s are not one second apart: a firing was missed or run twice", prev, fr.Fire)
+		}
+		prev = fr.Fire
+	}
+	// Each firing's run is on the log once: one fs_write result per run,
+	// one run per firing.
+	var recs []store.AuditRecord
+	if err := json.Unmarshal([]byte(a.run("audit", "ls", "--tool", "fs_write", "--json")), &recs); err != nil {
+		t.Fatal(err)
+	}
+	runs := map[string]int{}
+	for _, r := range recs {
+		var ev runtime.AuditEvent
+		json.Unmarshal(r.Event, &ev)
+		if ev.Phase == runtime.PhaseResult && ev.Outcome == "ok" && ev.Principal[0] == "schedule:tick" {
+			runs[ev.RunID]++
+		}
+	}
+	j := a.job("tick")
+	if len(runs) != done || j.Runs != done || j.Skipped != 0 {
+		t.Errorf("%d firings done, %d runs on the log, the job counts %d runs and %d skipped", done, len(runs), j.Runs, j.Skipped)
+	}
+	for id, n := range runs {
+		if n != 1 {
+			t.Errorf("run %s wrote %d times", id, n)
+		}
+	}
+	t.Logf("%d firings: %v", done, holders)
+	if out := b.run("audit", "verify"); !strings.Contains(out, "audit log OK") {
+		t.Errorf("audit verify: %s", out)
+	}
+}
+
+// TestFleetTakeover: the daemon running a job is killed (SIGKILL); the
+// other host's daemon runs the firing again once the lease expires, and
+// the run record says so.
+func TestFleetTakeover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for a lease to expire")
+	}
+	f := newFleet(t)
+	a, b := f.host("host-a"), f.host("host-b")
+	for _, h := range []*fleetHost{a, b} {
+		if err := os.WriteFile(filepath.Join(h.home, "policy.yaml"), []byte(fleetPolicy), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	marker := fmt.Sprint(2 + os.Getpid()%7)
+	wf := a.write("nap.yaml", `version: 1
+name: nap
+grants: ["fs.read:**", "exec:sleep", "fs.write:out/**"]
+steps:
+  - {id: nap, tool: shell, args: {command: "sleep `+marker+`.25", timeout_ms: 600000}}
+  - {id: after, tool: fs_write, args: {path: out/after.txt, content: "x", overwrite: true}}
+`)
+	at := time.Now().Add(2 * time.Second).UTC().Format(time.RFC3339)
+	a.run("schedule", "add", "nap", "--workflow", wf, "--at", at, "--yes")
+	da, _ := a.daemon("--lease", "2s")
+	deadline := time.Now().Add(time.Minute)
+	var runA string
+	for {
+		if j := a.job("nap"); j.Running != nil && j.Running.Host == "host-a" {
+			runA = j.Running.RunID
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("host-a did not start the job")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	db, outB := b.daemon("--lease", "2s")
+	time.Sleep(300 * time.Millisecond)
+	killed := time.Now()
+	da.Process.Kill()
+	da.Wait()
+	killSleeps("sleep\x00" + marker + ".25")
+	deadline = time.Now().Add(time.Minute)
+	var j schedule.Job
+	for {
+		j = b.job("nap")
+		if j.Last != nil && j.Running == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("host-b did not finish the job: %+v\n%s", j, outB)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	db.Process.Signal(syscall.SIGTERM)
+	db.Wait()
+	if j.Last.Status != runtime.RunSucceeded || j.Last.Attempt != 2 || j.Last.Retry == nil || j.Last.Retry.RunID != runA ||
+		j.Last.Retry.Host != "host-a" || !strings.Contains(j.Last.Retry.Reason, "lease expired") || j.Runs != 1 {
+		t.Fatalf("the job after the takeover: runs %d, last %+v retry %+v", j.Runs, j.Last, j.Last.Retry)
+	}
+	if took := j.Last.Started.Sub(killed); took < time.Second {
+		t.Errorf("host-b started %v after host-a was killed: before its lease could expire", took)
+	}
+	// The run records: host-a's interrupted, saying why; host-b's naming
+	// the run it took over.
+	if s := b.run("runs", "show", runA); !strings.Contains(s, "interrupted") || !strings.Contains(s, "lease expired") {
+		t.Errorf("runs show %s (host-a's):\n%s", runA, s)
+	}
+	if s := b.run("runs", "show", j.Last.RunID, "--json"); !strings.Contains(s, `"attempt": 2`) || !strings.Contains(s, runA) {
+		t.Errorf("runs show %s (host-b's):\n%s", j.Last.RunID, s)
+	}
+	fs := f.firings("nap")
+	if len(fs) != 1 || fs[0].Attempt != 2 || !strings.HasPrefix(fs[0].Holder, "host-b ") || fs[0].State != "done" {
+		t.Errorf("firings: %+v", fs)
+	}
+	if _, err := os.Stat(filepath.Join(a.ws, "out", "after.txt")); err != nil {
+		t.Errorf("the job's second step did not run: %v", err)
+	}
+}
+
+// killSleeps kills the processes whose command line contains marker (a
+// sandboxed program can outlive a SIGKILLed warden).
+func killSleeps(marker string) {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && bytes.Contains(b, []byte(marker)) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
 	}
 }

@@ -146,6 +146,26 @@ CREATE TRIGGER trust_changed AFTER INSERT OR UPDATE OR DELETE ON warden.trust
 CREATE TRIGGER grants_changed AFTER INSERT OR UPDATE OR DELETE ON warden.grants
 	FOR EACH STATEMENT EXECUTE FUNCTION warden.notify_change();
 `},
+	{2, "leased firings of scheduled jobs", `
+-- One row per firing of a job, under its dedupe key (job, fire): whoever
+-- inserts it runs it, under a lease (lease_until, on the database's clock)
+-- with a fencing token; a firing whose lease expired is taken over by the
+-- next claimer (attempt + 1). Rows of a removed job go with it.
+CREATE SEQUENCE warden.job_fence;
+CREATE TABLE warden.job_firings (
+	job         text COLLATE "C" NOT NULL REFERENCES warden.jobs ON DELETE CASCADE,
+	fire_ns     bigint NOT NULL,
+	attempt     integer NOT NULL,
+	holder      text NOT NULL,
+	token       bigint NOT NULL,
+	lease_until timestamptz NOT NULL,
+	state       text NOT NULL CHECK (state IN ('running', 'done')),
+	claimed     timestamptz NOT NULL DEFAULT clock_timestamp(),
+	finished    timestamptz,
+	PRIMARY KEY (job, fire_ns)
+);
+CREATE INDEX job_firings_running ON warden.job_firings (lease_until) WHERE state = 'running';
+`},
 }
 
 // SchemaVersion is the schema version this warden reads and writes.
@@ -163,6 +183,8 @@ var grants = []string{
 	`GRANT SELECT, INSERT, UPDATE, DELETE ON warden.memory, warden.memory_stats, warden.runs, warden.pins, warden.grants,
 		warden.trust, warden.jobs TO %[1]s`,
 	`GRANT SELECT, INSERT ON warden.artifacts, warden.artifact_chunks TO %[1]s`,
+	`GRANT SELECT, INSERT, UPDATE, DELETE ON warden.job_firings TO %[1]s`,
+	`GRANT USAGE ON SEQUENCE warden.job_fence TO %[1]s`,
 }
 
 // readSchema returns the schema version (0 when there is none) and the
