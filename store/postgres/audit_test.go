@@ -165,6 +165,9 @@ func TestAuditEveryHostsAnchorIsChecked(t *testing.T) {
 	b := openStore(t, url, t.TempDir(), &postgres.Options{Host: "host-b"})
 	appendN(t, a, 5, `{"i":%d}`)
 	appendN(t, b, 5, `{"i":%d}`)
+	if _, err := b.VerifyAudit(ctx); err != nil { // waits for b's anchor
+		t.Fatal(err)
+	}
 	if rep, err := a.VerifyAudit(ctx); err != nil || rep.Records != 10 {
 		t.Fatalf("VerifyAudit = %+v, %v", rep, err)
 	}
