@@ -117,6 +117,7 @@ func policyCommand() *cli.Command {
 					return err
 				},
 			},
+			policyPublishCommand(),
 		}...),
 	}
 }

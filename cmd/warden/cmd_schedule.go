@@ -441,6 +441,15 @@ func daemonCommand() *cli.Command {
 				return s.Once(ctx)
 			}
 			s.SetPoll(e.c.Duration("poll"))
+			// On a fleet's store: sync what other hosts publish, and load
+			// the wasm tools again when it changes.
+			wctx, stopWatch := context.WithCancel(ctx)
+			watching := e.watchFleet(wctx, func() {
+				if _, err := e.reloadRegistry(); err != nil {
+					e.log.Warn("daemon: reloading the tools", "err", err)
+				}
+			})
+			defer func() { stopWatch(); watching.Wait() }()
 			e.log.Info("daemon started", "pid", os.Getpid(), "home", e.home)
 			fmt.Fprintf(e.stderr, "warden: daemon running (pid %d); jobs: `warden schedule ls`\n", os.Getpid())
 			err = s.Loop(ctx)

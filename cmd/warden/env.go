@@ -63,6 +63,9 @@ type env struct {
 	// wasmStatus is what loading the wasm modules found (registry()).
 	wasmStatus []wasmtool.Status
 	started    time.Time
+	// fleetSynced is set once what a fleet's store publishes has been
+	// written into the home (fleet.go).
+	fleetSynced bool
 }
 
 // newEnv resolves the home and workspace directories and sets up logging.
@@ -228,6 +231,7 @@ func (e *env) policyInForce() (*runtime.PolicyInForce, error) {
 	if e.pol != nil {
 		return e.pol, nil
 	}
+	e.fleetSync(e.ctx())
 	pf, err := runtime.ResolvePolicy(e.ctx(), e.policyFiles(), lazyStore{open: e.store})
 	if err != nil {
 		var pe *runtime.PolicyError
@@ -416,6 +420,7 @@ func (e *env) reloadRegistry() (*runtime.Registry, error) {
 
 // loadRegistry is registry's work, with regMu held.
 func (e *env) loadRegistry() (*runtime.Registry, error) {
+	e.fleetSync(e.ctx())
 	if !e.hasModules() {
 		reg, err := e.coreRegistry()
 		if err != nil {
@@ -558,7 +563,7 @@ func (e *env) wasmHost() (*wasmtool.Host, error) {
 	h, err := wasmtool.Open(e.ctx(), wasmtool.Options{
 		Dir:       filepath.Join(e.home, "tools"),
 		CacheDir:  filepath.Join(e.home, "cache"),
-		Pins:      lazyStore{open: e.store},
+		Pins:      fleetPins{lazyStore{open: e.store}, e},
 		HostFuncs: hostfuncs.Functions(),
 		Logger:    e.guestLog, // nil (discarded) when there is no log file
 	})

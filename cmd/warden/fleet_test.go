@@ -17,6 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/wardenrt/warden/internal/wasmfixture"
 	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/schedule"
 	"github.com/wardenrt/warden/store"
@@ -533,5 +534,64 @@ func killSleeps(marker string) {
 		if b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && bytes.Contains(b, []byte(marker)) {
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
+	}
+}
+
+// TestFleetPublish: a module approved on one host runs on another, which
+// fetches the approved bytes from the store (and drops them when the
+// module is removed); a published policy becomes every host's home
+// policy, except on a host whose own was edited there, which says so.
+func TestFleetPublish(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a wasm guest")
+	}
+	f := newFleet(t)
+	a, b := f.host("host-a"), f.host("host-b")
+	mod := wasmfixture.Stage(t, "examples/textstats", "", false)
+	a.run("tool", "install", mod)
+	out := b.run("call", "textstats", "--args", `{"text":"One fish. Two fish."}`)
+	if !strings.Contains(out, `"words": 4`) {
+		t.Fatalf("host-b calling the module host-a approved:\n%s", out)
+	}
+	if sum, _ := fileSHA256(filepath.Join(b.home, "tools", "textstats.wasm")); sum == "" {
+		t.Fatal("host-b has no textstats.wasm")
+	}
+	// A file changed on host-b is refused, as on any host: the pin holds.
+	p := filepath.Join(b.home, "tools", "textstats.wasm")
+	data, _ := os.ReadFile(p)
+	os.WriteFile(p, append(data, 0, 3, 1, 'x', 'y'), 0o600)
+	if out, err := b.command("call", "textstats", "--args", `{"text":"x"}`).CombinedOutput(); err == nil || !strings.Contains(string(out), "changed") {
+		t.Errorf("a module edited on host-b: %v\n%s", err, out)
+	}
+	os.WriteFile(p, data, 0o600)
+	a.run("tool", "rm", "textstats")
+	b.run("tools")
+	if _, err := os.Stat(filepath.Join(b.home, "tools", "textstats.wasm")); err == nil {
+		t.Error("host-b kept the module host-a removed")
+	}
+
+	if err := os.WriteFile(filepath.Join(a.home, "policy.yaml"), []byte(fleetPolicy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out := a.run("policy", "publish"); !strings.Contains(out, "published") {
+		t.Fatalf("policy publish: %s", out)
+	}
+	b.run("tools")
+	if got, _ := os.ReadFile(filepath.Join(b.home, "policy.yaml")); string(got) != fleetPolicy {
+		t.Errorf("host-b's policy after the publish: %q", got)
+	}
+	// host-b's owner edits it there; a new publish does not overwrite it,
+	// and every command says so.
+	os.WriteFile(filepath.Join(b.home, "policy.yaml"), []byte("version: 1\ngrants: [\"fs.read:**\"]\n"), 0o600)
+	os.WriteFile(filepath.Join(a.home, "policy.yaml"), []byte(fleetPolicy+"# v2\n"), 0o600)
+	a.run("policy", "publish")
+	if out := b.run("tools"); !strings.Contains(out, "differs from the policy published to the fleet") {
+		t.Errorf("host-b with its own policy:\n%s", out)
+	}
+	if got, _ := os.ReadFile(filepath.Join(b.home, "policy.yaml")); !strings.Contains(string(got), `["fs.read:**"]`) {
+		t.Errorf("host-b's own policy was overwritten: %q", got)
+	}
+	if out := a.run("audit", "ls", "--tool", "policy.publish"); strings.Count(out, "policy.publish") != 2 {
+		t.Errorf("the publishes on the log:\n%s", out)
 	}
 }

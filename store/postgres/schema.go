@@ -166,6 +166,19 @@ CREATE TABLE warden.job_firings (
 );
 CREATE INDEX job_firings_running ON warden.job_firings (lease_until) WHERE state = 'running';
 `},
+	{3, "files published to the fleet", `
+-- Files an owner publishes to every host of the fleet (the home policy),
+-- by name; hosts write them into their homes and reload.
+CREATE TABLE warden.published (
+	name      text COLLATE "C" PRIMARY KEY,
+	sha256    text NOT NULL,
+	data      bytea NOT NULL,
+	published timestamptz NOT NULL DEFAULT clock_timestamp(),
+	by_host   text NOT NULL
+);
+CREATE TRIGGER published_changed AFTER INSERT OR UPDATE OR DELETE ON warden.published
+	FOR EACH STATEMENT EXECUTE FUNCTION warden.notify_change();
+`},
 }
 
 // SchemaVersion is the schema version this warden reads and writes.
@@ -185,6 +198,7 @@ var grants = []string{
 	`GRANT SELECT, INSERT ON warden.artifacts, warden.artifact_chunks TO %[1]s`,
 	`GRANT SELECT, INSERT, UPDATE, DELETE ON warden.job_firings TO %[1]s`,
 	`GRANT USAGE ON SEQUENCE warden.job_fence TO %[1]s`,
+	`GRANT SELECT, INSERT, UPDATE, DELETE ON warden.published TO %[1]s`,
 }
 
 // readSchema returns the schema version (0 when there is none) and the
