@@ -34,3 +34,9 @@ func (s *Store) keys(ctx context.Context, bucket []byte, name func([]byte) strin
 	})
 	return out, err
 }
+
+// PutMemoryBatch upserts entries in one transaction (bulk loads): what
+// PutMemory for each in turn would store, with one clock reading.
+func (s *Store) PutMemoryBatch(ctx context.Context, entries []MemoryEntry) error {
+	return s.putMemoryBatch(ctx, entries)
+}

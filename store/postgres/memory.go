@@ -238,12 +238,13 @@ func (s *Store) SearchMemory(ctx context.Context, q store.MemoryQuery) ([]store.
 		}
 		query := tsquery(terms)
 
-		// Document frequencies over the selected namespaces.
+		// Document frequencies over the selected namespaces (one lexeme
+		// looked up in each candidate's tsvector).
 		var counts []string
 		args := []any{query, nsFilter}
 		for _, term := range terms {
-			args = append(args, term)
-			counts = append(counts, fmt.Sprintf("count(*) FILTER (WHERE tf ? $%d)", len(args)))
+			args = append(args, tsquery([]string{term}))
+			counts = append(counts, fmt.Sprintf("count(*) FILTER (WHERE lexemes @@ $%d::tsquery)", len(args)))
 		}
 		dfs := make([]int64, len(terms))
 		dest := make([]any, len(terms))
@@ -255,25 +256,30 @@ func (s *Store) SearchMemory(ctx context.Context, q store.MemoryQuery) ([]store.
 		if err != nil {
 			return err
 		}
-
 		if !slices.ContainsFunc(dfs, func(df int64) bool { return df > 0 }) {
 			return nil
 		}
-		// The score: each term's contribution, added in query order.
+		// The score: each term's contribution, added in query order. Each
+		// term's frequency is looked up once per candidate (OFFSET 0 keeps
+		// the subquery from being folded into the expression, which would
+		// look it up again for every use).
 		args = []any{query, nsFilter, avgdl, limit}
 		score := "0::float8"
+		var freqs []string
 		for i, term := range terms {
 			if dfs[i] == 0 {
 				continue
 			}
 			args = append(args, term, store.BM25IDF(uint64(docs), uint64(dfs[i])))
 			tp, ip := len(args)-1, len(args)
-			tf := fmt.Sprintf("coalesce((tf->>$%d)::float8, 0::float8)", tp)
-			score = fmt.Sprintf("(%s + %s)", score, store.BM25SQL("$"+strconv.Itoa(ip)+"::float8", tf, "dl::float8", "$3::float8"))
+			f := fmt.Sprintf("f%d", i)
+			freqs = append(freqs, fmt.Sprintf("coalesce((tf->>$%d)::float8, 0::float8) AS %s", tp, f))
+			score = fmt.Sprintf("(%s + %s)", score, store.BM25SQL("$"+strconv.Itoa(ip)+"::float8", f, "d", "$3::float8"))
 		}
 		rows, err = tx.Query(ctx, `WITH top AS (
-				SELECT ns, key, `+score+` AS score FROM warden.memory
-				WHERE lexemes @@ $1::tsquery AND ($2::text[] IS NULL OR ns = ANY($2))
+				SELECT ns, key, `+score+` AS score FROM (
+					SELECT ns, key, dl::float8 AS d, `+strings.Join(freqs, ", ")+` FROM warden.memory
+					WHERE lexemes @@ $1::tsquery AND ($2::text[] IS NULL OR ns = ANY($2)) OFFSET 0) c
 				ORDER BY score DESC, ns, key LIMIT $4)
 			SELECT m.ns, m.key, m.value, m.created_ns, m.updated_ns, top.score
 			FROM top JOIN warden.memory m USING (ns, key)
@@ -292,27 +298,94 @@ func (s *Store) SearchMemory(ctx context.Context, q store.MemoryQuery) ([]store.
 	return hits, err
 }
 
-// PutMemoryBatch upserts entries in one transaction (store copy).
+// putMemoryBatch upserts entries in one transaction (copies, bulk loads),
+// keeping their times (zero times: now). Entries new to the store are
+// inserted together; the others one by one.
 func (s *Store) putMemoryBatch(ctx context.Context, entries []store.MemoryEntry) error {
 	ixs := make([]indexed, len(entries))
+	seen := make(map[[2]string]bool, len(entries))
 	for i, e := range entries {
 		if err := validEntry(e.Namespace, e.Key); err != nil {
 			return err
 		}
+		k := [2]string{e.Namespace, e.Key}
+		if seen[k] {
+			return fmt.Errorf("%w: memory %s/%s is twice in one batch", store.ErrInvalid, e.Namespace, e.Key)
+		}
+		seen[k] = true
 		var err error
 		if ixs[i], err = indexValue(e.Value); err != nil {
 			return err
 		}
 	}
+	now := s.clock().UnixNano()
+	times := func(e store.MemoryEntry) (int64, int64) {
+		c, u := now, now
+		if !e.Created.IsZero() {
+			c = e.Created.UnixNano()
+		}
+		if !e.Updated.IsZero() {
+			u = e.Updated.UnixNano()
+		}
+		return c, u
+	}
 	return s.inTx(ctx, "writing memory", pgx.TxOptions{}, func(ctx context.Context, tx pgx.Tx) error {
+		nss, keys := make([]string, len(entries)), make([]string, len(entries))
 		for i, e := range entries {
-			if err := putMemoryTx(ctx, tx, e.Namespace, e.Key, []byte(e.Value), ixs[i], e.Updated.UnixNano()); err != nil {
-				return err
-			}
-			if !e.Created.IsZero() {
-				if _, err := tx.Exec(ctx, `UPDATE warden.memory SET created_ns = $3 WHERE ns = $1 AND key = $2`, e.Namespace, e.Key, e.Created.UnixNano()); err != nil {
+			nss[i], keys[i] = e.Namespace, e.Key
+		}
+		rows, err := tx.Query(ctx, `SELECT m.ns, m.key FROM warden.memory m JOIN unnest($1::text[], $2::text[]) AS x(ns, key)
+			ON m.ns = x.ns AND m.key = x.key FOR UPDATE OF m`, nss, keys)
+		if err != nil {
+			return err
+		}
+		exists := map[[2]string]bool{}
+		var ns, key string
+		if _, err := pgx.ForEachRow(rows, []any{&ns, &key}, func() error { exists[[2]string{ns, key}] = true; return nil }); err != nil {
+			return err
+		}
+		var n int
+		cols := struct {
+			ns, key, tf, terms []string
+			value              [][]byte
+			created, updated   []int64
+			dl                 []int32
+		}{}
+		stats := map[string][2]int64{}
+		for i, e := range entries {
+			c, u := times(e)
+			if exists[[2]string{e.Namespace, e.Key}] {
+				if err := putMemoryTx(ctx, tx, e.Namespace, e.Key, []byte(e.Value), ixs[i], u); err != nil {
 					return err
 				}
+				if _, err := tx.Exec(ctx, `UPDATE warden.memory SET created_ns = $3 WHERE ns = $1 AND key = $2`, e.Namespace, e.Key, c); err != nil {
+					return err
+				}
+				continue
+			}
+			n++
+			cols.ns, cols.key, cols.value = append(cols.ns, e.Namespace), append(cols.key, e.Key), append(cols.value, []byte(e.Value))
+			cols.created, cols.updated, cols.dl = append(cols.created, c), append(cols.updated, u), append(cols.dl, ixs[i].dl)
+			cols.tf, cols.terms = append(cols.tf, string(ixs[i].tf)), append(cols.terms, strings.Join(ixs[i].terms, " "))
+			st := stats[e.Namespace]
+			stats[e.Namespace] = [2]int64{st[0] + 1, st[1] + int64(ixs[i].dl)}
+		}
+		if n == 0 {
+			return nil
+		}
+		// Terms are letters and digits: joined by spaces, split again.
+		if _, err := tx.Exec(ctx, `INSERT INTO warden.memory (ns, key, value, created_ns, updated_ns, dl, tf, lexemes)
+			SELECT ns, key, value, c, u, dl, tf::jsonb, array_to_tsvector(string_to_array(terms, ' '))
+			FROM unnest($1::text[], $2::text[], $3::bytea[], $4::bigint[], $5::bigint[], $6::int[], $7::text[], $8::text[])
+				AS x(ns, key, value, c, u, dl, tf, terms)`,
+			cols.ns, cols.key, cols.value, cols.created, cols.updated, cols.dl, cols.tf, cols.terms); err != nil {
+			return err
+		}
+		for ns, st := range stats {
+			if _, err := tx.Exec(ctx, `INSERT INTO warden.memory_stats (ns, docs, total) VALUES ($1, $2, $3)
+				ON CONFLICT (ns) DO UPDATE SET docs = warden.memory_stats.docs + EXCLUDED.docs, total = warden.memory_stats.total + EXCLUDED.total`,
+				ns, st[0], st[1]); err != nil {
+				return err
 			}
 		}
 		return nil
