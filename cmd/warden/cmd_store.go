@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,6 +48,19 @@ func parseStoreSpec(s, home string) (storeSpec, error) {
 		return storeSpec{kind: "postgres", url: s}, nil
 	}
 	return storeSpec{}, usageErr("use bbolt, bbolt:PATH or postgres://USER@HOST:PORT/DB", "--store %q: unknown store", redactURL(s))
+}
+
+// storePassword returns the password a --store URL carries, if any, so
+// that it is redacted wherever it might appear.
+func storePassword(s string) []string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return nil
+	}
+	if pw, ok := u.User.Password(); ok && pw != "" {
+		return []string{pw}
+	}
+	return nil
 }
 
 // redactURL hides a password in a URL-like string.

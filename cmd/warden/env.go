@@ -108,7 +108,7 @@ func newEnv(c *cli.Context) (*env, error) {
 		return nil, usageErr("set --workspace to an existing directory", "workspace %s is not a directory", ws)
 	}
 	e.workspace = ws
-	e.redactor = redact.New(secretEnvValues()...)
+	e.redactor = redact.New(append(secretEnvValues(), storePassword(globalString(c, "store"))...)...)
 	if err := e.setupLog(c.String("log-level")); err != nil {
 		return nil, err
 	}
