@@ -164,6 +164,16 @@ func scheduleCommand() *cli.Command {
 						if l.Reason != "" {
 							fmt.Fprintf(e.stdout, ": %s", l.Reason)
 						}
+						if r := l.Retry; r != nil {
+							fmt.Fprintf(e.stdout, "; attempt %d, after run %s on %s was lost: %s", l.Attempt, r.RunID, printable(r.Host), printable(r.Reason))
+						}
+						fmt.Fprintln(e.stdout)
+					}
+					if r := j.Running; r != nil {
+						fmt.Fprintf(e.stdout, "  running:  run %s on %s (pid %d)", r.RunID, printable(r.Host), r.PID)
+						if !r.LeaseUntil.IsZero() {
+							fmt.Fprintf(e.stdout, ", lease until %s", r.LeaseUntil.Local().Format(time.DateTime))
+						}
 						fmt.Fprintln(e.stdout)
 					}
 					fmt.Fprintf(e.stdout, "  runs:     %d, skipped %d; scheduled %s by %s (%s)\n", j.Runs, j.Skipped,

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -549,6 +550,38 @@ func TestFleetPublish(t *testing.T) {
 	a, b := f.host("host-a"), f.host("host-b")
 	mod := wasmfixture.Stage(t, "examples/textstats", "", false)
 	a.run("tool", "install", mod)
+	// Bytes changed in the database (by whoever can write there) are never
+	// written into a home, let alone run: they do not hash to the pin.
+	ctx := context.Background()
+	wasmBytes, err := os.ReadFile(mod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(wasmBytes)
+	admin, err := pgx.Connect(ctx, f.admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	var chunk []byte
+	if err := admin.QueryRow(ctx, `SELECT data FROM warden.artifact_chunks WHERE digest = $1 AND n = 0`, sum[:]).Scan(&chunk); err != nil {
+		t.Fatal(err)
+	}
+	altered := bytes.Clone(chunk)
+	altered[100] ^= 0xff
+	if _, err := admin.Exec(ctx, `UPDATE warden.artifact_chunks SET data = $2 WHERE digest = $1 AND n = 0`, sum[:], altered); err != nil {
+		t.Fatal(err)
+	}
+	c := f.host("host-c")
+	if out, err := c.command("call", "textstats", "--args", `{"text":"x"}`).CombinedOutput(); err == nil || strings.Contains(string(out), `"words"`) {
+		t.Errorf("host-c ran a module whose published bytes were altered: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(c.home, "tools", "textstats.wasm")); err == nil {
+		t.Error("host-c wrote the altered bytes into its home")
+	}
+	if _, err := admin.Exec(ctx, `UPDATE warden.artifact_chunks SET data = $2 WHERE digest = $1 AND n = 0`, sum[:], chunk); err != nil {
+		t.Fatal(err)
+	}
 	out := b.run("call", "textstats", "--args", `{"text":"One fish. Two fish."}`)
 	if !strings.Contains(out, `"words": 4`) {
 		t.Fatalf("host-b calling the module host-a approved:\n%s", out)

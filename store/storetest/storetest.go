@@ -107,6 +107,7 @@ func Run(t *testing.T, open func(t *testing.T) Backend) {
 		{"GrantsAndTrust", testGrantsAndTrust},
 		{"Jobs", testJobs},
 		{"ReturnedBytesAreCopies", testCopies},
+		{"ValuesKeepTheirBytes", testValueBytes},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -732,5 +733,32 @@ func testCopies(t *testing.T, b Backend) {
 	}
 	if art, err := b.Artifact(ctx, d); err != nil || string(art) != "abc" {
 		t.Errorf("artifact after scribbling: %s, %v", art, err)
+	}
+}
+
+// testValueBytes checks that values and documents keep every byte, NUL
+// and invalid UTF-8 included (a backend storing text would refuse or
+// change them).
+func testValueBytes(t *testing.T, b Backend) {
+	odd := "nul\x00 byte \xff\xfe and é"
+	must(t, b.PutMemory(ctx, "n", "k", odd))
+	e, err := b.GetMemory(ctx, "n", "k")
+	must(t, err)
+	if e.Value != odd {
+		t.Errorf("GetMemory = %q, want %q", e.Value, odd)
+	}
+	hits, err := b.SearchMemory(ctx, store.MemoryQuery{Text: "byte"})
+	must(t, err)
+	if len(hits) != 1 || hits[0].Value != odd {
+		t.Errorf("SearchMemory = %v", hitKeys(hits))
+	}
+	doc := json.RawMessage(`{"s":"` + "\xff" + `\u0000"}`)
+	must(t, b.PutRun(ctx, "r", doc))
+	if got, err := b.Run(ctx, "r"); err != nil || string(got) != string(doc) {
+		t.Errorf("Run = %q, %v; want %q", got, err, doc)
+	}
+	seq := appendEvent(t, b, `{"s":"\u0000"}`)
+	if r, err := b.AuditRecord(ctx, seq); err != nil || string(r.Event) != `{"s":"\u0000"}` {
+		t.Errorf("AuditRecord = %s, %v", r.Event, err)
 	}
 }
