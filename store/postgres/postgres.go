@@ -24,7 +24,7 @@ import (
 const (
 	// DefaultTimeout bounds one operation: connecting, waiting for a
 	// lock, running its statements (a scan is bounded per chunk).
-	DefaultTimeout = 30 * time.Second
+	DefaultTimeout = 15 * time.Second
 	// DefaultConnectTimeout bounds one connection attempt when the URL
 	// names no connect_timeout.
 	DefaultConnectTimeout = 5 * time.Second
