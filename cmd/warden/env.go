@@ -235,11 +235,14 @@ func (e *env) policyInForce() (*runtime.PolicyInForce, error) {
 	pf, err := runtime.ResolvePolicy(e.ctx(), e.policyFiles(), lazyStore{open: e.store})
 	if err != nil {
 		var pe *runtime.PolicyError
+		var f *failure
 		switch {
 		case errors.As(err, &pe):
 			return nil, usageErr("fix the policy file; check it with `warden policy check "+pe.Source+"`", "%v", err)
 		case isStoreError(err):
 			return nil, storeFailure(err)
+		case errors.As(err, &f):
+			return nil, f // the store could not be opened: already worded
 		}
 		return nil, usageErr("", "%v", err)
 	}

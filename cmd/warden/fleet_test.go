@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -626,5 +627,32 @@ func TestFleetPublish(t *testing.T) {
 	}
 	if out := a.run("audit", "ls", "--tool", "policy.publish"); strings.Count(out, "policy.publish") != 2 {
 		t.Errorf("the publishes on the log:\n%s", out)
+	}
+}
+
+// TestStoreUnavailable: a store server nobody answers at is
+// STORE_UNAVAILABLE with a hint and exit 75, quickly, and the URL's
+// password is never printed.
+func TestStoreUnavailable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	home := t.TempDir()
+	t0 := time.Now()
+	code, _, stderr := runCLI(t, home, "--store", "postgres://warden:pw-s3cret-9@"+addr+"/warden", "call", "system", "--args", `{"operation":"get_info"}`)
+	if code != exitLocked || !strings.Contains(stderr, "STORE_UNAVAILABLE") || !strings.Contains(stderr, "check that the database server is running") {
+		t.Errorf("exit %d, stderr %s", code, stderr)
+	}
+	if strings.Contains(stderr, "pw-s3cret-9") {
+		t.Errorf("the password was printed: %s", stderr)
+	}
+	if d := time.Since(t0); d > 10*time.Second {
+		t.Errorf("took %v", d)
+	}
+	if code, _, stderr := runCLI(t, home, "--store", "mysql://x", "store", "status"); code != exitUsage || !strings.Contains(stderr, "unknown store") {
+		t.Errorf("--store mysql://x: exit %d, %s", code, stderr)
 	}
 }

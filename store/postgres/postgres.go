@@ -231,13 +231,23 @@ func (s *Store) opCtx(ctx context.Context) (context.Context, context.CancelFunc)
 // retry runs fn, again after a backoff while it fails with an error that
 // is certainly transient (the statement was never sent, or the server
 // rolled the transaction back: a serialization failure, a deadlock, too
-// many connections, a server starting up), until ctx ends.
+// many connections, a server starting up), until ctx ends — or, for a
+// server that cannot be connected to, after four attempts.
 func (s *Store) retry(ctx context.Context, fn func(ctx context.Context) error) error {
 	backoff := 20 * time.Millisecond
+	refused := 0
 	for {
 		err := fn(ctx)
 		if err == nil || !transient(err) || ctx.Err() != nil {
 			return err
+		}
+		// A server that refuses connections is given a few tries (a
+		// restart), not the whole timeout (a wrong address).
+		var ce *pgconn.ConnectError
+		if errors.As(err, &ce) {
+			if refused++; refused >= 4 {
+				return err
+			}
 		}
 		t := time.NewTimer(backoff)
 		select {
