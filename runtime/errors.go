@@ -42,12 +42,14 @@ const (
 	// CodeStoreFull and CodeStoreReadOnly: the store (its database, its
 	// audit anchor) could not be written for want of space, or because
 	// its directory is read-only; nothing ran without its audit record.
-	// Not in SPEC §2's list; see RATIONALE.md.
 	CodeStoreFull     Code = "STORE_FULL"
 	CodeStoreReadOnly Code = "STORE_READONLY"
-	CodeAuditTampered Code = "AUDIT_TAMPERED"
-	CodeLLMError      Code = "LLM_ERROR"
-	CodeInternal      Code = "INTERNAL"
+	// CodeStoreUnavailable: a store on a server (PostgreSQL) could not be
+	// reached or did not answer in time.
+	CodeStoreUnavailable Code = "STORE_UNAVAILABLE"
+	CodeAuditTampered    Code = "AUDIT_TAMPERED"
+	CodeLLMError         Code = "LLM_ERROR"
+	CodeInternal         Code = "INTERNAL"
 )
 
 // Codes lists every canonical code, in the order of SPEC §2.
@@ -58,7 +60,7 @@ func Codes() []Code {
 		CodePathEscape, CodeNotFound, CodeAlreadyExists, CodeNotText, CodeTooLarge,
 		CodeCommandFailed, CodeCommandNotFound, CodeCommandTimeout, CodeResourceLimit, CodeTimeout,
 		CodePatchRejected, CodeNetworkError, CodeWasmTrap, CodeWasmLimit, CodeToolError,
-		CodeStoreLocked, CodeStoreCorrupt, CodeStoreFull, CodeStoreReadOnly, CodeAuditTampered, CodeLLMError, CodeInternal,
+		CodeStoreLocked, CodeStoreCorrupt, CodeStoreFull, CodeStoreReadOnly, CodeStoreUnavailable, CodeAuditTampered, CodeLLMError, CodeInternal,
 	}
 }
 

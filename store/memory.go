@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"math"
 	"slices"
 	"time"
 	"unicode"
@@ -590,7 +589,7 @@ func (s *Store) SearchMemory(ctx context.Context, q MemoryQuery) ([]MemoryHit, e
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			tc.idf = math.Log(1 + (float64(docs)-float64(df)+0.5)/(float64(df)+0.5))
+			tc.idf = BM25IDF(docs, uint64(df))
 			if err := tc.first(); err != nil {
 				return err
 			}
@@ -626,8 +625,7 @@ func (s *Store) SearchMemory(ctx context.Context, q MemoryQuery) ([]MemoryHit, e
 			score := 0.0
 			for i, tc := range cursors {
 				if at[i] {
-					tf := float64(tc.tf)
-					score += tc.idf * tf * (bm25K1 + 1) / (tf + bm25K1*(1-bm25B+bm25B*float64(tc.dl)/avgdl))
+					score += BM25Term(tc.idf, float64(tc.tf), float64(tc.dl), avgdl)
 					if err := tc.next(); err != nil {
 						return err
 					}

@@ -15,7 +15,7 @@ import (
 // lazyStore adapts the store to runtime.Memory and runtime.Artifacts
 // (runtime may not import store; store may not import runtime). It opens the
 // store on first use, so listing tools does not touch it.
-type lazyStore struct{ open func() (*store.Store, error) }
+type lazyStore struct{ open func() (store.Backend, error) }
 
 var (
 	_ runtime.Memory    = lazyStore{}

@@ -14,6 +14,7 @@ import (
 	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/decode"
 	"github.com/wardenrt/warden/store"
+	"github.com/wardenrt/warden/store/postgres"
 )
 
 // Exit statuses (SPEC §1).
@@ -53,6 +54,10 @@ func storeFailure(err error) error {
 		return nil
 	case errors.Is(err, store.ErrLocked):
 		return fail(runtime.CodeStoreLocked, exitLocked, "another warden process is using the store; retry when it is done, or raise --lock-timeout", "%v", err)
+	case errors.Is(err, store.ErrUnavailable):
+		return fail(runtime.CodeStoreUnavailable, exitLocked, "check that the database server is running and reachable from this host, and the --store URL (WARDEN_STORE); `warden store status` shows the connection", "%v", err)
+	case errors.Is(err, postgres.ErrSchema):
+		return fail(runtime.CodeStoreUnavailable, exitFailed, "run `warden store migrate` as a role that owns the warden schema", "%v", err)
 	case errors.Is(err, store.ErrCorrupt):
 		return fail(runtime.CodeStoreCorrupt, exitFailed, "restore warden.db from a backup, or move it aside to start a new store", "%v", err)
 	case errors.Is(err, store.ErrFull), errors.Is(err, store.ErrReadOnly):
@@ -170,6 +175,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			memoryCommand(),
 			runsCommand(),
 			policyCommand(),
+			storeCommand(),
 			grantCommand(),
 			versionCommand(),
 			completionCommand(),
@@ -203,6 +209,7 @@ func globalFlags() []cli.Flag {
 		&cli.StringFlag{Name: "approve", EnvVars: []string{"WARDEN_APPROVE"}, Usage: "who approves require_approval calls: ask | auto | never (default: the policy's, else ask on a terminal, never otherwise)"},
 		&cli.BoolFlag{Name: "json", Usage: "machine-readable output on stdout"},
 		&cli.StringFlag{Name: "log-level", EnvVars: []string{"WARDEN_LOG_LEVEL"}, Value: "warn", Usage: "stderr log level: debug | info | warn | error (the log file under <home>/logs always gets info)"},
+		&cli.StringFlag{Name: "store", EnvVars: []string{"WARDEN_STORE"}, Usage: "where state is kept: bbolt (the file <home>/warden.db, the default), bbolt:PATH, or postgres://USER@HOST:PORT/DB shared by many hosts (see `warden store`)"},
 		&cli.DurationFlag{Name: "lock-timeout", EnvVars: []string{"WARDEN_LOCK_TIMEOUT"}, Value: defaultLockTimeout, Usage: "how long to wait for another warden process to release the store"},
 	}
 }

@@ -72,6 +72,13 @@ func mcpCommand() *cli.Command {
 					wctx, stop := context.WithCancel(ctx)
 					if iv := e.c.Duration("reload-interval"); iv > 0 {
 						m.watch(wctx, iv)
+						// A fleet's store announces changes at once.
+						fleetWatch := e.watchFleet(wctx, func() {
+							if err := m.reloadIfChanged(wctx); err != nil && wctx.Err() == nil {
+								m.log.Warn("mcp: reloading after a change in the fleet's store", "err", err.Error())
+							}
+						})
+						defer fleetWatch.Wait()
 					}
 					defer func() { stop(); m.close(10 * time.Second) }()
 					if srv != nil {

@@ -118,6 +118,7 @@ func policyCommand() *cli.Command {
 					return err
 				},
 			},
+			policyPublishCommand(),
 		}...),
 	}
 }

@@ -286,7 +286,7 @@ func showWorkflowRun(w io.Writer, rec *workflow.Record) {
 // call's whole result: its artifact, else what the model was shown) and
 // audit.jsonl (the run's audit records). Everything in them was redacted
 // before it was stored; it is redacted again on the way out.
-func exportRun(ctx context.Context, st *store.Store, red *redact.Redactor, runID string, doc []byte, dir string) (int, error) {
+func exportRun(ctx context.Context, st store.Backend, red *redact.Redactor, runID string, doc []byte, dir string) (int, error) {
 	// Everything is written through an os.Root on --dir: a symlink planted
 	// at DIR/<id> (or below) cannot send the files elsewhere.
 	parent, id := filepath.Dir(dir), filepath.Base(dir)

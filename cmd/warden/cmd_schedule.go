@@ -16,6 +16,7 @@ import (
 
 	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/schedule"
+	"github.com/wardenrt/warden/store/postgres"
 )
 
 // warden schedule add|ls|show|pause|resume|rm|run-now|approve, and warden
@@ -162,6 +163,16 @@ func scheduleCommand() *cli.Command {
 						}
 						if l.Reason != "" {
 							fmt.Fprintf(e.stdout, ": %s", l.Reason)
+						}
+						if r := l.Retry; r != nil {
+							fmt.Fprintf(e.stdout, "; attempt %d, after run %s on %s was lost: %s", l.Attempt, r.RunID, printable(r.Host), printable(r.Reason))
+						}
+						fmt.Fprintln(e.stdout)
+					}
+					if r := j.Running; r != nil {
+						fmt.Fprintf(e.stdout, "  running:  run %s on %s (pid %d)", r.RunID, printable(r.Host), r.PID)
+						if !r.LeaseUntil.IsZero() {
+							fmt.Fprintf(e.stdout, ", lease until %s", r.LeaseUntil.Local().Format(time.DateTime))
 						}
 						fmt.Fprintln(e.stdout)
 					}
@@ -388,8 +399,18 @@ func (e *env) scheduler(ctx context.Context) (*schedule.Scheduler, error) {
 	if err != nil {
 		return nil, err
 	}
+	self := selfRunning()
+	var leases schedule.Leases
+	if pg, ok := st.(*postgres.Store); ok {
+		leases = pgLeases{st: pg, holder: fmt.Sprintf("%s pid %d", self.Host, self.PID)}
+	}
+	var lease time.Duration
+	if e.c != nil && e.c.IsSet("lease") {
+		lease = e.c.Duration("lease")
+	}
 	return schedule.New(schedule.Options{
-		Store: lazyStore{open: e.store}, Run: e.runJob, Notify: e.notifyJob, Self: selfRunning(), Alive: processAlive,
+		Store: lazyStore{open: e.store}, Run: e.runJob, Notify: e.notifyJob, Self: self, Alive: processAlive,
+		Leases: leases, Lease: lease,
 		Record: func(ctx context.Context, ev runtime.AuditEvent) error {
 			body, err := json.Marshal(ev)
 			if err != nil {
@@ -398,7 +419,7 @@ func (e *env) scheduler(ctx context.Context) (*schedule.Scheduler, error) {
 			_, err = st.AppendAudit(ctx, body)
 			return err
 		},
-		Interrupted: func(ctx context.Context, runID string) error { return markInterrupted(ctx, st, runID) },
+		Interrupted: func(ctx context.Context, runID, reason string) error { return markInterrupted(ctx, st, runID, reason) },
 		Log:         e.log,
 	})
 }
@@ -412,6 +433,8 @@ func daemonCommand() *cli.Command {
 			&cli.BoolFlag{Name: "once", Usage: "run what is due now, wait for it, and exit (for cron or CI)"},
 			&cli.BoolFlag{Name: "print-unit", Usage: "print a systemd user unit that runs the daemon, and exit"},
 			&cli.DurationFlag{Name: "poll", Value: schedule.DefaultPoll, Usage: "how often to look for jobs added or changed by other commands"},
+			&cli.DurationFlag{Name: "lease", Value: schedule.DefaultLease, Usage: "how long a run holds its firing unrenewed (renewed every third of it): " +
+				"how long another daemon sharing the store waits before running the firing of a daemon that died"},
 		},
 		Action: withEnv(func(ctx context.Context, e *env) error {
 			if e.c.Bool("print-unit") {
@@ -428,6 +451,15 @@ func daemonCommand() *cli.Command {
 				return s.Once(ctx)
 			}
 			s.SetPoll(e.c.Duration("poll"))
+			// On a fleet's store: sync what other hosts publish, and load
+			// the wasm tools again when it changes.
+			wctx, stopWatch := context.WithCancel(ctx)
+			watching := e.watchFleet(wctx, func() {
+				if _, err := e.reloadRegistry(); err != nil {
+					e.log.Warn("daemon: reloading the tools", "err", err)
+				}
+			})
+			defer func() { stopWatch(); watching.Wait() }()
 			e.log.Info("daemon started", "pid", os.Getpid(), "home", e.home)
 			fmt.Fprintf(e.stderr, "warden: daemon running (pid %d); jobs: `warden schedule ls`\n", os.Getpid())
 			err = s.Loop(ctx)

@@ -51,7 +51,7 @@ type env struct {
 	// says): where wasm guests' captured stdout and stderr go.
 	guestLog *slog.Logger
 	redactor *redact.Redactor
-	st       *store.Store
+	st       store.Backend
 	core     []runtime.Tool
 	host     *wasmtool.Host
 	// regMu guards reg and wasmStatus, which mcp serve reloads while
@@ -67,6 +67,9 @@ type env struct {
 	// secrets are literals masked besides the environment's secret-looking
 	// values, known only after start (see addSecrets).
 	secrets []string
+	// fleetSynced is set once what a fleet's store publishes has been
+	// written into the home (fleet.go).
+	fleetSynced bool
 }
 
 // newEnv resolves the home and workspace directories and sets up logging.
@@ -112,7 +115,7 @@ func newEnv(c *cli.Context) (*env, error) {
 		return nil, usageErr("set --workspace to an existing directory", "workspace %s is not a directory", ws)
 	}
 	e.workspace = ws
-	e.redactor = redact.New(secretEnvValues()...)
+	e.redactor = redact.New(append(secretEnvValues(), storePassword(globalString(c, "store"))...)...)
 	if err := e.setupLog(c.String("log-level")); err != nil {
 		return nil, err
 	}
@@ -179,17 +182,14 @@ func (e *env) setupLog(level string) error {
 	return nil
 }
 
-// store opens the store on first use.
-func (e *env) store() (*store.Store, error) {
+// store opens the store on first use: --store (WARDEN_STORE) chooses the
+// backend, the bbolt file <home>/warden.db by default (store_backend.go).
+func (e *env) store() (store.Backend, error) {
 	if e.st != nil {
 		return e.st, nil
 	}
-	timeout, ctx := defaultLockTimeout, context.Background()
-	if e.c != nil {
-		timeout, ctx = e.c.Duration("lock-timeout"), e.c.Context
-	}
-	e.logger().Debug("opening the store", "path", filepath.Join(e.home, "warden.db"), "lock_timeout", timeout.String())
-	st, err := store.OpenContext(ctx, filepath.Join(e.home, "warden.db"), &store.Options{Timeout: timeout})
+	e.logger().Debug("opening the store", "home", e.home)
+	st, err := e.openStore()
 	if err != nil {
 		return nil, storeFailure(err)
 	}
@@ -239,6 +239,7 @@ func (e *env) policyInForce() (*runtime.PolicyInForce, error) {
 	if e.pol != nil {
 		return e.pol, nil
 	}
+	e.fleetSync(e.ctx())
 	pf, err := runtime.ResolvePolicy(e.ctx(), e.policyFiles(), lazyStore{open: e.store})
 	if err != nil {
 		var f *failure
@@ -464,6 +465,7 @@ func (e *env) reloadRegistry() (*runtime.Registry, error) {
 
 // loadRegistry is registry's work, with regMu held.
 func (e *env) loadRegistry() (*runtime.Registry, error) {
+	e.fleetSync(e.ctx())
 	if !e.hasModules() {
 		reg, err := e.coreRegistry()
 		if err != nil {
@@ -591,7 +593,7 @@ func (e *env) loadWasm(taken func(string) bool) ([]runtime.Tool, error) {
 func isStoreError(err error) bool {
 	var we *store.WriteError
 	return errors.Is(err, store.ErrLocked) || errors.Is(err, store.ErrCorrupt) ||
-		errors.Is(err, store.ErrTampered) || errors.Is(err, context.Canceled) || errors.As(err, &we)
+		errors.Is(err, store.ErrTampered) || errors.Is(err, store.ErrUnavailable) || errors.Is(err, context.Canceled) || errors.As(err, &we)
 }
 
 // wasmHost opens the wasm tool host on first use: modules in <home>/tools,
@@ -607,7 +609,7 @@ func (e *env) wasmHost() (*wasmtool.Host, error) {
 	h, err := wasmtool.Open(e.ctx(), wasmtool.Options{
 		Dir:       filepath.Join(e.home, "tools"),
 		CacheDir:  filepath.Join(e.home, "cache"),
-		Pins:      lazyStore{open: e.store},
+		Pins:      fleetPins{lazyStore{open: e.store}, e},
 		HostFuncs: hostfuncs.Functions(),
 		Logger:    e.guestLog, // nil (discarded) when there is no log file
 	})

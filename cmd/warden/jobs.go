@@ -173,6 +173,7 @@ func (e *env) runJob(ctx context.Context, j schedule.Job, runID string) schedule
 		if err != nil {
 			return failed(err)
 		}
+		annotateRetry(ctx, st, runID, j.Running)
 		return schedule.Outcome{Status: rec.Status, Error: rec.Error}
 	default:
 		cfg, err := e.modelConfig()
@@ -191,6 +192,7 @@ func (e *env) runJob(ctx context.Context, j schedule.Job, runID string) schedule
 		if err != nil {
 			return failed(err)
 		}
+		annotateRetry(ctx, st, runID, j.Running)
 		return schedule.Outcome{Status: rec.Status, Error: rec.Error}
 	}
 }
@@ -253,8 +255,8 @@ func (e *env) notifyJob(ctx context.Context, j schedule.Job, out schedule.Outcom
 }
 
 // markInterrupted records a run a dead process left running as
-// interrupted.
-func markInterrupted(ctx context.Context, st *store.Store, runID string) error {
+// interrupted, saying why.
+func markInterrupted(ctx context.Context, st store.Backend, runID, reason string) error {
 	doc, err := st.Run(ctx, runID)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil // it died before recording anything
@@ -270,7 +272,7 @@ func markInterrupted(ctx context.Context, st *store.Store, runID string) error {
 		return nil
 	}
 	m["status"] = schedule.StatusInterrupted
-	m["error"] = runtime.Errorf(runtime.CodeInternal, "", "the process running it ended before the run did")
+	m["error"] = runtime.Errorf(runtime.CodeInternal, "", "the run was lost: %s", reason)
 	out, err := json.Marshal(m)
 	if err != nil {
 		return err
@@ -278,18 +280,28 @@ func markInterrupted(ctx context.Context, st *store.Store, runID string) error {
 	return st.PutRun(ctx, runID, out)
 }
 
-// selfRunning identifies this process for the running marks: pid, host,
-// boot and the process's start time, so a reused pid is not taken for it.
+// selfRunning identifies this process for the running marks: pid, host
+// (WARDEN_HOST, else the host name), boot and the process's start time,
+// so a reused pid is not taken for it.
 func selfRunning() schedule.Running {
-	host, _ := os.Hostname()
-	return schedule.Running{PID: os.Getpid(), Host: host, Boot: bootID(), Start: procStart(os.Getpid())}
+	return schedule.Running{PID: os.Getpid(), Host: hostName(), Boot: bootID(), Start: procStart(os.Getpid())}
+}
+
+// hostName is this host's name in a fleet: WARDEN_HOST, else the host
+// name.
+func hostName() string {
+	if h := os.Getenv("WARDEN_HOST"); h != "" {
+		return h
+	}
+	h, _ := os.Hostname()
+	return h
 }
 
 // processAlive reports whether the process of a running mark still runs.
-// A mark from another host cannot be checked and counts as alive.
+// A mark from another host cannot be checked and counts as alive (its
+// lease says when it is not).
 func processAlive(r schedule.Running) bool {
-	host, _ := os.Hostname()
-	if r.Host != host {
+	if r.Host != hostName() {
 		return true
 	}
 	if b := bootID(); b != "" && r.Boot != "" && b != r.Boot {

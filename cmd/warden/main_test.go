@@ -14,6 +14,7 @@ import (
 
 	"github.com/wardenrt/warden/internal/wasmfixture"
 	"github.com/wardenrt/warden/runtime/sandbox"
+	"github.com/wardenrt/warden/store/postgres/pgtest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files of the scripts under testdata/script")
@@ -21,8 +22,14 @@ var update = flag.Bool("update", false, "rewrite the golden files of the scripts
 func TestMain(m *testing.M) {
 	// The scripts' (and the wasm tests') `warden` is this binary running
 	// main: the same start-up as the real command.
-	testscript.Main(m, map[string]func(){"warden": main, "peakrss": peakRSSMain})
+	// The PostgreSQL servers the fleet tests start are stopped after the
+	// tests.
+	testscript.Main(pgM{m}, map[string]func(){"warden": main, "peakrss": peakRSSMain})
 }
+
+type pgM struct{ m *testing.M }
+
+func (p pgM) Run() int { return pgtest.Run(p.m) }
 
 // TestScripts runs the CLI scripts under testdata/script. Each script gets
 // its own home and workspace.

@@ -399,7 +399,7 @@ func (m *mcpServer) addResources() {
 	const js = "application/json"
 	m.s.AddResource(&mcp.Resource{URI: "warden://audit/recent", Name: "audit-recent", MIMEType: js,
 		Description: fmt.Sprintf("the last %d audit records (hash-chained; verify with `warden audit verify`)", mcpRecentAudit)},
-		m.readResource(func(ctx context.Context, st *store.Store, _ string) (any, error) {
+		m.readResource(func(ctx context.Context, st store.Backend, _ string) (any, error) {
 			s, err := st.Stats(ctx)
 			if err != nil {
 				return nil, err
@@ -416,7 +416,7 @@ func (m *mcpServer) addResources() {
 		}))
 	m.s.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "warden://audit/{seq}", Name: "audit-record", MIMEType: js,
 		Description: "one audit record by its sequence number"},
-		m.readResource(func(ctx context.Context, st *store.Store, uri string) (any, error) {
+		m.readResource(func(ctx context.Context, st store.Backend, uri string) (any, error) {
 			seq, err := strconv.ParseUint(strings.TrimPrefix(uri, "warden://audit/"), 10, 64)
 			if err != nil {
 				return nil, mcp.ResourceNotFoundError(uri)
@@ -425,7 +425,7 @@ func (m *mcpServer) addResources() {
 		}))
 	m.s.AddResource(&mcp.Resource{URI: "warden://runs", Name: "runs", MIMEType: js,
 		Description: fmt.Sprintf("the last %d agent and workflow runs: id, kind, status, start, steps, task", mcpRecentRuns)},
-		m.readResource(func(ctx context.Context, st *store.Store, _ string) (any, error) {
+		m.readResource(func(ctx context.Context, st store.Backend, _ string) (any, error) {
 			docs, err := st.ListRuns(ctx, mcpRecentRuns)
 			out := make([]runSummary, 0, len(docs))
 			for _, d := range docs {
@@ -437,7 +437,7 @@ func (m *mcpServer) addResources() {
 		}))
 	m.s.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "warden://runs/{id}", Name: "run", MIMEType: js,
 		Description: "one run's record, as `warden runs show ID --json` prints it"},
-		m.readResource(func(ctx context.Context, st *store.Store, uri string) (any, error) {
+		m.readResource(func(ctx context.Context, st store.Backend, uri string) (any, error) {
 			id := strings.TrimPrefix(uri, "warden://runs/")
 			if id == "" || strings.ContainsAny(id, "/?#") {
 				return nil, mcp.ResourceNotFoundError(uri)
@@ -448,7 +448,7 @@ func (m *mcpServer) addResources() {
 
 // readResource adapts a store read to a resource handler: the value as
 // indented JSON; a record that does not exist is "resource not found".
-func (m *mcpServer) readResource(read func(ctx context.Context, st *store.Store, uri string) (any, error)) mcp.ResourceHandler {
+func (m *mcpServer) readResource(read func(ctx context.Context, st store.Backend, uri string) (any, error)) mcp.ResourceHandler {
 	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		uri := req.Params.URI
 		if err := m.e.auditAs(ctx, []string{"mcp:" + mcpClientName(req)}, "read", "mcp_resource", map[string]string{"uri": uri}); err != nil {

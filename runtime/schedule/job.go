@@ -66,6 +66,9 @@ type Job struct {
 	Done     bool      `json:"done,omitempty"` // an at job that has fired
 	Skipped  int       `json:"skipped,omitempty"`
 	Runs     int       `json:"runs,omitempty"`
+	// Fence is the last fencing token LocalLeases gave a claim of this
+	// job.
+	Fence int64 `json:"fence,omitempty"`
 }
 
 // Notify is what runs when a job's firing fails.
@@ -86,6 +89,19 @@ type Outcome struct {
 	Ended   time.Time      `json:"ended,omitzero"`
 	Error   *runtime.Error `json:"error,omitempty"`
 	Reason  string         `json:"reason,omitempty"`
+	// Attempt is the run's attempt at its firing when it is not the
+	// first: an earlier run (Retry) was lost.
+	Attempt int    `json:"attempt,omitempty"`
+	Retry   *Retry `json:"retry,omitempty"`
+}
+
+// Retry names the lost run of a firing that a later attempt took over,
+// and why it was lost.
+type Retry struct {
+	RunID  string `json:"run_id"`
+	Host   string `json:"host"`
+	PID    int    `json:"pid,omitempty"`
+	Reason string `json:"reason"`
 }
 
 // Running marks a job whose firing is being run, by which process.
@@ -98,6 +114,13 @@ type Running struct {
 	// Start is the process's start time, so a reused pid is not taken for it.
 	Start   string    `json:"start,omitempty"`
 	Started time.Time `json:"started"`
+	// The claim: its fencing token, when its lease expires unless
+	// renewed, which attempt at the firing it is (and the lost run it
+	// took over).
+	Token      int64     `json:"token,omitempty"`
+	LeaseUntil time.Time `json:"lease_until,omitzero"`
+	Attempt    int       `json:"attempt,omitempty"`
+	Retry      *Retry    `json:"retry,omitempty"`
 }
 
 // Statuses of a firing besides the run statuses.

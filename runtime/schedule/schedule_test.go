@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -257,29 +258,125 @@ func TestOverlapSkipped(t *testing.T) {
 }
 
 // TestInterruptedRecovered: a run whose process died is marked interrupted
-// when a scheduler starts, and the job goes on.
+// when a scheduler starts and its firing is run again, the outcome naming
+// the lost run; a paused job's is only marked interrupted.
 func TestInterruptedRecovered(t *testing.T) {
 	t0 := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
 	w := newWorld(t, t0)
 	w.add(schedule.Job{ID: "j", Spec: schedule.Spec{Every: "1m"}})
-	if err := w.jobs.UpdateJob(context.Background(), "j", func(j *schedule.Job) error {
-		j.Running = &schedule.Running{PID: 99, RunID: "dead-run", Fire: t0}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
+	w.add(schedule.Job{ID: "paused", Spec: schedule.Spec{Every: "1m"}, Paused: true})
+	for _, id := range []string{"j", "paused"} {
+		if err := w.jobs.UpdateJob(context.Background(), id, func(j *schedule.Job) error {
+			j.Running = &schedule.Running{PID: 99, Host: "h", RunID: "dead-" + id, Fire: t0}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	var marked []string
-	s, _ := schedule.New(schedule.Options{Store: w.jobs, Now: w.clock.Now, Alive: func(r schedule.Running) bool { return r.PID == 1 },
-		Run: func(context.Context, schedule.Job, string) schedule.Outcome {
+	var mu sync.Mutex
+	marked := map[string]string{}
+	var ran []string
+	s, _ := schedule.New(schedule.Options{Store: w.jobs, Now: w.clock.Now, Self: schedule.Running{PID: 1, Host: "h"},
+		Alive: func(r schedule.Running) bool { return r.PID == 1 },
+		Run: func(_ context.Context, j schedule.Job, runID string) schedule.Outcome {
+			mu.Lock()
+			ran = append(ran, j.ID+":"+j.Running.Retry.RunID)
+			mu.Unlock()
 			return schedule.Outcome{Status: runtime.RunSucceeded}
 		},
-		Interrupted: func(_ context.Context, id string) error { marked = append(marked, id); return nil }})
+		Interrupted: func(_ context.Context, id, reason string) error {
+			mu.Lock()
+			marked[id] = reason
+			mu.Unlock()
+			return nil
+		}})
 	if err := s.Recover(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	s.Wait()
 	j := w.job("j")
-	if j.Running != nil || j.Last == nil || j.Last.Status != schedule.StatusInterrupted || fmt.Sprint(marked) != "[dead-run]" {
-		t.Fatalf("after recovery: %+v, marked %v", j, marked)
+	if j.Running != nil || j.Last == nil || j.Last.Status != runtime.RunSucceeded || j.Last.Attempt != 2 ||
+		j.Last.Retry == nil || j.Last.Retry.RunID != "dead-j" || !j.Last.Fire.Equal(t0) || j.Runs != 1 {
+		t.Fatalf("after recovery: %+v, last %+v", j, j.Last)
+	}
+	if fmt.Sprint(ran) != "[j:dead-j]" || !strings.Contains(marked["dead-j"], "pid 99") || !strings.Contains(marked["dead-j"], "run again as run") {
+		t.Fatalf("ran %v, marked %v", ran, marked)
+	}
+	p := w.job("paused")
+	if p.Running != nil || p.Last == nil || p.Last.Status != schedule.StatusInterrupted || marked["dead-paused"] == "" {
+		t.Fatalf("the paused job after recovery: %+v, marked %v", p, marked)
+	}
+}
+
+// TestLeases: two schedulers share the jobs and a leases clock: a firing
+// is claimed by one; the other skips it while the lease is renewed; when
+// the first stops renewing (it died), the other takes the firing over
+// after the lease expires — attempt 2, recorded once; the first one's late
+// outcome is refused.
+func TestLeases(t *testing.T) {
+	t0 := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	jobs := &runtimetest.Jobs{}
+	clk := &clock{now: t0}
+	leases := schedule.LocalLeases(jobs, clk.Now, func(schedule.Running) bool { return true })
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var runs []string
+	newS := func(host string) *schedule.Scheduler {
+		s, err := schedule.New(schedule.Options{Store: jobs, Now: clk.Now, Leases: leases, Lease: time.Hour,
+			Self: schedule.Running{PID: 1, Host: host},
+			Run: func(ctx context.Context, j schedule.Job, runID string) schedule.Outcome {
+				mu.Lock()
+				runs = append(runs, host)
+				mu.Unlock()
+				select {
+				case <-release:
+					return schedule.Outcome{Status: runtime.RunSucceeded}
+				case <-ctx.Done():
+					return schedule.Outcome{Status: runtime.RunCancelled}
+				}
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	a, b := newS("a"), newS("b")
+	j := schedule.Job{ID: "j", Kind: schedule.KindAgent, Task: "t", Workspace: "/ws", Spec: schedule.Spec{Every: "1m"},
+		Missed: schedule.MissedSkip, Created: t0, Anchor: t0}
+	if err := jobs.CreateJob(context.Background(), j); err != nil {
+		t.Fatal(err)
+	}
+	clk.set(t0.Add(time.Minute))
+	ctx := context.Background()
+	if _, err := a.Tick(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Tick(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := jobs.GetJob(ctx, "j")
+	if got.Running == nil || got.Running.Host != "a" || got.Running.Token != 1 || got.Running.Attempt != 1 {
+		t.Fatalf("after both ticked: running %+v", got.Running)
+	}
+	// a "dies": the lease runs out; b takes the firing over.
+	clk.set(t0.Add(time.Minute + time.Hour + time.Second))
+	if _, err := b.Tick(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = jobs.GetJob(ctx, "j")
+	if got.Running == nil || got.Running.Host != "b" || got.Running.Token != 2 || got.Running.Attempt != 2 || got.Running.Retry == nil ||
+		!strings.Contains(got.Running.Retry.Reason, "lease expired") {
+		t.Fatalf("after the lease expired: running %+v", got.Running)
+	}
+	close(release)
+	a.Wait()
+	b.Wait()
+	got, _ = jobs.GetJob(ctx, "j")
+	if got.Runs != 1 || got.Last == nil || got.Last.Attempt != 2 || got.Last.Retry.Host != "a" || got.Running != nil {
+		t.Fatalf("recorded: runs %d last %+v", got.Runs, got.Last)
+	}
+	if fmt.Sprint(runs) != "[a b]" {
+		t.Fatalf("runs %v", runs)
 	}
 }
 

@@ -20,6 +20,13 @@ const (
 	// DefaultGrace is how late a firing may start and still be on time:
 	// older ones were missed (the daemon was not running).
 	DefaultGrace = time.Minute
+	// DefaultLease is how long a run holds its firing without renewing
+	// the lease (it renews every third of it): how long another daemon
+	// waits before it runs the firing of a runner that died.
+	DefaultLease = 30 * time.Second
+	// DefaultMaxAttempts bounds the runs of one firing whose runners
+	// are lost.
+	DefaultMaxAttempts = 3
 	// maxCatchUp bounds the firings counted after a long downtime.
 	maxCatchUp = 100_000
 )
@@ -35,12 +42,19 @@ type Options struct {
 	// Record puts an event that is not a call on the audit log (a skipped
 	// or interrupted firing).
 	Record func(ctx context.Context, ev runtime.AuditEvent) error
-	// Interrupted marks a run a dead process left "running".
-	Interrupted func(ctx context.Context, runID string) error
+	// Interrupted marks a run a dead process left "running", saying why.
+	Interrupted func(ctx context.Context, runID, reason string) error
 	// Self is this process, for the running marks; Alive says whether the
-	// process of a mark still runs.
+	// process of a mark still runs (a mark of another host: true).
 	Self  Running
 	Alive func(Running) bool
+	// Leases hands out the claims on firings; nil means LocalLeases over
+	// Store on Now. Lease is how long a claim lasts unrenewed (default
+	// DefaultLease); MaxAttempts bounds the runs of a firing whose
+	// runners are lost (default DefaultMaxAttempts).
+	Leases      Leases
+	Lease       time.Duration
+	MaxAttempts int
 
 	Now   func() time.Time
 	After func(time.Duration) <-chan time.Time
@@ -83,6 +97,15 @@ func New(o Options) (*Scheduler, error) {
 	}
 	if o.Alive == nil {
 		o.Alive = func(Running) bool { return true }
+	}
+	if o.Leases == nil {
+		o.Leases = LocalLeases(o.Store, o.Now, o.Alive)
+	}
+	if o.Lease <= 0 {
+		o.Lease = DefaultLease
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = DefaultMaxAttempts
 	}
 	return &Scheduler{o: o, running: map[string]bool{}}, nil
 }
@@ -136,41 +159,112 @@ func (s *Scheduler) SetPoll(d time.Duration) {
 // Wait waits for the runs started so far.
 func (s *Scheduler) Wait() { s.wg.Wait() }
 
-// Recover marks the firings whose process died mid-run as interrupted.
+// Recover handles the firings whose runner was lost (its process died, or
+// its lease expired): each is run again, up to MaxAttempts runs, unless the
+// job was paused; otherwise it is recorded as interrupted.
 func (s *Scheduler) Recover(ctx context.Context) error {
 	jobs, err := s.o.Store.ListJobs(ctx)
 	if err != nil {
 		return err
 	}
+	now, err := s.o.Leases.Now(ctx)
+	if err != nil {
+		return err
+	}
 	for _, j := range jobs {
-		if j.Running == nil || s.o.Alive(*j.Running) {
-			continue
-		}
-		var mark *Running
-		err := s.o.Store.UpdateJob(ctx, j.ID, func(cur *Job) error {
-			if cur.Running == nil || s.o.Alive(*cur.Running) {
-				return errUnchanged
-			}
-			mark = cur.Running
-			cur.Last = &Outcome{Fire: mark.Fire, RunID: mark.RunID, Status: StatusInterrupted, Started: mark.Started, Ended: s.o.Now().UTC(),
-				Reason: fmt.Sprintf("the process that ran it (pid %d) ended before the run did", mark.PID)}
-			cur.Running = nil
-			return nil
-		})
-		if errors.Is(err, errUnchanged) || mark == nil {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		if s.o.Interrupted != nil {
-			if err := s.o.Interrupted(ctx, mark.RunID); err != nil {
-				s.o.Log.Warn("schedule: the interrupted run could not be marked", "run", mark.RunID, "err", err)
+		if s.lost(j, now) {
+			if err := s.recoverRun(ctx, j, now); err != nil {
+				s.o.Log.Warn("schedule: a lost run could not be recovered", "job", j.ID, "err", err)
 			}
 		}
-		s.record(ctx, j, StatusInterrupted, fmt.Sprintf("run %s was interrupted (pid %d ended)", mark.RunID, mark.PID))
 	}
 	return nil
+}
+
+// alive reports whether the runner of mark r still holds its firing at
+// now: its lease has not expired and, on this host, its process runs. A
+// mark without a lease (made before leases) is judged by its process.
+func (s *Scheduler) alive(r *Running, now time.Time) bool {
+	if r.LeaseUntil.IsZero() {
+		return s.o.Alive(*r)
+	}
+	return now.Before(r.LeaseUntil) && s.o.Alive(*r)
+}
+
+// lost reports whether j's running mark is a run nobody carries on.
+func (s *Scheduler) lost(j Job, now time.Time) bool {
+	if j.Running == nil {
+		return false
+	}
+	s.mu.Lock()
+	mine := s.running[j.ID]
+	s.mu.Unlock()
+	return !mine && !s.alive(j.Running, now)
+}
+
+// lostReason says why the run of mark r is lost.
+func lostReason(r *Running, now time.Time) string {
+	if !r.LeaseUntil.IsZero() && !now.Before(r.LeaseUntil) {
+		return fmt.Sprintf("its lease expired at %s: host %s (pid %d) stopped renewing it", r.LeaseUntil.UTC().Format(time.RFC3339), r.Host, r.PID)
+	}
+	return fmt.Sprintf("the process that ran it (pid %d on %s) ended before the run did", r.PID, r.Host)
+}
+
+// recoverRun runs the firing of j's lost run again (the next attempt), or,
+// when the job is paused or the firing has had its attempts, records it as
+// interrupted.
+func (s *Scheduler) recoverRun(ctx context.Context, j Job, now time.Time) error {
+	mark := *j.Running
+	reason := lostReason(&mark, now)
+	if !j.Paused && max(mark.Attempt, 1) < s.o.MaxAttempts {
+		once := false
+		if sc, err := j.Schedule(); err == nil {
+			once = sc.Once()
+		}
+		runID, err := s.startRun(ctx, j.ID, mark.Fire, once, &mark, reason)
+		switch {
+		case err == nil:
+			s.interrupted(ctx, mark.RunID, fmt.Sprintf("%s; the firing was run again as run %s", reason, runID))
+			s.record(ctx, j, StatusInterrupted, fmt.Sprintf("run %s was lost (%s); running the firing again as run %s (attempt %d)",
+				mark.RunID, reason, runID, max(mark.Attempt, 1)+1))
+			return nil
+		case errors.Is(err, ErrClaimed), errors.Is(err, ErrBusy), errors.Is(err, errUnchanged):
+			return nil // another runner got there first, or the lease still holds
+		default:
+			return err
+		}
+	}
+	why := reason
+	if !j.Paused {
+		why = fmt.Sprintf("%s; the firing has had its %d attempts", reason, s.o.MaxAttempts)
+	}
+	err := s.o.Store.UpdateJob(ctx, j.ID, func(cur *Job) error {
+		if cur.Running == nil || cur.Running.RunID != mark.RunID || cur.Running.Token != mark.Token {
+			return errUnchanged
+		}
+		cur.Last = &Outcome{Fire: mark.Fire, RunID: mark.RunID, Status: StatusInterrupted, Started: mark.Started, Ended: s.o.Now().UTC(),
+			Reason: why, Attempt: mark.Attempt, Retry: mark.Retry}
+		cur.Running = nil
+		return nil
+	})
+	if errors.Is(err, errUnchanged) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	s.interrupted(ctx, mark.RunID, why)
+	s.record(ctx, j, StatusInterrupted, fmt.Sprintf("run %s was interrupted: %s", mark.RunID, why))
+	return nil
+}
+
+func (s *Scheduler) interrupted(ctx context.Context, runID, reason string) {
+	if s.o.Interrupted == nil {
+		return
+	}
+	if err := s.o.Interrupted(ctx, runID, reason); err != nil {
+		s.o.Log.Warn("schedule: the interrupted run could not be marked", "run", runID, "err", err)
+	}
 }
 
 var errUnchanged = errors.New("unchanged")
@@ -184,9 +278,13 @@ func (s *Scheduler) Tick(ctx context.Context) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, err
 	}
+	now, err := s.o.Leases.Now(ctx)
+	if err != nil {
+		return time.Time{}, err
+	}
 	var soonest time.Time
 	for _, j := range jobs {
-		next, err := s.tickJob(ctx, j)
+		next, err := s.tickJob(ctx, j, now)
 		if err != nil {
 			s.o.Log.Warn("schedule: a job could not be handled", "job", j.ID, "err", err)
 		}
@@ -233,7 +331,14 @@ func (s *Scheduler) dueAt(j *Job, sc *Schedule, now time.Time) (due, time.Time) 
 	return d, next
 }
 
-func (s *Scheduler) tickJob(ctx context.Context, j Job) (time.Time, error) {
+func (s *Scheduler) tickJob(ctx context.Context, j Job, now time.Time) (time.Time, error) {
+	if j.Done && j.Running == nil {
+		return time.Time{}, nil
+	}
+	if s.lost(j, now) {
+		// Its runner died (or was cut off): run the firing again.
+		return time.Time{}, s.recoverRun(ctx, j, now)
+	}
 	if j.Paused || j.Done {
 		return time.Time{}, nil
 	}
@@ -241,7 +346,6 @@ func (s *Scheduler) tickJob(ctx context.Context, j Job) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, err
 	}
-	now := s.o.Now()
 	d, next := s.dueAt(&j, sc, now)
 	if d.count == 0 {
 		return next, nil
@@ -249,7 +353,7 @@ func (s *Scheduler) tickJob(ctx context.Context, j Job) (time.Time, error) {
 	s.mu.Lock()
 	busy := s.running[j.ID]
 	s.mu.Unlock()
-	if busy || (j.Running != nil && s.o.Alive(*j.Running)) {
+	if busy || (j.Running != nil && s.alive(j.Running, now)) {
 		return next, s.skip(ctx, j, d.last, d.count, "the previous run was still going")
 	}
 	missed := d.count
@@ -295,9 +399,13 @@ func (s *Scheduler) skip(ctx context.Context, j Job, fire time.Time, n int, why 
 	return nil
 }
 
-// start marks j running for fire and runs it in the background.
+// start claims firing fire of j and runs it in the background. A firing
+// another daemon claimed first, or has run, is not an error.
 func (s *Scheduler) start(ctx context.Context, j Job, fire time.Time, once bool) error {
-	_, err := s.StartRun(ctx, j.ID, fire, once)
+	_, err := s.startRun(ctx, j.ID, fire, once, nil, "")
+	if errors.Is(err, ErrClaimed) || errors.Is(err, ErrBusy) || errors.Is(err, errUnchanged) {
+		return nil
+	}
 	return err
 }
 
@@ -307,8 +415,15 @@ var ErrBusy = errors.New("the job's previous run is still going")
 
 // StartRun starts a run of job id for fire (run-now: the current time) in
 // the background and returns its run id; the run is recorded in the job
-// when it ends. A job already running is ErrBusy.
+// when it ends. A job already running is ErrBusy; a firing claimed or run
+// already (by this or another daemon) is ErrClaimed.
 func (s *Scheduler) StartRun(ctx context.Context, id string, fire time.Time, once bool) (string, error) {
+	return s.startRun(ctx, id, fire, once, nil, "")
+}
+
+// startRun claims firing fire of job id and runs it. lost, when set, is
+// the mark of the lost run whose firing this run takes over.
+func (s *Scheduler) startRun(ctx context.Context, id string, fire time.Time, once bool, lost *Running, reason string) (string, error) {
 	s.mu.Lock()
 	if s.running[id] {
 		s.mu.Unlock()
@@ -316,15 +431,31 @@ func (s *Scheduler) StartRun(ctx context.Context, id string, fire time.Time, onc
 	}
 	s.running[id] = true
 	s.mu.Unlock()
+	unmark := func() {
+		s.mu.Lock()
+		delete(s.running, id)
+		s.mu.Unlock()
+	}
 	runID := s.o.NewID()
 	started := s.o.Now().UTC()
 	var job Job
-	err := s.o.Store.UpdateJob(ctx, id, func(cur *Job) error {
-		if cur.Running != nil && s.o.Alive(*cur.Running) {
-			return ErrBusy
+	c, err := s.o.Leases.Claim(ctx, id, fire, s.o.Lease, func(cur *Job, c Claim) error {
+		if lost == nil {
+			if cur.Running != nil && s.alive(cur.Running, c.Now) {
+				return ErrBusy
+			}
+			if cur.Running != nil {
+				return errUnchanged // a lost run: Recover's to run again
+			}
+		} else if cur.Running == nil || cur.Running.RunID != lost.RunID || cur.Running.Token != lost.Token {
+			return errUnchanged // handled meanwhile
 		}
 		mark := s.o.Self
 		mark.RunID, mark.Fire, mark.Started = runID, fire.UTC(), started
+		mark.Token, mark.LeaseUntil, mark.Attempt = c.Token, c.Until, c.Attempt
+		if lost != nil {
+			mark.Retry = &Retry{RunID: lost.RunID, Host: lost.Host, PID: lost.PID, Reason: reason}
+		}
 		cur.Running = &mark
 		if fire.After(cur.LastFire) {
 			cur.LastFire = fire
@@ -333,29 +464,30 @@ func (s *Scheduler) StartRun(ctx context.Context, id string, fire time.Time, onc
 		return nil
 	})
 	if err != nil {
-		s.mu.Lock()
-		delete(s.running, id)
-		s.mu.Unlock()
+		unmark()
 		return "", err
 	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		defer func() {
-			s.mu.Lock()
-			delete(s.running, id)
-			s.mu.Unlock()
-		}()
-		rctx, cancel := context.WithTimeout(ctx, job.Timeout())
+		defer unmark()
+		rctx, cancel := context.WithTimeoutCause(ctx, job.Timeout(), errors.New("the job's timeout"))
+		done := make(chan struct{})
+		lostLease := make(chan struct{})
+		go s.heartbeat(ctx, c, done, lostLease, cancel)
 		out := s.run(rctx, job, runID)
+		close(done)
 		cancel()
 		out.Fire, out.RunID, out.Started, out.Ended = fire.UTC(), runID, started, s.o.Now().UTC()
-		// Recorded even when the daemon is stopping.
+		out.Attempt, out.Retry = job.Running.Attempt, job.Running.Retry
+		if out.Attempt == 1 {
+			out.Attempt = 0 // the usual case is not worth a field
+		}
+		// Recorded even when the daemon is stopping; only while this
+		// claim is still the firing's.
 		wctx := context.WithoutCancel(ctx)
-		err := s.o.Store.UpdateJob(wctx, id, func(cur *Job) error {
-			if cur.Running != nil && cur.Running.RunID == runID {
-				cur.Running = nil
-			}
+		err := s.o.Leases.Finish(wctx, c, func(cur *Job) error {
+			cur.Running = nil
 			cur.Last = &out
 			cur.Runs++
 			if once {
@@ -363,6 +495,15 @@ func (s *Scheduler) StartRun(ctx context.Context, id string, fire time.Time, onc
 			}
 			return nil
 		})
+		select {
+		case <-lostLease:
+		default:
+		}
+		if errors.Is(err, ErrLeaseLost) {
+			s.o.Log.Warn("schedule: the run lost its lease (another daemon ran the firing again); its outcome is not recorded in the job",
+				"job", id, "run", runID, "status", out.Status)
+			return
+		}
 		if err != nil {
 			s.o.Log.Warn("schedule: the outcome could not be recorded", "job", id, "run", runID, "err", err)
 		}
@@ -371,6 +512,36 @@ func (s *Scheduler) StartRun(ctx context.Context, id string, fire time.Time, onc
 		}
 	}()
 	return runID, nil
+}
+
+// heartbeat renews claim c every third of the lease until done; if the
+// lease is lost to another runner, it cancels the run.
+func (s *Scheduler) heartbeat(ctx context.Context, c Claim, done <-chan struct{}, lost chan<- struct{}, cancel context.CancelFunc) {
+	every := s.o.Lease / 3
+	for {
+		select {
+		case <-done:
+			return
+		case <-time.After(every):
+		}
+		nc, err := s.o.Leases.Renew(context.WithoutCancel(ctx), c, s.o.Lease, func(cur *Job, nc Claim) error {
+			cur.Running.LeaseUntil = nc.Until
+			return nil
+		})
+		switch {
+		case errors.Is(err, ErrLeaseLost):
+			s.o.Log.Warn("schedule: lost the lease on a running firing; cancelling the run", "job", c.Job, "fire", c.Fire)
+			close(lost)
+			cancel()
+			return
+		case err != nil:
+			// The store did not answer: the lease runs on until it
+			// expires; the next heartbeat tries again.
+			s.o.Log.Warn("schedule: renewing the lease failed", "job", c.Job, "err", err)
+		default:
+			c = nc
+		}
+	}
 }
 
 // run runs one firing, turning a panic into a failed outcome.

@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -24,50 +23,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// Backend is the contract a store implements: everything of *store.Store
-// except opening, Path and Stats.
-type Backend interface {
-	AppendAudit(ctx context.Context, event json.RawMessage) (uint64, error)
-	ListAudit(ctx context.Context, f store.AuditFilter) ([]store.AuditRecord, error)
-	AuditRecord(ctx context.Context, seq uint64) (store.AuditRecord, error)
-	ExportAudit(ctx context.Context, w io.Writer) error
-	VerifyAudit(ctx context.Context) (store.VerifyReport, error)
-
-	PutMemory(ctx context.Context, ns, key, value string) error
-	GetMemory(ctx context.Context, ns, key string) (store.MemoryEntry, error)
-	ListMemory(ctx context.Context, ns string, limit int) ([]store.MemoryEntry, error)
-	DeleteMemory(ctx context.Context, ns, key string) error
-	SearchMemory(ctx context.Context, q store.MemoryQuery) ([]store.MemoryHit, error)
-
-	PutRun(ctx context.Context, id string, doc json.RawMessage) error
-	Run(ctx context.Context, id string) (json.RawMessage, error)
-	ListRuns(ctx context.Context, limit int) ([]json.RawMessage, error)
-
-	PutArtifact(ctx context.Context, data []byte) (digest string, err error)
-	Artifact(ctx context.Context, digest string) ([]byte, error)
-
-	PutPin(ctx context.Context, name string, doc json.RawMessage) error
-	Pin(ctx context.Context, name string) (json.RawMessage, error)
-	DeletePin(ctx context.Context, name string) error
-	ListPins(ctx context.Context) (map[string]json.RawMessage, error)
-
-	PutGrant(ctx context.Context, id string, doc json.RawMessage) error
-	DeleteGrant(ctx context.Context, id string) error
-	ListGrants(ctx context.Context) (map[string]json.RawMessage, error)
-
-	PutTrust(ctx context.Context, path string, doc json.RawMessage) error
-	Trust(ctx context.Context, path string) (json.RawMessage, error)
-	DeleteTrust(ctx context.Context, path string) error
-	ListTrust(ctx context.Context) (map[string]json.RawMessage, error)
-
-	CreateJob(ctx context.Context, id string, doc json.RawMessage) error
-	Job(ctx context.Context, id string) (json.RawMessage, error)
-	UpdateJob(ctx context.Context, id string, fn func(json.RawMessage) (json.RawMessage, error)) error
-	DeleteJob(ctx context.Context, id string) error
-	ListJobs(ctx context.Context) (map[string]json.RawMessage, error)
-
-	Close() error
-}
+// Backend is the store contract every backend implements.
+type Backend = store.Backend
 
 var _ Backend = (*store.Store)(nil)
 
@@ -150,6 +107,7 @@ func Run(t *testing.T, open func(t *testing.T) Backend) {
 		{"GrantsAndTrust", testGrantsAndTrust},
 		{"Jobs", testJobs},
 		{"ReturnedBytesAreCopies", testCopies},
+		{"ValuesKeepTheirBytes", testValueBytes},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -775,5 +733,32 @@ func testCopies(t *testing.T, b Backend) {
 	}
 	if art, err := b.Artifact(ctx, d); err != nil || string(art) != "abc" {
 		t.Errorf("artifact after scribbling: %s, %v", art, err)
+	}
+}
+
+// testValueBytes checks that values and documents keep every byte, NUL
+// and invalid UTF-8 included (a backend storing text would refuse or
+// change them).
+func testValueBytes(t *testing.T, b Backend) {
+	odd := "nul\x00 byte \xff\xfe and é"
+	must(t, b.PutMemory(ctx, "n", "k", odd))
+	e, err := b.GetMemory(ctx, "n", "k")
+	must(t, err)
+	if e.Value != odd {
+		t.Errorf("GetMemory = %q, want %q", e.Value, odd)
+	}
+	hits, err := b.SearchMemory(ctx, store.MemoryQuery{Text: "byte"})
+	must(t, err)
+	if len(hits) != 1 || hits[0].Value != odd {
+		t.Errorf("SearchMemory = %v", hitKeys(hits))
+	}
+	doc := json.RawMessage(`{"s":"` + "\xff" + `\u0000"}`)
+	must(t, b.PutRun(ctx, "r", doc))
+	if got, err := b.Run(ctx, "r"); err != nil || string(got) != string(doc) {
+		t.Errorf("Run = %q, %v; want %q", got, err, doc)
+	}
+	seq := appendEvent(t, b, `{"s":"\u0000"}`)
+	if r, err := b.AuditRecord(ctx, seq); err != nil || string(r.Event) != `{"s":"\u0000"}` {
+		t.Errorf("AuditRecord = %s, %v", r.Event, err)
 	}
 }
