@@ -93,8 +93,11 @@ type shellRun struct {
 	// starts (a command of builtins needs neither).
 	boxOnce sync.Once
 	box     sandbox.Spec
-	net     *procNet
+	net     *procNet // guarded by mu once made
 	boxErr  error
+	// netDone: the call has ended; a way out made after it is closed at
+	// once (an interpreter stuck in a builtin may still be starting one).
+	netDone bool
 }
 
 // sandbox returns every program's sandbox (the call's grants and limits)
@@ -103,10 +106,26 @@ func (st *shellRun) sandbox() (sandbox.Spec, *procNet, error) {
 	st.boxOnce.Do(func() {
 		st.box, st.boxErr = boxFor(st.rtCall, st.pathDirs)
 		if st.boxErr == nil {
-			st.net, st.boxErr = newProcNet(st.ctx, st.rtCall, nil)
+			n, err := newProcNet(st.ctx, st.rtCall, nil)
+			st.mu.Lock()
+			st.net, st.boxErr = n, err
+			if st.netDone {
+				n.close()
+			}
+			st.mu.Unlock()
 		}
 	})
+	st.mu.Lock()
+	defer st.mu.Unlock()
 	return st.box, st.net, st.boxErr
+}
+
+// closeNet closes the call's way out, now or as soon as it is made.
+func (st *shellRun) closeNet() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.netDone = true
+	st.net.close()
 }
 
 func (s *Shell) environ() []string {
@@ -186,7 +205,7 @@ func (s *Shell) execute(ctx context.Context, c *runtime.Call, sc *shellCall) *sh
 	if left := st.close(stopBy); left > 0 && !res.timedOut && !res.cancelled && st.denial == nil {
 		st.warn(fmt.Sprintf("%d program(s) still running in the background when the command ended were killed; use wait to wait for background jobs", left))
 	}
-	st.net.close()
+	st.closeNet()
 
 	st.mu.Lock()
 	res.denial, res.notFound, res.warnings = st.denial, st.notFound, st.warnings
