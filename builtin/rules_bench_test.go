@@ -77,7 +77,7 @@ func BenchmarkGateRules(b *testing.B) {
 				}
 			}
 		})
-		sh := runtime.Request{Tool: "shell", Args: json.RawMessage(`{"command":"git status && go test ./... | grep -v ok > out.txt"}`), Principal: []string{"bench"}}
+		sh := runtime.Request{Tool: "shell", Args: json.RawMessage(`{"command":"git status && ls -la | grep -v ok > out.txt"}`), Principal: []string{"bench"}}
 		b.Run(name+"/shell-decision", func(b *testing.B) {
 			for b.Loop() {
 				if x := g.Explain(sh); x.Verdict == runtime.ActionDeny {
