@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/wardenrt/warden/runtime/schedule"
 )
 
 // BenchmarkDaemon measures the scheduler daemon (run it with
@@ -33,8 +35,8 @@ func BenchmarkDaemon(b *testing.B) {
 		for i := range 100 {
 			w.run("schedule", "add", fmt.Sprintf("job%03d", i), "--workflow", filepath.Join(w.ws, "tick.yaml"), "--every", "1h", "--yes")
 		}
-		d, _ := w.start()
-		time.Sleep(2 * time.Second) // start-up done
+		d, _ := w.start("--poll", schedule.DefaultPoll.String()) // as a real daemon runs
+		time.Sleep(2 * time.Second)                              // start-up done
 		before := cpuTicks(b, d.Process.Pid)
 		time.Sleep(window)
 		used := cpuTicks(b, d.Process.Pid) - before

@@ -95,10 +95,14 @@ func (w *daemonWorld) job(id string) schedule.Job {
 	return j
 }
 
-// start starts the daemon.
-func (w *daemonWorld) start() (*exec.Cmd, *bytes.Buffer) {
+// start starts the daemon (polling the store every 200 ms unless args
+// say otherwise).
+func (w *daemonWorld) start(args ...string) (*exec.Cmd, *bytes.Buffer) {
 	w.t.Helper()
-	cmd := w.command("daemon", "--poll", "200ms")
+	if len(args) == 0 {
+		args = []string{"--poll", "200ms"}
+	}
+	cmd := w.command(append([]string{"daemon"}, args...)...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
