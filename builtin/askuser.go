@@ -22,7 +22,7 @@ import (
 	"github.com/wardenrt/warden/runtime/capability"
 )
 
-// AskUser is the `ask_user` tool (seed system-operations-api): it asks the
+// AskUser is the `ask_user` tool: it asks the
 // person at the terminal a question and returns the answer.
 //
 // How it reads. The terminal is put in raw mode for the question and always

@@ -1,7 +1,7 @@
 package builtin
 
 // The fs family: fs_read, fs_write, fs_list, fs_mkdir, fs_remove, fs_glob and
-// read_files (seeds tool-parity-catalog and system-executors-idl).
+// read_files.
 //
 // How a path is reached — four layers, each enough on its own for the common
 // case, together closing the races:
@@ -764,7 +764,7 @@ type fsReadFilesArgs struct {
 	FilePaths []string `json:"file_paths"`
 }
 
-// FSReadFilesData is read_files' data (seed system-executors-idl: notes).
+// FSReadFilesData is read_files' data.
 type FSReadFilesData struct {
 	FilesReadCount int                `json:"files_read_count"`
 	Files          []FSReadFilesEntry `json:"files"`

@@ -12,7 +12,7 @@ import (
 
 // ---- git_commit -----------------------------------------------------------
 
-// gitCommitTool is git_commit. Following its seed ("no-op with a warning
+// gitCommitTool is git_commit. As designed ("no-op with a warning
 // unless the policy allows commits: git.write and a rule"), a call is never
 // refused for want of either: the gate lets it through on git.read, and Run
 // commits only when

@@ -44,7 +44,7 @@ func NetTools(cfg SearchConfig) []runtime.Tool {
 	return []runtime.Tool{&HTTPTool{}, &SearchTool{Config: cfg}}
 }
 
-// HTTPTool is the `http` tool (seed tool-parity-catalog): one HTTP or HTTPS
+// HTTPTool is the `http` tool: one HTTP or HTTPS
 // request, with the net grants checked on the URL's host, on every redirect
 // hop and on every address actually connected to (so loopback, private,
 // link-local and cloud metadata addresses are reachable only through a grant

@@ -28,7 +28,7 @@ import (
 	"github.com/wardenrt/warden/runtime/redact"
 )
 
-// The memory family (SPEC §5): write_memory and query_memory over the
+// The memory family: write_memory and query_memory over the
 // owner's namespaced notes, get_context over an index of the workspace's
 // text files, and prime_context / clear_context for the per-run context the
 // agent loop puts into the prompt. All of it lives in runtime.Memory (the

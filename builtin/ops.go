@@ -43,7 +43,7 @@ const (
 	opsMaxUnitLen = 255
 )
 
-// Ops is the ops family (seed tools-system-dry-run-policy): journald logs,
+// Ops is the ops family: journald logs,
 // systemd services and configuration files of the machine warden runs on.
 //
 //   - read_logs        journalctl --unit=UNIT --output=json, parsed (exec:journalctl)
@@ -61,7 +61,7 @@ type Ops struct {
 	// modify_config refuses to write when it is nil.
 	Artifacts runtime.Artifacts
 	// Redactor masks secrets in the old versions before they are kept as
-	// artifacts (SPEC §7: nothing is written unredacted). nil means
+	// artifacts (nothing is written unmasked: docs/redaction.md). nil means
 	// redact.New(); pass the gate's redactor so environment secrets are
 	// masked too.
 	Redactor *redact.Redactor

@@ -263,7 +263,7 @@ func opsJournalField(v json.RawMessage) string {
 // ---- service_status -------------------------------------------------------
 
 // opsUnitArgs is the argument of the service tools: the unit, called service
-// in the seed (either name is accepted, not both).
+// in the catalogue (either name is accepted, not both).
 type opsUnitArgs struct {
 	Unit    string `json:"unit"`
 	Service string `json:"service"`

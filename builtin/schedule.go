@@ -10,7 +10,7 @@ import (
 	"github.com/wardenrt/warden/runtime/schedule"
 )
 
-// ScheduleTask is schedule_task (seed: tool-parity catalogue, "add
+// ScheduleTask is schedule_task ("add
 // scheduled jobs"): a model or a workflow proposes a job — a workflow file
 // or an agent task, with grants, on a schedule. The built-in default
 // policy requires approval for it, with its dry run first: the approver

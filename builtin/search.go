@@ -160,7 +160,7 @@ type searchBackend interface {
 	Search(ctx context.Context, client *searchClient, query string, n int) ([]SearchResult, error)
 }
 
-// SearchTool is the `search` tool (seed tool-parity-catalog): a web search
+// SearchTool is the `search` tool: a web search
 // through a pluggable backend (SearXNG or Brave Search), returning
 // {title, url, snippet} results. Its requests go through the same guarded
 // client as the http tool. A 429 answer is retried at most 3 times, waiting

@@ -49,8 +49,7 @@ const (
 	shellStopGrace = 700 * time.Millisecond
 )
 
-// Shell is the `shell` tool (seeds system-operations-api `run`,
-// tool-parity-catalog `shell`, system-executors-idl execute_shell_command):
+// Shell is the `shell` tool:
 // {command, cwd?, env?, timeout_ms?, silent?} → data {exit_code, stdout,
 // stderr, timed_out}. cmd/warden registers it once and adds the alias `run`
 // (Registry.Alias("run", "shell")). The zero value is ready to use; the
@@ -122,7 +121,7 @@ type shellArgs struct {
 	Silent    bool              `json:"silent"`
 }
 
-// ShellResult is the shell tool's data (seed system-operations-api).
+// ShellResult is the shell tool's data.
 // ExitCode is -1 when the command was killed at its deadline.
 type ShellResult struct {
 	ExitCode int    `json:"exit_code"`

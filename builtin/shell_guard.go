@@ -477,7 +477,7 @@ func shellSedScriptRefusal(s string) string {
 	}
 }
 
-// shellRiskWarnings returns the warnings the seeds ask for: destructive rm
+// shellRiskWarnings returns the warnings people expect: destructive rm
 // and git commands.
 func shellRiskWarnings(name string, args []string) []string {
 	has := func(opts ...string) bool {

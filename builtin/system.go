@@ -26,7 +26,7 @@ type RuntimeState struct {
 	Policy        string `json:"policy"`
 }
 
-// System is the `system` tool (seed system-tool-contract): side-effect-free
+// System is the `system` tool: side-effect-free
 // introspection from syscalls and the Go runtime. It reads no files, starts
 // no processes and touches no network.
 type System struct {

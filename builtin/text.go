@@ -24,7 +24,7 @@ import (
 	"github.com/wardenrt/warden/runtime/redact"
 )
 
-// The text family (SPEC §5, seed tool-parity-catalog): `analyze`, local
+// The text family (the text tools): `analyze`, local
 // statistics over a text, and `summarize`, a model summary made by chunking
 // the text, summarizing each chunk and merging the partial summaries.
 //

@@ -15,8 +15,8 @@ import (
 	"github.com/wardenrt/warden/runtime/workflow"
 )
 
-// WorkflowTools are workflow_validate and workflow_run (seed: tool-parity
-// catalogue): workflows for the model. A workflow run this way acts within
+// WorkflowTools are workflow_validate and workflow_run: workflows for the
+// model. A workflow run this way acts within
 // the calling call's grants ∩ the workflow's, its steps go through the
 // gate as the caller's (principal + workflow:NAME), and it is recorded in
 // runs (nil: not recorded).

@@ -9,7 +9,7 @@
 //
 //   - warden_call, the one host function of the "warden" host module
 //     ([Functions]): a JSON request {"tool","args"} in an Extism memory
-//     block, the result envelope (SPEC §2) in a new block. See
+//     block, the result envelope (docs/envelope.md) in a new block. See
 //     wasm-tools/README.md, "The ABI".
 //   - Extism's own http_request, which sends through http.DefaultClient
 //     with the guest call's context. [InstallHTTP] puts a [Transport] under

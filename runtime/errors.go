@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// Code is one of the canonical error codes of SPEC §2. Tool failures carry a
+// Code is one of the canonical error codes of docs/envelope.md. Tool failures carry a
 // Code in the result envelope; the CLI maps codes to exit statuses.
 type Code string
 
@@ -29,7 +29,7 @@ const (
 	CodeCommandTimeout        Code = "COMMAND_TIMEOUT"
 	// CodeResourceLimit: a program was stopped at one of its sandbox's
 	// resource limits (CPU time, address space, processes, open files,
-	// file size). Not in SPEC §2's list; see RATIONALE.md.
+	// file size). Not in the list of docs/envelope.md; see RATIONALE.md.
 	CodeResourceLimit Code = "RESOURCE_LIMIT"
 	CodeTimeout       Code = "TIMEOUT"
 	CodePatchRejected Code = "PATCH_REJECTED"
@@ -52,7 +52,7 @@ const (
 	CodeInternal         Code = "INTERNAL"
 )
 
-// Codes lists every canonical code, in the order of SPEC §2.
+// Codes lists every canonical code, in the order of docs/envelope.md.
 func Codes() []Code {
 	return []Code{
 		CodeInvalidInput, CodeUnknownTool, CodeOperationNotSupported, CodePolicyDenied,

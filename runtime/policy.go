@@ -86,7 +86,7 @@ const (
 	ActionDeny  = "deny"
 )
 
-// Policy is a parsed, validated policy file (SPEC §4).
+// Policy is a parsed, validated policy file (docs/policy.md).
 type Policy struct {
 	Version  int          `yaml:"version"`
 	Grants   []string     `yaml:"grants"`

@@ -127,7 +127,7 @@ func Fail(code Code, hint, format string, args ...any) Outcome {
 	return Outcome{Err: Errorf(code, hint, format, args...)}
 }
 
-// Result is the envelope of SPEC §2, returned for every call whoever made it.
+// Result is the envelope of docs/envelope.md, returned for every call whoever made it.
 type Result struct {
 	Tool       string          `json:"tool"`
 	CallID     string          `json:"call_id"`

@@ -14,7 +14,7 @@ import (
 	"runtime"
 )
 
-// ABI is how warden loads a module (SPEC §6).
+// ABI is how warden loads a module (wasm-tools/README.md).
 type ABI string
 
 const (

@@ -17,7 +17,7 @@ import (
 	"github.com/wardenrt/warden/store/postgres"
 )
 
-// Exit statuses (SPEC §1).
+// Exit statuses (docs/cli.md).
 const (
 	exitOK     = 0
 	exitFailed = 1
@@ -190,12 +190,17 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 	return app
 }
 
-func setUsageErrors(c *cli.Command) {
-	c.OnUsageError = func(cc *cli.Context, err error, _ bool) error {
-		return usageErr("see `warden "+strings.TrimPrefix(cc.Command.FullName(), "warden ")+" --help`", "%v", err)
+func setUsageErrors(c *cli.Command) { setUsageErrorsAt(c, "warden") }
+
+// setUsageErrorsAt gives c (whose full name is path + c's name) and its
+// subcommands a usage error naming the command's own --help.
+func setUsageErrorsAt(c *cli.Command, path string) {
+	full := path + " " + c.Name
+	c.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
+		return usageErr("see `"+full+" --help`", "%v", err)
 	}
 	for _, s := range c.Subcommands {
-		setUsageErrors(s)
+		setUsageErrorsAt(s, full)
 	}
 }
 
@@ -228,13 +233,18 @@ func reorderArgs(app *cli.App, args []string) []string {
 	flags := app.Flags
 	var cmds []*cli.Command = app.Commands
 	i := 1
+	var global []string
 	// Walk the command path: global flags, then command names.
 	for i < len(args) {
 		a := args[i]
 		if strings.HasPrefix(a, "-") {
-			out = append(out, a)
-			if takesValue(flags, a) && !strings.Contains(a, "=") && i+1 < len(args) {
-				out = append(out, args[i+1])
+			dst, set := &out, flags
+			if len(out) > 1 && !hasFlag(flags, a) && hasFlag(app.Flags, a) {
+				dst, set = &global, app.Flags // a global flag after a command name
+			}
+			*dst = append(*dst, a)
+			if takesValue(set, a) && !strings.Contains(a, "=") && i+1 < len(args) {
+				*dst = append(*dst, args[i+1])
 				i++
 			}
 			i++
@@ -261,16 +271,36 @@ func reorderArgs(app *cli.App, args []string) []string {
 			break
 		}
 		if strings.HasPrefix(a, "-") && a != "-" {
-			fl = append(fl, a)
-			if takesValue(flags, a) && !strings.Contains(a, "=") && i+1 < len(args) {
-				fl = append(fl, args[i+1])
+			// A global flag the command does not define itself goes
+			// before the command, where it belongs.
+			dst, set := &fl, flags
+			if !hasFlag(flags, a) && hasFlag(app.Flags, a) {
+				dst, set = &global, app.Flags
+			}
+			*dst = append(*dst, a)
+			if takesValue(set, a) && !strings.Contains(a, "=") && i+1 < len(args) {
+				*dst = append(*dst, args[i+1])
 				i++
 			}
 			continue
 		}
 		pos = append(pos, a)
 	}
+	out = append(append([]string{out[0]}, global...), out[1:]...)
 	return append(append(out, fl...), pos...)
+}
+
+// hasFlag reports whether flags define the flag arg names (-x, --x, --x=v).
+func hasFlag(flags []cli.Flag, arg string) bool {
+	name, _, _ := strings.Cut(strings.TrimLeft(arg, "-"), "=")
+	for _, f := range flags {
+		for _, n := range f.Names() {
+			if n == name {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func takesValue(flags []cli.Flag, arg string) bool {

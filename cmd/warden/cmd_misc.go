@@ -14,7 +14,7 @@ func versionCommand() *cli.Command {
 		Usage: "print warden's version",
 		Flags: []cli.Flag{jsonFlag},
 		Action: func(c *cli.Context) error {
-			if c.Bool("json") {
+			if wantJSON(c) {
 				e := &env{stdout: c.App.Writer}
 				return e.printJSON(map[string]string{"version": version, "go": goruntime.Version(), "os": goruntime.GOOS, "arch": goruntime.GOARCH})
 			}

@@ -112,8 +112,13 @@ func policyCommand() *cli.Command {
 			},
 		}, policyTrustCommands()...), []*cli.Command{
 			{
-				Name: "default", Usage: "print the built-in default policy",
+				Name: "default", Usage: "print the built-in default policy", Flags: []cli.Flag{jsonFlag},
 				Action: func(c *cli.Context) error {
+					if wantJSON(c) {
+						p := runtime.DefaultPolicy()
+						e := &env{stdout: c.App.Writer}
+						return e.printJSON(map[string]any{"source": p.Source, "grants": p.Grants, "rules": p.Rules, "yaml": runtime.DefaultPolicyYAML()})
+					}
 					_, err := fmt.Fprint(c.App.Writer, runtime.DefaultPolicyYAML())
 					return err
 				},

@@ -26,7 +26,7 @@ import (
 )
 
 // approvedBy is who approves modules from the command line: the owner of
-// the home directory (the management commands are the owner's; SPEC §1).
+// the home directory (the management commands are the owner's; docs/cli.md).
 const approvedBy = "owner"
 
 func toolCommand() *cli.Command {
@@ -178,7 +178,7 @@ func toolCommand() *cli.Command {
 					name, caps := e.c.Args().First(), e.c.Args().Tail()
 					for _, s := range caps {
 						if _, err := capability.Parse(s); err != nil {
-							return usageErr("see SPEC §3 or README \"Capabilities\" for the grammar", "%v", err)
+							return usageErr("see docs/capabilities.md for the grammar", "%v", err)
 						}
 					}
 					h, _, err := e.toolHost()
@@ -280,7 +280,7 @@ func (e *env) checkGrants(specs []string, cmd string) error {
 	for _, s := range specs {
 		g, err := capability.Parse(s)
 		if err != nil {
-			return usageErr("see SPEC §3 or README \"Capabilities\" for the grammar", "%s: %v", cmd, err)
+			return usageErr("see docs/capabilities.md for the grammar", "%s: %v", cmd, err)
 		}
 		if why := g.Broad(); why != "" {
 			fmt.Fprintf(e.stderr, "warden: warning: grant %s: %s\n", g, why)

@@ -75,7 +75,7 @@ type env struct {
 // newEnv resolves the home and workspace directories and sets up logging.
 // The store is opened lazily by env.store().
 func newEnv(c *cli.Context) (*env, error) {
-	e := &env{c: c, json: c.Bool("json"), stdin: c.App.Reader, stdout: c.App.Writer, stderr: c.App.ErrWriter, started: time.Now()}
+	e := &env{c: c, json: wantJSON(c), stdin: c.App.Reader, stdout: c.App.Writer, stderr: c.App.ErrWriter, started: time.Now()}
 	home := globalString(c, "home")
 	if home == "" {
 		if x := os.Getenv("XDG_DATA_HOME"); x != "" {
@@ -129,14 +129,24 @@ func newEnv(c *cli.Context) (*env, error) {
 // globalString reads a global flag from the app's own context, so a
 // command's flag of the same name (grant add --workspace) does not hide it.
 func globalString(c *cli.Context, name string) string {
-	// The app's flags are parsed into the context of its root command: of
-	// the contexts that run the root command, the one nearest the command.
+	return rootContext(c).String(name)
+}
+
+// rootContext is the context the app's own flags were parsed into: of the
+// contexts that run the root command, the one nearest the command.
+func rootContext(c *cli.Context) *cli.Context {
 	for _, lc := range c.Lineage() {
 		if lc.Command != nil && lc.Command.Name == c.App.Name {
-			return lc.String(name)
+			return lc
 		}
 	}
-	return c.String(name)
+	return c
+}
+
+// wantJSON reports whether --json was given, before or after the command
+// (a command's own --json flag would otherwise hide the global one).
+func wantJSON(c *cli.Context) bool {
+	return c.Bool("json") || rootContext(c).Bool("json")
 }
 
 // secretEnvValues returns the values of environment variables that look like

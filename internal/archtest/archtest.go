@@ -1,4 +1,4 @@
-// Package archtest checks the dependency direction of DESIGN.md from tests:
+// Package archtest checks the dependency direction the project keeps (RATIONALE.md) from tests:
 // cmd → {builtin, hostfuncs, store} → runtime, and runtime never imports the
 // packages that depend on it.
 package archtest
@@ -36,7 +36,7 @@ func Forbid(t testing.TB, pkg string, forbidden ...string) {
 	for _, d := range Deps(t, pkg) {
 		for _, f := range forbidden {
 			if d == f || strings.HasPrefix(d, f+"/") {
-				t.Errorf("%s must not depend on %s (via %s): see DESIGN.md, dependency direction", pkg, f, d)
+				t.Errorf("%s must not depend on %s (via %s): see RATIONALE.md, dependency direction", pkg, f, d)
 			}
 		}
 	}

@@ -124,7 +124,7 @@ const (
 	StatusStopped = runtime.RunStopped
 )
 
-// Record is a run as the store keeps it (SPEC §7) and `runs show` prints.
+// Record is a run as the store keeps it (docs/store.md) and `runs show` prints.
 type Record struct {
 	ID         string           `json:"id"`
 	Kind       string           `json:"kind"`

@@ -3,7 +3,7 @@
 // owner approves it, and serves its tools to the registry like any other:
 // every call of a wasm tool goes through the gate, and the guest reaches the
 // world only through host functions that go through the gate again, with
-// the run's grants ∩ the grants the owner gave the tool (SPEC §6).
+// the run's grants ∩ the grants the owner gave the tool (wasm-tools/README.md).
 //
 // A module is served from its pin: the files are hashed at load and again
 // right before compiling, so what runs is what was approved. Compilation is

@@ -12,7 +12,7 @@ import (
 	"github.com/wardenrt/warden/runtime/decode"
 )
 
-// The three kinds of module (SPEC §6).
+// The three kinds of module (wasm-tools/README.md).
 const (
 	// ABIExtism is an Extism plugin with a NAME.tool.yaml sidecar: one
 	// export called with the JSON arguments as input.

@@ -19,7 +19,7 @@
 //
 // The parameter is the offset of an Extism memory block holding the request
 // JSON {"tool":"<name>","args":{...}}; the result is the offset of an Extism
-// memory block holding the result envelope JSON of SPEC §2. The guest owns
+// memory block holding the result envelope JSON of docs/envelope.md. The guest owns
 // both blocks once the call returns and frees them. A result offset of 0
 // means the host could not produce an envelope at all.
 //

@@ -11,7 +11,7 @@ import (
 	"strings"
 )
 
-// Envelope is the result of every warden tool call (SPEC §2).
+// Envelope is the result of every warden tool call (docs/envelope.md).
 type Envelope struct {
 	Tool       string          `json:"tool"`
 	CallID     string          `json:"call_id"`

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// specEnvelope is the example of SPEC §2.
+// specEnvelope is the example of docs/envelope.md.
 const specEnvelope = `{
   "tool": "fs_write", "call_id": "c1", "success": false, "dry_run": false,
   "output": "human/model-readable text",
