@@ -793,8 +793,13 @@ func fsPlanRemove(c *runtime.Call, a fsRemoveArgs) (*fsRemovePlan, *runtime.Erro
 			protected = path.Join(base, p)
 			return fs.SkipAll
 		}
-		if entry, prot := c.Protect.Match(c.Workspace, filepath.Join(abs, filepath.FromSlash(p))); prot {
+		full := filepath.Join(abs, filepath.FromSlash(p))
+		if entry, prot := c.Protect.Match(c.Workspace, full); prot {
 			protected = path.Join(base, p) + " (the policy's protect: " + strconv.Quote(entry) + ")"
+			return fs.SkipAll
+		}
+		if entry, hidden := c.Hidden(full); hidden {
+			protected = path.Join(base, p) + " (hidden: " + strconv.Quote(entry) + ")"
 			return fs.SkipAll
 		}
 		if d.IsDir() {

@@ -643,7 +643,7 @@ func (s *gitSession) runEnv(extraEnv []string, stdin io.Reader, max int, args ..
 	})
 	sub := gitSubcommand(args)
 	if errors.Is(err, errSandboxRequired) {
-		return gitOut{}, sandboxRequiredError()
+		return gitOut{}, sandboxRequiredError(err)
 	}
 	if err != nil {
 		if errors.Is(err, errProcKilled) {

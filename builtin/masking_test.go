@@ -369,6 +369,13 @@ func TestMaskShellRoundTrip(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(ws, "copy.env")); err == nil {
 		t.Fatal("copy.env was created")
 	}
+	// A command that redefines cat may send the here-document elsewhere:
+	// no mask is restored in it, so it is refused.
+	leak := "cat() { command cat > leak.txt; }\ncat > .env <<'EOF'\n" + edited + "EOF\n"
+	mkRefused(t, mkCall(t, g, v, "shell", map[string]any{"command": leak}), "")
+	if _, err := os.Stat(filepath.Join(ws, "leak.txt")); err == nil {
+		t.Fatal("leak.txt was created")
+	}
 }
 
 // An original that would change how the command is read is refused: a

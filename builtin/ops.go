@@ -233,7 +233,7 @@ func (o *Ops) run(ctx context.Context, c *runtime.Call, argv []string) (*opsProc
 	case err == nil:
 		return p, nil
 	case errors.Is(err, errSandboxRequired):
-		return p, sandboxRequiredError()
+		return p, sandboxRequiredError(err)
 	case errors.Is(err, errProcKilled) && errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return p, runtime.Errorf(runtime.CodeCommandTimeout,
 			"the program did not finish in time; the machine may be overloaded, try again later",

@@ -56,9 +56,25 @@ type procEnd struct {
 // errSandboxRequired is runProc's refusal under require_sandbox.
 var errSandboxRequired = errors.New("sandbox required")
 
-// sandboxRequiredError is what a tool reports for errSandboxRequired.
-func sandboxRequiredError() *runtime.Error {
+// hiddenUnheld is runProc's refusal of a program whose grants reach a
+// path that must be hidden from it (warden's home, a hide: entry) where
+// the sandbox cannot hide it (no namespaces to mask it in).
+type hiddenUnheld struct{ paths []string }
+
+func (e *hiddenUnheld) Error() string { return "hidden paths cannot be held: " + strings.Join(e.paths, ", ") }
+func (e *hiddenUnheld) Unwrap() error { return errSandboxRequired }
+
+// sandboxRequiredError is what a tool reports for errSandboxRequired (and
+// for a hiddenUnheld, which wraps it).
+func sandboxRequiredError(err error) *runtime.Error {
 	s := sandbox.Detect()
+	var hu *hiddenUnheld
+	if errors.As(err, &hu) {
+		return runtime.Errorf(runtime.CodeCapabilityDenied,
+			"narrow the call's fs grants so they do not reach it, or run where user namespaces are available (`warden sandbox check`)",
+			"programs are not started: the call's grants reach %s, which must stay hidden from programs, and this machine's sandbox (level %s) cannot hide a path inside a grant",
+			strings.Join(hu.paths, ", "), s.Level())
+	}
 	var why string
 	switch {
 	case s.ABI == 0:
@@ -285,6 +301,11 @@ func runProc(ctx context.Context, p procSpec) (int, error) {
 		return -1, &os.PathError{Op: "exec", Path: p.Path, Err: os.ErrPermission}
 	}
 	box := p.Box
+	// Hiding a path inside a grant takes a mount namespace; without one a
+	// program under the grant would read (or change) it.
+	if len(box.Hide) > 0 && !sandbox.Detect().Namespaces {
+		return -1, &hiddenUnheld{paths: box.Hide}
+	}
 	if !box.ExecAny && !slices.Contains(box.Exec, p.Path) {
 		// What warden itself decided to start (git, journalctl, a
 		// granted program found on the PATH) may run, with its loader.

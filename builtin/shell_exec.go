@@ -429,7 +429,7 @@ func (st *shellRun) exec(ctx context.Context, args []string) error {
 	}
 	code, err := runProc(pctx, spec)
 	if errors.Is(err, errSandboxRequired) {
-		e := sandboxRequiredError()
+		e := sandboxRequiredError(err)
 		return st.refuseCode(hc, e.Code, fmt.Sprintf("%s was not started: %s", name, e.Message), e.Hint)
 	}
 	st.mu.Lock()

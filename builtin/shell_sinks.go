@@ -44,6 +44,26 @@ func (s *Shell) Sinks(c *runtime.Call) ([]runtime.Sink, error) {
 	if err != nil {
 		return nil, runtime.Errorf(runtime.CodeInvalidInput, "give an existing directory", "cwd %q cannot be resolved: %v", a.Cwd, err)
 	}
+	// A command that defines functions or aliases (or runs one sourced or
+	// evaluated at run time) may mean something else by cat or echo: it
+	// has no sinks.
+	redefines := false
+	syntax.Walk(file, func(n syntax.Node) bool {
+		switch x := n.(type) {
+		case *syntax.FuncDecl:
+			redefines = true
+		case *syntax.CallExpr:
+			if len(x.Args) > 0 {
+				if name, ok := shellWordLit(x.Args[0]); ok && (name == "alias" || name == "eval" || name == "source" || name == "." || name == "enable" || name == "builtin" || name == "command") {
+					redefines = true
+				}
+			}
+		}
+		return true
+	})
+	if redefines {
+		return nil, nil
+	}
 	dirChanges := false
 	syntax.Walk(file, func(n syntax.Node) bool {
 		if ce, ok := n.(*syntax.CallExpr); ok && len(ce.Args) > 0 {

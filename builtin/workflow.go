@@ -90,6 +90,9 @@ func workflowOpen(c *runtime.Call) func(from, p string) (string, []byte, error) 
 		if !c.Grants.Allows(capability.Need{Kind: capability.FSRead, Resource: abs}) {
 			return "", nil, runtime.Errorf(runtime.CodeCapabilityDenied, "grant fs.read of it", "reading %s is not granted", abs)
 		}
+		if entry, hidden := c.Hidden(abs); hidden {
+			return "", nil, runtime.HiddenError(abs, entry)
+		}
 		root, err := os.OpenRoot(filepath.Dir(abs))
 		if err != nil {
 			return "", nil, err

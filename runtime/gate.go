@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -254,7 +255,7 @@ func (g *Gate) check(ctx context.Context, req Request, callID string, vault *Vau
 	}
 	c.call.RequireSandbox = pol.RequireSandbox
 	c.call.Limits = pol.Limits
-	c.call.Protect, c.call.Hide = pol.pathRules(g.o.Hide...)
+	c.call.Protect, c.call.Hide = pol.PathRules(g.o.Hide...)
 	c.decision = Decision{Action: ActionDeny}
 	// A rule that denies the tool whatever its arguments decides before
 	// the arguments are looked at.
@@ -406,6 +407,11 @@ func (g *Gate) Call(ctx context.Context, req Request) (Result, error) {
 	ev := AuditEvent{CallID: callID, RunID: req.RunID, Principal: principal, Tool: name}
 
 	c, cerr := g.check(ctx, req, callID, vault)
+	// What the call's record and outcome are masked with: the redactor,
+	// and the originals restored in its arguments, wherever they are
+	// repeated (an error quoting a line, a preview, the matcher that
+	// matched an argument).
+	red := g.callRedactor(c)
 	if c != nil && c.call != nil {
 		ev.Args = g.redactArgs(c.shown)
 		ev.Needs = g.redactNeeds(c.needs)
@@ -414,22 +420,16 @@ func (g *Gate) Call(ctx context.Context, req Request) (Result, error) {
 		res.Tool = c.call.Tool
 		ev.Tool = c.call.Tool
 		d := c.decision
+		d.Rule = red.String(d.Rule)
+		d.Grants = slices.Clone(d.Grants)
+		for i := range d.Grants {
+			d.Grants[i] = red.String(d.Grants[i])
+		}
 		ev.Decision = &d
 	} else {
 		ev.ArgsText = g.argsText(req.Args)
 	}
 
-	// What the call's outcome is masked with: the redactor, and the
-	// originals restored in its arguments, wherever the tool repeats them
-	// (an error quoting a line, a preview).
-	red := g.o.Redactor
-	if c != nil && len(c.restores) > 0 {
-		originals := make([]string, len(c.restores))
-		for i, r := range c.restores {
-			originals[i] = r.entry.original
-		}
-		red = red.WithLiterals(minRestoredLiteral, originals...)
-	}
 	if cerr != nil {
 		return g.finish(ctx, res, ev, g.maskOutcome(Outcome{Err: cerr}, vault, red, true), start, 0)
 	}
@@ -505,7 +505,7 @@ func (g *Gate) approve(ctx context.Context, c *checked, preview *Outcome) (appro
 		a, err := g.o.Approver.Approve(ctx, ApprovalRequest{
 			Tool: name, CallID: c.call.ID, Principal: c.call.Principal,
 			Args: g.redactArgs(c.shown), Needs: g.redactNeeds(c.needs),
-			Rule: rule, Matched: g.o.Redactor.String(c.why()), Preview: preview,
+			Rule: rule, Matched: g.callRedactor(c).String(c.why()), Preview: preview,
 			Lasting: lasting, CanRemember: lasting && g.o.Grants != nil,
 		})
 		if err != nil {
@@ -533,6 +533,20 @@ func (g *Gate) approve(ctx context.Context, c *checked, preview *Outcome) (appro
 	return approvalVerdict{ApprovalUnavailable, ""}, Errorf(CodeApprovalRequired,
 		"run it on a terminal to be asked (--approve ask), or approve it explicitly with --approve auto",
 		"%s needs approval (%s) and no one can approve it (approval mode %s)", name, rule, g.o.Approval)
+}
+
+// callRedactor is the redactor for what is shown or recorded of a call:
+// the gate's, and the originals masks were restored to in its arguments.
+func (g *Gate) callRedactor(c *checked) *redact.Redactor {
+	red := g.o.Redactor
+	if c != nil && len(c.restores) > 0 {
+		originals := make([]string, len(c.restores))
+		for i, r := range c.restores {
+			originals[i] = r.entry.original
+		}
+		red = red.WithLiterals(minRestoredLiteral, originals...)
+	}
+	return red
 }
 
 // askingKeys names what an approval of the call approves: each rule that
@@ -779,7 +793,7 @@ func (g *Gate) Explain(req Request) Explanation {
 		}
 		if r := c.deciding(); r != nil {
 			x.Rule = r.Describe()
-			x.Matched = g.o.Redactor.String(c.why())
+			x.Matched = g.callRedactor(c).String(c.why())
 			if u := g.o.Policy.narrowedBy(r); u != nil {
 				x.Rule += " — from " + u.Source + " (not trusted: it may only narrow)"
 			}

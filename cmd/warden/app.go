@@ -229,13 +229,18 @@ func reorderArgs(app *cli.App, args []string) []string {
 	if len(args) < 2 {
 		return args
 	}
+	// Shell completion asks with a flag that must stay last.
+	var tail []string
+	if last := args[len(args)-1]; last == "--generate-bash-completion" {
+		args, tail = args[:len(args)-1], []string{last}
+	}
 	out := []string{args[0]}
 	flags := app.Flags
 	var cmds []*cli.Command = app.Commands
 	i := 1
 	var global []string
 	// Walk the command path: global flags, then command names.
-	for i < len(args) {
+	for i < len(args) && args[i] != "--" {
 		a := args[i]
 		if strings.HasPrefix(a, "-") {
 			dst, set := &out, flags
@@ -264,10 +269,12 @@ func reorderArgs(app *cli.App, args []string) []string {
 		i++
 	}
 	var fl, pos []string
+	dashes := false
 	for ; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
-			pos = append(pos, args[i:]...)
+			// Everything after -- is an argument, whatever it looks like.
+			pos, dashes = append(pos, args[i+1:]...), true
 			break
 		}
 		if strings.HasPrefix(a, "-") && a != "-" {
@@ -287,7 +294,11 @@ func reorderArgs(app *cli.App, args []string) []string {
 		pos = append(pos, a)
 	}
 	out = append(append([]string{out[0]}, global...), out[1:]...)
-	return append(append(out, fl...), pos...)
+	out = append(out, fl...)
+	if dashes {
+		out = append(out, "--")
+	}
+	return append(append(out, pos...), tail...)
 }
 
 // hasFlag reports whether flags define the flag arg names (-x, --x, --x=v).

@@ -13,7 +13,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/wardenrt/warden/builtin"
-	"github.com/wardenrt/warden/runtime/pathrule"
 	"github.com/wardenrt/warden/store"
 )
 
@@ -159,8 +158,10 @@ func memoryCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					// What the policy hides is never indexed.
-					stats, err := builtin.IndexWorkspace(ctx, lazyStore{open: e.store}, e.workspace, &builtin.IndexOptions{Hide: pathrule.New(p.Hide)})
+					// What the policy hides (an untrusted workspace policy's
+					// list too) and warden's own files are never indexed.
+					_, hide := p.PathRules(e.ownPaths()...)
+					stats, err := builtin.IndexWorkspace(ctx, lazyStore{open: e.store}, e.workspace, &builtin.IndexOptions{Hide: hide})
 					if err != nil {
 						return err
 					}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/schedule"
+	"github.com/wardenrt/warden/runtime/workflow"
 	"github.com/wardenrt/warden/store/postgres"
 )
 
@@ -208,6 +209,10 @@ func scheduleCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
+					if e.c.Bool("dry-run") || len(e.c.StringSlice("grant")) > 0 {
+						return usageErr("a job runs as the daemon runs it: with its grants ∩ the policy, approving as the policy says; `warden schedule show` previews it",
+							"schedule run-now takes no --dry-run or --grant")
+					}
 					s, err := e.scheduler(ctx)
 					if err != nil {
 						return err
@@ -263,13 +268,36 @@ func scheduleCommand() *cli.Command {
 						return nil
 					}
 					fmt.Fprintf(e.stderr, "%s changed: sha256 %s → %s\n%s\n", j.Workflow, short16(j.Digest), short16(sum), indent(string(data), "  "))
+					grants := j.Grants
+					if j.GrantsFromWorkflow {
+						// The job runs with the workflow's own grants: its new
+						// ones, which must be in the policy in force.
+						g, err := e.gate()
+						if err != nil {
+							return err
+						}
+						w, err := workflow.Parse(j.Workflow, data, workflowOptions(g.Registry()))
+						if err != nil {
+							return readFailure(err, "fix the workflow; check it with `warden workflow validate "+j.Workflow+"`")
+						}
+						grants = w.Grants
+						wider, err := schedule.Within(j.Workspace, grants, g.Grants())
+						if err != nil {
+							return usageErr("", "%v", err)
+						}
+						if len(wider) > 0 {
+							return fail(runtime.CodeCapabilityDenied, exitDenied, "add them to the policy in force ("+g.Policy().Source+"), then approve again",
+								"the workflow now needs grants the policy does not give: %s", strings.Join(wider, ", "))
+						}
+						fmt.Fprintf(e.stderr, "grants: %s → %s\n", strings.Join(j.Grants, ", "), strings.Join(grants, ", "))
+					}
 					if err := e.confirm("Pin it for job "+id+"?", e.c.Bool("yes")); err != nil {
 						return err
 					}
-					if err := e.audit(ctx, "schedule.approve", map[string]string{"job": id, "sha256": sum}); err != nil {
+					if err := e.audit(ctx, "schedule.approve", map[string]any{"job": id, "sha256": sum, "grants": grants}); err != nil {
 						return err
 					}
-					return lazyStore{open: e.store}.UpdateJob(ctx, id, func(j *schedule.Job) error { j.Digest = sum; return nil })
+					return lazyStore{open: e.store}.UpdateJob(ctx, id, func(j *schedule.Job) error { j.Digest, j.Grants = sum, grants; return nil })
 				}),
 			},
 		},

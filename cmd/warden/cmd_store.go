@@ -84,6 +84,23 @@ func (e *env) storeSpec() (storeSpec, error) {
 	return parseStoreSpec(globalString(e.c, "store"), e.home)
 }
 
+// ownPaths are the files warden keeps for its owner, which no tool and no
+// program may read or change whatever the grants: the home, a bbolt store
+// kept elsewhere (--store bbolt:PATH) and its audit anchor, and a policy
+// named with --policy.
+func (e *env) ownPaths() []string {
+	out := []string{e.home}
+	if spec, err := e.storeSpec(); err == nil && spec.kind != "postgres" && spec.path != "" {
+		out = append(out, spec.path, filepath.Join(filepath.Dir(spec.path), "audit.head"))
+	}
+	if f := globalString(e.c, "policy"); f != "" {
+		if abs, err := filepath.Abs(f); err == nil {
+			out = append(out, abs)
+		}
+	}
+	return out
+}
+
 // openStore opens the store --store names. A PostgreSQL store keeps this
 // host's audit anchors under <home>/anchors; WARDEN_HOST names the host
 // (default: its host name).

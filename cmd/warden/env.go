@@ -115,7 +115,8 @@ func newEnv(c *cli.Context) (*env, error) {
 		return nil, usageErr("set --workspace to an existing directory", "workspace %s is not a directory", ws)
 	}
 	e.workspace = ws
-	e.redactor = redact.New(append(secretEnvValues(), storePassword(globalString(c, "store"))...)...)
+	e.secrets = storePassword(globalString(c, "store"))
+	e.redactor = redact.New(append(secretEnvValues(), e.secrets...)...)
 	if err := e.setupLog(c.String("log-level")); err != nil {
 		return nil, err
 	}
@@ -711,7 +712,7 @@ func (e *env) gate() (*runtime.Gate, error) {
 	}
 	opts := runtime.GateOptions{
 		Registry: reg, Policy: p, Workspace: e.workspace, Extra: extra, Timed: timed,
-		Grants: lazyStore{open: e.store}, Hide: []string{e.home},
+		Grants: lazyStore{open: e.store}, Hide: e.ownPaths(),
 		Approval: mode, DryRun: e.c.Bool("dry-run"), Logger: e.log, Redactor: e.redactor,
 	}
 	if mode == runtime.ApproveAsk {

@@ -352,7 +352,7 @@ func policyPublishCommand() *cli.Command {
 		Name:      "publish",
 		ArgsUsage: "[FILE]",
 		Usage: "publish a policy (default <home>/policy.yaml) to every host sharing this PostgreSQL store: each writes it as its home policy " +
-			"(unless its own was edited there) and the daemons and MCP servers reload",
+			"(unless its own was edited there); daemons use it from their next run, a running mcp serve from its restart",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "remove", Usage: "stop publishing: hosts keep the policy they have"},
 			jsonFlag,

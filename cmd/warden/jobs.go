@@ -128,7 +128,7 @@ func (e *env) jobGate(ctx context.Context, ws string) (*runtime.Gate, error) {
 		return nil, err
 	}
 	return runtime.NewGate(runtime.GateOptions{
-		Registry: reg, Policy: pf.Policy, Workspace: ws, Grants: lazyStore{open: e.store}, Hide: []string{e.home},
+		Registry: reg, Policy: pf.Policy, Workspace: ws, Grants: lazyStore{open: e.store}, Hide: e.ownPaths(),
 		Approval: mode, Logger: e.log, Redactor: e.redactor, Audit: st,
 	})
 }
@@ -137,6 +137,11 @@ func (e *env) jobGate(ctx context.Context, ws string) (*runtime.Gate, error) {
 // agent task, with the job's grants ∩ the policy in force now.
 func (e *env) runJob(ctx context.Context, j schedule.Job, runID string) schedule.Outcome {
 	failed := func(err error) schedule.Outcome {
+		// A store's failure keeps its code (STORE_LOCKED, STORE_FULL, …).
+		var f *failure
+		if errors.As(storeFailure(err), &f) && f.code != runtime.CodeInternal {
+			return schedule.Outcome{Status: runtime.RunFailed, Error: &runtime.Error{Code: f.code, Message: f.msg, Hint: f.hint}}
+		}
 		re := runtime.AsError(err)
 		if re == nil || re.Code == runtime.CodeInternal && re.Message == "" {
 			re = runtime.Errorf(runtime.CodeInternal, "", "%v", err)

@@ -39,6 +39,7 @@ type List struct {
 }
 
 type rule struct {
+	lit   string // a literal absolute path (Literal): what Resolve looks for
 	entry string // as written
 	pat   string // the pattern: a name (name rules), ws-relative or absolute
 	name  bool   // matched against every element's name
@@ -85,8 +86,38 @@ func New(entries []string) List {
 		r.name = !r.abs && !strings.Contains(p, "/")
 		r.glob = strings.ContainsAny(p, "*?[{")
 		l.rules = append(l.rules, r)
+		// An absolute path through a symlink also names where it leads:
+		// tools and programs reach it by its resolved path.
+		if r.abs && !r.glob {
+			if real, err := filepath.EvalSymlinks(p); err == nil && real != p {
+				l.rules = append(l.rules, rule{entry: e, pat: escapeMeta(real), abs: true, lit: real})
+			}
+		}
 	}
 	return l
+}
+
+// Literal is a list of absolute paths matched as they are — glob
+// characters in them are plain characters — and by where their symlinks
+// lead: what warden itself keeps out of reach (its home).
+func Literal(paths ...string) List {
+	var l List
+	for _, p := range paths {
+		if !filepath.IsAbs(p) {
+			continue
+		}
+		p = filepath.Clean(p)
+		l.rules = append(l.rules, rule{entry: p, pat: escapeMeta(p), abs: true, lit: p})
+		if real, err := filepath.EvalSymlinks(p); err == nil && real != p {
+			l.rules = append(l.rules, rule{entry: p, pat: escapeMeta(real), abs: true, lit: real})
+		}
+	}
+	return l
+}
+
+// Join is the list of both l's and o's entries.
+func (l List) Join(o List) List {
+	return List{rules: append(slices.Clone(l.rules), o.rules...)}
 }
 
 // Empty reports whether the list has no entries.
@@ -206,8 +237,12 @@ func (l List) Resolve(ws string, maxVisit, maxMatch int) ([]string, error) {
 				}
 			}
 		case r.abs:
-			if _, err := os.Lstat(r.pat); err == nil {
-				if err := add(r.pat); err != nil {
+			p := r.pat
+			if r.lit != "" {
+				p = r.lit
+			}
+			if _, err := os.Lstat(p); err == nil {
+				if err := add(p); err != nil {
 					return nil, err
 				}
 			}

@@ -43,11 +43,14 @@ type Job struct {
 	Params   map[string]any `json:"params,omitempty"`
 	// Grants are what the job was scheduled with, never wider than its
 	// scheduler's own then; it runs with them ∩ the policy in force.
-	Grants    []string `json:"grants"`
-	Workspace string   `json:"workspace"`
-	Spec      Spec     `json:"schedule"`
-	Missed    string   `json:"missed"`
-	TimeoutS  int64    `json:"timeout_s"`
+	Grants []string `json:"grants"`
+	// GrantsFromWorkflow: Grants are the workflow's own (none were given),
+	// so approving a changed workflow takes its new ones.
+	GrantsFromWorkflow bool   `json:"grants_from_workflow,omitempty"`
+	Workspace          string `json:"workspace"`
+	Spec               Spec   `json:"schedule"`
+	Missed             string `json:"missed"`
+	TimeoutS           int64  `json:"timeout_s"`
 	// OnFailure runs when a firing fails: a tool call or a workflow, under
 	// the job's grants, through the gate.
 	OnFailure *Notify `json:"on_failure,omitempty"`

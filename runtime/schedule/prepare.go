@@ -54,7 +54,7 @@ func Prepare(req Request, ws string, principal []string, held capability.Set, no
 			return Job{}, runtime.Errorf(runtime.CodeInvalidInput, "check it with `warden workflow validate`", "workflow %s: %v", req.Workflow, err)
 		}
 		if grants == nil {
-			grants = w.Grants
+			grants, j.GrantsFromWorkflow = w.Grants, true
 		}
 	case req.Task != "":
 		j.Kind, j.Task = KindAgent, req.Task
