@@ -61,7 +61,9 @@ var errSandboxRequired = errors.New("sandbox required")
 // the sandbox cannot hide it (no namespaces to mask it in).
 type hiddenUnheld struct{ paths []string }
 
-func (e *hiddenUnheld) Error() string { return "hidden paths cannot be held: " + strings.Join(e.paths, ", ") }
+func (e *hiddenUnheld) Error() string {
+	return "hidden paths cannot be held: " + strings.Join(e.paths, ", ")
+}
 func (e *hiddenUnheld) Unwrap() error { return errSandboxRequired }
 
 // sandboxRequiredError is what a tool reports for errSandboxRequired (and

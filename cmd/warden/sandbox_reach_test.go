@@ -38,7 +38,7 @@ const reachSecret = "TOPSECRET-4e1f"
 // (hooks, config), with .warden, a hidden .env and an ordinary file; and
 // the listeners a program might try to reach.
 type reachWorld struct {
-	noHide bool // writePolicy leaves hide: out
+	noHide           bool // writePolicy leaves hide: out
 	home, ws, policy string
 	main             string // the main checkout, when ws is a linked worktree
 	tcp              *recorder
