@@ -399,7 +399,7 @@ steps:
 	firings := f.firings("tick")
 	holders := map[string]int{}
 	var prev time.Time
-	done := 0
+	done, gaps := 0, 0
 	for _, fr := range firings {
 		if fr.State != "done" {
 			continue
@@ -409,8 +409,13 @@ steps:
 		if fr.Attempt != 1 {
 			t.Errorf("firing %s: attempt %d", fr.Fire, fr.Attempt)
 		}
-		if !prev.IsZero() && fr.Fire.Sub(prev) != time.Second {
-			t.Errorf("firings %s and %s are not one second apart: a firing was missed or run twice", prev, fr.Fire)
+		// Firings are one second apart; one skipped (and recorded) because
+		// the previous run was still going, on a loaded machine, leaves a
+		// gap the job's skip count must account for.
+		if d := fr.Fire.Sub(prev); !prev.IsZero() && (d < time.Second || d%time.Second != 0) {
+			t.Errorf("firings %s and %s are not whole seconds apart: a firing was run twice", prev, fr.Fire)
+		} else if !prev.IsZero() {
+			gaps += int(d/time.Second) - 1
 		}
 		prev = fr.Fire
 	}
@@ -429,7 +434,7 @@ steps:
 		}
 	}
 	j := a.job("tick")
-	if len(runs) != done || j.Runs != done || j.Skipped != 0 {
+	if len(runs) != done || j.Runs != done || j.Skipped != gaps {
 		t.Errorf("%d firings done, %d runs on the log, the job counts %d runs and %d skipped", done, len(runs), j.Runs, j.Skipped)
 	}
 	for id, n := range runs {
