@@ -73,17 +73,30 @@ func (t TimedGrant) String() string {
 }
 
 // ParseTimedGrant parses "CAP@DURATION" (exec:git@30m); ok is false when
-// s has no valid duration after its last @ (then it is a plain grant).
-func ParseTimedGrant(s string) (spec string, d time.Duration, ok bool) {
+// s has no duration after its last @ (then it is a plain grant: a path may
+// hold an @, as in fs.read:node_modules/@types/**). A suffix that starts
+// like a duration — a digit, or a sign and a digit — but is not a positive
+// Go duration (@40d, @0s, @-5m) is an error rather than a literal grant
+// that would never expire.
+func ParseTimedGrant(s string) (spec string, d time.Duration, ok bool, err error) {
 	i := strings.LastIndexByte(s, '@')
 	if i < 0 {
-		return s, 0, false
+		return s, 0, false, nil
 	}
-	d, err := time.ParseDuration(s[i+1:])
-	if err != nil || d <= 0 {
-		return s, 0, false
+	suffix := s[i+1:]
+	d, perr := time.ParseDuration(suffix)
+	if perr == nil && d > 0 {
+		return s[:i], d, true, nil
 	}
-	return s[:i], d, true
+	if looksLikeDuration(suffix) {
+		return s, 0, false, fmt.Errorf("%q after @ is not a positive duration (units: s, m, h; e.g. 30m, 8h)", suffix)
+	}
+	return s, 0, false, nil
+}
+
+func looksLikeDuration(s string) bool {
+	s = strings.TrimLeft(s, "+-")
+	return s != "" && (s[0] >= '0' && s[0] <= '9' || s[0] == '.')
 }
 
 // GrantStore keeps remembered grants and approvals. The store satisfies it.

@@ -64,8 +64,8 @@ func storeFailure(err error) error {
 		return writeFailure(err)
 	case errors.Is(err, store.ErrTampered):
 		return fail(runtime.CodeAuditTampered, exitFailed, "the audit log was altered; keep the file for investigation", "%v", err)
-	case errors.Is(err, store.ErrNotFound):
-		return fail(runtime.CodeNotFound, exitFailed, "check the name with the matching ls command (memory ls, runs ls, audit ls)", "%v", err)
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, runtime.ErrNotFound):
+		return fail(runtime.CodeNotFound, exitFailed, "check the name with the matching ls command (memory ls, runs ls, audit ls, grant ls)", "%v", err)
 	case errors.Is(err, context.Canceled):
 		return fail(runtime.CodeUserCancelled, exitFailed, "", "cancelled")
 	}

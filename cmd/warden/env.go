@@ -308,7 +308,10 @@ func (e *env) grants() ([]capability.Grant, []runtime.TimedGrant, error) {
 	var out []capability.Grant
 	var timed []runtime.TimedGrant
 	for i, s := range e.c.StringSlice("grant") {
-		spec, d, isTimed := runtime.ParseTimedGrant(s)
+		spec, d, isTimed, err := runtime.ParseTimedGrant(s)
+		if err != nil {
+			return nil, nil, usageErr("CAP@30m makes a grant that expires after 30 minutes", "--grant %s: %v", s, err)
+		}
 		g, err := capability.Parse(spec)
 		if err != nil {
 			return nil, nil, usageErr("see README \"Capabilities\" for the grammar; CAP@30m makes a grant that expires", "--grant: %v", err)

@@ -132,6 +132,24 @@ func TestHostileCorpus(t *testing.T) {
 			return []string{"workflow", "validate", filepath.Join(ws, "w.yaml")}
 		}
 	}
+	// Files each within every budget, included 200 times under other
+	// names: bytes alone (4 MiB in all) let this parse for 27 s in 1.5 GB.
+	includes := func(n int) func(*testing.T, string, string) []string {
+		return func(t *testing.T, home, ws string) []string {
+			writeFile(t, filepath.Join(ws, "big.yaml"), "version: 1\nname: n\nparams:\n  p: {type: array, default: ["+
+				strings.Repeat("1,", 9500)+"1]}\nsteps:\n  - {id: a, tool: system, args: {operation: get_info}}\n")
+			var top strings.Builder
+			top.WriteString("version: 1\nname: top\nsteps:\n")
+			for i := 0; i < n; i++ {
+				if err := os.Symlink("big.yaml", filepath.Join(ws, fmt.Sprintf("n%d.yaml", i))); err != nil {
+					t.Fatal(err)
+				}
+				fmt.Fprintf(&top, "  - {id: s%d, workflow: n%d.yaml}\n", i, i)
+			}
+			writeFile(t, filepath.Join(ws, "w.yaml"), top.String())
+			return []string{"workflow", "validate", filepath.Join(ws, "w.yaml")}
+		}
+	}
 	var cases []hostileCase
 	for _, levels := range []int{6, 7, 8} {
 		bomb := hostile.AliasBomb(levels)
@@ -169,6 +187,7 @@ func TestHostileCorpus(t *testing.T) {
 		hostileCase{"block nesting 10,000 deep in a workflow", flow("version: 1\nname: w\nsteps:\n" + hostile.DeepBlock(10000) + "\n"), "INVALID_INPUT", `w\.yaml:4:127: nested deeper than 64 levels`},
 		hostileCase{"duplicate keys in a policy", wsPolicy("version: 1\ngrants: [system.info]\nrules:\n  - {tool: system, action: allow, action: deny}\n"), "INVALID_INPUT", `policy\.yaml:4:35: mapping key "action" already defined at \[4:20\]`},
 		hostileCase{"duplicate keys in a sidecar", sidecar("name: m\ninput_schema:\n  type: object\n  type: string\n"), "INVALID_INPUT", `m\.tool\.yaml:4:3: mapping key "type" already defined`},
+		hostileCase{"200 includes of a dense 19 KB workflow", includes(200), "INVALID_INPUT", `n1\.yaml:4:(\d+): more YAML tokens than are left of the budget`},
 		hostileCase{"duplicate keys in a workflow", flow("version: 1\nname: w\nname: v\nsteps: []\n"), "INVALID_INPUT", `w\.yaml:3:1: mapping key "name" already defined`},
 	)
 	for _, tc := range cases {
@@ -186,8 +205,15 @@ func TestHostileCorpus(t *testing.T) {
 			if !regexp.MustCompile(tc.at).MatchString(r.stdout + r.stderr) {
 				t.Errorf("no %q\nstdout: %.2000s\nstderr: %.2000s", tc.at, r.stdout, r.stderr)
 			}
-			if r.rss == 0 || r.rss > maxHostileRSS {
-				t.Errorf("peak RSS %d bytes (limit %d)", r.rss, maxHostileRSS)
+			limit := int64(maxHostileRSS)
+			if strings.HasPrefix(tc.name, "200 includes") {
+				// The two files the shared budget holds are parsed, as
+				// valid files are (one of 19,600 tokens peaks near 52 MB,
+				// below); before the budget, 1.5 GB.
+				limit = 80 << 20
+			}
+			if r.rss == 0 || r.rss > limit {
+				t.Errorf("peak RSS %d bytes (limit %d)", r.rss, limit)
 			}
 		})
 	}

@@ -218,3 +218,38 @@ func TestJSON(t *testing.T) {
 		t.Fatalf("%v %v", v, err)
 	}
 }
+
+// TestYAMLPool: decodes sharing a Pool take their tokens from it; the one
+// that would take more than is left is refused (TOO_LARGE, with its
+// position) and leaves nothing for the next; without a Pool each file has
+// its own MaxTokens.
+func TestYAMLPool(t *testing.T) {
+	doc := "grants: [" + strings.Repeat("a, ", 99) + "a]\n" // some 200 tokens
+	pool := 500
+	lim := &Limits{Pool: &pool}
+	var v policyShape
+	for i := 0; i < 2; i++ {
+		if _, err := YAML("ok.yaml", []byte(doc), &v, lim); err != nil {
+			t.Fatalf("decode %d within the pool: %v", i+1, err)
+		}
+	}
+	left := pool
+	if left <= 0 || left >= 500-2*100 {
+		t.Fatalf("pool left %d after two decodes of ~200 tokens", left)
+	}
+	_, err := YAML("third.yaml", []byte(doc), &v, lim)
+	var de *Error
+	if !errors.As(err, &de) || !errors.Is(err, ErrTooLarge) || de.Line != 1 || de.Column == 0 ||
+		!strings.Contains(err.Error(), "budget this file shares") {
+		t.Fatalf("third decode: %v", err)
+	}
+	if pool > 0 {
+		t.Fatalf("pool left %d after a refusal, want none", pool)
+	}
+	if _, err := YAML("tiny.yaml", []byte("grants: [a]\n"), &v, lim); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("a decode after the pool ran out: %v", err)
+	}
+	if _, err := YAML("free.yaml", []byte(doc), &v, nil); err != nil {
+		t.Fatalf("without a pool: %v", err)
+	}
+}

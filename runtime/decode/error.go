@@ -50,6 +50,13 @@ type Limits struct {
 	MaxTokens int   // DefaultMaxTokens (YAML)
 	MaxDepth  int   // DefaultMaxDepth
 	MaxKeys   int   // DefaultMaxKeys (one YAML block mapping)
+	// Pool, when set, is a budget of YAML tokens shared by several
+	// decodes — a file and the files it includes — so that many files,
+	// each within MaxTokens, cannot add up to an unbounded parse: a
+	// decode's tokens are taken from *Pool, and a decode that would take
+	// more than is left is refused before anything is parsed. Not safe
+	// for concurrent decodes.
+	Pool *int
 }
 
 // Defaults of Limits.

@@ -58,7 +58,7 @@ func FuzzYAML(f *testing.F) {
 
 func checkScanBound(t *testing.T, data []byte) {
 	t.Helper()
-	s := &budgetScan{src: data, source: "f.yaml", lim: Limits{MaxTokens: 1 << 30, MaxDepth: 1 << 30, MaxKeys: 1 << 30},
+	s := &budgetScan{src: data, source: "f.yaml", lim: Limits{MaxTokens: 1 << 30, MaxDepth: 1 << 30, MaxKeys: 1 << 30}, maxTokens: 1 << 30,
 		line: 1, bol: true, keyCol: -1, adjacentTo: -1, nodeStart: true}
 	if err := s.run(); err != nil {
 		t.Fatalf("unlimited scan: %v", err)

@@ -28,6 +28,8 @@ type budgetScan struct {
 	line, col  int  // of src[i]: line 1-based, col in runes 0-based
 	bol        bool // at the beginning of a line
 	tokens     int
+	maxTokens  int     // MaxTokens, or what is left of the Pool if less
+	pooled     bool    // maxTokens is what is left of the Pool
 	flow       int     // open [ and {
 	block      []level // open block collections
 	nodeStart  bool    // a node may start here
@@ -43,7 +45,20 @@ func scanBudget(source string, src []byte, lim Limits) *Error {
 	if len(src) >= 3 && src[0] == 0xEF && src[1] == 0xBB && src[2] == 0xBF {
 		s.i = 3 // byte order mark
 	}
-	return s.run()
+	s.maxTokens = lim.MaxTokens
+	if lim.Pool != nil && *lim.Pool < s.maxTokens {
+		s.maxTokens, s.pooled = max(*lim.Pool, 0), true
+	}
+	err := s.run()
+	if lim.Pool != nil {
+		// What was scanned is spent, refused or not: a file that ran
+		// the pool out leaves nothing for the next.
+		*lim.Pool -= s.tokens
+	}
+	if err != nil {
+		return err
+	}
+	return nil
 }
 
 func (s *budgetScan) run() *Error {
@@ -203,7 +218,10 @@ func (s *budgetScan) docMarkerAt(i int) bool {
 
 func (s *budgetScan) count() *Error {
 	s.tokens++
-	if s.tokens > s.lim.MaxTokens {
+	if s.tokens > s.maxTokens && s.pooled {
+		return tooLarge(s.source, s.line, s.col+1, "more YAML tokens than are left of the budget this file shares with the files that include it or that it includes: include fewer or smaller files")
+	}
+	if s.tokens > s.maxTokens {
 		return tooLarge(s.source, s.line, s.col+1, "more than %d YAML tokens (scalars, indicators and comments): split the file or shorten it", s.lim.MaxTokens)
 	}
 	return nil

@@ -72,6 +72,56 @@ func TestNestedTotalBudget(t *testing.T) {
 	}
 }
 
+// TestNestedTokenBudget: files each within the token budget cannot add up
+// to an unbounded parse — the workflow and its includes share
+// MaxTotalTokens (200 includes of one dense 19 KB file once took 27 s and
+// 1.5 GB, within MaxTotalBytes); a workflow whose includes fit is
+// accepted.
+func TestNestedTokenBudget(t *testing.T) {
+	dir := t.TempDir()
+	var big strings.Builder
+	big.WriteString("version: 1\nname: n\nparams:\n  p: {type: array, default: [")
+	big.WriteString(strings.Repeat("1,", 9500))
+	big.WriteString("1]}\nsteps:\n  - {id: a, tool: analyze}\n")
+	if err := os.WriteFile(filepath.Join(dir, "big.yaml"), []byte(big.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var opens atomic.Int64
+	o := workflow.Options{Open: func(from, p string) (string, []byte, error) {
+		opens.Add(1)
+		src := filepath.Join(filepath.Dir(from), p)
+		b, err := os.ReadFile(src)
+		return src, b, err
+	}}
+	top := func(n int) string {
+		var b strings.Builder
+		b.WriteString("version: 1\nname: top\nsteps:\n")
+		for i := 0; i < n; i++ {
+			name := fmt.Sprintf("n%d.yaml", i)
+			if _, err := os.Lstat(filepath.Join(dir, name)); err != nil {
+				if err := os.Symlink("big.yaml", filepath.Join(dir, name)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			fmt.Fprintf(&b, "  - {id: s%d, workflow: %s}\n", i, name)
+		}
+		return b.String()
+	}
+	if _, err := workflow.Parse(filepath.Join(dir, "two.yaml"), []byte(top(2)), o); err != nil {
+		t.Fatalf("two includes within the budget: %v", err)
+	}
+	opens.Store(0)
+	_, err := workflow.Parse(filepath.Join(dir, "top.yaml"), []byte(top(200)), o)
+	var pe *runtime.PositionError
+	if err == nil || !errors.As(err, &pe) || !strings.Contains(err.Error(), "budget this file shares") {
+		t.Fatalf("got %v", err)
+	}
+	// Refused at the third file: nothing past it is parsed.
+	if n := opens.Load(); n > 3 {
+		t.Fatalf("%d files opened; the budget ran out at the third", n)
+	}
+}
+
 // TestNestedFilesParsedOnce: a file used by many steps is parsed once, so
 // a fan-out does not multiply the work level by level.
 func TestNestedFilesParsedOnce(t *testing.T) {

@@ -36,6 +36,8 @@ type Options struct {
 	cache map[string]parsed
 	// read counts the bytes of every file read so far (MaxTotalBytes).
 	read *int64
+	// tokens is what is left of MaxTotalTokens.
+	tokens *int
 }
 
 type parsed struct {
@@ -75,13 +77,17 @@ func Parse(source string, data []byte, o Options) (*Workflow, error) {
 	if o.read == nil {
 		o.read = new(int64)
 	}
+	if o.tokens == nil {
+		o.tokens = new(int)
+		*o.tokens = MaxTotalTokens
+	}
 	*o.read += int64(len(data))
 	return parse(source, data, o, []string{source})
 }
 
 func parse(source string, data []byte, o Options, stack []string) (*Workflow, error) {
 	var w Workflow
-	file, err := decode.YAML(source, data, &w, &decode.Limits{MaxBytes: MaxFileBytes})
+	file, err := decode.YAML(source, data, &w, &decode.Limits{MaxBytes: MaxFileBytes, Pool: o.tokens})
 	if err != nil {
 		return nil, err
 	}
@@ -345,6 +351,11 @@ func (c *checker) nested(i int, at string) {
 	}
 	if len(c.stack) >= c.o.MaxDepth {
 		c.bad(at+".workflow", "step %s: workflows nest at most %d deep", s.ID, c.o.MaxDepth)
+		return
+	}
+	if *c.o.tokens <= 0 {
+		// The budget ran out on an earlier file (and was reported
+		// there): nothing more is opened.
 		return
 	}
 	src, data, err := c.o.Open(c.w.Source, s.Workflow)

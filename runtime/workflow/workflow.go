@@ -106,10 +106,14 @@ func (s *Step) Kind() string {
 
 // MaxFileBytes bounds a workflow file, and MaxTotalBytes a workflow with
 // every file it includes: each one parsed stays in memory while the
-// whole is checked.
+// whole is checked. MaxTotalTokens bounds what parsing them all may cost:
+// a file may hold up to decode.DefaultMaxTokens YAML tokens, and the
+// workflow with its includes twice that (bytes alone do not bound the
+// parse: 200 dense files of 19 KB once took 27 s and 1.5 GB).
 const (
-	MaxFileBytes  = decode.DefaultMaxBytes
-	MaxTotalBytes = 4 * MaxFileBytes
+	MaxFileBytes   = decode.DefaultMaxBytes
+	MaxTotalBytes  = 4 * MaxFileBytes
+	MaxTotalTokens = 2 * decode.DefaultMaxTokens
 )
 
 //go:embed schema.json
