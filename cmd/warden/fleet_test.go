@@ -238,13 +238,14 @@ func TestStoreCopy(t *testing.T) {
 		}
 	}
 	big := bytes.Repeat([]byte("0123456789abcdef"), 200_000) // 3.2 MB: four chunks
-	digests := map[string]bool{}
+	big[len(big)-1] = 'x'                                    // the last chunk differs from the others
+	artifacts := map[string][]byte{}                         // digest → bytes
 	for _, data := range [][]byte{big, []byte("small"), {}} {
 		d, err := bs.PutArtifact(ctx, data)
 		if err != nil {
 			t.Fatal(err)
 		}
-		digests[d] = true
+		artifacts[d] = data
 	}
 	for i := range 20 {
 		if err := bs.PutRun(ctx, fmt.Sprintf("2026-run-%02d", i), json.RawMessage(fmt.Sprintf(`{"id":"2026-run-%02d","status":"succeeded"}`, i))); err != nil {
@@ -258,11 +259,28 @@ func TestStoreCopy(t *testing.T) {
 		}
 	}
 	must(bs.PutPin(ctx, "textstats", json.RawMessage(`{"sha256":"aa"}`)))
+	must(bs.PutPin(ctx, "wordcount", json.RawMessage(`{"sha256":"cc","sidecar_sha256":"dd"}`)))
 	must(bs.PutGrant(ctx, "g1", json.RawMessage(`{"id":"g1","grant":"exec:git"}`)))
+	must(bs.PutGrant(ctx, "g2", json.RawMessage(`{"id":"g2","grant":"fs.read:docs/**"}`)))
 	must(bs.PutTrust(ctx, "sha256:abc", json.RawMessage(`{"sha256":"bb"}`)))
+	must(bs.PutTrust(ctx, "sha256:def", json.RawMessage(`{"sha256":"ee","by":"owner"}`)))
 	must(bs.CreateJob(ctx, "nightly", json.RawMessage(`{"id":"nightly"}`)))
+	must(bs.CreateJob(ctx, "hourly", json.RawMessage(`{"id":"hourly","every":"1h"}`)))
 	want, err := bs.ListMemory(ctx, "", 0)
 	must(err)
+	type docList struct {
+		what string
+		list func(context.Context) (map[string]json.RawMessage, error)
+		src  map[string]json.RawMessage
+	}
+	docs := []*docList{{what: "pins", list: bs.ListPins}, {what: "grants", list: bs.ListGrants}, {what: "trust records", list: bs.ListTrust}, {what: "jobs", list: bs.ListJobs}}
+	for _, d := range docs {
+		d.src, err = d.list(ctx)
+		must(err)
+		if len(d.src) != 2 {
+			t.Fatalf("the source holds %d %s, want 2", len(d.src), d.what)
+		}
+	}
 	must(bs.Close())
 
 	out := h.run("store", "copy", "--from", "bbolt:"+src, "--to", f.app)
@@ -301,6 +319,32 @@ func TestStoreCopy(t *testing.T) {
 	}
 	if out := h.run("store", "status", "--json"); !strings.Contains(out, `"audit_head_seq": 10001`) || !strings.Contains(out, `"anchor_lag": 0`) {
 		t.Errorf("store status: %s", out)
+	}
+	// Artifacts, byte for byte, and the pins, grants, trust records and
+	// jobs, read back from PostgreSQL.
+	pg, err := postgres.Open(ctx, f.app, &postgres.Options{AnchorDir: t.TempDir(), Host: "reader"})
+	must(err)
+	defer pg.Close()
+	for d, data := range artifacts {
+		got, err := pg.Artifact(ctx, d)
+		if err != nil || !bytes.Equal(got, data) {
+			t.Errorf("artifact %s in the copy: %d bytes, %v; want the %d bytes of the source", d, len(got), err, len(data))
+		}
+	}
+	dst := map[string]func(context.Context) (map[string]json.RawMessage, error){
+		"pins": pg.ListPins, "grants": pg.ListGrants, "trust records": pg.ListTrust, "jobs": pg.ListJobs,
+	}
+	for _, d := range docs {
+		got, err := dst[d.what](ctx)
+		must(err)
+		if len(got) != len(d.src) {
+			t.Errorf("%s: %d in the copy, want %d", d.what, len(got), len(d.src))
+		}
+		for name, doc := range d.src {
+			if !jsonEqualBytes(got[name], doc) {
+				t.Errorf("%s %s in the copy: %s, want %s", d.what, name, got[name], doc)
+			}
+		}
 	}
 	// A second copy into the same store is refused: its log is not empty.
 	if out, err := h.command("store", "copy", "--from", "bbolt:"+src).CombinedOutput(); err == nil || !strings.Contains(string(out), "already holds 10001 records") {
