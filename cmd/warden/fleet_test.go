@@ -679,6 +679,104 @@ func TestFleetPublish(t *testing.T) {
 	}
 }
 
+// listening waits until n connections to the fleet's database LISTEN for
+// changes (a daemon's or mcp serve's Watch).
+func (f *fleet) listening(n int) {
+	f.t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, f.admin)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var got int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = $1 AND query = 'LISTEN warden_changes'`, f.db).Scan(&got); err != nil {
+			f.t.Fatal(err)
+		}
+		if got >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatalf("%d connections LISTEN after 30 s, want %d", got, n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestFleetLiveReload: a daemon running on host-b takes what host-a
+// publishes — a policy, an approved module, the module's removal — as it
+// happens (LISTEN/NOTIFY), with no command run on host-b.
+func TestFleetLiveReload(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a wasm guest")
+	}
+	f := newFleet(t)
+	a, b := f.host("host-a"), f.host("host-b")
+	mod := wasmfixture.Stage(t, "examples/textstats", "", false)
+	modSum, err := fileSHA256(mod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, outB := b.daemon()
+	f.listening(1)
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				db.Process.Kill()
+				db.Wait()
+				t.Fatalf("host-b's daemon: no %s within 30 s\n%s", what, outB)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	bPolicy := filepath.Join(b.home, "policy.yaml")
+	bModule := filepath.Join(b.home, "tools", "textstats.wasm")
+	for _, p := range []string{bPolicy, bModule} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Fatalf("%s before anything was published: %v", p, err)
+		}
+	}
+
+	if err := os.WriteFile(filepath.Join(a.home, "policy.yaml"), []byte(fleetPolicy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a.run("policy", "publish")
+	waitFor("policy.yaml", func() bool {
+		got, _ := os.ReadFile(bPolicy)
+		return string(got) == fleetPolicy
+	})
+	// A second publish replaces the one host-b wrote from the store.
+	v2 := fleetPolicy + "# v2\n"
+	if err := os.WriteFile(filepath.Join(a.home, "policy.yaml"), []byte(v2), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a.run("policy", "publish")
+	waitFor("policy.yaml v2", func() bool {
+		got, _ := os.ReadFile(bPolicy)
+		return string(got) == v2
+	})
+
+	a.run("tool", "install", mod)
+	waitFor("tools/textstats.wasm", func() bool {
+		sum, _ := fileSHA256(bModule)
+		return sum == modSum
+	})
+	a.run("tool", "rm", "textstats")
+	waitFor("removal of tools/textstats.wasm", func() bool {
+		_, err := os.Stat(bModule)
+		return os.IsNotExist(err)
+	})
+
+	db.Process.Signal(syscall.SIGTERM)
+	if err := db.Wait(); err != nil {
+		t.Errorf("host-b's daemon: %v\n%s", err, outB)
+	}
+}
+
 // TestStoreUnavailable: a store server nobody answers at is
 // STORE_UNAVAILABLE with a hint and exit 75, quickly, and the URL's
 // password is never printed.
