@@ -777,6 +777,38 @@ func TestFleetLiveReload(t *testing.T) {
 	}
 }
 
+// TestStoreSchemaErrors: a database without warden's schema, or with an
+// older or a newer one, is STORE_UNAVAILABLE saying what is wrong, and
+// once what to do about it — the right thing for each.
+func TestStoreSchemaErrors(t *testing.T) {
+	srv := pgtest.Shared(t, pgtest.Config{})
+	url := srv.URL(srv.Database(t))
+	check := func(what, problem, hint string, migrates int) {
+		t.Helper()
+		code, _, stderr := runCLI(t, t.TempDir(), "--store", url, "store", "status")
+		if code != exitFailed || !strings.Contains(stderr, "STORE_UNAVAILABLE: postgres: ") ||
+			!strings.Contains(stderr, problem+" — "+hint) || strings.Count(stderr, "warden store migrate") != migrates {
+			t.Errorf("%s: exit %d, stderr:\n%s\nwant exit %d, STORE_UNAVAILABLE, %q — %q, `warden store migrate` %d times",
+				what, code, stderr, exitFailed, problem, hint, migrates)
+		}
+	}
+	check("no schema", "has no warden schema", "create it with `warden store migrate", 1)
+	ctx := context.Background()
+	if _, err := postgres.Migrate(ctx, url, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := execURL(ctx, url, fmt.Sprintf(`DELETE FROM warden.schema_migrations WHERE version = %d`, postgres.SchemaVersion)); err != nil {
+		t.Fatal(err)
+	}
+	check("an older schema", fmt.Sprintf("has schema version %d, this warden needs %d", postgres.SchemaVersion-1, postgres.SchemaVersion),
+		"upgrade it with `warden store migrate", 1)
+	if err := execURL(ctx, url, fmt.Sprintf(`INSERT INTO warden.schema_migrations (version, description) VALUES (%d, 'from a newer warden')`, postgres.SchemaVersion+1)); err != nil {
+		t.Fatal(err)
+	}
+	check("a newer schema", fmt.Sprintf("has schema version %d, newer than this warden's %d", postgres.SchemaVersion+1, postgres.SchemaVersion),
+		"upgrade warden", 0)
+}
+
 // TestStoreUnavailable: a store server nobody answers at is
 // STORE_UNAVAILABLE with a hint and exit 75, quickly, and the URL's
 // password is never printed.
