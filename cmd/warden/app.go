@@ -57,7 +57,13 @@ func storeFailure(err error) error {
 	case errors.Is(err, store.ErrUnavailable):
 		return fail(runtime.CodeStoreUnavailable, exitLocked, "check that the database server is running and reachable from this host, and the --store URL (WARDEN_STORE); `warden store status` shows the connection", "%v", err)
 	case errors.Is(err, postgres.ErrSchema):
-		return fail(runtime.CodeStoreUnavailable, exitFailed, "run `warden store migrate` as a role that owns the warden schema", "%v", err)
+		// What to do, once: in the hint, not also in the message.
+		msg, hint := err.Error(), "run `warden store migrate` as the role that owns the warden schema"
+		var se *postgres.SchemaError
+		if errors.As(err, &se) {
+			msg, hint = strings.Replace(msg, se.Error(), "postgres: "+se.Problem(), 1), se.Remedy()
+		}
+		return fail(runtime.CodeStoreUnavailable, exitFailed, hint, "%s", msg)
 	case errors.Is(err, store.ErrCorrupt):
 		return fail(runtime.CodeStoreCorrupt, exitFailed, "restore warden.db from a backup, or move it aside to start a new store", "%v", err)
 	case errors.Is(err, store.ErrFull), errors.Is(err, store.ErrReadOnly):

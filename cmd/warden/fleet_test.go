@@ -238,13 +238,14 @@ func TestStoreCopy(t *testing.T) {
 		}
 	}
 	big := bytes.Repeat([]byte("0123456789abcdef"), 200_000) // 3.2 MB: four chunks
-	digests := map[string]bool{}
+	big[len(big)-1] = 'x'                                    // the last chunk differs from the others
+	artifacts := map[string][]byte{}                         // digest → bytes
 	for _, data := range [][]byte{big, []byte("small"), {}} {
 		d, err := bs.PutArtifact(ctx, data)
 		if err != nil {
 			t.Fatal(err)
 		}
-		digests[d] = true
+		artifacts[d] = data
 	}
 	for i := range 20 {
 		if err := bs.PutRun(ctx, fmt.Sprintf("2026-run-%02d", i), json.RawMessage(fmt.Sprintf(`{"id":"2026-run-%02d","status":"succeeded"}`, i))); err != nil {
@@ -258,11 +259,28 @@ func TestStoreCopy(t *testing.T) {
 		}
 	}
 	must(bs.PutPin(ctx, "textstats", json.RawMessage(`{"sha256":"aa"}`)))
+	must(bs.PutPin(ctx, "wordcount", json.RawMessage(`{"sha256":"cc","sidecar_sha256":"dd"}`)))
 	must(bs.PutGrant(ctx, "g1", json.RawMessage(`{"id":"g1","grant":"exec:git"}`)))
+	must(bs.PutGrant(ctx, "g2", json.RawMessage(`{"id":"g2","grant":"fs.read:docs/**"}`)))
 	must(bs.PutTrust(ctx, "sha256:abc", json.RawMessage(`{"sha256":"bb"}`)))
+	must(bs.PutTrust(ctx, "sha256:def", json.RawMessage(`{"sha256":"ee","by":"owner"}`)))
 	must(bs.CreateJob(ctx, "nightly", json.RawMessage(`{"id":"nightly"}`)))
+	must(bs.CreateJob(ctx, "hourly", json.RawMessage(`{"id":"hourly","every":"1h"}`)))
 	want, err := bs.ListMemory(ctx, "", 0)
 	must(err)
+	type docList struct {
+		what string
+		list func(context.Context) (map[string]json.RawMessage, error)
+		src  map[string]json.RawMessage
+	}
+	docs := []*docList{{what: "pins", list: bs.ListPins}, {what: "grants", list: bs.ListGrants}, {what: "trust records", list: bs.ListTrust}, {what: "jobs", list: bs.ListJobs}}
+	for _, d := range docs {
+		d.src, err = d.list(ctx)
+		must(err)
+		if len(d.src) != 2 {
+			t.Fatalf("the source holds %d %s, want 2", len(d.src), d.what)
+		}
+	}
 	must(bs.Close())
 
 	out := h.run("store", "copy", "--from", "bbolt:"+src, "--to", f.app)
@@ -301,6 +319,32 @@ func TestStoreCopy(t *testing.T) {
 	}
 	if out := h.run("store", "status", "--json"); !strings.Contains(out, `"audit_head_seq": 10001`) || !strings.Contains(out, `"anchor_lag": 0`) {
 		t.Errorf("store status: %s", out)
+	}
+	// Artifacts, byte for byte, and the pins, grants, trust records and
+	// jobs, read back from PostgreSQL.
+	pg, err := postgres.Open(ctx, f.app, &postgres.Options{AnchorDir: t.TempDir(), Host: "reader"})
+	must(err)
+	defer pg.Close()
+	for d, data := range artifacts {
+		got, err := pg.Artifact(ctx, d)
+		if err != nil || !bytes.Equal(got, data) {
+			t.Errorf("artifact %s in the copy: %d bytes, %v; want the %d bytes of the source", d, len(got), err, len(data))
+		}
+	}
+	dst := map[string]func(context.Context) (map[string]json.RawMessage, error){
+		"pins": pg.ListPins, "grants": pg.ListGrants, "trust records": pg.ListTrust, "jobs": pg.ListJobs,
+	}
+	for _, d := range docs {
+		got, err := dst[d.what](ctx)
+		must(err)
+		if len(got) != len(d.src) {
+			t.Errorf("%s: %d in the copy, want %d", d.what, len(got), len(d.src))
+		}
+		for name, doc := range d.src {
+			if !jsonEqualBytes(got[name], doc) {
+				t.Errorf("%s %s in the copy: %s, want %s", d.what, name, got[name], doc)
+			}
+		}
 	}
 	// A second copy into the same store is refused: its log is not empty.
 	if out, err := h.command("store", "copy", "--from", "bbolt:"+src).CombinedOutput(); err == nil || !strings.Contains(string(out), "already holds 10001 records") {
@@ -633,6 +677,136 @@ func TestFleetPublish(t *testing.T) {
 	if out := a.run("audit", "ls", "--tool", "policy.publish"); strings.Count(out, "policy.publish") != 2 {
 		t.Errorf("the publishes on the log:\n%s", out)
 	}
+}
+
+// listening waits until n connections to the fleet's database LISTEN for
+// changes (a daemon's or mcp serve's Watch).
+func (f *fleet) listening(n int) {
+	f.t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, f.admin)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var got int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = $1 AND query = 'LISTEN warden_changes'`, f.db).Scan(&got); err != nil {
+			f.t.Fatal(err)
+		}
+		if got >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatalf("%d connections LISTEN after 30 s, want %d", got, n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestFleetLiveReload: a daemon running on host-b takes what host-a
+// publishes — a policy, an approved module, the module's removal — as it
+// happens (LISTEN/NOTIFY), with no command run on host-b.
+func TestFleetLiveReload(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a wasm guest")
+	}
+	f := newFleet(t)
+	a, b := f.host("host-a"), f.host("host-b")
+	mod := wasmfixture.Stage(t, "examples/textstats", "", false)
+	modSum, err := fileSHA256(mod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, outB := b.daemon()
+	f.listening(1)
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				db.Process.Kill()
+				db.Wait()
+				t.Fatalf("host-b's daemon: no %s within 30 s\n%s", what, outB)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	bPolicy := filepath.Join(b.home, "policy.yaml")
+	bModule := filepath.Join(b.home, "tools", "textstats.wasm")
+	for _, p := range []string{bPolicy, bModule} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Fatalf("%s before anything was published: %v", p, err)
+		}
+	}
+
+	if err := os.WriteFile(filepath.Join(a.home, "policy.yaml"), []byte(fleetPolicy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a.run("policy", "publish")
+	waitFor("policy.yaml", func() bool {
+		got, _ := os.ReadFile(bPolicy)
+		return string(got) == fleetPolicy
+	})
+	// A second publish replaces the one host-b wrote from the store.
+	v2 := fleetPolicy + "# v2\n"
+	if err := os.WriteFile(filepath.Join(a.home, "policy.yaml"), []byte(v2), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a.run("policy", "publish")
+	waitFor("policy.yaml v2", func() bool {
+		got, _ := os.ReadFile(bPolicy)
+		return string(got) == v2
+	})
+
+	a.run("tool", "install", mod)
+	waitFor("tools/textstats.wasm", func() bool {
+		sum, _ := fileSHA256(bModule)
+		return sum == modSum
+	})
+	a.run("tool", "rm", "textstats")
+	waitFor("removal of tools/textstats.wasm", func() bool {
+		_, err := os.Stat(bModule)
+		return os.IsNotExist(err)
+	})
+
+	db.Process.Signal(syscall.SIGTERM)
+	if err := db.Wait(); err != nil {
+		t.Errorf("host-b's daemon: %v\n%s", err, outB)
+	}
+}
+
+// TestStoreSchemaErrors: a database without warden's schema, or with an
+// older or a newer one, is STORE_UNAVAILABLE saying what is wrong, and
+// once what to do about it — the right thing for each.
+func TestStoreSchemaErrors(t *testing.T) {
+	srv := pgtest.Shared(t, pgtest.Config{})
+	url := srv.URL(srv.Database(t))
+	check := func(what, problem, hint string, migrates int) {
+		t.Helper()
+		code, _, stderr := runCLI(t, t.TempDir(), "--store", url, "store", "status")
+		if code != exitFailed || !strings.Contains(stderr, "STORE_UNAVAILABLE: postgres: ") ||
+			!strings.Contains(stderr, problem+" — "+hint) || strings.Count(stderr, "warden store migrate") != migrates {
+			t.Errorf("%s: exit %d, stderr:\n%s\nwant exit %d, STORE_UNAVAILABLE, %q — %q, `warden store migrate` %d times",
+				what, code, stderr, exitFailed, problem, hint, migrates)
+		}
+	}
+	check("no schema", "has no warden schema", "create it with `warden store migrate", 1)
+	ctx := context.Background()
+	if _, err := postgres.Migrate(ctx, url, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := execURL(ctx, url, fmt.Sprintf(`DELETE FROM warden.schema_migrations WHERE version = %d`, postgres.SchemaVersion)); err != nil {
+		t.Fatal(err)
+	}
+	check("an older schema", fmt.Sprintf("has schema version %d, this warden needs %d", postgres.SchemaVersion-1, postgres.SchemaVersion),
+		"upgrade it with `warden store migrate", 1)
+	if err := execURL(ctx, url, fmt.Sprintf(`INSERT INTO warden.schema_migrations (version, description) VALUES (%d, 'from a newer warden')`, postgres.SchemaVersion+1)); err != nil {
+		t.Fatal(err)
+	}
+	check("a newer schema", fmt.Sprintf("has schema version %d, newer than this warden's %d", postgres.SchemaVersion+1, postgres.SchemaVersion),
+		"upgrade warden", 0)
 }
 
 // TestStoreUnavailable: a store server nobody answers at is

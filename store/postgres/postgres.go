@@ -79,8 +79,42 @@ var _ store.Backend = (*Store)(nil)
 
 // ErrSchema means the database has no warden schema, or one of another
 // version than this warden's: `warden store migrate` creates or upgrades
-// it.
+// it. The error is a *SchemaError.
 var ErrSchema = errors.New("warden schema missing or of another version")
+
+// SchemaError is ErrSchema for one database: what was found there, and
+// (Remedy) what to do about it.
+type SchemaError struct {
+	URL  string // without the password
+	Have int    // the database's schema version, 0 for none
+	Want int    // this warden's
+}
+
+func (e *SchemaError) Unwrap() error { return ErrSchema }
+
+func (e *SchemaError) Error() string { return "postgres: " + e.Problem() + "; " + e.Remedy() }
+
+// Problem says what is wrong with the schema.
+func (e *SchemaError) Problem() string {
+	switch {
+	case e.Have == 0:
+		return fmt.Sprintf("%s has no warden schema", e.URL)
+	case e.Have < e.Want:
+		return fmt.Sprintf("%s has schema version %d, this warden needs %d", e.URL, e.Have, e.Want)
+	}
+	return fmt.Sprintf("%s has schema version %d, newer than this warden's %d", e.URL, e.Have, e.Want)
+}
+
+// Remedy says what to do about it.
+func (e *SchemaError) Remedy() string {
+	switch {
+	case e.Have == 0:
+		return "create it with `warden store migrate --store URL`, as a role that may create a schema in that database"
+	case e.Have < e.Want:
+		return "upgrade it with `warden store migrate --store URL`, as the role that owns the warden schema"
+	}
+	return "upgrade warden: a newer one migrated this store"
+}
 
 // Open connects to the store at url (postgres://…). It checks the schema
 // version (Migrate creates it) and this host's anchor against the log. A
@@ -131,13 +165,8 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 	if err != nil {
 		return fail(s.wrap(ctx, "opening the store", err))
 	}
-	switch {
-	case version == 0:
-		return fail(fmt.Errorf("postgres: %w: %s has no warden schema; create it with `warden store migrate --store URL` (as a role that may create it)", ErrSchema, safe))
-	case version < SchemaVersion:
-		return fail(fmt.Errorf("postgres: %w: %s has schema version %d, this warden needs %d; upgrade it with `warden store migrate`", ErrSchema, safe, version, SchemaVersion))
-	case version > SchemaVersion:
-		return fail(fmt.Errorf("postgres: %w: %s has schema version %d, newer than this warden's %d; upgrade warden", ErrSchema, safe, version, SchemaVersion))
+	if version != SchemaVersion {
+		return fail(&SchemaError{URL: safe, Have: version, Want: SchemaVersion})
 	}
 	if err := os.MkdirAll(o.AnchorDir, 0o700); err != nil {
 		return fail(fmt.Errorf("postgres: creating the anchor directory: %w", err))

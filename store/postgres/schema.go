@@ -275,7 +275,7 @@ func Migrate(ctx context.Context, url string, o *MigrateOptions) (MigrateResult,
 		return res, s.wrap(ctx, "reading the schema version", err)
 	}
 	if res.From > SchemaVersion {
-		return res, fmt.Errorf("postgres: %w: %s has schema version %d, newer than this warden's %d; upgrade warden", ErrSchema, safe, res.From, SchemaVersion)
+		return res, &SchemaError{URL: safe, Have: res.From, Want: SchemaVersion}
 	}
 	for _, m := range migrations {
 		applied := false
