@@ -213,6 +213,36 @@ func TestMissedRuns(t *testing.T) {
 	if w.runs() != 5 {
 		t.Errorf("at 13:10: %d runs, want 5", w.runs())
 	}
+
+	// Down from 10:00 to 10:20:05: 10:10 was missed, 10:20 is on time.
+	// Under either policy the missed firing is recorded as skipped and the
+	// firing on time runs, once.
+	w = newWorld(t, t0)
+	w.add(schedule.Job{ID: "skipper", Spec: schedule.Spec{Every: "10m"}, Missed: schedule.MissedSkip})
+	w.add(schedule.Job{ID: "catcher", Spec: schedule.Spec{Every: "10m"}, Missed: schedule.MissedOnce})
+	w.add(schedule.Job{ID: "cron", Spec: schedule.Spec{Cron: "*/10 * * * *", TZ: "UTC"}, Missed: schedule.MissedSkip})
+	w.tick(t0.Add(20*time.Minute + 5*time.Second))
+	w.s.Wait()
+	if w.runs() != 3 {
+		t.Fatalf("a missed firing then one on time: %d runs, want 3 (one per job)", w.runs())
+	}
+	for _, id := range []string{"skipper", "catcher", "cron"} {
+		j := w.job(id)
+		if j.Skipped != 1 || j.Runs != 1 || j.Last == nil || j.Last.Status != runtime.RunSucceeded ||
+			!j.Last.Fire.Equal(t0.Add(20*time.Minute)) || !j.LastFire.Equal(t0.Add(20*time.Minute)) {
+			t.Errorf("%s: skipped %d runs %d last fire %s last %+v", id, j.Skipped, j.Runs, j.LastFire, j.Last)
+		}
+	}
+	ev := w.audit.Events()
+	if len(ev) != 3 || !strings.Contains(ev[0].Message, "1 firing(s) up to 2026-11-24T10:10:00Z skipped") {
+		t.Errorf("audit: %+v", ev)
+	}
+	// Ticking again within the grace runs nothing more.
+	w.tick(t0.Add(20*time.Minute + 30*time.Second))
+	w.s.Wait()
+	if w.runs() != 3 {
+		t.Errorf("the firing on time ran again: %d runs", w.runs())
+	}
 }
 
 // TestOverlapSkipped: a firing while the previous run of the job still

@@ -298,6 +298,7 @@ func (s *Scheduler) Tick(ctx context.Context) (time.Time, error) {
 // due is what a job's schedule says at now.
 type due struct {
 	last   time.Time // the latest firing at or before now
+	prev   time.Time // the firing before last, when count > 1
 	count  int       // firings in (from, now]
 	onTime bool
 }
@@ -310,13 +311,16 @@ func (s *Scheduler) dueAt(j *Job, sc *Schedule, now time.Time) (due, time.Time) 
 	var d due
 	next, ok := sc.Next(j.Anchor, from)
 	for ok && !next.After(now) && d.count < maxCatchUp {
-		d.last, d.count = next, d.count+1
+		d.prev, d.last, d.count = d.last, next, d.count+1
 		if sc.every > 0 && d.count == 1 {
 			// Arithmetic, not a walk, for short intervals after a long
 			// downtime.
 			k := now.Sub(j.Anchor) / sc.every
 			d.last = j.Anchor.Add(k * sc.every)
 			d.count = int(d.last.Sub(next)/sc.every) + 1
+			if d.count > 1 {
+				d.prev = d.last.Add(-sc.every)
+			}
 			next, ok = sc.Next(j.Anchor, d.last)
 			break
 		}
@@ -363,7 +367,11 @@ func (s *Scheduler) tickJob(ctx context.Context, j Job, now time.Time) (time.Tim
 	switch {
 	case d.onTime:
 		if missed > 0 {
-			if err := s.skip(ctx, j, d.last, missed, "missed while no daemon ran (missed: "+j.Missed+"; the firing on time runs)"); err != nil {
+			// The missed firings are the ones before the firing on
+			// time: recording them moves the job's last firing up to
+			// d.prev only, so that the firing on time can still be
+			// claimed (a claim takes only a firing after the last).
+			if err := s.skip(ctx, j, d.prev, missed, "missed while no daemon ran (missed: "+j.Missed+"; the firing on time runs)"); err != nil {
 				return next, err
 			}
 		}
