@@ -479,12 +479,13 @@ func (s *Scheduler) startRun(ctx context.Context, id string, fire time.Time, onc
 	go func() {
 		defer s.wg.Done()
 		defer unmark()
-		rctx, cancel := context.WithTimeoutCause(ctx, job.Timeout(), errors.New("the job's timeout"))
+		rctx, cancel := context.WithTimeoutCause(ctx, job.Timeout(), ErrTimeout)
 		done := make(chan struct{})
 		lostLease := make(chan struct{})
 		go s.heartbeat(ctx, c, done, lostLease, cancel)
 		out := s.run(rctx, job, runID)
 		close(done)
+		timedOut(&out, rctx, job.Timeout())
 		cancel()
 		out.Fire, out.RunID, out.Started, out.Ended = fire.UTC(), runID, started, s.o.Now().UTC()
 		out.Attempt, out.Retry = job.Running.Attempt, job.Running.Retry
@@ -520,6 +521,23 @@ func (s *Scheduler) startRun(ctx context.Context, id string, fire time.Time, onc
 		}
 	}()
 	return runID, nil
+}
+
+// ErrTimeout is the cause of a run's context that reached the job's
+// timeout.
+var ErrTimeout = errors.New("the run reached the job's timeout")
+
+// timedOut makes the outcome of a run that did not succeed and whose
+// context reached the job's timeout (not one cancelled because the daemon
+// stops, or lost its lease) a failure, TIMEOUT: the run stopped because it
+// took too long, which is what on_failure is for.
+func timedOut(out *Outcome, rctx context.Context, d time.Duration) {
+	if out.Status == runtime.RunSucceeded || !errors.Is(context.Cause(rctx), ErrTimeout) {
+		return
+	}
+	out.Status = runtime.RunFailed
+	out.Error = runtime.Errorf(runtime.CodeTimeout, "schedule the job again with a longer --timeout, or make its work shorter",
+		"the run reached the job's timeout (%s)", d)
 }
 
 // heartbeat renews claim c every third of the lease until done; if the
