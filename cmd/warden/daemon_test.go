@@ -315,3 +315,50 @@ steps:
 		t.Fatalf("the on_failure call is not on the record as the job's:\n%s", s)
 	}
 }
+
+// TestJobTimeout: a run that reaches the job's --timeout is failed with
+// TIMEOUT (not cancelled), its program is killed, and on_failure runs.
+func TestJobTimeout(t *testing.T) {
+	w := newDaemonWorld(t)
+	if err := os.WriteFile(filepath.Join(w.home, "policy.yaml"), []byte(`version: 1
+grants: ["fs.read:**", "fs.write:out/**", "exec:sleep", "memory.write:alerts"]
+rules:
+  - {tool: shell, action: allow}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w.run("schedule", "add", "nap", "--workflow", filepath.Join(w.ws, "nap.yaml"), "--every", "1h", "--timeout", "2s", "--yes",
+		"--with", "fs.read:**", "--with", "exec:sleep", "--with", "memory.write:alerts",
+		"--on-failure-tool", "write_memory", "--on-failure-args", `{"namespace":"alerts","key":"nap","value":"the nap timed out"}`)
+	start := time.Now()
+	out, err := w.command("schedule", "run-now", "nap").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "TIMEOUT") {
+		t.Fatalf("run-now of a job past its timeout: %v\n%s", err, out)
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Fatalf("the run took %s: the timeout did not stop it", d)
+	}
+	if left := w.marked(); len(left) > 0 {
+		t.Fatalf("processes left after the timeout: %v", left)
+	}
+	j := w.job("nap")
+	if j.Last == nil || j.Last.Status != runtime.RunFailed || j.Last.Error == nil || j.Last.Error.Code != runtime.CodeTimeout {
+		t.Fatalf("nap after its timeout: %+v", j.Last)
+	}
+	var rec struct {
+		Status string         `json:"status"`
+		Error  *runtime.Error `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(w.run("runs", "show", j.Last.RunID, "--json")), &rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec.Status != runtime.RunFailed || rec.Error == nil || rec.Error.Code != runtime.CodeTimeout {
+		t.Fatalf("the run's record: %+v", rec)
+	}
+	if out := w.run("memory", "get", "--ns", "alerts", "nap"); !strings.Contains(out, "the nap timed out") {
+		t.Fatalf("on_failure did not run after the timeout: %s", out)
+	}
+	if _, err := os.Stat(filepath.Join(w.ws, "out", "after.txt")); err == nil {
+		t.Fatal("the step after the one that timed out ran")
+	}
+}
