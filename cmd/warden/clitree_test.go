@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -69,6 +71,40 @@ func TestCommandTreeJSON(t *testing.T) {
 			code, out, errs := runWS(t, home, ws, args...)
 			if code != exitOK || !json.Valid([]byte(out)) {
 				t.Errorf("warden %s: exit %d, not JSON:\n%s\n%s", strings.Join(args, " "), code, out, errs)
+			}
+		}
+	}
+
+	// The commands that change a job, given one: each run of the sequence
+	// adds the job, changes it, approves its changed workflow (and then
+	// the unchanged one), and removes it.
+	wf := filepath.Join(ws, "tick.yaml")
+	const tick = "version: 1\nname: tick\ngrants: [\"fs.read:**\"]\nsteps:\n  - {id: r, tool: fs_read, args: {path: tick.yaml}}\n"
+	for _, before := range []bool{true, false} {
+		if err := os.WriteFile(wf, []byte(tick), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		seq := [][]string{
+			{"schedule", "add", "j", "--workflow", wf, "--every", "1h", "--yes"},
+			{"schedule", "show", "j"}, {"schedule", "pause", "j"}, {"schedule", "resume", "j"},
+			{"edit"}, {"schedule", "approve", "j", "--yes"}, {"schedule", "approve", "j"},
+			{"schedule", "rm", "j"},
+		}
+		for _, c := range seq {
+			if c[0] == "edit" {
+				if err := os.WriteFile(wf, []byte(tick+"# changed\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			args := append(append([]string{}, c...), "--json")
+			if before {
+				args = append([]string{"--json"}, c...)
+			}
+			code, out, errs := runWS(t, home, ws, args...)
+			var v map[string]any
+			if code != exitOK || json.Unmarshal([]byte(out), &v) != nil || v["job"] != "j" && v["id"] != "j" {
+				t.Errorf("warden %s: exit %d, not JSON naming the job:\n%s\n%s", strings.Join(args, " "), code, out, errs)
 			}
 		}
 	}

@@ -44,6 +44,9 @@ func scheduleCommand() *cli.Command {
 			if err := e.audit(ctx, verb, map[string]string{"job": id}); err != nil {
 				return err
 			}
+			if e.json {
+				return e.printJSON(map[string]any{"job": id, "paused": paused})
+			}
 			fmt.Fprintf(e.stdout, "%s %s\n", id, map[bool]string{true: "paused", false: "resumed"}[paused])
 			return nil
 		})
@@ -182,10 +185,10 @@ func scheduleCommand() *cli.Command {
 					return nil
 				}),
 			},
-			{Name: "pause", ArgsUsage: "NAME", Usage: "stop a job firing until resumed", Action: setPaused(true)},
-			{Name: "resume", ArgsUsage: "NAME", Usage: "let a paused job fire again (from its next firing)", Action: setPaused(false)},
+			{Name: "pause", ArgsUsage: "NAME", Usage: "stop a job firing until resumed", Flags: []cli.Flag{jsonFlag}, Action: setPaused(true)},
+			{Name: "resume", ArgsUsage: "NAME", Usage: "let a paused job fire again (from its next firing)", Flags: []cli.Flag{jsonFlag}, Action: setPaused(false)},
 			{
-				Name: "rm", ArgsUsage: "NAME", Usage: "remove a job",
+				Name: "rm", ArgsUsage: "NAME", Usage: "remove a job", Flags: []cli.Flag{jsonFlag},
 				Action: withEnv(func(ctx context.Context, e *env) error {
 					id, err := jobArg(e)
 					if err != nil {
@@ -196,6 +199,9 @@ func scheduleCommand() *cli.Command {
 					}
 					if err := e.audit(ctx, "schedule.rm", map[string]string{"job": id}); err != nil {
 						return err
+					}
+					if e.json {
+						return e.printJSON(map[string]any{"job": id, "removed": true})
 					}
 					fmt.Fprintf(e.stdout, "removed %s\n", id)
 					return nil
@@ -245,7 +251,7 @@ func scheduleCommand() *cli.Command {
 			{
 				Name: "approve", ArgsUsage: "NAME",
 				Usage: "pin a job's workflow again after it changed (shows the old and new sha256, asks)",
-				Flags: []cli.Flag{&cli.BoolFlag{Name: "yes", Usage: "without asking"}},
+				Flags: []cli.Flag{&cli.BoolFlag{Name: "yes", Usage: "without asking"}, jsonFlag},
 				Action: withEnv(func(ctx context.Context, e *env) error {
 					id, err := jobArg(e)
 					if err != nil {
@@ -264,6 +270,9 @@ func scheduleCommand() *cli.Command {
 					}
 					sum := runtime.SHA256Hex(data)
 					if sum == j.Digest {
+						if e.json {
+							return e.printJSON(map[string]any{"job": id, "workflow": j.Workflow, "sha256": sum, "grants": orEmpty(j.Grants), "unchanged": true})
+						}
 						fmt.Fprintf(e.stdout, "%s: %s is unchanged\n", id, j.Workflow)
 						return nil
 					}
@@ -297,7 +306,14 @@ func scheduleCommand() *cli.Command {
 					if err := e.audit(ctx, "schedule.approve", map[string]any{"job": id, "sha256": sum, "grants": grants}); err != nil {
 						return err
 					}
-					return lazyStore{open: e.store}.UpdateJob(ctx, id, func(j *schedule.Job) error { j.Digest, j.Grants = sum, grants; return nil })
+					if err := (lazyStore{open: e.store}).UpdateJob(ctx, id, func(j *schedule.Job) error { j.Digest, j.Grants = sum, grants; return nil }); err != nil {
+						return jobNotFound(id, err)
+					}
+					if e.json {
+						return e.printJSON(map[string]any{"job": id, "workflow": j.Workflow, "sha256": sum, "grants": orEmpty(grants), "approved": true})
+					}
+					fmt.Fprintf(e.stdout, "%s: %s pinned again (sha256 %s)\n", id, j.Workflow, short16(sum))
+					return nil
 				}),
 			},
 		},

@@ -237,6 +237,11 @@ func TestJobNarrowedByPolicy(t *testing.T) {
 	if j.Last == nil || j.Last.Status != runtime.RunFailed || j.Last.Error == nil || j.Last.Error.Code != runtime.CodeCapabilityDenied {
 		t.Fatalf("tick after the policy dropped fs.write: %+v", j.Last)
 	}
+	// The hint says what the owner can do: the daemon takes no --grant.
+	if h := j.Last.Error.Hint; strings.Contains(h, "add --grant") || !strings.Contains(h, "grant fs.write:out/** in the policy (") ||
+		!strings.Contains(h, "add it there, then `warden schedule approve tick`") {
+		t.Errorf("the hint of the refused job: %q", h)
+	}
 	if _, err := os.Stat(filepath.Join(w.ws, "out")); err == nil {
 		t.Fatal("the job wrote out/ without the grant")
 	}
@@ -313,5 +318,89 @@ steps:
 	}
 	if s := w.run("audit", "ls", "--tool", "write_memory", "--json"); !strings.Contains(s, `"on_failure"`) {
 		t.Fatalf("the on_failure call is not on the record as the job's:\n%s", s)
+	}
+}
+
+// TestJobTimeout: a run that reaches the job's --timeout is failed with
+// TIMEOUT (not cancelled), its program is killed, and on_failure runs.
+func TestJobTimeout(t *testing.T) {
+	w := newDaemonWorld(t)
+	if err := os.WriteFile(filepath.Join(w.home, "policy.yaml"), []byte(`version: 1
+grants: ["fs.read:**", "fs.write:out/**", "exec:sleep", "memory.write:alerts"]
+rules:
+  - {tool: shell, action: allow}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w.run("schedule", "add", "nap", "--workflow", filepath.Join(w.ws, "nap.yaml"), "--every", "1h", "--timeout", "2s", "--yes",
+		"--with", "fs.read:**", "--with", "exec:sleep", "--with", "memory.write:alerts",
+		"--on-failure-tool", "write_memory", "--on-failure-args", `{"namespace":"alerts","key":"nap","value":"the nap timed out"}`)
+	start := time.Now()
+	out, err := w.command("schedule", "run-now", "nap").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "TIMEOUT") {
+		t.Fatalf("run-now of a job past its timeout: %v\n%s", err, out)
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Fatalf("the run took %s: the timeout did not stop it", d)
+	}
+	if left := w.marked(); len(left) > 0 {
+		t.Fatalf("processes left after the timeout: %v", left)
+	}
+	j := w.job("nap")
+	if j.Last == nil || j.Last.Status != runtime.RunFailed || j.Last.Error == nil || j.Last.Error.Code != runtime.CodeTimeout {
+		t.Fatalf("nap after its timeout: %+v", j.Last)
+	}
+	var rec struct {
+		Status string         `json:"status"`
+		Error  *runtime.Error `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(w.run("runs", "show", j.Last.RunID, "--json")), &rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec.Status != runtime.RunFailed || rec.Error == nil || rec.Error.Code != runtime.CodeTimeout {
+		t.Fatalf("the run's record: %+v", rec)
+	}
+	if out := w.run("memory", "get", "--ns", "alerts", "nap"); !strings.Contains(out, "the nap timed out") {
+		t.Fatalf("on_failure did not run after the timeout: %s", out)
+	}
+	if _, err := os.Stat(filepath.Join(w.ws, "out", "after.txt")); err == nil {
+		t.Fatal("the step after the one that timed out ran")
+	}
+}
+
+// TestJobDeniedHint: a job's CAPABILITY_DENIED failure names what the owner
+// can do, the grants read from the error's hint or its failing step's; a
+// refusal no grant lifts keeps its hint, other failures are left alone.
+func TestJobDeniedHint(t *testing.T) {
+	j := schedule.Job{ID: "nightly"}
+	wf := &runtime.Error{Code: runtime.CodeCapabilityDenied, Message: "workflow w needs a, b", Hint: "add --grant fs.write:out/** --grant net:example.com:443, or grant them in the policy"}
+	step := &runtime.Error{Code: runtime.CodeCapabilityDenied, Message: "step s failed: …", Hint: "fix it, then `warden workflow resume R` continues from this step"}
+	hide := &runtime.Error{Code: runtime.CodeCapabilityDenied, Message: "hidden", Hint: "the policy's hide: list keeps it out of reach of every tool and program; no grant opens it"}
+	other := &runtime.Error{Code: runtime.CodeNotFound, Message: "gone", Hint: "add --grant x"}
+	for _, tc := range []struct {
+		name     string
+		err      *runtime.Error
+		stepHint string
+		want     string
+	}{
+		{"workflow grants", wf, "", "grant fs.write:out/**, net:example.com:443 in the policy (/p.yaml); if the job does not carry it, schedule it again with --with fs.write:out/** --with net:example.com:443 (`warden schedule rm nightly` first)"},
+		{"a step's", step, "add --grant fs.write:elsewhere/x.txt", "grant fs.write:elsewhere/x.txt in the policy (/p.yaml); if the job does not"},
+		{"hidden", hide, "", hide.Hint},
+		{"not a denial", other, "", "add --grant x"},
+	} {
+		got := jobDenied(j, "/p.yaml", tc.err, tc.stepHint)
+		if !strings.Contains(got.Hint, tc.want) || got.Code != tc.err.Code || got.Message != tc.err.Message {
+			t.Errorf("%s: %+v, want a hint with %q", tc.name, got, tc.want)
+		}
+	}
+	wj := schedule.Job{ID: "nightly", Kind: schedule.KindWorkflow, GrantsFromWorkflow: true}
+	if got := jobDenied(wj, "/p.yaml", wf, ""); !strings.Contains(got.Hint, "in the policy (/p.yaml); if the workflow's grants: lack it, add it there, then `warden schedule approve nightly`") {
+		t.Errorf("a job with its workflow's grants: %q", got.Hint)
+	}
+	if jobDenied(j, "/p.yaml", nil, "") != nil {
+		t.Error("no error became one")
+	}
+	if !strings.HasPrefix(wf.Hint, "add --grant") {
+		t.Error("the error passed in was changed")
 	}
 }

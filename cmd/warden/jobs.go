@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -179,7 +180,11 @@ func (e *env) runJob(ctx context.Context, j schedule.Job, runID string) schedule
 			return failed(err)
 		}
 		annotateRetry(ctx, st, runID, j.Running)
-		return schedule.Outcome{Status: rec.Status, Error: rec.Error}
+		var stepHint string
+		if n := len(rec.Results); n > 0 && rec.Results[n-1].Error != nil {
+			stepHint = rec.Results[n-1].Error.Hint
+		}
+		return schedule.Outcome{Status: rec.Status, Error: jobDenied(j, g.Policy().Source, rec.Error, stepHint)}
 	default:
 		cfg, err := e.modelConfig()
 		if err != nil {
@@ -198,8 +203,46 @@ func (e *env) runJob(ctx context.Context, j schedule.Job, runID string) schedule
 			return failed(err)
 		}
 		annotateRetry(ctx, st, runID, j.Running)
-		return schedule.Outcome{Status: rec.Status, Error: rec.Error}
+		return schedule.Outcome{Status: rec.Status, Error: jobDenied(j, g.Policy().Source, rec.Error, "")}
 	}
+}
+
+// grantHint finds the grants an "add --grant CAP …" hint names.
+var grantHint = regexp.MustCompile(`--grant ([^\s,]+)`)
+
+// jobDenied rewrites the hint of a job's CAPABILITY_DENIED failure. The
+// gate and the workflow runner say "add --grant CAP", which the daemon
+// refuses (a job runs with the grants it was scheduled with ∩ the policy
+// in force); the owner can give CAP in the policy, or add it to the job
+// (its workflow's grants, approved again; or --with, scheduled again). The grants are read from the error's hint, else from its
+// failing step's (the runner replaces a step's hint with its resume one).
+// Other failures are returned as they are.
+func jobDenied(j schedule.Job, policySource string, re *runtime.Error, stepHint string) *runtime.Error {
+	if re == nil || re.Code != runtime.CodeCapabilityDenied {
+		return re
+	}
+	var caps []string
+	for _, h := range []string{re.Hint, stepHint} {
+		for _, m := range grantHint.FindAllStringSubmatch(h, -1) {
+			if !slices.Contains(caps, m[1]) {
+				caps = append(caps, m[1])
+			}
+		}
+		if len(caps) > 0 {
+			break
+		}
+	}
+	if len(caps) == 0 {
+		return re // a refusal no grant lifts (hide:, protect:) keeps its hint
+	}
+	out := *re
+	fix := fmt.Sprintf("if the job does not carry it, schedule it again with --with %s (`warden schedule rm %s` first)", strings.Join(caps, " --with "), j.ID)
+	if j.Kind == schedule.KindWorkflow && j.GrantsFromWorkflow {
+		fix = fmt.Sprintf("if the workflow's grants: lack it, add it there, then `warden schedule approve %s`", j.ID)
+	}
+	out.Hint = fmt.Sprintf("a job runs with its scheduled grants ∩ the policy in force (the daemon takes no --grant): grant %s in the policy (%s); %s",
+		strings.Join(caps, ", "), policySource, fix)
+	return &out
 }
 
 // pinnedWorkflow reads and checks a job's workflow file, refusing one that

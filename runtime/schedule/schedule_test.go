@@ -102,6 +102,8 @@ type world struct {
 	release chan struct{}
 	alive   map[int]bool
 	began   chan string
+	// notified are the outcomes on_failure was called for.
+	notified []schedule.Outcome
 }
 
 func newWorld(t *testing.T, start time.Time) *world {
@@ -123,6 +125,11 @@ func newWorld(t *testing.T, start time.Time) *world {
 			case <-ctx.Done():
 				return schedule.Outcome{Status: runtime.RunCancelled}
 			}
+		},
+		Notify: func(ctx context.Context, j schedule.Job, out schedule.Outcome) {
+			w.mu.Lock()
+			w.notified = append(w.notified, out)
+			w.mu.Unlock()
 		},
 		Record: func(ctx context.Context, ev runtime.AuditEvent) error {
 			b, _ := jsonMarshal(ev)
@@ -212,6 +219,85 @@ func TestMissedRuns(t *testing.T) {
 	w.s.Wait()
 	if w.runs() != 5 {
 		t.Errorf("at 13:10: %d runs, want 5", w.runs())
+	}
+
+	// Down from 10:00 to 10:20:05: 10:10 was missed, 10:20 is on time.
+	// Under either policy the missed firing is recorded as skipped and the
+	// firing on time runs, once.
+	w = newWorld(t, t0)
+	w.add(schedule.Job{ID: "skipper", Spec: schedule.Spec{Every: "10m"}, Missed: schedule.MissedSkip})
+	w.add(schedule.Job{ID: "catcher", Spec: schedule.Spec{Every: "10m"}, Missed: schedule.MissedOnce})
+	w.add(schedule.Job{ID: "cron", Spec: schedule.Spec{Cron: "*/10 * * * *", TZ: "UTC"}, Missed: schedule.MissedSkip})
+	w.tick(t0.Add(20*time.Minute + 5*time.Second))
+	w.s.Wait()
+	if w.runs() != 3 {
+		t.Fatalf("a missed firing then one on time: %d runs, want 3 (one per job)", w.runs())
+	}
+	for _, id := range []string{"skipper", "catcher", "cron"} {
+		j := w.job(id)
+		if j.Skipped != 1 || j.Runs != 1 || j.Last == nil || j.Last.Status != runtime.RunSucceeded ||
+			!j.Last.Fire.Equal(t0.Add(20*time.Minute)) || !j.LastFire.Equal(t0.Add(20*time.Minute)) {
+			t.Errorf("%s: skipped %d runs %d last fire %s last %+v", id, j.Skipped, j.Runs, j.LastFire, j.Last)
+		}
+	}
+	ev := w.audit.Events()
+	if len(ev) != 3 || !strings.Contains(ev[0].Message, "1 firing(s) up to 2026-11-24T10:10:00Z skipped") {
+		t.Errorf("audit: %+v", ev)
+	}
+	// Ticking again within the grace runs nothing more.
+	w.tick(t0.Add(20*time.Minute + 30*time.Second))
+	w.s.Wait()
+	if w.runs() != 3 {
+		t.Errorf("the firing on time ran again: %d runs", w.runs())
+	}
+}
+
+// TestTimeout: a run that reaches the job's timeout failed, TIMEOUT, and
+// on_failure runs; a run cancelled because the daemon stops is cancelled,
+// and on_failure does not run.
+func TestTimeout(t *testing.T) {
+	t0 := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	w := newWorld(t, t0)
+	w.release = make(chan struct{}) // runs last until their context ends
+	notify := &schedule.Notify{Tool: "write_memory", Args: json.RawMessage(`{}`)}
+	w.add(schedule.Job{ID: "slow", Spec: schedule.Spec{Every: "1h"}, TimeoutS: 1, OnFailure: notify})
+	w.tick(t0.Add(time.Hour))
+	w.s.Wait()
+	j := w.job("slow")
+	if j.Last == nil || j.Last.Status != runtime.RunFailed || j.Last.Error == nil || j.Last.Error.Code != runtime.CodeTimeout ||
+		!strings.Contains(j.Last.Error.Message, "timeout (1s)") {
+		t.Fatalf("a run past its timeout: %+v", j.Last)
+	}
+	w.mu.Lock()
+	n := len(w.notified)
+	w.mu.Unlock()
+	if n != 1 {
+		t.Fatalf("on_failure ran %d times for the timeout, want 1", n)
+	}
+
+	// The daemon stops during a run: cancelled, no on_failure.
+	w.add(schedule.Job{ID: "stopped", Spec: schedule.Spec{Every: "1h"}, TimeoutS: 3600, OnFailure: notify})
+	w.clock.set(t0.Add(2 * time.Hour))
+	ctx, cancel := context.WithCancel(context.Background())
+	loop := make(chan error)
+	go func() { loop <- w.s.Loop(ctx) }()
+	for range 2 { // slow's and stopped's runs of 12:00
+		<-w.began
+	}
+	cancel()
+	if err := <-loop; err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"slow", "stopped"} {
+		if j := w.job(id); j.Last == nil || j.Last.Status != runtime.RunCancelled {
+			t.Errorf("%s after the daemon stopped: %+v", id, j.Last)
+		}
+	}
+	w.mu.Lock()
+	n = len(w.notified)
+	w.mu.Unlock()
+	if n != 1 {
+		t.Errorf("on_failure ran for a cancelled run: %d calls", n)
 	}
 }
 

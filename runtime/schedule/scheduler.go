@@ -298,6 +298,7 @@ func (s *Scheduler) Tick(ctx context.Context) (time.Time, error) {
 // due is what a job's schedule says at now.
 type due struct {
 	last   time.Time // the latest firing at or before now
+	prev   time.Time // the firing before last, when count > 1
 	count  int       // firings in (from, now]
 	onTime bool
 }
@@ -310,13 +311,16 @@ func (s *Scheduler) dueAt(j *Job, sc *Schedule, now time.Time) (due, time.Time) 
 	var d due
 	next, ok := sc.Next(j.Anchor, from)
 	for ok && !next.After(now) && d.count < maxCatchUp {
-		d.last, d.count = next, d.count+1
+		d.prev, d.last, d.count = d.last, next, d.count+1
 		if sc.every > 0 && d.count == 1 {
 			// Arithmetic, not a walk, for short intervals after a long
 			// downtime.
 			k := now.Sub(j.Anchor) / sc.every
 			d.last = j.Anchor.Add(k * sc.every)
 			d.count = int(d.last.Sub(next)/sc.every) + 1
+			if d.count > 1 {
+				d.prev = d.last.Add(-sc.every)
+			}
 			next, ok = sc.Next(j.Anchor, d.last)
 			break
 		}
@@ -363,7 +367,11 @@ func (s *Scheduler) tickJob(ctx context.Context, j Job, now time.Time) (time.Tim
 	switch {
 	case d.onTime:
 		if missed > 0 {
-			if err := s.skip(ctx, j, d.last, missed, "missed while no daemon ran (missed: "+j.Missed+"; the firing on time runs)"); err != nil {
+			// The missed firings are the ones before the firing on
+			// time: recording them moves the job's last firing up to
+			// d.prev only, so that the firing on time can still be
+			// claimed (a claim takes only a firing after the last).
+			if err := s.skip(ctx, j, d.prev, missed, "missed while no daemon ran (missed: "+j.Missed+"; the firing on time runs)"); err != nil {
 				return next, err
 			}
 		}
@@ -471,12 +479,13 @@ func (s *Scheduler) startRun(ctx context.Context, id string, fire time.Time, onc
 	go func() {
 		defer s.wg.Done()
 		defer unmark()
-		rctx, cancel := context.WithTimeoutCause(ctx, job.Timeout(), errors.New("the job's timeout"))
+		rctx, cancel := context.WithTimeoutCause(ctx, job.Timeout(), ErrTimeout)
 		done := make(chan struct{})
 		lostLease := make(chan struct{})
 		go s.heartbeat(ctx, c, done, lostLease, cancel)
 		out := s.run(rctx, job, runID)
 		close(done)
+		timedOut(&out, rctx, job.Timeout())
 		cancel()
 		out.Fire, out.RunID, out.Started, out.Ended = fire.UTC(), runID, started, s.o.Now().UTC()
 		out.Attempt, out.Retry = job.Running.Attempt, job.Running.Retry
@@ -512,6 +521,23 @@ func (s *Scheduler) startRun(ctx context.Context, id string, fire time.Time, onc
 		}
 	}()
 	return runID, nil
+}
+
+// ErrTimeout is the cause of a run's context that reached the job's
+// timeout.
+var ErrTimeout = errors.New("the run reached the job's timeout")
+
+// timedOut makes the outcome of a run that did not succeed and whose
+// context reached the job's timeout (not one cancelled because the daemon
+// stops, or lost its lease) a failure, TIMEOUT: the run stopped because it
+// took too long, which is what on_failure is for.
+func timedOut(out *Outcome, rctx context.Context, d time.Duration) {
+	if out.Status == runtime.RunSucceeded || !errors.Is(context.Cause(rctx), ErrTimeout) {
+		return
+	}
+	out.Status = runtime.RunFailed
+	out.Error = runtime.Errorf(runtime.CodeTimeout, "schedule the job again with a longer --timeout, or make its work shorter",
+		"the run reached the job's timeout (%s)", d)
 }
 
 // heartbeat renews claim c every third of the lease until done; if the

@@ -296,7 +296,14 @@ func (r *runner) end(ctx context.Context, status string, err *runtime.Error) (*R
 	return r.rec, r.save(ctx)
 }
 
+// cancelled ends a run whose context is done: cancelled (Ctrl-C, a daemon
+// stopping), or stopped at its deadline (a scheduled job's timeout), which
+// is a failure.
 func (r *runner) cancelled(ctx context.Context) (*Record, error) {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return r.end(ctx, StatusFailed, runtime.Errorf(runtime.CodeTimeout, "`warden workflow resume "+r.rec.ID+"` continues it",
+			"the run reached its deadline after %d step(s)", len(r.rec.Results)))
+	}
 	return r.end(ctx, StatusCancelled, runtime.Errorf(runtime.CodeUserCancelled, "`warden workflow resume "+r.rec.ID+"` continues it", "the run was cancelled"))
 }
 

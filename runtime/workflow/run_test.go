@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/wardenrt/warden/builtin"
 	"github.com/wardenrt/warden/runtime"
@@ -196,6 +197,35 @@ func TestMissingGrantsFailBeforeStepOne(t *testing.T) {
 	}
 	if len(rec.Results) != 0 || len(e.audit.Events()) != 0 {
 		t.Fatalf("a step ran: %+v", rec.Results)
+	}
+}
+
+// TestDeadlineFails: a run whose context reached its deadline (a scheduled
+// job's timeout) failed, TIMEOUT; one whose context was cancelled is
+// cancelled. Both can be resumed.
+func TestDeadlineFails(t *testing.T) {
+	e := newEnv(t, `"fs.read:**", "fs.write:out/**"`)
+	w := e.parse("report.yaml", report)
+	run := func(ctx context.Context) *workflow.Record {
+		t.Helper()
+		o := workflow.RunOptions{Gate: e.gate, Runs: e.runs, Check: e.options()}
+		o.Open = o.Check.Open
+		rec, err := workflow.Run(ctx, w, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rec
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	if rec := run(ctx); rec.Status != workflow.StatusFailed || rec.Error == nil || rec.Error.Code != runtime.CodeTimeout ||
+		!strings.Contains(rec.Error.Hint, "warden workflow resume "+rec.ID) {
+		t.Errorf("past its deadline: %s %+v", rec.Status, rec.Error)
+	}
+	ctx, cancel = context.WithCancel(context.Background())
+	cancel()
+	if rec := run(ctx); rec.Status != workflow.StatusCancelled || rec.Error == nil || rec.Error.Code != runtime.CodeUserCancelled {
+		t.Errorf("cancelled: %s %+v", rec.Status, rec.Error)
 	}
 }
 
