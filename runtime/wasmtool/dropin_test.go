@@ -393,9 +393,14 @@ tools:
 		t.Fatal(err)
 	}
 	prof := p.Tools[1]
-	if prof.Name != "bsky_get_profile" || prof.Description != "Look up a profile (owner's words)." || strings.Join(prof.Overrides, ",") != "description,input_schema" ||
-		!bytes.Contains(prof.ModuleSchema, []byte(`"required":["handle"]`)) {
+	if prof.Name != "bsky_get_profile" || prof.Description != "Look up a profile (owner's words)." || strings.Join(prof.Overrides, ",") != "description,input_schema" {
 		t.Fatalf("tool %+v", prof)
+	}
+	// The module's own schema is kept beside the override (inspect shows
+	// it, approve diffs it): its describe's words, not the owner's.
+	if !bytes.Contains(prof.ModuleSchema, []byte(`"description":"the user's handle"`)) || bytes.Contains(prof.ModuleSchema, []byte(`"pattern"`)) ||
+		!bytes.Contains(prof.InputSchema, []byte(`"pattern":"^[a-z0-9.]+$"`)) {
+		t.Fatalf("module schema %s, enforced %s", prof.ModuleSchema, prof.InputSchema)
 	}
 	notes := strings.Join(prof.Notes(), "\n")
 	if !strings.Contains(notes, "input_schema overridden by the sidecar") || !strings.Contains(notes, "exposed as bsky_get_profile") {
@@ -412,9 +417,59 @@ tools:
 	}
 }
 
+// TestModuleSchemaChangeUnderOverrideIsShown: a servlet whose schema the
+// owner overrides is updated, and only its own schema changes (the one
+// enforced is still the override): approve's diff shows the module's new
+// schema — never a silent change — and the pin keeps it.
+func TestModuleSchemaChangeUnderOverrideIsShown(t *testing.T) {
+	e := newEnv(t)
+	file := wasmfixture.Stage(t, "compat/bsky", "", false)
+	sc := "abi: servlet\ntools:\n  get_profile:\n    input_schema: {type: object, properties: {handle: {type: string}}, required: [handle]}\n"
+	if err := os.WriteFile(strings.TrimSuffix(file, ".wasm")+".tool.yaml", []byte(sc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.tryInstall(file, wasmtool.InstallOptions{Naming: wasmtool.Naming{Prefix: "bsky_", Aliases: map[string]string{"feed.timeline": "bsky_timeline"}}}); err != nil {
+		t.Fatal(err)
+	}
+	// The new version: get_profile's own schema gains a property.
+	v2, err := os.ReadFile(wasmfixture.Edited(t, "compat/bsky", false,
+		`"handle":{"type":"string","description":"the user's handle"},`,
+		`"handle":{"type":"string","description":"the user's handle"},"did":{"type":"string","description":"or the user's DID"},`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.home, "tools", "bsky.wasm"), v2, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	ch, err := e.host.Diff(ctx, "bsky", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	diff := ch.String()
+	if !ch.Changed() || !strings.Contains(diff, "~ tool bsky_get_profile: the module's input schema ") || !strings.Contains(diff, `"did":{"type":"string","description":"or the user's DID"}`) {
+		t.Fatalf("the module's schema change is not shown:\n%s", diff)
+	}
+	if strings.Contains(diff, "bsky_get_profile: input schema as enforced") || strings.Contains(diff, "~ tool bsky_search") || strings.Contains(diff, "~ tool bsky_timeline") {
+		t.Fatalf("the diff shows changes that are not there:\n%s", diff)
+	}
+	p, err := e.host.Approve(ctx, "bsky", ch.New, "test", e.core.Has)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if prof := p.Tools[1]; !bytes.Contains(prof.ModuleSchema, []byte(`"did"`)) || bytes.Contains(prof.InputSchema, []byte(`"did"`)) {
+		t.Fatalf("pinned module schema %s, enforced %s", prof.ModuleSchema, prof.InputSchema)
+	}
+	// The override still decides what is accepted.
+	g, _ := e.gate()
+	wantCode(t, call(t, g, "bsky_get_profile", `{"handle":"ada"}`), "")
+	wantInvalid(t, g, "bsky_get_profile", `{"handle":"ada","did":"did:plc:x"}`)
+}
+
 // TestApproveRenamesAndShowsSchemaChanges: approve with a prefix renames
-// the tools (a change even when the files are the same); the diff shows a
-// change of the module's own schema, not only of the enforced one.
+// the tools (a change even when the files are the same); a new version
+// that changes a tool's schema keeps the names and shows the change, both
+// of the module's own schema and of the one enforced.
 func TestApproveRenamesAndShowsSchemaChanges(t *testing.T) {
 	e := newEnv(t)
 	e.install("examples/jsontools", "jsontools")
@@ -439,6 +494,35 @@ func TestApproveRenamesAndShowsSchemaChanges(t *testing.T) {
 	ch, err = e.host.Diff(ctx, "jsontools", nil)
 	if err != nil || ch.Changed() {
 		t.Fatalf("unchanged module: %v %v", err, ch)
+	}
+	// A new version whose json_query schema says more: the diff shows it,
+	// under the name the prefix gives.
+	v2, err := os.ReadFile(wasmfixture.Edited(t, "examples/jsontools", false, `"The path to select."`, `"The path to select, e.g. a[1].b."`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.home, "tools", "jsontools.wasm"), v2, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ch, err = e.host.Diff(ctx, "jsontools", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	diff := ch.String()
+	for _, want := range []string{"~ tool j_json_query: the module's input schema ", "~ tool j_json_query: input schema as enforced ", `"The path to select, e.g. a[1].b."`} {
+		if !ch.Changed() || !strings.Contains(diff, want) {
+			t.Fatalf("diff lacks %q:\n%s", want, diff)
+		}
+	}
+	if strings.Contains(diff, "~ tool j_json_format") || strings.Contains(diff, "renamed") {
+		t.Fatalf("the diff shows changes that are not there:\n%s", diff)
+	}
+	if _, err := e.host.Approve(ctx, "jsontools", ch.New, "test", e.core.Has); err != nil {
+		t.Fatal(err)
+	}
+	g, _ = e.gate()
+	if spec := specOf(t, g, "j_json_query"); !bytes.Contains(spec.InputSchema, []byte("e.g. a[1].b.")) {
+		t.Fatalf("the approved schema is not served: %s", spec.InputSchema)
 	}
 }
 
