@@ -232,7 +232,9 @@ func TestServletConfigSecretAndHTTP(t *testing.T) {
 // export name (count_vowels) and raw text input runs with a two-line
 // sidecar: the export is found, input: {from: text} passes the string as
 // raw bytes, and the derived schema refuses unknown and case-variant
-// fields.
+// fields. output: text returns the output unparsed (no data, even for
+// JSON); output: json makes it the data, and refuses output that is not
+// JSON with TOOL_ERROR.
 func TestRawTextPlugin(t *testing.T) {
 	e := newEnv(t)
 	file := wasmfixture.Stage(t, "compat/count_vowels", "", false)
@@ -257,6 +259,53 @@ func TestRawTextPlugin(t *testing.T) {
 		t.Fatalf("output %s", res.Output)
 	}
 	wantInvalid(t, g, "count_vowels", `{"text":"a","Text":"b"}`, `{"text":"a","lang":"en"}`, `{}`, `{"text":3}`)
+	if string(res.Data) != string(res.Output) {
+		t.Fatalf("output unset: a JSON object is also the data, got data %s", res.Data)
+	}
+
+	// output: text — the output is never parsed, even when it is JSON.
+	file = wasmfixture.Stage(t, "compat/count_vowels", "cv_text", false)
+	os.WriteFile(strings.TrimSuffix(file, ".wasm")+".tool.yaml", []byte(sc+"output: text\n"), 0o600)
+	if p, err = e.tryInstall(file, wasmtool.InstallOptions{}); err != nil || p.Output != wasmtool.OutputText {
+		t.Fatalf("output: text: %v %+v", err, p)
+	}
+	// output: json — the output must be JSON, and is the data.
+	file = wasmfixture.Stage(t, "compat/count_vowels", "cv_json", false)
+	os.WriteFile(strings.TrimSuffix(file, ".wasm")+".tool.yaml", []byte(sc+"output: json\n"), 0o600)
+	if _, err = e.tryInstall(file, wasmtool.InstallOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// output: json from a plugin whose output is text ("AAAAA").
+	file = wasmfixture.Stage(t, "hostile/hugeoutput", "notjson", false)
+	os.WriteFile(strings.TrimSuffix(file, ".wasm")+".tool.yaml",
+		[]byte("description: Five letters.\nexport: call\ninput_schema: {type: object}\nconfig: {bytes: \"5\"}\noutput: json\n"), 0o600)
+	if _, err = e.tryInstall(file, wasmtool.InstallOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	g, _ = e.gate()
+	res = call(t, g, "cv_text", `{"text":"Hello, World!"}`)
+	wantCode(t, res, "")
+	if !strings.HasPrefix(res.Output, `{"count":3,`) || !noData(res) {
+		t.Fatalf("output: text: output %q, data %s", res.Output, res.Data)
+	}
+	wantInvalid(t, g, "cv_text", `{"text":"a","Text":"b"}`, `{"text":"a","lang":"en"}`)
+	res = call(t, g, "cv_json", `{"text":"Hello, World!"}`)
+	wantCode(t, res, "")
+	var data struct{ Count int }
+	if err := json.Unmarshal(res.Data, &data); err != nil || data.Count != 3 {
+		t.Fatalf("output: json: data %s (%v)", res.Data, err)
+	}
+	res = call(t, g, "notjson", `{}`)
+	wantCode(t, res, runtime.CodeToolError)
+	if !strings.Contains(res.Error.Message, "not JSON, as its sidecar says (output: json)") || !strings.Contains(res.Error.Message, `"AAAAA"`) || !noData(res) {
+		t.Fatalf("output: json, text out: %+v", res)
+	}
+}
+
+// noData says the result carries no structured data (the envelope's
+// empty data object).
+func noData(res runtime.Result) bool {
+	return len(res.Data) == 0 || string(res.Data) == "{}"
 }
 
 // TestKernelAndWASIFunctions: a module importing every Extism kernel
@@ -324,6 +373,7 @@ func TestKernelAndWASIFunctions(t *testing.T) {
 // TinyGo -target wasi builds do) is a servlet: warden, like every Extism
 // host, never runs _start (here it would trap); a plugin exporting _start
 // beside its conventional export is an Extism plugin, not a WASI command.
+// Both refuse unknown and case-variant fields.
 func TestStartExportingServlet(t *testing.T) {
 	e := newEnv(t)
 	b, err := wasmfixture.WithStart(wasmfixture.Bytes(t, "examples/jsontools", false), wasmfixture.StartTraps)
@@ -348,7 +398,7 @@ func TestStartExportingServlet(t *testing.T) {
 	if strings.TrimSpace(res.Output) != "2" {
 		t.Fatalf("json_query: %q", res.Output)
 	}
-	wantInvalid(t, g, "json_query", `{"json":"{}","path":"a","Path":"b"}`)
+	wantInvalid(t, g, "json_query", `{"json":"{}","path":"a","Path":"b"}`, `{"json":"{}","path":"a","limit":1}`)
 
 	cv, err := wasmfixture.WithStart(wasmfixture.Bytes(t, "compat/count_vowels", false), wasmfixture.StartReturns)
 	if err != nil {
@@ -356,7 +406,9 @@ func TestStartExportingServlet(t *testing.T) {
 	}
 	file = filepath.Join(dir, "vowels.wasm")
 	os.WriteFile(file, cv, 0o600)
-	os.WriteFile(filepath.Join(dir, "vowels.tool.yaml"), []byte("description: Count vowels.\ninput: {from: text}\n"), 0o600)
+	// Its sidecar's schema is open, as published ones are: warden closes it.
+	os.WriteFile(filepath.Join(dir, "vowels.tool.yaml"), []byte("description: Count vowels.\ninput: {from: text}\n"+
+		"input_schema: {type: object, properties: {text: {type: string}}, required: [text]}\n"), 0o600)
 	p, err = e.tryInstall(file, wasmtool.InstallOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -368,6 +420,7 @@ func TestStartExportingServlet(t *testing.T) {
 	if res := call(t, g, "vowels", `{"text":"aaa"}`); !res.Success || !strings.Contains(res.Output, `"count":3`) {
 		t.Fatalf("vowels: %+v", res)
 	}
+	wantInvalid(t, g, "vowels", `{"text":"a","Text":"b"}`, `{"text":"a","lang":"en"}`)
 }
 
 // TestServletSidecarOverrides: the owner replaces one tool's description
