@@ -187,6 +187,10 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			completionCommand(),
 		},
 	}
+	// A repeatable flag's value is taken whole, commas included: -a
+	// text='Hello, World!' is one argument, a --grant or --param value may
+	// hold commas. (--tools splits its comma-separated names itself.)
+	app.DisableSliceFlagSeparator = true
 	app.OnUsageError = func(c *cli.Context, err error, _ bool) error {
 		return usageErr("see `warden "+c.Command.Name+" --help`", "%v", err)
 	}

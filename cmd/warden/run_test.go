@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -201,6 +202,27 @@ func TestRunFailsWithLLMError(t *testing.T) {
 	_, out, _ := runWS(t, home, ws, "runs", "ls")
 	if !strings.Contains(out, "failed") {
 		t.Fatalf("runs ls: %s", out)
+	}
+}
+
+// TestRunToolsFlagTakesCommaSeparatedNames: --tools is repeatable and
+// comma-separated (it splits its names itself: no repeatable flag's value
+// is split on commas by the flag parser).
+func TestRunToolsFlagTakesCommaSeparatedNames(t *testing.T) {
+	srv := llmtest.New(t, llmtest.Step{Content: "done.", Check: func(t testing.TB, req openai.ChatCompletionRequest) {
+		var names []string
+		for _, tl := range req.Tools {
+			names = append(names, tl.Function.Name)
+		}
+		if slices.Sort(names); strings.Join(names, ",") != "fs_list,fs_read,system" {
+			t.Errorf("offered tools %v", names)
+		}
+	}})
+	t.Setenv("OPENAI_BASE_URL", srv.URL)
+	t.Setenv("OPENAI_API_KEY", "")
+	t.Setenv("WARDEN_MODEL", "scripted")
+	if code, out, errs := runWS(t, t.TempDir(), t.TempDir(), "run", "--tools", "fs_read,fs_list", "--tools", "system", "hello"); code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
 	}
 }
 

@@ -190,3 +190,57 @@ func sourceKey(srcDir string, command bool) (string, error) {
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16], nil
 }
+
+// Edited builds the guest in wasm-tools/dir as [Path] does, from a copy of
+// the wasm-tools module in which old is replaced by new in dir's main.go: a
+// new version of the module (what `warden tool approve` shows), built from
+// source like every fixture. The test fails when main.go does not contain
+// old. The file is shared: copy it before changing it.
+func Edited(t testing.TB, dir string, command bool, old, new string) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds wasm guests; skipped with -short")
+	}
+	root := Root(t)
+	tmp := t.TempDir()
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			return err
+		}
+		n := d.Name()
+		if d.IsDir() {
+			if p != root && (n == "testdata" || strings.HasPrefix(n, ".")) {
+				return filepath.SkipDir
+			}
+			return os.MkdirAll(filepath.Join(tmp, rel), 0o755)
+		}
+		if !strings.HasSuffix(n, ".go") && n != "go.mod" && n != "go.sum" {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(tmp, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(tmp, filepath.FromSlash(dir))
+	main := filepath.Join(src, "main.go")
+	b, err := os.ReadFile(main)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), old) {
+		t.Fatalf("wasmfixture: %s/main.go does not contain %q", dir, old)
+	}
+	if err := os.WriteFile(main, []byte(strings.ReplaceAll(string(b), old, new)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return BuildDir(t, src, command)
+}

@@ -232,7 +232,9 @@ func TestServletConfigSecretAndHTTP(t *testing.T) {
 // export name (count_vowels) and raw text input runs with a two-line
 // sidecar: the export is found, input: {from: text} passes the string as
 // raw bytes, and the derived schema refuses unknown and case-variant
-// fields.
+// fields. output: text returns the output unparsed (no data, even for
+// JSON); output: json makes it the data, and refuses output that is not
+// JSON with TOOL_ERROR.
 func TestRawTextPlugin(t *testing.T) {
 	e := newEnv(t)
 	file := wasmfixture.Stage(t, "compat/count_vowels", "", false)
@@ -257,6 +259,53 @@ func TestRawTextPlugin(t *testing.T) {
 		t.Fatalf("output %s", res.Output)
 	}
 	wantInvalid(t, g, "count_vowels", `{"text":"a","Text":"b"}`, `{"text":"a","lang":"en"}`, `{}`, `{"text":3}`)
+	if string(res.Data) != string(res.Output) {
+		t.Fatalf("output unset: a JSON object is also the data, got data %s", res.Data)
+	}
+
+	// output: text — the output is never parsed, even when it is JSON.
+	file = wasmfixture.Stage(t, "compat/count_vowels", "cv_text", false)
+	os.WriteFile(strings.TrimSuffix(file, ".wasm")+".tool.yaml", []byte(sc+"output: text\n"), 0o600)
+	if p, err = e.tryInstall(file, wasmtool.InstallOptions{}); err != nil || p.Output != wasmtool.OutputText {
+		t.Fatalf("output: text: %v %+v", err, p)
+	}
+	// output: json — the output must be JSON, and is the data.
+	file = wasmfixture.Stage(t, "compat/count_vowels", "cv_json", false)
+	os.WriteFile(strings.TrimSuffix(file, ".wasm")+".tool.yaml", []byte(sc+"output: json\n"), 0o600)
+	if _, err = e.tryInstall(file, wasmtool.InstallOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// output: json from a plugin whose output is text ("AAAAA").
+	file = wasmfixture.Stage(t, "hostile/hugeoutput", "notjson", false)
+	os.WriteFile(strings.TrimSuffix(file, ".wasm")+".tool.yaml",
+		[]byte("description: Five letters.\nexport: call\ninput_schema: {type: object}\nconfig: {bytes: \"5\"}\noutput: json\n"), 0o600)
+	if _, err = e.tryInstall(file, wasmtool.InstallOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	g, _ = e.gate()
+	res = call(t, g, "cv_text", `{"text":"Hello, World!"}`)
+	wantCode(t, res, "")
+	if !strings.HasPrefix(res.Output, `{"count":3,`) || !noData(res) {
+		t.Fatalf("output: text: output %q, data %s", res.Output, res.Data)
+	}
+	wantInvalid(t, g, "cv_text", `{"text":"a","Text":"b"}`, `{"text":"a","lang":"en"}`)
+	res = call(t, g, "cv_json", `{"text":"Hello, World!"}`)
+	wantCode(t, res, "")
+	var data struct{ Count int }
+	if err := json.Unmarshal(res.Data, &data); err != nil || data.Count != 3 {
+		t.Fatalf("output: json: data %s (%v)", res.Data, err)
+	}
+	res = call(t, g, "notjson", `{}`)
+	wantCode(t, res, runtime.CodeToolError)
+	if !strings.Contains(res.Error.Message, "not JSON, as its sidecar says (output: json)") || !strings.Contains(res.Error.Message, `"AAAAA"`) || !noData(res) {
+		t.Fatalf("output: json, text out: %+v", res)
+	}
+}
+
+// noData says the result carries no structured data (the envelope's
+// empty data object).
+func noData(res runtime.Result) bool {
+	return len(res.Data) == 0 || string(res.Data) == "{}"
 }
 
 // TestKernelAndWASIFunctions: a module importing every Extism kernel
@@ -324,6 +373,7 @@ func TestKernelAndWASIFunctions(t *testing.T) {
 // TinyGo -target wasi builds do) is a servlet: warden, like every Extism
 // host, never runs _start (here it would trap); a plugin exporting _start
 // beside its conventional export is an Extism plugin, not a WASI command.
+// Both refuse unknown and case-variant fields.
 func TestStartExportingServlet(t *testing.T) {
 	e := newEnv(t)
 	b, err := wasmfixture.WithStart(wasmfixture.Bytes(t, "examples/jsontools", false), wasmfixture.StartTraps)
@@ -348,7 +398,7 @@ func TestStartExportingServlet(t *testing.T) {
 	if strings.TrimSpace(res.Output) != "2" {
 		t.Fatalf("json_query: %q", res.Output)
 	}
-	wantInvalid(t, g, "json_query", `{"json":"{}","path":"a","Path":"b"}`)
+	wantInvalid(t, g, "json_query", `{"json":"{}","path":"a","Path":"b"}`, `{"json":"{}","path":"a","limit":1}`)
 
 	cv, err := wasmfixture.WithStart(wasmfixture.Bytes(t, "compat/count_vowels", false), wasmfixture.StartReturns)
 	if err != nil {
@@ -356,7 +406,9 @@ func TestStartExportingServlet(t *testing.T) {
 	}
 	file = filepath.Join(dir, "vowels.wasm")
 	os.WriteFile(file, cv, 0o600)
-	os.WriteFile(filepath.Join(dir, "vowels.tool.yaml"), []byte("description: Count vowels.\ninput: {from: text}\n"), 0o600)
+	// Its sidecar's schema is open, as published ones are: warden closes it.
+	os.WriteFile(filepath.Join(dir, "vowels.tool.yaml"), []byte("description: Count vowels.\ninput: {from: text}\n"+
+		"input_schema: {type: object, properties: {text: {type: string}}, required: [text]}\n"), 0o600)
 	p, err = e.tryInstall(file, wasmtool.InstallOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -368,6 +420,7 @@ func TestStartExportingServlet(t *testing.T) {
 	if res := call(t, g, "vowels", `{"text":"aaa"}`); !res.Success || !strings.Contains(res.Output, `"count":3`) {
 		t.Fatalf("vowels: %+v", res)
 	}
+	wantInvalid(t, g, "vowels", `{"text":"a","Text":"b"}`, `{"text":"a","lang":"en"}`)
 }
 
 // TestServletSidecarOverrides: the owner replaces one tool's description
@@ -393,9 +446,14 @@ tools:
 		t.Fatal(err)
 	}
 	prof := p.Tools[1]
-	if prof.Name != "bsky_get_profile" || prof.Description != "Look up a profile (owner's words)." || strings.Join(prof.Overrides, ",") != "description,input_schema" ||
-		!bytes.Contains(prof.ModuleSchema, []byte(`"required":["handle"]`)) {
+	if prof.Name != "bsky_get_profile" || prof.Description != "Look up a profile (owner's words)." || strings.Join(prof.Overrides, ",") != "description,input_schema" {
 		t.Fatalf("tool %+v", prof)
+	}
+	// The module's own schema is kept beside the override (inspect shows
+	// it, approve diffs it): its describe's words, not the owner's.
+	if !bytes.Contains(prof.ModuleSchema, []byte(`"description":"the user's handle"`)) || bytes.Contains(prof.ModuleSchema, []byte(`"pattern"`)) ||
+		!bytes.Contains(prof.InputSchema, []byte(`"pattern":"^[a-z0-9.]+$"`)) {
+		t.Fatalf("module schema %s, enforced %s", prof.ModuleSchema, prof.InputSchema)
 	}
 	notes := strings.Join(prof.Notes(), "\n")
 	if !strings.Contains(notes, "input_schema overridden by the sidecar") || !strings.Contains(notes, "exposed as bsky_get_profile") {
@@ -412,9 +470,59 @@ tools:
 	}
 }
 
+// TestModuleSchemaChangeUnderOverrideIsShown: a servlet whose schema the
+// owner overrides is updated, and only its own schema changes (the one
+// enforced is still the override): approve's diff shows the module's new
+// schema — never a silent change — and the pin keeps it.
+func TestModuleSchemaChangeUnderOverrideIsShown(t *testing.T) {
+	e := newEnv(t)
+	file := wasmfixture.Stage(t, "compat/bsky", "", false)
+	sc := "abi: servlet\ntools:\n  get_profile:\n    input_schema: {type: object, properties: {handle: {type: string}}, required: [handle]}\n"
+	if err := os.WriteFile(strings.TrimSuffix(file, ".wasm")+".tool.yaml", []byte(sc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.tryInstall(file, wasmtool.InstallOptions{Naming: wasmtool.Naming{Prefix: "bsky_", Aliases: map[string]string{"feed.timeline": "bsky_timeline"}}}); err != nil {
+		t.Fatal(err)
+	}
+	// The new version: get_profile's own schema gains a property.
+	v2, err := os.ReadFile(wasmfixture.Edited(t, "compat/bsky", false,
+		`"handle":{"type":"string","description":"the user's handle"},`,
+		`"handle":{"type":"string","description":"the user's handle"},"did":{"type":"string","description":"or the user's DID"},`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.home, "tools", "bsky.wasm"), v2, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	ch, err := e.host.Diff(ctx, "bsky", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	diff := ch.String()
+	if !ch.Changed() || !strings.Contains(diff, "~ tool bsky_get_profile: the module's input schema ") || !strings.Contains(diff, `"did":{"type":"string","description":"or the user's DID"}`) {
+		t.Fatalf("the module's schema change is not shown:\n%s", diff)
+	}
+	if strings.Contains(diff, "bsky_get_profile: input schema as enforced") || strings.Contains(diff, "~ tool bsky_search") || strings.Contains(diff, "~ tool bsky_timeline") {
+		t.Fatalf("the diff shows changes that are not there:\n%s", diff)
+	}
+	p, err := e.host.Approve(ctx, "bsky", ch.New, "test", e.core.Has)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if prof := p.Tools[1]; !bytes.Contains(prof.ModuleSchema, []byte(`"did"`)) || bytes.Contains(prof.InputSchema, []byte(`"did"`)) {
+		t.Fatalf("pinned module schema %s, enforced %s", prof.ModuleSchema, prof.InputSchema)
+	}
+	// The override still decides what is accepted.
+	g, _ := e.gate()
+	wantCode(t, call(t, g, "bsky_get_profile", `{"handle":"ada"}`), "")
+	wantInvalid(t, g, "bsky_get_profile", `{"handle":"ada","did":"did:plc:x"}`)
+}
+
 // TestApproveRenamesAndShowsSchemaChanges: approve with a prefix renames
-// the tools (a change even when the files are the same); the diff shows a
-// change of the module's own schema, not only of the enforced one.
+// the tools (a change even when the files are the same); a new version
+// that changes a tool's schema keeps the names and shows the change, both
+// of the module's own schema and of the one enforced.
 func TestApproveRenamesAndShowsSchemaChanges(t *testing.T) {
 	e := newEnv(t)
 	e.install("examples/jsontools", "jsontools")
@@ -439,6 +547,35 @@ func TestApproveRenamesAndShowsSchemaChanges(t *testing.T) {
 	ch, err = e.host.Diff(ctx, "jsontools", nil)
 	if err != nil || ch.Changed() {
 		t.Fatalf("unchanged module: %v %v", err, ch)
+	}
+	// A new version whose json_query schema says more: the diff shows it,
+	// under the name the prefix gives.
+	v2, err := os.ReadFile(wasmfixture.Edited(t, "examples/jsontools", false, `"The path to select."`, `"The path to select, e.g. a[1].b."`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.home, "tools", "jsontools.wasm"), v2, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ch, err = e.host.Diff(ctx, "jsontools", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	diff := ch.String()
+	for _, want := range []string{"~ tool j_json_query: the module's input schema ", "~ tool j_json_query: input schema as enforced ", `"The path to select, e.g. a[1].b."`} {
+		if !ch.Changed() || !strings.Contains(diff, want) {
+			t.Fatalf("diff lacks %q:\n%s", want, diff)
+		}
+	}
+	if strings.Contains(diff, "~ tool j_json_format") || strings.Contains(diff, "renamed") {
+		t.Fatalf("the diff shows changes that are not there:\n%s", diff)
+	}
+	if _, err := e.host.Approve(ctx, "jsontools", ch.New, "test", e.core.Has); err != nil {
+		t.Fatal(err)
+	}
+	g, _ = e.gate()
+	if spec := specOf(t, g, "j_json_query"); !bytes.Contains(spec.InputSchema, []byte("e.g. a[1].b.")) {
+		t.Fatalf("the approved schema is not served: %s", spec.InputSchema)
 	}
 }
 

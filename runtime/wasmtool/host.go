@@ -574,7 +574,13 @@ func (h *Host) candidate(ctx context.Context, name string, n Naming, kept bool) 
 			return nil, fmt.Errorf("%s: %s%s", name, msg, overrideHint(name, p.ABI, t.Name))
 		}
 		if !jsonEqual(enforced, t.InputSchema) {
-			t.ModuleSchema, t.InputSchema = t.InputSchema, enforced
+			// An override's schema is closed too, but the module's own
+			// schema, which applyOverrides kept, stays the one shown
+			// and compared.
+			if len(t.ModuleSchema) == 0 {
+				t.ModuleSchema = t.InputSchema
+			}
+			t.InputSchema = enforced
 		}
 		if !rep.empty() {
 			t.Schema = &rep
