@@ -401,10 +401,10 @@ for how in ("udp", "tcp", "system"):
 			command: `python3 -c 'import socket
 for f, t, p in ((socket.AF_INET, socket.SOCK_RAW, 1), (socket.AF_PACKET, socket.SOCK_RAW, 0), (socket.AF_NETLINK, socket.SOCK_RAW, 0)):
     try:
-        socket.socket(f, t, p); print("opened", f)
+        socket.socket(f, t, p); print("opened", f.name)
     except OSError as e:
-        print("refused", f, e)
-' | grep -v opened`},
+        print("refused", f.name, e.errno)
+'`},
 		{name: "a DNS lookup of an ungranted name", grants: with("exec:python3", "net:api.example.com:443"), command: dnsPy},
 		// 3. Protected paths.
 		{name: "cp into .git/hooks", grants: with("exec:cp"), command: "cp f.txt .git/hooks/pre-commit"},
