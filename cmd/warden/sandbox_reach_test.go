@@ -436,11 +436,16 @@ for f, t, p in ((socket.AF_INET, socket.SOCK_RAW, 1), (socket.AF_PACKET, socket.
 		{name: "nohup starts touch", grants: with("exec:nohup"), command: "nohup touch MARK", marker: "MARK"},
 		{name: "setsid starts touch", grants: with("exec:setsid"), command: "setsid -w touch MARK", marker: "MARK"},
 		{name: "stdbuf starts touch", grants: with("exec:stdbuf"), command: "stdbuf -o0 touch MARK", marker: "MARK"},
-		{name: "awk system() starts touch", grants: with("exec:awk"), command: `awk 'BEGIN { system("touch MARK") }'`, marker: "MARK"},
-		{name: "sh -c starts touch", grants: with("exec:sh"), command: "sh -c 'touch MARK'", marker: "MARK"},
-		{name: "python3 os.system starts touch", grants: with("exec:python3"), command: `python3 -c 'import os; os.system("touch MARK")'`, marker: "MARK"},
+		// No parentheses in a row's name: its workspace (and so the
+		// marker's path) is named after the subtest, and a command line
+		// with a "(" in it is a syntax error whatever the sandbox does.
+		// The marker is quoted where a shell reads it all the same.
+		{name: "awk system starts touch", grants: with("exec:awk"), command: `awk 'BEGIN { print "status", system("touch \"MARK\"") }'`, marker: "MARK"},
+		{name: "sh -c starts touch", grants: with("exec:sh"), command: `sh -c 'touch "MARK"'`, marker: "MARK"},
+		{name: "python3 os.system starts touch", grants: with("exec:python3"),
+			command: `python3 -c 'import os; print("status", os.waitstatus_to_exitcode(os.system("touch \"MARK\"")))'`, marker: "MARK"},
 		{name: "python3 execv of touch", grants: with("exec:python3"), command: `python3 -c 'import os; os.execv("/usr/bin/touch", ["touch", "MARK"])'`, marker: "MARK"},
-		{name: "python3 executes a copy from memory (memfd)", grants: with("exec:python3"), marker: "MARK",
+		{name: "python3 executes a copy from memory via memfd", grants: with("exec:python3"), marker: "MARK",
 			command: `python3 -c 'import os
 fd = os.memfd_create("x")
 os.write(fd, open("/usr/bin/touch", "rb").read())
@@ -470,7 +475,11 @@ func (l *reachListeners) run(t *testing.T, cases []reachCase, fronts []string) {
 				w.writePolicy(t, grants)
 				cmd := strings.ReplaceAll(tc.command, "MAIN", w.main)
 				if tc.marker != "" {
-					cmd = strings.ReplaceAll(cmd, tc.marker, filepath.Join(w.ws, "marker"))
+					m := filepath.Join(w.ws, "marker")
+					if strings.ContainsAny(m, "()'\"`$\\;&|<>*?[] \t\n") {
+						t.Fatalf("the marker's path %q holds a character a shell reads: a command starting an ungranted program would fail whatever the sandbox does", m)
+					}
+					cmd = strings.ReplaceAll(cmd, tc.marker, m)
 				}
 				before := snapshot(t, w.ws, w.main)
 				c0 := l.counts()
