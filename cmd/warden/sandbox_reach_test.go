@@ -356,6 +356,12 @@ type reachCase struct {
 	// forbid: what must not be in the result's output (a socket opened,
 	// a query sent).
 	forbid []string
+	// gate: the row is about a refusal before any program starts: the
+	// result is a CAPABILITY_DENIED whose message holds gate, and the
+	// audit record names no sandbox level.
+	gate string
+	// hide: the policy keeps its hide: list where the run leaves it out.
+	hide bool
 }
 
 func TestSandboxReachHostile(t *testing.T) {
@@ -389,6 +395,10 @@ func TestSandboxReachFallback(t *testing.T) {
 			held = append(held, c)
 		}
 	}
+	// With the hide: list, a program whose grants reach a hidden path is
+	// refused before it starts: there is no mount namespace to mask it in.
+	held = append(held, reachCase{name: "a hide: entry inside the grants refuses every program", grants: []string{"fs.read:**", "fs.write:**", "exec:cat"},
+		hide: true, command: "cat f.txt", forbid: []string{"ordinary"}, gate: "sandbox (level fallback) cannot hide a path inside a grant"})
 	l.run(t, held, reachRun{level: sandbox.LevelFallback, fronts: []string{"call"}, noHide: true})
 }
 
@@ -555,7 +565,7 @@ func (l *reachListeners) run(t *testing.T, cases []reachCase, r reachRun) {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, front := range r.fronts {
 				w := newReachWorld(t, tc.worktree)
-				w.noHide = r.noHide
+				w.noHide = r.noHide && !tc.hide
 				grants := make([]string, len(tc.grants))
 				for i, g := range tc.grants {
 					grants[i] = strings.ReplaceAll(g, "MAIN", w.main)
@@ -604,14 +614,21 @@ func (l *reachListeners) run(t *testing.T, cases []reachCase, r reachRun) {
 				// by it: the result and the call's audit record carry the
 				// level, no gate or tool refusal, and the refusal itself.
 				rec := w.shellRecord(t)
-				if rec.Event.Sandbox != level {
-					t.Errorf("%s: the call's audit record says its programs ran under sandbox %q, want %q (outcome %s): did a program start?", front, rec.Event.Sandbox, level, rec.Event.Outcome)
-				}
-				if front == "call" && res.Sandbox != level {
-					t.Errorf("%s: the result says sandbox %q, want %q", front, res.Sandbox, level)
-				}
-				if c := rec.Event.Outcome; c == "CAPABILITY_DENIED" || c == "POLICY_DENIED" {
-					t.Errorf("%s: refused (%s) before the sandbox was tried", front, c)
+				switch {
+				case tc.gate != "":
+					if rec.Event.Outcome != "CAPABILITY_DENIED" || rec.Event.Sandbox != "" || res.Error == nil || !strings.Contains(res.Error.Message, tc.gate) {
+						t.Errorf("%s: want a CAPABILITY_DENIED saying %q before any program starts; the audit record says outcome %q, sandbox %q", front, tc.gate, rec.Event.Outcome, rec.Event.Sandbox)
+					}
+				default:
+					if rec.Event.Sandbox != level {
+						t.Errorf("%s: the call's audit record says its programs ran under sandbox %q, want %q (outcome %s): did a program start?", front, rec.Event.Sandbox, level, rec.Event.Outcome)
+					}
+					if front == "call" && res.Sandbox != level {
+						t.Errorf("%s: the result says sandbox %q, want %q", front, res.Sandbox, level)
+					}
+					if c := rec.Event.Outcome; c == "CAPABILITY_DENIED" || c == "POLICY_DENIED" {
+						t.Errorf("%s: refused (%s) before the sandbox was tried", front, c)
+					}
 				}
 				for _, e := range tc.expect {
 					if !strings.Contains(res.Output, e) {
