@@ -362,6 +362,9 @@ type reachCase struct {
 	gate string
 	// hide: the policy keeps its hide: list where the run leaves it out.
 	hide bool
+	// refused: connections ("host:port") the call's audit record, read
+	// with `warden audit show`, must list with the verdict refused.
+	refused []string
 }
 
 func TestSandboxReachHostile(t *testing.T) {
@@ -458,16 +461,16 @@ for how in ("udp", "tcp", "system"):
 	cases := []reachCase{
 		// 1. Hosts, not ports.
 		{name: "TCP to an ungranted host on a granted port", grants: with("net:api.example.com:"+P, "exec:curl"), needsNS: true,
-			expect:  []string{"warden proxy: connection to 127.0.0.1 refused", "curl: (7)"},
+			expect: []string{"warden proxy: connection to 127.0.0.1 refused", "curl: (7)"}, refused: []string{"127.0.0.1:" + P},
 			command: "curl -sS --max-time 5 http://127.0.0.1:" + P + "/leak?d=" + reachSecret + "; curl -sS --max-time 5 --noproxy '*' http://127.0.0.1:" + P + "/direct?d=" + reachSecret},
 		{name: "HTTPS tunnel to an ungranted host on a granted port", grants: with("net:api.example.com:"+P, "exec:curl"),
-			expect:  []string{"CONNECT tunnel failed, response 403"},
+			expect: []string{"CONNECT tunnel failed, response 403"}, refused: []string{"127.0.0.1:" + P},
 			command: "curl -sS --max-time 5 https://127.0.0.1:" + P + "/leak?d=" + reachSecret},
 		{name: "loopback without an IP grant", grants: with("net:*", "exec:curl"),
-			expect:  []string{"warden proxy: connection to 127.0.0.1 refused: the grants do not allow net:127.0.0.1:" + P},
+			expect: []string{"warden proxy: connection to 127.0.0.1 refused: the grants do not allow net:127.0.0.1:" + P}, refused: []string{"127.0.0.1:" + P},
 			command: "curl -sS --max-time 5 http://127.0.0.1:" + P + "/?d=" + reachSecret + "; curl -sS --max-time 5 http://[::ffff:127.0.0.1]:" + P + "/?d=" + reachSecret},
 		{name: "a granted name that resolves to loopback", grants: with("net:localhost:"+P, "exec:curl"),
-			expect:  []string{"warden proxy: connection to localhost port " + P + " refused: it resolved to 127.0.0.1 (loopback)"},
+			expect: []string{"warden proxy: connection to localhost port " + P + " refused: it resolved to 127.0.0.1 (loopback)"}, refused: []string{"localhost:" + P},
 			command: "curl -sS --max-time 5 http://localhost:" + P + "/?d=" + reachSecret},
 		{name: "a program ignoring the proxy variables", grants: with("net:api.example.com:"+P, "exec:python3", "exec:env"), needsNS: true,
 			expect:  []string{"ConnectionRefusedError"},
@@ -628,6 +631,15 @@ func (l *reachListeners) run(t *testing.T, cases []reachCase, r reachRun) {
 					}
 					if c := rec.Event.Outcome; c == "CAPABILITY_DENIED" || c == "POLICY_DENIED" {
 						t.Errorf("%s: refused (%s) before the sandbox was tried", front, c)
+					}
+				}
+				for _, want := range tc.refused {
+					found := false
+					for _, c := range rec.Event.Connections {
+						found = found || c.Verdict == "refused" && net.JoinHostPort(c.Host, fmt.Sprint(c.Port)) == want
+					}
+					if !found {
+						t.Errorf("%s: audit show %d lists no refused connection to %s: %+v", front, rec.Seq, want, rec.Event.Connections)
 					}
 				}
 				for _, e := range tc.expect {
