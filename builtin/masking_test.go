@@ -457,6 +457,52 @@ func TestMaskTextWarned(t *testing.T) {
 	}
 }
 
+// A plain [REDACTED] (from memory, a log, a stored record) was never
+// kept: written into a file it is that text, and the write's result says
+// so — unless the file held it already (a document about redaction).
+func TestMaskPlainWritten(t *testing.T) {
+	ws, g, _ := mkSetup(t)
+	v := runtime.NewVault()
+	plainWarning := func(res runtime.Result) string {
+		for _, w := range res.Warnings {
+			if strings.HasPrefix(w, "plain [REDACTED] written: ") {
+				return w
+			}
+		}
+		return ""
+	}
+	res := mkCall(t, g, v, "fs_write", map[string]any{"path": "app.env", "content": "DB_PASSWORD=[REDACTED]\nTOKEN=[REDACTED]\n"})
+	fsWantOK(t, res)
+	if w := plainWarning(res); !strings.HasPrefix(w, "plain [REDACTED] written: 2 in app.env.") {
+		t.Fatalf("warnings %q", res.Warnings)
+	}
+	if got := mkRead(t, ws, "app.env"); got != "DB_PASSWORD=[REDACTED]\nTOKEN=[REDACTED]\n" {
+		t.Fatalf("app.env %q", got)
+	}
+	// The same text again, one line added: the file holds both already.
+	res = mkCall(t, g, v, "fs_write", map[string]any{"path": "app.env", "content": "DB_PASSWORD=[REDACTED]\nTOKEN=[REDACTED]\nLOG=info\n"})
+	fsWantOK(t, res)
+	if w := plainWarning(res); w != "" {
+		t.Fatalf("a warning for text the file held: %q", w)
+	}
+	// A dry run says so before anything is written.
+	res = callToolReq(t, g, runtime.Request{Tool: "fs_write", Args: json.RawMessage(`{"path":"b.env","content":"X=[REDACTED]\n"}`),
+		Principal: []string{"test"}, Vault: v, DryRun: true})
+	if w := plainWarning(res); !res.DryRun || !strings.HasPrefix(w, "plain [REDACTED] written: 1 in b.env.") {
+		t.Fatalf("dry run %+v", res)
+	}
+	// A shell here-document lands in its file too.
+	res = mkCall(t, g, v, "shell", map[string]any{"command": "cat > c.env <<'EOF'\nY=[REDACTED]\nEOF"})
+	if w := plainWarning(res); !strings.HasPrefix(w, "plain [REDACTED] written: 1 in c.env.") {
+		t.Fatalf("shell %+v", res)
+	}
+	// Nothing plain: no such warning.
+	res = mkCall(t, g, v, "fs_write", map[string]any{"path": "d.txt", "content": "hello\n"})
+	if w := plainWarning(res); w != "" {
+		t.Fatalf("warning %q", w)
+	}
+}
+
 // An error that quotes a restored original (a stale line) shows the mask,
 // not the secret, even where no pattern would find it.
 func TestMaskRestoredNeverEchoed(t *testing.T) {

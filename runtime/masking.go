@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
@@ -512,6 +513,61 @@ func (g *Gate) checkRestores(call *Call, rs []restore, v *Vault) *Error {
 			"mask %s %s; it would land in %s, which does not hold it", r.mask, where, r.path)
 	}
 	return nil
+}
+
+// plainMaskWarning says when a call writes the plain mask [REDACTED] into
+// a file that does not hold as many already: a mask from memory, a log or
+// a stored record was never kept, so it is written as that text and the
+// secret it stood for is not restored. The write goes ahead (the text may
+// be meant: a document about redaction); the result says so. It runs once
+// the call's capabilities allow its writes.
+func (g *Gate) plainMaskWarning(t Tool, call *Call) string {
+	sinker, ok := t.(Sinker)
+	if !ok {
+		return ""
+	}
+	sinks, err := sinker.Sinks(call)
+	if err != nil {
+		return ""
+	}
+	count := map[string]int{}
+	var paths []string
+	for _, sk := range sinks {
+		text := stringAt(call.decoded, sk.Arg)
+		if sk.Start < 0 || sk.End > len(text) || sk.Start > sk.End {
+			continue
+		}
+		if n := strings.Count(text[sk.Start:sk.End], redact.Mask); n > 0 {
+			if _, seen := count[sk.Path]; !seen {
+				paths = append(paths, sk.Path)
+			}
+			count[sk.Path] += n
+		}
+	}
+	var parts []string
+	total := 0
+	for _, p := range paths {
+		if !call.Grants.Allows(capability.Need{Kind: capability.FSWrite, Resource: p}) {
+			continue
+		}
+		n := count[p] - bytes.Count(readForCompare(p), []byte(redact.Mask))
+		if n <= 0 {
+			continue // the file holds that text already
+		}
+		total += n
+		name := p
+		if rel, err := filepath.Rel(g.o.Workspace, p); err == nil && filepath.IsLocal(rel) {
+			name = rel
+		}
+		parts = append(parts, fmt.Sprintf("%d in %s", n, name))
+	}
+	if total == 0 {
+		return ""
+	}
+	return fmt.Sprintf("plain %s written: %s. A plain %s (from memory, a log or a stored record) was never kept: "+
+		"it is written as that text, and the secret it stood for, if any, is not restored. To keep a secret, "+
+		"read its file again in this run and write back the [REDACTED:kind:id] mask that result shows.",
+		redact.Mask, strings.Join(parts, ", "), redact.Mask)
 }
 
 // readForCompare reads a file (at most maxHoldsRead) to compare; nil when
