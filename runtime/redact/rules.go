@@ -611,7 +611,14 @@ func keyValueSpan(s string, keyStart int, key string, m []int) (int, int, bool) 
 	sep := strings.Trim(sepText, " \t")
 	spaced := sep != sepText
 	code := sep == ":=" || sep == "=="
-	lineStart := func() bool { return !code && lineStartKey(s, keyStart) } // a configuration line
+	// lineStart: the key begins a configuration line (asked once).
+	lsKnown, ls := false, false
+	lineStart := func() bool {
+		if !lsKnown {
+			lsKnown, ls = true, !code && lineStartKey(s, keyStart)
+		}
+		return ls
+	}
 	for g := 3; g <= 5; g++ {
 		if m[2*g] >= 0 {
 			start, end := m[2*g], m[2*g+1]
@@ -640,7 +647,7 @@ func keyValueSpan(s string, keyStart int, key string, m []int) (int, int, bool) 
 			end = start + i
 		}
 	}
-	if !quotedKey && !lineStartKey(s, keyStart) {
+	if !quotedKey && !lineStart() {
 		// Inside an expression (an argument, a field): the value ends
 		// where the expression closes; the rest is not part of it.
 		if end = start + argEnd(s[start:end]); end == start {
