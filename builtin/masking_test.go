@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/redact"
 )
 
 // Masks out, originals back: the gate masks the secrets of every result
@@ -425,6 +426,80 @@ func TestMaskLiteralText(t *testing.T) {
 	fsWantOK(t, mkCall(t, g, v, "fs_write", map[string]any{"path": "doc.md", "content": res.Output + "More.\n"}))
 	if got := mkRead(t, ws, "doc.md"); got != doc+"More.\n" {
 		t.Fatalf("doc.md %q", got)
+	}
+}
+
+// Mask-shaped text whose id the run's vault gave another secret is
+// rewritten as a mask-text mask, so that it is never taken for that
+// secret: the result says so, like any mask, and the text goes back into
+// its file as it was.
+func TestMaskTextWarned(t *testing.T) {
+	ws, g, _ := mkSetup(t)
+	v := runtime.NewVault()
+	env := mkCall(t, g, v, "fs_read", map[string]any{"path": ".env"})
+	refs := redact.FindMasks(env.Output)
+	if len(refs) != 3 {
+		t.Fatalf(".env: %q", env.Output)
+	}
+	forged := "[REDACTED:password:" + refs[0].ID + "]" // the AWS key's id, another kind
+	doc := "Masks look like this:\nsee " + forged + " here\n"
+	mkWrite(t, ws, "doc.md", doc)
+	res := mkCall(t, g, v, "fs_read", map[string]any{"path": "doc.md"})
+	if strings.Contains(res.Output, forged) || !strings.Contains(res.Output, "[REDACTED:mask-text:") {
+		t.Fatalf("output %q", res.Output)
+	}
+	if w := mkWarning(res); !strings.HasPrefix(w, "secrets masked: 1 in the output (mask-text) on line 2.") {
+		t.Fatalf("the rewrite is not in the warning: %q", res.Warnings)
+	}
+	fsWantOK(t, mkCall(t, g, v, "fs_write", map[string]any{"path": "doc.md", "content": res.Output + "More.\n"}))
+	if got := mkRead(t, ws, "doc.md"); got != doc+"More.\n" {
+		t.Fatalf("doc.md %q", got)
+	}
+}
+
+// A plain [REDACTED] (from memory, a log, a stored record) was never
+// kept: written into a file it is that text, and the write's result says
+// so — unless the file held it already (a document about redaction).
+func TestMaskPlainWritten(t *testing.T) {
+	ws, g, _ := mkSetup(t)
+	v := runtime.NewVault()
+	plainWarning := func(res runtime.Result) string {
+		for _, w := range res.Warnings {
+			if strings.HasPrefix(w, "plain [REDACTED] written: ") {
+				return w
+			}
+		}
+		return ""
+	}
+	res := mkCall(t, g, v, "fs_write", map[string]any{"path": "app.env", "content": "DB_PASSWORD=[REDACTED]\nTOKEN=[REDACTED]\n"})
+	fsWantOK(t, res)
+	if w := plainWarning(res); !strings.HasPrefix(w, "plain [REDACTED] written: 2 in app.env.") {
+		t.Fatalf("warnings %q", res.Warnings)
+	}
+	if got := mkRead(t, ws, "app.env"); got != "DB_PASSWORD=[REDACTED]\nTOKEN=[REDACTED]\n" {
+		t.Fatalf("app.env %q", got)
+	}
+	// The same text again, one line added: the file holds both already.
+	res = mkCall(t, g, v, "fs_write", map[string]any{"path": "app.env", "content": "DB_PASSWORD=[REDACTED]\nTOKEN=[REDACTED]\nLOG=info\n"})
+	fsWantOK(t, res)
+	if w := plainWarning(res); w != "" {
+		t.Fatalf("a warning for text the file held: %q", w)
+	}
+	// A dry run says so before anything is written.
+	res = callToolReq(t, g, runtime.Request{Tool: "fs_write", Args: json.RawMessage(`{"path":"b.env","content":"X=[REDACTED]\n"}`),
+		Principal: []string{"test"}, Vault: v, DryRun: true})
+	if w := plainWarning(res); !res.DryRun || !strings.HasPrefix(w, "plain [REDACTED] written: 1 in b.env.") {
+		t.Fatalf("dry run %+v", res)
+	}
+	// A shell here-document lands in its file too.
+	res = mkCall(t, g, v, "shell", map[string]any{"command": "cat > c.env <<'EOF'\nY=[REDACTED]\nEOF"})
+	if w := plainWarning(res); !strings.HasPrefix(w, "plain [REDACTED] written: 1 in c.env.") {
+		t.Fatalf("shell %+v", res)
+	}
+	// Nothing plain: no such warning.
+	res = mkCall(t, g, v, "fs_write", map[string]any{"path": "d.txt", "content": "hello\n"})
+	if w := plainWarning(res); w != "" {
+		t.Fatalf("warning %q", w)
 	}
 }
 

@@ -201,6 +201,9 @@ type checked struct {
 	shown json.RawMessage
 	// restores are the masks restored in call.Args.
 	restores []restore
+	// plainMasks warns of plain [REDACTED] text the call writes into a
+	// file (see plainMaskWarning); "" when there is none.
+	plainMasks string
 }
 
 // deciding is the rule to name for the call's decision: the trusted
@@ -332,6 +335,9 @@ func (g *Gate) check(ctx context.Context, req Request, callID string, vault *Vau
 	if rerr := g.checkRestores(c.call, c.restores, vault); rerr != nil {
 		return c, rerr
 	}
+	if bytes.Contains(compact, []byte(redact.Mask)) {
+		c.plainMasks = g.plainMaskWarning(e.tool, c.call)
+	}
 	c.decision.Action = ActionAllow
 	c.decision.Approval = ApprovalNotRequired
 	return c, nil
@@ -434,6 +440,9 @@ func (g *Gate) Call(ctx context.Context, req Request) (Result, error) {
 		return g.finish(ctx, res, ev, g.maskOutcome(Outcome{Err: cerr}, vault, red, true), start, 0)
 	}
 	call := c.call
+	if c.plainMasks != "" {
+		res.Warnings = append(res.Warnings, c.plainMasks)
+	}
 
 	// Dry run: requested, or dry_run_first (the preview is shown to the approver).
 	var preview *Outcome

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
@@ -102,7 +103,8 @@ const minRestoredLiteral = 4
 func (g *Gate) maskOutcome(o Outcome, v *Vault, red *redact.Redactor, refusal bool) Outcome {
 	whole := wholeOrigin(o.Origins)
 	origins := o.Origins
-	if admitted := v.admit(o.Output, whole); admitted != o.Output {
+	admitted, rewritten := v.admit(o.Output, whole)
+	if len(rewritten) > 0 {
 		o.Output = admitted
 		origins = []Origin{{Path: whole}} // offsets moved: keep only the whole-output origin
 	}
@@ -110,23 +112,31 @@ func (g *Gate) maskOutcome(o Outcome, v *Vault, red *redact.Redactor, refusal bo
 	o.Output, shown = red.Replace(o.Output, func(kind, original string, at int) string {
 		return v.mask(kind, original, originAt(origins, at))
 	})
+	shown = withRewritten(o.Output, shown, rewritten)
 	noOrigin := func(kind, original string, _ int) string { return v.mask(kind, original, "") }
+	// other counts what was masked, or rewritten by admit, in the
+	// warnings and the error.
 	var other int
+	admit := func(s, file string) string {
+		out, wrote := v.admit(s, file)
+		other += len(wrote)
+		return out
+	}
 	for i, w := range o.Warnings {
 		var found []redact.Secret
-		o.Warnings[i], found = red.Replace(v.admit(w, ""), noOrigin)
+		o.Warnings[i], found = red.Replace(admit(w, ""), noOrigin)
 		other += len(found)
 	}
 	if o.Err != nil {
 		e := *o.Err
 		var f1, f2 []redact.Secret
 		// The gate's own refusals quote masks as the caller sent them.
-		admit := func(s string) string { return s }
+		admitErr := func(s string) string { return s }
 		if !refusal {
-			admit = func(s string) string { return v.admit(s, "") }
+			admitErr = func(s string) string { return admit(s, "") }
 		}
-		e.Message, f1 = red.Replace(admit(e.Message), noOrigin)
-		e.Hint, f2 = red.Replace(admit(e.Hint), noOrigin)
+		e.Message, f1 = red.Replace(admitErr(e.Message), noOrigin)
+		e.Hint, f2 = red.Replace(admitErr(e.Hint), noOrigin)
 		other += len(f1) + len(f2)
 		o.Err = &e
 	}
@@ -135,8 +145,11 @@ func (g *Gate) maskOutcome(o Outcome, v *Vault, red *redact.Redactor, refusal bo
 		data, err := json.Marshal(o.Data)
 		var masked []byte
 		var found []redact.Secret
+		var wrote []string
 		if err == nil {
-			masked, found, err = red.ReplaceJSON([]byte(v.admit(string(data), whole)), func(kind, original string, _ int) string {
+			var text string
+			text, wrote = v.admit(string(data), whole)
+			masked, found, err = red.ReplaceJSON([]byte(text), func(kind, original string, _ int) string {
 				return v.mask(kind, original, whole)
 			})
 		}
@@ -145,7 +158,7 @@ func (g *Gate) maskOutcome(o Outcome, v *Vault, red *redact.Redactor, refusal bo
 			o.Err = Errorf(CodeInternal, "this is a bug in warden; please report it", "tool data could not be recorded safely: %v", err)
 		} else {
 			o.Data = json.RawMessage(masked)
-			inData = len(found)
+			inData = len(found) + len(wrote)
 		}
 	}
 	if w := maskWarning(shown, inData, other); w != "" {
@@ -155,9 +168,34 @@ func (g *Gate) maskOutcome(o Outcome, v *Vault, red *redact.Redactor, refusal bo
 	return o
 }
 
+// withRewritten adds to the secrets masked in out the mask-shaped text that
+// admit rewrote before (the masks it wrote, in order), each on its line of
+// out, and returns them all by line.
+func withRewritten(out string, shown []redact.Secret, rewritten []string) []redact.Secret {
+	if len(rewritten) == 0 {
+		return shown
+	}
+	line, pos := 1, 0
+	for _, m := range redact.FindMasks(out) {
+		if len(rewritten) == 0 {
+			break
+		}
+		if m.Text() != rewritten[0] {
+			continue
+		}
+		line += strings.Count(out[pos:m.Start], "\n")
+		pos = m.Start
+		shown = append(shown, redact.Secret{Kind: "mask-text", Mask: rewritten[0], Line: line})
+		rewritten = rewritten[1:]
+	}
+	sort.SliceStable(shown, func(i, j int) bool { return shown[i].Line < shown[j].Line })
+	return shown
+}
+
 // maskWarning says what masking changed: how many secrets, of which
 // kinds, on which lines of the output, and how many in data, warnings and
-// the error.
+// the error — secrets, and mask-shaped text rewritten as a mask-text
+// mask (see Vault.admit).
 func maskWarning(shown []redact.Secret, inData, other int) string {
 	if len(shown)+inData+other == 0 {
 		return ""
@@ -475,6 +513,61 @@ func (g *Gate) checkRestores(call *Call, rs []restore, v *Vault) *Error {
 			"mask %s %s; it would land in %s, which does not hold it", r.mask, where, r.path)
 	}
 	return nil
+}
+
+// plainMaskWarning says when a call writes the plain mask [REDACTED] into
+// a file that does not hold as many already: a mask from memory, a log or
+// a stored record was never kept, so it is written as that text and the
+// secret it stood for is not restored. The write goes ahead (the text may
+// be meant: a document about redaction); the result says so. It runs once
+// the call's capabilities allow its writes.
+func (g *Gate) plainMaskWarning(t Tool, call *Call) string {
+	sinker, ok := t.(Sinker)
+	if !ok {
+		return ""
+	}
+	sinks, err := sinker.Sinks(call)
+	if err != nil {
+		return ""
+	}
+	count := map[string]int{}
+	var paths []string
+	for _, sk := range sinks {
+		text := stringAt(call.decoded, sk.Arg)
+		if sk.Start < 0 || sk.End > len(text) || sk.Start > sk.End {
+			continue
+		}
+		if n := strings.Count(text[sk.Start:sk.End], redact.Mask); n > 0 {
+			if _, seen := count[sk.Path]; !seen {
+				paths = append(paths, sk.Path)
+			}
+			count[sk.Path] += n
+		}
+	}
+	var parts []string
+	total := 0
+	for _, p := range paths {
+		if !call.Grants.Allows(capability.Need{Kind: capability.FSWrite, Resource: p}) {
+			continue
+		}
+		n := count[p] - bytes.Count(readForCompare(p), []byte(redact.Mask))
+		if n <= 0 {
+			continue // the file holds that text already
+		}
+		total += n
+		name := p
+		if rel, err := filepath.Rel(g.o.Workspace, p); err == nil && filepath.IsLocal(rel) {
+			name = rel
+		}
+		parts = append(parts, fmt.Sprintf("%d in %s", n, name))
+	}
+	if total == 0 {
+		return ""
+	}
+	return fmt.Sprintf("plain %s written: %s. A plain %s (from memory, a log or a stored record) was never kept: "+
+		"it is written as that text, and the secret it stood for, if any, is not restored. To keep a secret, "+
+		"read its file again in this run and write back the [REDACTED:kind:id] mask that result shows.",
+		redact.Mask, strings.Join(parts, ", "), redact.Mask)
 }
 
 // readForCompare reads a file (at most maxHoldsRead) to compare; nil when

@@ -209,18 +209,18 @@ func TestVault(t *testing.T) {
 	if ref.ID == "3f9a" {
 		t.Skip("the random id collided with the test's")
 	}
-	if got := v.admit("see "+lit, ""); got != "see "+lit {
-		t.Errorf("admit %q", got)
+	if got, wrote := v.admit("see "+lit, ""); got != "see "+lit || len(wrote) != 0 {
+		t.Errorf("admit %q %q", got, wrote)
 	}
 	if e, ok := v.lookup(redact.FindMasks(lit)[0]); !ok || !e.literal {
 		t.Errorf("literal %+v", e)
 	}
 	forged := "[REDACTED:password:" + ref.ID + "]"
-	got := v.admit("x "+forged, "")
-	if got == "x "+forged || !strings.Contains(got, "[REDACTED:mask-text:") {
-		t.Errorf("forged mask admitted as %q", got)
+	got, wrote := v.admit("x "+forged, "")
+	if got == "x "+forged || !strings.Contains(got, "[REDACTED:mask-text:") || len(wrote) != 1 || got != "x "+wrote[0] {
+		t.Errorf("forged mask admitted as %q (wrote %q)", got, wrote)
 	}
-	if v.admit("x "+a, "") != "x "+a {
+	if got, wrote := v.admit("x "+a, ""); got != "x "+a || len(wrote) != 0 {
 		t.Error("the vault's own mask was changed")
 	}
 	ids := map[string]bool{}
@@ -245,6 +245,29 @@ func TestMaskWarning(t *testing.T) {
 	}
 }
 
+// Mask-shaped text that admit rewrites (its id is another secret's) is
+// counted in the warning wherever it is: the output (on its line), the
+// data, the warnings.
+func TestMaskWarningCountsRewrites(t *testing.T) {
+	g, _, _ := vaultGate(t, "", nil)
+	v := NewVault()
+	ref := redact.FindMasks(v.mask("github-token", vaultSecret, ""))[0]
+	forged := "[REDACTED:password:" + ref.ID + "]"
+	o := g.maskOutcome(Outcome{
+		// The key's three lines become one: lines are the result's.
+		Output:   "key:\n-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA1c7+9z5Pad7O\n-----END RSA PRIVATE KEY-----\nsee " + forged + " and " + forged + "\n",
+		Data:     map[string]string{"note": forged},
+		Warnings: []string{"see " + forged},
+	}, v, nil, false)
+	if strings.Contains(o.Output, forged) || len(o.Warnings) != 2 {
+		t.Fatalf("output %q warnings %q", o.Output, o.Warnings)
+	}
+	want := "secrets masked: 3 in the output (mask-text ×2, private-key) on lines 2-3; 1 in data; 1 in warnings or the error."
+	if !strings.HasPrefix(o.Warnings[1], want) {
+		t.Errorf("got  %s\nwant %s…", o.Warnings[1], want)
+	}
+}
+
 // One vault serves the concurrent calls of an MCP session.
 func TestVaultConcurrent(t *testing.T) {
 	g, w, _ := vaultGate(t, "", nil)
@@ -259,7 +282,7 @@ func TestVaultConcurrent(t *testing.T) {
 			if !res.Success {
 				t.Errorf("%+v", res.Error)
 			}
-			v.admit("[REDACTED:jwt:"+strings.Repeat("a", 4+i%3)+"]", "")
+			_, _ = v.admit("[REDACTED:jwt:"+strings.Repeat("a", 4+i%3)+"]", "")
 		}()
 	}
 	wg.Wait()

@@ -104,12 +104,14 @@ func (v *Vault) mask(kind, original, file string) string {
 // standing for itself; the vault's own masks pass as they are; text whose
 // id the vault gave to another secret is masked itself (kind mask-text),
 // so that it can never be taken for that secret. It returns s with those
-// replaced.
-func (v *Vault) admit(s, file string) string {
+// replaced, and the masks that replaced them, in order: the text was
+// altered, and the result's warning must say so.
+func (v *Vault) admit(s, file string) (string, []string) {
 	refs := redact.FindMasks(s)
 	if len(refs) == 0 {
-		return s
+		return s, nil
 	}
+	var wrote []string
 	var b strings.Builder
 	last := 0
 	for _, m := range refs {
@@ -126,15 +128,17 @@ func (v *Vault) admit(s, file string) string {
 			continue
 		}
 		v.mu.Unlock()
+		mask := v.mask("mask-text", text, file)
 		b.WriteString(s[last:m.Start])
-		b.WriteString(v.mask("mask-text", text, file))
+		b.WriteString(mask)
+		wrote = append(wrote, mask)
 		last = m.End
 	}
 	if last == 0 {
-		return s
+		return s, nil
 	}
 	b.WriteString(s[last:])
-	return b.String()
+	return b.String(), wrote
 }
 
 // lookup returns the entry of a mask.

@@ -137,9 +137,17 @@ func TestMCPMaskRoundTrip(t *testing.T) {
 	url, token := w.httpServe()
 	a := w.httpSession(ctx, mcp.NewClient(&mcp.Implementation{Name: "a", Version: "1"}, nil), url, token)
 	b := w.httpSession(ctx, mcp.NewClient(&mcp.Implementation{Name: "b", Version: "1"}, nil), url, token)
-	_, read := mcpCallResult(t, ctx, a, "fs_read", `{"path":".env"}`)
+	readRes, read := mcpCallResult(t, ctx, a, "fs_read", `{"path":".env"}`)
 	if !read.Success || len(reMaskText.FindAllString(read.Output, -1)) != 3 {
 		t.Fatalf("fs_read: %+v", read)
+	}
+	// A client that passes only the text content to its model: the
+	// output as it is, then the warnings, on lines of their own.
+	text := resultText(readRes)
+	rest, ok := strings.CutPrefix(text, read.Output)
+	if !ok || len(read.Warnings) != 1 || !strings.HasPrefix(read.Warnings[0], "secrets masked: 3 in the output") ||
+		rest != "\n"+mcpWarningsHeader+"\nwarning: "+read.Warnings[0]+"\n" {
+		t.Fatalf("fs_read text content does not carry the warning:\n%s\nwarnings %q", text, read.Warnings)
 	}
 	args, _ := json.Marshal(map[string]string{"path": ".env", "content": strings.Replace(read.Output, "DEBUG=false", "DEBUG=true", 1)})
 	// Another session: the masks are not its own.

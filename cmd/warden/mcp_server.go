@@ -245,11 +245,41 @@ func (m *mcpServer) call(ctx context.Context, name string, req *mcp.CallToolRequ
 			text += " (" + res.Error.Hint + ")"
 		}
 	}
+	text = withWarnings(text, res.Warnings)
 	return &mcp.CallToolResult{
 		Content:           []mcp.Content{&mcp.TextContent{Text: text}},
 		StructuredContent: res,
 		IsError:           !res.Success,
 	}, nil
+}
+
+// mcpWarningsHeader separates a result's warnings from its output in the
+// text content.
+const mcpWarningsHeader = "--- warden warnings ---"
+
+// withWarnings appends a result's warnings to its text content, after the
+// output and a line of their own, one a line: a client that passes only
+// the text to its model (not the structured content) must still say that
+// the output was altered ("secrets masked: …").
+func withWarnings(text string, warnings []string) string {
+	if len(warnings) == 0 {
+		return text
+	}
+	var b strings.Builder
+	b.WriteString(text)
+	if text != "" && !strings.HasSuffix(text, "\n") {
+		b.WriteByte('\n')
+	}
+	if text != "" {
+		b.WriteByte('\n')
+	}
+	b.WriteString(mcpWarningsHeader)
+	for _, w := range warnings {
+		b.WriteString("\nwarning: ")
+		b.WriteString(w)
+	}
+	b.WriteByte('\n')
+	return b.String()
 }
 
 // mcpClientName is the client's self-chosen name (from the request, or

@@ -31,6 +31,30 @@ func TestPrecisionCode(t *testing.T) {
 		"const headerToken = \"X-Auth-Token\"\nconst keyPassword = \"password\"",
 		`"secret": "\u3299\ufe0f",`,
 		"// the token: see below\n/* password: the user's */",
+
+		// Python's standard library (issue 24's audit) and kin in other
+		// languages: a default argument, the rest of a call, an
+		// expression, a variable naming a secret, a language's word
+		// compared, a docstring describing a parameter, a grammar.
+		"    def read(self, name, pwd=None):\n    def __init__(self, passwd=None):",
+		"def f(a, password=True, token=False, secret=lambda: 0):",
+		"x = connect(host, password=pw, timeout=3)\ny = connect(password=get_password(), timeout=3)",
+		"    authorization = authorization[1].encode('ascii')",
+		"    authorization = base64.decodebytes(authorization).\\\n        decode('ascii')",
+		"        self.secret_key = secret_key\n        self.private_key = private_key\n        self.access_key = access_key",
+		"        self.password = password\n        self.token = token\n        self.api_key = api_key",
+		"        self.api_secret = secret_value\n        this.token = tok",
+		"cache_token = current_token\nnew_secret = old_secret\naccessToken = refreshToken",
+		`if token == "lambda":`,
+		"yield (ASYNC if token == 'async' else AWAIT,\nif token == 'def':",
+		"const token = getToken();\nlet password: string;\n  password: string,",
+		"function login(password: string, token?: string) {",
+		"TOKEN=\"$1\"\nSECRET=\"${2:-}\"",
+		"    api_key: str = None\n    api_key: Optional[str] = None",
+		"  @secret = secret\n  @api_token = api_token",
+		"    - password:     The password for the authentication.",
+		"    Args:\n        token: The API token used to authenticate.\n        api_key: API key.",
+		"# token          = 1*tchar\ntoken             = 1*<any CHAR except CTLs or separators>",
 	} {
 		if got := String(in); got != in {
 			t.Errorf("code altered:\n  in %q\n got %q", in, got)
@@ -50,6 +74,20 @@ func TestRecallLiterals(t *testing.T) {
 		{"var token = \"Xk29fLq83nVbT7wPz4Rm\"", "var token = \"" + Mask + "\""},
 		{`-H "Authorization: Bearer 0a1b2c3d4e5f6a7b"`, `-H "Authorization: Bearer ` + Mask + `"`},
 		{"Cookie: sid=8f7e6d5c4b3a", "Cookie: " + Mask},
+
+		// Next to the code left alone above: a literal stays masked, and
+		// only the literal (the rest of a call is not cut).
+		{"f(token=Xk29fLq83nVbT7wPz4Rm)", "f(token=" + Mask + ")"},
+		{"def f(pwd=Xk29fLq83nVbT7wPz4Rm):", "def f(pwd=" + Mask + "):"},
+		{`def connect(password="hunter2"):`, `def connect(password="` + Mask + `"):`},
+		{`if token == "Xk29fLq83nVbT7wPz4Rm":`, `if token == "` + Mask + `":`},
+		{`if password == "letmein":`, `if password == "` + Mask + `":`},
+		{`self.secret_key = "k-8f3a9c2e"`, `self.secret_key = "` + Mask + `"`},
+		{"self.secret_key = Xk29fLq83nVbT7wPz4Rm", "self.secret_key = " + Mask},
+		{"PASSWORD=my_secret\n", "PASSWORD=" + Mask + "\n"},
+		{`token: "async"`, `token: "` + Mask + `"`},
+		{"  password: open sesame\n", "  password: " + Mask + "\n"},
+		{"password: the token Xk29fLq83nVbT7wPz4Rm\n", "password: " + Mask + "\n"},
 	}
 	for _, tt := range tests {
 		if got := String(tt.in); got != tt.want {

@@ -23,9 +23,11 @@
 //     literal (not a format string, a variable, a placeholder, or in code
 //     prose, a path or a name); a bare value where configuration is
 //     written (KEY=value, "key":value, YAML and INI lines), or one that
-//     looks random. A name, a selector, a call, a type, a keyword or the
-//     key's own name is code: cookie := range, apiKey: cfg.APIKey,
-//     const envMCPToken = "WARDEN_MCP_TOKEN" are left alone;
+//     looks random. A name, a selector, a call, a type, a keyword, the
+//     key's own name or a name that itself names a secret is code, and an
+//     argument's value ends with its call: cookie := range, apiKey:
+//     cfg.APIKey, const envMCPToken = "WARDEN_MCP_TOKEN", pwd=None),
+//     cache_token = current_token, token == "lambda" are left alone;
 //   - the literals given to New (the secrets in the environment), every
 //     occurrence.
 //

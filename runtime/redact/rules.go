@@ -137,8 +137,8 @@ func headerValue(cookie bool) func(string, []int) (int, int, bool) {
 		if cookie && !strings.Contains(v, "=") {
 			return 0, 0, false
 		}
-		if !cookie && isCodeValue(first, "authorization") && !strings.ContainsAny(first, "0123456789") {
-			return 0, 0, false
+		if !cookie && (isExpression(first) || isCodeValue(first, "authorization") && !strings.ContainsAny(first, "0123456789")) {
+			return 0, 0, false // authorization = authorization[1].encode('ascii')
 		}
 		if !lineStart && !tight && len(v) < 8 && !strings.ContainsAny(v, "0123456789") {
 			return 0, 0, false
@@ -611,7 +611,14 @@ func keyValueSpan(s string, keyStart int, key string, m []int) (int, int, bool) 
 	sep := strings.Trim(sepText, " \t")
 	spaced := sep != sepText
 	code := sep == ":=" || sep == "=="
-	lineStart := func() bool { return !code && lineStartKey(s, keyStart) } // a configuration line
+	// lineStart: the key begins a configuration line (asked once).
+	lsKnown, ls := false, false
+	lineStart := func() bool {
+		if !lsKnown {
+			lsKnown, ls = true, !code && lineStartKey(s, keyStart)
+		}
+		return ls
+	}
 	for g := 3; g <= 5; g++ {
 		if m[2*g] >= 0 {
 			start, end := m[2*g], m[2*g+1]
@@ -640,6 +647,13 @@ func keyValueSpan(s string, keyStart int, key string, m []int) (int, int, bool) 
 			end = start + i
 		}
 	}
+	if !quotedKey && !lineStart() {
+		// Inside an expression (an argument, a field): the value ends
+		// where the expression closes; the rest is not part of it.
+		if end = start + argEnd(s[start:end]); end == start {
+			return 0, 0, false
+		}
+	}
 	value := s[start:end]
 	if sepText[0] == '=' && strings.TrimRight(sepText, " \t") != sepText {
 		return 0, 0, false // KEY= value: the shell reads an empty value
@@ -649,6 +663,13 @@ func keyValueSpan(s string, keyStart int, key string, m []int) (int, int, bool) 
 	}
 	if isCodeValue(value, key) {
 		return 0, 0, false
+	}
+	if name := strings.TrimRight(value, codePunct); (spaced || !lineStart()) && namesSecret(name) ||
+		memberKey(s, keyStart, key) && isIdent(name) && !randomish(name) {
+		return 0, 0, false // cache_token = current_token, self.api_secret = value
+	}
+	if spaced && sep == "=" && isRepetition(value) {
+		return 0, 0, false // a grammar: token = 1*tchar
 	}
 	switch {
 	case quotedKey:
@@ -670,6 +691,9 @@ func keyValueSpan(s string, keyStart int, key string, m []int) (int, int, bool) 
 		if strings.ContainsAny(line[len(line)-1:], codePunct) && !randomish(value) {
 			return 0, 0, false
 		}
+		if describesSecret(line) {
+			return 0, 0, false // password: The password for the authentication.
+		}
 		return start, start + len(line), true
 	case sep == "=" && isNumber(value) && lineStart():
 		return 0, 0, false // NAME = 447: a constant in code
@@ -679,6 +703,18 @@ func keyValueSpan(s string, keyStart int, key string, m []int) (int, int, bool) 
 		return start, start + len(strings.TrimRight(value, codePunct)), true
 	}
 	return 0, 0, false
+}
+
+// memberKey: the key is a member of an object in code (self.secret,
+// this.token, cls.key, Ruby's @secret): a bare name after it is a
+// variable.
+func memberKey(s string, keyStart int, key string) bool {
+	for _, p := range []string{"self.", "this.", "cls."} {
+		if strings.HasPrefix(key, p) {
+			return true
+		}
+	}
+	return keyStart > 0 && s[keyStart-1] == '@'
 }
 
 // configKey: a key written as configuration keys are, not as code names

@@ -20,7 +20,9 @@ var codeKeywords = func() map[string]bool {
 		SecretStr SecretBytes Option Optional
 		range func function fn lambda make new len cap append return struct chan map interface type const var let
 		this self super await async yield go defer select switch case default break continue else if for while
-		import from export package class def end do then fi done in of is not and or`) {
+		import from export package class def end do then fi done in of is not and or
+		elif except finally raise try with as global nonlocal assert del print exec
+		typeof instanceof throw catch delete unless elsif begin rescue ensure module`) {
 		m[w] = true
 	}
 	return m
@@ -188,10 +190,10 @@ func isCodeValue(v, key string) bool {
 		return true // &x, *p, !ok, (a), []byte, <-ch, @decorator, | and > (YAML blocks), ==
 	}
 	switch {
-	case codeKeywords[w], codeKeywords[strings.TrimSuffix(w, "?")]:
-		return true
-	case strings.EqualFold(w, key), strings.EqualFold(w, lastWord(key)):
-		return true // token: token
+	case codeKeywords[w], codeKeywords[strings.TrimSuffix(w, "?")], codeKeywords[strings.TrimRight(w, ":")]:
+		return true // nil, None, Optional?, lambda:
+	case strings.EqualFold(w, key), strings.EqualFold(w, lastWord(key)), strings.EqualFold(w, key[strings.LastIndexByte(key, '.')+1:]):
+		return true // token: token, self.secret_key = secret_key
 	case isCallOrIndex(v), isSelector(w):
 		return true
 	case isEnvRef(w), hasFormat(w), isEnvName(w):
@@ -204,6 +206,83 @@ func isCodeValue(v, key string) bool {
 		return true // -flag, -x
 	}
 	return false
+}
+
+// isExpression: a call, an index or a selector — code whatever its
+// characters (authorization[1].encode(, base64.decodebytes(x).).
+func isExpression(v string) bool {
+	return isCallOrIndex(v) || isSelector(strings.TrimRight(v, codePunct+".\\"))
+}
+
+// argEnd returns where a value written inside an expression (an argument,
+// a field) ends: at the first ), ] or } it did not open. What follows is
+// the rest of the expression: pwd=None): → None.
+func argEnd(v string) int {
+	depth := 0
+	for i := 0; i < len(v); i++ {
+		switch v[i] {
+		case '(', '[', '{':
+			depth++
+		case ')', ']', '}':
+			if depth == 0 {
+				return i
+			}
+			depth--
+		}
+	}
+	return len(v)
+}
+
+// namesSecret: a name of two or more words that ends as a key naming a
+// secret does (current_token, secret_key, accessToken): a variable that
+// holds a secret, not one.
+func namesSecret(v string) bool {
+	return isIdent(v) && lastWord(v) != v && keywordKind(asciiLower(v)) != "" && !randomish(v)
+}
+
+// secretNouns name a secret in prose.
+var secretNouns = map[string]bool{"password": true, "passwords": true, "passwd": true, "passphrase": true,
+	"token": true, "tokens": true, "secret": true, "secrets": true, "key": true, "keys": true, "apikey": true,
+	"credential": true, "credentials": true, "cookie": true, "cookies": true}
+
+// describesSecret: prose of two or more words, one of which names a
+// secret, none random — a description (a docstring's "password: The
+// password for the authentication."), not a passphrase.
+func describesSecret(text string) bool {
+	words := strings.Fields(text)
+	if len(words) < 2 {
+		return false
+	}
+	named := false
+	for _, w := range words {
+		if randomish(w) {
+			return false
+		}
+		named = named || secretNouns[strings.ToLower(strings.Trim(w, ".,;:!?()'\"`"))]
+	}
+	return named
+}
+
+// isRepetition: a grammar's repetition (ABNF's 1*tchar, 1*<any CHAR>,
+// *DIGIT), as RFCs and the comments that quote them write it.
+func isRepetition(v string) bool {
+	i := 0
+	for i < len(v) && v[i] >= '0' && v[i] <= '9' {
+		i++
+	}
+	if i == len(v) || v[i] != '*' {
+		return false
+	}
+	for i++; i < len(v) && v[i] >= '0' && v[i] <= '9'; i++ {
+	}
+	rest := v[i:]
+	switch {
+	case rest == "":
+		return true
+	case strings.IndexByte("<([\"%", rest[0]) >= 0:
+		return true
+	}
+	return reNameWords.MatchString(rest)
 }
 
 // lastWord is the last word of a key: token of api.token, Secret of
@@ -235,6 +314,9 @@ func quotedIsSecret(q string, config bool) bool {
 	}
 	if config {
 		return true
+	}
+	if codeKeywords[q] {
+		return false // a language's word: token == "lambda", tok = 'def'
 	}
 	if strings.ContainsAny(q, " \t") {
 		return false // prose: a message, a prefix ("Bearer ")
