@@ -13,6 +13,7 @@ import (
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 )
 
+// detect asks the kernel for its Landlock ABI and probes the namespaces.
 func detect() Support {
 	var s Support
 	v, err := llsys.LandlockGetABIVersion()
