@@ -383,14 +383,6 @@ func fsTypeName(m fs.FileMode) string {
 	return "other"
 }
 
-// fsNlink returns the number of hard links of fi (1 when unknown).
-func fsNlink(fi fs.FileInfo) uint64 {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return uint64(st.Nlink)
-	}
-	return 1
-}
-
 // ---------------------------------------------------------------------------
 // Roots and verification.
 
@@ -600,7 +592,7 @@ func fsOpenRegular(c *runtime.Call, root *os.Root, rel, p string) (*os.File, fs.
 	} else if !m.IsRegular() && m&fs.ModeSymlink == 0 {
 		return nil, nil, fsNotRegular(p, m)
 	}
-	f, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	f, err := root.OpenFile(rel, os.O_RDONLY|oNonblock|oNoctty, 0)
 	if err != nil {
 		return nil, nil, fsErr(p, err)
 	}

@@ -29,7 +29,7 @@ func (s fsSafeFS) Open(name string) (fs.File, error) {
 	if !fs.ValidPath(name) {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
 	}
-	f, err := s.r.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	f, err := s.r.OpenFile(name, os.O_RDONLY|oNonblock|oNoctty, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -40,7 +40,7 @@ func (s fsSafeFS) ReadDir(name string) ([]fs.DirEntry, error) {
 	if !fs.ValidPath(name) {
 		return nil, &fs.PathError{Op: "readdir", Path: name, Err: fs.ErrInvalid}
 	}
-	f, err := s.r.OpenFile(name, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
+	f, err := s.r.OpenFile(name, os.O_RDONLY|oDirectory|oNonblock, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +131,7 @@ func (fsListTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
 		return runtime.Outcome{Err: e}
 	}
 	defer loc.close()
-	f, err := loc.root.OpenFile(loc.rel, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
+	f, err := loc.root.OpenFile(loc.rel, os.O_RDONLY|oDirectory|oNonblock, 0)
 	if err != nil {
 		if errors.Is(err, syscall.ENOTDIR) {
 			if fi, serr := loc.root.Lstat(loc.rel); serr == nil && !fi.IsDir() && fi.Mode()&fs.ModeSymlink == 0 {

@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/wardenrt/warden/internal/unidiff"
 	"github.com/wardenrt/warden/runtime"
@@ -242,7 +241,7 @@ func (pl *fsWritePlan) inspect(c *runtime.Call, preview bool) *runtime.Error {
 	case !preview || !canRead || fi.Size() > fsMaxReadBytes:
 		return nil // the old content is not needed, or not shown
 	}
-	f, err := dr.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	f, err := dr.OpenFile(name, os.O_RDONLY|oNonblock|oNoctty, 0)
 	if err != nil {
 		return fsErr(a.Path, err)
 	}
@@ -761,7 +760,7 @@ func fsPlanRemove(c *runtime.Call, a fsRemoveArgs) (*fsRemovePlan, *runtime.Erro
 	defer sub.Close()
 	base := fsDisplay(c.Workspace, abs)
 	if !a.Recursive {
-		f, err := sub.OpenFile(".", os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
+		f, err := sub.OpenFile(".", os.O_RDONLY|oDirectory|oNonblock, 0)
 		if err != nil {
 			pl.close()
 			return nil, fsErr(a.Path, err)

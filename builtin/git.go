@@ -19,7 +19,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/wardenrt/warden/runtime"
@@ -363,7 +362,7 @@ func gitCheckDotGit(ws string) (string, *runtime.Error) {
 // gitReadSmall reads a small regular file without following a final
 // symlink and without blocking on a FIFO; past gitMaxDotGitFile it fails.
 func gitReadSmall(name string) ([]byte, error) {
-	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := os.OpenFile(name, os.O_RDONLY|oNofollow|oNonblock, 0)
 	if err != nil {
 		return nil, err
 	}

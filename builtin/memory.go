@@ -15,7 +15,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -513,7 +512,7 @@ func memoryWorkspacePath(ws, p string) (string, string, *runtime.Error) {
 // grants and the policy's hide: list: its path is read back from the open
 // descriptor, so a symlink swapped in after the gate's check is caught.
 func memoryReadFile(root *os.Root, rel string, c *runtime.Call, max int) ([]byte, bool, *runtime.Error) {
-	f, err := root.OpenFile(filepath.FromSlash(rel), os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	f, err := root.OpenFile(filepath.FromSlash(rel), os.O_RDONLY|oNonblock|oNoctty, 0)
 	if err != nil {
 		switch {
 		case errors.Is(err, fs.ErrNotExist):

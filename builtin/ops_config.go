@@ -210,7 +210,7 @@ type opsConfigFile struct {
 // read opens and reads the file: a regular, text file with one hard link,
 // at most opsMaxConfigBytes, whose real path is the resolved one.
 func (t *opsTarget) read(given string) (*opsConfigFile, *runtime.Error) {
-	f, err := t.dir.OpenFile(t.name, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	f, err := t.dir.OpenFile(t.name, os.O_RDONLY|oNonblock|oNoctty, 0)
 	if err != nil {
 		return nil, opsFileErr(given, err)
 	}
@@ -226,10 +226,10 @@ func (t *opsTarget) read(given string) (*opsConfigFile, *runtime.Error) {
 		return nil, runtime.Errorf(runtime.CodeInvalidInput, "config files are regular files; this is a "+opsFileType(fi.Mode()),
 			"%s is not a regular file (%s)", given, opsFileType(fi.Mode()))
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
+	if n := fsNlink(fi); n > 1 {
 		return nil, runtime.Errorf(runtime.CodePathEscape,
 			"the file has other names (hard links), possibly outside the granted tree; warden does not use such files",
-			"%s has %d hard links", given, st.Nlink)
+			"%s has %d hard links", given, n)
 	}
 	if ok, err := opsIsPath(f, t.path); err != nil {
 		return nil, opsFileErr(given, err)
@@ -680,9 +680,9 @@ func (e *opsEdit) write() (string, *runtime.Error) {
 		}
 	}()
 	warning := ""
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && (int(st.Uid) != os.Getuid() || int(st.Gid) != os.Getgid()) {
-		if err := f.Chown(int(st.Uid), int(st.Gid)); err != nil {
-			warning = fmt.Sprintf("the file's owner (%d:%d) could not be kept: it now belongs to warden's user (%v)", st.Uid, st.Gid, err)
+	if uid, gid, ok := fsOwner(fi); ok && (uid != os.Getuid() || gid != os.Getgid()) {
+		if err := f.Chown(uid, gid); err != nil {
+			warning = fmt.Sprintf("the file's owner (%d:%d) could not be kept: it now belongs to warden's user (%v)", uid, gid, err)
 		}
 	}
 	if _, err := f.Write(e.newData); err != nil {

@@ -20,7 +20,6 @@ import (
 	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
 	"github.com/wardenrt/warden/runtime/sandbox"
-	"golang.org/x/sys/unix"
 )
 
 // procSpec is one program start. Every program a core tool starts (shell,
@@ -388,31 +387,25 @@ func runProc(ctx context.Context, p procSpec) (int, error) {
 	go drain(outR, p.Stdout)
 	go drain(errR, p.Stderr)
 
-	// The program is waited for without being reaped (WNOWAIT): while it
-	// is a zombie its PID, and so the group's ID, cannot be reused, and
-	// killing the group cannot hit a stranger.
-	exited := make(chan struct{})
-	go func() {
-		var info unix.Siginfo
-		for unix.Waitid(unix.P_PID, pgid, &info, unix.WEXITED|unix.WNOWAIT, nil) == unix.EINTR {
-		}
-		close(exited)
-	}()
+	// On Linux the program is waited for without being reaped (see
+	// waitExit): while it is a zombie its PID, and so the group's ID,
+	// cannot be reused, and killing the group cannot hit a stranger.
+	exited, reap := waitExit(cmd)
 	killed := false
 	select {
 	case <-exited:
 	case <-ctx.Done():
 		killed = true
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		_ = sandbox.KillGroup(pgid)
 		<-exited
 	}
 	// Whatever is left of the group goes too, then of the program's pids
 	// cgroup (processes that left the group), before the leader is reaped.
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	_ = sandbox.KillGroup(pgid)
 	limitHit := sandbox.Cleanup(box.Group)
 	box.Group = ""
 	sandbox.Ended(pgid) // before the leader is reaped
-	werr := cmd.Wait()
+	werr := reap()
 	stopNet()
 
 	done := make(chan struct{})
@@ -526,9 +519,11 @@ func (l *limitWatch) text() string {
 // failed.
 func limitHit(code int, end procEnd, stderr *limitWatch, lim sandbox.Limits) string {
 	switch {
-	case end.Signal == syscall.SIGXCPU:
+	case !sandbox.LimitsHeld():
+		return "" // no limit was set: none stopped it
+	case end.Signal == sigXCPU:
 		return fmt.Sprintf("CPU time limit (%d s)", lim.CPUSeconds)
-	case end.Signal == syscall.SIGXFSZ:
+	case end.Signal == sigXFSZ:
 		return fmt.Sprintf("file size limit (%d MiB)", lim.FileSizeMB)
 	case end.ProcessLimit:
 		return fmt.Sprintf("process limit (%d)", lim.Processes)

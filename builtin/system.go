@@ -4,11 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	goruntime "runtime"
 	"strings"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
@@ -126,11 +125,15 @@ func (s *System) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
 		if err != nil {
 			return runtime.Fail(runtime.CodeToolError, "", "get_status: %v", err)
 		}
+		host := fmt.Sprintf("load %.2f %.2f %.2f, memory %d/%d MiB free, up %s",
+			st.Load[0], st.Load[1], st.Load[2], st.MemFreeBytes>>20, st.MemTotalBytes>>20,
+			time.Duration(st.UptimeSeconds)*time.Second)
+		if st.Unmeasured != "" {
+			host = st.Unmeasured
+		}
 		return runtime.Outcome{
-			Output: fmt.Sprintf("load %.2f %.2f %.2f, memory %d/%d MiB free, up %s; audit head #%d, %d tools",
-				st.Load[0], st.Load[1], st.Load[2], st.MemFreeBytes>>20, st.MemTotalBytes>>20,
-				time.Duration(st.UptimeSeconds)*time.Second, st.Warden.AuditHeadSeq, st.Warden.ToolsLoaded),
-			Data: st,
+			Output: fmt.Sprintf("%s; audit head #%d, %d tools", host, st.Warden.AuditHeadSeq, st.Warden.ToolsLoaded),
+			Data:   st,
 		}
 	}
 	return runtime.Outcome{Err: unsupported(a.Operation)}
@@ -151,33 +154,30 @@ type SystemInfo struct {
 }
 
 func systemInfo(version string) (SystemInfo, error) {
-	var u unix.Utsname
-	if err := unix.Uname(&u); err != nil {
+	info, err := kernelInfo()
+	if err != nil {
 		return SystemInfo{}, err
 	}
-	return SystemInfo{
-		OS: goruntime.GOOS, Arch: goruntime.GOARCH,
-		KernelName:    unix.ByteSliceToString(u.Sysname[:]),
-		KernelRelease: unix.ByteSliceToString(u.Release[:]),
-		KernelVersion: unix.ByteSliceToString(u.Version[:]),
-		Machine:       unix.ByteSliceToString(u.Machine[:]),
-		Hostname:      unix.ByteSliceToString(u.Nodename[:]),
-		CPUs:          goruntime.NumCPU(),
-		GoVersion:     goruntime.Version(),
-		WardenVersion: version,
-	}, nil
+	info.OS, info.Arch = goruntime.GOOS, goruntime.GOARCH
+	info.CPUs = goruntime.NumCPU()
+	info.GoVersion = goruntime.Version()
+	info.WardenVersion = version
+	return info, nil
 }
 
 // SystemStatus is get_status's data.
 type SystemStatus struct {
-	State         string       `json:"state"`
-	Load          [3]float64   `json:"load_average"`
-	MemTotalBytes uint64       `json:"mem_total_bytes"`
-	MemFreeBytes  uint64       `json:"mem_free_bytes"`
-	UptimeSeconds int64        `json:"uptime_seconds"`
-	Procs         uint16       `json:"procs"`
-	Process       ProcessState `json:"process"`
-	Warden        RuntimeState `json:"warden"`
+	State         string     `json:"state"`
+	Load          [3]float64 `json:"load_average"`
+	MemTotalBytes uint64     `json:"mem_total_bytes"`
+	MemFreeBytes  uint64     `json:"mem_free_bytes"`
+	UptimeSeconds int64      `json:"uptime_seconds"`
+	Procs         uint16     `json:"procs"`
+	// Unmeasured says which of the machine's figures this system does not
+	// give warden (they are zero then).
+	Unmeasured string       `json:"unmeasured,omitempty"`
+	Process    ProcessState `json:"process"`
+	Warden     RuntimeState `json:"warden"`
 }
 
 // ProcessState describes this warden process.
@@ -189,26 +189,22 @@ type ProcessState struct {
 }
 
 func (s *System) status(ctx context.Context) (SystemStatus, error) {
-	var si unix.Sysinfo_t
-	if err := unix.Sysinfo(&si); err != nil {
+	h, err := hostStatus()
+	if err != nil {
 		return SystemStatus{}, err
-	}
-	const loadScale = 1 << 16 // SI_LOAD_SHIFT
-	unit := uint64(si.Unit)
-	if unit == 0 {
-		unit = 1
 	}
 	var ms goruntime.MemStats
 	goruntime.ReadMemStats(&ms)
 	st := SystemStatus{
 		State:         "ok",
-		Load:          [3]float64{float64(si.Loads[0]) / loadScale, float64(si.Loads[1]) / loadScale, float64(si.Loads[2]) / loadScale},
-		MemTotalBytes: uint64(si.Totalram) * unit,
-		MemFreeBytes:  uint64(si.Freeram) * unit,
-		UptimeSeconds: int64(si.Uptime),
-		Procs:         si.Procs,
+		Load:          h.Load,
+		MemTotalBytes: h.MemTotalBytes,
+		MemFreeBytes:  h.MemFreeBytes,
+		UptimeSeconds: h.UptimeSeconds,
+		Procs:         h.Procs,
+		Unmeasured:    h.Unmeasured,
 		Process: ProcessState{
-			PID: unix.Getpid(), Goroutines: goruntime.NumGoroutine(), HeapBytes: ms.HeapAlloc,
+			PID: os.Getpid(), Goroutines: goruntime.NumGoroutine(), HeapBytes: ms.HeapAlloc,
 		},
 	}
 	if !s.Started.IsZero() {

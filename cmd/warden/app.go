@@ -216,7 +216,7 @@ func setUsageErrorsAt(c *cli.Command, path string) {
 
 func globalFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "home", EnvVars: []string{"WARDEN_HOME"}, Usage: "state directory (warden.db, tools/, cache/, logs/); default $XDG_DATA_HOME/warden or ~/.local/share/warden"},
+		&cli.StringFlag{Name: "home", EnvVars: []string{"WARDEN_HOME"}, Usage: "state directory (warden.db, tools/, cache/, logs/); default $XDG_DATA_HOME/warden or ~/.local/share/warden; on macOS ~/Library/Application Support/warden, on Windows %LocalAppData%\\warden"},
 		&cli.StringFlag{Name: "workspace", EnvVars: []string{"WARDEN_WORKSPACE"}, Usage: "root for fs, git and shell tools (default: current directory)"},
 		&cli.StringFlag{Name: "policy", EnvVars: []string{"WARDEN_POLICY"}, Usage: "policy file (default: <workspace>/.warden/policy.yaml, else <home>/policy.yaml, else the built-in default)"},
 		&cli.StringSliceFlag{Name: "grant", Usage: "extra grant KIND:SCOPE for this invocation only (repeatable)"},

@@ -72,8 +72,12 @@ func sandboxCommand() *cli.Command {
 					}
 					fmt.Fprintf(e.stdout, "process limit:  %s\n", how)
 					l := sandbox.DefaultLimits
-					fmt.Fprintf(e.stdout, "default limits: %d s CPU, %d MiB address space, %d open files, %d processes, %d MiB file size (policy: limits:)\n",
-						l.CPUSeconds, l.AddressSpaceMB, l.OpenFiles, l.Processes, l.FileSizeMB)
+					set := "policy: limits:"
+					if !sandbox.LimitsHeld() {
+						set = "not set on " + runtime.GOOS + ": programs start without the launcher"
+					}
+					fmt.Fprintf(e.stdout, "default limits: %d s CPU, %d MiB address space, %d open files, %d processes, %d MiB file size (%s)\n",
+						l.CPUSeconds, l.AddressSpaceMB, l.OpenFiles, l.Processes, l.FileSizeMB, set)
 					switch {
 					case probe.Error != "":
 						fmt.Fprintf(e.stdout, "probe:          FAILED: %s\n", probe.Error)

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -78,15 +79,11 @@ func newEnv(c *cli.Context) (*env, error) {
 	e := &env{c: c, json: wantJSON(c), stdin: c.App.Reader, stdout: c.App.Writer, stderr: c.App.ErrWriter, started: time.Now()}
 	home := globalString(c, "home")
 	if home == "" {
-		if x := os.Getenv("XDG_DATA_HOME"); x != "" {
-			home = filepath.Join(x, "warden")
-		} else {
-			h, err := os.UserHomeDir()
-			if err != nil {
-				return nil, usageErr("set --home or WARDEN_HOME", "cannot find a home directory: %v", err)
-			}
-			home = filepath.Join(h, ".local", "share", "warden")
+		h, err := homeFor(goruntime.GOOS, os.Getenv, os.UserHomeDir)
+		if err != nil {
+			return nil, usageErr("set --home or WARDEN_HOME", "cannot find a home directory: %v", err)
 		}
+		home = h
 	}
 	home, err := filepath.Abs(home)
 	if err != nil {
@@ -783,4 +780,33 @@ func withEnv(fn func(ctx context.Context, e *env) error) cli.ActionFunc {
 		}
 		return nil
 	}
+}
+
+// homeFor is warden's home when neither --home nor WARDEN_HOME names one,
+// where each system keeps an application's data: on Linux (and the other
+// unix systems) $XDG_DATA_HOME/warden, else ~/.local/share/warden; on
+// macOS ~/Library/Application Support/warden; on Windows
+// %LocalAppData%\warden (the machine's own, not the roaming profile: the
+// store and the compiled code are this machine's).
+func homeFor(goos string, getenv func(string) string, userHome func() (string, error)) (string, error) {
+	if goos == "windows" {
+		d := getenv("LocalAppData")
+		if d == "" {
+			return "", errors.New("%LocalAppData% is not set")
+		}
+		return filepath.Join(d, "warden"), nil
+	}
+	if goos != "darwin" && goos != "ios" {
+		if x := getenv("XDG_DATA_HOME"); x != "" {
+			return filepath.Join(x, "warden"), nil
+		}
+	}
+	h, err := userHome()
+	if err != nil {
+		return "", err
+	}
+	if goos == "darwin" || goos == "ios" {
+		return filepath.Join(h, "Library", "Application Support", "warden"), nil
+	}
+	return filepath.Join(h, ".local", "share", "warden"), nil
 }

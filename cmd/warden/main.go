@@ -7,6 +7,8 @@ import (
 	"os"
 	"runtime/debug"
 	"sync/atomic"
+
+	"github.com/wardenrt/warden/runtime/sandbox"
 )
 
 // stoppedCleanly is set by a service (warden daemon) whose signal is its
@@ -21,6 +23,11 @@ var stoppedCleanly atomic.Bool
 const gcPercent = 400
 
 func main() {
+	// First: warden re-executes itself as the sandbox launcher of the
+	// programs it starts; that process never gets past this line.
+	if sandbox.Main() {
+		return
+	}
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(gcPercent)
 	}

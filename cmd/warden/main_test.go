@@ -20,6 +20,11 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files of the scripts under testdata/script")
 
 func TestMain(m *testing.M) {
+	// The programs the tests start (and those of `warden` in the scripts)
+	// are started through this binary: it is their sandbox launcher.
+	if sandbox.Main() {
+		return
+	}
 	// The scripts' (and the wasm tests') `warden` is this binary running
 	// main: the same start-up as the real command.
 	// The PostgreSQL servers the fleet tests start are stopped after the

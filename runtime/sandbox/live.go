@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"sync"
-	"syscall"
 )
 
 // The programs running now, for a warden that must end at once — a
@@ -39,7 +38,7 @@ func KillAll() int {
 	defer live.Unlock()
 	n := len(live.groups)
 	for pgid, group := range live.groups {
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		_ = KillGroup(pgid)
 		Cleanup(group)
 		delete(live.groups, pgid)
 	}

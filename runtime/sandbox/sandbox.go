@@ -13,9 +13,14 @@
 // argument, in new namespaces where the machine allows them; the launcher
 // reads the Spec from its environment, sets up the namespaces, sets the
 // limits, restricts itself with Landlock and seccomp and then execve(2)s
-// the program, which inherits all of it. The launcher is this package's
-// init function, so every binary that imports the package (warden, and
-// the test binaries of the packages that start programs) can act as one.
+// the program, which inherits all of it. The launcher is Main, which
+// warden's main and the TestMain of every test package that starts
+// programs call first: importing the package has no effect of its own.
+//
+// All of that is Linux's. On other systems (macOS, Windows) warden still
+// builds and runs programs, but directly, in a process group of their own
+// and unconfined: the level is off, no limit is set, and a policy with
+// require_sandbox refuses to run them.
 //
 // Detect says what the machine gives, as a level: full (namespaces and
 // Landlock ABI 6 or later), fallback (Landlock without namespaces: TCP
@@ -26,19 +31,16 @@
 package sandbox
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
+	goruntime "runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
-
-	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 )
 
 // Levels a result and an audit record report.
@@ -123,6 +125,8 @@ func (s Support) Points() []Feature {
 	}
 	side := "UDP, raw, packet and netlink sockets are refused (seccomp), so no DNS query leaves but through the proxy"
 	switch {
+	case !LimitsHeld():
+		side = launcherWhy("")
 	case ns:
 	case s.ABI >= 4:
 		side += "; DNS over TCP only with a grant for port 53"
@@ -174,9 +178,23 @@ func (s Support) Features() []Feature {
 		abi(4, "TCP connect and bind limited to the ports of the call's net grants (where there is no network namespace)"),
 		abi(5, "ioctl on devices"),
 		abi(6, "abstract unix sockets and signals to processes outside the sandbox"),
-		{"resource limits (CPU, address space, open files, processes, file size)", true, "setrlimit, and a pids cgroup for root"},
-		{"no capabilities, no unix sockets or io_uring, no UDP, raw, packet or netlink sockets (seccomp), no inherited descriptors, no terminal", true, "the launcher"},
+		{"resource limits (CPU, address space, open files, processes, file size)", LimitsHeld(), launcherWhy("setrlimit, and a pids cgroup for root")},
+		{"no capabilities, no unix sockets or io_uring, no UDP, raw, packet or netlink sockets (seccomp), no inherited descriptors, no terminal", LimitsHeld(), launcherWhy("the launcher")},
 	}
+}
+
+// LimitsHeld reports whether programs run under the launcher, which sets
+// their resource limits, drops their capabilities and installs the
+// seccomp filter: on Linux (whatever its Landlock), and nowhere else —
+// there programs start directly, in a process group of their own.
+func LimitsHeld() bool { return goruntime.GOOS == "linux" }
+
+// launcherWhy is why, or why not, the launcher's part holds.
+func launcherWhy(how string) string {
+	if LimitsHeld() {
+		return how
+	}
+	return "no launcher on " + goruntime.GOOS + ": programs start directly, unconfined"
 }
 
 // EnvSimulateABI, when set to a number, lowers the Landlock ABI warden
@@ -247,74 +265,6 @@ func SimulateNoNamespaces() (restore func()) {
 		simNoNS = false
 		simMu.Unlock()
 	}
-}
-
-func detect() Support {
-	var s Support
-	v, err := llsys.LandlockGetABIVersion()
-	if err != nil || v < 1 {
-		s.Why = "this kernel does not offer Landlock (or it is not enabled at boot: lsm=landlock)"
-		if err != nil {
-			s.Why += ": " + err.Error()
-		}
-	} else {
-		s.ABI = v
-	}
-	if sim, ok := os.LookupEnv(EnvSimulateABI); ok {
-		if n, err := strconv.Atoi(sim); err == nil && n >= 0 && n < s.ABI {
-			s.ABI, s.Simulated = n, true
-			if n == 0 {
-				s.Why = "simulated by " + EnvSimulateABI + "=0"
-			}
-		}
-	}
-	if os.Getenv(EnvSimulateNoNamespaces) == "1" {
-		s.NamespacesSimulated = true
-		s.NamespacesWhy = "simulated by " + EnvSimulateNoNamespaces + "=1"
-	} else if err := probeNamespaces(); err != nil {
-		s.NamespacesWhy = err.Error()
-	} else {
-		s.Namespaces = true
-	}
-	return s
-}
-
-// probeNamespaces starts the launcher once in the namespaces programs get,
-// where it sets up what a program's would need (loopback up, a private
-// mount table, a read-only clone of a mount) and exits.
-func probeNamespaces() error {
-	cmd := exec.Command("/proc/self/exe")
-	cmd.Args = []string{"warden-sandbox-probe", probeArg}
-	cmd.Env = []string{}
-	cmd.SysProcAttr = nsAttr()
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		msg := strings.TrimSpace(string(out))
-		if msg == "" {
-			msg = err.Error()
-		}
-		if strings.Contains(msg, "operation not permitted") || strings.Contains(msg, "permission denied") || strings.Contains(msg, "no space left") {
-			msg += " (user namespaces may be restricted: kernel.unprivileged_userns_clone, user.max_user_namespaces, or an AppArmor/SELinux rule)"
-		}
-		return fmt.Errorf("a program cannot get network and mount namespaces of its own: %s", msg)
-	}
-	return nil
-}
-
-// nsAttr is how the launcher is started into new namespaces: a network
-// and a mount namespace; for a user other than root also a user namespace
-// in which the launcher is root (uid and gid 0 mapped to the caller's), so
-// it may set up the other two — the program it then starts has no
-// capability left.
-func nsAttr() *syscall.SysProcAttr {
-	a := &syscall.SysProcAttr{Setsid: true, Cloneflags: syscall.CLONE_NEWNET | syscall.CLONE_NEWNS}
-	if os.Getuid() != 0 {
-		a.Cloneflags |= syscall.CLONE_NEWUSER
-		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}}
-		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}}
-		a.GidMappingsEnableSetgroups = false
-	}
-	return a
 }
 
 // Limits are the resource limits of one program (and, for processes, of
@@ -497,7 +447,9 @@ type Launch struct {
 // env under spec. The launcher's environment is the spec alone; the
 // program's (env, without warden's own sandbox variables and the proxy
 // variables, with spec.Proxy's, and with HOME replaced when the sandbox
-// does not reach it) travels inside it.
+// does not reach it) travels inside it. Outside Linux the program is
+// started directly (see directCommand). It fails on Linux in a binary
+// that does not call Main.
 func Command(path string, args, env []string, spec Spec) (*Launch, error) {
 	if !filepath.IsAbs(path) {
 		return nil, fmt.Errorf("sandbox: %q is not an absolute path", path)
@@ -515,13 +467,22 @@ func Command(path string, args, env []string, spec Spec) (*Launch, error) {
 		spec.Pin = pinDirs(append(slices.Clone(spec.Protect), spec.Hide...), spec.Write, spec.NoExec)
 		spec.NetNS = len(spec.Listen) > 0
 	}
-	spec.Env = make([]string, 0, len(env)+6)
+	spec.Env = programEnv(env, spec, LimitsHeld())
+	return command(path, args, spec, sup.Level())
+}
+
+// programEnv is the program's environment: env without warden's sandbox
+// variables and the proxy variables, with spec.Proxy's, and (hideHome)
+// with HOME replaced when the sandbox does not reach it — only where a
+// sandbox holds reads at all (Linux).
+func programEnv(env []string, spec Spec, hideHome bool) []string {
+	out := make([]string, 0, len(env)+6)
 	for _, kv := range env {
 		k, _, _ := strings.Cut(kv, "=")
 		switch {
 		case strings.HasPrefix(kv, "WARDEN_SANDBOX_"), slices.Contains(proxyVars, k):
 			continue
-		case k == "HOME":
+		case k == "HOME" && hideHome:
 			if !spec.reaches(strings.TrimPrefix(kv, "HOME=")) {
 				// A home the program may not read would make programs
 				// that read their settings from it fail (git stops at
@@ -530,45 +491,25 @@ func Command(path string, args, env []string, spec Spec) (*Launch, error) {
 				kv = "HOME=" + NoHome
 			}
 		}
-		spec.Env = append(spec.Env, kv)
+		out = append(out, kv)
 	}
 	if spec.Proxy != "" {
 		for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"} {
-			spec.Env = append(spec.Env, k+"="+spec.Proxy)
+			out = append(out, k+"="+spec.Proxy)
 		}
 	}
-	b, err := json.Marshal(spec)
-	if err != nil {
-		return nil, err
+	return out
+}
+
+// directCommand starts the program itself, without a launcher (outside
+// Linux, where there is none): in a process group of its own where the
+// system has them, with the program's environment, and nothing else of
+// the spec held — the level is off.
+func directCommand(path string, args []string, spec Spec, level string) *Launch {
+	if len(args) == 0 {
+		args = []string{path}
 	}
-	argv0 := "warden-sandbox"
-	if len(args) > 0 {
-		argv0 = args[0]
-	}
-	l := &Launch{
-		Path:  "/proc/self/exe",
-		Args:  append([]string{argv0, launcherArg, path}, args...),
-		Env:   []string{specEnv + "=" + string(b)},
-		Level: sup.Level(),
-	}
-	if spec.Namespaces {
-		l.SysProcAttr = nsAttr()
-		if !spec.NetNS {
-			l.SysProcAttr.Cloneflags &^= syscall.CLONE_NEWNET
-		}
-	} else {
-		l.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	}
-	if len(spec.Listen) > 0 {
-		fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
-		if err != nil {
-			return nil, fmt.Errorf("sandbox: socketpair: %w", err)
-		}
-		l.parent = os.NewFile(uintptr(fds[0]), "warden-sandbox-listeners")
-		l.ExtraFiles = []*os.File{os.NewFile(uintptr(fds[1]), "warden-sandbox-launcher")}
-		l.listen = slices.Clone(spec.Listen)
-	}
-	return l, nil
+	return &Launch{Path: path, Args: slices.Clone(args), Env: spec.Env, SysProcAttr: groupAttr(), Level: level}
 }
 
 // noExecDirs are the directories a program's namespace mounts noexec: the
@@ -649,46 +590,6 @@ func (l *Launch) Close() {
 		l.parent.Close()
 		l.parent = nil
 	}
-}
-
-// Listeners returns the listeners the launcher made in the program's
-// network namespace, in the order of Spec.Listen (none without a
-// namespace). It waits until the launcher sends them, or exits without.
-func (l *Launch) Listeners() ([]*os.File, error) {
-	if l.parent == nil {
-		return nil, nil
-	}
-	defer func() { l.parent.Close(); l.parent = nil }()
-	buf := make([]byte, 16)
-	oob := make([]byte, syscall.CmsgSpace(4*len(l.listen)))
-	n, oobn, _, _, err := syscall.Recvmsg(int(l.parent.Fd()), buf, oob, syscall.MSG_CMSG_CLOEXEC)
-	if err != nil {
-		return nil, fmt.Errorf("sandbox: receiving the listeners: %w", err)
-	}
-	if n == 0 {
-		return nil, fmt.Errorf("sandbox: the launcher ended without making its listeners")
-	}
-	msgs, err := syscall.ParseSocketControlMessage(oob[:oobn])
-	if err != nil {
-		return nil, err
-	}
-	var files []*os.File
-	for _, m := range msgs {
-		fds, err := syscall.ParseUnixRights(&m)
-		if err != nil {
-			continue
-		}
-		for _, fd := range fds {
-			files = append(files, os.NewFile(uintptr(fd), "warden-sandbox-listener"))
-		}
-	}
-	if len(files) != len(l.listen) {
-		for _, f := range files {
-			f.Close()
-		}
-		return nil, fmt.Errorf("sandbox: the launcher sent %d listeners for %d addresses", len(files), len(l.listen))
-	}
-	return files, nil
 }
 
 // NoHome is HOME for programs whose sandbox does not reach the home

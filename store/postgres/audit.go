@@ -8,9 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -367,25 +365,6 @@ func (s *Store) writeAnchor(a store.Anchor, force bool) error {
 	// anchor. A row that could not be written lags, which verifies.
 	_ = err
 	return nil
-}
-
-// lockFile takes an exclusive flock on path (created 0600).
-func lockFile(path string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	for {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
-		if err != syscall.EINTR {
-			break
-		}
-	}
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	return func() { f.Close() }, nil
 }
 
 // checkAnchorOnOpen compares this host's anchor with the log. A home that

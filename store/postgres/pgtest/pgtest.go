@@ -24,7 +24,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -88,7 +87,7 @@ func binDir() (string, error) {
 
 // credential is who the server runs as: the postgres user when we are
 // root, ourselves otherwise.
-func credential() (*syscall.Credential, error) {
+func credential() (*runAs, error) {
 	if os.Geteuid() != 0 {
 		return nil, nil
 	}
@@ -98,8 +97,11 @@ func credential() (*syscall.Credential, error) {
 	}
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
-	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+	return &runAs{uid: uid, gid: gid}, nil
 }
+
+// runAs is a user to run the server as.
+type runAs struct{ uid, gid int }
 
 // freePort returns a port of 127.0.0.1 nobody listens on now.
 func freePort() (int, error) {
@@ -127,7 +129,7 @@ func Start(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	if cred != nil {
-		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
+		if err := os.Chown(dir, cred.uid, cred.gid); err != nil {
 			os.RemoveAll(dir)
 			return nil, err
 		}
@@ -135,7 +137,7 @@ func Start(cfg Config) (*Server, error) {
 	data := filepath.Join(dir, "data")
 	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync")
 	initdb.Dir = dir
-	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	initdb.SysProcAttr = procAttr(cred, false)
 	if out, err := initdb.CombinedOutput(); err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("initdb: %v\n%s", err, out)
@@ -153,7 +155,7 @@ func Start(cfg Config) (*Server, error) {
 	}
 }
 
-func startServer(bin, dir, data string, cred *syscall.Credential, cfg Config) (*Server, error) {
+func startServer(bin, dir, data string, cred *runAs, cfg Config) (*Server, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -170,7 +172,7 @@ func startServer(bin, dir, data string, cred *syscall.Credential, cfg Config) (*
 	log := &bytes.Buffer{}
 	cmd.Stdout, cmd.Stderr = &lockedWriter{w: log}, &lockedWriter{w: log}
 	// If the test binary dies, the server goes too (immediate shutdown).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGQUIT, Setpgid: true}
+	cmd.SysProcAttr = procAttr(cred, true)
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
@@ -275,7 +277,7 @@ func (s *Server) Stop() {
 		return
 	}
 	s.stopped = true
-	s.cmd.Process.Signal(syscall.SIGINT)
+	s.cmd.Process.Signal(os.Interrupt)
 	select {
 	case <-s.done:
 	case <-time.After(10 * time.Second):
@@ -287,7 +289,7 @@ func (s *Server) Stop() {
 // Kill stops the server at once, as a crash would (SIGKILL to its process
 // group), leaving its directory.
 func (s *Server) kill() {
-	syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+	killGroup(s.cmd.Process)
 	<-s.done
 }
 

@@ -20,22 +20,19 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ExitLaunchFailed is the launcher's exit status when it could not set up
-// the sandbox or start the program (as a shell reports 126 for a program
-// it cannot run).
-const ExitLaunchFailed = 126
-
-// init turns this process into the launcher when warden re-executed itself
-// with launcherArg: it never returns then.
-func init() {
+// runLauncher is the launcher's work (Main): the namespace probe, or
+// the sandbox of one program. It never returns.
+func runLauncher() {
 	if len(os.Args) == 2 && os.Args[1] == probeArg {
 		probe()
 	}
 	if len(os.Args) > 3 && os.Args[1] == launcherArg {
 		err := launch(os.Args[2], os.Args[3:])
 		fmt.Fprintf(os.Stderr, "warden sandbox: %v\n", err)
-		os.Exit(ExitLaunchFailed)
+	} else {
+		fmt.Fprintf(os.Stderr, "warden sandbox: the launcher was started without a program\n")
 	}
+	os.Exit(ExitLaunchFailed)
 }
 
 // launch applies the Spec from the environment to this process and

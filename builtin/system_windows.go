@@ -1,0 +1,16 @@
+package builtin
+
+import (
+	"os"
+	"runtime"
+)
+
+// kernelInfo is get_info's kernel and host part: Windows has no uname;
+// the release and version are left empty.
+func kernelInfo() (SystemInfo, error) {
+	host, err := os.Hostname()
+	if err != nil {
+		return SystemInfo{}, err
+	}
+	return SystemInfo{KernelName: "Windows_NT", Machine: runtime.GOARCH, Hostname: host}, nil
+}
