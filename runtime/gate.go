@@ -822,7 +822,7 @@ func (g *Gate) Explain(req Request) Explanation {
 			if c.call.Grants.Allows(n) {
 				w.GrantedBy = grantFor(c.call.Grants, n) + timedNote(c.timed, c.call.Grants, n)
 			} else {
-				w.Grant = n.Hint(g.o.Workspace)
+				w.Grant = g.o.Redactor.String(n.Hint(g.o.Workspace))
 			}
 			x.Needs = append(x.Needs, w)
 		}
