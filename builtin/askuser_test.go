@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -415,8 +416,8 @@ func TestAskUserGate(t *testing.T) {
 		g, _ := newTestGate(t, "version: 1\n", t.TempDir(), &AskUser{TTY: p.tty})
 		res := askWait(t, askStart(context.Background(), g, `{"prompt":"Name?"}`))
 		textExpect(t, res, runtime.CodeCapabilityDenied)
-		if !strings.Contains(res.Error.Hint, "--grant user.ask") || p.shown() != "" {
-			t.Errorf("hint %q, terminal shows %q", res.Error.Hint, p.shown())
+		if !slices.Contains(res.Error.Missing, "user.ask") || p.shown() != "" {
+			t.Errorf("missing %q, terminal shows %q", res.Error.Missing, p.shown())
 		}
 	})
 	t.Run("invalid input", func(t *testing.T) {

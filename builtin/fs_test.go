@@ -427,8 +427,8 @@ func TestFSWrite(t *testing.T) {
 		_, g2, _ := fsTestWS(t, fsTestRO)
 		res := fsCall(t, g2, "fs_write", map[string]any{"path": "x.txt", "content": "x"})
 		fsWantCode(t, res, runtime.CodeCapabilityDenied)
-		if !strings.Contains(res.Error.Hint, "--grant fs.write:x.txt") {
-			t.Errorf("hint %q", res.Error.Hint)
+		if !slices.Equal(res.Error.Missing, []string{"fs.write:x.txt"}) || res.Error.Hint != "needs the grant fs.write:x.txt" {
+			t.Errorf("missing %q, hint %q", res.Error.Missing, res.Error.Hint)
 		}
 	})
 	t.Run("narrow grant: parents need it too", func(t *testing.T) {

@@ -56,7 +56,7 @@ const gitCommitRuleExample = "{tool: git_commit, action: allow, require_approval
 // missing: each entry one thing the owner must add.
 func gitCommitPermission(c *runtime.Call) (missing []string) {
 	if !c.Grants.Allows(capability.Need{Kind: capability.GitWrite}) {
-		missing = append(missing, "the git.write grant (--grant git.write, or git.write in the policy's grants)")
+		missing = append(missing, "the git.write grant (in the policy's grants, or given for the call)")
 	}
 	switch r := c.Rule; {
 	case r == nil:

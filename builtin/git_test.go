@@ -571,8 +571,8 @@ func TestGitApplyPatchCapabilities(t *testing.T) {
 		hint         string
 	}{
 		{"check needs git.read only", gitPolicyRead, true, "", ""},
-		{"apply needs git.write", "version: 1\ngrants: [\"git.read\", \"fs.write:**\"]\n", false, runtime.CodeCapabilityDenied, "--grant git.write"},
-		{"apply needs fs.write on the file", "version: 1\ngrants: [\"git.read\", \"git.write\", \"fs.write:docs/**\"]\n", false, runtime.CodeCapabilityDenied, "--grant fs.write:a.txt"},
+		{"apply needs git.write", "version: 1\ngrants: [\"git.read\", \"fs.write:**\"]\n", false, runtime.CodeCapabilityDenied, "needs the grant git.write"},
+		{"apply needs fs.write on the file", "version: 1\ngrants: [\"git.read\", \"git.write\", \"fs.write:docs/**\"]\n", false, runtime.CodeCapabilityDenied, "needs the grant fs.write:a.txt"},
 		{"apply with both", "version: 1\ngrants: [\"git.write\", \"fs.write:a.txt\"]\n", false, "", ""},
 	}
 	for _, tc := range tests {

@@ -228,11 +228,12 @@ func (g *httpGuard) control(ctx context.Context, network, address string, c sysc
 func httpClassify(err error, workspace string, timeout time.Duration) *runtime.Error {
 	var denied *httpDeniedError
 	if errors.As(err, &denied) {
-		hint := "the grants decide which hosts and addresses are reachable"
 		if h := denied.Need.Hint(workspace); h != "" {
-			hint = "add --grant " + h + " if that is intended"
+			e := runtime.NeedsGrants([]string{h}, "%s", denied.Error())
+			e.Hint += ", if that is intended"
+			return e
 		}
-		return runtime.Errorf(runtime.CodeCapabilityDenied, hint, "%s", denied.Error())
+		return runtime.Errorf(runtime.CodeCapabilityDenied, "the grants decide which hosts and addresses are reachable", "%s", denied.Error())
 	}
 	var refused *httpRefusedError
 	if errors.As(err, &refused) {

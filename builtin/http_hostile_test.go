@@ -32,7 +32,7 @@ func TestHTTPHostileRedirectToUngrantedHost(t *testing.T) {
 	})
 	g, _ := httpGate(t, httpNewTool(httpNewResolver(httpTestNames())), "net:allowed.test", "net:127.0.0.1")
 	res := httpGet(t, g, origin.at("allowed.test", "/"))
-	httpWantError(t, res, runtime.CodeCapabilityDenied, "redirect to evil.test refused", fmt.Sprintf("--grant net:evil.test:%d", evil.port))
+	httpWantError(t, res, runtime.CodeCapabilityDenied, "redirect to evil.test refused", fmt.Sprintf("needs the grant net:evil.test:%d", evil.port))
 	if origin.hits.Load() != 1 || evil.hits.Load() != 0 {
 		t.Fatalf("origin %d, evil %d hits", origin.hits.Load(), evil.hits.Load())
 	}
@@ -55,7 +55,7 @@ func TestHTTPHostileRedirectToLoopback(t *testing.T) {
 	} {
 		t.Run(to, func(t *testing.T) {
 			res := httpGet(t, g, origin.at("allowed.test", "/?to="+to))
-			httpWantError(t, res, runtime.CodeCapabilityDenied, "refused", "--grant net:")
+			httpWantError(t, res, runtime.CodeCapabilityDenied, "refused", "needs the grant net:")
 		})
 	}
 	if internal.hits.Load() != 0 {
@@ -73,10 +73,10 @@ func TestHTTPHostileRedirectToMetadata(t *testing.T) {
 	// net:* allows every DNS name, never an address it resolves to.
 	g, _ := httpGate(t, httpNewTool(res), "net:*", fmt.Sprintf("net:127.0.0.1:%d", origin.port))
 	cases := []struct{ to, msg, hint string }{
-		{"http://169.254.169.254/latest/meta-data/", "redirect to 169.254.169.254 refused", "--grant net:169.254.169.254:80"},
-		{"http://0xa9fea9fe/latest/meta-data/", "redirect to 169.254.169.254 refused", "--grant net:169.254.169.254:80"},
-		{"http://metadata.test/latest/meta-data/", "resolved to 169.254.169.254 (cloud metadata)", "--grant net:169.254.169.254:80"},
-		{"http://private.test/", "resolved to 10.0.0.1 (private (RFC 1918))", "--grant net:10.0.0.1:80"},
+		{"http://169.254.169.254/latest/meta-data/", "redirect to 169.254.169.254 refused", "needs the grant net:169.254.169.254:80"},
+		{"http://0xa9fea9fe/latest/meta-data/", "redirect to 169.254.169.254 refused", "needs the grant net:169.254.169.254:80"},
+		{"http://metadata.test/latest/meta-data/", "resolved to 169.254.169.254 (cloud metadata)", "needs the grant net:169.254.169.254:80"},
+		{"http://private.test/", "resolved to 10.0.0.1 (private (RFC 1918))", "needs the grant net:10.0.0.1:80"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.to, func(t *testing.T) {
@@ -136,7 +136,7 @@ func TestHTTPHostileNumericIP(t *testing.T) {
 	for _, host := range spellings {
 		t.Run("denied/"+host, func(t *testing.T) {
 			r := httpGet(t, deny, srv.at(host, "/"))
-			httpWantError(t, r, runtime.CodeCapabilityDenied, fmt.Sprintf("net:127.0.0.1:%d", srv.port), fmt.Sprintf("--grant net:127.0.0.1:%d", srv.port))
+			httpWantError(t, r, runtime.CodeCapabilityDenied, fmt.Sprintf("net:127.0.0.1:%d", srv.port), fmt.Sprintf("needs the grant net:127.0.0.1:%d", srv.port))
 		})
 	}
 	if srv.hits.Load() != 0 {
@@ -215,7 +215,7 @@ func TestHTTPHostileRebindingToLoopback(t *testing.T) {
 	res := httpNewResolver(httpTestNames())
 	g, _ := httpGate(t, httpNewTool(res), "net:allowed.test", "net:*.test")
 	r := httpGet(t, g, srv.at("allowed.test", "/"))
-	httpWantError(t, r, runtime.CodeCapabilityDenied, "allowed.test port", "--grant net:127.0.0.1:")
+	httpWantError(t, r, runtime.CodeCapabilityDenied, "allowed.test port", "needs the grant net:127.0.0.1:")
 	if !strings.Contains(r.Error.Message, "resolved to 127.0.0.1 (loopback)") {
 		t.Fatalf("message %q", r.Error.Message)
 	}
@@ -241,7 +241,7 @@ func TestHTTPHostileRebindingPerConnection(t *testing.T) {
 	res := httpNewResolver(names)
 	g, _ := httpGate(t, httpNewTool(res), "net:allowed.test", fmt.Sprintf("net:127.0.0.1:%d", srv.port))
 	r := httpGet(t, g, srv.at("allowed.test", "/first"))
-	httpWantError(t, r, runtime.CodeCapabilityDenied, "resolved to 10.1.2.3", "--grant net:10.1.2.3:")
+	httpWantError(t, r, runtime.CodeCapabilityDenied, "resolved to 10.1.2.3", "needs the grant net:10.1.2.3:")
 	if srv.hits.Load() != 1 || res.count("allowed.test") != 2 {
 		t.Fatalf("hits %d lookups %d", srv.hits.Load(), res.count("allowed.test"))
 	}
@@ -303,7 +303,7 @@ func TestHTTPHostileCredentialsAndHostHeader(t *testing.T) {
 // IPv6 loopback and zone identifiers are refused like IPv4 ones.
 func TestHTTPHostileIPv6(t *testing.T) {
 	g, _ := httpGate(t, httpNewTool(httpNewResolver(httpTestNames())), "net:*")
-	httpWantError(t, httpGet(t, g, "http://[::1]:8080/"), runtime.CodeCapabilityDenied, "net:[::1]:8080", "--grant net:[::1]:8080")
+	httpWantError(t, httpGet(t, g, "http://[::1]:8080/"), runtime.CodeCapabilityDenied, "net:[::1]:8080", "needs the grant net:[::1]:8080")
 	httpWantError(t, httpGet(t, g, "http://[fe80::1%25eth0]/"), runtime.CodeInvalidInput, "", "")
 	httpWantError(t, httpGet(t, g, "http://[fd00:ec2::254]/"), runtime.CodeCapabilityDenied, "fd00:ec2::254", "")
 }

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -163,6 +164,10 @@ func httpWantError(t testing.TB, res runtime.Result, code runtime.Code, msgHas, 
 	}
 	if !strings.Contains(res.Error.Hint, hintHas) {
 		t.Errorf("hint %q lacks %q", res.Error.Hint, hintHas)
+	}
+	// A hint naming a grant has it as data too.
+	if g, ok := strings.CutPrefix(hintHas, "needs the grant "); ok && !slices.ContainsFunc(res.Error.Missing, func(m string) bool { return strings.HasPrefix(m, g) }) {
+		t.Errorf("missing grants %q lack %q", res.Error.Missing, g)
 	}
 }
 
@@ -329,7 +334,7 @@ func TestHTTPErrors(t *testing.T) {
 		{"unknown field", g, map[string]any{"method": "GET", "url": srv.URL, "verify": false}, runtime.CodeInvalidInput, "verify", ""},
 		{"timeout too long", g, map[string]any{"method": "GET", "url": srv.URL, "timeout": 121}, runtime.CodeInvalidInput, "timeout", ""},
 		{"request body too large", g, map[string]any{"method": "POST", "url": srv.URL, "data": big}, runtime.CodeTooLarge, "request body", ""},
-		{"no grant", g, map[string]any{"method": "GET", "url": "https://api.example.org/v1"}, runtime.CodeCapabilityDenied, "net:api.example.org:443", "--grant net:api.example.org:443"},
+		{"no grant", g, map[string]any{"method": "GET", "url": "https://api.example.org/v1"}, runtime.CodeCapabilityDenied, "net:api.example.org:443", "needs the grant net:api.example.org:443"},
 		{"policy rule", denyAll, map[string]any{"method": "GET", "url": srv.at("allowed.test", "/")}, runtime.CodePolicyDenied, "denied", ""},
 		{"connection refused", g, map[string]any{"method": "GET", "url": closedURL}, runtime.CodeNetworkError, "refused", ""},
 		{"dns failure", g, map[string]any{"method": "GET", "url": "http://nowhere.test/"}, runtime.CodeNetworkError, "cannot resolve nowhere.test", "host name"},

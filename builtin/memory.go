@@ -456,7 +456,7 @@ func (t *memoryQueryTool) Run(ctx context.Context, c *runtime.Call) runtime.Outc
 	mu.Lock()
 	defer mu.Unlock()
 	if len(searched) == 0 && len(hidden) > 0 {
-		return runtime.Fail(runtime.CodeCapabilityDenied, "add --grant memory.read:<namespace> for the namespaces to search",
+		return runtime.Fail(runtime.CodeCapabilityDenied, "needs a memory.read:<namespace> grant for each namespace to search",
 			"query_memory: %d namespace(s) match %q and the grants (%s) allow reading none of them", len(hidden), scope, c.Grants.String())
 	}
 	r := MemoryQueryResult{Query: a.Query, Scope: scope, Results: []MemoryQueryHit{}, Searched: []string{}, Hidden: len(hidden)}

@@ -268,8 +268,8 @@ func TestMemoryWrite(t *testing.T) {
 	t.Run("hint names the grant", func(t *testing.T) {
 		g, _ := newTestGate(t, policy, t.TempDir(), MemoryTools(newMemoryFake())...)
 		res := memoryCall(t, g, "write_memory", `{"key":"k","value":"v","namespace":"other"}`)
-		if !strings.Contains(res.Error.Hint, "--grant memory.write:other") {
-			t.Errorf("hint %q", res.Error.Hint)
+		if !slices.Contains(res.Error.Missing, "memory.write:other") || !strings.Contains(res.Error.Hint, "needs the grant memory.write:other") {
+			t.Errorf("missing %q, hint %q", res.Error.Missing, res.Error.Hint)
 		}
 	})
 	t.Run("overwrite warns", func(t *testing.T) {

@@ -87,6 +87,15 @@ func opsProtected(resolved, given string) *runtime.Error {
 	return nil
 }
 
+// opsDenied is the CAPABILITY_DENIED error of a need the grants do not
+// allow, naming the grant that would (if one can).
+func opsDenied(n capability.Need, workspace, format string, args ...any) *runtime.Error {
+	if g := n.Hint(workspace); g != "" {
+		return runtime.NeedsGrants([]string{g}, format, args...)
+	}
+	return runtime.Errorf(runtime.CodeCapabilityDenied, "", format, args...)
+}
+
 // opsOpen opens the directory of the file p names for a call that needs
 // kinds (the first one chooses the grant whose base is opened).
 func opsOpen(c *runtime.Call, p string, kinds ...capability.Kind) (*opsTarget, *runtime.Error) {
@@ -97,8 +106,7 @@ func opsOpen(c *runtime.Call, p string, kinds ...capability.Kind) (*opsTarget, *
 	for _, k := range kinds {
 		n := capability.Need{Kind: k, Resource: resolved}
 		if !c.Grants.Allows(n) {
-			return nil, runtime.Errorf(runtime.CodeCapabilityDenied, "add --grant "+n.Hint(c.Workspace),
-				"%s now resolves to %s, which the grants do not allow for %s", p, resolved, k)
+			return nil, opsDenied(n, c.Workspace, "%s now resolves to %s, which the grants do not allow for %s", p, resolved, k)
 		}
 	}
 	dirPath := filepath.Dir(resolved)
@@ -121,8 +129,7 @@ func opsOpen(c *runtime.Call, p string, kinds ...capability.Kind) (*opsTarget, *
 		}
 	}
 	if base == "" {
-		return nil, runtime.Errorf(runtime.CodeCapabilityDenied, "add --grant "+need.Hint(c.Workspace),
-			"no single %s grant covers %s", kinds[0], resolved)
+		return nil, opsDenied(need, c.Workspace, "no single %s grant covers %s", kinds[0], resolved)
 	}
 	root, err := os.OpenRoot(base)
 	if err != nil {

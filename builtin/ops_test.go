@@ -526,7 +526,7 @@ func TestOpsReadLogsErrors(t *testing.T) {
 
 	// No grant.
 	e.gate(t, "version: 1\ngrants: [\"fs.read:**\"]\n")
-	opsWantErr(t, e.call(t, "read_logs", `{"unit":"nginx"}`), runtime.CodeCapabilityDenied, "--grant exec:journalctl")
+	opsWantErr(t, e.call(t, "read_logs", `{"unit":"nginx"}`), runtime.CodeCapabilityDenied, "needs the grant exec:journalctl")
 
 	// No journalctl on this machine.
 	e.ops.SearchPath = t.TempDir()
@@ -622,7 +622,7 @@ func TestOpsServiceStatusErrors(t *testing.T) {
 		t.Errorf("%+v", res.Error)
 	}
 	e.gate(t, "version: 1\ngrants: [\"exec:journalctl\"]\n")
-	opsWantErr(t, e.call(t, "service_status", `{"unit":"nginx"}`), runtime.CodeCapabilityDenied, "--grant exec:systemctl")
+	opsWantErr(t, e.call(t, "service_status", `{"unit":"nginx"}`), runtime.CodeCapabilityDenied, "needs the grant exec:systemctl")
 	e.ops.SearchPath = t.TempDir()
 	e.gate(t, e.policy())
 	opsWantErr(t, e.call(t, "service_status", `{"unit":"nginx"}`), runtime.CodeCommandNotFound, "systemd")
@@ -748,7 +748,7 @@ func TestOpsRestartServiceErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opsWantErr(t, callTool(t, g, "restart_service", `{"unit":"nginx"}`), runtime.CodeCapabilityDenied, "--grant exec:systemctl")
+	opsWantErr(t, callTool(t, g, "restart_service", `{"unit":"nginx"}`), runtime.CodeCapabilityDenied, "needs the grant exec:systemctl")
 	var r *runtime.Rule
 	for i, x := range runtime.DefaultPolicy().Rules {
 		if x.Tool == "restart_service" {
@@ -855,7 +855,7 @@ func TestOpsReadConfigErrors(t *testing.T) {
 		{"hard link", "conf/hardlink.conf", runtime.CodePathEscape, "hard links"},
 		{"symlink out", "conf/out.conf", runtime.CodeCapabilityDenied, ""},
 		{"dot dot", "../" + filepath.Base(e.outside) + "/secret.conf", runtime.CodeCapabilityDenied, ""},
-		{"absolute ungranted", filepath.Join(e.outside, "secret.conf"), runtime.CodeCapabilityDenied, "--grant fs.read:" + e.outside},
+		{"absolute ungranted", filepath.Join(e.outside, "secret.conf"), runtime.CodeCapabilityDenied, "needs the grant fs.read:" + e.outside},
 		{"etc", "/etc/passwd", runtime.CodeCapabilityDenied, ""},
 		{"symlink to device", "conf/devnull.conf", runtime.CodeCapabilityDenied, ""},
 		{"symlink loop", "conf/loop1.conf", runtime.CodeInvalidInput, "symbolic links"},
@@ -1245,7 +1245,7 @@ func TestOpsModifyConfigErrors(t *testing.T) {
 		{"too large", `{"path":"conf/big.conf","changes":` + ch(1, "x", "y") + `}`, runtime.CodeTooLarge, ""},
 		{"hard link", `{"path":"conf/hardlink.conf","changes":` + ch(1, "a", "b") + `}`, runtime.CodePathEscape, "hard links"},
 		{"symlink out", `{"path":"conf/out.conf","changes":` + ch(1, "a", "b") + `}`, runtime.CodeCapabilityDenied, ""},
-		{"not writable", `{"path":"readme.txt","changes":` + ch(1, "a", "b") + `}`, runtime.CodeCapabilityDenied, "--grant fs.write:readme.txt"},
+		{"not writable", `{"path":"readme.txt","changes":` + ch(1, "a", "b") + `}`, runtime.CodeCapabilityDenied, "needs the grant fs.write:readme.txt"},
 		{"dot dot", `{"path":"conf/../readme.txt","changes":` + ch(1, "a", "b") + `}`, runtime.CodeCapabilityDenied, ""},
 		{"git config", `{"path":".git/config","changes":` + ch(1, "[core]", "[core] fsmonitor = evil") + `}`, runtime.CodePolicyDenied, ".git"},
 		{"nested git hook", `{"path":"conf/.git/hooks/pre-commit","changes":` + ch(1, "#!/bin/sh", "#!/bin/sh\ntouch /tmp/pwned") + `}`, runtime.CodePolicyDenied, ".git"},

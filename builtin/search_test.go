@@ -159,7 +159,7 @@ func TestSearchBraveDefaultEndpointNeed(t *testing.T) {
 	tool := &SearchTool{Config: SearchConfig{BraveAPIKey: searchTestKey}}
 	g, _ := httpGate(t, tool)
 	res := callToolReq(t, g, runtime.Request{Tool: "search", Args: json.RawMessage(`{"query":"x"}`), DryRun: true})
-	httpWantError(t, res, runtime.CodeCapabilityDenied, "net:api.search.brave.com:443", "--grant net:api.search.brave.com:443")
+	httpWantError(t, res, runtime.CodeCapabilityDenied, "net:api.search.brave.com:443", "needs the grant net:api.search.brave.com:443")
 }
 
 func TestSearchRateLimit(t *testing.T) {
@@ -247,8 +247,8 @@ func TestSearchErrors(t *testing.T) {
 		{"malformed JSON", SearchConfig{SearXNGURL: malformed.at("searx.test", "/")}, nil, `{"query":"x"}`, runtime.CodeToolError, "not its JSON API", "JSON format"},
 		{"HTML instead of JSON", SearchConfig{SearXNGURL: htmlPage.at("searx.test", "/")}, nil, `{"query":"x"}`, runtime.CodeToolError, "not its JSON API", ""},
 		{"JSON without results", SearchConfig{SearXNGURL: noResults.at("searx.test", "/")}, nil, `{"query":"x"}`, runtime.CodeToolError, "without results", ""},
-		{"no grant for the backend", SearchConfig{SearXNGURL: "https://searx.example.org"}, nil, `{"query":"x"}`, runtime.CodeCapabilityDenied, "net:searx.example.org:443", "--grant net:searx.example.org:443"},
-		{"backend on loopback without an address grant", SearchConfig{SearXNGURL: noResults.at("searx.test", "/")}, []string{"net:searx.test"}, `{"query":"x"}`, runtime.CodeCapabilityDenied, "resolved to 127.0.0.1 (loopback)", "--grant net:127.0.0.1:"},
+		{"no grant for the backend", SearchConfig{SearXNGURL: "https://searx.example.org"}, nil, `{"query":"x"}`, runtime.CodeCapabilityDenied, "net:searx.example.org:443", "needs the grant net:searx.example.org:443"},
+		{"backend on loopback without an address grant", SearchConfig{SearXNGURL: noResults.at("searx.test", "/")}, []string{"net:searx.test"}, `{"query":"x"}`, runtime.CodeCapabilityDenied, "resolved to 127.0.0.1 (loopback)", "needs the grant net:127.0.0.1:"},
 		{"backend unreachable", SearchConfig{SearXNGURL: "http://nowhere.test/"}, []string{"net:nowhere.test"}, `{"query":"x"}`, runtime.CodeNetworkError, "cannot resolve nowhere.test", ""},
 	}
 	for _, tc := range cases {
@@ -273,7 +273,7 @@ func TestSearchFollowsRedirectsOnlyToGrantedHosts(t *testing.T) {
 		http.Redirect(w, r, target.at("evil.test", "/searx/search?"+r.URL.RawQuery), http.StatusFound)
 	})
 	g, _ := httpGate(t, searchNewTool(SearchConfig{SearXNGURL: origin.at("searx.test", "/")}, &searchWaits{}), "net:searx.test", "net:127.0.0.1")
-	httpWantError(t, callTool(t, g, "search", `{"query":"x"}`), runtime.CodeCapabilityDenied, "redirect to evil.test refused", "--grant net:evil.test:")
+	httpWantError(t, callTool(t, g, "search", `{"query":"x"}`), runtime.CodeCapabilityDenied, "redirect to evil.test refused", "needs the grant net:evil.test:")
 	if target.hits.Load() != 0 {
 		t.Fatalf("the ungranted host got %d requests", target.hits.Load())
 	}

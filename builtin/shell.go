@@ -193,8 +193,9 @@ func (s *Shell) prepare(c *runtime.Call) (*shellCall, *runtime.Error) {
 				"env PATH cannot be set: warden runs programs only from %s", s.pathValue(c.Workspace))
 		}
 		if why := shellEnvGuarded(k); why != "" && !shellExactEnvGrant(c.Grants, k) {
-			return nil, runtime.Errorf(runtime.CodeCapabilityDenied, "add --grant env:"+k+" (exactly this name; env:* does not open it)",
-				"env %s cannot be set without an exact env:%s grant: %s", k, k, why)
+			e := runtime.NeedsGrants([]string{"env:" + k}, "env %s cannot be set without an exact env:%s grant (env:* does not open it): %s", k, k, why)
+			e.Hint += " (exactly this name; env:* does not open it)"
+			return nil, e
 		}
 	}
 
@@ -339,6 +340,7 @@ func (s *Shell) outcome(sc *shellCall, r *shellRunResult) runtime.Outcome {
 	case r.denial != nil:
 		d := r.denial
 		o.Err = runtime.Errorf(d.code, d.hint, "%s; the command was stopped there (exit code %d)", d.message, r.exitCode)
+		o.Err.Missing = d.missing
 	case r.timedOut:
 		o.Err = runtime.Errorf(runtime.CodeCommandTimeout, fmt.Sprintf("raise timeout_ms (at most %d) or do less in one call", s.maxTimeout().Milliseconds()),
 			"command timed out after %s; every process it started was killed", sc.timeout)

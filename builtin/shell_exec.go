@@ -48,6 +48,7 @@ var (
 type shellDenial struct {
 	code          runtime.Code // CAPABILITY_DENIED, or POLICY_DENIED (require_sandbox)
 	message, hint string
+	missing       []string // the grant that would allow it, if one would
 }
 
 // shellRunResult is what running a command produced.
@@ -299,13 +300,29 @@ func (st *shellRun) refuse(hc interp.HandlerContext, message, hint string) error
 }
 
 func (st *shellRun) refuseCode(hc interp.HandlerContext, code runtime.Code, message, hint string) error {
+	return st.deny(hc, &shellDenial{code: code, message: message, hint: hint})
+}
+
+// refuseNeed refuses what need, which the grants do not allow, would
+// have allowed: the denial names the grant that would (noGrant when none
+// can).
+func (st *shellRun) refuseNeed(hc interp.HandlerContext, message string, need capability.Need, noGrant string) error {
+	d := &shellDenial{code: runtime.CodeCapabilityDenied, message: message, hint: noGrant}
+	if g := need.Hint(st.ws); g != "" {
+		d.missing = []string{g}
+		d.hint = runtime.GrantsHint(d.missing)
+	}
+	return st.deny(hc, d)
+}
+
+func (st *shellRun) deny(hc interp.HandlerContext, d *shellDenial) error {
 	st.mu.Lock()
 	if st.denial == nil {
-		st.denial = &shellDenial{code: code, message: message, hint: hint}
+		st.denial = d
 	}
 	st.mu.Unlock()
 	if hc.Stderr != nil {
-		fmt.Fprintf(hc.Stderr, "warden: %s: %s (%s)\n", code, message, hint)
+		fmt.Fprintf(hc.Stderr, "warden: %s: %s (%s)\n", d.code, d.message, d.hint)
 	}
 	st.cancel(shellErrDenied)
 	return shellErrDenied
@@ -345,11 +362,8 @@ func (st *shellRun) exec(ctx context.Context, args []string) error {
 	}
 	need := capability.Need{Kind: capability.Exec, Resource: base}
 	if !st.grants.Allows(need) {
-		hint := "add --grant " + need.Hint(st.ws)
-		if need.Hint(st.ws) == "" {
-			hint = "no grant can allow this program name"
-		}
-		return st.refuse(hc, fmt.Sprintf("program %s is not granted (it was only known when the command ran)", shellQuote(name)), hint)
+		return st.refuseNeed(hc, fmt.Sprintf("program %s is not granted (it was only known when the command ran)", shellQuote(name)), need,
+			"no grant can allow this program name")
 	}
 	path := st.lookPath(base)
 	if path == "" {
@@ -383,7 +397,7 @@ func (st *shellRun) exec(ctx context.Context, args []string) error {
 		}
 		wn := capability.Need{Kind: capability.FSWrite, Resource: p}
 		if !st.grants.Allows(wn) {
-			return st.refuse(hc, fmt.Sprintf("%s would write %s, which is not granted", shellShort(args), p), "add --grant "+wn.Hint(st.ws))
+			return st.refuseNeed(hc, fmt.Sprintf("%s would write %s, which is not granted", shellShort(args), p), wn, "")
 		}
 		if shellProtected(st.ws, p) {
 			return st.refuse(hc, fmt.Sprintf("%s would write %s: %s", shellShort(args), p, shellProtectedWhy), shellProtectedHint)
@@ -394,7 +408,7 @@ func (st *shellRun) exec(ctx context.Context, args []string) error {
 		}
 	}
 	if d, err := capability.ResolvePath(st.ws, hc.Dir); err != nil || !st.grants.Allows(capability.Need{Kind: capability.FSRead, Resource: d}) {
-		return st.refuse(hc, fmt.Sprintf("%s would run in %s, which is outside the fs.read grants", base, hc.Dir), "add --grant "+capability.Need{Kind: capability.FSRead, Resource: d}.Hint(st.ws))
+		return st.refuseNeed(hc, fmt.Sprintf("%s would run in %s, which is outside the fs.read grants", base, hc.Dir), capability.Need{Kind: capability.FSRead, Resource: d}, "")
 	}
 	env, msg := st.childEnv(hc.Env, base)
 	if msg != "" {
@@ -675,7 +689,7 @@ func (st *shellRun) open(ctx context.Context, path string, flag int, perm os.Fil
 	for _, k := range kinds {
 		need = capability.Need{Kind: k, Resource: resolved}
 		if !st.grants.Allows(need) {
-			_ = st.refuse(hc, fmt.Sprintf("%s %s (%s) is not granted", map[bool]string{true: "writing", false: "reading"}[k == capability.FSWrite], path, resolved), "add --grant "+need.Hint(st.ws))
+			_ = st.refuseNeed(hc, fmt.Sprintf("%s %s (%s) is not granted", map[bool]string{true: "writing", false: "reading"}[k == capability.FSWrite], path, resolved), need, "")
 			return nil, &os.PathError{Op: "open", Path: path, Err: shellErrDenied}
 		}
 	}
@@ -850,7 +864,7 @@ func (st *shellRun) call(ctx context.Context, args []string) ([]string, error) {
 	}
 	need := capability.Need{Kind: capability.FSRead, Resource: resolved}
 	if !st.grants.Allows(need) {
-		return nil, st.refuse(hc, fmt.Sprintf("cd to %s (%s) refused: it is outside the fs.read grants", target, resolved), "add --grant "+need.Hint(st.ws))
+		return nil, st.refuseNeed(hc, fmt.Sprintf("cd to %s (%s) refused: it is outside the fs.read grants", target, resolved), need, "")
 	}
 	return args, nil
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -294,7 +295,7 @@ func TestShellHostile(t *testing.T) {
 			if tc.msg != "" && !strings.Contains(res.Error.Message+" "+res.Error.Hint, tc.msg) {
 				t.Fatalf("error %+v lacks %q", res.Error, tc.msg)
 			}
-			if tc.code == runtime.CodeCapabilityDenied && !strings.Contains(res.Error.Hint, "--grant") && res.Error.Hint == "" {
+			if tc.code == runtime.CodeCapabilityDenied && res.Error.Hint == "" {
 				t.Fatalf("no hint: %+v", res.Error)
 			}
 			shellAbsent(t, mark)
@@ -336,7 +337,7 @@ func TestShellHostileRunTimeDenialNamesTheProgram(t *testing.T) {
 	g, _ := shellGate(t, nil, ws, "fs.read:**")
 	res := shellDo(t, g, map[string]any{"command": "echo before; $(echo rm) -rf .; echo after"})
 	d := shellDataOf(t, res)
-	if shellCode(res) != runtime.CodeCapabilityDenied || res.Error.Hint != "add --grant exec:rm" || !strings.Contains(res.Error.Message, "program rm is not granted") {
+	if shellCode(res) != runtime.CodeCapabilityDenied || res.Error.Hint != "needs the grant exec:rm" || !slices.Equal(res.Error.Missing, []string{"exec:rm"}) || !strings.Contains(res.Error.Message, "program rm is not granted") {
 		t.Fatalf("%+v", res.Error)
 	}
 	if d.ExitCode != 126 || d.Stdout != "before\n" || !strings.Contains(d.Stderr, "CAPABILITY_DENIED") {

@@ -263,8 +263,9 @@ func (z *shellAnalyzer) assign(name string, reachesPrograms bool) {
 		return
 	}
 	if why := shellEnvGuarded(name); why != "" && !shellExactEnvGrant(z.in.grants, name) {
-		z.refuse(runtime.Errorf(runtime.CodeCapabilityDenied, "add --grant env:"+name+" (exactly this name)",
-			"the command sets %s for the programs it runs, which needs an exact env:%s grant: %s", name, name, why))
+		e := runtime.NeedsGrants([]string{"env:" + name}, "the command sets %s for the programs it runs, which needs an exact env:%s grant: %s", name, name, why)
+		e.Hint += " (exactly this name)"
+		z.refuse(e)
 	}
 }
 

@@ -159,8 +159,8 @@ func TestShellErrorCodes(t *testing.T) {
 		{"program fails", map[string]any{"command": "cat missing.txt"}, runtime.CodeCommandFailed, 1, "missing.txt", ""},
 		{"not found", map[string]any{"command": "warden-no-such-program --flag"}, runtime.CodeCommandNotFound, 127, "warden-no-such-program", "PATH"},
 		{"timeout", map[string]any{"command": "sleep 5", "timeout_ms": 200}, runtime.CodeCommandTimeout, -1, "timed out", "timeout_ms"},
-		{"ungranted (static)", map[string]any{"command": "rm in.txt"}, runtime.CodeCapabilityDenied, -2, "exec:rm", "--grant exec:rm"},
-		{"ungranted (run time)", map[string]any{"command": "$(echo rm) in.txt"}, runtime.CodeCapabilityDenied, 126, "program rm is not granted", "--grant exec:rm"},
+		{"ungranted (static)", map[string]any{"command": "rm in.txt"}, runtime.CodeCapabilityDenied, -2, "exec:rm", "needs the grant exec:rm"},
+		{"ungranted (run time)", map[string]any{"command": "$(echo rm) in.txt"}, runtime.CodeCapabilityDenied, 126, "program rm is not granted", "needs the grant exec:rm"},
 		{"parse error", map[string]any{"command": "echo 'unterminated"}, runtime.CodeInvalidInput, -2, "line 1, column 6", "syntax"},
 		{"parse error, line 2", map[string]any{"command": "true\nif then fi"}, runtime.CodeInvalidInput, -2, "line 2", ""},
 		{"NUL", map[string]any{"command": "echo a\x00b"}, runtime.CodeInvalidInput, -2, "NUL", ""},
@@ -170,7 +170,7 @@ func TestShellErrorCodes(t *testing.T) {
 		{"timeout above the limit", map[string]any{"command": "true", "timeout_ms": 120000}, runtime.CodeInvalidInput, -2, "above the limit", "60000"},
 		{"cwd missing", map[string]any{"command": "true", "cwd": "nope"}, runtime.CodeNotFound, -2, "not an existing directory", ""},
 		{"cwd outside", map[string]any{"command": "true", "cwd": "/"}, runtime.CodeCapabilityDenied, -2, "fs.read:/", ""},
-		{"redirect not granted", map[string]any{"command": "echo x > out.txt"}, runtime.CodeCapabilityDenied, -2, "fs.write", "--grant fs.write:out.txt"},
+		{"redirect not granted", map[string]any{"command": "echo x > out.txt"}, runtime.CodeCapabilityDenied, -2, "fs.write", "needs the grant fs.write:out.txt"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	goruntime "runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -87,7 +88,8 @@ func TestSystemNeedsSystemInfo(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := callSystem(t, newGate(t, &System{}, p), `{"operation":"get_info"}`)
-	if res.Error == nil || res.Error.Code != runtime.CodeCapabilityDenied || res.Error.Hint != "add --grant system.info" {
+	if res.Error == nil || res.Error.Code != runtime.CodeCapabilityDenied || res.Error.Hint != "needs the grant system.info" ||
+		!slices.Equal(res.Error.Missing, []string{"system.info"}) {
 		t.Fatalf("%+v", res.Error)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -356,8 +357,8 @@ func TestTextSummarize(t *testing.T) {
 		g, _ := newTestGate(t, "version: 1\ngrants: [\"fs.read:**\"]\n", t.TempDir(), TextTools(f.config())...)
 		res := callTool(t, g, "summarize", `{"text":"some text"}`)
 		textExpect(t, res, runtime.CodeCapabilityDenied)
-		if !strings.Contains(res.Error.Hint, "--grant llm") || len(f.requests()) != 0 {
-			t.Errorf("hint %q, %d requests", res.Error.Hint, len(f.requests()))
+		if !slices.Contains(res.Error.Missing, "llm") || len(f.requests()) != 0 {
+			t.Errorf("missing %q, %d requests", res.Error.Missing, len(f.requests()))
 		}
 	})
 	t.Run("invalid input", func(t *testing.T) {

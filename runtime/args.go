@@ -32,7 +32,7 @@ func DecodeArgs(raw []byte) (map[string]any, []byte, *Error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return map[string]any{}, []byte("{}"), nil
 	}
-	const hint = `send one JSON object, e.g. --args '{"operation":"get_info"}'`
+	const hint = `send one JSON object, e.g. {"operation":"get_info"}`
 	v, err := decode.JSON("arguments", raw, &decode.Limits{MaxBytes: MaxArgsBytes, MaxDepth: MaxArgsDepth})
 	if err != nil {
 		var de *decode.Error

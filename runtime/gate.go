@@ -74,9 +74,9 @@ type GateOptions struct {
 	Registry  *Registry
 	Policy    *Policy
 	Workspace string // absolute, symlinks resolved
-	// Extra grants for this invocation only (--grant).
+	// Extra grants for this invocation only (the CLI's grant flag).
 	Extra []capability.Grant
-	// Timed grants for this invocation that expire (--grant CAP@30m).
+	// Timed grants for this invocation that expire (CAP@30m).
 	Timed []TimedGrant
 	// Grants keeps remembered grants and approvals with an expiry (warden
 	// grant add, "allow for 1 hour"); nil: none. They are read at each
@@ -316,18 +316,19 @@ func (g *Gate) check(ctx context.Context, req Request, callID string, vault *Vau
 		return c, g.denied(e.spec.Name, c.deciding(), c.why())
 	}
 	var missing []string
-	var hints []string
+	var lift []string
 	for _, n := range needs {
 		if grants.Allows(n) {
 			c.decision.Grants = append(c.decision.Grants, grantFor(grants, n)+timedNote(c.timed, grants, n))
 			continue
 		}
 		missing = append(missing, n.String())
-		hints = append(hints, "--grant "+n.Hint(g.o.Workspace))
+		if h := n.Hint(g.o.Workspace); h != "" {
+			lift = append(lift, h)
+		}
 	}
 	if len(missing) > 0 {
-		return c, Errorf(CodeCapabilityDenied, "add "+strings.Join(hints, " "),
-			"%s needs %s, which the grants (%s) do not allow", e.spec.Name, strings.Join(missing, ", "), grants.String())
+		return c, NeedsGrants(lift, "%s needs %s, which the grants (%s) do not allow", e.spec.Name, strings.Join(missing, ", "), grants.String())
 	}
 	if perr := pathRuleRefusal(c.call, needs); perr != nil {
 		return c, perr
@@ -521,7 +522,9 @@ func (g *Gate) approve(ctx context.Context, c *checked, preview *Outcome) (appro
 			if errors.Is(err, ErrCancelled) || ctx.Err() != nil {
 				return approvalVerdict{ApprovalRefused, ""}, Errorf(CodeUserCancelled, "", "approval of %s was cancelled", name)
 			}
-			return approvalVerdict{ApprovalUnavailable, ""}, Errorf(CodeApprovalRequired, "approve with --approve auto, or run it on a terminal", "%s needs approval and asking failed: %v", name, err)
+			ae := Errorf(CodeApprovalRequired, "needs approval, and asking for it failed", "%s needs approval and asking failed: %v", name, err)
+			ae.Approval = &ApprovalNeeded{Rule: rule, Mode: g.o.Approval, Failed: err.Error()}
+			return approvalVerdict{ApprovalUnavailable, ""}, ae
 		}
 		by := a.By
 		if by == "" {
@@ -539,9 +542,10 @@ func (g *Gate) approve(ctx context.Context, c *checked, preview *Outcome) (appro
 		}
 		return approvalVerdict{ApprovalUser, by}, nil
 	}
-	return approvalVerdict{ApprovalUnavailable, ""}, Errorf(CodeApprovalRequired,
-		"run it on a terminal to be asked (--approve ask), or approve it explicitly with --approve auto",
+	ae := Errorf(CodeApprovalRequired, "needs approval, and no one can be asked",
 		"%s needs approval (%s) and no one can approve it (approval mode %s)", name, rule, g.o.Approval)
+	ae.Approval = &ApprovalNeeded{Rule: rule, Mode: g.o.Approval}
+	return approvalVerdict{ApprovalUnavailable, ""}, ae
 }
 
 // callRedactor is the redactor for what is shown or recorded of a call:
@@ -726,7 +730,7 @@ func (g *Gate) redactError(e *Error) *Error {
 	if e == nil {
 		return nil
 	}
-	return &Error{Code: e.Code, Message: g.o.Redactor.String(e.Message), Hint: g.o.Redactor.String(e.Hint)}
+	return e.MapText(g.o.Redactor.String)
 }
 
 // redactNeeds renders needs for the audit log and the approver; a path or
@@ -775,11 +779,15 @@ type Explanation struct {
 // makes wait for an approval the approval mode cannot give.
 const VerdictNeedsApproval = "needs approval"
 
-// NeedWhy is one need and the grant that allows it (or "" if none).
+// NeedWhy is one need and the grant that allows it (or "" if none), or,
+// when none does, the grant that would (Grant; "" when no grant can).
 type NeedWhy struct {
 	Need      string `json:"need"`
 	GrantedBy string `json:"granted_by,omitempty"`
-	Hint      string `json:"hint,omitempty"`
+	Grant     string `json:"grant,omitempty"`
+	// Hint is for a front end to fill, in its reader's words (the gate
+	// leaves it empty).
+	Hint string `json:"hint,omitempty"`
 }
 
 // Explain says which rule and which grants decide a call, and why.
@@ -814,7 +822,7 @@ func (g *Gate) Explain(req Request) Explanation {
 			if c.call.Grants.Allows(n) {
 				w.GrantedBy = grantFor(c.call.Grants, n) + timedNote(c.timed, c.call.Grants, n)
 			} else {
-				w.Hint = "--grant " + n.Hint(g.o.Workspace)
+				w.Grant = g.o.Redactor.String(n.Hint(g.o.Workspace))
 			}
 			x.Needs = append(x.Needs, w)
 		}
@@ -833,7 +841,7 @@ func (g *Gate) Explain(req Request) Explanation {
 	if c.verdict.Approval {
 		switch g.o.Approval {
 		case ApproveAuto:
-			x.Approval = "required: approved automatically (--approve auto)"
+			x.Approval = "required: approved automatically (approval mode auto)"
 		case ApproveAsk:
 			x.Approval = "required: a person is asked on the terminal"
 		default:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -181,8 +182,8 @@ func TestGateRefusals(t *testing.T) {
 		{"duplicate key", notesPolicy, "note", `{"name":"a","name":"b"}`, CodeInvalidInput, ""},
 		{"policy deny", notesPolicy + "rules: [{tool: note, action: deny}]\n", "note", `{"name":"a"}`, CodePolicyDenied, "change its rule"},
 		{"needs refuses", notesPolicy, "note", `{"name":"a/b"}`, CodePathEscape, ""},
-		{"no grant", "version: 1\n", "note", `{"name":"a"}`, CodeCapabilityDenied, "--grant fs.write:notes/a"},
-		{"approval, never", notesPolicy + "rules: [{tool: note, action: allow, require_approval: true}]\n", "note", `{"name":"a"}`, CodeApprovalRequired, "--approve auto"},
+		{"no grant", "version: 1\n", "note", `{"name":"a"}`, CodeCapabilityDenied, "needs the grant fs.write:notes/a"},
+		{"approval, never", notesPolicy + "rules: [{tool: note, action: allow, require_approval: true}]\n", "note", `{"name":"a"}`, CodeApprovalRequired, "needs approval"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -193,6 +194,22 @@ func TestGateRefusals(t *testing.T) {
 			}
 			if res.Success || res.Error.Code != tt.code || !strings.Contains(res.Error.Hint, tt.hint) {
 				t.Fatalf("want %s (hint %q), got %+v", tt.code, tt.hint, res.Error)
+			}
+			// The refusal carries what is missing as data, for each front
+			// end to word.
+			switch tt.code {
+			case CodeCapabilityDenied:
+				if !slices.Equal(res.Error.Missing, []string{"fs.write:notes/a"}) || res.Error.Approval != nil {
+					t.Fatalf("missing grants: %+v", res.Error)
+				}
+			case CodeApprovalRequired:
+				if a := res.Error.Approval; a == nil || a.Mode != ApproveNever || !strings.Contains(a.Rule, "require_approval") || a.Failed != "" || res.Error.Missing != nil {
+					t.Fatalf("approval: %+v", res.Error)
+				}
+			default:
+				if res.Error.Missing != nil || res.Error.Approval != nil {
+					t.Fatalf("%s with data: %+v", tt.code, res.Error)
+				}
 			}
 			if tool.runs != 0 {
 				t.Fatal("the tool ran")

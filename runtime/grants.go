@@ -11,7 +11,7 @@ import (
 	"github.com/wardenrt/warden/runtime/capability"
 )
 
-// Grants that expire: `--grant CAP@30m` for one invocation, `warden grant
+// Grants that expire: CAP@30m given for one invocation, `warden grant
 // add CAP --for 8h` remembered in the store, and approvals remembered for a
 // while ("allow for 1 hour"). The gate reads them at each call, so none
 // outlives its expiry, also in a long-running `mcp serve` or `warden run`.
@@ -34,7 +34,7 @@ type TimedGrant struct {
 	// Tool, when set, limits it to calls of that tool.
 	Tool string `json:"tool,omitempty"`
 	// Workspace limits it to calls in that workspace ("" for an
-	// invocation's own --grant CAP@D).
+	// invocation's own grant CAP@D).
 	Workspace string `json:"workspace,omitempty"`
 	// Rule is, for an approval, the rule that asked (Rule.Describe).
 	Rule    string    `json:"rule,omitempty"`

@@ -128,17 +128,16 @@ func (g *Gate) maskOutcome(o Outcome, v *Vault, red *redact.Redactor, refusal bo
 		other += len(found)
 	}
 	if o.Err != nil {
-		e := *o.Err
-		var f1, f2 []redact.Secret
 		// The gate's own refusals quote masks as the caller sent them.
 		admitErr := func(s string) string { return s }
 		if !refusal {
 			admitErr = func(s string) string { return admit(s, "") }
 		}
-		e.Message, f1 = red.Replace(admitErr(e.Message), noOrigin)
-		e.Hint, f2 = red.Replace(admitErr(e.Hint), noOrigin)
-		other += len(f1) + len(f2)
-		o.Err = &e
+		o.Err = o.Err.MapText(func(s string) string {
+			out, found := red.Replace(admitErr(s), noOrigin)
+			other += len(found)
+			return out
+		})
 	}
 	var inData int
 	if o.Data != nil {

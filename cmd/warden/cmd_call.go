@@ -221,6 +221,7 @@ func buildArgs(reg *runtime.Registry, tool, argsJSON string, pairs []string) (js
 // printResult prints an envelope (always as JSON: it is the result) and turns
 // a failed call into the matching exit status.
 func (e *env) printResult(res runtime.Result) error {
+	res.Error = cliError(res.Error)
 	if err := e.printJSON(res); err != nil {
 		return err
 	}

@@ -71,6 +71,12 @@ func policyCommand() *cli.Command {
 						return err
 					}
 					x := g.Explain(runtime.Request{Tool: e.c.Args().First(), Args: []byte(e.c.String("args")), Principal: []string{"cli"}})
+					x.Error = cliError(x.Error)
+					for i, n := range x.Needs {
+						if n.GrantedBy == "" && n.Grant != "" {
+							x.Needs[i].Hint = "--grant " + n.Grant
+						}
+					}
 					trust := policyTrustLine(pf)
 					if e.json {
 						return e.printJSON(struct {
@@ -96,7 +102,11 @@ func policyCommand() *cli.Command {
 						if n.GrantedBy != "" {
 							fmt.Fprintf(e.stdout, "needs:    %s — allowed by %s\n", n.Need, n.GrantedBy)
 						} else {
-							fmt.Fprintf(e.stdout, "needs:    %s — NOT granted (%s)\n", n.Need, n.Hint)
+							hint := n.Hint
+							if hint == "" {
+								hint = "no grant can allow it"
+							}
+							fmt.Fprintf(e.stdout, "needs:    %s — NOT granted (%s)\n", n.Need, hint)
 						}
 					}
 					fmt.Fprintf(e.stdout, "approval: %s\n", x.Approval)

@@ -99,7 +99,7 @@ func runCommand() *cli.Command {
 			if err != nil {
 				var rerr *runtime.Error
 				if rerr = runtime.AsError(err); rerr != nil {
-					return fail(rerr.Code, exitUsage, rerr.Hint, "%s", rerr.Message)
+					return fail(rerr.Code, exitUsage, cliHint(rerr), "%s", rerr.Message)
 				}
 				return err
 			}
@@ -115,7 +115,7 @@ func runCommand() *cli.Command {
 			}
 			code, hint, msg := runtime.CodeLLMError, "", "the run "+rec.Status
 			if rec.Error != nil {
-				code, hint, msg = rec.Error.Code, rec.Error.Hint, rec.Error.Message
+				code, hint, msg = rec.Error.Code, cliHint(rec.Error), rec.Error.Message
 			}
 			if rec.Status == agent.StatusCancelled {
 				code, hint, msg = runtime.CodeUserCancelled, "", "the run was cancelled; its record is kept"

@@ -267,7 +267,7 @@ func toolFailure(err error) error {
 	}
 	var rerr *runtime.Error
 	if errors.As(err, &rerr) && rerr.Code != runtime.CodeInvalidInput {
-		return fail(rerr.Code, exitFailed, rerr.Hint, "%v", err)
+		return fail(rerr.Code, exitFailed, cliHint(rerr), "%v", err)
 	}
 	if errors.Is(err, decode.ErrTooLarge) {
 		return readFailure(err, "")

@@ -200,7 +200,7 @@ func (e *env) runWorkflow(ctx context.Context, w *workflow.Workflow, params map[
 	view.stop()
 	if err != nil {
 		if e := runtime.AsError(err); e != nil {
-			return fail(e.Code, exitUsage, e.Hint, "%s", e.Message)
+			return fail(e.Code, exitUsage, cliHint(e), "%s", e.Message)
 		}
 		return err
 	}
@@ -220,7 +220,7 @@ func (e *env) runWorkflow(ctx context.Context, w *workflow.Workflow, params map[
 	}
 	code, hint, msg := runtime.CodeToolError, "", "the workflow "+rec.Status
 	if rec.Error != nil {
-		code, hint, msg = rec.Error.Code, rec.Error.Hint, rec.Error.Message
+		code, hint, msg = rec.Error.Code, cliHint(rec.Error), rec.Error.Message
 	}
 	exit := exitFailed
 	if code.Denial() {

@@ -8,7 +8,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -180,11 +179,11 @@ func (e *env) runJob(ctx context.Context, j schedule.Job, runID string) schedule
 			return failed(err)
 		}
 		annotateRetry(ctx, st, runID, j.Running)
-		var stepHint string
-		if n := len(rec.Results); n > 0 && rec.Results[n-1].Error != nil {
-			stepHint = rec.Results[n-1].Error.Hint
+		var stepErr *runtime.Error
+		if n := len(rec.Results); n > 0 {
+			stepErr = rec.Results[n-1].Error
 		}
-		return schedule.Outcome{Status: rec.Status, Error: jobDenied(j, g.Policy().Source, rec.Error, stepHint)}
+		return schedule.Outcome{Status: rec.Status, Error: jobDenied(j, g.Policy().Source, rec.Error, stepErr)}
 	default:
 		cfg, err := e.modelConfig()
 		if err != nil {
@@ -203,34 +202,26 @@ func (e *env) runJob(ctx context.Context, j schedule.Job, runID string) schedule
 			return failed(err)
 		}
 		annotateRetry(ctx, st, runID, j.Running)
-		return schedule.Outcome{Status: rec.Status, Error: jobDenied(j, g.Policy().Source, rec.Error, "")}
+		return schedule.Outcome{Status: rec.Status, Error: jobDenied(j, g.Policy().Source, rec.Error, nil)}
 	}
 }
 
-// grantHint finds the grants an "add --grant CAP …" hint names.
-var grantHint = regexp.MustCompile(`--grant ([^\s,]+)`)
-
 // jobDenied rewrites the hint of a job's CAPABILITY_DENIED failure. The
-// gate and the workflow runner say "add --grant CAP", which the daemon
-// refuses (a job runs with the grants it was scheduled with ∩ the policy
-// in force); the owner can give CAP in the policy, or add it to the job
-// (its workflow's grants, approved again; or --with, scheduled again). The grants are read from the error's hint, else from its
-// failing step's (the runner replaces a step's hint with its resume one).
-// Other failures are returned as they are.
-func jobDenied(j schedule.Job, policySource string, re *runtime.Error, stepHint string) *runtime.Error {
+// gate and the workflow runner name the grants that would allow the call
+// (the error's Missing), which the daemon cannot take for one run (a job
+// runs with the grants it was scheduled with ∩ the policy in force); the
+// owner can give them in the policy, or add them to the job (its
+// workflow's grants, approved again; or --with, scheduled again). The
+// grants are the error's, else its failing step's (the runner words a
+// step's failure as its own, with a resume hint). Other failures are
+// returned as they are.
+func jobDenied(j schedule.Job, policySource string, re, stepErr *runtime.Error) *runtime.Error {
 	if re == nil || re.Code != runtime.CodeCapabilityDenied {
 		return re
 	}
-	var caps []string
-	for _, h := range []string{re.Hint, stepHint} {
-		for _, m := range grantHint.FindAllStringSubmatch(h, -1) {
-			if !slices.Contains(caps, m[1]) {
-				caps = append(caps, m[1])
-			}
-		}
-		if len(caps) > 0 {
-			break
-		}
+	caps := re.Missing
+	if len(caps) == 0 && stepErr != nil {
+		caps = stepErr.Missing
 	}
 	if len(caps) == 0 {
 		return re // a refusal no grant lifts (hide:, protect:) keeps its hint

@@ -239,6 +239,7 @@ func (m *mcpServer) call(ctx context.Context, name string, req *mcp.CallToolRequ
 		}, nil
 	}
 	text := res.Output
+	res.Error = mcpError(res.Error)
 	if res.Error != nil {
 		text = fmt.Sprintf("%s: %s", res.Error.Code, res.Error.Message)
 		if res.Error.Hint != "" {

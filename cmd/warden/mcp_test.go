@@ -207,6 +207,26 @@ func checkMCPBasics(t *testing.T, ctx context.Context, w *mcpWorld, session *mcp
 		res, env := mcpCallResult(t, ctx, session, tt.tool, tt.args)
 		if !res.IsError || env.Error == nil || env.Error.Code != tt.code || !strings.HasPrefix(resultText(res), string(tt.code)) {
 			t.Errorf("%s: isError %v, %+v", tt.tool, res.IsError, env.Error)
+			continue
+		}
+		// The client is told what to ask the user for, in the text and the
+		// structured result alike, and never a flag of warden's CLI.
+		text := resultText(res)
+		switch tt.code {
+		case runtime.CodeCapabilityDenied:
+			want := "ask the user to grant " + env.Error.Missing[0]
+			if len(env.Error.Missing) != 1 || !strings.Contains(text, want) || !strings.HasPrefix(env.Error.Hint, want) {
+				t.Errorf("%s: %q, %+v", tt.tool, text, env.Error)
+			}
+		case runtime.CodeApprovalRequired:
+			if env.Error.Approval == nil || !strings.Contains(text, "the user must approve this call") {
+				t.Errorf("%s: %q, %+v", tt.tool, text, env.Error)
+			}
+		}
+		for _, flag := range []string{"--grant", "--approve", "--args"} {
+			if strings.Contains(text, flag) || strings.Contains(env.Error.Hint, flag) {
+				t.Errorf("%s: the client is told of %s: %q", tt.tool, flag, text)
+			}
 		}
 	}
 	for _, f := range []string{outside, filepath.Join(w.ws, "noelicit")} {

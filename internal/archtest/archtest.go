@@ -4,7 +4,10 @@
 package archtest
 
 import (
+	"io/fs"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -54,5 +57,56 @@ next:
 			}
 		}
 		t.Errorf("%s may import only the standard library and %v, but depends on %s", pkg, allowed, d)
+	}
+}
+
+// CLIFlags are the flags of warden's command line that the core must not
+// name: its errors carry data (the missing grants, the approval needed)
+// and each front end words the hint for its reader.
+var CLIFlags = []string{"--grant", "--approve", "--args"}
+
+// NoWords fails the test for every line, in a non-test source file
+// (.go, and the .yaml, .yml and .json files a package may embed) under
+// one of dirs (testdata excepted), that contains one of words: string
+// literals and comments alike.
+func NoWords(t testing.TB, words []string, dirs ...string) {
+	t.Helper()
+	scanned := 0
+	for _, dir := range dirs {
+		err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() {
+				if d.Name() == "testdata" {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			switch ext := filepath.Ext(p); {
+			case ext == ".go" && !strings.HasSuffix(p, "_test.go"), ext == ".yaml", ext == ".yml", ext == ".json":
+			default:
+				return nil
+			}
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			scanned++
+			for i, line := range strings.Split(string(data), "\n") {
+				for _, w := range words {
+					if strings.Contains(line, w) {
+						t.Errorf("%s:%d names %s: %s", p, i+1, w, strings.TrimSpace(line))
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if scanned == 0 {
+		t.Fatalf("no source file under %v", dirs)
 	}
 }

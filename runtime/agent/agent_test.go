@@ -139,7 +139,10 @@ func TestModelMistakesAreResults(t *testing.T) {
 			}},
 		llmtest.Step{ToolCalls: []llmtest.ToolCall{call("fs_write", `{"path":"notes/readme-draft.md","content":"draft"}`)},
 			Check: func(t testing.TB, req openai.ChatCompletionRequest) {
-				contains(t, "denied result", lastTool(req.Messages), "CAPABILITY_DENIED", "fs.write:README.md")
+				// The model is told what to ask the user for, not which flag to type.
+				contains(t, "denied result", lastTool(req.Messages), "CAPABILITY_DENIED", "fs.write:README.md",
+					`"hint":"ask the user to grant fs.write:README.md; your grants cannot change during this run"`, `"missing_grants":["fs.write:README.md"]`)
+				notContains(t, "denied result", lastTool(req.Messages), "--grant")
 			}},
 		llmtest.Step{ToolCalls: []llmtest.ToolCall{call("fs_remove", `{"path":"notes/readme-draft.md"}`), call("shell", `{"command":"sleep 0"}`)},
 			Check: func(t testing.TB, req openai.ChatCompletionRequest) {
@@ -148,7 +151,8 @@ func TestModelMistakesAreResults(t *testing.T) {
 		llmtest.Step{Content: "Wrote notes/readme-draft.md; README.md needs fs.write:README.md.",
 			Check: func(t testing.TB, req openai.ChatCompletionRequest) {
 				tm := toolMessages(req.Messages)
-				contains(t, "approval result", tm[len(tm)-2], "APPROVAL_REQUIRED")
+				contains(t, "approval result", tm[len(tm)-2], "APPROVAL_REQUIRED", "ask the user to approve it, or to allow it in warden's policy", `"approval":{"rule":`)
+				notContains(t, "approval result", tm[len(tm)-2], "--approve")
 				contains(t, "not offered result", tm[len(tm)-1], "UNKNOWN_TOOL", "not one of the tools this run offers")
 			}},
 	)

@@ -145,3 +145,12 @@ func contains(t testing.TB, what, s string, subs ...string) {
 		}
 	}
 }
+
+func notContains(t testing.TB, what, s string, subs ...string) {
+	t.Helper()
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			t.Errorf("%s contains %q:\n%s", what, sub, s)
+		}
+	}
+}

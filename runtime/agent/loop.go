@@ -518,11 +518,7 @@ func (l *loop) marshal() ([]byte, error) {
 }
 
 func (l *loop) end(ctx context.Context, status string, err *runtime.Error) (*Record, error) {
-	if err != nil {
-		red := *err
-		red.Message, red.Hint = l.red.String(err.Message), l.red.String(err.Hint)
-		err = &red
-	}
+	err = err.MapText(l.red.String)
 	l.rec.Status, l.rec.Error = status, err
 	now := l.o.Now().UTC()
 	l.rec.Ended = &now
@@ -773,7 +769,7 @@ func (l *loop) toolContent(ctx context.Context, res runtime.Result) (string, str
 		view["warnings"] = res.Warnings
 	}
 	if res.Error != nil {
-		view["error"] = res.Error
+		view["error"] = modelError(res.Error)
 	}
 	artifact := ""
 	if cut && l.o.Artifacts != nil {
@@ -785,6 +781,22 @@ func (l *loop) toolContent(ctx context.Context, res runtime.Result) (string, str
 	}
 	b, _ := json.Marshal(view)
 	return string(b), artifact
+}
+
+// modelError is e with its hint worded for the model: what to ask the
+// user for (the grants, an approval), which the model cannot give itself
+// and which cannot change during the run.
+func modelError(e *runtime.Error) *runtime.Error {
+	out := *e
+	switch {
+	case len(e.Missing) > 0:
+		out.Hint = "ask the user to grant " + strings.Join(e.Missing, ", ") + e.GrantsNote() +
+			"; your grants cannot change during this run"
+	case e.Approval != nil:
+		out.Hint = "this call needs a person's approval, which no one can give during this run: " +
+			"ask the user to approve it, or to allow it in warden's policy"
+	}
+	return &out
 }
 
 // writeRules lists rules for the system prompt.

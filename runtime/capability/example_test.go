@@ -55,11 +55,11 @@ func ExampleSet_Check() {
 		capability.Need{Kind: capability.Exec, Resource: "git"},
 	)
 	for _, n := range missing {
-		fmt.Println("add --grant", n.Hint(s.Workspace()))
+		fmt.Println("needs the grant", n.Hint(s.Workspace()))
 	}
 	// Output:
-	// add --grant fs.write:notes/a.txt
-	// add --grant exec:git
+	// needs the grant fs.write:notes/a.txt
+	// needs the grant exec:git
 }
 
 func ExampleSet_Intersect() {

@@ -38,7 +38,7 @@ func (n Need) String() string {
 	return string(n.Kind) + ":" + n.Resource
 }
 
-// Hint returns the narrowest grant that allows n, in the form --grant
+// Hint returns the narrowest grant that allows n, in the form a grant
 // takes: fs paths under workspace relative to it ("fs.write:notes/a.txt",
 // "fs.read:." for the workspace itself), others absolute; characters a
 // grant cannot spell (glob meta characters, control characters, white space

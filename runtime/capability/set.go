@@ -131,13 +131,13 @@ func (s Set) Intersect(o Set) Set {
 	return Set{&node{op: opAnd, l: s.n, r: o.n}}
 }
 
-// Union returns the set that allows what s or o allows — for adding
-// --grant flags to the policy's grants. Two plain sets with the same
+// Union returns the set that allows what s or o allows — for adding an
+// invocation's own grants to the policy's grants. Two plain sets with the same
 // workspace merge into one plain set (s's grants first, duplicates
 // dropped); otherwise (different workspaces, or an intersection on either
 // side) the result is a union node that keeps each side intact, so a union
 // never changes what either side means. Note that a union with an
-// intersection widens it: to add --grant flags to what a wasm tool may do,
+// intersection widens it: to add an invocation's grants to what a wasm tool may do,
 // add them to the run's set before intersecting it with the tool's.
 func (s Set) Union(o Set) Set {
 	switch {

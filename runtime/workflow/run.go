@@ -220,7 +220,7 @@ func Run(ctx context.Context, w *Workflow, o RunOptions) (*Record, error) {
 		}
 	}
 	if len(missing) > 0 {
-		return r.end(ctx, StatusFailed, runtime.Errorf(runtime.CodeCapabilityDenied, "add --grant "+strings.Join(missing, " --grant ")+", or grant them in the policy",
+		return r.end(ctx, StatusFailed, runtime.NeedsGrants(missing,
 			"workflow %s needs %s, which the policy does not grant; no step was run", w.Name, strings.Join(missing, ", ")))
 	}
 	if err := r.save(ctx); err != nil {

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -192,7 +193,7 @@ func TestMissingGrantsFailBeforeStepOne(t *testing.T) {
 	w := e.parse("report.yaml", report)
 	rec := e.run(w, workflow.RunOptions{})
 	if rec.Status != workflow.StatusFailed || rec.Error.Code != runtime.CodeCapabilityDenied || !strings.Contains(rec.Error.Message, "fs.write:out/**") ||
-		!strings.Contains(rec.Error.Hint, "--grant fs.write:out/**") {
+		rec.Error.Hint != "needs the grant fs.write:out/**" || !slices.Equal(rec.Error.Missing, []string{"fs.write:out/**"}) {
 		t.Fatalf("%+v", rec.Error)
 	}
 	if len(rec.Results) != 0 || len(e.audit.Events()) != 0 {

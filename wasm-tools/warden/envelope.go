@@ -30,6 +30,20 @@ type Error struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	Hint    string `json:"hint,omitempty"`
+	// MissingGrants lists, on CAPABILITY_DENIED, the grants that would
+	// allow the call (fs.write:notes/a.txt, exec:git), for the guest to
+	// pass on in its own words.
+	MissingGrants []string `json:"missing_grants,omitempty"`
+	// Approval says, on APPROVAL_REQUIRED, which rule asked for an
+	// approval and why none was given.
+	Approval *Approval `json:"approval,omitempty"`
+}
+
+// Approval is the approval a refused call needed (docs/envelope.md).
+type Approval struct {
+	Rule   string `json:"rule,omitempty"`
+	Mode   string `json:"mode"`
+	Failed string `json:"failed,omitempty"`
 }
 
 func (e *Error) Error() string {

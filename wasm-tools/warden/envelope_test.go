@@ -14,7 +14,7 @@ const specEnvelope = `{
   "output": "human/model-readable text",
   "data": {"k": "v"},
   "warnings": ["overwrites an existing file"],
-  "error": { "code": "CAPABILITY_DENIED", "message": "needs fs.write:notes/todo.md", "hint": "add --grant fs.write:notes/**" },
+  "error": { "code": "CAPABILITY_DENIED", "message": "needs fs.write:notes/todo.md", "hint": "needs the grant fs.write:notes/**", "missing_grants": ["fs.write:notes/**"] },
   "duration_ms": 3
 }`
 
@@ -27,7 +27,7 @@ func TestDecodeEnvelopeSpecShape(t *testing.T) {
 		Tool: "fs_write", CallID: "c1", Output: "human/model-readable text",
 		Data:       json.RawMessage(`{"k": "v"}`),
 		Warnings:   []string{"overwrites an existing file"},
-		Error:      &Error{Code: "CAPABILITY_DENIED", Message: "needs fs.write:notes/todo.md", Hint: "add --grant fs.write:notes/**"},
+		Error:      &Error{Code: "CAPABILITY_DENIED", Message: "needs fs.write:notes/todo.md", Hint: "needs the grant fs.write:notes/**", MissingGrants: []string{"fs.write:notes/**"}},
 		DurationMS: 3,
 	}
 	if !reflect.DeepEqual(e, want) {
@@ -37,7 +37,7 @@ func TestDecodeEnvelopeSpecShape(t *testing.T) {
 	if err := e.Err(); !errors.As(err, &werr) || werr.Code != "CAPABILITY_DENIED" {
 		t.Fatalf("Err() = %v", err)
 	}
-	if got := e.Err().Error(); got != "CAPABILITY_DENIED: needs fs.write:notes/todo.md (add --grant fs.write:notes/**)" {
+	if got := e.Err().Error(); got != "CAPABILITY_DENIED: needs fs.write:notes/todo.md (needs the grant fs.write:notes/**)" {
 		t.Fatalf("Error() = %q", got)
 	}
 }
