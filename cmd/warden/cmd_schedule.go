@@ -37,7 +37,14 @@ func scheduleCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			if err := (lazyStore{open: e.store}).UpdateJob(ctx, id, func(j *schedule.Job) error { j.Paused = paused; return nil }); err != nil {
+			if err := (lazyStore{open: e.store}).UpdateJob(ctx, id, func(j *schedule.Job) error {
+				if paused {
+					j.Paused = true
+				} else {
+					j.Resume(time.Now())
+				}
+				return nil
+			}); err != nil {
 				return jobNotFound(id, err)
 			}
 			verb := map[bool]string{true: "schedule.pause", false: "schedule.resume"}[paused]

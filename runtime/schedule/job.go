@@ -143,6 +143,18 @@ func (j *Job) Timeout() time.Duration {
 // Schedule parses the job's schedule.
 func (j *Job) Schedule() (*Schedule, error) { return Parse(j.Spec) }
 
+// Resume lets a paused job fire again from its next firing after now:
+// the firings that fell while it was paused were the owner's choice, not
+// missed ones, so they are neither run (missed: once) nor counted as
+// missed. A one-off (at) job keeps its firing: resumed after its time, it
+// is handled by its missed-run policy, as after downtime.
+func (j *Job) Resume(now time.Time) {
+	j.Paused = false
+	if sc, err := j.Schedule(); err == nil && !sc.Once() && j.LastFire.Before(now) {
+		j.LastFire = now
+	}
+}
+
 // Principal is the principal the job's calls are made as.
 func (j *Job) Principal() []string { return []string{"schedule:" + j.ID} }
 

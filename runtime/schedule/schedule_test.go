@@ -488,3 +488,35 @@ func TestPausedAndAt(t *testing.T) {
 }
 
 func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
+
+// TestResumeFromNextFiring: the firings that fell while a job was paused
+// are neither run (missed: once) nor counted as missed; it fires again at
+// its next firing after the resume. An at job resumed after its time
+// keeps its firing (its missed policy decides).
+func TestResumeFromNextFiring(t *testing.T) {
+	t0 := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	w := newWorld(t, t0)
+	w.add(schedule.Job{ID: "p", Spec: schedule.Spec{Every: "10m"}, Missed: schedule.MissedOnce, Paused: true, LastFire: t0})
+	w.add(schedule.Job{ID: "at", Spec: schedule.Spec{At: t0.Add(5 * time.Minute).Format(time.RFC3339)}, Missed: schedule.MissedOnce, Paused: true})
+	w.tick(t0.Add(30*time.Minute + 5*time.Second)) // 10:10, 10:20, 10:30 fall while paused
+	w.s.Wait()
+	resumed := t0.Add(35 * time.Minute)
+	for _, id := range []string{"p", "at"} {
+		if err := w.jobs.UpdateJob(context.Background(), id, func(j *schedule.Job) error { j.Resume(resumed); return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.tick(resumed.Add(5 * time.Second))
+	w.s.Wait()
+	if j := w.job("p"); w.runs() != 1 || j.Runs != 0 || j.Skipped != 0 {
+		t.Fatalf("after resume: %d runs, job p runs %d skipped %d — want only the at job to run", w.runs(), j.Runs, j.Skipped)
+	}
+	if !w.job("at").Done {
+		t.Fatal("the at job resumed after its time did not run (missed: once)")
+	}
+	w.tick(t0.Add(40*time.Minute + 5*time.Second))
+	w.s.Wait()
+	if j := w.job("p"); j.Runs != 1 || j.Skipped != 0 {
+		t.Fatalf("at its next firing: runs %d skipped %d", j.Runs, j.Skipped)
+	}
+}
