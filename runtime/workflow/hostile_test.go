@@ -122,6 +122,38 @@ func TestNestedTokenBudget(t *testing.T) {
 	}
 }
 
+// TestNestedReadsCount: every file read for an include counts against
+// MaxTotalBytes, found in the cache or not — it is read and hashed to be
+// looked up, so 1,900 includes of one 1 MiB file would read 1.9 GB.
+func TestNestedReadsCount(t *testing.T) {
+	dir := t.TempDir()
+	b := "version: 1\nname: b\nsteps: [{id: a, tool: analyze}]\n# " + strings.Repeat("c", 1<<20-64) + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "b.yaml"), []byte(b), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var top strings.Builder
+	top.WriteString("version: 1\nname: top\nsteps:\n")
+	for i := 0; i < 1900; i++ {
+		fmt.Fprintf(&top, "  - {id: s%d, workflow: b.yaml}\n", i)
+	}
+	var opens atomic.Int64
+	o := workflow.Options{Open: func(from, p string) (string, []byte, error) {
+		opens.Add(1)
+		src := filepath.Join(filepath.Dir(from), p)
+		b, err := os.ReadFile(src)
+		return src, b, err
+	}}
+	_, err := workflow.Parse(filepath.Join(dir, "top.yaml"), []byte(top.String()), o)
+	if err == nil || !strings.Contains(err.Error(), "more than 4194304 bytes") {
+		t.Fatalf("got %v", err)
+	}
+	// Four files fit in 4 MiB; the fifth is refused, and nothing more is
+	// opened.
+	if n := opens.Load(); n > 5 {
+		t.Fatalf("%d opens: the budget ran out at the fifth", n)
+	}
+}
+
 // TestNestedFilesParsedOnce: a file used by many steps is parsed once, so
 // a fan-out does not multiply the work level by level.
 func TestNestedFilesParsedOnce(t *testing.T) {

@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -565,7 +566,16 @@ func (r *runner) nested(ctx context.Context, s *Step, look lookupFunc, res *Step
 	if err != nil {
 		return "", nil, runtime.Errorf(runtime.CodeNotFound, "", "%v", err), nil
 	}
-	child, err := Parse(src, data, r.o.Check)
+	// A child is parsed once per run, whatever number of times its step
+	// runs (a foreach): the run's cache holds it by path and digest.
+	sum := sha256.Sum256(data)
+	key := "run\x00" + src + "\x00" + string(sum[:])
+	p, ok := r.o.Check.cache[key]
+	if !ok {
+		p.w, p.err = Parse(src, data, r.o.Check)
+		r.o.Check.cache[key] = p
+	}
+	child, err := p.w, p.err
 	if err != nil {
 		return "", nil, runtime.Errorf(runtime.CodeInvalidInput, "", "%s: %v", s.Workflow, err), nil
 	}

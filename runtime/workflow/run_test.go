@@ -413,3 +413,34 @@ steps:
 		t.Error("the secret reached the record or the audit log")
 	}
 }
+
+// TestNestedParsedOncePerRun: a nested step run by a foreach parses its
+// child once for the whole run, not once per item (each parse of a child
+// may cost up to the whole token budget).
+func TestNestedParsedOncePerRun(t *testing.T) {
+	e := newEnv(t, `"fs.read:**"`)
+	e.write("leaf.yaml", "version: 1\nname: leaf\nparams:\n  text: {type: string, required: true}\nsteps:\n  - {id: a, tool: analyze, args: {text: \"${{ params.text }}\"}}\n")
+	var items []string
+	for i := 0; i < 20; i++ {
+		items = append(items, fmt.Sprintf("i%d", i))
+	}
+	top := e.parse("top.yaml", "version: 1\nname: top\nsteps:\n  - id: each\n    workflow: leaf.yaml\n    foreach: ["+strings.Join(items, ", ")+"]\n    params: {text: \"${{ item }}\"}\n")
+	o := workflow.RunOptions{Gate: e.gate, Runs: e.runs, Check: e.options()}
+	checks := 0
+	tool := o.Check.Tool
+	o.Check.Tool = func(name string) (func(map[string]any) error, bool) {
+		checks++ // once per tool step of every parse
+		return tool(name)
+	}
+	o.Open = o.Check.Open
+	rec, err := workflow.Run(context.Background(), top, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Status != workflow.StatusSucceeded {
+		t.Fatalf("%s %+v", rec.Status, rec.Error)
+	}
+	if checks != 1 {
+		t.Fatalf("the child was checked %d times in a run of 20 items, want once", checks)
+	}
+}

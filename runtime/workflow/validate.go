@@ -353,8 +353,8 @@ func (c *checker) nested(i int, at string) {
 		c.bad(at+".workflow", "step %s: workflows nest at most %d deep", s.ID, c.o.MaxDepth)
 		return
 	}
-	if *c.o.tokens <= 0 {
-		// The budget ran out on an earlier file (and was reported
+	if *c.o.tokens <= 0 || *c.o.read > MaxTotalBytes {
+		// A budget ran out on an earlier file (and was reported
 		// there): nothing more is opened.
 		return
 	}
@@ -370,15 +370,18 @@ func (c *checker) nested(i int, at string) {
 			return
 		}
 	}
+	// Every file read counts, parsed or found in the cache: a file is
+	// read and hashed to be looked up, so 1,900 includes of one 1 MiB
+	// file would otherwise read 1.9 GB within every other budget.
+	if *c.o.read += int64(len(data)); *c.o.read > MaxTotalBytes {
+		c.bad(at+".workflow", "step %s: the workflow and the files it includes come to more than %d bytes (the limit): include fewer or smaller files", s.ID, MaxTotalBytes)
+		return
+	}
 	sum := sha256.Sum256(data)
 	key := src + "\x00" + string(sum[:]) + "\x00" + strconv.Itoa(len(c.stack))
 	p, ok := c.o.cache[key]
 	if !ok {
 		// What is parsed stays in the cache while the whole is checked.
-		if *c.o.read += int64(len(data)); *c.o.read > MaxTotalBytes {
-			c.bad(at+".workflow", "step %s: the workflow and the files it includes come to more than %d bytes (the limit): include fewer or smaller files", s.ID, MaxTotalBytes)
-			return
-		}
 		p.w, p.err = parse(src, data, c.o, append(append([]string(nil), c.stack...), src))
 		c.o.cache[key] = p
 	}
