@@ -305,6 +305,16 @@ func (e *env) grants() ([]capability.Grant, []runtime.TimedGrant, error) {
 	var out []capability.Grant
 	var timed []runtime.TimedGrant
 	for i, s := range e.c.StringSlice("grant") {
+		// One grant a flag: a comma is part of the grant (a path may hold
+		// one), so "a,b" where b is a grant of its own is a mistake that
+		// would grant neither.
+		if parts := strings.Split(s, ","); len(parts) > 1 {
+			for _, part := range parts[1:] {
+				if _, perr := capability.Parse(strings.TrimSpace(part)); perr == nil {
+					return nil, nil, usageErr("repeat the flag: --grant "+strings.Join(parts, " --grant "), "--grant %s holds more than one grant", s)
+				}
+			}
+		}
 		spec, d, isTimed, err := runtime.ParseTimedGrant(s)
 		if err != nil {
 			return nil, nil, usageErr("CAP@30m makes a grant that expires after 30 minutes", "--grant %s: %v", s, err)
