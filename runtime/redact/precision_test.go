@@ -55,6 +55,8 @@ func TestPrecisionCode(t *testing.T) {
 		"    - password:     The password for the authentication.",
 		"    Args:\n        token: The API token used to authenticate.\n        api_key: API key.",
 		"# token          = 1*tchar\ntoken             = 1*<any CHAR except CTLs or separators>",
+		"x = f(token=tok).strip()\ny = f(a, token=get(b)[0])\nif token == 'except':",
+		"  @token = tok\n  @api_token = value",
 	} {
 		if got := String(in); got != in {
 			t.Errorf("code altered:\n  in %q\n got %q", in, got)
@@ -88,6 +90,48 @@ func TestRecallLiterals(t *testing.T) {
 		{`token: "async"`, `token: "` + Mask + `"`},
 		{"  password: open sesame\n", "  password: " + Mask + "\n"},
 		{"password: the token Xk29fLq83nVbT7wPz4Rm\n", "password: " + Mask + "\n"},
+
+		// A review's reproductions (all masked before the precision
+		// work): a value holding ), ] or } is masked whole; a config
+		// value shaped like a name, a member given a literal, prose with
+		// a password in it, a repetition that is no grammar's, a word
+		// that is a keyword only in code.
+		{"mysql -u root --password=Xy7)kQ9!mN2 db", "mysql -u root --password=" + Mask + " db"},
+		{"env PGPASSWORD=Xy7)kQ9!mN2 psql", "env PGPASSWORD=" + Mask + " psql"},
+		{"docker run -e DB_PASSWORD=Xy7}kQ9!mN2 img", "docker run -e DB_PASSWORD=" + Mask + " img"},
+		{"url?token=abc)def123&x=1", "url?token=" + Mask + "&x=1"},
+		{"curl -d 'token=ab]cdef12345' x", "curl -d 'token=" + Mask + "' x"},
+		{"login password=a)bcdef123", "login password=" + Mask},
+		{"run --password=)s3cr3tvalue", "run --password=" + Mask},
+		{"echo token=}abcd1234xyz", "echo token=" + Mask},
+		{"f(a, password=Xy7)kQ9!mN2)", "f(a, password=" + Mask + ")"},
+		{"DB_PASSWORD = Summer2024_password", "DB_PASSWORD = " + Mask},
+		{"db_password: Summer2024_password", "db_password: " + Mask},
+		{"db:\n  db_password: Summer2024_password\n", "db:\n  db_password: " + Mask + "\n"},
+		{"db_password: current_password\n", "db_password: " + Mask + "\n"},
+		{"[db]\npassword = Winter2023_Secret", "[db]\npassword = " + Mask},
+		{"SESSION_SECRET = acme_prod_session_secret", "SESSION_SECRET = " + Mask},
+		{"API_TOKEN = team_api_token", "API_TOKEN = " + Mask},
+		{"api_key = my_api_key", "api_key = " + Mask},
+		{"self.api_key = sk_live_51HxYzAbCdEfGh", "self.api_key = " + Mask},
+		{"self.password = hunter2", "self.password = " + Mask},
+		{"self.api_key = ghp_abcdefghij", "self.api_key = " + Mask},
+		{"@password = hunter2", "@password = " + Mask},
+		{"password: hunter2 is my password", "password: " + Mask},
+		{"password: my secret password", "password: " + Mask},
+		{"passphrase: my secret passphrase", "passphrase: " + Mask},
+		{"passphrase: the keys are mine", "passphrase: " + Mask},
+		{"password: the key to my heart", "password: " + Mask},
+		{"PASSWORD = 12*Qwerty", "PASSWORD = " + Mask},
+		{"password = 3*abc", "password = " + Mask},
+		{"token = 2*Secret_Token", "token = " + Mask},
+		{"password = 1*Hunter", "password = " + Mask},
+		{"PASSWORD=module", "PASSWORD=" + Mask},
+		{"password=except", "password=" + Mask},
+		{"password=unless", "password=" + Mask},
+		{"authorization: mytoken.abc123", "authorization: " + Mask},
+		{"connect(password=S3cr3t!x)", "connect(password=" + Mask + ")"},
+		{"x = f(a, token=Xk29fLq83nVbT7wPz4Rm)).strip()", "x = f(a, token=" + Mask + ")).strip()"},
 	}
 	for _, tt := range tests {
 		if got := String(tt.in); got != tt.want {

@@ -137,7 +137,7 @@ func headerValue(cookie bool) func(string, []int) (int, int, bool) {
 		if cookie && !strings.Contains(v, "=") {
 			return 0, 0, false
 		}
-		if !cookie && (isExpression(first) || isCodeValue(first, "authorization") && !strings.ContainsAny(first, "0123456789")) {
+		if !cookie && (isCallOrIndex(first) || (isExpression(first) || isCodeValue(first, "authorization")) && !strings.ContainsAny(first, "0123456789")) {
 			return 0, 0, false // authorization = authorization[1].encode('ascii')
 		}
 		if !lineStart && !tight && len(v) < 8 && !strings.ContainsAny(v, "0123456789") {
@@ -615,7 +615,9 @@ func keyValueSpan(s string, keyStart int, key string, m []int) (int, int, bool) 
 	lsKnown, ls := false, false
 	lineStart := func() bool {
 		if !lsKnown {
-			lsKnown, ls = true, !code && lineStartKey(s, keyStart)
+			// Ruby's @password = … begins its line too.
+			lsKnown, ls = true, !code && (lineStartKey(s, keyStart) ||
+				keyStart > 0 && s[keyStart-1] == '@' && lineStartKey(s, keyStart-1))
 		}
 		return ls
 	}
@@ -647,12 +649,24 @@ func keyValueSpan(s string, keyStart int, key string, m []int) (int, int, bool) 
 			end = start + i
 		}
 	}
+	argument := false // the value is an argument, a bracket closing it
 	if !quotedKey && !lineStart() {
-		// Inside an expression (an argument, a field): the value ends
-		// where the expression closes; the rest is not part of it.
-		if end = start + argEnd(s[start:end]); end == start {
-			return 0, 0, false
+		if opens := openBrackets(s, keyStart); opens > 0 {
+			// Inside an expression (an argument, a field): the value
+			// ends where the expression closes; the rest is not part of
+			// it. A bracket followed by more of the value is the
+			// value's own, and the value is masked whole.
+			if e := start + argEnd(s[start:end], opens); e > start {
+				end = e
+				argument = end < len(s) && strings.IndexByte(")]}", s[end]) >= 0
+			}
 		}
+	}
+	// What code reads: an argument with the bracket closing it
+	// (f(token=tok).strip(): tok) is an argument, as tok, is).
+	codeValue := s[start:end]
+	if argument {
+		codeValue = s[start : end+1]
 	}
 	value := s[start:end]
 	if sepText[0] == '=' && strings.TrimRight(sepText, " \t") != sepText {
@@ -661,11 +675,11 @@ func keyValueSpan(s string, keyStart int, key string, m []int) (int, int, bool) 
 	if (key == "PWD" || key == "OLDPWD") && strings.HasPrefix(value, "/") {
 		return 0, 0, false // the shell's working directory
 	}
-	if isCodeValue(value, key) {
+	if isCodeValue(codeValue, key) {
 		return 0, 0, false
 	}
-	if name := strings.TrimRight(value, codePunct); (spaced || !lineStart()) && namesSecret(name) ||
-		memberKey(s, keyStart, key) && isIdent(name) && !randomish(name) {
+	if name := strings.TrimRight(value, codePunct); namesSecret(name) && inCode(key, name, sep, spaced, lineStart()) ||
+		memberKey(s, keyStart, key) && memberVariable(name) {
 		return 0, 0, false // cache_token = current_token, self.api_secret = value
 	}
 	if spaced && sep == "=" && isRepetition(value) {
@@ -703,6 +717,52 @@ func keyValueSpan(s string, keyStart int, key string, m []int) (int, int, bool) 
 		return start, start + len(strings.TrimRight(value, codePunct)), true
 	}
 	return 0, 0, false
+}
+
+// inCode reports whether a pair whose value names a secret (namesSecret)
+// is code assigning a variable rather than configuration: inside an
+// expression, or "key = value" where code is written — not a YAML or
+// header line (key: value beginning its line), not KEY=value, not an
+// upper-case key (a configuration's or a constant's), and not a value
+// that is the key itself behind a prefix (api_key = my_api_key,
+// API_TOKEN = team_api_token: a made-up literal, as a variable is named
+// for where it comes from: cache_token = current_token).
+func inCode(key, value, sep string, spaced, lineStart bool) bool {
+	if !lineStart {
+		return true
+	}
+	if !spaced || sep != "=" || strings.ToUpper(key) == key {
+		return false
+	}
+	k := asciiLower(key[strings.LastIndexByte(key, '.')+1:])
+	if lastWord(k) != k && strings.HasSuffix(asciiLower(value), k) {
+		return false
+	}
+	return true
+}
+
+// openBrackets counts the brackets ( [ { opened and not closed on the
+// key's line before it, when the key is an argument or a field: right
+// after one of them or after a comma. Otherwise (a command line, a URL)
+// it is 0.
+func openBrackets(s string, keyStart int) int {
+	ls := strings.LastIndexByte(s[:keyStart], '\n') + 1
+	before := strings.TrimRight(s[ls:keyStart], " \t")
+	if before == "" || strings.IndexByte("([{,", before[len(before)-1]) < 0 {
+		return 0
+	}
+	depth := 0
+	for i := 0; i < len(before); i++ {
+		switch before[i] {
+		case '(', '[', '{':
+			depth++
+		case ')', ']', '}':
+			if depth > 0 {
+				depth--
+			}
+		}
+	}
+	return depth
 }
 
 // memberKey: the key is a member of an object in code (self.secret,

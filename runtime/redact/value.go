@@ -20,8 +20,19 @@ var codeKeywords = func() map[string]bool {
 		SecretStr SecretBytes Option Optional
 		range func function fn lambda make new len cap append return struct chan map interface type const var let
 		this self super await async yield go defer select switch case default break continue else if for while
-		import from export package class def end do then fi done in of is not and or
-		elif except finally raise try with as global nonlocal assert del print exec
+		import from export package class def end do then fi done in of is not and or`) {
+		m[w] = true
+	}
+	return m
+}()
+
+// langKeywords are more of a language's words that are also ordinary
+// words (module, begin, except): the value of a password written as
+// configuration may be one. Only a quoted one in code is told apart:
+// token == "except" is a tokenizer's comparison.
+var langKeywords = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(`elif except finally raise try with as global nonlocal assert del print exec
 		typeof instanceof throw catch delete unless elsif begin rescue ensure module`) {
 		m[w] = true
 	}
@@ -215,29 +226,110 @@ func isExpression(v string) bool {
 }
 
 // argEnd returns where a value written inside an expression (an argument,
-// a field) ends: at the first ), ] or } it did not open. What follows is
-// the rest of the expression: pwd=None): → None.
-func argEnd(v string) int {
+// a field) ends: at the first ), ] or } it did not open, when all that
+// follows it in the value is the expression closing (more of ) ] }, then
+// : , ; or .): in (pwd=None): the value is None. Otherwise the bracket is part of the
+// value (a password holding one: Xy7)kQ9!mN2) and the value ends before
+// the trailing run of at most opens closing brackets and , ; : that close
+// the expression.
+func argEnd(v string, opens int) int {
 	depth := 0
 	for i := 0; i < len(v); i++ {
 		switch v[i] {
 		case '(', '[', '{':
 			depth++
 		case ')', ']', '}':
-			if depth == 0 {
+			if depth > 0 {
+				depth--
+				continue
+			}
+			if closesExpression(v[i:]) {
 				return i
 			}
-			depth--
+			// A bracket inside the value: the value runs on.
+			end, closers := len(v), 0
+			for end > i+1 {
+				c := v[end-1]
+				if c == ')' || c == ']' || c == '}' {
+					if closers == opens {
+						break
+					}
+					closers++
+				} else if c != ',' && c != ';' && c != ':' {
+					break
+				}
+				end--
+			}
+			return end
 		}
 	}
 	return len(v)
+}
+
+// closesExpression: rest, starting at a closing bracket, is only the
+// expression closing: more closing brackets, then nothing or , ; : or a
+// . and a name (a method called on the result).
+func closesExpression(rest string) bool {
+	i := 0
+	for i < len(rest) && (rest[i] == ')' || rest[i] == ']' || rest[i] == '}') {
+		i++
+	}
+	rest = rest[i:]
+	switch {
+	case rest == "":
+		return true
+	case rest[0] == ',' || rest[0] == ';' || rest[0] == ':':
+		return strings.Trim(rest, ",;:)]}") == "" || rest[0] == ','
+	case rest[0] == '.':
+		n, names := nameChain(rest[1:])
+		return names > 0 && strings.Trim(rest[1+n:], "()[]{},;:") == ""
+	}
+	return false
 }
 
 // namesSecret: a name of two or more words that ends as a key naming a
 // secret does (current_token, secret_key, accessToken): a variable that
 // holds a secret, not one.
 func namesSecret(v string) bool {
-	return isIdent(v) && lastWord(v) != v && keywordKind(asciiLower(v)) != "" && !randomish(v)
+	return isVariableName(v) && lastWord(v) != v && keywordKind(asciiLower(v)) != "" && !randomish(v)
+}
+
+// isVariableName: a name shaped as code's variables are — lower snake_case
+// or lowerCamelCase, no digit (current_token, refreshToken), not a value
+// such as Summer2024_password or Winter2023_Secret.
+func isVariableName(v string) bool {
+	if !isIdent(v) || v[0] >= 'A' && v[0] <= 'Z' || strings.ContainsAny(v, "0123456789$") {
+		return false
+	}
+	for i := 1; i < len(v); i++ {
+		if v[i-1] == '_' && v[i] >= 'A' && v[i] <= 'Z' {
+			return false
+		}
+	}
+	return true
+}
+
+// secretPrefixes begin a provider's key or token: a value beginning with
+// one is not a variable, whatever its shape.
+var secretPrefixes = []string{"sk_", "sk-", "rk_", "pk_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-",
+	"xox", "AKIA", "ASIA", "AIza", "ya29.", "npm_", "pypi-", "hf_", "shpat_", "SG."}
+
+// hasSecretPrefix: v begins as a provider's key does (sk_live_, ghp_, xoxb-).
+func hasSecretPrefix(v string) bool {
+	for _, p := range secretPrefixes {
+		if strings.HasPrefix(v, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// memberVariable: a bare value assigned to an object's member that is a
+// variable (self.api_secret = secret_value): a name, not random, with no
+// digit and no provider's prefix (self.api_key = sk_live_51Hx… and
+// self.password = hunter2 are literals).
+func memberVariable(v string) bool {
+	return isIdent(v) && !randomish(v) && !strings.ContainsAny(v, "0123456789") && !hasSecretPrefix(v)
 }
 
 // secretNouns name a secret in prose.
@@ -245,9 +337,12 @@ var secretNouns = map[string]bool{"password": true, "passwords": true, "passwd":
 	"token": true, "tokens": true, "secret": true, "secrets": true, "key": true, "keys": true, "apikey": true,
 	"credential": true, "credentials": true, "cookie": true, "cookies": true}
 
-// describesSecret: prose of two or more words, one of which names a
-// secret, none random — a description (a docstring's "password: The
-// password for the authentication."), not a passphrase.
+// describesSecret: prose that names a secret and is shaped as a
+// docstring describing a parameter is — no word with a digit, none
+// random, and either a capitalised sentence ending in a full stop ("The
+// password for the authentication.", "API key.") or four words or more
+// that are capitalised or end in one. "my secret password", "hunter2 is
+// my password" and "the key to my heart" are passwords.
 func describesSecret(text string) bool {
 	words := strings.Fields(text)
 	if len(words) < 2 {
@@ -255,13 +350,28 @@ func describesSecret(text string) bool {
 	}
 	named := false
 	for _, w := range words {
-		if randomish(w) {
+		if randomish(w) || strings.ContainsAny(w, "0123456789") {
 			return false
 		}
 		named = named || secretNouns[strings.ToLower(strings.Trim(w, ".,;:!?()'\"`"))]
 	}
-	return named
+	capital := words[0][0] >= 'A' && words[0][0] <= 'Z'
+	stop := strings.HasSuffix(text, ".")
+	return named && (capital && stop || len(words) >= 4 && (capital || stop))
 }
+
+// abnfRules are the rule names a repetition in an RFC's grammar repeats:
+// RFC 5234's core rules and the common ones of HTTP's and URIs' grammars.
+var abnfRules = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(`ALPHA BIT CHAR CR CRLF CTL DIGIT DQUOTE HEXDIG HTAB LF LWSP OCTET SP VCHAR WSP
+		tchar token qdtext ctext obs-text pchar unreserved reserved sub-delims gen-delims pct-encoded segment
+		token68 b64token cookie-octet cookie-pair attr-char quoted-string quoted-pair field-vchar field-content
+		TEXT LWS SEP ALPHANUM alphanum`) {
+		m[w] = true
+	}
+	return m
+}()
 
 // isRepetition: a grammar's repetition (ABNF's 1*tchar, 1*<any CHAR>,
 // *DIGIT), as RFCs and the comments that quote them write it.
@@ -282,7 +392,7 @@ func isRepetition(v string) bool {
 	case strings.IndexByte("<([\"%", rest[0]) >= 0:
 		return true
 	}
-	return reNameWords.MatchString(rest)
+	return abnfRules[rest] // 1*tchar, *DIGIT; not 12*Qwerty or 1*Hunter
 }
 
 // lastWord is the last word of a key: token of api.token, Secret of
@@ -315,7 +425,7 @@ func quotedIsSecret(q string, config bool) bool {
 	if config {
 		return true
 	}
-	if codeKeywords[q] {
+	if codeKeywords[q] || langKeywords[q] {
 		return false // a language's word: token == "lambda", tok = 'def'
 	}
 	if strings.ContainsAny(q, " \t") {
