@@ -46,6 +46,13 @@ func runLauncher() {
 // between, no_new_privs, the seccomp filter, the address-space limit and
 // execve.
 func launch(path string, argv []string) error {
+	// Capabilities (the bounding set, capset), namespaces (unshare), no_new_privs
+	// and seccomp belong to a thread, not the process: every step runs on
+	// the thread that executes the program. Unlocked, the goroutine may
+	// move between OS threads — as it does now that the launcher runs from
+	// main, after every package's init, with several threads up — and the
+	// program was started from a thread that still held every capability.
+	runtime.LockOSThread()
 	raw, ok := os.LookupEnv(specEnv)
 	if !ok {
 		return errors.New("no sandbox spec")
