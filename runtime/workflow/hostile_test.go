@@ -60,11 +60,7 @@ func TestNestedTotalBudget(t *testing.T) {
 		}
 		fmt.Fprintf(&top, "  - {id: s%d, workflow: n%d.yaml}\n", i, i)
 	}
-	o := workflow.Options{Open: func(from, p string) (string, []byte, error) {
-		src := filepath.Join(filepath.Dir(from), p)
-		b, err := os.ReadFile(src)
-		return src, b, err
-	}}
+	o := workflow.Options{Open: openFiles(nil)}
 	_, err := workflow.Parse(filepath.Join(dir, "top.yaml"), []byte(top.String()), o)
 	var pe *runtime.PositionError
 	if err == nil || !errors.As(err, &pe) || !strings.Contains(err.Error(), "top.yaml:8:") || !strings.Contains(err.Error(), "more than 4194304 bytes") {
@@ -87,12 +83,7 @@ func TestNestedTokenBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	var opens atomic.Int64
-	o := workflow.Options{Open: func(from, p string) (string, []byte, error) {
-		opens.Add(1)
-		src := filepath.Join(filepath.Dir(from), p)
-		b, err := os.ReadFile(src)
-		return src, b, err
-	}}
+	o := workflow.Options{Open: openFiles(&opens)}
 	top := func(n int) string {
 		var b strings.Builder
 		b.WriteString("version: 1\nname: top\nsteps:\n")
@@ -137,12 +128,7 @@ func TestNestedReadsCount(t *testing.T) {
 		fmt.Fprintf(&top, "  - {id: s%d, workflow: b.yaml}\n", i)
 	}
 	var opens atomic.Int64
-	o := workflow.Options{Open: func(from, p string) (string, []byte, error) {
-		opens.Add(1)
-		src := filepath.Join(filepath.Dir(from), p)
-		b, err := os.ReadFile(src)
-		return src, b, err
-	}}
+	o := workflow.Options{Open: openFiles(&opens)}
 	_, err := workflow.Parse(filepath.Join(dir, "top.yaml"), []byte(top.String()), o)
 	if err == nil || !strings.Contains(err.Error(), "more than 4194304 bytes") {
 		t.Fatalf("got %v", err)
@@ -174,12 +160,7 @@ func TestNestedFilesParsedOnce(t *testing.T) {
 		}
 	}
 	var opens atomic.Int64
-	o := workflow.Options{Open: func(from, p string) (string, []byte, error) {
-		opens.Add(1)
-		src := filepath.Join(filepath.Dir(from), p)
-		b, err := os.ReadFile(src)
-		return src, b, err
-	}}
+	o := workflow.Options{Open: openFiles(&opens)}
 	top := filepath.Join(dir, "l0.yaml")
 	data, _ := os.ReadFile(top)
 	if _, err := workflow.Parse(top, data, o); err != nil {
@@ -231,5 +212,18 @@ func TestResumeRefusals(t *testing.T) {
 	}
 	if rec := e.run(none, workflow.RunOptions{}); rec.Status != workflow.StatusFailed || rec.Error.Code != runtime.CodeCapabilityDenied {
 		t.Fatalf("%s %+v", rec.Status, rec.Error)
+	}
+}
+
+// openFiles is an Options.Open over the file system, relative to the
+// including file, counting its opens in opens (if not nil).
+func openFiles(opens *atomic.Int64) func(from, p string) (string, []byte, error) {
+	return func(from, p string) (string, []byte, error) {
+		if opens != nil {
+			opens.Add(1)
+		}
+		src := filepath.Join(filepath.Dir(from), p)
+		b, err := os.ReadFile(src)
+		return src, b, err
 	}
 }
