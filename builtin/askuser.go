@@ -17,8 +17,8 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // AskUser is the `ask_user` tool: it asks the
@@ -69,13 +69,13 @@ type AskUser struct {
 	turn chan struct{} // one question on the terminal at a time
 }
 
-var _ runtime.Tool = (*AskUser)(nil)
+var _ tool.Tool = (*AskUser)(nil)
 
 // askDefaultAttempts is the default number of attempts.
 const askDefaultAttempts = 3
 
 // Tools returns the tool as a list, for symmetry with the other families.
-func (a *AskUser) Tools() []runtime.Tool { return []runtime.Tool{a} }
+func (a *AskUser) Tools() []tool.Tool { return []tool.Tool{a} }
 
 var askUserSchema = json.RawMessage(`{
   "type": "object",
@@ -99,10 +99,10 @@ var askUserSchema = json.RawMessage(`{
   "additionalProperties": false
 }`)
 
-// Spec implements runtime.Tool. ask_user is not ReadOnly: a dry run must
+// Spec implements tool.Tool. ask_user is not ReadOnly: a dry run must
 // not block on a person, so it previews the question instead of asking it.
-func (a *AskUser) Spec() runtime.Spec {
-	return runtime.Spec{
+func (a *AskUser) Spec() tool.Spec {
+	return tool.Spec{
 		Name: "ask_user",
 		Description: "Ask the person at the terminal a question and return the answer (data.value). Supports a default, validation " +
 			"(pattern, min_length, max_length, allowed_values; the user is asked again up to 3 times) and hidden input for passwords. " +
@@ -132,25 +132,25 @@ type askQuestion struct {
 	re *regexp.Regexp
 }
 
-func (a *AskUser) parse(c *runtime.Call) (askQuestion, *runtime.Error) {
+func (a *AskUser) parse(c *tool.Call) (askQuestion, *tool.Error) {
 	var q askQuestion
 	if err := c.Bind(&q.askArgs); err != nil {
-		return q, runtime.AsError(err)
+		return q, tool.AsError(err)
 	}
 	if strings.TrimSpace(q.Prompt) == "" {
-		return q, runtime.Errorf(runtime.CodeInvalidInput, "say what you are asking", "prompt is empty")
+		return q, tool.Errorf(tool.CodeInvalidInput, "say what you are asking", "prompt is empty")
 	}
 	if v := q.Validation; v != nil {
 		if v.Pattern != nil {
 			re, err := regexp.Compile(*v.Pattern)
 			if err != nil {
-				return q, runtime.Errorf(runtime.CodeInvalidInput, "write pattern in RE2 syntax (https://golang.org/s/re2syntax)",
+				return q, tool.Errorf(tool.CodeInvalidInput, "write pattern in RE2 syntax (https://golang.org/s/re2syntax)",
 					"validation.pattern does not compile: %v", err)
 			}
 			q.re = re
 		}
 		if v.MinLength != nil && v.MaxLength != nil && *v.MinLength > *v.MaxLength {
-			return q, runtime.Errorf(runtime.CodeInvalidInput, "make min_length at most max_length",
+			return q, tool.Errorf(tool.CodeInvalidInput, "make min_length at most max_length",
 				"validation.min_length %d is greater than max_length %d", *v.MinLength, *v.MaxLength)
 		}
 	}
@@ -217,20 +217,20 @@ func (q askQuestion) rules() string {
 	return strings.Join(parts, "; ")
 }
 
-// Needs implements runtime.Tool: asking a person needs user.ask.
-func (a *AskUser) Needs(c *runtime.Call) ([]capability.Need, error) {
+// Needs implements tool.Tool: asking a person needs user.ask.
+func (a *AskUser) Needs(c *tool.Call) ([]capability.Need, error) {
 	if _, err := a.parse(c); err != nil {
 		return nil, err
 	}
 	return []capability.Need{{Kind: capability.UserAsk}}, nil
 }
 
-// Preview implements runtime.Tool: it shows the question it would ask and
+// Preview implements tool.Tool: it shows the question it would ask and
 // asks nothing.
-func (a *AskUser) Preview(_ context.Context, c *runtime.Call) runtime.Outcome {
+func (a *AskUser) Preview(_ context.Context, c *tool.Call) tool.Outcome {
 	q, err := a.parse(c)
 	if err != nil {
-		return runtime.Outcome{Err: err}
+		return tool.Outcome{Err: err}
 	}
 	out := "would ask the user on the terminal: " + askShow(q.Prompt, false)
 	if r := q.rules(); r != "" {
@@ -240,7 +240,7 @@ func (a *AskUser) Preview(_ context.Context, c *runtime.Call) runtime.Outcome {
 	if _, ok := a.terminal(); !ok {
 		warnings = append(warnings, "there is no terminal: the call would end with USER_CANCELLED")
 	}
-	return runtime.Outcome{Output: out, Data: map[string]any{"prompt": q.Prompt, "hidden_input": q.Password, "terminal": len(warnings) == 0}, Warnings: warnings}
+	return tool.Outcome{Output: out, Data: map[string]any{"prompt": q.Prompt, "hidden_input": q.Password, "terminal": len(warnings) == 0}, Warnings: warnings}
 }
 
 // AskUserResult is ask_user's data.
@@ -293,15 +293,15 @@ func (a *AskUser) release() { <-a.turn }
 
 const askNoTerminalHint = "run warden on a terminal to answer questions, or give the value in the task or the workflow's parameters"
 
-// Run implements runtime.Tool.
-func (a *AskUser) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
+// Run implements tool.Tool.
+func (a *AskUser) Run(ctx context.Context, c *tool.Call) tool.Outcome {
 	q, perr := a.parse(c)
 	if perr != nil {
-		return runtime.Outcome{Err: perr}
+		return tool.Outcome{Err: perr}
 	}
 	fd, ok := a.terminal()
 	if !ok {
-		return runtime.Fail(runtime.CodeUserCancelled, askNoTerminalHint, "there is no terminal to ask the user on")
+		return tool.Fail(tool.CodeUserCancelled, askNoTerminalHint, "there is no terminal to ask the user on")
 	}
 	if err := a.acquire(ctx); err != nil {
 		return askCtxFailure(err)
@@ -310,13 +310,13 @@ func (a *AskUser) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
 
 	old, err := term.MakeRaw(fd)
 	if err != nil {
-		return runtime.Fail(runtime.CodeUserCancelled, askNoTerminalHint, "cannot use the terminal: %v", err)
+		return tool.Fail(tool.CodeUserCancelled, askNoTerminalHint, "cannot use the terminal: %v", err)
 	}
 	defer term.Restore(fd, old)
 
 	rd, err := newAskReader(ctx, fd)
 	if err != nil {
-		return runtime.Fail(runtime.CodeInternal, "", "ask_user: %v", err)
+		return tool.Fail(tool.CodeInternal, "", "ask_user: %v", err)
 	}
 	defer rd.close()
 	var out io.Writer = a.TTY
@@ -367,9 +367,9 @@ func (a *AskUser) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
 			case ctx.Err() != nil:
 				return askCtxFailure(ctx.Err())
 			case errors.Is(err, io.EOF):
-				return runtime.Fail(runtime.CodeUserCancelled, "ask again if the answer is still needed", "the user cancelled the question (Ctrl-C or Ctrl-D)")
+				return tool.Fail(tool.CodeUserCancelled, "ask again if the answer is still needed", "the user cancelled the question (Ctrl-C or Ctrl-D)")
 			}
-			return runtime.Fail(runtime.CodeUserCancelled, askNoTerminalHint, "the terminal went away: %v", err)
+			return tool.Fail(tool.CodeUserCancelled, askNoTerminalHint, "the terminal went away: %v", err)
 		}
 		res := AskUserResult{Value: line, Attempts: n, Validated: q.Validation != nil}
 		if line == "" && q.Default != nil {
@@ -385,11 +385,11 @@ func (a *AskUser) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
 		}
 		t.Write([]byte(msg + "\n"))
 	}
-	return runtime.Fail(runtime.CodeInvalidInput, "ask again with clearer instructions, or loosen the validation",
+	return tool.Fail(tool.CodeInvalidInput, "ask again with clearer instructions, or loosen the validation",
 		"no valid answer after %d attempts: the last one %s", attempts, reason)
 }
 
-func askOutcome(q askQuestion, res AskUserResult) runtime.Outcome {
+func askOutcome(q askQuestion, res AskUserResult) tool.Outcome {
 	if q.Password {
 		res.Sensitive = true
 		var salt [16]byte
@@ -399,20 +399,20 @@ func askOutcome(q askQuestion, res AskUserResult) runtime.Outcome {
 		if res.DefaultUsed {
 			out = "the user kept the default (hidden) value; it is in data.value"
 		}
-		return runtime.Outcome{Output: out, Data: res}
+		return tool.Outcome{Output: out, Data: res}
 	}
 	out := "the user answered: " + res.Value
 	if res.DefaultUsed {
 		out = "the user kept the default: " + res.Value
 	}
-	return runtime.Outcome{Output: out, Data: res}
+	return tool.Outcome{Output: out, Data: res}
 }
 
-func askCtxFailure(err error) runtime.Outcome {
+func askCtxFailure(err error) tool.Outcome {
 	if errors.Is(err, context.DeadlineExceeded) {
-		return runtime.Fail(runtime.CodeTimeout, "allow more time for the answer", "the user did not answer in time")
+		return tool.Fail(tool.CodeTimeout, "allow more time for the answer", "the user did not answer in time")
 	}
-	return runtime.Fail(runtime.CodeUserCancelled, "ask again if the answer is still needed", "the question was cancelled before the user answered")
+	return tool.Fail(tool.CodeUserCancelled, "ask again if the answer is still needed", "the question was cancelled before the user answered")
 }
 
 // askShow makes untrusted text safe to print on a terminal: control and

@@ -17,7 +17,8 @@ import (
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 const askPolicy = "version: 1\ngrants: [user.ask]\n"
@@ -118,20 +119,20 @@ type askStep struct {
 }
 
 type askCallResult struct {
-	res runtime.Result
+	res tool.Result
 	err error
 }
 
-func askStart(ctx context.Context, g *runtime.Gate, args string) chan askCallResult {
+func askStart(ctx context.Context, g *gate.Gate, args string) chan askCallResult {
 	ch := make(chan askCallResult, 1)
 	go func() {
-		res, err := g.Call(ctx, runtime.Request{Tool: "ask_user", Args: json.RawMessage(args), Principal: []string{"run:test", "model"}})
+		res, err := g.Call(ctx, gate.Request{Tool: "ask_user", Args: json.RawMessage(args), Principal: []string{"run:test", "model"}})
 		ch <- askCallResult{res, err}
 	}()
 	return ch
 }
 
-func askWait(t *testing.T, ch chan askCallResult) runtime.Result {
+func askWait(t *testing.T, ch chan askCallResult) tool.Result {
 	t.Helper()
 	select {
 	case r := <-ch:
@@ -142,10 +143,10 @@ func askWait(t *testing.T, ch chan askCallResult) runtime.Result {
 	case <-time.After(30 * time.Second):
 		t.Fatal("ask_user did not return")
 	}
-	return runtime.Result{}
+	return tool.Result{}
 }
 
-func askData(t *testing.T, res runtime.Result) AskUserResult {
+func askData(t *testing.T, res tool.Result) AskUserResult {
 	t.Helper()
 	var d AskUserResult
 	if err := json.Unmarshal(res.Data, &d); err != nil {
@@ -159,7 +160,7 @@ func TestAskUserTerminal(t *testing.T) {
 		name      string
 		args      string
 		steps     []askStep
-		code      runtime.Code
+		code      tool.Code
 		value     string
 		validated bool
 		defUsed   bool
@@ -196,15 +197,15 @@ func TestAskUserTerminal(t *testing.T) {
 			steps: []askStep{{"(hidden) > ", 1, "abcd\r"}, {"✗", 1, "4711\r"}}, value: "4711", validated: true, attempts: 2,
 			notShown: []string{"abcd", "4711"}},
 		{name: "three failures", args: `{"prompt":"Port?","validation":{"pattern":"^[0-9]+$"}}`,
-			steps: []askStep{{"> ", 1, "a\r"}, {"✗", 1, "b\r"}, {"✗", 2, "c\r"}}, code: runtime.CodeInvalidInput},
+			steps: []askStep{{"> ", 1, "a\r"}, {"✗", 1, "b\r"}, {"✗", 2, "c\r"}}, code: tool.CodeInvalidInput},
 		{name: "ctrl-c", args: `{"prompt":"Name?"}`,
-			steps: []askStep{{"> ", 1, "half\x03"}}, code: runtime.CodeUserCancelled},
+			steps: []askStep{{"> ", 1, "half\x03"}}, code: tool.CodeUserCancelled},
 		{name: "ctrl-c after a failed attempt", args: `{"prompt":"Port?","validation":{"pattern":"^[0-9]+$"}}`,
-			steps: []askStep{{"> ", 1, "a\r"}, {"✗", 1, "\x03"}}, code: runtime.CodeUserCancelled},
+			steps: []askStep{{"> ", 1, "a\r"}, {"✗", 1, "\x03"}}, code: tool.CodeUserCancelled},
 		{name: "eof", args: `{"prompt":"Name?"}`,
-			steps: []askStep{{"> ", 1, "\x04"}}, code: runtime.CodeUserCancelled},
+			steps: []askStep{{"> ", 1, "\x04"}}, code: tool.CodeUserCancelled},
 		{name: "eof in password", args: `{"prompt":"Password?","password":true}`,
-			steps: []askStep{{"(hidden) > ", 1, "\x04"}}, code: runtime.CodeUserCancelled},
+			steps: []askStep{{"(hidden) > ", 1, "\x04"}}, code: tool.CodeUserCancelled},
 		{name: "hostile prompt is shown escaped", args: `{"prompt":"\u001b[2J\u001b[HApprove? [y/N]\u202e","default":"\u001b]0;x\u0007"}`,
 			steps: []askStep{{"> ", 1, "y\r"}}, value: "y", attempts: 1,
 			shown: []string{`\x1b[2J\x1b[HApprove? [y/N]\u202e`, `\x1b]0;x\x07`}, notShown: []string{"\x1b[2J", "\x1b]0;", "\u202e"}},
@@ -293,12 +294,12 @@ func TestAskUserCancel(t *testing.T) {
 		// which the runtime poller cannot interrupt.
 		blocking bool
 		deadline bool
-		code     runtime.Code
+		code     tool.Code
 	}{
-		{"context cancelled", false, false, runtime.CodeUserCancelled},
-		{"context cancelled, blocking descriptor", true, false, runtime.CodeUserCancelled},
-		{"deadline", false, true, runtime.CodeTimeout},
-		{"deadline, blocking descriptor", true, true, runtime.CodeTimeout},
+		{"context cancelled", false, false, tool.CodeUserCancelled},
+		{"context cancelled, blocking descriptor", true, false, tool.CodeUserCancelled},
+		{"deadline", false, true, tool.CodeTimeout},
+		{"deadline, blocking descriptor", true, true, tool.CodeTimeout},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -352,7 +353,7 @@ func TestAskUserTerminalGone(t *testing.T) {
 	ch := askStart(context.Background(), g, `{"prompt":"Name?"}`)
 	p.waitFor(t, "> ", 1)
 	p.master.Close() // hang-up
-	textExpect(t, askWait(t, ch), runtime.CodeUserCancelled)
+	textExpect(t, askWait(t, ch), tool.CodeUserCancelled)
 }
 
 func TestAskUserNoTerminal(t *testing.T) {
@@ -377,7 +378,7 @@ func TestAskUserNoTerminal(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g, _ := newTestGate(t, askPolicy, t.TempDir(), &AskUser{TTY: tc.tty})
 			res := askWait(t, askStart(context.Background(), g, `{"prompt":"Name?"}`))
-			textExpect(t, res, runtime.CodeUserCancelled)
+			textExpect(t, res, tool.CodeUserCancelled)
 			if !strings.Contains(res.Error.Hint, "terminal") {
 				t.Errorf("hint %q", res.Error.Hint)
 			}
@@ -415,7 +416,7 @@ func TestAskUserGate(t *testing.T) {
 		p := newAskPTY(t)
 		g, _ := newTestGate(t, "version: 1\n", t.TempDir(), &AskUser{TTY: p.tty})
 		res := askWait(t, askStart(context.Background(), g, `{"prompt":"Name?"}`))
-		textExpect(t, res, runtime.CodeCapabilityDenied)
+		textExpect(t, res, tool.CodeCapabilityDenied)
 		if !slices.Contains(res.Error.Missing, "user.ask") || p.shown() != "" {
 			t.Errorf("missing %q, terminal shows %q", res.Error.Missing, p.shown())
 		}
@@ -429,7 +430,7 @@ func TestAskUserGate(t *testing.T) {
 			`{"prompt":"x","timeout":5}`, `{"prompt":"x","password":"yes"}`,
 		} {
 			res := askWait(t, askStart(context.Background(), g, args))
-			textExpect(t, res, runtime.CodeInvalidInput)
+			textExpect(t, res, tool.CodeInvalidInput)
 		}
 		if p.shown() != "" {
 			t.Errorf("an invalid call prompted: %q", p.shown())
@@ -440,7 +441,7 @@ func TestAskUserGate(t *testing.T) {
 		ws := t.TempDir()
 		g, _ := newTestGate(t, askPolicy, ws, &AskUser{TTY: p.tty})
 		before := treeChecksum(t, ws)
-		res := callToolReq(t, g, runtime.Request{Tool: "ask_user", Args: json.RawMessage(`{"prompt":"Deploy?","default":"no"}`), Principal: []string{"test"}, DryRun: true})
+		res := callToolReq(t, g, gate.Request{Tool: "ask_user", Args: json.RawMessage(`{"prompt":"Deploy?","default":"no"}`), Principal: []string{"test"}, DryRun: true})
 		textExpect(t, res, "")
 		if !res.DryRun || !strings.Contains(res.Output, "would ask") || !strings.Contains(res.Output, "Deploy?") {
 			t.Errorf("preview %q", res.Output)
@@ -451,7 +452,7 @@ func TestAskUserGate(t *testing.T) {
 	})
 	t.Run("dry run without terminal warns", func(t *testing.T) {
 		g, _ := newTestGate(t, askPolicy, t.TempDir(), &AskUser{})
-		res := callToolReq(t, g, runtime.Request{Tool: "ask_user", Args: json.RawMessage(`{"prompt":"Deploy?"}`), Principal: []string{"test"}, DryRun: true})
+		res := callToolReq(t, g, gate.Request{Tool: "ask_user", Args: json.RawMessage(`{"prompt":"Deploy?"}`), Principal: []string{"test"}, DryRun: true})
 		textExpect(t, res, "")
 		if !strings.Contains(strings.Join(res.Warnings, " "), "USER_CANCELLED") {
 			t.Errorf("warnings %v", res.Warnings)

@@ -99,8 +99,9 @@ import (
 	"syscall"
 	"unicode/utf8"
 
-	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // Limits of the fs tools.
@@ -119,18 +120,18 @@ const (
 // FSTools returns the fs family: fs_read, fs_write, fs_list, fs_mkdir,
 // fs_remove, fs_glob and read_files. They take the workspace and the grants
 // from each Call, so they need no configuration.
-func FSTools() []runtime.Tool {
-	return []runtime.Tool{fsReadTool{}, fsWriteTool{}, fsListTool{}, fsMkdirTool{}, fsRemoveTool{}, fsGlobTool{}, fsReadFilesTool{}}
+func FSTools() []tool.Tool {
+	return []tool.Tool{fsReadTool{}, fsWriteTool{}, fsListTool{}, fsMkdirTool{}, fsRemoveTool{}, fsGlobTool{}, fsReadFilesTool{}}
 }
 
 var (
-	_ runtime.Tool = fsReadTool{}
-	_ runtime.Tool = fsWriteTool{}
-	_ runtime.Tool = fsListTool{}
-	_ runtime.Tool = fsMkdirTool{}
-	_ runtime.Tool = fsRemoveTool{}
-	_ runtime.Tool = fsGlobTool{}
-	_ runtime.Tool = fsReadFilesTool{}
+	_ tool.Tool = fsReadTool{}
+	_ tool.Tool = fsWriteTool{}
+	_ tool.Tool = fsListTool{}
+	_ tool.Tool = fsMkdirTool{}
+	_ tool.Tool = fsRemoveTool{}
+	_ tool.Tool = fsGlobTool{}
+	_ tool.Tool = fsReadFilesTool{}
 )
 
 // fsPathSchema is the schema of a path argument.
@@ -157,14 +158,14 @@ func fsQuote(p string) string {
 
 // fsCheckPath refuses paths no tool should try: empty, over 4096 bytes, or
 // holding a NUL byte.
-func fsCheckPath(p string) *runtime.Error {
+func fsCheckPath(p string) *tool.Error {
 	switch {
 	case p == "":
-		return runtime.Errorf(runtime.CodeInvalidInput, "give a path relative to the workspace, or an absolute path", "the path is empty")
+		return tool.Errorf(tool.CodeInvalidInput, "give a path relative to the workspace, or an absolute path", "the path is empty")
 	case len(p) > fsMaxPathBytes:
-		return runtime.Errorf(runtime.CodeInvalidInput, "use a shorter path (at most 4096 bytes)", "the path is %d bytes; the limit is %d", len(p), fsMaxPathBytes)
+		return tool.Errorf(tool.CodeInvalidInput, "use a shorter path (at most 4096 bytes)", "the path is %d bytes; the limit is %d", len(p), fsMaxPathBytes)
 	case strings.IndexByte(p, 0) >= 0:
-		return runtime.Errorf(runtime.CodeInvalidInput, "remove the NUL byte: no file name can hold one", "the path %s holds a NUL byte", fsQuote(p))
+		return tool.Errorf(tool.CodeInvalidInput, "remove the NUL byte: no file name can hold one", "the path %s holds a NUL byte", fsQuote(p))
 	}
 	return nil
 }
@@ -186,7 +187,7 @@ func fsResolvePath(ws, p string) (string, error) {
 
 // fsResolve checks p and resolves it (symlinks followed) to the absolute
 // path its need carries.
-func fsResolve(ws, p string) (string, *runtime.Error) {
+func fsResolve(ws, p string) (string, *tool.Error) {
 	if e := fsCheckPath(p); e != nil {
 		return "", e
 	}
@@ -200,7 +201,7 @@ func fsResolve(ws, p string) (string, *runtime.Error) {
 // fsResolveNoFollow resolves p's parent but keeps its last element, so that a
 // symlink names itself (fs_remove removes a link, not its target). A path
 // ending in "/", "." or ".." is resolved in full.
-func fsResolveNoFollow(ws, p string) (string, *runtime.Error) {
+func fsResolveNoFollow(ws, p string) (string, *tool.Error) {
 	if e := fsCheckPath(p); e != nil {
 		return "", e
 	}
@@ -223,10 +224,10 @@ func fsResolveNoFollow(ws, p string) (string, *runtime.Error) {
 
 // fsFileSyntax refuses a path that can only name a directory: ending in a
 // slash, "." or "..".
-func fsFileSyntax(p, instead string) *runtime.Error {
+func fsFileSyntax(p, instead string) *tool.Error {
 	last := p[strings.LastIndexByte(p, '/')+1:]
 	if last == "" || last == "." || last == ".." {
-		return runtime.Errorf(runtime.CodeInvalidInput, "name the file itself (no trailing /, . or ..); use "+instead,
+		return tool.Errorf(tool.CodeInvalidInput, "name the file itself (no trailing /, . or ..); use "+instead,
 			"%s names a directory", fsQuote(p))
 	}
 	return nil
@@ -293,8 +294,8 @@ func fsProtected(ws, abs string) string {
 	return ""
 }
 
-func fsProtectedErr(p, elem string) *runtime.Error {
-	return runtime.Errorf(runtime.CodePolicyDenied,
+func fsProtectedErr(p, elem string) *tool.Error {
+	return tool.Errorf(tool.CodePolicyDenied,
 		"warden never writes git internals or its own configuration: change a repository with the git tools (git_apply_patch, git_commit) and the policy by hand",
 		"%s is inside %s: fs tools do not write .git or .warden", fsQuote(p), strconv.Quote(elem))
 }
@@ -312,55 +313,55 @@ func fsIsEscape(err error) bool {
 	return false
 }
 
-func fsEscape(p string) *runtime.Error {
-	return runtime.Errorf(runtime.CodePathEscape,
+func fsEscape(p string) *tool.Error {
+	return tool.Errorf(tool.CodePathEscape,
 		"nothing was done; a symlink or a directory on the path was changed to point out of the granted tree — check it with fs_list, or use the real path with a grant for it",
 		"%s resolves outside the granted tree at access time", fsQuote(p))
 }
 
 // fsChanged reports a path that no longer resolves to what the gate allowed.
-func fsChanged(p, now string) *runtime.Error {
-	return runtime.Errorf(runtime.CodePathEscape,
+func fsChanged(p, now string) *tool.Error {
+	return tool.Errorf(tool.CodePathEscape,
 		"nothing was done; the path (or a symlink on it) changed after it was checked — check it with fs_list and retry",
 		"%s now resolves to %s, which the grants do not allow", fsQuote(p), now)
 }
 
 // fsErr maps a file system error to a canonical code.
-func fsErr(p string, err error) *runtime.Error {
+func fsErr(p string, err error) *tool.Error {
 	show := fsQuote(p)
 	switch {
 	case fsIsEscape(err):
 		return fsEscape(p)
 	case errors.Is(err, fsErrRacing):
-		return runtime.Errorf(runtime.CodePathEscape, "nothing was done; a symlink on the path is being swapped — retry when it is stable",
+		return tool.Errorf(tool.CodePathEscape, "nothing was done; a symlink on the path is being swapped — retry when it is stable",
 			"%s kept changing while it was resolved", fsQuote(p))
 	case errors.Is(err, capability.ErrSymlinkLoop), errors.Is(err, syscall.ELOOP):
-		return runtime.Errorf(runtime.CodeInvalidInput, "a symlink on the path points back to itself (directly or through others): fix or remove it",
+		return tool.Errorf(tool.CodeInvalidInput, "a symlink on the path points back to itself (directly or through others): fix or remove it",
 			"%s: too many levels of symbolic links (a symlink loop)", show)
 	case errors.Is(err, fs.ErrNotExist):
-		return runtime.Errorf(runtime.CodeNotFound, "check the path with fs_list or fs_glob", "%s does not exist", show)
+		return tool.Errorf(tool.CodeNotFound, "check the path with fs_list or fs_glob", "%s does not exist", show)
 	case errors.Is(err, fs.ErrExist):
-		return runtime.Errorf(runtime.CodeAlreadyExists, "choose another name, or remove it first", "%s already exists", show)
+		return tool.Errorf(tool.CodeAlreadyExists, "choose another name, or remove it first", "%s already exists", show)
 	case errors.Is(err, syscall.ENAMETOOLONG):
-		return runtime.Errorf(runtime.CodeInvalidInput, "use shorter names (at most 255 bytes per element)", "%s: file name too long", show)
+		return tool.Errorf(tool.CodeInvalidInput, "use shorter names (at most 255 bytes per element)", "%s: file name too long", show)
 	case errors.Is(err, syscall.ENOTDIR):
-		return runtime.Errorf(runtime.CodeInvalidInput, "an element of the path is a file, not a directory: check the path with fs_list", "%s: not a directory", show)
+		return tool.Errorf(tool.CodeInvalidInput, "an element of the path is a file, not a directory: check the path with fs_list", "%s: not a directory", show)
 	case errors.Is(err, syscall.EISDIR):
-		return runtime.Errorf(runtime.CodeInvalidInput, "use fs_list for directories", "%s is a directory", show)
+		return tool.Errorf(tool.CodeInvalidInput, "use fs_list for directories", "%s is a directory", show)
 	case errors.Is(err, syscall.ENOTEMPTY), errors.Is(err, syscall.EEXIST):
-		return runtime.Errorf(runtime.CodeInvalidInput, "pass recursive: true to delete it and everything under it", "directory %s is not empty", show)
+		return tool.Errorf(tool.CodeInvalidInput, "pass recursive: true to delete it and everything under it", "directory %s is not empty", show)
 	case errors.Is(err, fs.ErrPermission):
-		return runtime.Errorf(runtime.CodeToolError, "the operating system refuses it: check the file's owner and permissions", "%s: permission denied", show)
+		return tool.Errorf(tool.CodeToolError, "the operating system refuses it: check the file's owner and permissions", "%s: permission denied", show)
 	}
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		err = pe.Err
 	}
-	return runtime.Errorf(runtime.CodeToolError, "", "%s: %v", show, err)
+	return tool.Errorf(tool.CodeToolError, "", "%s: %v", show, err)
 }
 
-func fsNotRegular(p string, m fs.FileMode) *runtime.Error {
-	return runtime.Errorf(runtime.CodeInvalidInput, "fs tools only read and write regular files",
+func fsNotRegular(p string, m fs.FileMode) *tool.Error {
+	return tool.Errorf(tool.CodeInvalidInput, "fs tools only read and write regular files",
 		"%s is a %s, not a regular file", fsQuote(p), fsTypeName(m))
 }
 
@@ -404,7 +405,7 @@ func (l *fsLoc) close() {
 // grant does (an intersection of sets) — on target's parent. A base that does
 // not exist yet (a directory about to be created) is replaced by its nearest
 // existing ancestor; fsVerify still checks what is actually touched.
-func fsLocate(c *runtime.Call, kind capability.Kind, target string) (*fsLoc, *runtime.Error) {
+func fsLocate(c *tool.Call, kind capability.Kind, target string) (*fsLoc, *tool.Error) {
 	need := capability.Need{Kind: kind, Resource: target}
 	best := ""
 	for _, g := range c.Grants.Grants() {
@@ -449,10 +450,10 @@ func fsSubRoot(root *os.Root, rel string) (*os.Root, error) {
 // fsVerify checks that what f names (joined with name, when the operation is
 // on an entry of the directory f) is allowed by the call's grants for kind,
 // and, for writes, is not .git or .warden.
-func fsVerify(c *runtime.Call, kind capability.Kind, f *os.File, name, p string) *runtime.Error {
+func fsVerify(c *tool.Call, kind capability.Kind, f *os.File, name, p string) *tool.Error {
 	real, err := fdRealPath(f)
 	if err != nil {
-		return runtime.Errorf(runtime.CodeToolError, "", "%s: cannot tell what was opened: %v", fsQuote(p), err)
+		return tool.Errorf(tool.CodeToolError, "", "%s: cannot tell what was opened: %v", fsQuote(p), err)
 	}
 	if real == "" {
 		return nil
@@ -474,7 +475,7 @@ func fsVerify(c *runtime.Call, kind capability.Kind, f *os.File, name, p string)
 // fsOpenParent opens the parent directory of loc's target as its own root
 // and verifies that the target in it is allowed for kind. The caller closes
 // the root and works on filepath.Base(loc.rel) in it.
-func fsOpenParent(c *runtime.Call, kind capability.Kind, loc *fsLoc, p string) (*os.Root, string, *runtime.Error) {
+func fsOpenParent(c *tool.Call, kind capability.Kind, loc *fsLoc, p string) (*os.Root, string, *tool.Error) {
 	dr, err := fsSubRoot(loc.root, filepath.Dir(loc.rel))
 	if err != nil {
 		return nil, "", fsErr(p, err)
@@ -496,9 +497,9 @@ func fsOpenParent(c *runtime.Call, kind capability.Kind, loc *fsLoc, p string) (
 
 // fsRecheck resolves p again at run time and checks that the grants still
 // allow it: a path changed after the gate's check is PATH_ESCAPE.
-func fsRecheck(c *runtime.Call, kind capability.Kind, p string, noFollow bool) (string, *runtime.Error) {
+func fsRecheck(c *tool.Call, kind capability.Kind, p string, noFollow bool) (string, *tool.Error) {
 	var abs string
-	var e *runtime.Error
+	var e *tool.Error
 	if noFollow {
 		abs, e = fsResolveNoFollow(c.Workspace, p)
 	} else {
@@ -512,10 +513,10 @@ func fsRecheck(c *runtime.Call, kind capability.Kind, p string, noFollow bool) (
 	}
 	// The policy's hide: and protect: lists, again on what p names now.
 	if entry, hidden := c.Hidden(abs); hidden {
-		return "", runtime.HiddenError(abs, entry)
+		return "", gate.HiddenError(abs, entry)
 	}
 	if entry, prot := c.Protect.Match(c.Workspace, abs); prot && kind == capability.FSWrite {
-		return "", runtime.ProtectedError(abs, entry)
+		return "", gate.ProtectedError(abs, entry)
 	}
 	return abs, nil
 }
@@ -540,7 +541,7 @@ func fsMissingDirs(dir string) []string {
 
 // fsMkdirs creates the directories dirs (absolute, top-down) inside loc's
 // root, each in its pinned, verified parent. It returns those it created.
-func fsMkdirs(c *runtime.Call, loc *fsLoc, dirs []string) ([]string, *runtime.Error) {
+func fsMkdirs(c *tool.Call, loc *fsLoc, dirs []string) ([]string, *tool.Error) {
 	var made []string
 	for _, d := range dirs {
 		rel, ok := fsUnder(loc.dir, d)
@@ -582,13 +583,13 @@ func fsIsText(data []byte) bool {
 
 // fsOpenRegular opens rel in root for reading, refusing anything but a
 // regular file without ever blocking, and verifies what was opened.
-func fsOpenRegular(c *runtime.Call, root *os.Root, rel, p string) (*os.File, fs.FileInfo, *runtime.Error) {
+func fsOpenRegular(c *tool.Call, root *os.Root, rel, p string) (*os.File, fs.FileInfo, *tool.Error) {
 	fi, err := root.Lstat(rel)
 	if err != nil {
 		return nil, nil, fsErr(p, err)
 	}
 	if m := fi.Mode(); m.IsDir() {
-		return nil, nil, runtime.Errorf(runtime.CodeInvalidInput, "list it with fs_list", "%s is a directory", fsQuote(p))
+		return nil, nil, tool.Errorf(tool.CodeInvalidInput, "list it with fs_list", "%s is a directory", fsQuote(p))
 	} else if !m.IsRegular() && m&fs.ModeSymlink == 0 {
 		return nil, nil, fsNotRegular(p, m)
 	}
@@ -603,7 +604,7 @@ func fsOpenRegular(c *runtime.Call, root *os.Root, rel, p string) (*os.File, fs.
 	}
 	if m := st.Mode(); m.IsDir() {
 		f.Close()
-		return nil, nil, runtime.Errorf(runtime.CodeInvalidInput, "list it with fs_list", "%s is a directory", fsQuote(p))
+		return nil, nil, tool.Errorf(tool.CodeInvalidInput, "list it with fs_list", "%s is a directory", fsQuote(p))
 	} else if !m.IsRegular() {
 		f.Close()
 		return nil, nil, fsNotRegular(p, m)
@@ -616,9 +617,9 @@ func fsOpenRegular(c *runtime.Call, root *os.Root, rel, p string) (*os.File, fs.
 }
 
 // fsReadAll reads f (of size size) up to limit bytes, TOO_LARGE above it.
-func fsReadAll(f *os.File, size, limit int64, p string) ([]byte, *runtime.Error) {
-	tooLarge := func(n int64) *runtime.Error {
-		return runtime.Errorf(runtime.CodeTooLarge,
+func fsReadAll(f *os.File, size, limit int64, p string) ([]byte, *tool.Error) {
+	tooLarge := func(n int64) *tool.Error {
+		return tool.Errorf(tool.CodeTooLarge,
 			"read a part with shell (sed -n '1,200p' FILE, head -c 65536 FILE) or search it with rg",
 			"%s is %d bytes; fs tools read at most %d", fsQuote(p), n, limit)
 	}
@@ -640,7 +641,7 @@ func fsReadAll(f *os.File, size, limit int64, p string) ([]byte, *runtime.Error)
 // and re-checked, located in its grant's root, opened without blocking,
 // verified, capped at limit (TOO_LARGE above), and checked for text unless
 // raw.
-func fsReadPath(c *runtime.Call, p string, raw bool, limit int64) ([]byte, string, *runtime.Error) {
+func fsReadPath(c *tool.Call, p string, raw bool, limit int64) ([]byte, string, *tool.Error) {
 	if e := fsFileSyntax(p, "fs_list for a directory"); e != nil {
 		return nil, "", e
 	}
@@ -663,7 +664,7 @@ func fsReadPath(c *runtime.Call, p string, raw bool, limit int64) ([]byte, strin
 		return nil, abs, e
 	}
 	if !raw && !fsIsText(data) {
-		return nil, abs, runtime.Errorf(runtime.CodeNotText, `it looks binary (a NUL byte or invalid UTF-8): read its bytes with encoding "base64"`,
+		return nil, abs, tool.Errorf(tool.CodeNotText, `it looks binary (a NUL byte or invalid UTF-8): read its bytes with encoding "base64"`,
 			"%s is not UTF-8 text", fsQuote(p))
 	}
 	return data, abs, nil
@@ -687,8 +688,8 @@ type FSReadData struct {
 	BytesRead    int    `json:"bytes_read"`
 }
 
-func (fsReadTool) Spec() runtime.Spec {
-	return runtime.Spec{
+func (fsReadTool) Spec() tool.Spec {
+	return tool.Spec{
 		Name: "fs_read",
 		Description: "Read a text file and return its content. Text only: a file holding a NUL byte or invalid UTF-8 is NOT_TEXT unless " +
 			`encoding is "base64", which returns the bytes base64-encoded. At most 1 MiB (768 KiB with base64); larger files are TOO_LARGE, never cut. ` +
@@ -708,7 +709,7 @@ func (fsReadTool) Spec() runtime.Spec {
 	}
 }
 
-func (fsReadTool) Needs(c *runtime.Call) ([]capability.Need, error) {
+func (fsReadTool) Needs(c *tool.Call) ([]capability.Need, error) {
 	var a fsReadArgs
 	if err := c.Bind(&a); err != nil {
 		return nil, err
@@ -720,14 +721,14 @@ func (fsReadTool) Needs(c *runtime.Call) ([]capability.Need, error) {
 	return []capability.Need{{Kind: capability.FSRead, Resource: abs}}, nil
 }
 
-func (t fsReadTool) Preview(ctx context.Context, c *runtime.Call) runtime.Outcome {
+func (t fsReadTool) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
 	return t.Run(ctx, c)
 }
 
-func (fsReadTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
+func (fsReadTool) Run(ctx context.Context, c *tool.Call) tool.Outcome {
 	var a fsReadArgs
 	if err := c.Bind(&a); err != nil {
-		return runtime.Outcome{Err: runtime.AsError(err)}
+		return tool.Outcome{Err: tool.AsError(err)}
 	}
 	raw := a.Encoding == "base64"
 	limit := int64(fsMaxReadBytes)
@@ -736,7 +737,7 @@ func (fsReadTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
 	}
 	data, abs, e := fsReadPath(c, a.Path, raw, limit)
 	if e != nil {
-		return runtime.Outcome{Err: e}
+		return tool.Outcome{Err: e}
 	}
 	d := FSReadData{Path: a.Path, ResolvedPath: abs, Encoding: "utf-8", BytesRead: len(data)}
 	out := string(data)
@@ -744,7 +745,7 @@ func (fsReadTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
 		d.Encoding = "base64"
 		out = base64.StdEncoding.EncodeToString(data)
 	}
-	return runtime.Outcome{Output: out, Data: d, Origins: []runtime.Origin{{Path: abs}}}
+	return tool.Outcome{Output: out, Data: d, Origins: []tool.Origin{{Path: abs}}}
 }
 
 // ---------------------------------------------------------------------------
@@ -771,13 +772,13 @@ type FSReadFilesEntry struct {
 
 // FSSkippedFile is one file read_files could not read, and why.
 type FSSkippedFile struct {
-	Path   string       `json:"path"`
-	Code   runtime.Code `json:"code"`
-	Reason string       `json:"reason"`
+	Path   string    `json:"path"`
+	Code   tool.Code `json:"code"`
+	Reason string    `json:"reason"`
 }
 
-func (fsReadFilesTool) Spec() runtime.Spec {
-	return runtime.Spec{
+func (fsReadFilesTool) Spec() tool.Spec {
+	return tool.Spec{
 		Name: "read_files",
 		Description: "Read several text files at once; the output concatenates them, each after a line \"==> PATH <==\". " +
 			"A file that cannot be read (missing, binary, too large, not a regular file) is skipped and listed in skipped_files with its error code " +
@@ -801,13 +802,13 @@ func (fsReadFilesTool) Spec() runtime.Spec {
 // resolved (a symlink loop) needs nothing: Run touches nothing for it and
 // lists it as skipped. A path no file can have (NUL, too long) refuses the
 // call.
-func (fsReadFilesTool) Needs(c *runtime.Call) ([]capability.Need, error) {
+func (fsReadFilesTool) Needs(c *tool.Call) ([]capability.Need, error) {
 	var a fsReadFilesArgs
 	if err := c.Bind(&a); err != nil {
 		return nil, err
 	}
 	if len(a.FilePaths) > fsMaxReadFiles {
-		return nil, runtime.Errorf(runtime.CodeInvalidInput, "split the list", "%d paths; read_files reads at most %d", len(a.FilePaths), fsMaxReadFiles)
+		return nil, tool.Errorf(tool.CodeInvalidInput, "split the list", "%d paths; read_files reads at most %d", len(a.FilePaths), fsMaxReadFiles)
 	}
 	var needs []capability.Need
 	for _, p := range a.FilePaths {
@@ -826,39 +827,39 @@ func (fsReadFilesTool) Needs(c *runtime.Call) ([]capability.Need, error) {
 	return needs, nil
 }
 
-func (t fsReadFilesTool) Preview(ctx context.Context, c *runtime.Call) runtime.Outcome {
+func (t fsReadFilesTool) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
 	return t.Run(ctx, c)
 }
 
-func (fsReadFilesTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
+func (fsReadFilesTool) Run(ctx context.Context, c *tool.Call) tool.Outcome {
 	var a fsReadFilesArgs
 	if err := c.Bind(&a); err != nil {
-		return runtime.Outcome{Err: runtime.AsError(err)}
+		return tool.Outcome{Err: tool.AsError(err)}
 	}
 	d := FSReadFilesData{Files: []FSReadFilesEntry{}, SkippedFiles: []FSSkippedFile{}}
 	var out strings.Builder
-	var origins []runtime.Origin
-	skip := func(p string, e *runtime.Error) {
+	var origins []tool.Origin
+	skip := func(p string, e *tool.Error) {
 		d.SkippedFiles = append(d.SkippedFiles, FSSkippedFile{Path: p, Code: e.Code, Reason: e.Message})
 	}
 	for _, p := range a.FilePaths {
 		if err := ctx.Err(); err != nil {
-			skip(p, runtime.Errorf(runtime.CodeTimeout, "", "the call was cancelled before %s was read", fsQuote(p)))
+			skip(p, tool.Errorf(tool.CodeTimeout, "", "the call was cancelled before %s was read", fsQuote(p)))
 			continue
 		}
 		header := "==> " + p + " <==\n"
-		budget := int64(runtime.MaxOutputBytes - out.Len() - len(header) - 1)
+		budget := int64(gate.MaxOutputBytes - out.Len() - len(header) - 1)
 		data, abs, e := fsReadPath(c, p, false, min(fsMaxReadBytes, max(budget, 0)))
 		if e != nil {
-			if e.Code == runtime.CodeTooLarge && budget < fsMaxReadBytes {
-				e = runtime.Errorf(runtime.CodeTooLarge, "read it alone with fs_read, or in a separate read_files call",
+			if e.Code == tool.CodeTooLarge && budget < fsMaxReadBytes {
+				e = tool.Errorf(tool.CodeTooLarge, "read it alone with fs_read, or in a separate read_files call",
 					"%s would take the output over 1 MiB (%d bytes left)", fsQuote(p), max(budget, 0))
 			}
 			skip(p, e)
 			continue
 		}
 		out.WriteString(header)
-		origins = append(origins, runtime.Origin{Path: abs, Start: out.Len(), End: out.Len() + len(data)})
+		origins = append(origins, tool.Origin{Path: abs, Start: out.Len(), End: out.Len() + len(data)})
 		out.Write(data)
 		if len(data) > 0 && data[len(data)-1] != '\n' {
 			out.WriteByte('\n')
@@ -866,7 +867,7 @@ func (fsReadFilesTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome
 		d.Files = append(d.Files, FSReadFilesEntry{Path: p, BytesRead: len(data)})
 	}
 	d.FilesReadCount = len(d.Files)
-	o := runtime.Outcome{Output: out.String(), Data: d, Origins: origins}
+	o := tool.Outcome{Output: out.String(), Data: d, Origins: origins}
 	if len(d.SkippedFiles) > 0 {
 		o.Warnings = []string{fmt.Sprintf("skipped %d of %d files (see skipped_files)", len(d.SkippedFiles), len(a.FilePaths))}
 	}

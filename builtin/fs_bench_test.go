@@ -12,7 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // benchCode is Go source with secret-sounding names and no secret: what a
@@ -93,7 +94,7 @@ func BenchmarkFSRead(b *testing.B) {
 			})
 			b.Run(kind.name+"-"+size.name+"/fs_read", func(b *testing.B) {
 				b.SetBytes(int64(len(content)))
-				req := runtime.Request{Tool: "fs_read", Args: json.RawMessage(`{"path":"` + file + `"}`), Principal: []string{"bench"}, Vault: runtime.NewVault()}
+				req := gate.Request{Tool: "fs_read", Args: json.RawMessage(`{"path":"` + file + `"}`), Principal: []string{"bench"}, Vault: tool.NewVault()}
 				loopCPU(b, func() {
 					res, err := g.Call(context.Background(), req)
 					if err != nil || !res.Success || len(res.Output) == 0 {

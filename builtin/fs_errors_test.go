@@ -14,17 +14,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // fsCallCtx calls tool through the gate with the caller's context.
-func fsCallCtx(t testing.TB, ctx context.Context, g *runtime.Gate, tool string, args map[string]any) runtime.Result {
+func fsCallCtx(t testing.TB, ctx context.Context, g *gate.Gate, tool string, args map[string]any) tool.Result {
 	t.Helper()
 	raw, err := json.Marshal(args)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := g.Call(ctx, runtime.Request{Tool: tool, Args: raw, Principal: []string{"test"}})
+	res, err := g.Call(ctx, gate.Request{Tool: tool, Args: raw, Principal: []string{"test"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,13 +77,13 @@ func TestFSWriteAppendTooLarge(t *testing.T) {
 	before := treeChecksum(t, ws)
 	args := map[string]any{"path": "big.log", "content": "one more line\n", "append": true}
 	for _, dry := range []bool{false, true} {
-		var res runtime.Result
+		var res tool.Result
 		if dry {
 			res = fsDry(t, g, "fs_write", args)
 		} else {
 			res = fsCall(t, g, "fs_write", args)
 		}
-		fsWantCode(t, res, runtime.CodeTooLarge)
+		fsWantCode(t, res, tool.CodeTooLarge)
 		if !strings.Contains(res.Error.Hint, "append to files of at most 64 MiB") {
 			t.Errorf("dry=%v: hint %q", dry, res.Error.Hint)
 		}
@@ -116,7 +117,7 @@ func TestFSGlobCancelled(t *testing.T) {
 	for name, ctx := range fsEndedContexts(t) {
 		t.Run(name, func(t *testing.T) {
 			res := fsCallCtx(t, ctx, g, "fs_glob", args)
-			fsWantCode(t, res, runtime.CodeTimeout)
+			fsWantCode(t, res, tool.CodeTimeout)
 			if !strings.Contains(res.Error.Message, "cancelled after 0 matches") || res.Output != "" {
 				t.Errorf("%q %q", res.Error.Message, res.Output)
 			}
@@ -124,7 +125,7 @@ func TestFSGlobCancelled(t *testing.T) {
 	}
 	t.Run("mid-walk", func(t *testing.T) {
 		res := fsCallCtx(t, fsCountdown(2), g, "fs_glob", args)
-		fsWantCode(t, res, runtime.CodeTimeout)
+		fsWantCode(t, res, tool.CodeTimeout)
 		if !strings.Contains(res.Error.Message, "cancelled after 2 matches") || res.Output != "" {
 			t.Errorf("%q %q", res.Error.Message, res.Output)
 		}
@@ -140,7 +141,7 @@ func TestFSReadFilesCancelled(t *testing.T) {
 		fsWriteFile(t, filepath.Join(ws, p), strings.ToUpper(p[:1])+"\n")
 	}
 	args := map[string]any{"file_paths": paths}
-	check := func(t *testing.T, res runtime.Result, read int) {
+	check := func(t *testing.T, res tool.Result, read int) {
 		t.Helper()
 		fsWantOK(t, res)
 		d := fsDecode[FSReadFilesData](t, res)
@@ -155,7 +156,7 @@ func TestFSReadFilesCancelled(t *testing.T) {
 			t.Fatalf("skipped %+v", d.SkippedFiles)
 		}
 		for i, s := range d.SkippedFiles {
-			if s.Path != paths[read+i] || s.Code != runtime.CodeTimeout || !strings.Contains(s.Reason, "cancelled before") {
+			if s.Path != paths[read+i] || s.Code != tool.CodeTimeout || !strings.Contains(s.Reason, "cancelled before") {
 				t.Errorf("skipped %+v", s)
 			}
 		}

@@ -17,8 +17,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // The hostile path suite. Each test names the case of issue 3 it covers:
@@ -41,7 +42,7 @@ import (
 
 // fsHostileSetup returns a workspace and a gate (fs.read:** fs.write:**),
 // and an outside directory holding a canary file, with its checksum.
-func fsHostileSetup(t *testing.T) (ws, outside string, g *runtime.Gate, sum string) {
+func fsHostileSetup(t *testing.T) (ws, outside string, g *gate.Gate, sum string) {
 	t.Helper()
 	ws, g, _ = fsTestWS(t, fsTestRW)
 	outside, err := filepath.EvalSymlinks(t.TempDir())
@@ -55,16 +56,16 @@ func fsHostileSetup(t *testing.T) (ws, outside string, g *runtime.Gate, sum stri
 
 // fsEveryTool calls each fs tool on p (as a path, a pattern, a list) and
 // returns the results by tool; fs_remove comes last.
-func fsEveryTool(t *testing.T, g *runtime.Gate, p string) map[string]runtime.Result {
+func fsEveryTool(t *testing.T, g *gate.Gate, p string) map[string]tool.Result {
 	t.Helper()
 	m := fsEveryToolButRemove(t, g, p)
 	m["fs_remove"] = fsCall(t, g, "fs_remove", map[string]any{"path": p, "recursive": true})
 	return m
 }
 
-func fsEveryToolButRemove(t *testing.T, g *runtime.Gate, p string) map[string]runtime.Result {
+func fsEveryToolButRemove(t *testing.T, g *gate.Gate, p string) map[string]tool.Result {
 	t.Helper()
-	m := map[string]runtime.Result{}
+	m := map[string]tool.Result{}
 	m["fs_read"] = fsCall(t, g, "fs_read", map[string]any{"path": p})
 	m["fs_write"] = fsCall(t, g, "fs_write", map[string]any{"path": p, "content": "PWNED"})
 	m["append"] = fsCall(t, g, "fs_write", map[string]any{"path": p, "content": "PWNED", "append": true})
@@ -76,7 +77,7 @@ func fsEveryToolButRemove(t *testing.T, g *runtime.Gate, p string) map[string]ru
 }
 
 // fsNoLeak fails when a result shows outside content.
-func fsNoLeak(t *testing.T, what string, res runtime.Result) {
+func fsNoLeak(t *testing.T, what string, res tool.Result) {
 	t.Helper()
 	blob, _ := json.Marshal(res)
 	if strings.Contains(string(blob), "OUTSIDE-") {
@@ -89,14 +90,14 @@ func TestFSHostileDotDot(t *testing.T) {
 	os.Mkdir(filepath.Join(ws, "dir"), 0o755)
 	rel, _ := filepath.Rel(ws, outside)
 	for _, p := range []string{"..", "../" + filepath.Base(ws) + "/../" + filepath.Base(outside) + "/canary", rel + "/canary", "dir/../../" + filepath.Base(outside), "./dir/../../..", "dir/../" + rel} {
-		for tool, res := range fsEveryTool(t, g, p) {
-			fsNoLeak(t, tool+" "+p, res)
-			if tool == "read_files" {
-				fsWantCode(t, res, runtime.CodeCapabilityDenied)
+		for toolName, res := range fsEveryTool(t, g, p) {
+			fsNoLeak(t, toolName+" "+p, res)
+			if toolName == "read_files" {
+				fsWantCode(t, res, tool.CodeCapabilityDenied)
 				continue
 			}
-			if res.Success || res.Error.Code != runtime.CodeCapabilityDenied && res.Error.Code != runtime.CodeInvalidInput {
-				t.Errorf("%s %s: %+v", tool, p, res.Error)
+			if res.Success || res.Error.Code != tool.CodeCapabilityDenied && res.Error.Code != tool.CodeInvalidInput {
+				t.Errorf("%s %s: %+v", toolName, p, res.Error)
 			}
 		}
 	}
@@ -108,10 +109,10 @@ func TestFSHostileDotDot(t *testing.T) {
 func TestFSHostileAbsolute(t *testing.T) {
 	_, outside, g, sum := fsHostileSetup(t)
 	for _, p := range []string{filepath.Join(outside, "canary"), outside, "/etc/passwd", "/", "//" + outside[1:] + "/./canary"} {
-		for tool, res := range fsEveryTool(t, g, p) {
-			fsNoLeak(t, tool+" "+p, res)
-			if res.Success || res.Error.Code != runtime.CodeCapabilityDenied && res.Error.Code != runtime.CodeInvalidInput {
-				t.Errorf("%s %s: %+v", tool, p, res.Error)
+		for toolName, res := range fsEveryTool(t, g, p) {
+			fsNoLeak(t, toolName+" "+p, res)
+			if res.Success || res.Error.Code != tool.CodeCapabilityDenied && res.Error.Code != tool.CodeInvalidInput {
+				t.Errorf("%s %s: %+v", toolName, p, res.Error)
 			}
 		}
 	}
@@ -139,21 +140,21 @@ func TestFSHostileSymlinkOut(t *testing.T) {
 		}
 	}
 	for _, p := range []string{"absdir/canary", "reldir/canary", "absfile", "relfile", "chain/canary", "dangle", "absdir/sub", "reldir/sub/deep", "updown"} {
-		for tool, res := range fsEveryTool(t, g, p) {
-			fsNoLeak(t, tool+" "+p, res)
-			if tool == "fs_remove" && (p == "absfile" || p == "relfile" || p == "dangle" || p == "updown") {
+		for toolName, res := range fsEveryTool(t, g, p) {
+			fsNoLeak(t, toolName+" "+p, res)
+			if toolName == "fs_remove" && (p == "absfile" || p == "relfile" || p == "dangle" || p == "updown") {
 				continue // removes the link itself (checked below)
 			}
 			if res.Success {
-				t.Errorf("%s %s succeeded: %q", tool, p, res.Output)
-			} else if res.Error.Code != runtime.CodeCapabilityDenied && res.Error.Code != runtime.CodeNotFound {
-				t.Errorf("%s %s: %+v", tool, p, res.Error)
+				t.Errorf("%s %s succeeded: %q", toolName, p, res.Output)
+			} else if res.Error.Code != tool.CodeCapabilityDenied && res.Error.Code != tool.CodeNotFound {
+				t.Errorf("%s %s: %+v", toolName, p, res.Error)
 			}
 		}
 	}
 	// read_files is refused as a whole when one path resolves outside.
 	os.Symlink(filepath.Join(outside, "canary"), filepath.Join(ws, "absfile2")) // the sweep above removed absfile itself
-	fsWantCode(t, fsCall(t, g, "read_files", map[string]any{"file_paths": []string{"dir", "absfile2"}}), runtime.CodeCapabilityDenied)
+	fsWantCode(t, fsCall(t, g, "read_files", map[string]any{"file_paths": []string{"dir", "absfile2"}}), tool.CodeCapabilityDenied)
 	// A glob never walks into or returns a link out.
 	res := fsCall(t, g, "fs_glob", map[string]any{"pattern": "**"})
 	fsWantOK(t, res)
@@ -241,19 +242,19 @@ func TestFSHostileSymlinkRace(t *testing.T) {
 		{"fs_glob", "fs_glob", `{"pattern":"dir/**"}`, false},
 		{"read_files", "read_files", `{"file_paths":["dir/canary","dir/sub/deep","dir/outside-only.txt"]}`, false},
 	}
-	tools := map[string]runtime.Tool{}
+	tools := map[string]tool.Tool{}
 	for _, tl := range FSTools() {
 		tools[tl.Spec().Name] = tl
 	}
 	grants := g.Grants()
-	call := func(viaGate bool, tool, args string) runtime.Result {
+	call := func(viaGate bool, toolName, args string) tool.Result {
 		if viaGate {
-			return callTool(t, g, tool, args)
+			return callTool(t, g, toolName, args)
 		}
-		c := &runtime.Call{ID: "race", Tool: tool, Args: json.RawMessage(args), Principal: []string{"test"}, Grants: grants, Workspace: ws}
-		o := tools[tool].Run(context.Background(), c)
+		c := &tool.Call{ID: "race", Tool: toolName, Args: json.RawMessage(args), Principal: []string{"test"}, Grants: grants, Workspace: ws}
+		o := tools[toolName].Run(context.Background(), c)
 		data, _ := json.Marshal(o.Data)
-		return runtime.Result{Tool: tool, Success: o.Err == nil, Output: o.Output, Data: data, Error: o.Err}
+		return tool.Result{Tool: toolName, Success: o.Err == nil, Output: o.Output, Data: data, Error: o.Err}
 	}
 	outcomes := map[string]int{}
 	layers := map[string]int{} // which layer refused, for PATH_ESCAPE
@@ -300,7 +301,7 @@ func TestFSHostileSymlinkRace(t *testing.T) {
 		key := op.name + ":ok" + did
 		if res.Error != nil {
 			key = op.name + ":" + string(res.Error.Code)
-			if res.Error.Code == runtime.CodePathEscape {
+			if res.Error.Code == tool.CodePathEscape {
 				layers[fsEscapeLayer(res.Error.Message)]++
 			}
 		}
@@ -365,12 +366,12 @@ func TestFSHostileHardLink(t *testing.T) {
 		{"path": "hl", "content": "UFdORUQ=", "encoding": "base64"},
 	} {
 		res := fsCall(t, g, "fs_write", args)
-		fsWantCode(t, res, runtime.CodePolicyDenied)
+		fsWantCode(t, res, tool.CodePolicyDenied)
 		if !strings.Contains(res.Error.Message, "2 hard links") {
 			t.Errorf("%+v", res.Error)
 		}
 	}
-	fsWantCode(t, fsDry(t, g, "fs_write", map[string]any{"path": "hl", "content": "x"}), runtime.CodePolicyDenied)
+	fsWantCode(t, fsDry(t, g, "fs_write", map[string]any{"path": "hl", "content": "x"}), tool.CodePolicyDenied)
 	if treeChecksum(t, outside) != sum {
 		t.Fatal("the outside file changed")
 	}
@@ -396,20 +397,20 @@ func TestFSHostileGitConfig(t *testing.T) {
 	before := treeChecksum(t, ws)
 	for _, p := range []string{".git/config", ".git/hooks/pre-commit", "./.git/config", "x/../.git/config", "cfg/config", "cfgfile",
 		"cfg/hooks/post-checkout", "sub/.git", "deep/er/.git/HEAD", ".warden/policy.yaml", "pol/policy.yaml", ".git"} {
-		for _, tool := range []string{"fs_write", "fs_mkdir", "fs_remove"} {
-			if tool == "fs_remove" && p == "cfgfile" {
+		for _, toolName := range []string{"fs_write", "fs_mkdir", "fs_remove"} {
+			if toolName == "fs_remove" && p == "cfgfile" {
 				continue // removes the link itself, outside .git: allowed
 			}
 			args := map[string]any{"path": p}
-			if tool == "fs_write" {
+			if toolName == "fs_write" {
 				args["content"] = "[core]\n\thooksPath = /tmp/evil\n"
 			}
-			fsWantCode(t, fsCall(t, g, tool, args), runtime.CodePolicyDenied)
-			fsWantCode(t, fsDry(t, g, tool, args), runtime.CodePolicyDenied)
+			fsWantCode(t, fsCall(t, g, toolName, args), tool.CodePolicyDenied)
+			fsWantCode(t, fsDry(t, g, toolName, args), tool.CodePolicyDenied)
 		}
 	}
-	fsWantCode(t, fsCall(t, g, "fs_remove", map[string]any{"path": ".", "recursive": true}), runtime.CodeInvalidInput)
-	fsWantCode(t, fsCall(t, g, "fs_remove", map[string]any{"path": "sub", "recursive": true}), runtime.CodePolicyDenied)
+	fsWantCode(t, fsCall(t, g, "fs_remove", map[string]any{"path": ".", "recursive": true}), tool.CodeInvalidInput)
+	fsWantCode(t, fsCall(t, g, "fs_remove", map[string]any{"path": "sub", "recursive": true}), tool.CodePolicyDenied)
 	if treeChecksum(t, ws) != before {
 		t.Fatal("the workspace changed")
 	}
@@ -426,9 +427,9 @@ func TestFSHostileNUL(t *testing.T) {
 	fsWriteFile(t, filepath.Join(ws, "a.txt"), "a")
 	before := treeChecksum(t, ws)
 	for _, p := range []string{"a.txt\x00", "a.txt\x00/../../etc/passwd", "\x00", "dir/\x00x"} {
-		for tool, res := range fsEveryTool(t, g, p) {
-			fsWantCode(t, res, runtime.CodeInvalidInput)
-			_ = tool
+		for toolName, res := range fsEveryTool(t, g, p) {
+			fsWantCode(t, res, tool.CodeInvalidInput)
+			_ = toolName
 		}
 	}
 	if treeChecksum(t, ws) != before {
@@ -443,16 +444,16 @@ func TestFSHostileLongPath(t *testing.T) {
 	deep := strings.Repeat("abcd/", 1000) // 5,000 bytes of short elements
 	multi := strings.Repeat("é", 2100)    // 2,100 characters, 4,200 bytes
 	for _, p := range []string{long, deep, multi} {
-		for tool, res := range fsEveryTool(t, g, p) {
-			fsWantCode(t, res, runtime.CodeInvalidInput)
+		for toolName, res := range fsEveryTool(t, g, p) {
+			fsWantCode(t, res, tool.CodeInvalidInput)
 			if len(res.Error.Message) > 1000 {
-				t.Errorf("%s: the message repeats the path (%d bytes)", tool, len(res.Error.Message))
+				t.Errorf("%s: the message repeats the path (%d bytes)", toolName, len(res.Error.Message))
 			}
 		}
 	}
 	// A single element over 255 bytes is refused by the file system.
 	res := fsCall(t, g, "fs_write", map[string]any{"path": strings.Repeat("b", 300), "content": "x"})
-	fsWantCode(t, res, runtime.CodeInvalidInput)
+	fsWantCode(t, res, tool.CodeInvalidInput)
 	if treeChecksum(t, ws) != before {
 		t.Fatal("the workspace changed")
 	}
@@ -484,18 +485,18 @@ func TestFSHostileFIFO(t *testing.T) {
 	fsNoHang(t, "fs tools on a FIFO", func() {
 		for _, p := range []string{"fifo", "tofifo"} {
 			res := fsCall(t, g, "fs_read", map[string]any{"path": p})
-			fsWantCode(t, res, runtime.CodeInvalidInput)
+			fsWantCode(t, res, tool.CodeInvalidInput)
 			if !strings.Contains(res.Error.Message, "fifo") {
 				t.Errorf("%+v", res.Error)
 			}
-			fsWantCode(t, fsCall(t, g, "fs_read", map[string]any{"path": p, "encoding": "base64"}), runtime.CodeInvalidInput)
-			fsWantCode(t, fsCall(t, g, "fs_write", map[string]any{"path": p, "content": "x"}), runtime.CodeInvalidInput)
-			fsWantCode(t, fsCall(t, g, "fs_write", map[string]any{"path": p, "content": "x", "append": true}), runtime.CodeInvalidInput)
-			fsWantCode(t, fsDry(t, g, "fs_write", map[string]any{"path": p, "content": "x"}), runtime.CodeInvalidInput)
-			fsWantCode(t, fsCall(t, g, "fs_list", map[string]any{"path": p}), runtime.CodeInvalidInput)
+			fsWantCode(t, fsCall(t, g, "fs_read", map[string]any{"path": p, "encoding": "base64"}), tool.CodeInvalidInput)
+			fsWantCode(t, fsCall(t, g, "fs_write", map[string]any{"path": p, "content": "x"}), tool.CodeInvalidInput)
+			fsWantCode(t, fsCall(t, g, "fs_write", map[string]any{"path": p, "content": "x", "append": true}), tool.CodeInvalidInput)
+			fsWantCode(t, fsDry(t, g, "fs_write", map[string]any{"path": p, "content": "x"}), tool.CodeInvalidInput)
+			fsWantCode(t, fsCall(t, g, "fs_list", map[string]any{"path": p}), tool.CodeInvalidInput)
 			res = fsCall(t, g, "read_files", map[string]any{"file_paths": []string{p}})
 			fsWantOK(t, res)
-			if d := fsDecode[FSReadFilesData](t, res); len(d.SkippedFiles) != 1 || d.SkippedFiles[0].Code != runtime.CodeInvalidInput {
+			if d := fsDecode[FSReadFilesData](t, res); len(d.SkippedFiles) != 1 || d.SkippedFiles[0].Code != tool.CodeInvalidInput {
 				t.Errorf("%+v", d)
 			}
 			res = fsCall(t, g, "fs_glob", map[string]any{"pattern": p + "/*"})
@@ -525,21 +526,21 @@ func TestFSHostileSymlinkLoop(t *testing.T) {
 	before := treeChecksum(t, ws)
 	fsNoHang(t, "fs tools on a symlink loop", func() {
 		for _, p := range []string{"a", "self", "a/x", "c", "c/x/y"} {
-			for tool, res := range fsEveryToolButRemove(t, g, p) {
-				if tool == "read_files" {
+			for toolName, res := range fsEveryToolButRemove(t, g, p) {
+				if toolName == "read_files" {
 					fsWantOK(t, res)
 					if d := fsDecode[FSReadFilesData](t, res); len(d.SkippedFiles) != 1 || !strings.Contains(d.SkippedFiles[0].Reason, "symbolic links") {
 						t.Errorf("read_files %s: %+v", p, d)
 					}
 					continue
 				}
-				fsWantCode(t, res, runtime.CodeInvalidInput)
+				fsWantCode(t, res, tool.CodeInvalidInput)
 				if !strings.Contains(res.Error.Message, "symbolic links") {
-					t.Errorf("%s %s: %+v", tool, p, res.Error)
+					t.Errorf("%s %s: %+v", toolName, p, res.Error)
 				}
 			}
 			if p == "a/x" || p == "c/x/y" {
-				fsWantCode(t, fsCall(t, g, "fs_remove", map[string]any{"path": p}), runtime.CodeInvalidInput)
+				fsWantCode(t, fsCall(t, g, "fs_remove", map[string]any{"path": p}), tool.CodeInvalidInput)
 			}
 		}
 		fsWantOK(t, fsCall(t, g, "fs_glob", map[string]any{"pattern": "**"}))
@@ -567,13 +568,13 @@ func TestFSHostileDotSegments(t *testing.T) {
 		}
 	}
 	for _, p := range []string{"dir/file/", "dir/file/.", "dir/file/..", "dir/file//"} {
-		fsWantCode(t, fsCall(t, g, "fs_read", map[string]any{"path": p}), runtime.CodeInvalidInput)
+		fsWantCode(t, fsCall(t, g, "fs_read", map[string]any{"path": p}), tool.CodeInvalidInput)
 	}
 	for _, p := range []string{"dir/", "dir/.", "./dir/", "dir/..", "dir/../dir//"} {
 		fsWantOK(t, fsCall(t, g, "fs_list", map[string]any{"path": p}))
 	}
 	for _, p := range []string{"dir/.", "dir/..", ".", "dir/new/"} {
-		fsWantCode(t, fsCall(t, g, "fs_write", map[string]any{"path": p, "content": "x"}), runtime.CodeInvalidInput)
+		fsWantCode(t, fsCall(t, g, "fs_write", map[string]any{"path": p, "content": "x"}), tool.CodeInvalidInput)
 	}
 	fsWantOK(t, fsCall(t, g, "fs_write", map[string]any{"path": "dir/./sub/../file2", "content": "x"}))
 	if fsReadBack(t, filepath.Join(ws, "dir/file2")) != "x" {
@@ -584,7 +585,7 @@ func TestFSHostileDotSegments(t *testing.T) {
 	}
 	fsWantOK(t, fsCall(t, g, "fs_mkdir", map[string]any{"path": "new/./a/"}))
 	for _, p := range []string{"dir/.", "dir/..", "dir/file/.", "new/a/.."} {
-		fsWantCode(t, fsCall(t, g, "fs_remove", map[string]any{"path": p, "recursive": true}), runtime.CodeInvalidInput)
+		fsWantCode(t, fsCall(t, g, "fs_remove", map[string]any{"path": p, "recursive": true}), tool.CodeInvalidInput)
 	}
 	fsWantOK(t, fsCall(t, g, "fs_remove", map[string]any{"path": "new/a/", "recursive": true}))
 	if _, err := os.Stat(filepath.Join(ws, "dir/file")); err != nil {
@@ -598,13 +599,13 @@ func TestFSHostileGitCase(t *testing.T) {
 	before := treeChecksum(t, ws)
 	for _, p := range []string{".GIT/config", ".Git/hooks/pre-commit", "sub/.gIt/HEAD", ".git./config", ".git /config", ".git. ./x",
 		".g\u200cit/config", "\ufeff.git/config", "GIT~1/config", "git~1/hooks/x", ".WARDEN/policy.yaml", ".Warden./p"} {
-		for _, tool := range []string{"fs_write", "fs_mkdir", "fs_remove"} {
+		for _, toolName := range []string{"fs_write", "fs_mkdir", "fs_remove"} {
 			args := map[string]any{"path": p}
-			if tool == "fs_write" {
+			if toolName == "fs_write" {
 				args["content"] = "x"
 			}
-			res := fsCall(t, g, tool, args)
-			fsWantCode(t, res, runtime.CodePolicyDenied)
+			res := fsCall(t, g, toolName, args)
+			fsWantCode(t, res, tool.CodePolicyDenied)
 		}
 	}
 	if treeChecksum(t, ws) != before {
@@ -618,7 +619,7 @@ func TestFSHostileRunRechecks(t *testing.T) {
 	ws, outside, g, sum := fsHostileSetup(t)
 	os.Symlink(outside, filepath.Join(ws, "dir"))
 	for _, tc := range []struct {
-		tool runtime.Tool
+		tool tool.Tool
 		args string
 	}{
 		{fsReadTool{}, `{"path":"dir/canary"}`},
@@ -628,9 +629,9 @@ func TestFSHostileRunRechecks(t *testing.T) {
 		{fsRemoveTool{}, `{"path":"dir/canary"}`},
 		{fsGlobTool{}, `{"pattern":"dir/*"}`},
 	} {
-		c := &runtime.Call{Tool: tc.tool.Spec().Name, Args: json.RawMessage(tc.args), Grants: g.Grants(), Workspace: ws}
-		for _, o := range []runtime.Outcome{tc.tool.Run(context.Background(), c), tc.tool.Preview(context.Background(), c)} {
-			if o.Err == nil || o.Err.Code != runtime.CodePathEscape || strings.Contains(o.Output, "OUTSIDE") {
+		c := &tool.Call{Tool: tc.tool.Spec().Name, Args: json.RawMessage(tc.args), Grants: g.Grants(), Workspace: ws}
+		for _, o := range []tool.Outcome{tc.tool.Run(context.Background(), c), tc.tool.Preview(context.Background(), c)} {
+			if o.Err == nil || o.Err.Code != tool.CodePathEscape || strings.Contains(o.Output, "OUTSIDE") {
 				t.Errorf("%s: %+v %q", c.Tool, o.Err, o.Output)
 			}
 		}
@@ -647,18 +648,18 @@ func TestFSHostileRootRefuses(t *testing.T) {
 	rel, _ := filepath.Rel(ws, outside)
 	os.Symlink(outside, filepath.Join(ws, "abs"))
 	os.Symlink(rel, filepath.Join(ws, "rel"))
-	c := &runtime.Call{Grants: g.Grants(), Workspace: ws}
+	c := &tool.Call{Grants: g.Grants(), Workspace: ws}
 	for _, p := range []string{"abs/canary", "rel/canary"} {
 		loc, e := fsLocate(c, capability.FSRead, filepath.Join(ws, "whatever"))
 		if e != nil {
 			t.Fatal(e)
 		}
 		_, _, e = fsOpenRegular(c, loc.root, p, p)
-		if e == nil || e.Code != runtime.CodePathEscape {
+		if e == nil || e.Code != tool.CodePathEscape {
 			t.Errorf("%s: %+v", p, e)
 		}
 		loc.rel = p + "/x"
-		if _, _, e := fsOpenParent(c, capability.FSWrite, loc, p); e == nil || e.Code != runtime.CodePathEscape {
+		if _, _, e := fsOpenParent(c, capability.FSWrite, loc, p); e == nil || e.Code != tool.CodePathEscape {
 			t.Errorf("%s parent: %+v", p, e)
 		}
 		loc.close()
@@ -680,7 +681,7 @@ func TestFSHostileVerifyNarrowGrant(t *testing.T) {
 	fsWriteFile(t, filepath.Join(ws, "notes/secret.txt"), "OUTSIDE-GRANT\n")
 	os.Symlink("secret.txt", filepath.Join(ws, "notes/b.md"))
 	set := capability.NewSet(ws, capability.MustParse("fs.read:notes/*.md"), capability.MustParse("fs.write:notes/*.md"))
-	c := &runtime.Call{Grants: set, Workspace: ws}
+	c := &tool.Call{Grants: set, Workspace: ws}
 	loc, e := fsLocate(c, capability.FSRead, filepath.Join(ws, "notes/a.md"))
 	if e != nil {
 		t.Fatal(e)
@@ -694,11 +695,11 @@ func TestFSHostileVerifyNarrowGrant(t *testing.T) {
 	} else {
 		f.Close()
 	}
-	if _, _, e := fsOpenRegular(c, loc.root, "b.md", "b.md"); e == nil || e.Code != runtime.CodePathEscape {
+	if _, _, e := fsOpenRegular(c, loc.root, "b.md", "b.md"); e == nil || e.Code != tool.CodePathEscape {
 		t.Fatalf("%+v", e)
 	}
 	// Through the gate, the resolution already refuses it.
 	g, _ := newTestGate(t, "version: 1\ngrants: [\"fs.read:notes/*.md\"]\n", ws, FSTools()...)
-	fsWantCode(t, fsCall(t, g, "fs_read", map[string]any{"path": "notes/b.md"}), runtime.CodeCapabilityDenied)
+	fsWantCode(t, fsCall(t, g, "fs_read", map[string]any{"path": "notes/b.md"}), tool.CodeCapabilityDenied)
 	fsWantOK(t, fsCall(t, g, "fs_read", map[string]any{"path": "notes/a.md"}))
 }

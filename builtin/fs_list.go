@@ -16,8 +16,8 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 
-	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // fsSafeFS is an io/fs view of an os.Root that never blocks: files are
@@ -82,8 +82,8 @@ type FSListEntry struct {
 	Size int64  `json:"size"` // bytes, for files
 }
 
-func (fsListTool) Spec() runtime.Spec {
-	return runtime.Spec{
+func (fsListTool) Spec() tool.Spec {
+	return tool.Spec{
 		Name: "fs_list",
 		Description: "List a directory: each entry's name, type (file, dir, symlink, fifo, socket, device, other) and size. " +
 			"The output has one name per line, directories ending in / and symlinks in @. At most 10,000 entries (then truncated: true). " +
@@ -101,7 +101,7 @@ func (fsListTool) Spec() runtime.Spec {
 	}
 }
 
-func (fsListTool) Needs(c *runtime.Call) ([]capability.Need, error) {
+func (fsListTool) Needs(c *tool.Call) ([]capability.Need, error) {
 	var a fsListArgs
 	if err := c.Bind(&a); err != nil {
 		return nil, err
@@ -113,40 +113,40 @@ func (fsListTool) Needs(c *runtime.Call) ([]capability.Need, error) {
 	return []capability.Need{{Kind: capability.FSRead, Resource: abs}}, nil
 }
 
-func (t fsListTool) Preview(ctx context.Context, c *runtime.Call) runtime.Outcome {
+func (t fsListTool) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
 	return t.Run(ctx, c)
 }
 
-func (fsListTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
+func (fsListTool) Run(ctx context.Context, c *tool.Call) tool.Outcome {
 	var a fsListArgs
 	if err := c.Bind(&a); err != nil {
-		return runtime.Outcome{Err: runtime.AsError(err)}
+		return tool.Outcome{Err: tool.AsError(err)}
 	}
 	abs, e := fsRecheck(c, capability.FSRead, a.Path, false)
 	if e != nil {
-		return runtime.Outcome{Err: e}
+		return tool.Outcome{Err: e}
 	}
 	loc, e := fsLocate(c, capability.FSRead, abs)
 	if e != nil {
-		return runtime.Outcome{Err: e}
+		return tool.Outcome{Err: e}
 	}
 	defer loc.close()
 	f, err := loc.root.OpenFile(loc.rel, os.O_RDONLY|oDirectory|oNonblock, 0)
 	if err != nil {
 		if errors.Is(err, syscall.ENOTDIR) {
 			if fi, serr := loc.root.Lstat(loc.rel); serr == nil && !fi.IsDir() && fi.Mode()&fs.ModeSymlink == 0 {
-				return runtime.Fail(runtime.CodeInvalidInput, "read a file with fs_read", "%s is a %s, not a directory", fsQuote(a.Path), fsTypeName(fi.Mode()))
+				return tool.Fail(tool.CodeInvalidInput, "read a file with fs_read", "%s is a %s, not a directory", fsQuote(a.Path), fsTypeName(fi.Mode()))
 			}
 		}
-		return runtime.Outcome{Err: fsErr(a.Path, err)}
+		return tool.Outcome{Err: fsErr(a.Path, err)}
 	}
 	defer f.Close()
 	if e := fsVerify(c, capability.FSRead, f, "", a.Path); e != nil {
-		return runtime.Outcome{Err: e}
+		return tool.Outcome{Err: e}
 	}
 	ents, err := f.ReadDir(fsMaxListEntries + 1)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return runtime.Outcome{Err: fsErr(a.Path, err)}
+		return tool.Outcome{Err: fsErr(a.Path, err)}
 	}
 	d := FSListData{Path: a.Path, ResolvedPath: abs, Entries: []FSListEntry{}}
 	var warnings []string
@@ -175,7 +175,7 @@ func (fsListTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
 		out.WriteByte('\n')
 	}
 	d.Count = len(d.Entries)
-	return runtime.Outcome{Output: out.String(), Data: d, Warnings: warnings}
+	return tool.Outcome{Output: out.String(), Data: d, Warnings: warnings}
 }
 
 // ---------------------------------------------------------------------------
@@ -198,8 +198,8 @@ type FSGlobData struct {
 	OmittedByGrants int `json:"omitted_by_grants"`
 }
 
-func (fsGlobTool) Spec() runtime.Spec {
-	return runtime.Spec{
+func (fsGlobTool) Spec() tool.Spec {
+	return tool.Spec{
 		Name: "fs_glob",
 		Description: "Find files and directories matching a glob pattern: * and ? within a name, ** across directories, [abc], {a,b}. " +
 			"Relative patterns are matched under the workspace (src/**/*.go), absolute ones under a granted tree. Symlinked directories are " +
@@ -222,17 +222,17 @@ func (fsGlobTool) Spec() runtime.Spec {
 
 // fsGlobSplit validates a pattern and splits it into its literal base (as
 // written) and the glob below it, and resolves the base.
-func fsGlobSplit(ws, pattern string) (base, rest, abs string, e *runtime.Error) {
+func fsGlobSplit(ws, pattern string) (base, rest, abs string, e *tool.Error) {
 	if e := fsCheckPath(pattern); e != nil {
 		return "", "", "", e
 	}
 	if !doublestar.ValidatePattern(pattern) {
-		return "", "", "", runtime.Errorf(runtime.CodeInvalidInput, "check the brackets and braces: * ? ** [abc] {a,b}, \\ escapes", "%s is not a valid glob pattern", fsQuote(pattern))
+		return "", "", "", tool.Errorf(tool.CodeInvalidInput, "check the brackets and braces: * ? ** [abc] {a,b}, \\ escapes", "%s is not a valid glob pattern", fsQuote(pattern))
 	}
 	base, rest = doublestar.SplitPattern(pattern)
 	for _, el := range strings.Split(rest, "/") {
 		if el == "" || el == "." || el == ".." {
-			return "", "", "", runtime.Errorf(runtime.CodeInvalidInput, "put '..' only before the first wildcard, and no empty or '.' elements after it",
+			return "", "", "", tool.Errorf(tool.CodeInvalidInput, "put '..' only before the first wildcard, and no empty or '.' elements after it",
 				"the pattern %s has %q after its first wildcard", fsQuote(pattern), el)
 		}
 	}
@@ -242,7 +242,7 @@ func fsGlobSplit(ws, pattern string) (base, rest, abs string, e *runtime.Error) 
 
 // Needs: fs.read on the pattern's base directory; the matches are filtered
 // with the grants as they are found.
-func (fsGlobTool) Needs(c *runtime.Call) ([]capability.Need, error) {
+func (fsGlobTool) Needs(c *tool.Call) ([]capability.Need, error) {
 	var a fsGlobArgs
 	if err := c.Bind(&a); err != nil {
 		return nil, err
@@ -254,35 +254,35 @@ func (fsGlobTool) Needs(c *runtime.Call) ([]capability.Need, error) {
 	return []capability.Need{{Kind: capability.FSRead, Resource: abs}}, nil
 }
 
-func (t fsGlobTool) Preview(ctx context.Context, c *runtime.Call) runtime.Outcome {
+func (t fsGlobTool) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
 	return t.Run(ctx, c)
 }
 
 var fsErrGlobFull = errors.New("fs_glob: enough matches")
 
-func (fsGlobTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
+func (fsGlobTool) Run(ctx context.Context, c *tool.Call) tool.Outcome {
 	var a fsGlobArgs
 	if err := c.Bind(&a); err != nil {
-		return runtime.Outcome{Err: runtime.AsError(err)}
+		return tool.Outcome{Err: tool.AsError(err)}
 	}
 	base, rest, abs, e := fsGlobSplit(c.Workspace, a.Pattern)
 	if e != nil {
-		return runtime.Outcome{Err: e}
+		return tool.Outcome{Err: e}
 	}
 	if !c.Grants.Allows(capability.Need{Kind: capability.FSRead, Resource: abs}) {
-		return runtime.Outcome{Err: fsChanged(base, abs)}
+		return tool.Outcome{Err: fsChanged(base, abs)}
 	}
 	d := FSGlobData{Pattern: a.Pattern, Matches: []string{}}
 	loc, e := fsLocate(c, capability.FSRead, abs)
 	if e != nil {
-		return runtime.Outcome{Err: e}
+		return tool.Outcome{Err: e}
 	}
 	defer loc.close()
 	sub, err := fsSubRoot(loc.root, loc.rel)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-		return runtime.Outcome{Output: "", Data: d} // nothing matches under a missing base, or a file
+		return tool.Outcome{Output: "", Data: d} // nothing matches under a missing base, or a file
 	} else if err != nil {
-		return runtime.Outcome{Err: fsErr(base, err)}
+		return tool.Outcome{Err: fsErr(base, err)}
 	}
 	defer sub.Close()
 	realBase := abs
@@ -293,10 +293,10 @@ func (fsGlobTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
 		}
 		top.Close()
 		if e != nil {
-			return runtime.Outcome{Err: e}
+			return tool.Outcome{Err: e}
 		}
 	} else {
-		return runtime.Outcome{Err: fsErr(base, err)}
+		return tool.Outcome{Err: fsErr(base, err)}
 	}
 	var out strings.Builder
 	err = doublestar.GlobWalk(fsSafeFS{sub}, rest, func(p string, _ fs.DirEntry) error {
@@ -326,14 +326,14 @@ func (fsGlobTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
 	switch {
 	case err == nil, errors.Is(err, fsErrGlobFull):
 	case ctx.Err() != nil:
-		return runtime.Fail(runtime.CodeTimeout, "narrow the pattern", "fs_glob was cancelled after %d matches", len(d.Matches))
+		return tool.Fail(tool.CodeTimeout, "narrow the pattern", "fs_glob was cancelled after %d matches", len(d.Matches))
 	default:
-		return runtime.Outcome{Err: fsErr(base, err)}
+		return tool.Outcome{Err: fsErr(base, err)}
 	}
 	d.Count = len(d.Matches)
 	var warnings []string
 	if d.Truncated {
 		warnings = append(warnings, fmt.Sprintf("only the first %d matches are listed (truncated); narrow the pattern", fsMaxGlobResults))
 	}
-	return runtime.Outcome{Output: out.String(), Data: d, Warnings: warnings}
+	return tool.Outcome{Output: out.String(), Data: d, Warnings: warnings}
 }

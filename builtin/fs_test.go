@@ -14,8 +14,9 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 const (
@@ -26,7 +27,7 @@ const (
 
 // fsTestWS returns a fresh workspace (symlinks resolved) and a gate over the
 // fs tools with the policy given.
-func fsTestWS(t testing.TB, policy string) (string, *runtime.Gate, *memAudit) {
+func fsTestWS(t testing.TB, policy string) (string, *gate.Gate, *memAudit) {
 	t.Helper()
 	ws, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -37,7 +38,7 @@ func fsTestWS(t testing.TB, policy string) (string, *runtime.Gate, *memAudit) {
 }
 
 // fsCall calls tool with args (marshalled to JSON) through the gate.
-func fsCall(t testing.TB, g *runtime.Gate, tool string, args map[string]any) runtime.Result {
+func fsCall(t testing.TB, g *gate.Gate, tool string, args map[string]any) tool.Result {
 	t.Helper()
 	raw, err := json.Marshal(args)
 	if err != nil {
@@ -47,23 +48,23 @@ func fsCall(t testing.TB, g *runtime.Gate, tool string, args map[string]any) run
 }
 
 // fsDry calls tool with args as a dry run.
-func fsDry(t testing.TB, g *runtime.Gate, tool string, args map[string]any) runtime.Result {
+func fsDry(t testing.TB, g *gate.Gate, tool string, args map[string]any) tool.Result {
 	t.Helper()
 	raw, err := json.Marshal(args)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return callToolReq(t, g, runtime.Request{Tool: tool, Args: raw, Principal: []string{"test"}, DryRun: true})
+	return callToolReq(t, g, gate.Request{Tool: tool, Args: raw, Principal: []string{"test"}, DryRun: true})
 }
 
-func fsWantOK(t testing.TB, res runtime.Result) {
+func fsWantOK(t testing.TB, res tool.Result) {
 	t.Helper()
 	if !res.Success {
 		t.Fatalf("%s failed: %+v", res.Tool, res.Error)
 	}
 }
 
-func fsWantCode(t testing.TB, res runtime.Result, code runtime.Code) {
+func fsWantCode(t testing.TB, res tool.Result, code tool.Code) {
 	t.Helper()
 	if res.Success || res.Error == nil || res.Error.Code != code {
 		t.Fatalf("%s: want %s, got success=%v error=%+v output=%q", res.Tool, code, res.Success, res.Error, res.Output)
@@ -73,7 +74,7 @@ func fsWantCode(t testing.TB, res runtime.Result, code runtime.Code) {
 	}
 }
 
-func fsDecode[T any](t testing.TB, res runtime.Result) T {
+func fsDecode[T any](t testing.TB, res tool.Result) T {
 	t.Helper()
 	var v T
 	if err := json.Unmarshal(res.Data, &v); err != nil {
@@ -117,20 +118,20 @@ func fsNoTemps(t testing.TB, dir string) {
 // a well-formed path that goes on to run (the secret is then also in the
 // needs, which the gate redacts). Each time assertNoSecret checks the
 // envelope and every audit event, needs included.
-func fsCheckRedaction(t *testing.T, g *runtime.Gate, audit *memAudit, tool string, args func(p string) map[string]any) {
+func fsCheckRedaction(t *testing.T, g *gate.Gate, audit *memAudit, toolName string, args func(p string) map[string]any) {
 	t.Helper()
-	res := fsCall(t, g, tool, args("d/"+fsTestSecret+"\x00"))
-	fsWantCode(t, res, runtime.CodeInvalidInput)
+	res := fsCall(t, g, toolName, args("d/"+fsTestSecret+"\x00"))
+	fsWantCode(t, res, tool.CodeInvalidInput)
 	assertNoSecret(t, res, audit, fsTestSecret)
-	res = fsCall(t, g, tool, args("d/"+fsTestSecret))
+	res = fsCall(t, g, toolName, args("d/"+fsTestSecret))
 	assertNoSecret(t, res, audit, fsTestSecret)
 	if audit.contains("[REDACTED]") == 0 {
-		t.Errorf("%s: nothing was redacted in the audit log", tool)
+		t.Errorf("%s: nothing was redacted in the audit log", toolName)
 	}
 }
 
 func TestFSToolsRegister(t *testing.T) {
-	reg := runtime.NewRegistry()
+	reg := gate.NewRegistry()
 	if err := reg.Register(FSTools()...); err != nil {
 		t.Fatal(err)
 	}
@@ -191,24 +192,24 @@ func TestFSRead(t *testing.T) {
 		tests := []struct {
 			name string
 			args map[string]any
-			code runtime.Code
+			code tool.Code
 			msg  string
 		}{
-			{"missing", map[string]any{"path": "nope.txt"}, runtime.CodeNotFound, "does not exist"},
-			{"missing dir", map[string]any{"path": "no/such/file"}, runtime.CodeNotFound, ""},
-			{"NUL byte", map[string]any{"path": "bin.dat"}, runtime.CodeNotText, "not UTF-8 text"},
-			{"invalid UTF-8", map[string]any{"path": "latin1.txt"}, runtime.CodeNotText, ""},
-			{"too large", map[string]any{"path": "big.txt"}, runtime.CodeTooLarge, "1048577 bytes"},
-			{"too large base64", map[string]any{"path": "big64.dat", "encoding": "base64"}, runtime.CodeTooLarge, ""},
-			{"directory", map[string]any{"path": "notes"}, runtime.CodeInvalidInput, "is a directory"},
-			{"trailing slash", map[string]any{"path": "notes/a.txt/"}, runtime.CodeInvalidInput, "names a directory"},
-			{"file as directory", map[string]any{"path": "notes/a.txt/x"}, runtime.CodeInvalidInput, "not a directory"},
-			{"fifo", map[string]any{"path": "fifo"}, runtime.CodeInvalidInput, "fifo"},
-			{"empty path", map[string]any{"path": ""}, runtime.CodeInvalidInput, ""},
-			{"bad encoding", map[string]any{"path": "notes/a.txt", "encoding": "latin-1"}, runtime.CodeInvalidInput, ""},
-			{"unknown field", map[string]any{"path": "notes/a.txt", "offset": 3}, runtime.CodeInvalidInput, ""},
-			{"outside", map[string]any{"path": "/etc/hostname"}, runtime.CodeCapabilityDenied, ""},
-			{"dot dot", map[string]any{"path": "../x"}, runtime.CodeCapabilityDenied, ""},
+			{"missing", map[string]any{"path": "nope.txt"}, tool.CodeNotFound, "does not exist"},
+			{"missing dir", map[string]any{"path": "no/such/file"}, tool.CodeNotFound, ""},
+			{"NUL byte", map[string]any{"path": "bin.dat"}, tool.CodeNotText, "not UTF-8 text"},
+			{"invalid UTF-8", map[string]any{"path": "latin1.txt"}, tool.CodeNotText, ""},
+			{"too large", map[string]any{"path": "big.txt"}, tool.CodeTooLarge, "1048577 bytes"},
+			{"too large base64", map[string]any{"path": "big64.dat", "encoding": "base64"}, tool.CodeTooLarge, ""},
+			{"directory", map[string]any{"path": "notes"}, tool.CodeInvalidInput, "is a directory"},
+			{"trailing slash", map[string]any{"path": "notes/a.txt/"}, tool.CodeInvalidInput, "names a directory"},
+			{"file as directory", map[string]any{"path": "notes/a.txt/x"}, tool.CodeInvalidInput, "not a directory"},
+			{"fifo", map[string]any{"path": "fifo"}, tool.CodeInvalidInput, "fifo"},
+			{"empty path", map[string]any{"path": ""}, tool.CodeInvalidInput, ""},
+			{"bad encoding", map[string]any{"path": "notes/a.txt", "encoding": "latin-1"}, tool.CodeInvalidInput, ""},
+			{"unknown field", map[string]any{"path": "notes/a.txt", "offset": 3}, tool.CodeInvalidInput, ""},
+			{"outside", map[string]any{"path": "/etc/hostname"}, tool.CodeCapabilityDenied, ""},
+			{"dot dot", map[string]any{"path": "../x"}, tool.CodeCapabilityDenied, ""},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
@@ -264,7 +265,7 @@ func TestFSReadAbsoluteGrant(t *testing.T) {
 		t.Fatalf("%q", res.Output)
 	}
 	for _, p := range []string{filepath.Join(etc, "shadow"), filepath.Join(etc, "nginx/../shadow")} {
-		fsWantCode(t, fsCall(t, g, "fs_read", map[string]any{"path": p}), runtime.CodeCapabilityDenied)
+		fsWantCode(t, fsCall(t, g, "fs_read", map[string]any{"path": p}), tool.CodeCapabilityDenied)
 	}
 	res = fsCall(t, g, "fs_list", map[string]any{"path": filepath.Join(etc, "nginx")})
 	fsWantOK(t, res)
@@ -293,16 +294,16 @@ func TestFSRestrictedGrants(t *testing.T) {
 		t.Fatal(err)
 	}
 	restrict = restrict.Intersect(narrow)
-	call := func(tool string, args map[string]any) runtime.Result {
+	call := func(tool string, args map[string]any) tool.Result {
 		raw, _ := json.Marshal(args)
-		return callToolReq(t, g, runtime.Request{Tool: tool, Args: raw, Principal: []string{"wasm:test"}, Restrict: &restrict})
+		return callToolReq(t, g, gate.Request{Tool: tool, Args: raw, Principal: []string{"wasm:test"}, Restrict: &restrict})
 	}
 	res := call("fs_read", map[string]any{"path": "notes/a.md"})
 	fsWantOK(t, res)
-	fsWantCode(t, call("fs_read", map[string]any{"path": "notes/b.txt"}), runtime.CodeCapabilityDenied)
-	fsWantCode(t, call("fs_read", map[string]any{"path": "other/c.md"}), runtime.CodeCapabilityDenied)
+	fsWantCode(t, call("fs_read", map[string]any{"path": "notes/b.txt"}), tool.CodeCapabilityDenied)
+	fsWantCode(t, call("fs_read", map[string]any{"path": "other/c.md"}), tool.CodeCapabilityDenied)
 	fsWantOK(t, call("fs_write", map[string]any{"path": "notes/new.md", "content": "n\n"}))
-	fsWantCode(t, call("fs_write", map[string]any{"path": "notes/new.txt", "content": "n\n"}), runtime.CodeCapabilityDenied)
+	fsWantCode(t, call("fs_write", map[string]any{"path": "notes/new.txt", "content": "n\n"}), tool.CodeCapabilityDenied)
 	if fsReadBack(t, filepath.Join(ws, "notes/new.md")) != "n\n" {
 		t.Fatal("write did not land")
 	}
@@ -400,20 +401,20 @@ func TestFSWrite(t *testing.T) {
 		tests := []struct {
 			name string
 			args map[string]any
-			code runtime.Code
+			code tool.Code
 		}{
-			{"overwrite false", map[string]any{"path": "exists.txt", "content": "x", "overwrite": false}, runtime.CodeAlreadyExists},
-			{"NUL in text", map[string]any{"path": "n.txt", "content": "a\x00b"}, runtime.CodeNotText},
-			{"bad base64", map[string]any{"path": "n.bin", "content": "!!!", "encoding": "base64"}, runtime.CodeInvalidInput},
-			{"directory", map[string]any{"path": "dir", "content": "x"}, runtime.CodeInvalidInput},
-			{"trailing slash", map[string]any{"path": "new/", "content": "x"}, runtime.CodeInvalidInput},
-			{"parent is a file", map[string]any{"path": "exists.txt/y", "content": "x"}, runtime.CodeInvalidInput},
-			{"fifo", map[string]any{"path": "fifo", "content": "x"}, runtime.CodeInvalidInput},
-			{"hard link", map[string]any{"path": "linked.txt", "content": "x"}, runtime.CodePolicyDenied},
-			{".git", map[string]any{"path": ".git/config", "content": "x"}, runtime.CodePolicyDenied},
-			{".warden", map[string]any{"path": ".warden/policy.yaml", "content": "x"}, runtime.CodePolicyDenied},
-			{"missing content", map[string]any{"path": "n.txt"}, runtime.CodeInvalidInput},
-			{"outside", map[string]any{"path": "../escape.txt", "content": "x"}, runtime.CodeCapabilityDenied},
+			{"overwrite false", map[string]any{"path": "exists.txt", "content": "x", "overwrite": false}, tool.CodeAlreadyExists},
+			{"NUL in text", map[string]any{"path": "n.txt", "content": "a\x00b"}, tool.CodeNotText},
+			{"bad base64", map[string]any{"path": "n.bin", "content": "!!!", "encoding": "base64"}, tool.CodeInvalidInput},
+			{"directory", map[string]any{"path": "dir", "content": "x"}, tool.CodeInvalidInput},
+			{"trailing slash", map[string]any{"path": "new/", "content": "x"}, tool.CodeInvalidInput},
+			{"parent is a file", map[string]any{"path": "exists.txt/y", "content": "x"}, tool.CodeInvalidInput},
+			{"fifo", map[string]any{"path": "fifo", "content": "x"}, tool.CodeInvalidInput},
+			{"hard link", map[string]any{"path": "linked.txt", "content": "x"}, tool.CodePolicyDenied},
+			{".git", map[string]any{"path": ".git/config", "content": "x"}, tool.CodePolicyDenied},
+			{".warden", map[string]any{"path": ".warden/policy.yaml", "content": "x"}, tool.CodePolicyDenied},
+			{"missing content", map[string]any{"path": "n.txt"}, tool.CodeInvalidInput},
+			{"outside", map[string]any{"path": "../escape.txt", "content": "x"}, tool.CodeCapabilityDenied},
 		}
 		before := treeChecksum(t, ws)
 		for _, tt := range tests {
@@ -426,7 +427,7 @@ func TestFSWrite(t *testing.T) {
 		}
 		_, g2, _ := fsTestWS(t, fsTestRO)
 		res := fsCall(t, g2, "fs_write", map[string]any{"path": "x.txt", "content": "x"})
-		fsWantCode(t, res, runtime.CodeCapabilityDenied)
+		fsWantCode(t, res, tool.CodeCapabilityDenied)
 		if !slices.Equal(res.Error.Missing, []string{"fs.write:x.txt"}) || res.Error.Hint != "needs the grant fs.write:x.txt" {
 			t.Errorf("missing %q, hint %q", res.Error.Missing, res.Error.Hint)
 		}
@@ -437,8 +438,8 @@ func TestFSWrite(t *testing.T) {
 			t.Fatal(err)
 		}
 		fsWantOK(t, fsCall(t, g, "fs_write", map[string]any{"path": "notes/a.md", "content": "# a\n"}))
-		fsWantCode(t, fsCall(t, g, "fs_write", map[string]any{"path": "notes/a.txt", "content": "x"}), runtime.CodeCapabilityDenied)
-		fsWantCode(t, fsCall(t, g, "fs_write", map[string]any{"path": "notes/sub/b.md", "content": "x"}), runtime.CodeCapabilityDenied)
+		fsWantCode(t, fsCall(t, g, "fs_write", map[string]any{"path": "notes/a.txt", "content": "x"}), tool.CodeCapabilityDenied)
+		fsWantCode(t, fsCall(t, g, "fs_write", map[string]any{"path": "notes/sub/b.md", "content": "x"}), tool.CodeCapabilityDenied)
 		if _, err := os.Stat(filepath.Join(ws, "notes/sub")); !os.IsNotExist(err) {
 			t.Fatal("a refused write created a directory")
 		}
@@ -474,7 +475,7 @@ func TestFSWrite(t *testing.T) {
 			t.Fatalf("%q", res.Output)
 		}
 		// The preview refuses what the write would refuse.
-		fsWantCode(t, fsDry(t, g, "fs_write", map[string]any{"path": "f.txt", "content": "x", "overwrite": false}), runtime.CodeAlreadyExists)
+		fsWantCode(t, fsDry(t, g, "fs_write", map[string]any{"path": "f.txt", "content": "x", "overwrite": false}), tool.CodeAlreadyExists)
 		if treeChecksum(t, ws) != before {
 			t.Fatal("the dry run changed the workspace")
 		}
@@ -525,10 +526,10 @@ func TestFSList(t *testing.T) {
 			t.Errorf("%s: %q", p, res.Output)
 		}
 	}
-	fsWantCode(t, fsCall(t, g, "fs_list", map[string]any{"path": "nope"}), runtime.CodeNotFound)
-	fsWantCode(t, fsCall(t, g, "fs_list", map[string]any{"path": "b.txt"}), runtime.CodeInvalidInput)
-	fsWantCode(t, fsCall(t, g, "fs_list", map[string]any{"path": "p"}), runtime.CodeInvalidInput)
-	fsWantCode(t, fsCall(t, g, "fs_list", map[string]any{"path": ".."}), runtime.CodeCapabilityDenied)
+	fsWantCode(t, fsCall(t, g, "fs_list", map[string]any{"path": "nope"}), tool.CodeNotFound)
+	fsWantCode(t, fsCall(t, g, "fs_list", map[string]any{"path": "b.txt"}), tool.CodeInvalidInput)
+	fsWantCode(t, fsCall(t, g, "fs_list", map[string]any{"path": "p"}), tool.CodeInvalidInput)
+	fsWantCode(t, fsCall(t, g, "fs_list", map[string]any{"path": ".."}), tool.CodeCapabilityDenied)
 	before := treeChecksum(t, ws)
 	fsWantOK(t, fsDry(t, g, "fs_list", map[string]any{"path": "."}))
 	if treeChecksum(t, ws) != before {
@@ -574,16 +575,16 @@ func TestFSMkdir(t *testing.T) {
 	tests := []struct {
 		name string
 		args map[string]any
-		code runtime.Code
+		code tool.Code
 	}{
-		{"exists, exist_ok false", map[string]any{"path": "a/b", "exist_ok": false}, runtime.CodeAlreadyExists},
-		{"a file is there", map[string]any{"path": "file"}, runtime.CodeAlreadyExists},
-		{"parent missing, parents false", map[string]any{"path": "x/y", "parents": false}, runtime.CodeNotFound},
-		{"under a file", map[string]any{"path": "file/sub"}, runtime.CodeInvalidInput},
-		{".git", map[string]any{"path": ".git/hooks"}, runtime.CodePolicyDenied},
-		{".warden", map[string]any{"path": "sub/.Warden"}, runtime.CodePolicyDenied},
-		{"outside", map[string]any{"path": "../out"}, runtime.CodeCapabilityDenied},
-		{"NUL", map[string]any{"path": "a\x00b"}, runtime.CodeInvalidInput},
+		{"exists, exist_ok false", map[string]any{"path": "a/b", "exist_ok": false}, tool.CodeAlreadyExists},
+		{"a file is there", map[string]any{"path": "file"}, tool.CodeAlreadyExists},
+		{"parent missing, parents false", map[string]any{"path": "x/y", "parents": false}, tool.CodeNotFound},
+		{"under a file", map[string]any{"path": "file/sub"}, tool.CodeInvalidInput},
+		{".git", map[string]any{"path": ".git/hooks"}, tool.CodePolicyDenied},
+		{".warden", map[string]any{"path": "sub/.Warden"}, tool.CodePolicyDenied},
+		{"outside", map[string]any{"path": "../out"}, tool.CodeCapabilityDenied},
+		{"NUL", map[string]any{"path": "a\x00b"}, tool.CodeInvalidInput},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { fsWantCode(t, fsCall(t, g, "fs_mkdir", tt.args), tt.code) })
@@ -596,14 +597,14 @@ func TestFSMkdir(t *testing.T) {
 	if d := fsDecode[FSMkdirData](t, res); res.Output != "would create the directories:\np\np/q" || !slices.Equal(d.CreatedDirs, []string{"p", "p/q"}) {
 		t.Fatalf("%q %+v", res.Output, d)
 	}
-	fsWantCode(t, fsDry(t, g, "fs_mkdir", map[string]any{"path": "a", "exist_ok": false}), runtime.CodeAlreadyExists)
+	fsWantCode(t, fsDry(t, g, "fs_mkdir", map[string]any{"path": "a", "exist_ok": false}), tool.CodeAlreadyExists)
 	if treeChecksum(t, ws) != before {
 		t.Fatal("dry run changed the workspace")
 	}
 
 	_, g2, _ := fsTestWS(t, "version: 1\ngrants: [\"fs.write:a/**\"]\n")
 	fsWantOK(t, fsCall(t, g2, "fs_mkdir", map[string]any{"path": "a/b"}))
-	fsWantCode(t, fsCall(t, g2, "fs_mkdir", map[string]any{"path": "b/c"}), runtime.CodeCapabilityDenied)
+	fsWantCode(t, fsCall(t, g2, "fs_mkdir", map[string]any{"path": "b/c"}), tool.CodeCapabilityDenied)
 
 	fsCheckRedaction(t, g, audit, "fs_mkdir", func(p string) map[string]any { return map[string]any{"path": p} })
 }
@@ -630,7 +631,7 @@ func TestFSRemove(t *testing.T) {
 		t.Fatalf("%q %+v %v", res.Output, d, res.Warnings)
 	}
 	fsWantOK(t, fsDry(t, g, "fs_remove", map[string]any{"path": "f.txt"}))
-	fsWantCode(t, fsDry(t, g, "fs_remove", map[string]any{"path": "tree"}), runtime.CodeInvalidInput)
+	fsWantCode(t, fsDry(t, g, "fs_remove", map[string]any{"path": "tree"}), tool.CodeInvalidInput)
 	if treeChecksum(t, ws) != before {
 		t.Fatal("dry run changed the workspace")
 	}
@@ -650,7 +651,7 @@ func TestFSRemove(t *testing.T) {
 	}
 	fsWantOK(t, fsCall(t, g, "fs_remove", map[string]any{"path": "empty"}))
 	res = fsCall(t, g, "fs_remove", map[string]any{"path": "tree"})
-	fsWantCode(t, res, runtime.CodeInvalidInput)
+	fsWantCode(t, res, tool.CodeInvalidInput)
 	if !strings.Contains(res.Error.Hint, "recursive") {
 		t.Errorf("hint %q", res.Error.Hint)
 	}
@@ -667,15 +668,15 @@ func TestFSRemove(t *testing.T) {
 	tests := []struct {
 		name string
 		args map[string]any
-		code runtime.Code
+		code tool.Code
 	}{
-		{"missing", map[string]any{"path": "gone"}, runtime.CodeNotFound},
-		{"workspace", map[string]any{"path": ".", "recursive": true}, runtime.CodeInvalidInput},
-		{"workspace by name", map[string]any{"path": ws, "recursive": true}, runtime.CodeInvalidInput},
-		{".git", map[string]any{"path": "repo/.git/HEAD"}, runtime.CodePolicyDenied},
-		{".git itself", map[string]any{"path": "repo/.git", "recursive": true}, runtime.CodePolicyDenied},
-		{"tree holding .git", map[string]any{"path": "repo", "recursive": true}, runtime.CodePolicyDenied},
-		{"outside", map[string]any{"path": "../x"}, runtime.CodeCapabilityDenied},
+		{"missing", map[string]any{"path": "gone"}, tool.CodeNotFound},
+		{"workspace", map[string]any{"path": ".", "recursive": true}, tool.CodeInvalidInput},
+		{"workspace by name", map[string]any{"path": ws, "recursive": true}, tool.CodeInvalidInput},
+		{".git", map[string]any{"path": "repo/.git/HEAD"}, tool.CodePolicyDenied},
+		{".git itself", map[string]any{"path": "repo/.git", "recursive": true}, tool.CodePolicyDenied},
+		{"tree holding .git", map[string]any{"path": "repo", "recursive": true}, tool.CodePolicyDenied},
+		{"outside", map[string]any{"path": "../x"}, tool.CodeCapabilityDenied},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { fsWantCode(t, fsCall(t, g, "fs_remove", tt.args), tt.code) })
@@ -684,7 +685,7 @@ func TestFSRemove(t *testing.T) {
 		t.Fatal("a refused recursive delete removed something")
 	}
 	_, g2, _ := fsTestWS(t, fsTestRO)
-	fsWantCode(t, fsCall(t, g2, "fs_remove", map[string]any{"path": "x"}), runtime.CodeCapabilityDenied)
+	fsWantCode(t, fsCall(t, g2, "fs_remove", map[string]any{"path": "x"}), tool.CodeCapabilityDenied)
 
 	fsCheckRedaction(t, g, audit, "fs_remove", func(p string) map[string]any { return map[string]any{"path": p, "force": true} })
 }
@@ -723,15 +724,15 @@ func TestFSGlob(t *testing.T) {
 	}
 	tests := []struct {
 		pattern string
-		code    runtime.Code
+		code    tool.Code
 	}{
-		{"src/[a", runtime.CodeInvalidInput},
-		{"*/../*", runtime.CodeInvalidInput},
-		{"src/*/./x", runtime.CodeInvalidInput},
-		{"../*", runtime.CodeCapabilityDenied},
-		{outside + "/*", runtime.CodeCapabilityDenied},
-		{"src/outdir/*", runtime.CodeCapabilityDenied},
-		{"a\x00*", runtime.CodeInvalidInput},
+		{"src/[a", tool.CodeInvalidInput},
+		{"*/../*", tool.CodeInvalidInput},
+		{"src/*/./x", tool.CodeInvalidInput},
+		{"../*", tool.CodeCapabilityDenied},
+		{outside + "/*", tool.CodeCapabilityDenied},
+		{"src/outdir/*", tool.CodeCapabilityDenied},
+		{"a\x00*", tool.CodeInvalidInput},
 	}
 	for _, tt := range tests {
 		fsWantCode(t, fsCall(t, g, "fs_glob", map[string]any{"pattern": tt.pattern}), tt.code)
@@ -796,10 +797,10 @@ func TestFSReadFiles(t *testing.T) {
 	if len(res.Warnings) != 1 {
 		t.Errorf("warnings %v", res.Warnings)
 	}
-	fsWantCode(t, fsCall(t, g, "read_files", map[string]any{"file_paths": []string{"a.txt", "/etc/passwd"}}), runtime.CodeCapabilityDenied)
-	fsWantCode(t, fsCall(t, g, "read_files", map[string]any{"file_paths": []string{"a\x00"}}), runtime.CodeInvalidInput)
-	fsWantCode(t, fsCall(t, g, "read_files", map[string]any{"file_paths": []string{}}), runtime.CodeInvalidInput)
-	fsWantCode(t, fsCall(t, g, "read_files", map[string]any{"file_paths": "a.txt"}), runtime.CodeInvalidInput)
+	fsWantCode(t, fsCall(t, g, "read_files", map[string]any{"file_paths": []string{"a.txt", "/etc/passwd"}}), tool.CodeCapabilityDenied)
+	fsWantCode(t, fsCall(t, g, "read_files", map[string]any{"file_paths": []string{"a\x00"}}), tool.CodeInvalidInput)
+	fsWantCode(t, fsCall(t, g, "read_files", map[string]any{"file_paths": []string{}}), tool.CodeInvalidInput)
+	fsWantCode(t, fsCall(t, g, "read_files", map[string]any{"file_paths": "a.txt"}), tool.CodeInvalidInput)
 	before := treeChecksum(t, ws)
 	fsWantOK(t, fsDry(t, g, "read_files", map[string]any{"file_paths": []string{"a.txt"}}))
 	if treeChecksum(t, ws) != before {
@@ -814,7 +815,7 @@ func TestFSReadFiles(t *testing.T) {
 		res := fsCall(t, g, "read_files", map[string]any{"file_paths": []string{"h1", "h2", "a.txt"}})
 		fsWantOK(t, res)
 		d := fsDecode[FSReadFilesData](t, res)
-		if d.FilesReadCount != 2 || len(d.SkippedFiles) != 1 || d.SkippedFiles[0].Code != runtime.CodeTooLarge || d.SkippedFiles[0].Path != "h2" {
+		if d.FilesReadCount != 2 || len(d.SkippedFiles) != 1 || d.SkippedFiles[0].Code != tool.CodeTooLarge || d.SkippedFiles[0].Path != "h2" {
 			t.Fatalf("%+v", d.SkippedFiles)
 		}
 	})

@@ -17,8 +17,8 @@ import (
 	"strings"
 
 	"github.com/wardenrt/warden/internal/unidiff"
-	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // ---------------------------------------------------------------------------
@@ -49,8 +49,8 @@ type FSWriteData struct {
 	DiffTruncated bool     `json:"diff_truncated,omitempty"`
 }
 
-func (fsWriteTool) Spec() runtime.Spec {
-	return runtime.Spec{
+func (fsWriteTool) Spec() tool.Spec {
+	return tool.Spec{
 		Name: "fs_write",
 		Description: "Write a file: create it, replace it (overwrite, the default, with a warning) or append to it. " +
 			"overwrite: false refuses an existing file (ALREADY_EXISTS). Missing parent directories are created. The write is atomic " +
@@ -76,27 +76,27 @@ func (fsWriteTool) Spec() runtime.Spec {
 }
 
 // content returns the bytes the call writes.
-func (a *fsWriteArgs) content() ([]byte, *runtime.Error) {
+func (a *fsWriteArgs) content() ([]byte, *tool.Error) {
 	if a.Encoding == "base64" {
 		b, err := base64.StdEncoding.DecodeString(a.Content)
 		if err != nil {
-			return nil, runtime.Errorf(runtime.CodeInvalidInput, "content must be standard base64 (RFC 4648, with padding)", "content is not valid base64: %v", err)
+			return nil, tool.Errorf(tool.CodeInvalidInput, "content must be standard base64 (RFC 4648, with padding)", "content is not valid base64: %v", err)
 		}
 		return b, nil
 	}
 	if strings.IndexByte(a.Content, 0) >= 0 {
-		return nil, runtime.Errorf(runtime.CodeNotText, `to write binary content, send it base64-encoded with encoding "base64"`, "content holds a NUL byte: it is not text")
+		return nil, tool.Errorf(tool.CodeNotText, `to write binary content, send it base64-encoded with encoding "base64"`, "content holds a NUL byte: it is not text")
 	}
 	return []byte(a.Content), nil
 }
 
-func fsTrailingSlash(p string) *runtime.Error {
+func fsTrailingSlash(p string) *tool.Error {
 	return fsFileSyntax(p, "fs_mkdir for a directory")
 }
 
 // Sinks: content lands in the file (as text; base64 content is bytes, no
 // place for a mask).
-func (fsWriteTool) Sinks(c *runtime.Call) ([]runtime.Sink, error) {
+func (fsWriteTool) Sinks(c *tool.Call) ([]tool.Sink, error) {
 	var a fsWriteArgs
 	if err := c.Bind(&a); err != nil {
 		return nil, err
@@ -108,11 +108,11 @@ func (fsWriteTool) Sinks(c *runtime.Call) ([]runtime.Sink, error) {
 	if e != nil {
 		return nil, e
 	}
-	return []runtime.Sink{{Arg: "/content", End: len(a.Content), Path: abs}}, nil
+	return []tool.Sink{{Arg: "/content", End: len(a.Content), Path: abs}}, nil
 }
 
 // Needs: fs.write on the resolved file and on every directory it creates.
-func (fsWriteTool) Needs(c *runtime.Call) ([]capability.Need, error) {
+func (fsWriteTool) Needs(c *tool.Call) ([]capability.Need, error) {
 	var a fsWriteArgs
 	if err := c.Bind(&a); err != nil {
 		return nil, err
@@ -160,7 +160,7 @@ func (pl *fsWritePlan) close() {
 	pl.loc.close()
 }
 
-func fsPlanWrite(c *runtime.Call, a fsWriteArgs, preview bool) (*fsWritePlan, *runtime.Error) {
+func fsPlanWrite(c *tool.Call, a fsWriteArgs, preview bool) (*fsWritePlan, *tool.Error) {
 	data, e := a.content()
 	if e != nil {
 		return nil, e
@@ -182,7 +182,7 @@ func fsPlanWrite(c *runtime.Call, a fsWriteArgs, preview bool) (*fsWritePlan, *r
 	pl := &fsWritePlan{a: a, abs: abs, show: fsDisplay(c.Workspace, abs), data: data, loc: loc}
 	if loc.rel == "." {
 		pl.close()
-		return nil, runtime.Errorf(runtime.CodeInvalidInput, "write to a file inside it", "%s is a directory", fsQuote(a.Path))
+		return nil, tool.Errorf(tool.CodeInvalidInput, "write to a file inside it", "%s is a directory", fsQuote(a.Path))
 	}
 	pl.dirs = fsMissingDirs(filepath.Dir(abs))
 	for _, d := range pl.dirs {
@@ -202,7 +202,7 @@ func fsPlanWrite(c *runtime.Call, a fsWriteArgs, preview bool) (*fsWritePlan, *r
 }
 
 // inspect pins the parent directory and checks the file as it is now.
-func (pl *fsWritePlan) inspect(c *runtime.Call, preview bool) *runtime.Error {
+func (pl *fsWritePlan) inspect(c *tool.Call, preview bool) *tool.Error {
 	a := pl.a
 	dr, name, e := fsOpenParent(c, capability.FSWrite, pl.loc, a.Path)
 	if e != nil {
@@ -218,18 +218,18 @@ func (pl *fsWritePlan) inspect(c *runtime.Call, preview bool) *runtime.Error {
 	m := fi.Mode()
 	switch {
 	case m&fs.ModeSymlink != 0:
-		return runtime.Errorf(runtime.CodePathEscape, "nothing was written; the path changed after it was checked — check it with fs_list and retry",
+		return tool.Errorf(tool.CodePathEscape, "nothing was written; the path changed after it was checked — check it with fs_list and retry",
 			"%s became a symlink after it was checked", fsQuote(a.Path))
 	case m.IsDir():
-		return runtime.Errorf(runtime.CodeInvalidInput, "write to a file inside it", "%s is a directory", fsQuote(a.Path))
+		return tool.Errorf(tool.CodeInvalidInput, "write to a file inside it", "%s is a directory", fsQuote(a.Path))
 	case !m.IsRegular():
 		return fsNotRegular(a.Path, m)
 	case fsNlink(fi) > 1:
-		return runtime.Errorf(runtime.CodePolicyDenied,
+		return tool.Errorf(tool.CodePolicyDenied,
 			"copy it to a new file and write that, or remove its other links first",
 			"%s has %d hard links: another name of the same file may be outside the granted tree, so fs tools do not write it", fsQuote(a.Path), fsNlink(fi))
 	case !a.Append && a.Overwrite != nil && !*a.Overwrite:
-		return runtime.Errorf(runtime.CodeAlreadyExists, "pass overwrite: true to replace it, or append: true to add to it",
+		return tool.Errorf(tool.CodeAlreadyExists, "pass overwrite: true to replace it, or append: true to add to it",
 			"%s already exists (%d bytes)", fsQuote(a.Path), fi.Size())
 	}
 	pl.fi = fi
@@ -251,11 +251,11 @@ func (pl *fsWritePlan) inspect(c *runtime.Call, preview bool) *runtime.Error {
 		return fsErr(a.Path, err)
 	}
 	if !os.SameFile(fi, st) {
-		return runtime.Errorf(runtime.CodePathEscape, "nothing was written; the file was replaced while it was read — retry", "%s changed while it was read", fsQuote(a.Path))
+		return tool.Errorf(tool.CodePathEscape, "nothing was written; the file was replaced while it was read — retry", "%s changed while it was read", fsQuote(a.Path))
 	}
 	old, e := fsReadAll(f, st.Size(), limit, a.Path)
 	if e != nil {
-		if a.Append && e.Code == runtime.CodeTooLarge {
+		if a.Append && e.Code == tool.CodeTooLarge {
 			e.Hint = "appending copies the file (the write is atomic): append to files of at most 64 MiB, or use shell"
 		}
 		return e
@@ -287,14 +287,14 @@ func (pl *fsWritePlan) result() FSWriteData {
 	return d
 }
 
-func (fsWriteTool) Preview(ctx context.Context, c *runtime.Call) runtime.Outcome {
+func (fsWriteTool) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
 	var a fsWriteArgs
 	if err := c.Bind(&a); err != nil {
-		return runtime.Outcome{Err: runtime.AsError(err)}
+		return tool.Outcome{Err: tool.AsError(err)}
 	}
 	pl, e := fsPlanWrite(c, a, true)
 	if e != nil {
-		return runtime.Outcome{Err: e}
+		return tool.Outcome{Err: e}
 	}
 	defer pl.close()
 	d := pl.result()
@@ -346,7 +346,7 @@ func (fsWriteTool) Preview(ctx context.Context, c *runtime.Call) runtime.Outcome
 	}
 	diff, cut := fsRenderDiff(oldLabel, newLabel, oldText, newText, fsMaxDiffBytes)
 	d.Diff, d.DiffTruncated = diff, cut
-	return runtime.Outcome{Output: head.String() + diff, Data: d, Warnings: pl.warnings()}
+	return tool.Outcome{Output: head.String() + diff, Data: d, Warnings: pl.warnings()}
 }
 
 // fsRenderDiff is the unified diff of two contents, or a one-line summary
@@ -364,14 +364,14 @@ func fsSum(b []byte) string {
 	return hex.EncodeToString(s[:8])
 }
 
-func (fsWriteTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
+func (fsWriteTool) Run(ctx context.Context, c *tool.Call) tool.Outcome {
 	var a fsWriteArgs
 	if err := c.Bind(&a); err != nil {
-		return runtime.Outcome{Err: runtime.AsError(err)}
+		return tool.Outcome{Err: tool.AsError(err)}
 	}
 	pl, e := fsPlanWrite(c, a, false)
 	if e != nil {
-		return runtime.Outcome{Err: e}
+		return tool.Outcome{Err: e}
 	}
 	defer pl.close()
 	d := pl.result()
@@ -383,7 +383,7 @@ func (fsWriteTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
 		d = pl.result()
 		d.CreatedDirs = fsDisplayAll(c.Workspace, made)
 		if e != nil {
-			return runtime.Outcome{Err: e, Data: d}
+			return tool.Outcome{Err: e, Data: d}
 		}
 	}
 	content := pl.data
@@ -395,7 +395,7 @@ func (fsWriteTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
 		}
 	}
 	if err := fsAtomicWrite(pl.dr, pl.name, content, perm, keep); err != nil {
-		return runtime.Outcome{Err: fsErr(a.Path, err), Data: d}
+		return tool.Outcome{Err: fsErr(a.Path, err), Data: d}
 	}
 	var out string
 	switch {
@@ -406,7 +406,7 @@ func (fsWriteTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
 	default:
 		out = fmt.Sprintf("wrote %d bytes to %s (replaced %d bytes)", len(pl.data), pl.show, pl.fi.Size())
 	}
-	return runtime.Outcome{Output: out, Data: d, Warnings: pl.warnings()}
+	return tool.Outcome{Output: out, Data: d, Warnings: pl.warnings()}
 }
 
 func fsDisplayAll(ws string, abs []string) []string {
@@ -478,8 +478,8 @@ type FSMkdirData struct {
 	CreatedDirs  []string `json:"created_dirs"`
 }
 
-func (fsMkdirTool) Spec() runtime.Spec {
-	return runtime.Spec{
+func (fsMkdirTool) Spec() tool.Spec {
+	return tool.Spec{
 		Name: "fs_mkdir",
 		Description: "Create a directory, and its missing parents unless parents is false. An existing directory is fine unless exist_ok " +
 			"is false (ALREADY_EXISTS); an existing file of that name is ALREADY_EXISTS. Nothing inside .git or .warden. " +
@@ -500,7 +500,7 @@ func (fsMkdirTool) Spec() runtime.Spec {
 
 // Needs: fs.write on the directory, and on each missing parent it would
 // create.
-func (fsMkdirTool) Needs(c *runtime.Call) ([]capability.Need, error) {
+func (fsMkdirTool) Needs(c *tool.Call) ([]capability.Need, error) {
 	var a fsMkdirArgs
 	if err := c.Bind(&a); err != nil {
 		return nil, err
@@ -527,7 +527,7 @@ type fsMkdirPlan struct {
 	dirs []string // nil: it exists
 }
 
-func fsPlanMkdir(c *runtime.Call, a fsMkdirArgs) (*fsMkdirPlan, *runtime.Error) {
+func fsPlanMkdir(c *tool.Call, a fsMkdirArgs) (*fsMkdirPlan, *tool.Error) {
 	abs, e := fsRecheck(c, capability.FSWrite, a.Path, false)
 	if e != nil {
 		return nil, e
@@ -545,12 +545,12 @@ func fsPlanMkdir(c *runtime.Call, a fsMkdirArgs) (*fsMkdirPlan, *runtime.Error) 
 	case err == nil && fi.IsDir():
 		if !a.existOK() {
 			loc.close()
-			return nil, runtime.Errorf(runtime.CodeAlreadyExists, "it is already there; pass exist_ok: true to accept that", "directory %s already exists", fsQuote(a.Path))
+			return nil, tool.Errorf(tool.CodeAlreadyExists, "it is already there; pass exist_ok: true to accept that", "directory %s already exists", fsQuote(a.Path))
 		}
 		return pl, nil
 	case err == nil:
 		loc.close()
-		return nil, runtime.Errorf(runtime.CodeAlreadyExists, "choose another name, or remove the file first", "%s exists and is a %s, not a directory", fsQuote(a.Path), fsTypeName(fi.Mode()))
+		return nil, tool.Errorf(tool.CodeAlreadyExists, "choose another name, or remove the file first", "%s exists and is a %s, not a directory", fsQuote(a.Path), fsTypeName(fi.Mode()))
 	case !errors.Is(err, fs.ErrNotExist):
 		loc.close()
 		return nil, fsErr(a.Path, err)
@@ -561,7 +561,7 @@ func fsPlanMkdir(c *runtime.Call, a fsMkdirArgs) (*fsMkdirPlan, *runtime.Error) 
 	}
 	if len(pl.dirs) > 1 && !a.parents() {
 		loc.close()
-		return nil, runtime.Errorf(runtime.CodeNotFound, "pass parents: true to create it too",
+		return nil, tool.Errorf(tool.CodeNotFound, "pass parents: true to create it too",
 			"the parent directory %s does not exist", fsDisplay(c.Workspace, filepath.Dir(abs)))
 	}
 	for _, d := range pl.dirs {
@@ -573,42 +573,42 @@ func fsPlanMkdir(c *runtime.Call, a fsMkdirArgs) (*fsMkdirPlan, *runtime.Error) 
 	return pl, nil
 }
 
-func (fsMkdirTool) Preview(ctx context.Context, c *runtime.Call) runtime.Outcome {
+func (fsMkdirTool) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
 	var a fsMkdirArgs
 	if err := c.Bind(&a); err != nil {
-		return runtime.Outcome{Err: runtime.AsError(err)}
+		return tool.Outcome{Err: tool.AsError(err)}
 	}
 	pl, e := fsPlanMkdir(c, a)
 	if e != nil {
-		return runtime.Outcome{Err: e}
+		return tool.Outcome{Err: e}
 	}
 	defer pl.loc.close()
 	d := FSMkdirData{Path: a.Path, ResolvedPath: pl.abs, Created: len(pl.dirs) > 0, CreatedDirs: fsDisplayAll(c.Workspace, pl.dirs)}
 	if len(pl.dirs) == 0 {
-		return runtime.Outcome{Output: fmt.Sprintf("nothing to do: directory %s already exists", fsDisplay(c.Workspace, pl.abs)), Data: d}
+		return tool.Outcome{Output: fmt.Sprintf("nothing to do: directory %s already exists", fsDisplay(c.Workspace, pl.abs)), Data: d}
 	}
-	return runtime.Outcome{Output: "would create the directories:\n" + strings.Join(d.CreatedDirs, "\n"), Data: d}
+	return tool.Outcome{Output: "would create the directories:\n" + strings.Join(d.CreatedDirs, "\n"), Data: d}
 }
 
-func (fsMkdirTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
+func (fsMkdirTool) Run(ctx context.Context, c *tool.Call) tool.Outcome {
 	var a fsMkdirArgs
 	if err := c.Bind(&a); err != nil {
-		return runtime.Outcome{Err: runtime.AsError(err)}
+		return tool.Outcome{Err: tool.AsError(err)}
 	}
 	pl, e := fsPlanMkdir(c, a)
 	if e != nil {
-		return runtime.Outcome{Err: e}
+		return tool.Outcome{Err: e}
 	}
 	defer pl.loc.close()
 	made, e := fsMkdirs(c, pl.loc, pl.dirs)
 	d := FSMkdirData{Path: a.Path, ResolvedPath: pl.abs, Created: len(made) > 0, CreatedDirs: fsDisplayAll(c.Workspace, made)}
 	if e != nil {
-		return runtime.Outcome{Err: e, Data: d}
+		return tool.Outcome{Err: e, Data: d}
 	}
 	if len(made) == 0 {
-		return runtime.Outcome{Output: fmt.Sprintf("directory %s already exists", fsDisplay(c.Workspace, pl.abs)), Data: d}
+		return tool.Outcome{Output: fmt.Sprintf("directory %s already exists", fsDisplay(c.Workspace, pl.abs)), Data: d}
 	}
-	return runtime.Outcome{Output: "created " + strings.Join(d.CreatedDirs, ", "), Data: d}
+	return tool.Outcome{Output: "created " + strings.Join(d.CreatedDirs, ", "), Data: d}
 }
 
 // ---------------------------------------------------------------------------
@@ -635,8 +635,8 @@ type FSRemoveData struct {
 	EntriesTruncated bool     `json:"entries_truncated"`
 }
 
-func (fsRemoveTool) Spec() runtime.Spec {
-	return runtime.Spec{
+func (fsRemoveTool) Spec() tool.Spec {
+	return tool.Spec{
 		Name: "fs_remove",
 		Description: "Delete a file, a symlink (the link itself, not its target) or an empty directory, with a warning. recursive: true deletes " +
 			"a directory and everything under it (a loud warning; the dry run counts and lists what would go). force: true makes a missing " +
@@ -657,16 +657,16 @@ func (fsRemoveTool) Spec() runtime.Spec {
 	}
 }
 
-func fsRemoveTarget(c *runtime.Call, p string, recheck bool) (string, *runtime.Error) {
+func fsRemoveTarget(c *tool.Call, p string, recheck bool) (string, *tool.Error) {
 	if e := fsCheckPath(p); e != nil {
 		return "", e
 	}
 	if last := filepath.Base(p); last == "." || last == ".." {
-		return "", runtime.Errorf(runtime.CodeInvalidInput, "name the directory itself (a/b, not a/b/. or a/b/c/..)",
+		return "", tool.Errorf(tool.CodeInvalidInput, "name the directory itself (a/b, not a/b/. or a/b/c/..)",
 			"refusing to remove %s: it ends in %q", fsQuote(p), last)
 	}
 	var abs string
-	var e *runtime.Error
+	var e *tool.Error
 	if recheck {
 		abs, e = fsRecheck(c, capability.FSWrite, p, true)
 	} else {
@@ -676,7 +676,7 @@ func fsRemoveTarget(c *runtime.Call, p string, recheck bool) (string, *runtime.E
 		return "", e
 	}
 	if abs == c.Workspace || abs == "/" {
-		return "", runtime.Errorf(runtime.CodeInvalidInput, "remove the entries inside it instead", "refusing to remove %s: it is the workspace (or /) itself", fsQuote(p))
+		return "", tool.Errorf(tool.CodeInvalidInput, "remove the entries inside it instead", "refusing to remove %s: it is the workspace (or /) itself", fsQuote(p))
 	}
 	if elem := fsProtected(c.Workspace, abs); elem != "" {
 		return "", fsProtectedErr(p, elem)
@@ -686,7 +686,7 @@ func fsRemoveTarget(c *runtime.Call, p string, recheck bool) (string, *runtime.E
 
 // Needs: fs.write on the path (a final symlink is not followed: the link is
 // what is removed).
-func (fsRemoveTool) Needs(c *runtime.Call) ([]capability.Need, error) {
+func (fsRemoveTool) Needs(c *tool.Call) ([]capability.Need, error) {
 	var a fsRemoveArgs
 	if err := c.Bind(&a); err != nil {
 		return nil, err
@@ -713,7 +713,7 @@ func (pl *fsRemovePlan) close() {
 	pl.loc.close()
 }
 
-func fsPlanRemove(c *runtime.Call, a fsRemoveArgs) (*fsRemovePlan, *runtime.Error) {
+func fsPlanRemove(c *tool.Call, a fsRemoveArgs) (*fsRemovePlan, *tool.Error) {
 	abs, e := fsRemoveTarget(c, a.Path, true)
 	if e != nil {
 		return nil, e
@@ -725,7 +725,7 @@ func fsPlanRemove(c *runtime.Call, a fsRemoveArgs) (*fsRemovePlan, *runtime.Erro
 	pl := &fsRemovePlan{loc: loc, d: FSRemoveData{Path: a.Path, ResolvedPath: abs, Recursive: a.Recursive, Entries: []string{}}}
 	if loc.rel == "." {
 		pl.close()
-		return nil, runtime.Errorf(runtime.CodeInvalidInput, "remove the entries inside it instead",
+		return nil, tool.Errorf(tool.CodeInvalidInput, "remove the entries inside it instead",
 			"refusing to remove %s: it is the root of a grant", fsQuote(a.Path))
 	}
 	dr, name, e := fsOpenParent(c, capability.FSWrite, loc, a.Path)
@@ -741,7 +741,7 @@ func fsPlanRemove(c *runtime.Call, a fsRemoveArgs) (*fsRemovePlan, *runtime.Erro
 	if err != nil {
 		pl.close()
 		e := fsErr(a.Path, err)
-		if e.Code == runtime.CodeNotFound {
+		if e.Code == tool.CodeNotFound {
 			e.Hint = "check the path with fs_list; pass force: true to accept a missing path"
 		}
 		return nil, e
@@ -777,7 +777,7 @@ func fsPlanRemove(c *runtime.Call, a fsRemoveArgs) (*fsRemovePlan, *runtime.Erro
 			if len(ents) > fsMaxRemoveListing {
 				names, more = names[:fsMaxRemoveListing], ", …"
 			}
-			return nil, runtime.Errorf(runtime.CodeInvalidInput, "pass recursive: true to delete it and everything under it",
+			return nil, tool.Errorf(tool.CodeInvalidInput, "pass recursive: true to delete it and everything under it",
 				"directory %s is not empty (it holds %s%s)", fsQuote(a.Path), strings.Join(names, ", "), more)
 		}
 		pl.d.Dirs = 1
@@ -817,7 +817,7 @@ func fsPlanRemove(c *runtime.Call, a fsRemoveArgs) (*fsRemovePlan, *runtime.Erro
 	})
 	if protected != "" {
 		pl.close()
-		return nil, runtime.Errorf(runtime.CodePolicyDenied,
+		return nil, tool.Errorf(tool.CodePolicyDenied,
 			"delete the other entries one by one; fs tools never delete git internals or warden's configuration",
 			"%s holds %s: a recursive delete would remove .git, .warden or a protected path", fsQuote(a.Path), protected)
 	}
@@ -838,20 +838,20 @@ func (pl *fsRemovePlan) warnings(show string, a fsRemoveArgs) []string {
 	return []string{fmt.Sprintf("deletes %s (%s)", show, pl.d.Type)}
 }
 
-func (fsRemoveTool) Preview(ctx context.Context, c *runtime.Call) runtime.Outcome {
+func (fsRemoveTool) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
 	var a fsRemoveArgs
 	if err := c.Bind(&a); err != nil {
-		return runtime.Outcome{Err: runtime.AsError(err)}
+		return tool.Outcome{Err: tool.AsError(err)}
 	}
 	pl, e := fsPlanRemove(c, a)
 	if e != nil {
-		return runtime.Outcome{Err: e}
+		return tool.Outcome{Err: e}
 	}
 	defer pl.close()
 	show := fsDisplay(c.Workspace, pl.d.ResolvedPath)
 	pl.d.Removed = pl.d.Type != ""
 	if pl.d.Type == "" {
-		return runtime.Outcome{Output: fmt.Sprintf("nothing to remove: %s does not exist", show), Data: pl.d}
+		return tool.Outcome{Output: fmt.Sprintf("nothing to remove: %s does not exist", show), Data: pl.d}
 	}
 	var out strings.Builder
 	if pl.dir && a.Recursive {
@@ -865,22 +865,22 @@ func (fsRemoveTool) Preview(ctx context.Context, c *runtime.Call) runtime.Outcom
 	} else {
 		fmt.Fprintf(&out, "would remove %s (%s)\n", show, pl.d.Type)
 	}
-	return runtime.Outcome{Output: out.String(), Data: pl.d, Warnings: pl.warnings(show, a)}
+	return tool.Outcome{Output: out.String(), Data: pl.d, Warnings: pl.warnings(show, a)}
 }
 
-func (fsRemoveTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
+func (fsRemoveTool) Run(ctx context.Context, c *tool.Call) tool.Outcome {
 	var a fsRemoveArgs
 	if err := c.Bind(&a); err != nil {
-		return runtime.Outcome{Err: runtime.AsError(err)}
+		return tool.Outcome{Err: tool.AsError(err)}
 	}
 	pl, e := fsPlanRemove(c, a)
 	if e != nil {
-		return runtime.Outcome{Err: e}
+		return tool.Outcome{Err: e}
 	}
 	defer pl.close()
 	show := fsDisplay(c.Workspace, pl.d.ResolvedPath)
 	if pl.d.Type == "" {
-		return runtime.Outcome{Output: fmt.Sprintf("nothing to remove: %s does not exist", show), Data: pl.d}
+		return tool.Outcome{Output: fmt.Sprintf("nothing to remove: %s does not exist", show), Data: pl.d}
 	}
 	var err error
 	if pl.dir && a.Recursive {
@@ -889,12 +889,12 @@ func (fsRemoveTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
 		err = pl.dr.Remove(pl.name)
 	}
 	if err != nil {
-		return runtime.Outcome{Err: fsErr(a.Path, err), Data: pl.d}
+		return tool.Outcome{Err: fsErr(a.Path, err), Data: pl.d}
 	}
 	pl.d.Removed = true
 	out := fmt.Sprintf("removed %s (%s)", show, pl.d.Type)
 	if pl.dir && a.Recursive {
 		out = fmt.Sprintf("removed %s and everything under it: %d files, %d directories", show, pl.d.Files, pl.d.Dirs)
 	}
-	return runtime.Outcome{Output: out, Data: pl.d, Warnings: pl.warnings(show, a)}
+	return tool.Outcome{Output: out, Data: pl.d, Warnings: pl.warnings(show, a)}
 }

@@ -13,7 +13,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // memAudit keeps audit events in memory: the gate's whole path without the
@@ -43,27 +44,27 @@ func (m *memAudit) contains(s string) int {
 
 // newTestGate builds a gate over tools with a policy given as YAML and the
 // workspace ws (symlinks resolved).
-func newTestGate(t testing.TB, policyYAML, ws string, tools ...runtime.Tool) (*runtime.Gate, *memAudit) {
+func newTestGate(t testing.TB, policyYAML, ws string, tools ...tool.Tool) (*gate.Gate, *memAudit) {
 	t.Helper()
-	p, err := runtime.ParsePolicy("test", []byte(policyYAML))
+	p, err := gate.ParsePolicy("test", []byte(policyYAML))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return newTestGateWith(t, p, ws, tools...)
 }
 
-func newTestGateWith(t testing.TB, p *runtime.Policy, ws string, tools ...runtime.Tool) (*runtime.Gate, *memAudit) {
+func newTestGateWith(t testing.TB, p *gate.Policy, ws string, tools ...tool.Tool) (*gate.Gate, *memAudit) {
 	t.Helper()
 	ws, err := filepath.EvalSymlinks(ws)
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := runtime.NewRegistry()
+	reg := gate.NewRegistry()
 	if err := reg.Register(tools...); err != nil {
 		t.Fatal(err)
 	}
 	audit := &memAudit{}
-	g, err := runtime.NewGate(runtime.GateOptions{Registry: reg, Policy: p, Workspace: ws, Audit: audit, Approval: runtime.ApproveAuto})
+	g, err := gate.NewGate(gate.GateOptions{Registry: reg, Policy: p, Workspace: ws, Audit: audit, Approval: tool.ApproveAuto})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,12 +72,12 @@ func newTestGateWith(t testing.TB, p *runtime.Policy, ws string, tools ...runtim
 }
 
 // callTool calls a tool through the gate.
-func callTool(t testing.TB, g *runtime.Gate, tool, args string) runtime.Result {
+func callTool(t testing.TB, g *gate.Gate, tool, args string) tool.Result {
 	t.Helper()
-	return callToolReq(t, g, runtime.Request{Tool: tool, Args: json.RawMessage(args), Principal: []string{"test"}})
+	return callToolReq(t, g, gate.Request{Tool: tool, Args: json.RawMessage(args), Principal: []string{"test"}})
 }
 
-func callToolReq(t testing.TB, g *runtime.Gate, req runtime.Request) runtime.Result {
+func callToolReq(t testing.TB, g *gate.Gate, req gate.Request) tool.Result {
 	t.Helper()
 	res, err := g.Call(context.Background(), req)
 	if err != nil {
@@ -128,7 +129,7 @@ func treeChecksum(t testing.TB, dir string) string {
 }
 
 // assertNoSecret fails if secret appears in the result or the audit events.
-func assertNoSecret(t testing.TB, res runtime.Result, audit *memAudit, secret string) {
+func assertNoSecret(t testing.TB, res tool.Result, audit *memAudit, secret string) {
 	t.Helper()
 	blob, _ := json.Marshal(res)
 	if strings.Contains(string(blob), secret) {

@@ -21,9 +21,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
 	"github.com/wardenrt/warden/runtime/sandbox"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // GitOptions configures the git tools. A nil *GitOptions, and every zero
@@ -56,7 +56,7 @@ const (
 
 // GitTools returns the six git tools, sharing one configuration. cmd/warden
 // registers them; o may be nil.
-func GitTools(o *GitOptions) []runtime.Tool {
+func GitTools(o *GitOptions) []tool.Tool {
 	g := &gitRunner{}
 	if o != nil {
 		g.o = *o
@@ -67,19 +67,19 @@ func GitTools(o *GitOptions) []runtime.Tool {
 	if g.o.MaxOutput <= 0 {
 		g.o.MaxOutput = gitDefaultMaxOutput
 	}
-	return []runtime.Tool{
+	return []tool.Tool{
 		&gitStatusTool{g}, &gitDiffTool{g}, &gitShowTool{g}, &gitBranchesTool{g},
 		&gitApplyPatchTool{g}, &gitCommitTool{g},
 	}
 }
 
 var (
-	_ runtime.Tool = (*gitStatusTool)(nil)
-	_ runtime.Tool = (*gitDiffTool)(nil)
-	_ runtime.Tool = (*gitShowTool)(nil)
-	_ runtime.Tool = (*gitBranchesTool)(nil)
-	_ runtime.Tool = (*gitApplyPatchTool)(nil)
-	_ runtime.Tool = (*gitCommitTool)(nil)
+	_ tool.Tool = (*gitStatusTool)(nil)
+	_ tool.Tool = (*gitDiffTool)(nil)
+	_ tool.Tool = (*gitShowTool)(nil)
+	_ tool.Tool = (*gitBranchesTool)(nil)
+	_ tool.Tool = (*gitApplyPatchTool)(nil)
+	_ tool.Tool = (*gitCommitTool)(nil)
 )
 
 // gitRunner is what the six tools share.
@@ -91,14 +91,14 @@ type gitRunner struct {
 const gitPath = "/usr/bin:/bin"
 
 // binary returns the git program to start.
-func (g *gitRunner) binary() (string, *runtime.Error) {
+func (g *gitRunner) binary() (string, *tool.Error) {
 	if g.o.Binary != "" {
 		if !filepath.IsAbs(g.o.Binary) {
-			return "", runtime.Errorf(runtime.CodeCommandNotFound, "configure the git tools with the absolute path of git",
+			return "", tool.Errorf(tool.CodeCommandNotFound, "configure the git tools with the absolute path of git",
 				"git binary %q is not an absolute path", g.o.Binary)
 		}
 		if st, err := os.Stat(g.o.Binary); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
-			return "", runtime.Errorf(runtime.CodeCommandNotFound, "install git, or configure the git tools with its absolute path",
+			return "", tool.Errorf(tool.CodeCommandNotFound, "install git, or configure the git tools with its absolute path",
 				"git binary %s is not an executable file", g.o.Binary)
 		}
 		return g.o.Binary, nil
@@ -109,7 +109,7 @@ func (g *gitRunner) binary() (string, *runtime.Error) {
 			return p, nil
 		}
 	}
-	return "", runtime.Errorf(runtime.CodeCommandNotFound, "install git (e.g. apt-get install git)", "git is not installed in %s", gitPath)
+	return "", tool.Errorf(tool.CodeCommandNotFound, "install git (e.g. apt-get install git)", "git is not installed in %s", gitPath)
 }
 
 // gitHardenArgs go before every git subcommand. Command-line configuration
@@ -243,7 +243,7 @@ type gitOut struct {
 // object directory and alternates all stay inside the workspace (see
 // gitConfine). Otherwise the call fails with PATH_ESCAPE before git reads
 // anything of the repository but what locating it needs.
-func (g *gitRunner) open(ctx context.Context, c *runtime.Call, readOnly bool) (*gitSession, *runtime.Error) {
+func (g *gitRunner) open(ctx context.Context, c *tool.Call, readOnly bool) (*gitSession, *tool.Error) {
 	ws := c.Workspace
 	real, e := gitCheckDotGit(ws)
 	if e != nil {
@@ -263,7 +263,7 @@ func (g *gitRunner) open(ctx context.Context, c *runtime.Call, readOnly bool) (*
 	// the policy protects.
 	prot, perr := protectedPaths(c, s.box.Write, false)
 	if perr != nil {
-		return nil, runtime.Errorf(runtime.CodePolicyDenied, "narrow the policy's protect: entries", "git cannot start: %v", perr)
+		return nil, tool.Errorf(tool.CodePolicyDenied, "narrow the policy's protect: entries", "git cannot start: %v", perr)
 	}
 	s.box.Protect = prot
 	s.ctx, s.cancel = context.WithTimeout(ctx, g.o.Timeout)
@@ -313,8 +313,8 @@ const gitConfineHint = "the git tools work only on the workspace's own repositor
 	"with no commondir, alternates or symlinks leading out of it. Linked worktrees (git worktree), submodule checkouts and " +
 	"shared object stores are not supported; set --workspace to the repository's main checkout"
 
-func gitEscape(format string, args ...any) *runtime.Error {
-	return runtime.Errorf(runtime.CodePathEscape, gitConfineHint, format, args...)
+func gitEscape(format string, args ...any) *tool.Error {
+	return tool.Errorf(tool.CodePathEscape, gitConfineHint, format, args...)
 }
 
 // gitWithin reports whether p is root or under it (both clean, absolute).
@@ -330,7 +330,7 @@ const gitMaxAltDepth = 5
 
 // gitCheckDotGit checks that <ws>/.git is a real directory, and returns the
 // workspace with its symlinks resolved.
-func gitCheckDotGit(ws string) (string, *runtime.Error) {
+func gitCheckDotGit(ws string) (string, *tool.Error) {
 	real, err := filepath.EvalSymlinks(ws)
 	if err != nil {
 		return "", gitNotRepo(ws)
@@ -388,7 +388,7 @@ func gitReadSmall(name string) ([]byte, error) {
 // refuses unless they are the workspace's .git (and a directory inside the
 // workspace), no symlink in them leads out, and no alternate object store
 // is outside the workspace. real is the workspace with symlinks resolved.
-func (s *gitSession) confine(real string) *runtime.Error {
+func (s *gitSession) confine(real string) *tool.Error {
 	out, e := s.run(nil, 4*4096, "rev-parse", "--absolute-git-dir", "--git-common-dir")
 	if e != nil {
 		return e
@@ -451,8 +451,8 @@ func (s *gitSession) confine(real string) *runtime.Error {
 // directory (refs, objects, objects/xx, …) or a link leading out. The
 // contents of loose-object directories (objects/[0-9a-f]{2}) are not walked:
 // there can be millions of them.
-func gitScanLinks(real, dir string) *runtime.Error {
-	var bad *runtime.Error
+func gitScanLinks(real, dir string) *tool.Error {
+	var bad *tool.Error
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if p == dir {
@@ -517,7 +517,7 @@ func gitLooseObjectDir(p string) bool {
 // line, '#' comments, relative to the object directory, normalised before
 // symlinks are resolved. C-quoted entries are refused (rare; not worth a
 // second parser whose disagreement with git's would be a hole).
-func gitCheckAlternates(real, objdir string, depth int) *runtime.Error {
+func gitCheckAlternates(real, objdir string, depth int) *tool.Error {
 	name := filepath.Join(objdir, "info", "alternates")
 	if _, err := os.Lstat(name); errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -565,8 +565,8 @@ func gitCheckAlternates(real, objdir string, depth int) *runtime.Error {
 }
 
 // gitNotRepo is the NOT_FOUND error for a workspace that is not a repository.
-func gitNotRepo(ws string) *runtime.Error {
-	return runtime.Errorf(runtime.CodeNotFound,
+func gitNotRepo(ws string) *tool.Error {
+	return tool.Errorf(tool.CodeNotFound,
 		"run inside a git repository (git init), or set --workspace to the repository's top directory",
 		"%s is not a git repository (the git tools work on the workspace's own repository, with .git at its top)", ws)
 }
@@ -624,11 +624,11 @@ func gitArgv(args ...string) []string {
 // run starts git with args (after the hardening) in the workspace and waits.
 // It keeps at most max bytes of stdout. A non-zero exit is not an error here;
 // failing to start, or the deadline, is.
-func (s *gitSession) run(stdin io.Reader, max int, args ...string) (gitOut, *runtime.Error) {
+func (s *gitSession) run(stdin io.Reader, max int, args ...string) (gitOut, *tool.Error) {
 	return s.runEnv(nil, stdin, max, args...)
 }
 
-func (s *gitSession) runEnv(extraEnv []string, stdin io.Reader, max int, args ...string) (gitOut, *runtime.Error) {
+func (s *gitSession) runEnv(extraEnv []string, stdin io.Reader, max int, args ...string) (gitOut, *tool.Error) {
 	stdout := &cappedBuffer{Max: max}
 	stderr := &cappedBuffer{Max: gitMaxStderr}
 	env := s.env
@@ -647,16 +647,16 @@ func (s *gitSession) runEnv(extraEnv []string, stdin io.Reader, max int, args ..
 	if err != nil {
 		if errors.Is(err, errProcKilled) {
 			if errors.Is(s.ctx.Err(), context.DeadlineExceeded) {
-				return gitOut{}, runtime.Errorf(runtime.CodeCommandTimeout, "the repository may be very large; raise the git tools' timeout",
+				return gitOut{}, tool.Errorf(tool.CodeCommandTimeout, "the repository may be very large; raise the git tools' timeout",
 					"git %s did not finish within %s and was stopped", sub, s.g.o.Timeout)
 			}
-			return gitOut{}, runtime.Errorf(runtime.CodeCommandFailed, "", "git %s was stopped: the call was cancelled", sub)
+			return gitOut{}, tool.Errorf(tool.CodeCommandFailed, "", "git %s was stopped: the call was cancelled", sub)
 		}
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
-			return gitOut{}, runtime.Errorf(runtime.CodeCommandNotFound, "install git, or configure the git tools with its absolute path",
+			return gitOut{}, tool.Errorf(tool.CodeCommandNotFound, "install git, or configure the git tools with its absolute path",
 				"cannot start git (%s): %v", s.bin, err)
 		}
-		return gitOut{}, runtime.Errorf(runtime.CodeCommandFailed, "", "cannot start git (%s): %v", s.bin, err)
+		return gitOut{}, tool.Errorf(tool.CodeCommandFailed, "", "cannot start git (%s): %v", s.bin, err)
 	}
 	o := gitOut{Stdout: stdout.buf.Bytes(), Stderr: stderr.String(), Code: code, Truncated: stdout.Truncated()}
 	return o, nil
@@ -674,7 +674,7 @@ func gitSubcommand(args []string) string {
 // fail turns a failed git process into the tool's error: NOT_FOUND when the
 // workspace is not a repository or a revision does not exist, else
 // COMMAND_FAILED with git's own message (the gate redacts it).
-func (s *gitSession) fail(out gitOut, sub string) *runtime.Error {
+func (s *gitSession) fail(out gitOut, sub string) *tool.Error {
 	msg := strings.TrimSpace(out.Stderr)
 	if msg == "" {
 		msg = strings.TrimSpace(string(out.Stdout))
@@ -689,14 +689,14 @@ func (s *gitSession) fail(out gitOut, sub string) *runtime.Error {
 		// a bare repository, which safe.bareRepository=explicit refuses.
 		return gitNotRepo(s.ws)
 	case strings.Contains(low, "dubious ownership"):
-		return runtime.Errorf(runtime.CodeCommandFailed,
+		return tool.Errorf(tool.CodeCommandFailed,
 			"the repository belongs to another user; git refuses to work in it (safe.directory). Use a repository you own",
 			"git %s failed: %s", sub, msg)
 	case gitUnknownRevision(low):
-		return runtime.Errorf(runtime.CodeNotFound, "list branches with git_branches, or use a commit id",
+		return tool.Errorf(tool.CodeNotFound, "list branches with git_branches, or use a commit id",
 			"git %s: %s", sub, msg)
 	}
-	return runtime.Errorf(runtime.CodeCommandFailed, "see git's message; check the arguments against the repository's state",
+	return tool.Errorf(tool.CodeCommandFailed, "see git's message; check the arguments against the repository's state",
 		"git %s failed (exit status %d): %s", sub, out.Code, msg)
 }
 
@@ -712,7 +712,7 @@ func gitUnknownRevision(low string) bool {
 }
 
 // unborn reports whether HEAD names a branch with no commit yet.
-func (s *gitSession) unborn() (bool, *runtime.Error) {
+func (s *gitSession) unborn() (bool, *tool.Error) {
 	out, e := s.run(nil, 4096, "rev-parse", "--verify", "--quiet", "HEAD")
 	if e != nil {
 		return false, e
@@ -727,7 +727,7 @@ func (s *gitSession) unborn() (bool, *runtime.Error) {
 }
 
 // emptyTree returns the id of the empty tree in the repository's hash.
-func (s *gitSession) emptyTree() (string, *runtime.Error) {
+func (s *gitSession) emptyTree() (string, *tool.Error) {
 	out, e := s.run(strings.NewReader(""), 4096, "hash-object", "-t", "tree", "--stdin")
 	if e != nil {
 		return "", e
@@ -741,19 +741,19 @@ func (s *gitSession) emptyTree() (string, *runtime.Error) {
 // gitCheckRev refuses a user-supplied revision that git could read as an
 // option, or that holds control characters. It goes after --end-of-options
 // as well, so this is the second line.
-func gitCheckRev(field, rev string) *runtime.Error {
+func gitCheckRev(field, rev string) *tool.Error {
 	hint := "give a branch, tag, commit id or range (e.g. HEAD~1, main..feature)"
 	switch {
 	case rev == "":
-		return runtime.Errorf(runtime.CodeInvalidInput, hint, "%s is empty", field)
+		return tool.Errorf(tool.CodeInvalidInput, hint, "%s is empty", field)
 	case strings.HasPrefix(rev, "-"):
-		return runtime.Errorf(runtime.CodeInvalidInput, hint, "%s %q starts with '-': revisions never do, and git would read it as an option", field, rev)
+		return tool.Errorf(tool.CodeInvalidInput, hint, "%s %q starts with '-': revisions never do, and git would read it as an option", field, rev)
 	case len(rev) > 1024:
-		return runtime.Errorf(runtime.CodeInvalidInput, hint, "%s is %d bytes; revisions are at most 1024", field, len(rev))
+		return tool.Errorf(tool.CodeInvalidInput, hint, "%s is %d bytes; revisions are at most 1024", field, len(rev))
 	}
 	for _, r := range rev {
 		if r < 0x20 || r == 0x7f {
-			return runtime.Errorf(runtime.CodeInvalidInput, hint, "%s contains a control character (%U)", field, r)
+			return tool.Errorf(tool.CodeInvalidInput, hint, "%s contains a control character (%U)", field, r)
 		}
 	}
 	return nil
@@ -764,9 +764,9 @@ func gitCheckRev(field, rev string) *runtime.Error {
 // leaves it: lexically (..) or through a symlinked directory. The last
 // element is not followed: git reads a tracked symlink as a link, never
 // through it.
-func gitWorkspacePath(ws, p string) (string, *runtime.Error) {
+func gitWorkspacePath(ws, p string) (string, *tool.Error) {
 	if p == "" || strings.ContainsRune(p, 0) {
-		return "", runtime.Errorf(runtime.CodeInvalidInput, "give a path relative to the workspace", "path %q is empty or contains NUL", p)
+		return "", tool.Errorf(tool.CodeInvalidInput, "give a path relative to the workspace", "path %q is empty or contains NUL", p)
 	}
 	abs := p
 	if !filepath.IsAbs(abs) {
@@ -775,17 +775,17 @@ func gitWorkspacePath(ws, p string) (string, *runtime.Error) {
 	abs = filepath.Clean(abs)
 	rel, err := filepath.Rel(ws, abs)
 	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
-		return "", runtime.Errorf(runtime.CodePathEscape, "give a path inside the workspace ("+ws+")", "path %q is outside the workspace", p)
+		return "", tool.Errorf(tool.CodePathEscape, "give a path inside the workspace ("+ws+")", "path %q is outside the workspace", p)
 	}
 	if rel == "." {
 		return rel, nil
 	}
 	dir, err := capability.ResolvePath(ws, filepath.Dir(rel))
 	if err != nil {
-		return "", runtime.Errorf(runtime.CodeInvalidInput, "", "path %q: %v", p, err)
+		return "", tool.Errorf(tool.CodeInvalidInput, "", "path %q: %v", p, err)
 	}
 	if dir != ws && !strings.HasPrefix(dir, ws+"/") {
-		return "", runtime.Errorf(runtime.CodePathEscape, "give a path inside the workspace ("+ws+")",
+		return "", tool.Errorf(tool.CodePathEscape, "give a path inside the workspace ("+ws+")",
 			"path %q leaves the workspace through a symlink (to %s)", p, dir)
 	}
 	return rel, nil
@@ -807,12 +807,12 @@ func gitQuoteArgv(argv []string) string {
 	return strings.Join(parts, " ")
 }
 
-// gitBind binds a call's arguments, as an *runtime.Error.
-func gitBind(c *runtime.Call, v any) *runtime.Error {
+// gitBind binds a call's arguments, as an *tool.Error.
+func gitBind(c *tool.Call, v any) *tool.Error {
 	if err := c.Bind(v); err != nil {
-		e := runtime.AsError(err)
-		if e.Code == runtime.CodeInternal {
-			e = &runtime.Error{Code: runtime.CodeInvalidInput, Message: e.Message}
+		e := tool.AsError(err)
+		if e.Code == tool.CodeInternal {
+			e = &tool.Error{Code: tool.CodeInvalidInput, Message: e.Message}
 		}
 		return e
 	}

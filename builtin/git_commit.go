@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // ---- git_commit -----------------------------------------------------------
@@ -18,7 +18,7 @@ import (
 // commits only when
 //
 //   - the call's grants allow git.write, and
-//   - the policy rule that matched the call (runtime.Call.Rule) is an
+//   - the policy rule that matched the call (tool.Call.Rule) is an
 //     allow rule written for the git tools: its tool pattern starts with
 //     "git" (git_commit itself, git_*, …).
 //
@@ -54,18 +54,18 @@ const gitCommitRuleExample = "{tool: git_commit, action: allow, require_approval
 
 // gitCommitPermission says whether the call may commit, and if not, what is
 // missing: each entry one thing the owner must add.
-func gitCommitPermission(c *runtime.Call) (missing []string) {
+func gitCommitPermission(c *tool.Call) (missing []string) {
 	if !c.Grants.Allows(capability.Need{Kind: capability.GitWrite}) {
 		missing = append(missing, "the git.write grant (in the policy's grants, or given for the call)")
 	}
 	switch r := c.Rule; {
 	case r == nil:
 		missing = append(missing, "a policy rule allowing git_commit (no rule matches it): add "+gitCommitRuleExample)
-	case r.Action != runtime.ActionAllow:
-		missing = append(missing, fmt.Sprintf("a policy rule allowing git_commit (the rule that matches, %s, does not allow): change it to %s", r.Describe(), gitCommitRuleExample))
+	case !r.Allow:
+		missing = append(missing, fmt.Sprintf("a policy rule allowing git_commit (the rule that matches, %s, does not allow): change it to %s", r.Text, gitCommitRuleExample))
 	case !strings.HasPrefix(r.Tool, "git"):
 		missing = append(missing, fmt.Sprintf("a policy rule written for git_commit (the rule that matches, %s, does not name the git tools: "+
-			"a broad pattern such as * does not allow commits): add %s before it", r.Describe(), gitCommitRuleExample))
+			"a broad pattern such as * does not allow commits): add %s before it", r.Text, gitCommitRuleExample))
 	}
 	return missing
 }
@@ -76,8 +76,8 @@ func gitNoCommit(would string, missing []string) string {
 	return "no commit " + would + ": the policy does not allow commits; missing " + strings.Join(missing, "; and ")
 }
 
-func (t *gitCommitTool) Spec() runtime.Spec {
-	return runtime.Spec{
+func (t *gitCommitTool) Spec() tool.Spec {
+	return tool.Spec{
 		Name: "git_commit",
 		Description: "Commit the staged changes (all:true: every change to tracked files) of the workspace's git repository with a message. " +
 			"Hooks and signing never run. Unless the policy allows commits (the git.write grant and a rule for git_commit) it commits nothing and returns a warning saying what is missing.",
@@ -91,18 +91,18 @@ type gitCommitArgs struct {
 	All     bool   `json:"all"`
 }
 
-func (a *gitCommitArgs) check() *runtime.Error {
+func (a *gitCommitArgs) check() *tool.Error {
 	if strings.TrimSpace(a.Message) == "" {
-		return runtime.Errorf(runtime.CodeInvalidInput, "give a commit message", "the commit message is blank")
+		return tool.Errorf(tool.CodeInvalidInput, "give a commit message", "the commit message is blank")
 	}
 	if strings.IndexByte(a.Message, 0) >= 0 {
-		return runtime.Errorf(runtime.CodeInvalidInput, "remove the NUL byte from the message", "the commit message contains a NUL byte")
+		return tool.Errorf(tool.CodeInvalidInput, "remove the NUL byte from the message", "the commit message contains a NUL byte")
 	}
 	return nil
 }
 
 // Needs is git.read only; git.write is checked in Run (see gitCommitTool).
-func (t *gitCommitTool) Needs(c *runtime.Call) ([]capability.Need, error) {
+func (t *gitCommitTool) Needs(c *tool.Call) ([]capability.Need, error) {
 	var a gitCommitArgs
 	if e := gitBind(c, &a); e != nil {
 		return nil, e
@@ -140,24 +140,24 @@ func gitCommitArgv(all bool) []string {
 // Preview says whether a commit would be made, with which message, and what
 // it would contain: git diff --cached --stat (with all: every tracked
 // change against HEAD). It reads only, with git's optional locks off.
-func (t *gitCommitTool) Preview(ctx context.Context, c *runtime.Call) runtime.Outcome {
+func (t *gitCommitTool) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
 	var a gitCommitArgs
 	if e := gitBind(c, &a); e != nil {
-		return runtime.Outcome{Err: e}
+		return tool.Outcome{Err: e}
 	}
 	if e := a.check(); e != nil {
-		return runtime.Outcome{Err: e}
+		return tool.Outcome{Err: e}
 	}
 	missing := gitCommitPermission(c)
 	res := GitCommitResult{Allowed: len(missing) == 0, Missing: missing, Message: a.Message, All: a.All, Argv: gitArgv(gitCommitArgv(a.All)...), Files: []GitFileStat{}}
 	s, e := t.g.open(ctx, c, true)
 	if e != nil {
-		return runtime.Outcome{Err: e}
+		return tool.Outcome{Err: e}
 	}
 	defer s.close()
 	unborn, e := s.unborn()
 	if e != nil {
-		return runtime.Outcome{Err: e}
+		return tool.Outcome{Err: e}
 	}
 	base := []string{"diff", "--no-color", "--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty", "-M"}
 	var against []string
@@ -167,7 +167,7 @@ func (t *gitCommitTool) Preview(ctx context.Context, c *runtime.Call) runtime.Ou
 	case unborn:
 		tree, e := s.emptyTree()
 		if e != nil {
-			return runtime.Outcome{Err: e}
+			return tool.Outcome{Err: e}
 		}
 		against = []string{"--end-of-options", tree}
 	default:
@@ -179,18 +179,18 @@ func (t *gitCommitTool) Preview(ctx context.Context, c *runtime.Call) runtime.Ou
 	}
 	raw, e := s.run(nil, gitMaxParse, mk("-z", "--raw", "--numstat")...)
 	if e != nil {
-		return runtime.Outcome{Err: e}
+		return tool.Outcome{Err: e}
 	}
 	if raw.Code != 0 {
-		return runtime.Outcome{Err: s.fail(raw, "diff")}
+		return tool.Outcome{Err: s.fail(raw, "diff")}
 	}
 	res.Files, _, _ = gitParseRawNumstat(raw.Stdout)
 	stat, e := s.run(nil, t.g.o.MaxOutput, mk("--stat")...)
 	if e != nil {
-		return runtime.Outcome{Err: e}
+		return tool.Outcome{Err: e}
 	}
 	if stat.Code != 0 {
-		return runtime.Outcome{Err: s.fail(stat, "diff")}
+		return tool.Outcome{Err: s.fail(stat, "diff")}
 	}
 	res.Stat = strings.TrimRight(gitTextOut(stat.Stdout, stat.Truncated, t.g.o.MaxOutput), "\n")
 	var warnings []string
@@ -214,35 +214,35 @@ func (t *gitCommitTool) Preview(ctx context.Context, c *runtime.Call) runtime.Ou
 	} else {
 		fmt.Fprintf(&sb, "%d file(s) would be committed:\n%s\n", len(res.Files), res.Stat)
 	}
-	return runtime.Outcome{Output: sb.String(), Data: res, Warnings: warnings}
+	return tool.Outcome{Output: sb.String(), Data: res, Warnings: warnings}
 }
 
 func gitIndent(s string) string {
 	return "    " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n    ")
 }
 
-func (t *gitCommitTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
+func (t *gitCommitTool) Run(ctx context.Context, c *tool.Call) tool.Outcome {
 	var a gitCommitArgs
 	if e := gitBind(c, &a); e != nil {
-		return runtime.Outcome{Err: e}
+		return tool.Outcome{Err: e}
 	}
 	if e := a.check(); e != nil {
-		return runtime.Outcome{Err: e}
+		return tool.Outcome{Err: e}
 	}
 	missing := gitCommitPermission(c)
 	res := GitCommitResult{Allowed: len(missing) == 0, Missing: missing, Message: a.Message, All: a.All, Argv: gitArgv(gitCommitArgv(a.All)...), Files: []GitFileStat{}}
 	if !res.Allowed {
 		w := gitNoCommit("made", missing)
-		return runtime.Outcome{Output: w, Data: res, Warnings: []string{w}}
+		return tool.Outcome{Output: w, Data: res, Warnings: []string{w}}
 	}
 	s, e := t.g.open(ctx, c, false)
 	if e != nil {
-		return runtime.Outcome{Err: e}
+		return tool.Outcome{Err: e}
 	}
 	defer s.close()
 	out, e := s.run(strings.NewReader(a.Message), 64<<10, gitCommitArgv(a.All)...)
 	if e != nil {
-		return runtime.Outcome{Err: e}
+		return tool.Outcome{Err: e}
 	}
 	if out.Code != 0 {
 		text := strings.ToLower(out.Stderr + "\n" + string(out.Stdout))
@@ -252,18 +252,18 @@ func (t *gitCommitTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcom
 			if a.All {
 				hint = "no tracked file has changed; new files must be staged (git add) before they can be committed"
 			}
-			return runtime.Outcome{Data: res, Err: runtime.Errorf(runtime.CodeCommandFailed, hint, "nothing to commit")}
+			return tool.Outcome{Data: res, Err: tool.Errorf(tool.CodeCommandFailed, hint, "nothing to commit")}
 		case strings.Contains(text, "tell me who you are") || strings.Contains(text, "identity unknown") || strings.Contains(text, "unable to auto-detect email"):
-			return runtime.Outcome{Data: res, Err: runtime.Errorf(runtime.CodeCommandFailed,
+			return tool.Outcome{Data: res, Err: tool.Errorf(tool.CodeCommandFailed,
 				"set user.name and user.email in the repository's own config (git config user.name …); warden's git ignores the global config",
 				"git commit failed: no author identity: %s", strings.TrimSpace(out.Stderr))}
 		}
-		return runtime.Outcome{Data: res, Err: s.fail(out, "commit")}
+		return tool.Outcome{Data: res, Err: s.fail(out, "commit")}
 	}
 	res.Committed = true
 	head, e := s.run(nil, 4096, "rev-parse", "--verify", "HEAD")
 	if e != nil {
-		return runtime.Outcome{Err: e}
+		return tool.Outcome{Err: e}
 	}
 	res.Commit = strings.TrimSpace(string(head.Stdout))
 	if br, e := s.run(nil, 4096, "symbolic-ref", "--quiet", "--short", "HEAD"); e == nil && br.Code == 0 {
@@ -284,7 +284,7 @@ func (t *gitCommitTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcom
 	if where == "" {
 		where = "detached HEAD"
 	}
-	return runtime.Outcome{
+	return tool.Outcome{
 		Output: fmt.Sprintf("[%s %s] %s\n %s", where, gitShort(res.Commit), subject, res.Stat),
 		Data:   res,
 	}

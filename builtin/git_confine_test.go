@@ -10,7 +10,8 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // The confinement suite: a workspace whose repository reaches another
@@ -53,7 +54,7 @@ func gitConfineRefused(t *testing.T, ws string, out gitOutside, why string) {
 	patch := gitArgs(t, map[string]any{"patch": "--- a/dir/b.txt\n+++ b/dir/b.txt\n@@ -1 +1 @@\n-bee\n+BEE\n"})
 	calls := []struct {
 		tool, args string
-		g          *runtime.Gate
+		g          *gate.Gate
 		dry        bool
 	}{
 		{"git_status", `{}`, gr, false},
@@ -71,8 +72,8 @@ func gitConfineRefused(t *testing.T, ws string, out gitOutside, why string) {
 		{"git_show", `{"ref":"` + out.blob + `"}`, gw, false},
 	}
 	for _, c := range calls {
-		res := callToolReq(t, c.g, runtime.Request{Tool: c.tool, Args: json.RawMessage(c.args), Principal: []string{"test"}, DryRun: c.dry})
-		if res.Success || res.Error == nil || res.Error.Code != runtime.CodePathEscape {
+		res := callToolReq(t, c.g, gate.Request{Tool: c.tool, Args: json.RawMessage(c.args), Principal: []string{"test"}, DryRun: c.dry})
+		if res.Success || res.Error == nil || res.Error.Code != tool.CodePathEscape {
 			t.Fatalf("%s: %s %s (dry run %v): want PATH_ESCAPE, got success=%v error=%+v output=%.300s", why, c.tool, c.args, c.dry, res.Success, res.Error, res.Output)
 		}
 		if !strings.Contains(res.Error.Hint, "workspace's own repository") {
@@ -227,7 +228,7 @@ func TestGitConfineAlternates(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(ws, ".git", "objects", "info", "alternates"), 0o644); err != nil {
 		t.Skip("no FIFOs here")
 	}
-	gitWantCode(t, callTool(t, mustGitGate(t, gitPolicyRead, ws), "git_status", `{}`), runtime.CodePathEscape)
+	gitWantCode(t, callTool(t, mustGitGate(t, gitPolicyRead, ws), "git_status", `{}`), tool.CodePathEscape)
 }
 
 // TestGitConfineAlternatesInside: an alternate object store inside the
@@ -320,14 +321,14 @@ func TestGitConfineBareWorkspace(t *testing.T) {
 	g, _ := gitGate(t, gitPolicyRead, ws)
 	for _, c := range []struct{ tool, args string }{{"git_show", `{"ref":"` + out.blob + `"}`}, {"git_status", `{}`}} {
 		res := callTool(t, g, c.tool, c.args)
-		gitWantCode(t, res, runtime.CodeNotFound)
+		gitWantCode(t, res, tool.CodeNotFound)
 		if strings.Contains(res.Output, "OUTSIDE") {
 			t.Fatalf("%s read the outside object", c.tool)
 		}
 	}
 }
 
-func mustGitGate(t *testing.T, policy, ws string) *runtime.Gate {
+func mustGitGate(t *testing.T, policy, ws string) *gate.Gate {
 	t.Helper()
 	g, _ := gitGate(t, policy, ws)
 	return g

@@ -9,7 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // The hostile suite: a repository whose .git/config, .gitattributes and
@@ -88,7 +89,7 @@ func (m *gitMarkers) none(after string) {
 
 // gitCallAll calls every git tool once (commit and apply allowed), so a
 // planted program has every chance to run.
-func gitCallAll(t *testing.T, g *runtime.Gate, ws string, m *gitMarkers) {
+func gitCallAll(t *testing.T, g *gate.Gate, ws string, m *gitMarkers) {
 	t.Helper()
 	gitWrite(t, ws, "a.txt", "ONE\ntwo\nthree\nfour\n") // same size: git must look at the content
 	past := time.Now().Add(-time.Hour)
@@ -112,7 +113,7 @@ func gitCallAll(t *testing.T, g *runtime.Gate, ws string, m *gitMarkers) {
 		{"git_show", `{"ref":"HEAD"}`, false},
 	}
 	for _, c := range calls {
-		res := callToolReq(t, g, runtime.Request{Tool: c.tool, Args: json.RawMessage(c.args), Principal: []string{"test"}, DryRun: c.dry})
+		res := callToolReq(t, g, gate.Request{Tool: c.tool, Args: json.RawMessage(c.args), Principal: []string{"test"}, DryRun: c.dry})
 		if !res.Success {
 			t.Fatalf("%s %s: %+v", c.tool, c.args, res.Error)
 		}
@@ -427,7 +428,7 @@ func TestGitHostilePatches(t *testing.T) {
 		for _, check := range []bool{false, true} {
 			wsBefore, outBefore := treeChecksum(t, ws), treeChecksum(t, outside)
 			res := callTool(t, g, "git_apply_patch", gitArgs(t, map[string]any{"patch": tc.patch, "check": check}))
-			if res.Success || res.Error.Code != runtime.CodePatchRejected || !strings.Contains(res.Error.Message, tc.reason) {
+			if res.Success || res.Error.Code != tool.CodePatchRejected || !strings.Contains(res.Error.Message, tc.reason) {
 				t.Errorf("%s (check=%v): want PATCH_REJECTED (%s), got %+v", tc.name, check, tc.reason, res.Error)
 			}
 			if treeChecksum(t, ws) != wsBefore || treeChecksum(t, outside) != outBefore {
@@ -459,7 +460,7 @@ func TestGitHostileOptionRefs(t *testing.T) {
 	}
 	for _, c := range calls {
 		res := callTool(t, g, c.tool, c.args)
-		if res.Success || (res.Error.Code != runtime.CodeInvalidInput && res.Error.Code != runtime.CodePathEscape) {
+		if res.Success || (res.Error.Code != tool.CodeInvalidInput && res.Error.Code != tool.CodePathEscape) {
 			t.Errorf("%s %s: %+v", c.tool, c.args, res.Error)
 		}
 		if _, err := os.Stat(out); err == nil {

@@ -3,8 +3,8 @@ package builtin
 import (
 	"strings"
 
-	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // gitDiffOrigins says which file each section of git's diff output shows
@@ -12,8 +12,8 @@ import (
 // go back into that file (a patch made from the diff). git writes the
 // headers itself and prefixes every content line, so a file's content
 // cannot pose as a header.
-func gitDiffOrigins(ws, out string) []runtime.Origin {
-	var origins []runtime.Origin
+func gitDiffOrigins(ws, out string) []tool.Origin {
+	var origins []tool.Origin
 	for at := 0; at < len(out); {
 		i := strings.Index(out[at:], "diff --git ")
 		if i < 0 {
@@ -35,7 +35,7 @@ func gitDiffOrigins(ws, out string) []runtime.Origin {
 		}
 		if _, b, ok, e := gitDiffGitNames(out[start+len("diff --git ") : start+eol]); e == nil && ok {
 			if abs, err := capability.ResolvePath(ws, b); err == nil && strings.HasPrefix(abs, ws+"/") {
-				origins = append(origins, runtime.Origin{Path: abs, Start: start, End: end})
+				origins = append(origins, tool.Origin{Path: abs, Start: start, End: end})
 			}
 		}
 		at = end
@@ -45,14 +45,14 @@ func gitDiffOrigins(ws, out string) []runtime.Origin {
 
 // gitShowOrigins: a commit's output is a diff (gitDiffOrigins); a blob
 // named REV:PATH is that file's content.
-func gitShowOrigins(ws, ref, typ, out string) []runtime.Origin {
+func gitShowOrigins(ws, ref, typ, out string) []tool.Origin {
 	switch typ {
 	case "commit":
 		return gitDiffOrigins(ws, out)
 	case "blob":
 		if _, path, ok := strings.Cut(ref, ":"); ok && path != "" && !strings.HasPrefix(path, "/") {
 			if abs, err := capability.ResolvePath(ws, strings.TrimPrefix(path, "./")); err == nil && strings.HasPrefix(abs, ws+"/") {
-				return []runtime.Origin{{Path: abs}}
+				return []tool.Origin{{Path: abs}}
 			}
 		}
 	}

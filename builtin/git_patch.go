@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // ---- git_apply_patch ------------------------------------------------------
@@ -28,8 +28,8 @@ var gitApplyPatchSchema = json.RawMessage(`{
   "additionalProperties": false
 }`)
 
-func (t *gitApplyPatchTool) Spec() runtime.Spec {
-	return runtime.Spec{
+func (t *gitApplyPatchTool) Spec() tool.Spec {
+	return tool.Spec{
 		Name: "git_apply_patch",
 		Description: "Apply a unified diff to the working tree of the workspace's git repository (git apply; the index is not touched). " +
 			"Refused before git sees it: paths with .., absolute paths, paths in .git/ or .warden/, symlinks, submodules and binary patches. " +
@@ -49,7 +49,7 @@ type gitApplyPatchArgs struct {
 // creates, modifies, deletes or renames (both sides), resolved like every fs
 // need. A patch that fails the path checks is refused here, before anything
 // runs.
-func (t *gitApplyPatchTool) Needs(c *runtime.Call) ([]capability.Need, error) {
+func (t *gitApplyPatchTool) Needs(c *tool.Call) ([]capability.Need, error) {
 	var a gitApplyPatchArgs
 	if e := gitBind(c, &a); e != nil {
 		return nil, e
@@ -75,7 +75,7 @@ func (t *gitApplyPatchTool) Needs(c *runtime.Call) ([]capability.Need, error) {
 // Sinks: the hunks of each file's section land in that file (the new
 // path; the old one for a deletion). Headers are not sinks: a mask in a
 // file name is refused.
-func (t *gitApplyPatchTool) Sinks(c *runtime.Call) ([]runtime.Sink, error) {
+func (t *gitApplyPatchTool) Sinks(c *tool.Call) ([]tool.Sink, error) {
 	var a gitApplyPatchArgs
 	if e := gitBind(c, &a); e != nil {
 		return nil, e
@@ -84,7 +84,7 @@ func (t *gitApplyPatchTool) Sinks(c *runtime.Call) ([]runtime.Sink, error) {
 	if e != nil {
 		return nil, e
 	}
-	var sinks []runtime.Sink
+	var sinks []tool.Sink
 	for _, f := range p.Files {
 		name := f.NewPath
 		if name == "" {
@@ -99,7 +99,7 @@ func (t *gitApplyPatchTool) Sinks(c *runtime.Call) ([]runtime.Sink, error) {
 		if hunks < 0 {
 			continue
 		}
-		sinks = append(sinks, runtime.Sink{Arg: "/patch", Start: f.Start + hunks + 1, End: f.End, Path: abs})
+		sinks = append(sinks, tool.Sink{Arg: "/patch", Start: f.Start + hunks + 1, End: f.End, Path: abs})
 	}
 	return sinks, nil
 }
@@ -127,7 +127,7 @@ type GitPatchResult struct {
 
 // prepare parses and vets the patch, then asks git how it reads it and
 // refuses any difference from warden's own reading.
-func (t *gitApplyPatchTool) prepare(ctx context.Context, c *runtime.Call) (*gitSession, *gitPatch, GitPatchResult, *runtime.Error) {
+func (t *gitApplyPatchTool) prepare(ctx context.Context, c *tool.Call) (*gitSession, *gitPatch, GitPatchResult, *tool.Error) {
 	var res GitPatchResult
 	var a gitApplyPatchArgs
 	if e := gitBind(c, &a); e != nil {
@@ -153,7 +153,7 @@ func (t *gitApplyPatchTool) prepare(ctx context.Context, c *runtime.Call) (*gitS
 	if out.Code != 0 {
 		s.close()
 		res.ReturnCode = out.Code
-		return nil, nil, res, runtime.Errorf(runtime.CodePatchRejected, "fix the patch: it must be a unified diff (git diff output)",
+		return nil, nil, res, tool.Errorf(tool.CodePatchRejected, "fix the patch: it must be a unified diff (git diff output)",
 			"git cannot read the patch: %s", strings.TrimSpace(out.Stderr))
 	}
 	counts, e := gitCrossCheckPatch(p, out.Stdout)
@@ -180,28 +180,28 @@ func (t *gitApplyPatchTool) prepare(ctx context.Context, c *runtime.Call) (*gitS
 // gitApplyCheck runs `git apply --check` (with extra flags) on the patch and
 // records the outcome in res; ok is false with the outcome to return when
 // the patch does not apply or git could not run.
-func gitApplyCheck(s *gitSession, patch string, res *GitPatchResult, extra ...string) (gitOut, runtime.Outcome, bool) {
+func gitApplyCheck(s *gitSession, patch string, res *GitPatchResult, extra ...string) (gitOut, tool.Outcome, bool) {
 	out, e := s.run(strings.NewReader(patch), gitMaxParse, append([]string{"apply", "--check"}, extra...)...)
 	if e != nil {
-		return out, runtime.Outcome{Err: e}, false
+		return out, tool.Outcome{Err: e}, false
 	}
 	res.ReturnCode = out.Code
 	if out.Code != 0 {
-		return out, runtime.Outcome{Data: res, Err: runtime.Errorf(runtime.CodePatchRejected,
+		return out, tool.Outcome{Data: res, Err: tool.Errorf(tool.CodePatchRejected,
 			"the patch does not match the working tree; regenerate it against the current files (git_diff shows them)",
 			"the patch does not apply: %s", strings.TrimSpace(out.Stderr))}, false
 	}
 	res.Applies = true
-	return out, runtime.Outcome{}, true
+	return out, tool.Outcome{}, true
 }
 
 // Preview checks the patch against the working tree (git apply --check
 // --stat --summary) and shows the files it would touch, the stat and the
 // patch itself. Nothing is written.
-func (t *gitApplyPatchTool) Preview(ctx context.Context, c *runtime.Call) runtime.Outcome {
+func (t *gitApplyPatchTool) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
 	s, _, res, e := t.prepare(ctx, c)
 	if e != nil {
-		return runtime.Outcome{Err: e, Data: res}
+		return tool.Outcome{Err: e, Data: res}
 	}
 	defer s.close()
 	var a gitApplyPatchArgs
@@ -226,13 +226,13 @@ func (t *gitApplyPatchTool) Preview(ctx context.Context, c *runtime.Call) runtim
 		sb.WriteByte('\n')
 	}
 	sb.WriteString(res.Stat + "\n\n" + gitCapText(a.Patch, t.g.o.MaxOutput))
-	return runtime.Outcome{Output: sb.String(), Data: res, Warnings: gitPatchWarnings(res)}
+	return tool.Outcome{Output: sb.String(), Data: res, Warnings: gitPatchWarnings(res)}
 }
 
-func (t *gitApplyPatchTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
+func (t *gitApplyPatchTool) Run(ctx context.Context, c *tool.Call) tool.Outcome {
 	s, _, res, e := t.prepare(ctx, c)
 	if e != nil {
-		return runtime.Outcome{Err: e, Data: res}
+		return tool.Outcome{Err: e, Data: res}
 	}
 	defer s.close()
 	var a gitApplyPatchArgs
@@ -243,16 +243,16 @@ func (t *gitApplyPatchTool) Run(ctx context.Context, c *runtime.Call) runtime.Ou
 	}
 	if a.Check {
 		res.Argv = gitArgv("apply", "--check")
-		return runtime.Outcome{Output: fmt.Sprintf("the patch applies cleanly to %d file(s); nothing was changed (check only)", len(res.Files)), Data: res}
+		return tool.Outcome{Output: fmt.Sprintf("the patch applies cleanly to %d file(s); nothing was changed (check only)", len(res.Files)), Data: res}
 	}
 	res.Argv = gitArgv("apply")
 	out, e = s.run(strings.NewReader(a.Patch), gitMaxParse, "apply")
 	if e != nil {
-		return runtime.Outcome{Err: e}
+		return tool.Outcome{Err: e}
 	}
 	res.ReturnCode = out.Code
 	if out.Code != 0 {
-		return runtime.Outcome{Data: res, Err: runtime.Errorf(runtime.CodePatchRejected, "check the working tree with git_status",
+		return tool.Outcome{Data: res, Err: tool.Errorf(tool.CodePatchRejected, "check the working tree with git_status",
 			"git apply failed: %s", strings.TrimSpace(out.Stderr))}
 	}
 	res.Applied = true
@@ -267,7 +267,7 @@ func (t *gitApplyPatchTool) Run(ctx context.Context, c *runtime.Call) runtime.Ou
 			warnings = append(warnings, l)
 		}
 	}
-	return runtime.Outcome{Output: sb.String(), Data: res, Warnings: warnings}
+	return tool.Outcome{Output: sb.String(), Data: res, Warnings: warnings}
 }
 
 func gitPatchWarnings(res GitPatchResult) []string {
@@ -327,8 +327,8 @@ type gitPatchSection struct {
 	start                   int // offset of the section's first line
 }
 
-func gitReject(format string, args ...any) *runtime.Error {
-	return runtime.Errorf(runtime.CodePatchRejected,
+func gitReject(format string, args ...any) *tool.Error {
+	return tool.Errorf(tool.CodePatchRejected,
 		"send a text patch that only changes regular files inside the workspace, with paths relative to its top (git diff output)",
 		format, args...)
 }
@@ -338,14 +338,14 @@ func gitReject(format string, args ...any) *runtime.Error {
 // counted from their @@ header — and refuses what warden never applies:
 // paths that are absolute, contain .., or lie in .git/ or .warden/;
 // symlink (120000) and submodule (160000) modes; binary patches; NUL bytes.
-func gitParsePatch(patch string) (*gitPatch, *runtime.Error) {
+func gitParsePatch(patch string) (*gitPatch, *tool.Error) {
 	if strings.IndexByte(patch, 0) >= 0 {
 		return nil, gitReject("the patch contains a NUL byte")
 	}
 	p := &gitPatch{Names: map[string]bool{}}
 	written := map[string]bool{}
 	var cur *gitPatchSection
-	finish := func(end int) *runtime.Error {
+	finish := func(end int) *tool.Error {
 		if cur == nil {
 			return nil
 		}
@@ -498,7 +498,7 @@ func gitParsePatch(patch string) (*gitPatch, *runtime.Error) {
 }
 
 // file turns a section into a file change, checking every name in it.
-func (s *gitPatchSection) file() (*gitPatchFile, *runtime.Error) {
+func (s *gitPatchSection) file() (*gitPatchFile, *tool.Error) {
 	var f gitPatchFile
 	// Names as git takes them: rename/copy lines first, then ---/+++, then
 	// the diff --git line.
@@ -569,7 +569,7 @@ func gitHasAnyPrefix(s string, prefixes ...string) bool {
 }
 
 // gitCheckMode accepts regular-file modes only.
-func gitCheckMode(m string) *runtime.Error {
+func gitCheckMode(m string) *tool.Error {
 	v, err := strconv.ParseUint(m, 8, 32)
 	if err != nil {
 		return gitReject("malformed file mode %q", m)
@@ -608,7 +608,7 @@ func gitHunkCounts(line string) (old, nw int, ok bool) {
 // tab (a timestamp follows). With strip, the first directory (a/, b/) is
 // removed as git apply -p1 does, after the raw name is checked. null reports
 // /dev/null.
-func gitHeaderName(s string, strip bool) (name string, null bool, e *runtime.Error) {
+func gitHeaderName(s string, strip bool) (name string, null bool, e *tool.Error) {
 	raw := s
 	if strings.HasPrefix(s, `"`) {
 		var rest string
@@ -638,8 +638,8 @@ func gitHeaderName(s string, strip bool) (name string, null bool, e *runtime.Err
 // gitDiffGitNames splits the names of a "diff --git a/X b/Y" line. ok is
 // false when unquoted names cannot be split unambiguously (git then takes the
 // names from the other headers).
-func gitDiffGitNames(s string) (a, b string, ok bool, e *runtime.Error) {
-	strip := func(n string) (string, *runtime.Error) {
+func gitDiffGitNames(s string) (a, b string, ok bool, e *tool.Error) {
+	strip := func(n string) (string, *tool.Error) {
 		if e := gitCheckRawPath(n); e != nil {
 			return "", e
 		}
@@ -757,7 +757,7 @@ func gitUnquote(s string) (name, rest string, ok bool) {
 // gitCheckRawPath checks a name as it stands in the patch, before any
 // prefix is stripped: not absolute, no .. element, no control characters,
 // no .git element.
-func gitCheckRawPath(raw string) *runtime.Error {
+func gitCheckRawPath(raw string) *tool.Error {
 	if raw == "" {
 		return gitReject("an empty file name")
 	}
@@ -782,7 +782,7 @@ func gitCheckRawPath(raw string) *runtime.Error {
 
 // gitCheckPatchPath checks a name after -p1: also no empty or . element and
 // nothing under .warden/ (warden's own policy).
-func gitCheckPatchPath(p string) *runtime.Error {
+func gitCheckPatchPath(p string) *tool.Error {
 	if e := gitCheckRawPath(p); e != nil {
 		return e
 	}
@@ -818,7 +818,7 @@ func gitIsDotGit(el string) bool {
 // gitPatchTargets resolves every path the patch writes (symlinks followed)
 // and refuses any that leaves the workspace. It returns the absolute paths,
 // for the fs.write needs.
-func gitPatchTargets(ws string, p *gitPatch) ([]string, *runtime.Error) {
+func gitPatchTargets(ws string, p *gitPatch) ([]string, *tool.Error) {
 	abs := make([]string, 0, len(p.Written))
 	for _, rel := range p.Written {
 		r, err := capability.ResolvePath(ws, rel)
@@ -840,7 +840,7 @@ func gitPatchTargets(ws string, p *gitPatch) ([]string, *runtime.Error) {
 // --numstat --summary -z`) with warden's: every file git names must be one
 // warden vetted, and no summary line may create or change to a symlink or
 // submodule. It returns the line counts by path.
-func gitCrossCheckPatch(p *gitPatch, out []byte) (map[string][2]int, *runtime.Error) {
+func gitCrossCheckPatch(p *gitPatch, out []byte) (map[string][2]int, *tool.Error) {
 	counts := map[string][2]int{}
 	summary := out
 	if i := bytes.LastIndexByte(out, 0); i >= 0 {

@@ -9,8 +9,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // ---- git_status -----------------------------------------------------------
@@ -25,8 +26,8 @@ var gitStatusSchema = json.RawMessage(`{
   "additionalProperties": false
 }`)
 
-func (t *gitStatusTool) Spec() runtime.Spec {
-	return runtime.Spec{
+func (t *gitStatusTool) Spec() tool.Spec {
+	return tool.Spec{
 		Name: "git_status",
 		Description: "Status of the workspace's git repository: the branch (head, upstream, ahead/behind) and every changed, " +
 			"renamed, unmerged and untracked path with its two-letter XY code (X = staged, Y = unstaged; . = unchanged).",
@@ -40,7 +41,7 @@ type gitStatusArgs struct {
 	Ignored bool `json:"ignored"`
 }
 
-func (t *gitStatusTool) Needs(c *runtime.Call) ([]capability.Need, error) {
+func (t *gitStatusTool) Needs(c *tool.Call) ([]capability.Need, error) {
 	var a gitStatusArgs
 	if e := gitBind(c, &a); e != nil {
 		return nil, e
@@ -48,7 +49,7 @@ func (t *gitStatusTool) Needs(c *runtime.Call) ([]capability.Need, error) {
 	return gitReadNeeds(), nil
 }
 
-func (t *gitStatusTool) Preview(ctx context.Context, c *runtime.Call) runtime.Outcome {
+func (t *gitStatusTool) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
 	return t.Run(ctx, c)
 }
 
@@ -95,14 +96,14 @@ type GitStatus struct {
 	Truncated bool             `json:"truncated"`
 }
 
-func (t *gitStatusTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
+func (t *gitStatusTool) Run(ctx context.Context, c *tool.Call) tool.Outcome {
 	var a gitStatusArgs
 	if e := gitBind(c, &a); e != nil {
-		return runtime.Outcome{Err: e}
+		return tool.Outcome{Err: e}
 	}
 	s, e := t.g.open(ctx, c, true)
 	if e != nil {
-		return runtime.Outcome{Err: e}
+		return tool.Outcome{Err: e}
 	}
 	defer s.close()
 	args := []string{"status", "--porcelain=v2", "--branch", "-z", "--ignore-submodules=dirty"}
@@ -111,10 +112,10 @@ func (t *gitStatusTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcom
 	}
 	out, e := s.run(nil, gitMaxParse, args...)
 	if e != nil {
-		return runtime.Outcome{Err: e}
+		return tool.Outcome{Err: e}
 	}
 	if out.Code != 0 {
-		return runtime.Outcome{Err: s.fail(out, "status")}
+		return tool.Outcome{Err: s.fail(out, "status")}
 	}
 	st := gitParseStatus(out.Stdout)
 	if out.Truncated {
@@ -124,7 +125,7 @@ func (t *gitStatusTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcom
 	if st.Truncated {
 		warnings = append(warnings, fmt.Sprintf("status truncated: %d entries listed", len(st.Entries)))
 	}
-	return runtime.Outcome{Output: gitStatusText(st), Data: st, Warnings: warnings}
+	return tool.Outcome{Output: gitStatusText(st), Data: st, Warnings: warnings}
 }
 
 var gitXYNames = map[byte]string{
@@ -305,8 +306,8 @@ var gitDiffSchema = json.RawMessage(`{
   "additionalProperties": false
 }`)
 
-func (t *gitDiffTool) Spec() runtime.Spec {
-	return runtime.Spec{
+func (t *gitDiffTool) Spec() tool.Spec {
+	return tool.Spec{
 		Name: "git_diff",
 		Description: "Unified diff of the workspace's git repository: by default the working tree and index against HEAD " +
 			"(every uncommitted change to tracked files); with rev, against that commit or for that range. Data lists the files with lines added and deleted.",
@@ -322,7 +323,7 @@ type gitDiffArgs struct {
 }
 
 // check validates the arguments and returns the workspace-relative paths.
-func (a *gitDiffArgs) check(ws string) ([]string, *runtime.Error) {
+func (a *gitDiffArgs) check(ws string) ([]string, *tool.Error) {
 	if a.Rev != nil {
 		if e := gitCheckRev("rev", *a.Rev); e != nil {
 			return nil, e
@@ -342,7 +343,7 @@ func (a *gitDiffArgs) check(ws string) ([]string, *runtime.Error) {
 // Needs: git.read covers every repository read, the paths included (a diff
 // without paths shows every tracked file anyway). Paths outside the
 // workspace are refused here, before git starts.
-func (t *gitDiffTool) Needs(c *runtime.Call) ([]capability.Need, error) {
+func (t *gitDiffTool) Needs(c *tool.Call) ([]capability.Need, error) {
 	var a gitDiffArgs
 	if e := gitBind(c, &a); e != nil {
 		return nil, e
@@ -353,7 +354,7 @@ func (t *gitDiffTool) Needs(c *runtime.Call) ([]capability.Need, error) {
 	return gitReadNeeds(), nil
 }
 
-func (t *gitDiffTool) Preview(ctx context.Context, c *runtime.Call) runtime.Outcome {
+func (t *gitDiffTool) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
 	return t.Run(ctx, c)
 }
 
@@ -385,29 +386,29 @@ type GitDiff struct {
 var gitPatchFlags = []string{"--no-color", "--no-ext-diff", "--no-textconv", "--submodule=short",
 	"--ignore-submodules=dirty", "--src-prefix=a/", "--dst-prefix=b/", "-M"}
 
-func (t *gitDiffTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
+func (t *gitDiffTool) Run(ctx context.Context, c *tool.Call) tool.Outcome {
 	var a gitDiffArgs
 	if e := gitBind(c, &a); e != nil {
-		return runtime.Outcome{Err: e}
+		return tool.Outcome{Err: e}
 	}
 	rels, e := a.check(c.Workspace)
 	if e != nil {
-		return runtime.Outcome{Err: e}
+		return tool.Outcome{Err: e}
 	}
 	s, e := t.g.open(ctx, c, true)
 	if e != nil {
-		return runtime.Outcome{Err: e}
+		return tool.Outcome{Err: e}
 	}
 	defer s.close()
 	rev := "HEAD"
 	if a.Rev != nil {
 		rev = *a.Rev
 	} else if unborn, e := s.unborn(); e != nil {
-		return runtime.Outcome{Err: e}
+		return tool.Outcome{Err: e}
 	} else if unborn {
 		// No commit yet: everything tracked is new.
 		if rev, e = s.emptyTree(); e != nil {
-			return runtime.Outcome{Err: e}
+			return tool.Outcome{Err: e}
 		}
 	}
 	args := append([]string{"diff"}, gitPatchFlags...)
@@ -416,10 +417,10 @@ func (t *gitDiffTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome 
 	max := t.g.o.MaxOutput + gitMaxParse/4
 	out, e := s.run(nil, max, args...)
 	if e != nil {
-		return runtime.Outcome{Err: e}
+		return tool.Outcome{Err: e}
 	}
 	if out.Code != 0 {
-		return runtime.Outcome{Err: s.fail(out, "diff")}
+		return tool.Outcome{Err: s.fail(out, "diff")}
 	}
 	files, patch, complete := gitParseRawNumstat(out.Stdout)
 	var hiddenN int
@@ -430,10 +431,10 @@ func (t *gitDiffTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome 
 		if len(visible) > 0 {
 			args = append(args[:len(args)-len(rels)], visible...)
 			if out, e = s.run(nil, max, args...); e != nil {
-				return runtime.Outcome{Err: e}
+				return tool.Outcome{Err: e}
 			}
 			if out.Code != 0 {
-				return runtime.Outcome{Err: s.fail(out, "diff")}
+				return tool.Outcome{Err: s.fail(out, "diff")}
 			}
 			files, patch, complete = gitParseRawNumstat(out.Stdout)
 		}
@@ -455,7 +456,7 @@ func (t *gitDiffTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome 
 	if len(d.Files) > gitMaxEntries {
 		d.Files, d.Truncated = d.Files[:gitMaxEntries], true
 	}
-	o := runtime.Outcome{Data: d}
+	o := tool.Outcome{Data: d}
 	if hiddenN > 0 {
 		o.Warnings = append(o.Warnings, gitHiddenWarning(hiddenN))
 	}
@@ -559,8 +560,8 @@ var gitShowSchema = json.RawMessage(`{
   "additionalProperties": false
 }`)
 
-func (t *gitShowTool) Spec() runtime.Spec {
-	return runtime.Spec{
+func (t *gitShowTool) Spec() tool.Spec {
+	return tool.Spec{
 		Name: "git_show",
 		Description: "Show one object of the workspace's git repository: a commit (its message and patch), a tag, a tree (its listing) " +
 			"or a file's content at a commit (ref HEAD:path).",
@@ -574,7 +575,7 @@ type gitShowArgs struct {
 	Ref string `json:"ref"`
 }
 
-func (t *gitShowTool) Needs(c *runtime.Call) ([]capability.Need, error) {
+func (t *gitShowTool) Needs(c *tool.Call) ([]capability.Need, error) {
 	var a gitShowArgs
 	if e := gitBind(c, &a); e != nil {
 		return nil, e
@@ -585,7 +586,7 @@ func (t *gitShowTool) Needs(c *runtime.Call) ([]capability.Need, error) {
 	return gitReadNeeds(), nil
 }
 
-func (t *gitShowTool) Preview(ctx context.Context, c *runtime.Call) runtime.Outcome {
+func (t *gitShowTool) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
 	return t.Run(ctx, c)
 }
 
@@ -607,31 +608,31 @@ type GitShow struct {
 	ContentNote string   `json:"content_note,omitempty"`
 }
 
-func (t *gitShowTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
+func (t *gitShowTool) Run(ctx context.Context, c *tool.Call) tool.Outcome {
 	var a gitShowArgs
 	if e := gitBind(c, &a); e != nil {
-		return runtime.Outcome{Err: e}
+		return tool.Outcome{Err: e}
 	}
 	if e := gitCheckRev("ref", a.Ref); e != nil {
-		return runtime.Outcome{Err: e}
+		return tool.Outcome{Err: e}
 	}
 	s, e := t.g.open(ctx, c, true)
 	if e != nil {
-		return runtime.Outcome{Err: e}
+		return tool.Outcome{Err: e}
 	}
 	defer s.close()
 	// The name goes on stdin: cat-file never reads it as an option.
 	out, e := s.run(strings.NewReader(a.Ref+"\n"), 4096, "cat-file", "--batch-check=%(objectname) %(objecttype) %(objectsize)")
 	if e != nil {
-		return runtime.Outcome{Err: e}
+		return tool.Outcome{Err: e}
 	}
 	if out.Code != 0 {
-		return runtime.Outcome{Err: s.fail(out, "cat-file")}
+		return tool.Outcome{Err: s.fail(out, "cat-file")}
 	}
 	// "<oid> <type> <size>", or "<name> missing" / "<name> ambiguous".
 	f := strings.Fields(strings.TrimSpace(string(out.Stdout)))
 	if len(f) != 3 || !gitIsHex(f[0]) || strings.HasSuffix(strings.TrimSpace(string(out.Stdout)), " missing") {
-		return runtime.Fail(runtime.CodeNotFound, "list branches with git_branches, or use a commit id (HEAD:path for a file)",
+		return tool.Fail(tool.CodeNotFound, "list branches with git_branches, or use a commit id (HEAD:path for a file)",
 			"no object named %q in the repository", a.Ref)
 	}
 	sh := GitShow{Ref: a.Ref, OID: f[0], Type: f[1]}
@@ -639,10 +640,10 @@ func (t *gitShowTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome 
 	if sh.Type == "commit" {
 		meta, e := s.run(nil, 64<<10, "show", "-s", "--no-color", "--format=%P%x00%an <%ae>%x00%aI%x00%cn <%ce>%x00%cI%x00%s", "--end-of-options", sh.OID, "--")
 		if e != nil {
-			return runtime.Outcome{Err: e}
+			return tool.Outcome{Err: e}
 		}
 		if meta.Code != 0 {
-			return runtime.Outcome{Err: s.fail(meta, "show")}
+			return tool.Outcome{Err: s.fail(meta, "show")}
 		}
 		m := strings.SplitN(strings.TrimRight(string(meta.Stdout), "\n"), "\x00", 6)
 		if len(m) == 6 {
@@ -654,7 +655,7 @@ func (t *gitShowTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome 
 		// A file at a commit, by its path: the policy's hide: list
 		// applies to it as to the working tree's.
 		if entry, hidden := c.Hidden(filepath.Join(c.Workspace, filepath.FromSlash(path))); hidden {
-			return runtime.Outcome{Err: runtime.HiddenError(path, entry)}
+			return tool.Outcome{Err: gate.HiddenError(path, entry)}
 		}
 	}
 	args := append([]string{"show"}, gitPatchFlags...)
@@ -664,7 +665,7 @@ func (t *gitShowTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome 
 		// The commit's patch leaves out the files the policy hides.
 		stat, e := s.run(nil, gitMaxParse, "show", "--no-color", "--no-renames", "--format=", "-z", "--raw", "--numstat", "--no-notes", "--end-of-options", sh.OID, "--")
 		if e != nil {
-			return runtime.Outcome{Err: e}
+			return tool.Outcome{Err: e}
 		}
 		files, _, _ := gitParseRawNumstat(stat.Stdout)
 		visible, n := gitVisible(c, files)
@@ -679,13 +680,13 @@ func (t *gitShowTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome 
 	}
 	body, e := s.run(nil, t.g.o.MaxOutput, args...)
 	if e != nil {
-		return runtime.Outcome{Err: e}
+		return tool.Outcome{Err: e}
 	}
 	if body.Code != 0 {
-		return runtime.Outcome{Err: s.fail(body, "show")}
+		return tool.Outcome{Err: s.fail(body, "show")}
 	}
 	sh.Truncated = body.Truncated
-	o := runtime.Outcome{Data: &sh}
+	o := tool.Outcome{Data: &sh}
 	if sh.Type == "blob" && (bytes.IndexByte(body.Stdout, 0) >= 0 || !utf8ValidPrefix(body.Stdout, body.Truncated)) {
 		sh.Binary = true
 		sh.ContentNote = "binary content not shown"
@@ -705,7 +706,7 @@ func (t *gitShowTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome 
 
 // gitVisible splits a diff's files into the paths the policy's hide: list
 // leaves visible (both names of a rename) and the number it hides.
-func gitVisible(c *runtime.Call, files []GitFileStat) (visible []string, hidden int) {
+func gitVisible(c *tool.Call, files []GitFileStat) (visible []string, hidden int) {
 	if c.Hide.Empty() {
 		return nil, 0
 	}
@@ -768,8 +769,8 @@ var gitBranchesSchema = json.RawMessage(`{
   "additionalProperties": false
 }`)
 
-func (t *gitBranchesTool) Spec() runtime.Spec {
-	return runtime.Spec{
+func (t *gitBranchesTool) Spec() tool.Spec {
+	return tool.Spec{
 		Name: "git_branches",
 		Description: "List the branches of the workspace's git repository with their commit, upstream and ahead/behind counts, " +
 			"and which one is checked out. all: include remote-tracking branches.",
@@ -783,7 +784,7 @@ type gitBranchesArgs struct {
 	All bool `json:"all"`
 }
 
-func (t *gitBranchesTool) Needs(c *runtime.Call) ([]capability.Need, error) {
+func (t *gitBranchesTool) Needs(c *tool.Call) ([]capability.Need, error) {
 	var a gitBranchesArgs
 	if e := gitBind(c, &a); e != nil {
 		return nil, e
@@ -791,7 +792,7 @@ func (t *gitBranchesTool) Needs(c *runtime.Call) ([]capability.Need, error) {
 	return gitReadNeeds(), nil
 }
 
-func (t *gitBranchesTool) Preview(ctx context.Context, c *runtime.Call) runtime.Outcome {
+func (t *gitBranchesTool) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
 	return t.Run(ctx, c)
 }
 
@@ -817,19 +818,19 @@ type GitBranches struct {
 	Truncated bool        `json:"truncated"`
 }
 
-func (t *gitBranchesTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
+func (t *gitBranchesTool) Run(ctx context.Context, c *tool.Call) tool.Outcome {
 	var a gitBranchesArgs
 	if e := gitBind(c, &a); e != nil {
-		return runtime.Outcome{Err: e}
+		return tool.Outcome{Err: e}
 	}
 	s, e := t.g.open(ctx, c, true)
 	if e != nil {
-		return runtime.Outcome{Err: e}
+		return tool.Outcome{Err: e}
 	}
 	defer s.close()
 	head, e := s.run(nil, 4096, "symbolic-ref", "--quiet", "HEAD")
 	if e != nil {
-		return runtime.Outcome{Err: e}
+		return tool.Outcome{Err: e}
 	}
 	res := GitBranches{Branches: []GitBranch{}}
 	switch head.Code {
@@ -838,7 +839,7 @@ func (t *gitBranchesTool) Run(ctx context.Context, c *runtime.Call) runtime.Outc
 	case 1:
 		res.Detached = true
 	default:
-		return runtime.Outcome{Err: s.fail(head, "symbolic-ref")}
+		return tool.Outcome{Err: s.fail(head, "symbolic-ref")}
 	}
 	args := []string{"for-each-ref",
 		"--format=%(refname)%00%(refname:short)%00%(objectname)%00%(HEAD)%00%(upstream:short)%00%(upstream:track,nobracket)%00%(contents:subject)",
@@ -848,10 +849,10 @@ func (t *gitBranchesTool) Run(ctx context.Context, c *runtime.Call) runtime.Outc
 	}
 	out, e := s.run(nil, gitMaxParse, args...)
 	if e != nil {
-		return runtime.Outcome{Err: e}
+		return tool.Outcome{Err: e}
 	}
 	if out.Code != 0 {
-		return runtime.Outcome{Err: s.fail(out, "for-each-ref")}
+		return tool.Outcome{Err: s.fail(out, "for-each-ref")}
 	}
 	res.Truncated = out.Truncated
 	for _, line := range strings.Split(string(out.Stdout), "\n") {
@@ -905,5 +906,5 @@ func (t *gitBranchesTool) Run(ctx context.Context, c *runtime.Call) runtime.Outc
 	if len(res.Branches) == 0 {
 		sb.WriteString("no branches yet (no commit)\n")
 	}
-	return runtime.Outcome{Output: sb.String(), Data: res}
+	return tool.Outcome{Output: sb.String(), Data: res}
 }

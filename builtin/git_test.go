@@ -9,7 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // Policies for the git tests.
@@ -98,12 +99,12 @@ func gitFixture(t testing.TB) string {
 	return ws
 }
 
-func gitGate(t testing.TB, policy, ws string) (*runtime.Gate, *memAudit) {
+func gitGate(t testing.TB, policy, ws string) (*gate.Gate, *memAudit) {
 	t.Helper()
 	return newTestGate(t, policy, ws, GitTools(nil)...)
 }
 
-func gitData[T any](t testing.TB, res runtime.Result) T {
+func gitData[T any](t testing.TB, res tool.Result) T {
 	t.Helper()
 	var v T
 	if err := json.Unmarshal(res.Data, &v); err != nil {
@@ -112,14 +113,14 @@ func gitData[T any](t testing.TB, res runtime.Result) T {
 	return v
 }
 
-func gitWantOK(t testing.TB, res runtime.Result) {
+func gitWantOK(t testing.TB, res tool.Result) {
 	t.Helper()
 	if !res.Success {
 		t.Fatalf("%s failed: %+v\noutput: %s", res.Tool, res.Error, res.Output)
 	}
 }
 
-func gitWantCode(t testing.TB, res runtime.Result, code runtime.Code) {
+func gitWantCode(t testing.TB, res tool.Result, code tool.Code) {
 	t.Helper()
 	if res.Success || res.Error == nil || res.Error.Code != code {
 		t.Fatalf("%s: want %s, got success=%v error=%+v output=%s", res.Tool, code, res.Success, res.Error, res.Output)
@@ -151,7 +152,7 @@ func TestGitToolsRegister(t *testing.T) {
 			t.Errorf("missing %s", n)
 		}
 	}
-	reg := runtime.NewRegistry()
+	reg := gate.NewRegistry()
 	if err := reg.Register(tools...); err != nil {
 		t.Fatal(err)
 	}
@@ -193,8 +194,8 @@ func TestGitStatus(t *testing.T) {
 		t.Errorf("output %s", res.Output)
 	}
 
-	gitWantCode(t, callTool(t, g, "git_status", `{"ignored":"yes"}`), runtime.CodeInvalidInput)
-	gitWantCode(t, callTool(t, g, "git_status", `{"path":"."}`), runtime.CodeInvalidInput)
+	gitWantCode(t, callTool(t, g, "git_status", `{"ignored":"yes"}`), tool.CodeInvalidInput)
+	gitWantCode(t, callTool(t, g, "git_status", `{"path":"."}`), tool.CodeInvalidInput)
 
 	res = callTool(t, g, "git_status", `{"ignored":true}`)
 	gitWantOK(t, res)
@@ -251,26 +252,26 @@ func TestGitErrors(t *testing.T) {
 		ws     string
 		opts   *GitOptions
 		policy string
-		code   runtime.Code
+		code   tool.Code
 	}{
-		{"not a repository", notRepo, nil, gitPolicyWrite, runtime.CodeNotFound},
-		{"a subdirectory of a repository", sub, nil, gitPolicyWrite, runtime.CodeNotFound},
-		{"no git", repo, &GitOptions{Binary: "/nonexistent/git"}, gitPolicyWrite, runtime.CodeCommandNotFound},
-		{"relative git", repo, &GitOptions{Binary: "git"}, gitPolicyWrite, runtime.CodeCommandNotFound},
-		{"timeout", repo, &GitOptions{Binary: slow, Timeout: 300 * time.Millisecond}, gitPolicyWrite, runtime.CodeCommandTimeout},
-		{"git fails", repo, &GitOptions{Binary: failing}, gitPolicyWrite, runtime.CodeCommandFailed},
-		{"no grant", repo, nil, "version: 1\ngrants: []\n", runtime.CodeCapabilityDenied},
+		{"not a repository", notRepo, nil, gitPolicyWrite, tool.CodeNotFound},
+		{"a subdirectory of a repository", sub, nil, gitPolicyWrite, tool.CodeNotFound},
+		{"no git", repo, &GitOptions{Binary: "/nonexistent/git"}, gitPolicyWrite, tool.CodeCommandNotFound},
+		{"relative git", repo, &GitOptions{Binary: "git"}, gitPolicyWrite, tool.CodeCommandNotFound},
+		{"timeout", repo, &GitOptions{Binary: slow, Timeout: 300 * time.Millisecond}, gitPolicyWrite, tool.CodeCommandTimeout},
+		{"git fails", repo, &GitOptions{Binary: failing}, gitPolicyWrite, tool.CodeCommandFailed},
+		{"no grant", repo, nil, "version: 1\ngrants: []\n", tool.CodeCapabilityDenied},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g, _ := newTestGate(t, tc.policy, tc.ws, GitTools(tc.opts)...)
 			for _, c := range calls {
-				if tc.code == runtime.CodeCapabilityDenied && c.tool == "git_apply_patch" {
+				if tc.code == tool.CodeCapabilityDenied && c.tool == "git_apply_patch" {
 					continue // needs fs.write too; covered in TestGitApplyPatch
 				}
 				res := callTool(t, g, c.tool, c.args)
 				gitWantCode(t, res, tc.code)
-				if tc.code == runtime.CodeNotFound && !strings.Contains(res.Error.Hint, "--workspace") {
+				if tc.code == tool.CodeNotFound && !strings.Contains(res.Error.Hint, "--workspace") {
 					t.Errorf("%s: hint %q", c.tool, res.Error.Hint)
 				}
 			}
@@ -283,7 +284,7 @@ func TestGitErrors(t *testing.T) {
 	}
 	g, _ := gitGate(t, gitPolicyRead, bad)
 	res := callTool(t, g, "git_status", `{}`)
-	gitWantCode(t, res, runtime.CodeCommandFailed)
+	gitWantCode(t, res, tool.CodeCommandFailed)
 	if !strings.Contains(res.Error.Message, "index") {
 		t.Errorf("message %q", res.Error.Message)
 	}
@@ -315,7 +316,7 @@ func TestGitDiff(t *testing.T) {
 	tests := []struct {
 		name  string
 		args  any
-		code  runtime.Code
+		code  tool.Code
 		files []string
 		want  string
 	}{
@@ -324,13 +325,13 @@ func TestGitDiff(t *testing.T) {
 		{"rev", map[string]any{"rev": "HEAD~1", "paths": []string{"a.txt"}}, "", []string{"a.txt"}, "+four"},
 		{"range", map[string]any{"rev": "HEAD~1..HEAD"}, "", []string{"a.txt"}, "+four"},
 		{"no differences", map[string]any{"rev": "HEAD..HEAD"}, "", []string{}, "no differences"},
-		{"path outside", map[string]any{"paths": []string{"../x"}}, runtime.CodePathEscape, nil, ""},
-		{"absolute outside", map[string]any{"paths": []string{"/etc/passwd"}}, runtime.CodePathEscape, nil, ""},
-		{"through a symlink", map[string]any{"paths": []string{"out/secret"}}, runtime.CodePathEscape, nil, ""},
-		{"rev option", map[string]any{"rev": "--output=/tmp/x"}, runtime.CodeInvalidInput, nil, ""},
-		{"rev control", map[string]any{"rev": "HEAD\nx"}, runtime.CodeInvalidInput, nil, ""},
-		{"unknown rev", map[string]any{"rev": "no-such-branch"}, runtime.CodeNotFound, nil, ""},
-		{"unknown field", map[string]any{"revs": "HEAD"}, runtime.CodeInvalidInput, nil, ""},
+		{"path outside", map[string]any{"paths": []string{"../x"}}, tool.CodePathEscape, nil, ""},
+		{"absolute outside", map[string]any{"paths": []string{"/etc/passwd"}}, tool.CodePathEscape, nil, ""},
+		{"through a symlink", map[string]any{"paths": []string{"out/secret"}}, tool.CodePathEscape, nil, ""},
+		{"rev option", map[string]any{"rev": "--output=/tmp/x"}, tool.CodeInvalidInput, nil, ""},
+		{"rev control", map[string]any{"rev": "HEAD\nx"}, tool.CodeInvalidInput, nil, ""},
+		{"unknown rev", map[string]any{"rev": "no-such-branch"}, tool.CodeNotFound, nil, ""},
+		{"unknown field", map[string]any{"revs": "HEAD"}, tool.CodeInvalidInput, nil, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -398,18 +399,18 @@ func TestGitShow(t *testing.T) {
 
 	tests := []struct {
 		ref, typ, want string
-		code           runtime.Code
+		code           tool.Code
 	}{
 		{"HEAD:a.txt", "blob", "one\ntwo\nthree\nfour\n", ""},
 		{"HEAD~1:dir", "tree", "b.txt", ""},
 		{"v1", "tag", "release one", ""},
 		{"HEAD:bin.dat", "blob", "binary blob", ""},
-		{"no-such-ref", "", "", runtime.CodeNotFound},
-		{"no such ref", "", "", runtime.CodeNotFound},
-		{"HEAD~99", "", "", runtime.CodeNotFound},
-		{"HEAD:missing.txt", "", "", runtime.CodeNotFound},
-		{"--output=/tmp/x", "", "", runtime.CodeInvalidInput},
-		{"-p", "", "", runtime.CodeInvalidInput},
+		{"no-such-ref", "", "", tool.CodeNotFound},
+		{"no such ref", "", "", tool.CodeNotFound},
+		{"HEAD~99", "", "", tool.CodeNotFound},
+		{"HEAD:missing.txt", "", "", tool.CodeNotFound},
+		{"--output=/tmp/x", "", "", tool.CodeInvalidInput},
+		{"-p", "", "", tool.CodeInvalidInput},
 	}
 	for _, tc := range tests {
 		t.Run(tc.ref, func(t *testing.T) {
@@ -457,7 +458,7 @@ func TestGitBranches(t *testing.T) {
 	if len(bs.Branches) != 3 || !bs.Branches[2].Remote || bs.Branches[2].Name != "origin/main" {
 		t.Fatalf("all %+v", bs.Branches)
 	}
-	gitWantCode(t, callTool(t, g, "git_branches", `{"all":"yes"}`), runtime.CodeInvalidInput)
+	gitWantCode(t, callTool(t, g, "git_branches", `{"all":"yes"}`), tool.CodeInvalidInput)
 
 	gitPlain(t, ws, "checkout", "-q", "--detach")
 	bs = gitData[GitBranches](t, callTool(t, g, "git_branches", `{}`))
@@ -533,7 +534,7 @@ func TestGitApplyPatch(t *testing.T) {
 
 	// Applying it again does not apply: git's message, PATCH_REJECTED.
 	res = callTool(t, g, "git_apply_patch", gitArgs(t, map[string]any{"patch": gitGoodPatch}))
-	gitWantCode(t, res, runtime.CodePatchRejected)
+	gitWantCode(t, res, tool.CodePatchRejected)
 	if !strings.Contains(res.Error.Message, "does not apply") && !strings.Contains(res.Error.Message, "already exists") {
 		t.Fatalf("message %q", res.Error.Message)
 	}
@@ -554,11 +555,11 @@ func TestGitApplyPatch(t *testing.T) {
 	}
 
 	// Malformed arguments.
-	gitWantCode(t, callTool(t, g, "git_apply_patch", `{}`), runtime.CodeInvalidInput)
-	gitWantCode(t, callTool(t, g, "git_apply_patch", `{"patch":""}`), runtime.CodeInvalidInput)
-	gitWantCode(t, callTool(t, g, "git_apply_patch", `{"patch":"x","check":1}`), runtime.CodeInvalidInput)
+	gitWantCode(t, callTool(t, g, "git_apply_patch", `{}`), tool.CodeInvalidInput)
+	gitWantCode(t, callTool(t, g, "git_apply_patch", `{"patch":""}`), tool.CodeInvalidInput)
+	gitWantCode(t, callTool(t, g, "git_apply_patch", `{"patch":"x","check":1}`), tool.CodeInvalidInput)
 	// Not a patch at all.
-	gitWantCode(t, callTool(t, g, "git_apply_patch", `{"patch":"hello world\n"}`), runtime.CodePatchRejected)
+	gitWantCode(t, callTool(t, g, "git_apply_patch", `{"patch":"hello world\n"}`), tool.CodePatchRejected)
 }
 
 func TestGitApplyPatchCapabilities(t *testing.T) {
@@ -567,12 +568,12 @@ func TestGitApplyPatchCapabilities(t *testing.T) {
 	tests := []struct {
 		name, policy string
 		check        bool
-		code         runtime.Code
+		code         tool.Code
 		hint         string
 	}{
 		{"check needs git.read only", gitPolicyRead, true, "", ""},
-		{"apply needs git.write", "version: 1\ngrants: [\"git.read\", \"fs.write:**\"]\n", false, runtime.CodeCapabilityDenied, "needs the grant git.write"},
-		{"apply needs fs.write on the file", "version: 1\ngrants: [\"git.read\", \"git.write\", \"fs.write:docs/**\"]\n", false, runtime.CodeCapabilityDenied, "needs the grant fs.write:a.txt"},
+		{"apply needs git.write", "version: 1\ngrants: [\"git.read\", \"fs.write:**\"]\n", false, tool.CodeCapabilityDenied, "needs the grant git.write"},
+		{"apply needs fs.write on the file", "version: 1\ngrants: [\"git.read\", \"git.write\", \"fs.write:docs/**\"]\n", false, tool.CodeCapabilityDenied, "needs the grant fs.write:a.txt"},
 		{"apply with both", "version: 1\ngrants: [\"git.write\", \"fs.write:a.txt\"]\n", false, "", ""},
 	}
 	for _, tc := range tests {
@@ -641,7 +642,7 @@ func TestGitCommit(t *testing.T) {
 	}
 	// A deny rule is the gate's: POLICY_DENIED, nothing committed.
 	gd, _ := gitGate(t, grants+"rules:\n  - {tool: git_commit, action: deny}\n", ws)
-	gitWantCode(t, callTool(t, gd, "git_commit", `{"message":"denied"}`), runtime.CodePolicyDenied)
+	gitWantCode(t, callTool(t, gd, "git_commit", `{"message":"denied"}`), tool.CodePolicyDenied)
 	if gitHead(t, ws) != head {
 		t.Fatal("a denied commit was made")
 	}
@@ -653,13 +654,13 @@ func TestGitCommit(t *testing.T) {
 	}
 	withWrite := strings.Replace(string(defYAML), "grants:\n", "grants:\n  - \"git.write\"\n", 1)
 	gdef, _ := gitGate(t, withWrite, ws)
-	res := callToolReq(t, gdef, runtime.Request{Tool: "git_commit", Args: json.RawMessage(`{"message":"m"}`), Principal: []string{"test"}, DryRun: true})
+	res := callToolReq(t, gdef, gate.Request{Tool: "git_commit", Args: json.RawMessage(`{"message":"m"}`), Principal: []string{"test"}, DryRun: true})
 	gitWantOK(t, res)
 	if cr := gitData[GitCommitResult](t, res); !cr.Allowed || strings.Contains(strings.Join(res.Warnings, ";"), "no commit") {
 		t.Fatalf("default policy + git.write: %+v %v", cr, res.Warnings)
 	}
 	gf, _ := gitGate(t, grants+"rules:\n  - {tool: \"git_*\", action: allow}\n", ws)
-	res = callToolReq(t, gf, runtime.Request{Tool: "git_commit", Args: json.RawMessage(`{"message":"m"}`), Principal: []string{"test"}, DryRun: true})
+	res = callToolReq(t, gf, gate.Request{Tool: "git_commit", Args: json.RawMessage(`{"message":"m"}`), Principal: []string{"test"}, DryRun: true})
 	gitWantOK(t, res)
 	if cr := gitData[GitCommitResult](t, res); !cr.Allowed || len(cr.Missing) != 0 || strings.Contains(strings.Join(res.Warnings, ";"), "no commit") {
 		t.Fatalf("git_* rule: %+v %v", cr, res.Warnings)
@@ -683,7 +684,7 @@ func TestGitCommit(t *testing.T) {
 	// Nothing staged: COMMAND_FAILED with a hint; all:true commits tracked changes.
 	gitWrite(t, ws, "dir/b.txt", "changed\n")
 	res = callTool(t, gw, "git_commit", `{"message":"nothing staged"}`)
-	gitWantCode(t, res, runtime.CodeCommandFailed)
+	gitWantCode(t, res, tool.CodeCommandFailed)
 	if !strings.Contains(res.Error.Hint, "all:true") {
 		t.Fatalf("hint %q", res.Error.Hint)
 	}
@@ -694,7 +695,7 @@ func TestGitCommit(t *testing.T) {
 	}
 
 	for _, args := range []string{`{"message":"   \n"}`, `{"message":""}`, `{"message":"a\u0000b"}`, `{}`, `{"message":"m","amend":true}`} {
-		gitWantCode(t, callTool(t, gw, "git_commit", args), runtime.CodeInvalidInput)
+		gitWantCode(t, callTool(t, gw, "git_commit", args), tool.CodeInvalidInput)
 	}
 
 	// No identity in the repository's config (the global one is ignored).
@@ -703,7 +704,7 @@ func TestGitCommit(t *testing.T) {
 	gitPlain(t, ws, "config", "user.useConfigOnly", "true")
 	gitWrite(t, ws, "a.txt", "again\n")
 	res = callTool(t, gw, "git_commit", `{"message":"who","all":true}`)
-	gitWantCode(t, res, runtime.CodeCommandFailed)
+	gitWantCode(t, res, tool.CodeCommandFailed)
 	if !strings.Contains(res.Error.Hint, "user.name") {
 		t.Fatalf("hint %q", res.Error.Hint)
 	}
@@ -727,7 +728,7 @@ func TestGitDryRun(t *testing.T) {
 	patch := "--- a/a.txt\n+++ b/a.txt\n@@ -1,5 +1,5 @@\n-one\n+uno\n two\n three\n four\n five\n"
 	tests := []struct {
 		name, tool, args string
-		g                *runtime.Gate
+		g                *gate.Gate
 		want             []string
 		warn             string
 	}{
@@ -744,7 +745,7 @@ func TestGitDryRun(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			before := treeChecksum(t, ws)
-			res := callToolReq(t, tc.g, runtime.Request{Tool: tc.tool, Args: json.RawMessage(tc.args), Principal: []string{"test"}, DryRun: true})
+			res := callToolReq(t, tc.g, gate.Request{Tool: tc.tool, Args: json.RawMessage(tc.args), Principal: []string{"test"}, DryRun: true})
 			gitWantOK(t, res)
 			if !res.DryRun {
 				t.Fatal("not a dry run")
@@ -763,8 +764,8 @@ func TestGitDryRun(t *testing.T) {
 		})
 	}
 	// A patch that does not apply fails its preview too.
-	res := callToolReq(t, gw, runtime.Request{Tool: "git_apply_patch", Args: json.RawMessage(gitArgs(t, map[string]any{"patch": strings.Replace(patch, "-one", "-uno", 1)})), Principal: []string{"test"}, DryRun: true})
-	gitWantCode(t, res, runtime.CodePatchRejected)
+	res := callToolReq(t, gw, gate.Request{Tool: "git_apply_patch", Args: json.RawMessage(gitArgs(t, map[string]any{"patch": strings.Replace(patch, "-one", "-uno", 1)})), Principal: []string{"test"}, DryRun: true})
+	gitWantCode(t, res, tool.CodePatchRejected)
 }
 
 // TestGitRedaction: a secret in the arguments reaches neither the result nor
@@ -791,7 +792,7 @@ func TestGitRedaction(t *testing.T) {
 		{"git_diff", map[string]any{"paths": []string{gitSecret + ".txt"}}, false},
 	}
 	for _, c := range calls {
-		res := callToolReq(t, gw, runtime.Request{Tool: c.tool, Args: json.RawMessage(gitArgs(t, c.args)), Principal: []string{"test"}, DryRun: c.dry})
+		res := callToolReq(t, gw, gate.Request{Tool: c.tool, Args: json.RawMessage(gitArgs(t, c.args)), Principal: []string{"test"}, DryRun: c.dry})
 		assertNoSecret(t, res, audit, gitSecret)
 	}
 	if !strings.Contains(gitPlain(t, ws, "log", "-1", "--format=%s"), gitSecret) {
@@ -834,7 +835,7 @@ func TestGitParsePatchNames(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p, e := gitParsePatch(tc.patch)
 			if tc.reject != "" {
-				if e == nil || e.Code != runtime.CodePatchRejected || !strings.Contains(e.Message, tc.reject) {
+				if e == nil || e.Code != tool.CodePatchRejected || !strings.Contains(e.Message, tc.reject) {
 					t.Fatalf("want rejection %q, got %+v", tc.reject, e)
 				}
 				return

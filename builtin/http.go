@@ -16,8 +16,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // Limits of the http tool.
@@ -40,8 +40,8 @@ const (
 // NetTools returns the net family: the http tool and the search tool with
 // the given backend configuration (see SearchConfig; cmd/warden passes
 // SearchConfigFromEnv(os.Getenv)).
-func NetTools(cfg SearchConfig) []runtime.Tool {
-	return []runtime.Tool{&HTTPTool{}, &SearchTool{Config: cfg}}
+func NetTools(cfg SearchConfig) []tool.Tool {
+	return []tool.Tool{&HTTPTool{}, &SearchTool{Config: cfg}}
 }
 
 // HTTPTool is the `http` tool: one HTTP or HTTPS
@@ -55,7 +55,7 @@ type HTTPTool struct {
 	net httpSeams
 }
 
-var _ runtime.Tool = (*HTTPTool)(nil)
+var _ tool.Tool = (*HTTPTool)(nil)
 
 var httpSchema = json.RawMessage(`{
   "type": "object",
@@ -81,9 +81,9 @@ var httpSchema = json.RawMessage(`{
   "additionalProperties": false
 }`)
 
-// Spec implements runtime.Tool.
-func (t *HTTPTool) Spec() runtime.Spec {
-	return runtime.Spec{
+// Spec implements tool.Tool.
+func (t *HTTPTool) Spec() tool.Spec {
+	return tool.Spec{
 		Name: "http",
 		Description: "Make one HTTP(S) request and return status_code, headers, elapsed_ms and the body (parsed into json when the response is JSON). " +
 			"The URL's host needs a net grant; redirects (at most 5) are followed only to granted hosts; loopback, private and metadata addresses " +
@@ -127,16 +127,16 @@ var httpForbiddenHeaders = map[string]bool{
 	"Keep-Alive": true, "Upgrade": true, "Te": true, "Trailer": true, "Proxy-Connection": true,
 }
 
-func httpInvalid(hint, format string, args ...any) *runtime.Error {
-	return runtime.Errorf(runtime.CodeInvalidInput, hint, format, args...)
+func httpInvalid(hint, format string, args ...any) *tool.Error {
+	return tool.Errorf(tool.CodeInvalidInput, hint, format, args...)
 }
 
 // httpPrepare validates the arguments and builds the plan: Needs, Preview
 // and Run all start from it, so what is checked is what is sent.
-func httpPrepare(c *runtime.Call) (*httpPlan, *runtime.Error) {
+func httpPrepare(c *tool.Call) (*httpPlan, *tool.Error) {
 	var a httpArgs
 	if err := c.Bind(&a); err != nil {
-		return nil, runtime.AsError(err)
+		return nil, tool.AsError(err)
 	}
 	p := &httpPlan{method: strings.ToUpper(a.Method), timeout: httpDefaultTimeout, header: http.Header{}}
 	if !httpMethods[p.method] {
@@ -199,7 +199,7 @@ func httpPrepare(c *runtime.Call) (*httpPlan, *runtime.Error) {
 		p.body, p.hasBody = []byte(*a.Data), true
 	}
 	if len(p.body) > httpMaxRequestBody {
-		return nil, runtime.Errorf(runtime.CodeTooLarge, fmt.Sprintf("send at most %d bytes of body", httpMaxRequestBody),
+		return nil, tool.Errorf(tool.CodeTooLarge, fmt.Sprintf("send at most %d bytes of body", httpMaxRequestBody),
 			"request body is %d bytes; the limit is %d", len(p.body), httpMaxRequestBody)
 	}
 	if a.Timeout != nil {
@@ -211,10 +211,10 @@ func httpPrepare(c *runtime.Call) (*httpPlan, *runtime.Error) {
 	return p, nil
 }
 
-// Needs implements runtime.Tool: the net need of the URL's canonical host
+// Needs implements tool.Tool: the net need of the URL's canonical host
 // and port. Redirect hops and resolved addresses are checked as the call
 // runs.
-func (t *HTTPTool) Needs(c *runtime.Call) ([]capability.Need, error) {
+func (t *HTTPTool) Needs(c *tool.Call) ([]capability.Need, error) {
 	p, err := httpPrepare(c)
 	if err != nil {
 		return nil, err
@@ -233,12 +233,12 @@ type httpPreview struct {
 	MaxRedirect int               `json:"max_redirects"`
 }
 
-// Preview implements runtime.Tool: the request that would be sent, and
+// Preview implements tool.Tool: the request that would be sent, and
 // nothing is sent (no DNS lookup either).
-func (t *HTTPTool) Preview(_ context.Context, c *runtime.Call) runtime.Outcome {
+func (t *HTTPTool) Preview(_ context.Context, c *tool.Call) tool.Outcome {
 	p, err := httpPrepare(c)
 	if err != nil {
-		return runtime.Outcome{Err: err}
+		return tool.Outcome{Err: err}
 	}
 	d := httpPreview{Method: p.method, URL: p.url.String(), Headers: map[string]string{}, BodyBytes: len(p.body),
 		TimeoutS: p.timeout.Seconds(), Need: p.need.String(), MaxRedirect: httpMaxRedirects}
@@ -254,7 +254,7 @@ func (t *HTTPTool) Preview(_ context.Context, c *runtime.Call) runtime.Outcome {
 		b.WriteString("  no body\n")
 	}
 	fmt.Fprintf(&b, "needs %s; timeout %s; up to %d redirects, each re-checked against the net grants; nothing was sent", p.need, p.timeout, httpMaxRedirects)
-	return runtime.Outcome{Output: b.String(), Data: d}
+	return tool.Outcome{Output: b.String(), Data: d}
 }
 
 // HTTPResponse is the http tool's data.
@@ -276,11 +276,11 @@ type HTTPResponse struct {
 	Redirects []httpHop `json:"redirects"`
 }
 
-// Run implements runtime.Tool.
-func (t *HTTPTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
+// Run implements tool.Tool.
+func (t *HTTPTool) Run(ctx context.Context, c *tool.Call) tool.Outcome {
 	p, rerr := httpPrepare(c)
 	if rerr != nil {
-		return runtime.Outcome{Err: rerr}
+		return tool.Outcome{Err: rerr}
 	}
 	g := &httpGuard{grants: c.Grants, workspace: c.Workspace, seams: t.net}
 	client := g.client()
@@ -294,7 +294,7 @@ func (t *HTTPTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
 	}
 	req, err := http.NewRequestWithContext(ctx, p.method, p.url.String(), body)
 	if err != nil {
-		return runtime.Fail(runtime.CodeInvalidInput, "", "cannot build the request: %v", err)
+		return tool.Fail(tool.CodeInvalidInput, "", "cannot build the request: %v", err)
 	}
 	req.Header = p.header.Clone()
 	if req.Header.Get("User-Agent") == "" {
@@ -303,12 +303,12 @@ func (t *HTTPTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
 	start := time.Now()
 	resp, err := client.Do(req)
 	if err != nil {
-		return runtime.Outcome{Err: httpClassify(err, c.Workspace, p.timeout)}
+		return tool.Outcome{Err: httpClassify(err, c.Workspace, p.timeout)}
 	}
 	defer resp.Body.Close()
 	raw, truncated, err := httpReadCapped(resp.Body, httpMaxBody)
 	if err != nil {
-		return runtime.Outcome{Err: httpClassify(err, c.Workspace, p.timeout)}
+		return tool.Outcome{Err: httpClassify(err, c.Workspace, p.timeout)}
 	}
 	elapsed := time.Since(start)
 
@@ -363,7 +363,7 @@ func (t *HTTPTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
 			fmt.Fprintf(&b, "\n… [body truncated: first %d bytes shown]", len(raw))
 		}
 	}
-	return runtime.Outcome{Output: b.String(), Data: out, Warnings: warnings}
+	return tool.Outcome{Output: b.String(), Data: out, Warnings: warnings}
 }
 
 // httpReadCapped reads at most max bytes of r and says whether there was

@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/wardenrt/warden/builtin/internal/netguard"
-	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // The guarded HTTP client shared by the http and search tools. Every request
@@ -89,10 +89,10 @@ func (e *httpRefusedError) Error() string { return e.msg }
 // host and port. Only http and https are accepted; user info is refused,
 // since `http://allowed@evil/` names the host evil. Errors are
 // INVALID_INPUT.
-func httpCanonicalURL(u *url.URL) (*url.URL, capability.Need, *runtime.Error) {
+func httpCanonicalURL(u *url.URL) (*url.URL, capability.Need, *tool.Error) {
 	const urlHint = "give an absolute http:// or https:// URL, such as https://example.com/path"
-	bad := func(hint, format string, args ...any) (*url.URL, capability.Need, *runtime.Error) {
-		return nil, capability.Need{}, runtime.Errorf(runtime.CodeInvalidInput, hint, format, args...)
+	bad := func(hint, format string, args ...any) (*url.URL, capability.Need, *tool.Error) {
+		return nil, capability.Need{}, tool.Errorf(tool.CodeInvalidInput, hint, format, args...)
 	}
 	scheme := strings.ToLower(u.Scheme)
 	if scheme != "http" && scheme != "https" {
@@ -225,46 +225,46 @@ func (g *httpGuard) control(ctx context.Context, network, address string, c sysc
 // httpClassify turns an error of the guarded client into a tool error:
 // CAPABILITY_DENIED for a refused hop or address (the hint names the grant),
 // TIMEOUT, or NETWORK_ERROR (connection, DNS, TLS, refused redirects).
-func httpClassify(err error, workspace string, timeout time.Duration) *runtime.Error {
+func httpClassify(err error, workspace string, timeout time.Duration) *tool.Error {
 	var denied *httpDeniedError
 	if errors.As(err, &denied) {
 		if h := denied.Need.Hint(workspace); h != "" {
-			e := runtime.NeedsGrants([]string{h}, "%s", denied.Error())
+			e := tool.NeedsGrants([]string{h}, "%s", denied.Error())
 			e.Hint += ", if that is intended"
 			return e
 		}
-		return runtime.Errorf(runtime.CodeCapabilityDenied, "the grants decide which hosts and addresses are reachable", "%s", denied.Error())
+		return tool.Errorf(tool.CodeCapabilityDenied, "the grants decide which hosts and addresses are reachable", "%s", denied.Error())
 	}
 	var refused *httpRefusedError
 	if errors.As(err, &refused) {
-		return runtime.Errorf(runtime.CodeNetworkError, refused.hint, "%s", refused.msg)
+		return tool.Errorf(tool.CodeNetworkError, refused.hint, "%s", refused.msg)
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
-		return runtime.Errorf(runtime.CodeTimeout, "raise timeout (at most 120 seconds) or try again later", "no complete answer within %s", timeout)
+		return tool.Errorf(tool.CodeTimeout, "raise timeout (at most 120 seconds) or try again later", "no complete answer within %s", timeout)
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
-		return runtime.Errorf(runtime.CodeTimeout, "raise timeout (at most 120 seconds) or try again later", "no complete answer within %s", timeout)
+		return tool.Errorf(tool.CodeTimeout, "raise timeout (at most 120 seconds) or try again later", "no complete answer within %s", timeout)
 	}
 	if errors.Is(err, context.Canceled) {
-		return runtime.Errorf(runtime.CodeNetworkError, "", "the request was cancelled")
+		return tool.Errorf(tool.CodeNetworkError, "", "the request was cancelled")
 	}
 	var certErr *tls.CertificateVerificationError
 	var unknownCA x509.UnknownAuthorityError
 	var hostErr x509.HostnameError
 	var invalid x509.CertificateInvalidError
 	if errors.As(err, &certErr) || errors.As(err, &unknownCA) || errors.As(err, &hostErr) || errors.As(err, &invalid) {
-		return runtime.Errorf(runtime.CodeNetworkError, "the server's certificate is not valid for this host or not signed by a trusted authority; warden never skips TLS verification",
+		return tool.Errorf(tool.CodeNetworkError, "the server's certificate is not valid for this host or not signed by a trusted authority; warden never skips TLS verification",
 			"TLS verification failed: %s", httpErrText(err))
 	}
 	var dnsErr *net.DNSError
 	if errors.As(err, &dnsErr) {
-		return runtime.Errorf(runtime.CodeNetworkError, "check the host name", "cannot resolve %s: %s", dnsErr.Name, dnsErr.Err)
+		return tool.Errorf(tool.CodeNetworkError, "check the host name", "cannot resolve %s: %s", dnsErr.Name, dnsErr.Err)
 	}
 	if errors.Is(err, syscall.ECONNREFUSED) {
-		return runtime.Errorf(runtime.CodeNetworkError, "check the host and port, and that the server is running", "%s", httpErrText(err))
+		return tool.Errorf(tool.CodeNetworkError, "check the host and port, and that the server is running", "%s", httpErrText(err))
 	}
-	return runtime.Errorf(runtime.CodeNetworkError, "check the URL and the network", "%s", httpErrText(err))
+	return tool.Errorf(tool.CodeNetworkError, "check the URL and the network", "%s", httpErrText(err))
 }
 
 // httpErrText is an error's text without net/http's `Get "url": ` prefix.

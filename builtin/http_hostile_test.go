@@ -11,15 +11,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // The hostile suite of the http tool: every way a request could reach a host
 // or an address its grants do not name, and every way a response could flood
 // the caller.
 
-func httpGet(t *testing.T, g *runtime.Gate, url string) runtime.Result {
+func httpGet(t *testing.T, g *gate.Gate, url string) tool.Result {
 	t.Helper()
 	return callTool(t, g, "http", httpArgsJSON(t, map[string]any{"method": "GET", "url": url, "timeout": 10}))
 }
@@ -32,7 +33,7 @@ func TestHTTPHostileRedirectToUngrantedHost(t *testing.T) {
 	})
 	g, _ := httpGate(t, httpNewTool(httpNewResolver(httpTestNames())), "net:allowed.test", "net:127.0.0.1")
 	res := httpGet(t, g, origin.at("allowed.test", "/"))
-	httpWantError(t, res, runtime.CodeCapabilityDenied, "redirect to evil.test refused", fmt.Sprintf("needs the grant net:evil.test:%d", evil.port))
+	httpWantError(t, res, tool.CodeCapabilityDenied, "redirect to evil.test refused", fmt.Sprintf("needs the grant net:evil.test:%d", evil.port))
 	if origin.hits.Load() != 1 || evil.hits.Load() != 0 {
 		t.Fatalf("origin %d, evil %d hits", origin.hits.Load(), evil.hits.Load())
 	}
@@ -55,7 +56,7 @@ func TestHTTPHostileRedirectToLoopback(t *testing.T) {
 	} {
 		t.Run(to, func(t *testing.T) {
 			res := httpGet(t, g, origin.at("allowed.test", "/?to="+to))
-			httpWantError(t, res, runtime.CodeCapabilityDenied, "refused", "needs the grant net:")
+			httpWantError(t, res, tool.CodeCapabilityDenied, "refused", "needs the grant net:")
 		})
 	}
 	if internal.hits.Load() != 0 {
@@ -81,7 +82,7 @@ func TestHTTPHostileRedirectToMetadata(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.to, func(t *testing.T) {
 			r := httpGet(t, g, origin.at("allowed.test", "/?to="+tc.to))
-			httpWantError(t, r, runtime.CodeCapabilityDenied, tc.msg, tc.hint)
+			httpWantError(t, r, tool.CodeCapabilityDenied, tc.msg, tc.hint)
 		})
 	}
 	if res.count("metadata.test") != 1 {
@@ -104,7 +105,7 @@ func TestHTTPHostileUserInfo(t *testing.T) {
 	} {
 		t.Run(u, func(t *testing.T) {
 			r := httpGet(t, g, u)
-			httpWantError(t, r, runtime.CodeInvalidInput, "user info", "Authorization")
+			httpWantError(t, r, tool.CodeInvalidInput, "user info", "Authorization")
 			if strings.Contains(u, "evil.test") && !strings.Contains(r.Error.Message, `its host is "evil.test"`) {
 				t.Errorf("message %q does not name the real host", r.Error.Message)
 			}
@@ -118,7 +119,7 @@ func TestHTTPHostileUserInfo(t *testing.T) {
 		http.Redirect(w, r, srv.at("allowed.test@evil.test", "/"), http.StatusFound)
 	})
 	r := httpGet(t, g, origin.at("allowed.test", "/"))
-	httpWantError(t, r, runtime.CodeNetworkError, "user info", "")
+	httpWantError(t, r, tool.CodeNetworkError, "user info", "")
 	if srv.hits.Load() != 0 || res.count("evil.test") != 0 {
 		t.Fatalf("server hits %d, evil.test lookups %d", srv.hits.Load(), res.count("evil.test"))
 	}
@@ -136,7 +137,7 @@ func TestHTTPHostileNumericIP(t *testing.T) {
 	for _, host := range spellings {
 		t.Run("denied/"+host, func(t *testing.T) {
 			r := httpGet(t, deny, srv.at(host, "/"))
-			httpWantError(t, r, runtime.CodeCapabilityDenied, fmt.Sprintf("net:127.0.0.1:%d", srv.port), fmt.Sprintf("needs the grant net:127.0.0.1:%d", srv.port))
+			httpWantError(t, r, tool.CodeCapabilityDenied, fmt.Sprintf("net:127.0.0.1:%d", srv.port), fmt.Sprintf("needs the grant net:127.0.0.1:%d", srv.port))
 		})
 	}
 	if srv.hits.Load() != 0 {
@@ -205,7 +206,7 @@ func TestHTTPHostileHeaderFlood(t *testing.T) {
 		}
 	})
 	g, _ := httpGate(t, httpNewTool(httpNewResolver(httpTestNames())), "net:allowed.test", "net:127.0.0.1")
-	httpWantError(t, httpGet(t, g, srv.at("allowed.test", "/")), runtime.CodeNetworkError, "headers exceeded", "")
+	httpWantError(t, httpGet(t, g, srv.at("allowed.test", "/")), tool.CodeNetworkError, "headers exceeded", "")
 }
 
 // A granted name that resolves to loopback (DNS rebinding to this machine)
@@ -215,7 +216,7 @@ func TestHTTPHostileRebindingToLoopback(t *testing.T) {
 	res := httpNewResolver(httpTestNames())
 	g, _ := httpGate(t, httpNewTool(res), "net:allowed.test", "net:*.test")
 	r := httpGet(t, g, srv.at("allowed.test", "/"))
-	httpWantError(t, r, runtime.CodeCapabilityDenied, "allowed.test port", "needs the grant net:127.0.0.1:")
+	httpWantError(t, r, tool.CodeCapabilityDenied, "allowed.test port", "needs the grant net:127.0.0.1:")
 	if !strings.Contains(r.Error.Message, "resolved to 127.0.0.1 (loopback)") {
 		t.Fatalf("message %q", r.Error.Message)
 	}
@@ -241,7 +242,7 @@ func TestHTTPHostileRebindingPerConnection(t *testing.T) {
 	res := httpNewResolver(names)
 	g, _ := httpGate(t, httpNewTool(res), "net:allowed.test", fmt.Sprintf("net:127.0.0.1:%d", srv.port))
 	r := httpGet(t, g, srv.at("allowed.test", "/first"))
-	httpWantError(t, r, runtime.CodeCapabilityDenied, "resolved to 10.1.2.3", "needs the grant net:10.1.2.3:")
+	httpWantError(t, r, tool.CodeCapabilityDenied, "resolved to 10.1.2.3", "needs the grant net:10.1.2.3:")
 	if srv.hits.Load() != 1 || res.count("allowed.test") != 2 {
 		t.Fatalf("hits %d lookups %d", srv.hits.Load(), res.count("allowed.test"))
 	}
@@ -255,12 +256,12 @@ func TestHTTPHostileSchemes(t *testing.T) {
 	g, _ := httpGate(t, httpNewTool(httpNewResolver(httpTestNames())), "net:*", "net:127.0.0.1")
 	for _, u := range []string{"file:///etc/passwd", "gopher://allowed.test:70/_stats", "ftp://allowed.test/", "dict://allowed.test:11211/", "javascript:alert(1)", "ws://allowed.test/"} {
 		t.Run(u, func(t *testing.T) {
-			httpWantError(t, httpGet(t, g, u), runtime.CodeInvalidInput, "not supported", "http://")
+			httpWantError(t, httpGet(t, g, u), tool.CodeInvalidInput, "not supported", "http://")
 		})
 	}
 	for _, to := range []string{"file:///etc/passwd", "gopher://allowed.test:70/_x"} {
 		t.Run("redirect to "+to, func(t *testing.T) {
-			httpWantError(t, httpGet(t, g, origin.at("allowed.test", "/?to="+to)), runtime.CodeNetworkError, "redirect refused", "")
+			httpWantError(t, httpGet(t, g, origin.at("allowed.test", "/?to="+to)), tool.CodeNetworkError, "redirect refused", "")
 		})
 	}
 }
@@ -271,7 +272,7 @@ func TestHTTPHostileRedirectLoop(t *testing.T) {
 		http.Redirect(w, r, "/loop", http.StatusFound)
 	})
 	g, _ := httpGate(t, httpNewTool(httpNewResolver(httpTestNames())), "net:allowed.test", "net:127.0.0.1")
-	httpWantError(t, httpGet(t, g, srv.at("allowed.test", "/loop")), runtime.CodeNetworkError, "stopped after 5 redirects", "final URL")
+	httpWantError(t, httpGet(t, g, srv.at("allowed.test", "/loop")), tool.CodeNetworkError, "stopped after 5 redirects", "final URL")
 	if n := srv.hits.Load(); n != httpMaxRedirects+1 {
 		t.Fatalf("server hits %d, want %d", n, httpMaxRedirects+1)
 	}
@@ -296,16 +297,16 @@ func TestHTTPHostileCredentialsAndHostHeader(t *testing.T) {
 	for _, name := range []string{"Host", "host", "Transfer-Encoding", "Content-Length", "Connection"} {
 		r := callTool(t, g, "http", httpArgsJSON(t, map[string]any{"method": "GET", "url": origin.at("allowed.test", "/"),
 			"headers": map[string]string{name: "evil.test"}}))
-		httpWantError(t, r, runtime.CodeInvalidInput, "cannot be set", "warden sets it")
+		httpWantError(t, r, tool.CodeInvalidInput, "cannot be set", "warden sets it")
 	}
 }
 
 // IPv6 loopback and zone identifiers are refused like IPv4 ones.
 func TestHTTPHostileIPv6(t *testing.T) {
 	g, _ := httpGate(t, httpNewTool(httpNewResolver(httpTestNames())), "net:*")
-	httpWantError(t, httpGet(t, g, "http://[::1]:8080/"), runtime.CodeCapabilityDenied, "net:[::1]:8080", "needs the grant net:[::1]:8080")
-	httpWantError(t, httpGet(t, g, "http://[fe80::1%25eth0]/"), runtime.CodeInvalidInput, "", "")
-	httpWantError(t, httpGet(t, g, "http://[fd00:ec2::254]/"), runtime.CodeCapabilityDenied, "fd00:ec2::254", "")
+	httpWantError(t, httpGet(t, g, "http://[::1]:8080/"), tool.CodeCapabilityDenied, "net:[::1]:8080", "needs the grant net:[::1]:8080")
+	httpWantError(t, httpGet(t, g, "http://[fe80::1%25eth0]/"), tool.CodeInvalidInput, "", "")
+	httpWantError(t, httpGet(t, g, "http://[fd00:ec2::254]/"), tool.CodeCapabilityDenied, "fd00:ec2::254", "")
 }
 
 // The dialer's Control check is the last line: whatever address reaches

@@ -19,7 +19,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // httpTestServer is a local server that counts the requests it gets.
@@ -123,7 +124,7 @@ func httpPolicy(grants ...string) string {
 }
 
 // httpGate is a gate over tool with the given grants.
-func httpGate(t testing.TB, tool runtime.Tool, grants ...string) (*runtime.Gate, *memAudit) {
+func httpGate(t testing.TB, tool tool.Tool, grants ...string) (*gate.Gate, *memAudit) {
 	t.Helper()
 	return newTestGate(t, httpPolicy(grants...), t.TempDir(), tool)
 }
@@ -137,7 +138,7 @@ func httpArgsJSON(t testing.TB, args map[string]any) string {
 	return string(b)
 }
 
-func httpResult(t testing.TB, res runtime.Result) HTTPResponse {
+func httpResult(t testing.TB, res tool.Result) HTTPResponse {
 	t.Helper()
 	if !res.Success {
 		t.Fatalf("call failed: %+v", res.Error)
@@ -151,7 +152,7 @@ func httpResult(t testing.TB, res runtime.Result) HTTPResponse {
 
 // httpWantError checks a failed result's code and that its message and
 // hint hold the given fragments.
-func httpWantError(t testing.TB, res runtime.Result, code runtime.Code, msgHas, hintHas string) {
+func httpWantError(t testing.TB, res tool.Result, code tool.Code, msgHas, hintHas string) {
 	t.Helper()
 	if res.Success || res.Error == nil {
 		t.Fatalf("want %s, got success: %s", code, res.Output)
@@ -210,9 +211,9 @@ func TestHTTPHappyPaths(t *testing.T) {
 	cases := []struct {
 		name  string
 		args  map[string]any
-		check func(t *testing.T, r runtime.Result, d HTTPResponse)
+		check func(t *testing.T, r tool.Result, d HTTPResponse)
 	}{
-		{"get text", map[string]any{"method": "GET", "url": srv.at("allowed.test", "/text")}, func(t *testing.T, r runtime.Result, d HTTPResponse) {
+		{"get text", map[string]any{"method": "GET", "url": srv.at("allowed.test", "/text")}, func(t *testing.T, r tool.Result, d HTTPResponse) {
 			if d.StatusCode != 200 || d.Body == nil || *d.Body != "hello, world" || d.JSON != nil || d.Truncated || d.BodyBytes != 12 {
 				t.Fatalf("%+v", d)
 			}
@@ -223,7 +224,7 @@ func TestHTTPHappyPaths(t *testing.T) {
 				t.Fatalf("output %q", r.Output)
 			}
 		}},
-		{"json response parsed, lower-case method", map[string]any{"method": "get", "url": srv.at("allowed.test", "/echo")}, func(t *testing.T, r runtime.Result, d HTTPResponse) {
+		{"json response parsed, lower-case method", map[string]any{"method": "get", "url": srv.at("allowed.test", "/echo")}, func(t *testing.T, r tool.Result, d HTTPResponse) {
 			var got map[string]any
 			if err := json.Unmarshal(d.JSON, &got); err != nil || d.Body != nil {
 				t.Fatalf("json %s body %v: %v", d.JSON, d.Body, err)
@@ -232,7 +233,7 @@ func TestHTTPHappyPaths(t *testing.T) {
 				t.Fatalf("%v", got)
 			}
 		}},
-		{"post json", map[string]any{"method": "POST", "url": srv.at("allowed.test", "/echo"), "json": map[string]any{"a": []int{1, 2}}}, func(t *testing.T, r runtime.Result, d HTTPResponse) {
+		{"post json", map[string]any{"method": "POST", "url": srv.at("allowed.test", "/echo"), "json": map[string]any{"a": []int{1, 2}}}, func(t *testing.T, r tool.Result, d HTTPResponse) {
 			var got map[string]any
 			json.Unmarshal(d.JSON, &got)
 			if got["method"] != "POST" || got["content_type"] != "application/json" || got["body"] != `{"a":[1,2]}` {
@@ -240,14 +241,14 @@ func TestHTTPHappyPaths(t *testing.T) {
 			}
 		}},
 		{"put data with headers", map[string]any{"method": "PUT", "url": srv.at("allowed.test", "/echo"), "data": "x=1&y=2",
-			"headers": map[string]string{"Content-Type": "application/x-www-form-urlencoded", "x-custom": "v1"}}, func(t *testing.T, r runtime.Result, d HTTPResponse) {
+			"headers": map[string]string{"Content-Type": "application/x-www-form-urlencoded", "x-custom": "v1"}}, func(t *testing.T, r tool.Result, d HTTPResponse) {
 			var got map[string]any
 			json.Unmarshal(d.JSON, &got)
 			if got["method"] != "PUT" || got["content_type"] != "application/x-www-form-urlencoded" || got["body"] != "x=1&y=2" || got["x_custom"] != "v1" {
 				t.Fatalf("%v", got)
 			}
 		}},
-		{"params added to the query", map[string]any{"method": "DELETE", "url": srv.at("allowed.test", "/echo?a=1#frag"), "params": map[string]string{"b": "2 3", "c": "&"}}, func(t *testing.T, r runtime.Result, d HTTPResponse) {
+		{"params added to the query", map[string]any{"method": "DELETE", "url": srv.at("allowed.test", "/echo?a=1#frag"), "params": map[string]string{"b": "2 3", "c": "&"}}, func(t *testing.T, r tool.Result, d HTTPResponse) {
 			var got map[string]any
 			json.Unmarshal(d.JSON, &got)
 			if got["method"] != "DELETE" || got["query"] != "a=1&b=2+3&c=%26" {
@@ -257,28 +258,28 @@ func TestHTTPHappyPaths(t *testing.T) {
 				t.Fatalf("final url %s", d.FinalURL)
 			}
 		}},
-		{"head", map[string]any{"method": "HEAD", "url": srv.at("allowed.test", "/text")}, func(t *testing.T, r runtime.Result, d HTTPResponse) {
+		{"head", map[string]any{"method": "HEAD", "url": srv.at("allowed.test", "/text")}, func(t *testing.T, r tool.Result, d HTTPResponse) {
 			if d.StatusCode != 200 || d.BodyBytes != 0 {
 				t.Fatalf("%+v", d)
 			}
 		}},
-		{"http error status is a result with a warning", map[string]any{"method": "GET", "url": srv.at("allowed.test", "/missing")}, func(t *testing.T, r runtime.Result, d HTTPResponse) {
+		{"http error status is a result with a warning", map[string]any{"method": "GET", "url": srv.at("allowed.test", "/missing")}, func(t *testing.T, r tool.Result, d HTTPResponse) {
 			if d.StatusCode != 404 || !strings.Contains(strings.Join(r.Warnings, "|"), "404 Not Found") {
 				t.Fatalf("%+v %v", d, r.Warnings)
 			}
 		}},
-		{"binary body as base64", map[string]any{"method": "GET", "url": srv.at("allowed.test", "/binary")}, func(t *testing.T, r runtime.Result, d HTTPResponse) {
+		{"binary body as base64", map[string]any{"method": "GET", "url": srv.at("allowed.test", "/binary")}, func(t *testing.T, r tool.Result, d HTTPResponse) {
 			raw, err := base64.StdEncoding.DecodeString(*d.Body)
 			if err != nil || d.BodyEncoding != "base64" || string(raw) != "\xff\x00\xfe\x01" || !strings.Contains(r.Output, "binary body: 4 bytes") {
 				t.Fatalf("%+v %v", d, err)
 			}
 		}},
-		{"invalid json body kept as text", map[string]any{"method": "GET", "url": srv.at("allowed.test", "/bad-json")}, func(t *testing.T, r runtime.Result, d HTTPResponse) {
+		{"invalid json body kept as text", map[string]any{"method": "GET", "url": srv.at("allowed.test", "/bad-json")}, func(t *testing.T, r tool.Result, d HTTPResponse) {
 			if d.JSON != nil || d.Body == nil || *d.Body != "{not json" {
 				t.Fatalf("%+v", d)
 			}
 		}},
-		{"redirect to a granted host followed", map[string]any{"method": "GET", "url": srv.at("allowed.test", "/go-other"), "timeout": 5}, func(t *testing.T, r runtime.Result, d HTTPResponse) {
+		{"redirect to a granted host followed", map[string]any{"method": "GET", "url": srv.at("allowed.test", "/go-other"), "timeout": 5}, func(t *testing.T, r tool.Result, d HTTPResponse) {
 			want := srv.at("other.test", "/text")
 			if d.StatusCode != 200 || d.FinalURL != want || len(d.Redirects) != 1 || d.Redirects[0].URL != want || d.Redirects[0].StatusCode != 302 {
 				t.Fatalf("%+v", d)
@@ -315,31 +316,31 @@ func TestHTTPErrors(t *testing.T) {
 
 	cases := []struct {
 		name          string
-		gate          *runtime.Gate
+		gate          *gate.Gate
 		args          map[string]any
-		code          runtime.Code
+		code          tool.Code
 		msgHas, hintH string
 	}{
-		{"ftp scheme", g, map[string]any{"method": "GET", "url": "ftp://allowed.test/x"}, runtime.CodeInvalidInput, `scheme "ftp"`, "http://"},
-		{"relative URL", g, map[string]any{"method": "GET", "url": "/etc/passwd"}, runtime.CodeInvalidInput, "no scheme", ""},
-		{"no host", g, map[string]any{"method": "GET", "url": "http:///x"}, runtime.CodeInvalidInput, "no host", ""},
-		{"unparsable URL", g, map[string]any{"method": "GET", "url": "http://[::1"}, runtime.CodeInvalidInput, "invalid URL", ""},
-		{"invalid host", g, map[string]any{"method": "GET", "url": "http://a..b/"}, runtime.CodeInvalidInput, "not a valid host", ""},
-		{"method TRACE", g, map[string]any{"method": "TRACE", "url": srv.URL}, runtime.CodeInvalidInput, "TRACE", "GET"},
-		{"method CONNECT", g, map[string]any{"method": "CONNECT", "url": srv.URL}, runtime.CodeInvalidInput, "CONNECT", ""},
-		{"json and data", g, map[string]any{"method": "POST", "url": srv.URL, "json": 1, "data": "x"}, runtime.CodeInvalidInput, "both", "either"},
-		{"host header", g, map[string]any{"method": "GET", "url": srv.URL, "headers": map[string]string{"host": "evil.test"}}, runtime.CodeInvalidInput, "Host", ""},
-		{"duplicate header", g, map[string]any{"method": "GET", "url": srv.URL, "headers": map[string]string{"x-a": "1", "X-A": "2"}}, runtime.CodeInvalidInput, "given twice", ""},
-		{"header injection", g, map[string]any{"method": "GET", "url": srv.URL, "headers": map[string]string{"X-A": "a\r\nX-B: b"}}, runtime.CodeInvalidInput, "control character", ""},
-		{"unknown field", g, map[string]any{"method": "GET", "url": srv.URL, "verify": false}, runtime.CodeInvalidInput, "verify", ""},
-		{"timeout too long", g, map[string]any{"method": "GET", "url": srv.URL, "timeout": 121}, runtime.CodeInvalidInput, "timeout", ""},
-		{"request body too large", g, map[string]any{"method": "POST", "url": srv.URL, "data": big}, runtime.CodeTooLarge, "request body", ""},
-		{"no grant", g, map[string]any{"method": "GET", "url": "https://api.example.org/v1"}, runtime.CodeCapabilityDenied, "net:api.example.org:443", "needs the grant net:api.example.org:443"},
-		{"policy rule", denyAll, map[string]any{"method": "GET", "url": srv.at("allowed.test", "/")}, runtime.CodePolicyDenied, "denied", ""},
-		{"connection refused", g, map[string]any{"method": "GET", "url": closedURL}, runtime.CodeNetworkError, "refused", ""},
-		{"dns failure", g, map[string]any{"method": "GET", "url": "http://nowhere.test/"}, runtime.CodeNetworkError, "cannot resolve nowhere.test", "host name"},
-		{"tls unknown authority", g, map[string]any{"method": "GET", "url": tlsSrv.URL}, runtime.CodeNetworkError, "TLS verification failed", "never skips"},
-		{"timeout", g, map[string]any{"method": "GET", "url": hang.at("allowed.test", "/"), "timeout": 0.2}, runtime.CodeTimeout, "within 200ms", "raise timeout"},
+		{"ftp scheme", g, map[string]any{"method": "GET", "url": "ftp://allowed.test/x"}, tool.CodeInvalidInput, `scheme "ftp"`, "http://"},
+		{"relative URL", g, map[string]any{"method": "GET", "url": "/etc/passwd"}, tool.CodeInvalidInput, "no scheme", ""},
+		{"no host", g, map[string]any{"method": "GET", "url": "http:///x"}, tool.CodeInvalidInput, "no host", ""},
+		{"unparsable URL", g, map[string]any{"method": "GET", "url": "http://[::1"}, tool.CodeInvalidInput, "invalid URL", ""},
+		{"invalid host", g, map[string]any{"method": "GET", "url": "http://a..b/"}, tool.CodeInvalidInput, "not a valid host", ""},
+		{"method TRACE", g, map[string]any{"method": "TRACE", "url": srv.URL}, tool.CodeInvalidInput, "TRACE", "GET"},
+		{"method CONNECT", g, map[string]any{"method": "CONNECT", "url": srv.URL}, tool.CodeInvalidInput, "CONNECT", ""},
+		{"json and data", g, map[string]any{"method": "POST", "url": srv.URL, "json": 1, "data": "x"}, tool.CodeInvalidInput, "both", "either"},
+		{"host header", g, map[string]any{"method": "GET", "url": srv.URL, "headers": map[string]string{"host": "evil.test"}}, tool.CodeInvalidInput, "Host", ""},
+		{"duplicate header", g, map[string]any{"method": "GET", "url": srv.URL, "headers": map[string]string{"x-a": "1", "X-A": "2"}}, tool.CodeInvalidInput, "given twice", ""},
+		{"header injection", g, map[string]any{"method": "GET", "url": srv.URL, "headers": map[string]string{"X-A": "a\r\nX-B: b"}}, tool.CodeInvalidInput, "control character", ""},
+		{"unknown field", g, map[string]any{"method": "GET", "url": srv.URL, "verify": false}, tool.CodeInvalidInput, "verify", ""},
+		{"timeout too long", g, map[string]any{"method": "GET", "url": srv.URL, "timeout": 121}, tool.CodeInvalidInput, "timeout", ""},
+		{"request body too large", g, map[string]any{"method": "POST", "url": srv.URL, "data": big}, tool.CodeTooLarge, "request body", ""},
+		{"no grant", g, map[string]any{"method": "GET", "url": "https://api.example.org/v1"}, tool.CodeCapabilityDenied, "net:api.example.org:443", "needs the grant net:api.example.org:443"},
+		{"policy rule", denyAll, map[string]any{"method": "GET", "url": srv.at("allowed.test", "/")}, tool.CodePolicyDenied, "denied", ""},
+		{"connection refused", g, map[string]any{"method": "GET", "url": closedURL}, tool.CodeNetworkError, "refused", ""},
+		{"dns failure", g, map[string]any{"method": "GET", "url": "http://nowhere.test/"}, tool.CodeNetworkError, "cannot resolve nowhere.test", "host name"},
+		{"tls unknown authority", g, map[string]any{"method": "GET", "url": tlsSrv.URL}, tool.CodeNetworkError, "TLS verification failed", "never skips"},
+		{"timeout", g, map[string]any{"method": "GET", "url": hang.at("allowed.test", "/"), "timeout": 0.2}, tool.CodeTimeout, "within 200ms", "raise timeout"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -359,8 +360,8 @@ func TestHTTPTLSVerifiedWithInjectedCA(t *testing.T) {
 	srv := httpServeTLS(t, httpEcho)
 	pool := x509.NewCertPool()
 	pool.AddCert(srv.Certificate())
-	tool := &HTTPTool{net: httpSeams{resolve: httpNewResolver(httpTestNames()).resolve, rootCAs: pool}}
-	g, _ := httpGate(t, tool, "net:example.com", "net:allowed.test", fmt.Sprintf("net:127.0.0.1:%d", srv.port))
+	toolName := &HTTPTool{net: httpSeams{resolve: httpNewResolver(httpTestNames()).resolve, rootCAs: pool}}
+	g, _ := httpGate(t, toolName, "net:example.com", "net:allowed.test", fmt.Sprintf("net:127.0.0.1:%d", srv.port))
 
 	// Trusted CA, name in the certificate (by IP and by name).
 	for _, u := range []string{srv.URL + "/ip", srv.at("example.com", "/name")} {
@@ -371,7 +372,7 @@ func TestHTTPTLSVerifiedWithInjectedCA(t *testing.T) {
 	}
 	// Trusted CA, but the certificate does not name allowed.test.
 	res := callTool(t, g, "http", httpArgsJSON(t, map[string]any{"method": "GET", "url": srv.at("allowed.test", "/")}))
-	httpWantError(t, res, runtime.CodeNetworkError, "TLS verification failed", "never skips")
+	httpWantError(t, res, tool.CodeNetworkError, "TLS verification failed", "never skips")
 	if n := srv.hits.Load(); n != 2 {
 		t.Fatalf("server hits %d, want 2", n)
 	}
@@ -383,7 +384,7 @@ func TestHTTPDryRun(t *testing.T) {
 	ws := t.TempDir()
 	g, _ := newTestGate(t, httpPolicy("net:allowed.test", "net:127.0.0.1"), ws, httpNewTool(res))
 	before := treeChecksum(t, ws)
-	r := callToolReq(t, g, runtime.Request{Tool: "http", DryRun: true, Principal: []string{"test"}, Args: json.RawMessage(httpArgsJSON(t, map[string]any{
+	r := callToolReq(t, g, gate.Request{Tool: "http", DryRun: true, Principal: []string{"test"}, Args: json.RawMessage(httpArgsJSON(t, map[string]any{
 		"method": "post", "url": srv.at("ALLOWED.test.", "/items?x=1"), "params": map[string]string{"y": "2"},
 		"json": map[string]any{"name": "n"}, "headers": map[string]string{"X-Custom": "v"}, "timeout": 7,
 	}))})
@@ -428,10 +429,10 @@ func TestHTTPRedactsSecrets(t *testing.T) {
 	}
 	assertNoSecret(t, res, audit, secret)
 
-	dry := callToolReq(t, g, runtime.Request{Tool: "http", DryRun: true, Args: json.RawMessage(args), Principal: []string{"test"}})
+	dry := callToolReq(t, g, gate.Request{Tool: "http", DryRun: true, Args: json.RawMessage(args), Principal: []string{"test"}})
 	assertNoSecret(t, dry, audit, secret)
 	denied := callTool(t, g, "http", httpArgsJSON(t, map[string]any{"method": "GET", "url": "http://ungranted.test/?token=" + secret}))
-	httpWantError(t, denied, runtime.CodeCapabilityDenied, "", "")
+	httpWantError(t, denied, tool.CodeCapabilityDenied, "", "")
 	assertNoSecret(t, denied, audit, secret)
 }
 
@@ -469,7 +470,7 @@ func TestHTTPSpecAndConstructor(t *testing.T) {
 	if len(tools) != 2 || tools[0].Spec().Name != "http" || tools[1].Spec().Name != "search" {
 		t.Fatalf("%v", tools)
 	}
-	reg := runtime.NewRegistry()
+	reg := gate.NewRegistry()
 	if err := reg.Register(tools...); err != nil {
 		t.Fatal(err)
 	}

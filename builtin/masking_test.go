@@ -10,8 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
 	"github.com/wardenrt/warden/runtime/redact"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // Masks out, originals back: the gate masks the secrets of every result
@@ -31,7 +32,7 @@ var reMask = regexp.MustCompile(`\[REDACTED:[a-z0-9-]+:[0-9a-f]{4,16}\]`)
 
 // mkSetup returns a workspace holding .env, and a gate over the fs, git,
 // shell and config tools with read and write grants on it.
-func mkSetup(t *testing.T, grants ...string) (string, *runtime.Gate, *memAudit) {
+func mkSetup(t *testing.T, grants ...string) (string, *gate.Gate, *memAudit) {
 	t.Helper()
 	ws, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -74,17 +75,17 @@ func mkRead(t *testing.T, ws, rel string) string {
 }
 
 // mkCall calls a tool in the run whose vault is v (nil: a call of its own).
-func mkCall(t *testing.T, g *runtime.Gate, v *runtime.Vault, tool string, args any) runtime.Result {
+func mkCall(t *testing.T, g *gate.Gate, v *tool.Vault, tool string, args any) tool.Result {
 	t.Helper()
 	raw, err := json.Marshal(args)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return callToolReq(t, g, runtime.Request{Tool: tool, Args: raw, Principal: []string{"test"}, Vault: v})
+	return callToolReq(t, g, gate.Request{Tool: tool, Args: raw, Principal: []string{"test"}, Vault: v})
 }
 
 // mkNoSecret fails if a secret is in the result or any audit record.
-func mkNoSecret(t *testing.T, res runtime.Result, audit *memAudit) {
+func mkNoSecret(t *testing.T, res tool.Result, audit *memAudit) {
 	t.Helper()
 	blob, _ := json.Marshal(res)
 	for _, s := range mkSecrets {
@@ -97,7 +98,7 @@ func mkNoSecret(t *testing.T, res runtime.Result, audit *memAudit) {
 	}
 }
 
-func mkWarning(res runtime.Result) string {
+func mkWarning(res tool.Result) string {
 	for _, w := range res.Warnings {
 		if strings.HasPrefix(w, "secrets masked: ") {
 			return w
@@ -106,9 +107,9 @@ func mkWarning(res runtime.Result) string {
 	return ""
 }
 
-func mkRefused(t *testing.T, res runtime.Result, mask string) {
+func mkRefused(t *testing.T, res tool.Result, mask string) {
 	t.Helper()
-	if res.Success || res.Error == nil || res.Error.Code != runtime.CodeInvalidInput {
+	if res.Success || res.Error == nil || res.Error.Code != tool.CodeInvalidInput {
 		t.Fatalf("want INVALID_INPUT, got success=%v error=%+v", res.Success, res.Error)
 	}
 	t.Logf("refused: %s (%s)", res.Error.Message, res.Error.Hint)
@@ -124,7 +125,7 @@ func TestMaskCodeRoundTrip(t *testing.T) {
 		"\tc := client{apiKey: cfg.APIKey, token: token}\n\ths.masterSecret = masterFromPreMasterSecret(c, hs.preMasterSecret)\n" +
 		"\treq.Header.Set(\"Authorization\", fmt.Sprintf(\"Bearer %s\", token))\n}\n\nconst envMCPToken = \"WARDEN_MCP_TOKEN\"\n"
 	mkWrite(t, ws, "demo.go", code)
-	v := runtime.NewVault()
+	v := tool.NewVault()
 	res := mkCall(t, g, v, "fs_read", map[string]any{"path": "demo.go"})
 	fsWantOK(t, res)
 	if res.Output != code || mkWarning(res) != "" {
@@ -141,7 +142,7 @@ func TestMaskCodeRoundTrip(t *testing.T) {
 // result ever held them.
 func TestMaskEnvRoundTrip(t *testing.T) {
 	ws, g, audit := mkSetup(t)
-	v := runtime.NewVault()
+	v := tool.NewVault()
 	res := mkCall(t, g, v, "fs_read", map[string]any{"path": ".env"})
 	fsWantOK(t, res)
 	mkNoSecret(t, res, audit)
@@ -163,7 +164,7 @@ func TestMaskEnvRoundTrip(t *testing.T) {
 
 	edited := strings.Replace(res.Output, "DEBUG=false", "DEBUG=true", 1)
 	// A dry run shows the diff, masked.
-	dry := callToolReq(t, g, runtime.Request{Tool: "fs_write", Args: mkJSON(t, map[string]any{"path": ".env", "content": edited}),
+	dry := callToolReq(t, g, gate.Request{Tool: "fs_write", Args: mkJSON(t, map[string]any{"path": ".env", "content": edited}),
 		Principal: []string{"test"}, Vault: v, DryRun: true})
 	fsWantOK(t, dry)
 	mkNoSecret(t, dry, audit)
@@ -200,7 +201,7 @@ func mkJSON(t *testing.T, v any) json.RawMessage {
 // written.
 func TestMaskRefusals(t *testing.T) {
 	ws, g, audit := mkSetup(t)
-	v := runtime.NewVault()
+	v := tool.NewVault()
 	res := mkCall(t, g, v, "fs_read", map[string]any{"path": ".env"})
 	masks := reMask.FindAllString(res.Output, -1)
 	if len(masks) != 3 {
@@ -215,7 +216,7 @@ func TestMaskRefusals(t *testing.T) {
 	otherKind := "[REDACTED:password:" + id + "]"
 	for _, tt := range []struct {
 		name  string
-		v     *runtime.Vault
+		v     *tool.Vault
 		tool  string
 		args  map[string]any
 		mask  string
@@ -223,7 +224,7 @@ func TestMaskRefusals(t *testing.T) {
 	}{
 		{"unknown id", v, "fs_write", map[string]any{"path": ".env", "content": "GITHUB_TOKEN=" + unknown + "\n"}, unknown, ".env"},
 		{"another kind", v, "fs_write", map[string]any{"path": ".env", "content": "GITHUB_TOKEN=" + otherKind + "\n"}, otherKind, ".env"},
-		{"another run", runtime.NewVault(), "fs_write", map[string]any{"path": ".env", "content": "GITHUB_TOKEN=" + gh + "\n"}, gh, ".env"},
+		{"another run", tool.NewVault(), "fs_write", map[string]any{"path": ".env", "content": "GITHUB_TOKEN=" + gh + "\n"}, gh, ".env"},
 		{"no run (warden call)", nil, "fs_write", map[string]any{"path": ".env", "content": "GITHUB_TOKEN=" + gh + "\n"}, gh, ".env"},
 		{"another file", v, "fs_write", map[string]any{"path": "public.txt", "content": "token " + gh + "\n"}, gh, "public.txt"},
 		{"in a path", v, "fs_write", map[string]any{"path": "x-" + gh + ".txt", "content": "x"}, gh, ""},
@@ -262,7 +263,7 @@ func readIfExists(p string) (string, bool) {
 // and new) keeps its secret.
 func TestMaskModifyConfigRoundTrip(t *testing.T) {
 	ws, g, audit := mkSetup(t)
-	v := runtime.NewVault()
+	v := tool.NewVault()
 	res := mkCall(t, g, v, "read_config", map[string]any{"path": ".env"})
 	fsWantOK(t, res)
 	mkNoSecret(t, res, audit)
@@ -304,7 +305,7 @@ func TestMaskGitPatchRoundTrip(t *testing.T) {
 	changed := "APP=demo\nDEBUG=true\nGITHUB_TOKEN=" + mkGH + "\n"
 	mkWrite(t, ws, ".env", changed)
 
-	v := runtime.NewVault()
+	v := tool.NewVault()
 	diff := mkCall(t, g, v, "git_diff", map[string]any{})
 	gitWantOK(t, diff)
 	mkNoSecret(t, diff, audit)
@@ -342,7 +343,7 @@ func TestMaskGitPatchRoundTrip(t *testing.T) {
 // is refused.
 func TestMaskShellRoundTrip(t *testing.T) {
 	ws, g, audit := mkSetup(t, "exec:git")
-	v := runtime.NewVault()
+	v := tool.NewVault()
 	res := mkCall(t, g, v, "shell", map[string]any{"command": "cat .env"})
 	fsWantOK(t, res)
 	mkNoSecret(t, res, audit)
@@ -389,7 +390,7 @@ func TestMaskShellInjection(t *testing.T) {
 	key := "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA1c7\nEOF\ntouch pwned\n-----END RSA PRIVATE KEY-----"
 	mkWrite(t, ws, "key.pem", key+"\n")
 	mkWrite(t, ws, "db.yaml", "password: it's-a-s3cret\n")
-	v := runtime.NewVault()
+	v := tool.NewVault()
 	for _, tt := range []struct{ file, command string }{
 		{"key.pem", "cat > key.pem <<EOF\n%s\nEOF\n"},
 		{"db.yaml", "echo 'password: %s' > db.yaml"},
@@ -420,7 +421,7 @@ func TestMaskLiteralText(t *testing.T) {
 	ws, g, _ := mkSetup(t)
 	doc := "A mask looks like [REDACTED:aws-access-key:3f9a] in a result.\n"
 	mkWrite(t, ws, "doc.md", doc)
-	v := runtime.NewVault()
+	v := tool.NewVault()
 	res := mkCall(t, g, v, "fs_read", map[string]any{"path": "doc.md"})
 	if res.Output != doc || mkWarning(res) != "" {
 		t.Fatalf("output %q warnings %q", res.Output, res.Warnings)
@@ -437,7 +438,7 @@ func TestMaskLiteralText(t *testing.T) {
 // its file as it was.
 func TestMaskTextWarned(t *testing.T) {
 	ws, g, _ := mkSetup(t)
-	v := runtime.NewVault()
+	v := tool.NewVault()
 	env := mkCall(t, g, v, "fs_read", map[string]any{"path": ".env"})
 	refs := redact.FindMasks(env.Output)
 	if len(refs) != 3 {
@@ -464,8 +465,8 @@ func TestMaskTextWarned(t *testing.T) {
 // so — unless the file held it already (a document about redaction).
 func TestMaskPlainWritten(t *testing.T) {
 	ws, g, _ := mkSetup(t)
-	v := runtime.NewVault()
-	plainWarning := func(res runtime.Result) string {
+	v := tool.NewVault()
+	plainWarning := func(res tool.Result) string {
 		for _, w := range res.Warnings {
 			if strings.HasPrefix(w, "plain [REDACTED] written: ") {
 				return w
@@ -488,7 +489,7 @@ func TestMaskPlainWritten(t *testing.T) {
 		t.Fatalf("a warning for text the file held: %q", w)
 	}
 	// A dry run says so before anything is written.
-	res = callToolReq(t, g, runtime.Request{Tool: "fs_write", Args: json.RawMessage(`{"path":"b.env","content":"X=[REDACTED]\n"}`),
+	res = callToolReq(t, g, gate.Request{Tool: "fs_write", Args: json.RawMessage(`{"path":"b.env","content":"X=[REDACTED]\n"}`),
 		Principal: []string{"test"}, Vault: v, DryRun: true})
 	if w := plainWarning(res); !res.DryRun || !strings.HasPrefix(w, "plain [REDACTED] written: 1 in b.env.") {
 		t.Fatalf("dry run %+v", res)
@@ -510,14 +511,14 @@ func TestMaskPlainWritten(t *testing.T) {
 func TestMaskRestoredNeverEchoed(t *testing.T) {
 	ws, g, audit := mkSetup(t)
 	mkWrite(t, ws, "app.env", "DB_PASSWORD=pw-9f8e7d\nLOG=info\n")
-	v := runtime.NewVault()
+	v := tool.NewVault()
 	res := mkCall(t, g, v, "read_config", map[string]any{"path": "app.env"})
 	m := reMask.FindString(res.Output)
 	if m == "" {
 		t.Fatalf("not masked: %s", res.Output)
 	}
 	stale := mkCall(t, g, v, "modify_config", map[string]any{"path": "app.env", "changes": []map[string]any{{"line": 2, "old": m, "new": "x"}}})
-	if stale.Success || stale.Error == nil || stale.Error.Code != runtime.CodePatchRejected {
+	if stale.Success || stale.Error == nil || stale.Error.Code != tool.CodePatchRejected {
 		t.Fatalf("%+v", stale)
 	}
 	blob, _ := json.Marshal(stale)

@@ -21,16 +21,17 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 
-	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/gate"
 	"github.com/wardenrt/warden/runtime/pathrule"
 	"github.com/wardenrt/warden/runtime/redact"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // The memory family: write_memory and query_memory over the
 // owner's namespaced notes, get_context over an index of the workspace's
 // text files, and prime_context / clear_context for the per-run context the
-// agent loop puts into the prompt. All of it lives in runtime.Memory (the
+// agent loop puts into the prompt. All of it lives in gate.Memory (the
 // store, adapted by cmd).
 //
 // Namespaces. User namespaces are 1-128 bytes of letters, digits, '.', '_',
@@ -76,8 +77,8 @@ import (
 
 // MemoryTools returns the memory family: write_memory, query_memory,
 // get_context, prime_context and clear_context, over mem.
-func MemoryTools(mem runtime.Memory) []runtime.Tool {
-	return []runtime.Tool{
+func MemoryTools(mem gate.Memory) []tool.Tool {
+	return []tool.Tool{
 		&memoryWriteTool{mem}, &memoryQueryTool{mem}, &memoryGetContextTool{mem},
 		&memoryPrimeTool{mem}, &memoryClearTool{mem},
 	}
@@ -104,26 +105,26 @@ const (
 // ------------------------------------------------------------- namespaces
 
 // memoryCheckNS validates a user namespace (literal, not reserved).
-func memoryCheckNS(ns string) *runtime.Error {
+func memoryCheckNS(ns string) *tool.Error {
 	const hint = "use 1-128 letters, digits, '.', '_', '-' and '/' starting with a letter or digit (e.g. notes or project/todo)"
 	switch {
 	case strings.HasPrefix(ns, "_"):
-		return runtime.Errorf(runtime.CodeInvalidInput, "namespaces starting with _ are warden's own; choose another",
+		return tool.Errorf(tool.CodeInvalidInput, "namespaces starting with _ are warden's own; choose another",
 			"namespace %q is reserved", ns)
 	case ns == "" || len(ns) > memoryMaxNSBytes:
-		return runtime.Errorf(runtime.CodeInvalidInput, hint, "namespace must be 1-%d bytes", memoryMaxNSBytes)
+		return tool.Errorf(tool.CodeInvalidInput, hint, "namespace must be 1-%d bytes", memoryMaxNSBytes)
 	}
 	for i, r := range ns {
 		ok := r < utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune("._-/", r))
 		if !ok || (i == 0 && !unicode.IsLetter(r) && !unicode.IsDigit(r)) {
-			return runtime.Errorf(runtime.CodeInvalidInput, hint, "namespace %q has an invalid character at byte %d", askShow(ns, false), i)
+			return tool.Errorf(tool.CodeInvalidInput, hint, "namespace %q has an invalid character at byte %d", askShow(ns, false), i)
 		}
 	}
 	if strings.Contains(ns, "//") || strings.HasSuffix(ns, "/") || strings.Contains(ns, "/.") {
-		return runtime.Errorf(runtime.CodeInvalidInput, hint, "namespace %q has an empty or dot segment", ns)
+		return tool.Errorf(tool.CodeInvalidInput, hint, "namespace %q has an empty or dot segment", ns)
 	}
 	if redact.Contains(ns) {
-		return runtime.Errorf(runtime.CodeInvalidInput, "choose a namespace that is not a secret", "the namespace looks like a secret")
+		return tool.Errorf(tool.CodeInvalidInput, "choose a namespace that is not a secret", "the namespace looks like a secret")
 	}
 	return nil
 }
@@ -132,27 +133,27 @@ func memoryCheckNS(ns string) *runtime.Error {
 func memoryIsGlob(s string) bool { return strings.ContainsAny(s, "*?[]{}") }
 
 // memoryCheckGlob validates a namespace glob.
-func memoryCheckGlob(g string) *runtime.Error {
+func memoryCheckGlob(g string) *tool.Error {
 	if strings.HasPrefix(g, "_") {
-		return runtime.Errorf(runtime.CodeInvalidInput, "namespaces starting with _ are warden's own; get_context searches the workspace index",
+		return tool.Errorf(tool.CodeInvalidInput, "namespaces starting with _ are warden's own; get_context searches the workspace index",
 			"namespace pattern %q names reserved namespaces", g)
 	}
 	if len(g) > memoryMaxNSBytes || strings.ContainsFunc(g, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) || r == '\\' }) ||
 		!doublestar.ValidatePattern(g) {
-		return runtime.Errorf(runtime.CodeInvalidInput, "write a glob such as notes/* or project/**", "invalid namespace pattern %q", askShow(g, false))
+		return tool.Errorf(tool.CodeInvalidInput, "write a glob such as notes/* or project/**", "invalid namespace pattern %q", askShow(g, false))
 	}
 	return nil
 }
 
 // memoryCheckKey validates a key.
-func memoryCheckKey(key string) *runtime.Error {
+func memoryCheckKey(key string) *tool.Error {
 	switch {
 	case key == "" || len(key) > memoryMaxKeyBytes:
-		return runtime.Errorf(runtime.CodeInvalidInput, "use a key of 1-256 bytes", "key must be 1-%d bytes", memoryMaxKeyBytes)
+		return tool.Errorf(tool.CodeInvalidInput, "use a key of 1-256 bytes", "key must be 1-%d bytes", memoryMaxKeyBytes)
 	case !utf8.ValidString(key) || strings.ContainsFunc(key, func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }):
-		return runtime.Errorf(runtime.CodeInvalidInput, "use printable text for the key", "key holds control characters or invalid UTF-8")
+		return tool.Errorf(tool.CodeInvalidInput, "use printable text for the key", "key holds control characters or invalid UTF-8")
 	case redact.Contains(key):
-		return runtime.Errorf(runtime.CodeInvalidInput, "choose a key that is not a secret (values are redacted, keys are not)", "the key looks like a secret")
+		return tool.Errorf(tool.CodeInvalidInput, "choose a key that is not a secret (values are redacted, keys are not)", "the key looks like a secret")
 	}
 	return nil
 }
@@ -169,18 +170,18 @@ func memoryFilesNS(ws string) (text, state string) {
 }
 
 // memoryContextNS is the namespace of a run's primed context.
-func memoryContextNS(runID string) string { return runtime.ContextNamespace(runID) }
+func memoryContextNS(runID string) string { return gate.ContextNamespace(runID) }
 
 // memoryStoreErr turns a Memory failure into a result.
-func memoryStoreErr(op string, err error) *runtime.Error {
+func memoryStoreErr(op string, err error) *tool.Error {
 	if errors.Is(err, context.DeadlineExceeded) {
-		return runtime.Errorf(runtime.CodeTimeout, "retry with more time", "%s: %v", op, err)
+		return tool.Errorf(tool.CodeTimeout, "retry with more time", "%s: %v", op, err)
 	}
-	return runtime.Errorf(runtime.CodeToolError, "check the store with `warden memory ls`; another warden may hold it", "%s: %v", op, err)
+	return tool.Errorf(tool.CodeToolError, "check the store with `warden memory ls`; another warden may hold it", "%s: %v", op, err)
 }
 
-func memoryNoStore() *runtime.Error {
-	return runtime.Errorf(runtime.CodeToolError, "this warden was built without a memory store", "memory is not available")
+func memoryNoStore() *tool.Error {
+	return tool.Errorf(tool.CodeToolError, "this warden was built without a memory store", "memory is not available")
 }
 
 // memoryOneLine shortens a value to one line for Output.
@@ -191,9 +192,9 @@ func memoryOneLine(s string, n int) string {
 
 // ------------------------------------------------------------ write_memory
 
-type memoryWriteTool struct{ mem runtime.Memory }
+type memoryWriteTool struct{ mem gate.Memory }
 
-var _ runtime.Tool = (*memoryWriteTool)(nil)
+var _ tool.Tool = (*memoryWriteTool)(nil)
 
 var memoryWriteSchema = json.RawMessage(`{
   "type": "object",
@@ -206,8 +207,8 @@ var memoryWriteSchema = json.RawMessage(`{
   "additionalProperties": false
 }`)
 
-func (t *memoryWriteTool) Spec() runtime.Spec {
-	return runtime.Spec{
+func (t *memoryWriteTool) Spec() tool.Spec {
+	return tool.Spec{
 		Name: "write_memory",
 		Description: "Store a text entry in warden's memory under namespace/key, replacing an existing entry (with a warning). " +
 			"Secrets in the value are masked before it is stored. Needs memory.write:<namespace>.",
@@ -222,10 +223,10 @@ type memoryWriteArgs struct {
 	Namespace *string `json:"namespace"`
 }
 
-func (t *memoryWriteTool) parse(c *runtime.Call) (memoryWriteArgs, string, *runtime.Error) {
+func (t *memoryWriteTool) parse(c *tool.Call) (memoryWriteArgs, string, *tool.Error) {
 	var a memoryWriteArgs
 	if err := c.Bind(&a); err != nil {
-		return a, "", runtime.AsError(err)
+		return a, "", tool.AsError(err)
 	}
 	ns := memoryDefaultNS
 	if a.Namespace != nil {
@@ -238,14 +239,14 @@ func (t *memoryWriteTool) parse(c *runtime.Call) (memoryWriteArgs, string, *runt
 		return a, "", err
 	}
 	if len(a.Value) > memoryMaxValueBytes {
-		return a, "", runtime.Errorf(runtime.CodeTooLarge, "store at most 256 KiB per entry; split it over several keys",
+		return a, "", tool.Errorf(tool.CodeTooLarge, "store at most 256 KiB per entry; split it over several keys",
 			"value is %d bytes; the limit is %d", len(a.Value), memoryMaxValueBytes)
 	}
 	return a, ns, nil
 }
 
-// Needs implements runtime.Tool: memory.write of the namespace.
-func (t *memoryWriteTool) Needs(c *runtime.Call) ([]capability.Need, error) {
+// Needs implements tool.Tool: memory.write of the namespace.
+func (t *memoryWriteTool) Needs(c *tool.Call) ([]capability.Need, error) {
 	_, ns, err := t.parse(c)
 	if err != nil {
 		return nil, err
@@ -265,7 +266,7 @@ type MemoryWriteResult struct {
 	Redacted bool `json:"redacted"`
 }
 
-func (t *memoryWriteTool) prepare(ctx context.Context, c *runtime.Call) (MemoryWriteResult, string, []string, *runtime.Error) {
+func (t *memoryWriteTool) prepare(ctx context.Context, c *tool.Call) (MemoryWriteResult, string, []string, *tool.Error) {
 	a, ns, err := t.parse(c)
 	if err != nil {
 		return MemoryWriteResult{}, "", nil, err
@@ -279,7 +280,7 @@ func (t *memoryWriteTool) prepare(ctx context.Context, c *runtime.Call) (MemoryW
 	switch {
 	case gerr == nil:
 		r.Overwrote = true
-	case !errors.Is(gerr, runtime.ErrNotFound):
+	case !errors.Is(gerr, gate.ErrNotFound):
 		return r, "", nil, memoryStoreErr("write_memory", gerr)
 	}
 	var warnings []string
@@ -292,36 +293,36 @@ func (t *memoryWriteTool) prepare(ctx context.Context, c *runtime.Call) (MemoryW
 	return r, value, warnings, nil
 }
 
-// Preview implements runtime.Tool: it says what would be stored and whether
+// Preview implements tool.Tool: it says what would be stored and whether
 // an entry would be replaced (not the old value, which needs memory.read).
-func (t *memoryWriteTool) Preview(ctx context.Context, c *runtime.Call) runtime.Outcome {
+func (t *memoryWriteTool) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
 	r, _, warnings, err := t.prepare(ctx, c)
 	if err != nil {
-		return runtime.Outcome{Err: err}
+		return tool.Outcome{Err: err}
 	}
 	verb := "create"
 	if r.Overwrote {
 		verb = "replace"
 	}
-	return runtime.Outcome{Output: fmt.Sprintf("would %s memory entry %s/%s (%d bytes)", verb, r.Namespace, r.Key, r.Bytes), Data: r, Warnings: warnings}
+	return tool.Outcome{Output: fmt.Sprintf("would %s memory entry %s/%s (%d bytes)", verb, r.Namespace, r.Key, r.Bytes), Data: r, Warnings: warnings}
 }
 
-func (t *memoryWriteTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
+func (t *memoryWriteTool) Run(ctx context.Context, c *tool.Call) tool.Outcome {
 	r, value, warnings, err := t.prepare(ctx, c)
 	if err != nil {
-		return runtime.Outcome{Err: err}
+		return tool.Outcome{Err: err}
 	}
 	if perr := t.mem.PutMemory(ctx, r.Namespace, r.Key, value); perr != nil {
-		return runtime.Outcome{Err: memoryStoreErr("write_memory", perr)}
+		return tool.Outcome{Err: memoryStoreErr("write_memory", perr)}
 	}
-	return runtime.Outcome{Output: fmt.Sprintf("stored %s/%s (%d bytes)", r.Namespace, r.Key, r.Bytes), Data: r, Warnings: warnings}
+	return tool.Outcome{Output: fmt.Sprintf("stored %s/%s (%d bytes)", r.Namespace, r.Key, r.Bytes), Data: r, Warnings: warnings}
 }
 
 // ------------------------------------------------------------ query_memory
 
-type memoryQueryTool struct{ mem runtime.Memory }
+type memoryQueryTool struct{ mem gate.Memory }
 
-var _ runtime.Tool = (*memoryQueryTool)(nil)
+var _ tool.Tool = (*memoryQueryTool)(nil)
 
 var memoryQuerySchema = json.RawMessage(`{
   "type": "object",
@@ -334,8 +335,8 @@ var memoryQuerySchema = json.RawMessage(`{
   "additionalProperties": false
 }`)
 
-func (t *memoryQueryTool) Spec() runtime.Spec {
-	return runtime.Spec{
+func (t *memoryQueryTool) Spec() tool.Spec {
+	return tool.Spec{
 		Name: "query_memory",
 		Description: "Search warden's memory and return the entries most relevant to the query, best first. A namespace narrows the " +
 			"search; a glob or no namespace searches every matching namespace the grants allow reading. Needs memory.read:<namespace>.",
@@ -351,13 +352,13 @@ type memoryQueryArgs struct {
 	Limit     *int    `json:"limit"`
 }
 
-func (t *memoryQueryTool) parse(c *runtime.Call) (memoryQueryArgs, *runtime.Error) {
+func (t *memoryQueryTool) parse(c *tool.Call) (memoryQueryArgs, *tool.Error) {
 	var a memoryQueryArgs
 	if err := c.Bind(&a); err != nil {
-		return a, runtime.AsError(err)
+		return a, tool.AsError(err)
 	}
 	if strings.TrimSpace(a.Query) == "" {
-		return a, runtime.Errorf(runtime.CodeInvalidInput, "say what to search for", "query is empty")
+		return a, tool.Errorf(tool.CodeInvalidInput, "say what to search for", "query is empty")
 	}
 	if a.Namespace != nil {
 		if memoryIsGlob(*a.Namespace) {
@@ -368,9 +369,9 @@ func (t *memoryQueryTool) parse(c *runtime.Call) (memoryQueryArgs, *runtime.Erro
 	return a, nil
 }
 
-// Needs implements runtime.Tool: memory.read of a literal namespace; for a
+// Needs implements tool.Tool: memory.read of a literal namespace; for a
 // glob or no namespace, nothing static (the search is filtered by grants).
-func (t *memoryQueryTool) Needs(c *runtime.Call) ([]capability.Need, error) {
+func (t *memoryQueryTool) Needs(c *tool.Call) ([]capability.Need, error) {
 	a, err := t.parse(c)
 	if err != nil {
 		return nil, err
@@ -381,7 +382,7 @@ func (t *memoryQueryTool) Needs(c *runtime.Call) ([]capability.Need, error) {
 	return nil, nil
 }
 
-func (t *memoryQueryTool) Preview(ctx context.Context, c *runtime.Call) runtime.Outcome {
+func (t *memoryQueryTool) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
 	return t.Run(ctx, c)
 }
 
@@ -406,13 +407,13 @@ type MemoryQueryHit struct {
 	Updated   time.Time `json:"updated"`
 }
 
-func (t *memoryQueryTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
+func (t *memoryQueryTool) Run(ctx context.Context, c *tool.Call) tool.Outcome {
 	a, err := t.parse(c)
 	if err != nil {
-		return runtime.Outcome{Err: err}
+		return tool.Outcome{Err: err}
 	}
 	if t.mem == nil {
-		return runtime.Outcome{Err: memoryNoStore()}
+		return tool.Outcome{Err: memoryNoStore()}
 	}
 	limit := memoryDefaultLimit
 	if a.Limit != nil {
@@ -451,12 +452,12 @@ func (t *memoryQueryTool) Run(ctx context.Context, c *runtime.Call) runtime.Outc
 	}
 	hits, serr := t.mem.SearchMemory(ctx, a.Query, filter, limit)
 	if serr != nil {
-		return runtime.Outcome{Err: memoryStoreErr("query_memory", serr)}
+		return tool.Outcome{Err: memoryStoreErr("query_memory", serr)}
 	}
 	mu.Lock()
 	defer mu.Unlock()
 	if len(searched) == 0 && len(hidden) > 0 {
-		return runtime.Fail(runtime.CodeCapabilityDenied, "needs a memory.read:<namespace> grant for each namespace to search",
+		return tool.Fail(tool.CodeCapabilityDenied, "needs a memory.read:<namespace> grant for each namespace to search",
 			"query_memory: %d namespace(s) match %q and the grants (%s) allow reading none of them", len(hidden), scope, c.Grants.String())
 	}
 	r := MemoryQueryResult{Query: a.Query, Scope: scope, Results: []MemoryQueryHit{}, Searched: []string{}, Hidden: len(hidden)}
@@ -478,7 +479,7 @@ func (t *memoryQueryTool) Run(ctx context.Context, c *runtime.Call) runtime.Outc
 		warnings = append(warnings, fmt.Sprintf("%d namespace(s) matching %q were not searched: the grants do not allow reading them", len(hidden), scope))
 	}
 	out := fmt.Sprintf("%d result(s) for %q in %s", r.Count, memoryOneLine(a.Query, 200), scope) + b.String()
-	return runtime.Outcome{Output: out, Data: r, Warnings: warnings}
+	return tool.Outcome{Output: out, Data: r, Warnings: warnings}
 }
 
 // ---------------------------------------------------------- file access
@@ -486,21 +487,21 @@ func (t *memoryQueryTool) Run(ctx context.Context, c *runtime.Call) runtime.Outc
 // memoryWorkspacePath resolves a user path to (absolute resolved path,
 // workspace-relative slash path). Paths that leave the workspace, through
 // "..", an absolute path or a symlink, are PATH_ESCAPE.
-func memoryWorkspacePath(ws, p string) (string, string, *runtime.Error) {
+func memoryWorkspacePath(ws, p string) (string, string, *tool.Error) {
 	if p == "" || strings.IndexByte(p, 0) >= 0 {
-		return "", "", runtime.Errorf(runtime.CodeInvalidInput, "give a file path relative to the workspace", "invalid path %q", askShow(p, false))
+		return "", "", tool.Errorf(tool.CodeInvalidInput, "give a file path relative to the workspace", "invalid path %q", askShow(p, false))
 	}
 	abs, err := capability.ResolvePath(ws, p)
 	if err != nil {
-		return "", "", runtime.Errorf(runtime.CodeInvalidInput, "give a path without symlink loops", "path %q: %v", askShow(p, false), err)
+		return "", "", tool.Errorf(tool.CodeInvalidInput, "give a path without symlink loops", "path %q: %v", askShow(p, false), err)
 	}
 	rel, err := filepath.Rel(ws, abs)
 	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") || filepath.IsAbs(rel) {
-		return "", "", runtime.Errorf(runtime.CodePathEscape, "name a file inside the workspace "+ws,
+		return "", "", tool.Errorf(tool.CodePathEscape, "name a file inside the workspace "+ws,
 			"%q is outside the workspace (it resolves to %s)", askShow(p, false), abs)
 	}
 	if rel == "." {
-		return "", "", runtime.Errorf(runtime.CodeInvalidInput, "name a file, not the workspace", "%q is the workspace itself", askShow(p, false))
+		return "", "", tool.Errorf(tool.CodeInvalidInput, "name a file, not the workspace", "%q is the workspace itself", askShow(p, false))
 	}
 	return abs, filepath.ToSlash(rel), nil
 }
@@ -511,39 +512,39 @@ func memoryWorkspacePath(ws, p string) (string, string, *runtime.Error) {
 // c is non-nil, checks the file actually opened against the call's fs.read
 // grants and the policy's hide: list: its path is read back from the open
 // descriptor, so a symlink swapped in after the gate's check is caught.
-func memoryReadFile(root *os.Root, rel string, c *runtime.Call, max int) ([]byte, bool, *runtime.Error) {
+func memoryReadFile(root *os.Root, rel string, c *tool.Call, max int) ([]byte, bool, *tool.Error) {
 	f, err := root.OpenFile(filepath.FromSlash(rel), os.O_RDONLY|oNonblock|oNoctty, 0)
 	if err != nil {
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			return nil, false, runtime.Errorf(runtime.CodeNotFound, "check the path with fs_list or fs_glob", "%s does not exist", rel)
+			return nil, false, tool.Errorf(tool.CodeNotFound, "check the path with fs_list or fs_glob", "%s does not exist", rel)
 		case strings.Contains(err.Error(), "escapes from parent"):
-			return nil, false, runtime.Errorf(runtime.CodePathEscape, "name a file inside the workspace", "%s leads outside the workspace", rel)
+			return nil, false, tool.Errorf(tool.CodePathEscape, "name a file inside the workspace", "%s leads outside the workspace", rel)
 		}
-		return nil, false, runtime.Errorf(runtime.CodeToolError, "", "open %s: %v", rel, err)
+		return nil, false, tool.Errorf(tool.CodeToolError, "", "open %s: %v", rel, err)
 	}
 	defer f.Close()
 	info, err := f.Stat()
 	if err != nil {
-		return nil, false, runtime.Errorf(runtime.CodeToolError, "", "stat %s: %v", rel, err)
+		return nil, false, tool.Errorf(tool.CodeToolError, "", "stat %s: %v", rel, err)
 	}
 	if !info.Mode().IsRegular() {
-		return nil, false, runtime.Errorf(runtime.CodeNotText, "name a regular text file", "%s is not a regular file (%s)", rel, info.Mode().Type())
+		return nil, false, tool.Errorf(tool.CodeNotText, "name a regular text file", "%s is not a regular file (%s)", rel, info.Mode().Type())
 	}
 	if c != nil {
 		// No real path (no /proc) is refused too: this check fails closed.
 		real, err := fdRealPath(f)
 		if err != nil || real == "" || !c.Grants.Allows(capability.Need{Kind: capability.FSRead, Resource: real}) {
-			return nil, false, runtime.Errorf(runtime.CodePathEscape, "do not change files while warden reads them",
+			return nil, false, tool.Errorf(tool.CodePathEscape, "do not change files while warden reads them",
 				"%s changed while it was opened: the file opened is not one the grants allow reading", rel)
 		}
 		if entry, hidden := c.Hidden(real); hidden {
-			return nil, false, runtime.HiddenError(real, entry)
+			return nil, false, gate.HiddenError(real, entry)
 		}
 	}
 	data, err := io.ReadAll(io.LimitReader(f, int64(max)+1))
 	if err != nil {
-		return nil, false, runtime.Errorf(runtime.CodeToolError, "", "read %s: %v", rel, err)
+		return nil, false, tool.Errorf(tool.CodeToolError, "", "read %s: %v", rel, err)
 	}
 	truncated := len(data) > max
 	if truncated {
@@ -554,7 +555,7 @@ func memoryReadFile(root *os.Root, rel string, c *runtime.Call, max int) ([]byte
 		}
 	}
 	if !memoryIsText(data) {
-		return nil, false, runtime.Errorf(runtime.CodeNotText, "read binary files with a dedicated tool", "%s is not text", rel)
+		return nil, false, tool.Errorf(tool.CodeNotText, "read binary files with a dedicated tool", "%s is not text", rel)
 	}
 	return data, truncated, nil
 }
@@ -645,7 +646,7 @@ type memoryFileState struct {
 // Stored text has its secrets masked. cmd's `warden memory index` calls it;
 // it is the owner's operation and checks no grants (get_context checks
 // fs.read on every file it returns).
-func IndexWorkspace(ctx context.Context, mem runtime.Memory, workspace string, opts *IndexOptions) (IndexStats, error) {
+func IndexWorkspace(ctx context.Context, mem gate.Memory, workspace string, opts *IndexOptions) (IndexStats, error) {
 	o := opts.withDefaults()
 	ws, err := filepath.Abs(workspace)
 	if err == nil {
@@ -767,7 +768,7 @@ func IndexWorkspace(ctx context.Context, mem runtime.Memory, workspace string, o
 			continue
 		}
 		for _, ns := range []string{textNS, stateNS} {
-			if err := mem.DeleteMemory(ctx, ns, p); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+			if err := mem.DeleteMemory(ctx, ns, p); err != nil && !errors.Is(err, gate.ErrNotFound) {
 				return st, fmt.Errorf("index workspace: drop %s: %w", p, err)
 			}
 		}
@@ -779,9 +780,9 @@ func IndexWorkspace(ctx context.Context, mem runtime.Memory, workspace string, o
 
 // ------------------------------------------------------------ get_context
 
-type memoryGetContextTool struct{ mem runtime.Memory }
+type memoryGetContextTool struct{ mem gate.Memory }
 
-var _ runtime.Tool = (*memoryGetContextTool)(nil)
+var _ tool.Tool = (*memoryGetContextTool)(nil)
 
 var memoryGetContextSchema = json.RawMessage(`{
   "type": "object",
@@ -795,8 +796,8 @@ var memoryGetContextSchema = json.RawMessage(`{
   "additionalProperties": false
 }`)
 
-func (t *memoryGetContextTool) Spec() runtime.Spec {
-	return runtime.Spec{
+func (t *memoryGetContextTool) Spec() tool.Spec {
+	return tool.Spec{
 		Name: "get_context",
 		Description: "Find the workspace files most relevant to a query, from warden's index of the workspace's text files " +
 			"(built and refreshed with `warden memory index`). Returns the file paths, best first, with a snippet of each. " +
@@ -824,13 +825,13 @@ func memoryReadNeeds(targets []memoryTarget) []capability.Need {
 	return needs
 }
 
-func (t *memoryGetContextTool) parse(c *runtime.Call) (memoryGetContextArgs, []memoryTarget, *runtime.Error) {
+func (t *memoryGetContextTool) parse(c *tool.Call) (memoryGetContextArgs, []memoryTarget, *tool.Error) {
 	var a memoryGetContextArgs
 	if err := c.Bind(&a); err != nil {
-		return a, nil, runtime.AsError(err)
+		return a, nil, tool.AsError(err)
 	}
 	if strings.TrimSpace(a.Query) == "" {
-		return a, nil, runtime.Errorf(runtime.CodeInvalidInput, "say what the files should be relevant to", "query is empty")
+		return a, nil, tool.Errorf(tool.CodeInvalidInput, "say what the files should be relevant to", "query is empty")
 	}
 	var targets []memoryTarget
 	for _, p := range a.TargetFiles {
@@ -843,9 +844,9 @@ func (t *memoryGetContextTool) parse(c *runtime.Call) (memoryGetContextArgs, []m
 	return a, targets, nil
 }
 
-// Needs implements runtime.Tool: fs.read of each target file. The files
+// Needs implements tool.Tool: fs.read of each target file. The files
 // found by the search are filtered by the fs.read grants as they are found.
-func (t *memoryGetContextTool) Needs(c *runtime.Call) ([]capability.Need, error) {
+func (t *memoryGetContextTool) Needs(c *tool.Call) ([]capability.Need, error) {
 	_, targets, err := t.parse(c)
 	if err != nil {
 		return nil, err
@@ -853,7 +854,7 @@ func (t *memoryGetContextTool) Needs(c *runtime.Call) ([]capability.Need, error)
 	return memoryReadNeeds(targets), nil
 }
 
-func (t *memoryGetContextTool) Preview(ctx context.Context, c *runtime.Call) runtime.Outcome {
+func (t *memoryGetContextTool) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
 	return t.Run(ctx, c)
 }
 
@@ -882,18 +883,18 @@ type MemoryContextResult struct {
 	Gone int `json:"gone"`
 }
 
-func (t *memoryGetContextTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
+func (t *memoryGetContextTool) Run(ctx context.Context, c *tool.Call) tool.Outcome {
 	a, targets, err := t.parse(c)
 	if err != nil {
-		return runtime.Outcome{Err: err}
+		return tool.Outcome{Err: err}
 	}
 	if t.mem == nil {
-		return runtime.Outcome{Err: memoryNoStore()}
+		return tool.Outcome{Err: memoryNoStore()}
 	}
 	textNS, stateNS := memoryFilesNS(c.Workspace)
 	states, lerr := t.mem.ListMemory(ctx, stateNS, 0)
 	if lerr != nil {
-		return runtime.Outcome{Err: memoryStoreErr("get_context", lerr)}
+		return tool.Outcome{Err: memoryStoreErr("get_context", lerr)}
 	}
 	stateOf := map[string]memoryFileState{}
 	for _, e := range states {
@@ -904,7 +905,7 @@ func (t *memoryGetContextTool) Run(ctx context.Context, c *runtime.Call) runtime
 	}
 	root, oerr := os.OpenRoot(c.Workspace)
 	if oerr != nil {
-		return runtime.Fail(runtime.CodeToolError, "", "open the workspace: %v", oerr)
+		return tool.Fail(tool.CodeToolError, "", "open the workspace: %v", oerr)
 	}
 	defer root.Close()
 
@@ -936,7 +937,7 @@ func (t *memoryGetContextTool) Run(ctx context.Context, c *runtime.Call) runtime
 	}
 	hits, serr := t.mem.SearchMemory(ctx, search, func(ns string) bool { return ns == textNS }, 3*memoryContextResults)
 	if serr != nil {
-		return runtime.Outcome{Err: memoryStoreErr("get_context", serr)}
+		return tool.Outcome{Err: memoryStoreErr("get_context", serr)}
 	}
 	for _, h := range hits {
 		if h.Namespace != textNS || added[h.Key] || len(r.Matches) >= memoryContextResults+len(targets) {
@@ -975,7 +976,7 @@ func (t *memoryGetContextTool) Run(ctx context.Context, c *runtime.Call) runtime
 	}
 	r.ContextSummary = memoryContextSummary(a.Query, r.Matches)
 	out, _ := json.Marshal(r.FilePaths)
-	return runtime.Outcome{Output: string(out), Data: r, Warnings: warnings}
+	return tool.Outcome{Output: string(out), Data: r, Warnings: warnings}
 }
 
 // stale reports whether a file differs from its indexed state (or was
@@ -1039,9 +1040,9 @@ func memorySnippet(value string, terms []string) string {
 
 // --------------------------------------------------------- prime_context
 
-type memoryPrimeTool struct{ mem runtime.Memory }
+type memoryPrimeTool struct{ mem gate.Memory }
 
-var _ runtime.Tool = (*memoryPrimeTool)(nil)
+var _ tool.Tool = (*memoryPrimeTool)(nil)
 
 var memoryPrimeSchema = json.RawMessage(`{
   "type": "object",
@@ -1053,8 +1054,8 @@ var memoryPrimeSchema = json.RawMessage(`{
   "additionalProperties": false
 }`)
 
-func (t *memoryPrimeTool) Spec() runtime.Spec {
-	return runtime.Spec{
+func (t *memoryPrimeTool) Spec() tool.Spec {
+	return tool.Spec{
 		Name: "prime_context",
 		Description: "Put workspace files and/or a text into this run's context, which the agent keeps in its prompt. " +
 			"Needs fs.read of each file. Secrets are masked before anything is stored. Undo with clear_context.",
@@ -1068,16 +1069,16 @@ type memoryPrimeArgs struct {
 	Text  *string  `json:"text"`
 }
 
-func (t *memoryPrimeTool) parse(c *runtime.Call) (memoryPrimeArgs, []memoryTarget, *runtime.Error) {
+func (t *memoryPrimeTool) parse(c *tool.Call) (memoryPrimeArgs, []memoryTarget, *tool.Error) {
 	var a memoryPrimeArgs
 	if err := c.Bind(&a); err != nil {
-		return a, nil, runtime.AsError(err)
+		return a, nil, tool.AsError(err)
 	}
 	if len(a.Files) == 0 && (a.Text == nil || strings.TrimSpace(*a.Text) == "") {
-		return a, nil, runtime.Errorf(runtime.CodeInvalidInput, "pass files, text, or both", "nothing to put into the context")
+		return a, nil, tool.Errorf(tool.CodeInvalidInput, "pass files, text, or both", "nothing to put into the context")
 	}
 	if a.Text != nil && len(*a.Text) > memoryPrimeMaxText {
-		return a, nil, runtime.Errorf(runtime.CodeTooLarge, "prime at most 256 KiB of text; summarize it first",
+		return a, nil, tool.Errorf(tool.CodeTooLarge, "prime at most 256 KiB of text; summarize it first",
 			"text is %d bytes; the limit is %d", len(*a.Text), memoryPrimeMaxText)
 	}
 	var targets []memoryTarget
@@ -1087,16 +1088,16 @@ func (t *memoryPrimeTool) parse(c *runtime.Call) (memoryPrimeArgs, []memoryTarge
 			return a, nil, err
 		}
 		if len("file:"+rel) > memoryMaxKeyBytes {
-			return a, nil, runtime.Errorf(runtime.CodeInvalidInput, "name files with shorter paths", "path %s is too long for the context", rel)
+			return a, nil, tool.Errorf(tool.CodeInvalidInput, "name files with shorter paths", "path %s is too long for the context", rel)
 		}
 		targets = append(targets, memoryTarget{abs, rel, p})
 	}
 	return a, targets, nil
 }
 
-// Needs implements runtime.Tool: fs.read of each file. The run's own
+// Needs implements tool.Tool: fs.read of each file. The run's own
 // context namespace is warden's and needs no memory grant.
-func (t *memoryPrimeTool) Needs(c *runtime.Call) ([]capability.Need, error) {
+func (t *memoryPrimeTool) Needs(c *tool.Call) ([]capability.Need, error) {
 	_, targets, err := t.parse(c)
 	if err != nil {
 		return nil, err
@@ -1128,7 +1129,7 @@ type memoryPrimeEntry struct {
 
 // prepare reads everything that would be stored, or fails with nothing
 // stored.
-func (t *memoryPrimeTool) prepare(c *runtime.Call) (MemoryPrimeResult, []memoryPrimeEntry, []string, *runtime.Error) {
+func (t *memoryPrimeTool) prepare(c *tool.Call) (MemoryPrimeResult, []memoryPrimeEntry, []string, *tool.Error) {
 	a, targets, err := t.parse(c)
 	if err != nil {
 		return MemoryPrimeResult{}, nil, nil, err
@@ -1143,7 +1144,7 @@ func (t *memoryPrimeTool) prepare(c *runtime.Call) (MemoryPrimeResult, []memoryP
 	if len(targets) > 0 {
 		root, oerr := os.OpenRoot(c.Workspace)
 		if oerr != nil {
-			return r, nil, nil, runtime.Errorf(runtime.CodeToolError, "", "open the workspace: %v", oerr)
+			return r, nil, nil, tool.Errorf(tool.CodeToolError, "", "open the workspace: %v", oerr)
 		}
 		defer root.Close()
 		seen := map[string]bool{}
@@ -1197,49 +1198,49 @@ func memoryPrimeSummary(verb string, r MemoryPrimeResult) string {
 	return fmt.Sprintf("%s the context of run %s (%s) with %d file(s) and %d text(s), %d bytes", verb, r.RunID, r.Namespace, files, texts, r.Bytes)
 }
 
-// Preview implements runtime.Tool: it reads the files and reports what
+// Preview implements tool.Tool: it reads the files and reports what
 // would be stored; it stores nothing.
-func (t *memoryPrimeTool) Preview(_ context.Context, c *runtime.Call) runtime.Outcome {
+func (t *memoryPrimeTool) Preview(_ context.Context, c *tool.Call) tool.Outcome {
 	r, _, warnings, err := t.prepare(c)
 	if err != nil {
-		return runtime.Outcome{Err: err}
+		return tool.Outcome{Err: err}
 	}
-	return runtime.Outcome{Output: memoryPrimeSummary("would prime", r), Data: r, Warnings: warnings}
+	return tool.Outcome{Output: memoryPrimeSummary("would prime", r), Data: r, Warnings: warnings}
 }
 
-func (t *memoryPrimeTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
+func (t *memoryPrimeTool) Run(ctx context.Context, c *tool.Call) tool.Outcome {
 	r, entries, warnings, err := t.prepare(c)
 	if err != nil {
-		return runtime.Outcome{Err: err}
+		return tool.Outcome{Err: err}
 	}
 	if t.mem == nil {
-		return runtime.Outcome{Err: memoryNoStore()}
+		return tool.Outcome{Err: memoryNoStore()}
 	}
 	for _, e := range entries {
 		if perr := t.mem.PutMemory(ctx, r.Namespace, e.Key, e.value); perr != nil {
-			return runtime.Outcome{Err: memoryStoreErr("prime_context", perr), Warnings: warnings}
+			return tool.Outcome{Err: memoryStoreErr("prime_context", perr), Warnings: warnings}
 		}
 	}
-	return runtime.Outcome{Output: memoryPrimeSummary("primed", r), Data: r, Warnings: warnings}
+	return tool.Outcome{Output: memoryPrimeSummary("primed", r), Data: r, Warnings: warnings}
 }
 
 // --------------------------------------------------------- clear_context
 
-type memoryClearTool struct{ mem runtime.Memory }
+type memoryClearTool struct{ mem gate.Memory }
 
-var _ runtime.Tool = (*memoryClearTool)(nil)
+var _ tool.Tool = (*memoryClearTool)(nil)
 
-func (t *memoryClearTool) Spec() runtime.Spec {
-	return runtime.Spec{
+func (t *memoryClearTool) Spec() tool.Spec {
+	return tool.Spec{
 		Name:        "clear_context",
 		Description: "Empty this run's context (everything prime_context put there). Touches nothing else; needs no grant.",
 		InputSchema: json.RawMessage(`{"type": "object", "properties": {}, "additionalProperties": false}`),
 	}
 }
 
-// Needs implements runtime.Tool: clearing the caller's own run context
+// Needs implements tool.Tool: clearing the caller's own run context
 // needs nothing.
-func (t *memoryClearTool) Needs(c *runtime.Call) ([]capability.Need, error) {
+func (t *memoryClearTool) Needs(c *tool.Call) ([]capability.Need, error) {
 	var a struct{}
 	if err := c.Bind(&a); err != nil {
 		return nil, err
@@ -1247,7 +1248,7 @@ func (t *memoryClearTool) Needs(c *runtime.Call) ([]capability.Need, error) {
 	return nil, nil
 }
 
-func (t *memoryClearTool) entries(ctx context.Context, c *runtime.Call) (string, []runtime.MemoryEntry, *runtime.Error) {
+func (t *memoryClearTool) entries(ctx context.Context, c *tool.Call) (string, []gate.MemoryEntry, *tool.Error) {
 	if t.mem == nil {
 		return "", nil, memoryNoStore()
 	}
@@ -1259,42 +1260,42 @@ func (t *memoryClearTool) entries(ctx context.Context, c *runtime.Call) (string,
 	return ns, es, nil
 }
 
-func (t *memoryClearTool) Preview(ctx context.Context, c *runtime.Call) runtime.Outcome {
+func (t *memoryClearTool) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
 	ns, es, err := t.entries(ctx, c)
 	if err != nil {
-		return runtime.Outcome{Err: err}
+		return tool.Outcome{Err: err}
 	}
 	keys := []string{}
 	for _, e := range es {
 		keys = append(keys, e.Key)
 	}
-	return runtime.Outcome{Output: fmt.Sprintf("would remove %d entr(ies) from %s", len(es), ns),
+	return tool.Outcome{Output: fmt.Sprintf("would remove %d entr(ies) from %s", len(es), ns),
 		Data: map[string]any{"namespace": ns, "removed": len(es), "keys": keys}}
 }
 
-func (t *memoryClearTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
+func (t *memoryClearTool) Run(ctx context.Context, c *tool.Call) tool.Outcome {
 	ns, es, err := t.entries(ctx, c)
 	if err != nil {
-		return runtime.Outcome{Err: err}
+		return tool.Outcome{Err: err}
 	}
 	removed := 0
 	for _, e := range es {
-		if derr := t.mem.DeleteMemory(ctx, ns, e.Key); derr != nil && !errors.Is(derr, runtime.ErrNotFound) {
-			return runtime.Outcome{Err: memoryStoreErr("clear_context", derr)}
+		if derr := t.mem.DeleteMemory(ctx, ns, e.Key); derr != nil && !errors.Is(derr, gate.ErrNotFound) {
+			return tool.Outcome{Err: memoryStoreErr("clear_context", derr)}
 		}
 		removed++
 	}
-	return runtime.Outcome{Output: fmt.Sprintf("removed %d entr(ies) from %s", removed, ns), Data: map[string]any{"namespace": ns, "removed": removed}}
+	return tool.Outcome{Output: fmt.Sprintf("removed %d entr(ies) from %s", removed, ns), Data: map[string]any{"namespace": ns, "removed": removed}}
 }
 
 // RunContext returns the context primed for a run ("" = the CLI's), in the
 // order it was primed. The agent loop puts it into the prompt.
-func RunContext(ctx context.Context, mem runtime.Memory, runID string) ([]runtime.MemoryEntry, error) {
+func RunContext(ctx context.Context, mem gate.Memory, runID string) ([]gate.MemoryEntry, error) {
 	es, err := mem.ListMemory(ctx, memoryContextNS(runID), 0)
 	if err != nil {
 		return nil, err
 	}
-	slices.SortStableFunc(es, func(a, b runtime.MemoryEntry) int {
+	slices.SortStableFunc(es, func(a, b gate.MemoryEntry) int {
 		return cmp.Or(a.Created.Compare(b.Created), strings.Compare(a.Key, b.Key))
 	})
 	return es, nil

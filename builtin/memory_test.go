@@ -18,16 +18,17 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
-// memoryFake is a small but real runtime.Memory: a map of namespaces, a
+// memoryFake is a small but real gate.Memory: a map of namespaces, a
 // clock that ticks on every write, and a naive ranking (the sum of the
 // query terms' frequencies in the value). It calls the namespace filter
 // once per namespace per search, as the store does.
 type memoryFake struct {
 	mu    sync.Mutex
-	data  map[string]map[string]runtime.MemoryEntry
+	data  map[string]map[string]gate.MemoryEntry
 	tick  time.Time
 	puts  int
 	reads int
@@ -35,7 +36,7 @@ type memoryFake struct {
 }
 
 func newMemoryFake() *memoryFake {
-	return &memoryFake{data: map[string]map[string]runtime.MemoryEntry{}, tick: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}
+	return &memoryFake{data: map[string]map[string]gate.MemoryEntry{}, tick: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}
 }
 
 func (m *memoryFake) PutMemory(_ context.Context, ns, key, value string) error {
@@ -50,27 +51,27 @@ func (m *memoryFake) PutMemory(_ context.Context, ns, key, value string) error {
 	m.puts++
 	m.tick = m.tick.Add(time.Second)
 	if m.data[ns] == nil {
-		m.data[ns] = map[string]runtime.MemoryEntry{}
+		m.data[ns] = map[string]gate.MemoryEntry{}
 	}
 	e, ok := m.data[ns][key]
 	if !ok {
-		e = runtime.MemoryEntry{Namespace: ns, Key: key, Created: m.tick}
+		e = gate.MemoryEntry{Namespace: ns, Key: key, Created: m.tick}
 	}
 	e.Value, e.Updated = value, m.tick
 	m.data[ns][key] = e
 	return nil
 }
 
-func (m *memoryFake) GetMemory(_ context.Context, ns, key string) (runtime.MemoryEntry, error) {
+func (m *memoryFake) GetMemory(_ context.Context, ns, key string) (gate.MemoryEntry, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.fail != nil {
-		return runtime.MemoryEntry{}, m.fail
+		return gate.MemoryEntry{}, m.fail
 	}
 	m.reads++
 	e, ok := m.data[ns][key]
 	if !ok {
-		return e, fmt.Errorf("%s/%s: %w", ns, key, runtime.ErrNotFound)
+		return e, fmt.Errorf("%s/%s: %w", ns, key, gate.ErrNotFound)
 	}
 	return e, nil
 }
@@ -82,7 +83,7 @@ func (m *memoryFake) DeleteMemory(_ context.Context, ns, key string) error {
 		return m.fail
 	}
 	if _, ok := m.data[ns][key]; !ok {
-		return fmt.Errorf("%s/%s: %w", ns, key, runtime.ErrNotFound)
+		return fmt.Errorf("%s/%s: %w", ns, key, gate.ErrNotFound)
 	}
 	delete(m.data[ns], key)
 	if len(m.data[ns]) == 0 {
@@ -91,8 +92,8 @@ func (m *memoryFake) DeleteMemory(_ context.Context, ns, key string) error {
 	return nil
 }
 
-func (m *memoryFake) sorted(keep func(string) bool) []runtime.MemoryEntry {
-	var out []runtime.MemoryEntry
+func (m *memoryFake) sorted(keep func(string) bool) []gate.MemoryEntry {
+	var out []gate.MemoryEntry
 	for ns, es := range m.data {
 		if keep != nil && !keep(ns) {
 			continue
@@ -101,7 +102,7 @@ func (m *memoryFake) sorted(keep func(string) bool) []runtime.MemoryEntry {
 			out = append(out, e)
 		}
 	}
-	slices.SortFunc(out, func(a, b runtime.MemoryEntry) int {
+	slices.SortFunc(out, func(a, b gate.MemoryEntry) int {
 		if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
 			return c
 		}
@@ -110,7 +111,7 @@ func (m *memoryFake) sorted(keep func(string) bool) []runtime.MemoryEntry {
 	return out
 }
 
-func (m *memoryFake) ListMemory(_ context.Context, ns string, limit int) ([]runtime.MemoryEntry, error) {
+func (m *memoryFake) ListMemory(_ context.Context, ns string, limit int) ([]gate.MemoryEntry, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.fail != nil {
@@ -127,7 +128,7 @@ func memoryFakeTerms(s string) []string {
 	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
 }
 
-func (m *memoryFake) SearchMemory(_ context.Context, text string, ns func(string) bool, limit int) ([]runtime.MemoryHit, error) {
+func (m *memoryFake) SearchMemory(_ context.Context, text string, ns func(string) bool, limit int) ([]gate.MemoryHit, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.fail != nil {
@@ -140,7 +141,7 @@ func (m *memoryFake) SearchMemory(_ context.Context, text string, ns func(string
 	for n := range m.data {
 		allowed[n] = ns == nil || ns(n)
 	}
-	var hits []runtime.MemoryHit
+	var hits []gate.MemoryHit
 	terms := memoryFakeTerms(text)
 	for _, e := range m.sorted(func(n string) bool { return allowed[n] }) {
 		score := 0.0
@@ -153,10 +154,10 @@ func (m *memoryFake) SearchMemory(_ context.Context, text string, ns func(string
 			}
 		}
 		if score > 0 {
-			hits = append(hits, runtime.MemoryHit{MemoryEntry: e, Score: score})
+			hits = append(hits, gate.MemoryHit{MemoryEntry: e, Score: score})
 		}
 	}
-	slices.SortStableFunc(hits, func(a, b runtime.MemoryHit) int {
+	slices.SortStableFunc(hits, func(a, b gate.MemoryHit) int {
 		switch {
 		case a.Score > b.Score:
 			return -1
@@ -196,9 +197,9 @@ func (m *memoryFake) holds(s string) bool {
 	return false
 }
 
-func memoryCall(t *testing.T, g *runtime.Gate, tool, args string) runtime.Result {
+func memoryCall(t *testing.T, g *gate.Gate, tool, args string) tool.Result {
 	t.Helper()
-	return callToolReq(t, g, runtime.Request{Tool: tool, Args: json.RawMessage(args), Principal: []string{"test"}, RunID: "run-1"})
+	return callToolReq(t, g, gate.Request{Tool: tool, Args: json.RawMessage(args), Principal: []string{"test"}, RunID: "run-1"})
 }
 
 func memoryWriteFiles(t *testing.T, dir string, files map[string]string) {
@@ -218,26 +219,26 @@ func TestMemoryWrite(t *testing.T) {
 	const policy = "version: 1\ngrants: [\"memory.write:notes\", \"memory.write:default\", \"memory.read:*\"]\n"
 	cases := []struct {
 		name, args string
-		code       runtime.Code
+		code       tool.Code
 		ns, key    string // where the value must be stored
 		stored     string
 		warn       string
 	}{
 		{name: "default namespace", args: `{"key":"k","value":"hello"}`, ns: "default", key: "k", stored: "hello"},
 		{name: "named namespace", args: `{"key":"todo","value":"buy milk","namespace":"notes"}`, ns: "notes", key: "todo", stored: "buy milk"},
-		{name: "ungranted namespace", args: `{"key":"k","value":"v","namespace":"other"}`, code: runtime.CodeCapabilityDenied},
-		{name: "nested namespace not granted", args: `{"key":"k","value":"v","namespace":"notes/deep"}`, code: runtime.CodeCapabilityDenied},
-		{name: "reserved namespace", args: `{"key":"k","value":"v","namespace":"_files/0123"}`, code: runtime.CodeInvalidInput},
-		{name: "reserved context", args: `{"key":"k","value":"v","namespace":"_context/cli"}`, code: runtime.CodeInvalidInput},
-		{name: "glob namespace", args: `{"key":"k","value":"v","namespace":"*"}`, code: runtime.CodeInvalidInput},
-		{name: "dot segment", args: `{"key":"k","value":"v","namespace":"notes/../x"}`, code: runtime.CodeInvalidInput},
-		{name: "space in namespace", args: `{"key":"k","value":"v","namespace":"my notes"}`, code: runtime.CodeInvalidInput},
-		{name: "empty namespace", args: `{"key":"k","value":"v","namespace":""}`, code: runtime.CodeInvalidInput},
-		{name: "secret key", args: fmt.Sprintf(`{"key":"%s","value":"v"}`, textSecret), code: runtime.CodeInvalidInput},
-		{name: "control key", args: `{"key":"a\u001b[2Jb","value":"v"}`, code: runtime.CodeInvalidInput},
-		{name: "missing value", args: `{"key":"k"}`, code: runtime.CodeInvalidInput},
-		{name: "unknown field", args: `{"key":"k","value":"v","ttl":5}`, code: runtime.CodeInvalidInput},
-		{name: "too large", args: fmt.Sprintf(`{"key":"k","value":"%s"}`, strings.Repeat("x", memoryMaxValueBytes+1)), code: runtime.CodeTooLarge},
+		{name: "ungranted namespace", args: `{"key":"k","value":"v","namespace":"other"}`, code: tool.CodeCapabilityDenied},
+		{name: "nested namespace not granted", args: `{"key":"k","value":"v","namespace":"notes/deep"}`, code: tool.CodeCapabilityDenied},
+		{name: "reserved namespace", args: `{"key":"k","value":"v","namespace":"_files/0123"}`, code: tool.CodeInvalidInput},
+		{name: "reserved context", args: `{"key":"k","value":"v","namespace":"_context/cli"}`, code: tool.CodeInvalidInput},
+		{name: "glob namespace", args: `{"key":"k","value":"v","namespace":"*"}`, code: tool.CodeInvalidInput},
+		{name: "dot segment", args: `{"key":"k","value":"v","namespace":"notes/../x"}`, code: tool.CodeInvalidInput},
+		{name: "space in namespace", args: `{"key":"k","value":"v","namespace":"my notes"}`, code: tool.CodeInvalidInput},
+		{name: "empty namespace", args: `{"key":"k","value":"v","namespace":""}`, code: tool.CodeInvalidInput},
+		{name: "secret key", args: fmt.Sprintf(`{"key":"%s","value":"v"}`, textSecret), code: tool.CodeInvalidInput},
+		{name: "control key", args: `{"key":"a\u001b[2Jb","value":"v"}`, code: tool.CodeInvalidInput},
+		{name: "missing value", args: `{"key":"k"}`, code: tool.CodeInvalidInput},
+		{name: "unknown field", args: `{"key":"k","value":"v","ttl":5}`, code: tool.CodeInvalidInput},
+		{name: "too large", args: fmt.Sprintf(`{"key":"k","value":"%s"}`, strings.Repeat("x", memoryMaxValueBytes+1)), code: tool.CodeTooLarge},
 		{name: "secret value is masked before storing", args: fmt.Sprintf(`{"key":"creds","value":"token %s","namespace":"notes"}`, textSecret),
 			ns: "notes", key: "creds", stored: "token [REDACTED]", warn: "masked"},
 	}
@@ -293,7 +294,7 @@ func TestMemoryWrite(t *testing.T) {
 		ws := t.TempDir()
 		g, _ := newTestGate(t, policy, ws, MemoryTools(mem)...)
 		before, puts := treeChecksum(t, ws), mem.putCount()
-		res := callToolReq(t, g, runtime.Request{Tool: "write_memory", Args: json.RawMessage(`{"key":"k","value":"new","namespace":"notes"}`), Principal: []string{"test"}, DryRun: true})
+		res := callToolReq(t, g, gate.Request{Tool: "write_memory", Args: json.RawMessage(`{"key":"k","value":"new","namespace":"notes"}`), Principal: []string{"test"}, DryRun: true})
 		textExpect(t, res, "")
 		if !strings.Contains(res.Output, "would replace memory entry notes/k") || !strings.Contains(strings.Join(res.Warnings, " "), "overwrites") {
 			t.Errorf("preview %q %v", res.Output, res.Warnings)
@@ -306,11 +307,11 @@ func TestMemoryWrite(t *testing.T) {
 		mem := newMemoryFake()
 		mem.fail = errors.New("store is locked")
 		g, _ := newTestGate(t, policy, t.TempDir(), MemoryTools(mem)...)
-		textExpect(t, memoryCall(t, g, "write_memory", `{"key":"k","value":"v"}`), runtime.CodeToolError)
+		textExpect(t, memoryCall(t, g, "write_memory", `{"key":"k","value":"v"}`), tool.CodeToolError)
 	})
 	t.Run("no store", func(t *testing.T) {
 		g, _ := newTestGate(t, policy, t.TempDir(), MemoryTools(nil)...)
-		textExpect(t, memoryCall(t, g, "write_memory", `{"key":"k","value":"v"}`), runtime.CodeToolError)
+		textExpect(t, memoryCall(t, g, "write_memory", `{"key":"k","value":"v"}`), tool.CodeToolError)
 	})
 }
 
@@ -332,7 +333,7 @@ func TestMemoryQuery(t *testing.T) {
 	cases := []struct {
 		name, args string
 		policy     string
-		code       runtime.Code
+		code       tool.Code
 		want       []string // namespace/key, in order
 		searched   []string
 		hidden     int
@@ -351,14 +352,14 @@ func TestMemoryQuery(t *testing.T) {
 		{name: "limit", args: `{"query":"gate","limit":1}`, want: []string{"notes/b"}, searched: []string{"notes", "notes/deep", "team"}, hidden: 1},
 		{name: "all grants still never reserved", args: `{"query":"gate"}`, policy: "version: 1\ngrants: [\"memory.read:*\"]\n",
 			want: []string{"notes/b", "notes/a", "notes/deep/c", "private/p", "team/x"}, searched: []string{"notes", "notes/deep", "private", "team"}},
-		{name: "literal ungranted", args: `{"query":"gate","namespace":"private"}`, code: runtime.CodeCapabilityDenied},
-		{name: "glob only ungranted", args: `{"query":"gate","namespace":"pri*"}`, code: runtime.CodeCapabilityDenied},
-		{name: "no grants at all", args: `{"query":"gate"}`, policy: "version: 1\n", code: runtime.CodeCapabilityDenied},
-		{name: "reserved literal", args: `{"query":"gate","namespace":"_files/0123456789abcdef"}`, code: runtime.CodeInvalidInput},
-		{name: "reserved glob", args: `{"query":"gate","namespace":"_*"}`, code: runtime.CodeInvalidInput},
-		{name: "bad glob", args: `{"query":"gate","namespace":"notes/[a"}`, code: runtime.CodeInvalidInput},
-		{name: "blank query", args: `{"query":"  "}`, code: runtime.CodeInvalidInput},
-		{name: "limit too big", args: `{"query":"gate","limit":1000}`, code: runtime.CodeInvalidInput},
+		{name: "literal ungranted", args: `{"query":"gate","namespace":"private"}`, code: tool.CodeCapabilityDenied},
+		{name: "glob only ungranted", args: `{"query":"gate","namespace":"pri*"}`, code: tool.CodeCapabilityDenied},
+		{name: "no grants at all", args: `{"query":"gate"}`, policy: "version: 1\n", code: tool.CodeCapabilityDenied},
+		{name: "reserved literal", args: `{"query":"gate","namespace":"_files/0123456789abcdef"}`, code: tool.CodeInvalidInput},
+		{name: "reserved glob", args: `{"query":"gate","namespace":"_*"}`, code: tool.CodeInvalidInput},
+		{name: "bad glob", args: `{"query":"gate","namespace":"notes/[a"}`, code: tool.CodeInvalidInput},
+		{name: "blank query", args: `{"query":"  "}`, code: tool.CodeInvalidInput},
+		{name: "limit too big", args: `{"query":"gate","limit":1000}`, code: tool.CodeInvalidInput},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -396,7 +397,7 @@ func TestMemoryQuery(t *testing.T) {
 		mem := memoryQueryFixture()
 		g, _ := newTestGate(t, policy, ws, MemoryTools(mem)...)
 		before, puts := treeChecksum(t, ws), mem.putCount()
-		res := callToolReq(t, g, runtime.Request{Tool: "query_memory", Args: json.RawMessage(`{"query":"gate"}`), Principal: []string{"test"}, DryRun: true})
+		res := callToolReq(t, g, gate.Request{Tool: "query_memory", Args: json.RawMessage(`{"query":"gate"}`), Principal: []string{"test"}, DryRun: true})
 		textExpect(t, res, "")
 		if treeChecksum(t, ws) != before || mem.putCount() != puts {
 			t.Error("the dry run changed something")
@@ -412,7 +413,7 @@ func TestMemoryQuery(t *testing.T) {
 		mem := memoryQueryFixture()
 		mem.fail = errors.New("store is locked")
 		g, _ := newTestGate(t, policy, t.TempDir(), MemoryTools(mem)...)
-		textExpect(t, memoryCall(t, g, "query_memory", `{"query":"gate"}`), runtime.CodeToolError)
+		textExpect(t, memoryCall(t, g, "query_memory", `{"query":"gate"}`), tool.CodeToolError)
 	})
 }
 
@@ -553,7 +554,7 @@ func TestMemoryGetContext(t *testing.T) {
 	const docs = "version: 1\ngrants: [\"fs.read:docs/**\"]\n"
 	cases := []struct {
 		name, policy, args string
-		code               runtime.Code
+		code               tool.Code
 		first              []string // the first paths, in order
 		absent             []string
 		hidden             int
@@ -566,13 +567,13 @@ func TestMemoryGetContext(t *testing.T) {
 		{name: "grants filter results", policy: docs, args: `{"query":"audit"}`, first: []string{"docs/audit.md"}, absent: []string{"src/main.go"}, hidden: 1, warn: "left out"},
 		{name: "no fs grant: nothing returned", policy: "version: 1\n", args: `{"query":"audit"}`, first: []string{}, absent: []string{"docs/audit.md", "src/main.go"}, hidden: 2},
 		{name: "missing target warns", policy: all, args: `{"query":"gate","target_files":["docs/nope.md"]}`, first: []string{"docs/gate.md"}, warn: "does not exist"},
-		{name: "target not granted", policy: docs, args: `{"query":"gate","target_files":["src/main.go"]}`, code: runtime.CodeCapabilityDenied},
-		{name: "target with dot-dot", policy: all, args: `{"query":"gate","target_files":["../outside/secret.txt"]}`, code: runtime.CodePathEscape},
-		{name: "absolute target outside", policy: all, args: fmt.Sprintf(`{"query":"gate","target_files":[%q]}`, filepath.Join(outside, "secret.txt")), code: runtime.CodePathEscape},
-		{name: "symlink target out", policy: all, args: `{"query":"gate","target_files":["link-out"]}`, code: runtime.CodePathEscape},
-		{name: "NUL in target", policy: all, args: `{"query":"gate","target_files":["docs/gate.md\u0000x"]}`, code: runtime.CodeInvalidInput},
-		{name: "blank query", policy: all, args: `{"query":" \n"}`, code: runtime.CodeInvalidInput},
-		{name: "unknown field", policy: all, args: `{"query":"gate","limit":3}`, code: runtime.CodeInvalidInput},
+		{name: "target not granted", policy: docs, args: `{"query":"gate","target_files":["src/main.go"]}`, code: tool.CodeCapabilityDenied},
+		{name: "target with dot-dot", policy: all, args: `{"query":"gate","target_files":["../outside/secret.txt"]}`, code: tool.CodePathEscape},
+		{name: "absolute target outside", policy: all, args: fmt.Sprintf(`{"query":"gate","target_files":[%q]}`, filepath.Join(outside, "secret.txt")), code: tool.CodePathEscape},
+		{name: "symlink target out", policy: all, args: `{"query":"gate","target_files":["link-out"]}`, code: tool.CodePathEscape},
+		{name: "NUL in target", policy: all, args: `{"query":"gate","target_files":["docs/gate.md\u0000x"]}`, code: tool.CodeInvalidInput},
+		{name: "blank query", policy: all, args: `{"query":" \n"}`, code: tool.CodeInvalidInput},
+		{name: "unknown field", policy: all, args: `{"query":"gate","limit":3}`, code: tool.CodeInvalidInput},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -678,7 +679,7 @@ func TestMemoryGetContext(t *testing.T) {
 	t.Run("dry run", func(t *testing.T) {
 		g, _ := newTestGate(t, all, ws, MemoryTools(mem)...)
 		before, puts := treeChecksum(t, ws), mem.putCount()
-		res := callToolReq(t, g, runtime.Request{Tool: "get_context", Args: json.RawMessage(`{"query":"gate"}`), Principal: []string{"test"}, DryRun: true})
+		res := callToolReq(t, g, gate.Request{Tool: "get_context", Args: json.RawMessage(`{"query":"gate"}`), Principal: []string{"test"}, DryRun: true})
 		textExpect(t, res, "")
 		if treeChecksum(t, ws) != before || mem.putCount() != puts {
 			t.Error("the dry run changed something")
@@ -688,7 +689,7 @@ func TestMemoryGetContext(t *testing.T) {
 		bad := newMemoryFake()
 		bad.fail = errors.New("store is locked")
 		g, _ := newTestGate(t, all, ws, MemoryTools(bad)...)
-		textExpect(t, memoryCall(t, g, "get_context", `{"query":"gate"}`), runtime.CodeToolError)
+		textExpect(t, memoryCall(t, g, "get_context", `{"query":"gate"}`), tool.CodeToolError)
 	})
 }
 
@@ -697,7 +698,7 @@ func TestMemoryPrimeClear(t *testing.T) {
 	const policy = "version: 1\ngrants: [\"fs.read:docs/**\", \"fs.read:secret/**\", \"fs.read:bin.dat\", \"fs.read:big.txt\", \"fs.read:fifo\", \"fs.read:link-out\"]\n"
 	cases := []struct {
 		name, args string
-		code       runtime.Code
+		code       tool.Code
 		keys       []string
 		warn       string
 	}{
@@ -708,19 +709,19 @@ func TestMemoryPrimeClear(t *testing.T) {
 		{name: "big file truncated", args: `{"files":["big.txt"]}`, keys: []string{"file:big.txt"}, warn: "64 KiB"},
 		{name: "secret file masked", args: `{"files":["secret/keys.txt"]}`, keys: []string{"file:secret/keys.txt"}, warn: "masked"},
 		{name: "secret text masked", args: fmt.Sprintf(`{"text":"token %s"}`, textSecret), keys: []string{"text:"}, warn: "masked"},
-		{name: "nothing", args: `{}`, code: runtime.CodeInvalidInput},
-		{name: "blank text", args: `{"text":"  "}`, code: runtime.CodeInvalidInput},
-		{name: "text too large", args: fmt.Sprintf(`{"text":"%s"}`, strings.Repeat("x", memoryPrimeMaxText+1)), code: runtime.CodeTooLarge},
-		{name: "ungranted file", args: `{"files":["src/main.go"]}`, code: runtime.CodeCapabilityDenied},
-		{name: "missing file", args: `{"files":["docs/nope.md"]}`, code: runtime.CodeNotFound},
-		{name: "atomic: one missing stores nothing", args: `{"files":["docs/gate.md","docs/nope.md"]}`, code: runtime.CodeNotFound},
-		{name: "binary", args: `{"files":["bin.dat"]}`, code: runtime.CodeNotText},
-		{name: "directory", args: `{"files":["docs"]}`, code: runtime.CodeNotText},
-		{name: "fifo does not hang", args: `{"files":["fifo"]}`, code: runtime.CodeNotText},
-		{name: "dot-dot", args: `{"files":["../outside/secret.txt"]}`, code: runtime.CodePathEscape},
-		{name: "absolute outside", args: `{"files":["/etc/passwd"]}`, code: runtime.CodePathEscape},
-		{name: "symlink out", args: `{"files":["link-out"]}`, code: runtime.CodePathEscape},
-		{name: "long path", args: fmt.Sprintf(`{"files":["docs/%s"]}`, strings.Repeat("a/", 2000)), code: runtime.CodeInvalidInput},
+		{name: "nothing", args: `{}`, code: tool.CodeInvalidInput},
+		{name: "blank text", args: `{"text":"  "}`, code: tool.CodeInvalidInput},
+		{name: "text too large", args: fmt.Sprintf(`{"text":"%s"}`, strings.Repeat("x", memoryPrimeMaxText+1)), code: tool.CodeTooLarge},
+		{name: "ungranted file", args: `{"files":["src/main.go"]}`, code: tool.CodeCapabilityDenied},
+		{name: "missing file", args: `{"files":["docs/nope.md"]}`, code: tool.CodeNotFound},
+		{name: "atomic: one missing stores nothing", args: `{"files":["docs/gate.md","docs/nope.md"]}`, code: tool.CodeNotFound},
+		{name: "binary", args: `{"files":["bin.dat"]}`, code: tool.CodeNotText},
+		{name: "directory", args: `{"files":["docs"]}`, code: tool.CodeNotText},
+		{name: "fifo does not hang", args: `{"files":["fifo"]}`, code: tool.CodeNotText},
+		{name: "dot-dot", args: `{"files":["../outside/secret.txt"]}`, code: tool.CodePathEscape},
+		{name: "absolute outside", args: `{"files":["/etc/passwd"]}`, code: tool.CodePathEscape},
+		{name: "symlink out", args: `{"files":["link-out"]}`, code: tool.CodePathEscape},
+		{name: "long path", args: fmt.Sprintf(`{"files":["docs/%s"]}`, strings.Repeat("a/", 2000)), code: tool.CodeInvalidInput},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -764,8 +765,8 @@ func TestMemoryPrimeClear(t *testing.T) {
 		ws, _ := memoryWorkspace(t)
 		mem := newMemoryFake()
 		g, _ := newTestGate(t, policy, ws, MemoryTools(mem)...)
-		call := func(tool, args string, dry bool, run string) runtime.Result {
-			return callToolReq(t, g, runtime.Request{Tool: tool, Args: json.RawMessage(args), Principal: []string{"test"}, RunID: run, DryRun: dry})
+		call := func(tool, args string, dry bool, run string) tool.Result {
+			return callToolReq(t, g, gate.Request{Tool: tool, Args: json.RawMessage(args), Principal: []string{"test"}, RunID: run, DryRun: dry})
 		}
 		before := treeChecksum(t, ws)
 		res := call("prime_context", `{"files":["docs/gate.md"]}`, true, "")
@@ -794,7 +795,7 @@ func TestMemoryPrimeClear(t *testing.T) {
 		if es, _ := RunContext(ctx, mem, "run-2"); len(es) != 1 {
 			t.Error("clear_context touched another run")
 		}
-		textExpect(t, call("clear_context", `{"all":true}`, false, ""), runtime.CodeInvalidInput)
+		textExpect(t, call("clear_context", `{"all":true}`, false, ""), tool.CodeInvalidInput)
 		if treeChecksum(t, ws) != before {
 			t.Error("the workspace changed")
 		}
@@ -809,8 +810,8 @@ func TestMemoryPrimeClear(t *testing.T) {
 		mem := newMemoryFake()
 		mem.fail = errors.New("store is locked")
 		g, _ := newTestGate(t, policy, ws, MemoryTools(mem)...)
-		textExpect(t, memoryCall(t, g, "prime_context", `{"text":"x"}`), runtime.CodeToolError)
-		textExpect(t, memoryCall(t, g, "clear_context", `{}`), runtime.CodeToolError)
+		textExpect(t, memoryCall(t, g, "prime_context", `{"text":"x"}`), tool.CodeToolError)
+		textExpect(t, memoryCall(t, g, "clear_context", `{}`), tool.CodeToolError)
 	})
 }
 
@@ -884,11 +885,11 @@ func TestMemoryStoreErrorCodes(t *testing.T) {
 	failures := []struct {
 		name string
 		err  error
-		code runtime.Code
+		code tool.Code
 	}{
-		{"deadline", context.DeadlineExceeded, runtime.CodeTimeout},
-		{"wrapped deadline", fmt.Errorf("sqlite busy: %w", context.DeadlineExceeded), runtime.CodeTimeout},
-		{"generic", errors.New("store is locked"), runtime.CodeToolError},
+		{"deadline", context.DeadlineExceeded, tool.CodeTimeout},
+		{"wrapped deadline", fmt.Errorf("sqlite busy: %w", context.DeadlineExceeded), tool.CodeTimeout},
+		{"generic", errors.New("store is locked"), tool.CodeToolError},
 	}
 	for _, c := range calls {
 		for _, f := range failures {

@@ -11,9 +11,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
 	"github.com/wardenrt/warden/runtime/redact"
 	"github.com/wardenrt/warden/runtime/sandbox"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // OpsDefaultSearchPath is where the ops tools look for journalctl and
@@ -59,7 +60,7 @@ const (
 type Ops struct {
 	// Artifacts keeps the old version of every file modify_config changes.
 	// modify_config refuses to write when it is nil.
-	Artifacts runtime.Artifacts
+	Artifacts gate.Artifacts
 	// Redactor masks secrets in the old versions before they are kept as
 	// artifacts (nothing is written unmasked: docs/redaction.md). nil means
 	// redact.New(); pass the gate's redactor so environment secrets are
@@ -79,19 +80,19 @@ type Ops struct {
 }
 
 // Tools returns the five ops tools, sharing o's configuration.
-func (o *Ops) Tools() []runtime.Tool {
-	return []runtime.Tool{
+func (o *Ops) Tools() []tool.Tool {
+	return []tool.Tool{
 		&opsReadLogs{o}, &opsServiceStatus{o}, &opsRestartService{o},
 		&opsReadConfig{o}, &opsModifyConfig{o},
 	}
 }
 
 var (
-	_ runtime.Tool = (*opsReadLogs)(nil)
-	_ runtime.Tool = (*opsServiceStatus)(nil)
-	_ runtime.Tool = (*opsRestartService)(nil)
-	_ runtime.Tool = (*opsReadConfig)(nil)
-	_ runtime.Tool = (*opsModifyConfig)(nil)
+	_ tool.Tool = (*opsReadLogs)(nil)
+	_ tool.Tool = (*opsServiceStatus)(nil)
+	_ tool.Tool = (*opsRestartService)(nil)
+	_ tool.Tool = (*opsReadConfig)(nil)
+	_ tool.Tool = (*opsModifyConfig)(nil)
 )
 
 func (o *Ops) searchPath() string {
@@ -130,7 +131,7 @@ func (o *Ops) childPath() string {
 // lookPath finds prog (a bare name) in the search path: the first absolute
 // directory holding a regular, executable file of that name. It never looks
 // in "." or any relative directory, whatever the search path says.
-func (o *Ops) lookPath(prog string) (string, *runtime.Error) {
+func (o *Ops) lookPath(prog string) (string, *tool.Error) {
 	sp := o.searchPath()
 	for _, dir := range filepath.SplitList(sp) {
 		if dir == "" || !filepath.IsAbs(dir) {
@@ -143,7 +144,7 @@ func (o *Ops) lookPath(prog string) (string, *runtime.Error) {
 		}
 		return p, nil
 	}
-	return "", runtime.Errorf(runtime.CodeCommandNotFound,
+	return "", tool.Errorf(tool.CodeCommandNotFound,
 		"systemd is not available here: the ops tools need a machine managed by systemd (journald and systemctl)",
 		"%s is not installed (searched %s)", prog, sp)
 }
@@ -166,7 +167,7 @@ func (p *opsProc) stderrText() string {
 }
 
 // argv resolves prog and returns the exact argv run would start.
-func (o *Ops) argv(prog string, args ...string) ([]string, *runtime.Error) {
+func (o *Ops) argv(prog string, args ...string) ([]string, *tool.Error) {
 	path, err := o.lookPath(prog)
 	if err != nil {
 		return nil, err
@@ -185,7 +186,7 @@ var opsReadPaths = []string{
 // box is the sandbox of journalctl and systemctl: read-only on what they
 // read and on the search path (where they were found), no TCP, the call's
 // limits.
-func (o *Ops) box(c *runtime.Call) sandbox.Spec {
+func (o *Ops) box(c *tool.Call) sandbox.Spec {
 	read := append(slices.Clone(opsReadPaths), filepath.SplitList(o.childPath())...)
 	return sandbox.Spec{
 		Read:  append(read, o.Sandbox.Read...),
@@ -215,7 +216,7 @@ func (o *Ops) env() []string {
 // run starts argv (from o.argv) through runProc with the minimal environment,
 // the tool's deadline and capped output. A non-zero exit is not an error
 // here: callers judge the exit code.
-func (o *Ops) run(ctx context.Context, c *runtime.Call, argv []string) (*opsProc, *runtime.Error) {
+func (o *Ops) run(ctx context.Context, c *tool.Call, argv []string) (*opsProc, *tool.Error) {
 	ctx, cancel := context.WithTimeout(ctx, o.timeout())
 	defer cancel()
 	p := &opsProc{
@@ -235,21 +236,21 @@ func (o *Ops) run(ctx context.Context, c *runtime.Call, argv []string) (*opsProc
 	case errors.Is(err, errSandboxRequired):
 		return p, sandboxRequiredError(err)
 	case errors.Is(err, errProcKilled) && errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return p, runtime.Errorf(runtime.CodeCommandTimeout,
+		return p, tool.Errorf(tool.CodeCommandTimeout,
 			"the program did not finish in time; the machine may be overloaded, try again later",
 			"%s did not finish in time (at most %s, within the caller's deadline) and was killed", filepath.Base(argv[0]), o.timeout())
 	case errors.Is(err, errProcKilled):
-		return p, runtime.Errorf(runtime.CodeToolError, "the call was cancelled before the program finished; run it again if it is still needed",
+		return p, tool.Errorf(tool.CodeToolError, "the call was cancelled before the program finished; run it again if it is still needed",
 			"%s was stopped: the call was cancelled", filepath.Base(argv[0]))
 	default:
-		return p, runtime.Errorf(runtime.CodeCommandFailed, "check that the program is a working executable",
+		return p, tool.Errorf(tool.CodeCommandFailed, "check that the program is a working executable",
 			"%s could not be started: %v", argv[0], err)
 	}
 }
 
 // failed turns a non-zero exit into COMMAND_FAILED with the exit code and the
 // program's error output.
-func (p *opsProc) failed() *runtime.Error {
+func (p *opsProc) failed() *tool.Error {
 	msg := p.stderrText()
 	hint := "read the program's error output above"
 	if opsNoSystemd(msg) {
@@ -258,7 +259,7 @@ func (p *opsProc) failed() *runtime.Error {
 	if msg == "" {
 		msg = "(no error output)"
 	}
-	return runtime.Errorf(runtime.CodeCommandFailed, hint, "%s exited with status %d: %s",
+	return tool.Errorf(tool.CodeCommandFailed, hint, "%s exited with status %d: %s",
 		strings.Join(opsQuoteArgv(p.Argv), " "), p.ExitCode, msg)
 }
 
@@ -306,10 +307,10 @@ var opsUnitTypes = []string{".service", ".socket", ".device", ".mount", ".automo
 // opsUnit validates a unit name and returns it in full: a name without a
 // unit type suffix gets ".service", as systemctl would add it, so the argv
 // shown is exactly what runs.
-func opsUnit(name string) (string, *runtime.Error) {
+func opsUnit(name string) (string, *tool.Error) {
 	hint := `name a systemd unit such as "nginx" or "nginx.service": letters, digits and :_.@-\ , not starting with "-"`
 	if !opsUnitPattern.MatchString(name) || strings.Count(name, "@") > 1 {
-		return "", runtime.Errorf(runtime.CodeInvalidInput, hint, "%q is not a valid unit name", name)
+		return "", tool.Errorf(tool.CodeInvalidInput, hint, "%q is not a valid unit name", name)
 	}
 	full := name
 	known := false
@@ -323,18 +324,18 @@ func opsUnit(name string) (string, *runtime.Error) {
 		full += ".service"
 	}
 	if len(full) > opsMaxUnitLen {
-		return "", runtime.Errorf(runtime.CodeInvalidInput, hint, "unit name is %d bytes; systemd allows %d", len(full), opsMaxUnitLen)
+		return "", tool.Errorf(tool.CodeInvalidInput, hint, "unit name is %d bytes; systemd allows %d", len(full), opsMaxUnitLen)
 	}
 	return full, nil
 }
 
 // opsBadArgs turns a Bind error into an INVALID_INPUT outcome.
-func opsBadArgs(err error) runtime.Outcome {
-	e := runtime.AsError(err)
-	if e.Code == runtime.CodeInternal {
-		e = &runtime.Error{Code: runtime.CodeInvalidInput, Message: e.Message, Hint: e.Hint}
+func opsBadArgs(err error) tool.Outcome {
+	e := tool.AsError(err)
+	if e.Code == tool.CodeInternal {
+		e = &tool.Error{Code: tool.CodeInvalidInput, Message: e.Message, Hint: e.Hint}
 	}
-	return runtime.Outcome{Err: e}
+	return tool.Outcome{Err: e}
 }
 
 func opsPlural(n int, one, many string) string {

@@ -9,7 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // A call whose context is cancelled — before it starts a program, or while
@@ -25,9 +26,9 @@ func TestOpsCancelled(t *testing.T) {
 		{"service_status", `{"unit":"nginx"}`, `{"unit":"slow"}`},
 		{"restart_service", `{"unit":"nginx"}`, `{"unit":"slowrestart"}`},
 	}
-	call := func(t *testing.T, e *opsEnv, ctx context.Context, tool, args string) runtime.Result {
+	call := func(t *testing.T, e *opsEnv, ctx context.Context, tool, args string) tool.Result {
 		t.Helper()
-		res, err := e.g.Call(ctx, runtime.Request{Tool: tool, Args: json.RawMessage(args), Principal: []string{"test"}})
+		res, err := e.g.Call(ctx, gate.Request{Tool: tool, Args: json.RawMessage(args), Principal: []string{"test"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -40,7 +41,7 @@ func TestOpsCancelled(t *testing.T) {
 			cancel()
 			before := e.checksum(t)
 			res := call(t, e, ctx, c.tool, c.args)
-			opsWantErr(t, res, runtime.CodeToolError, "was stopped: the call was cancelled")
+			opsWantErr(t, res, tool.CodeToolError, "was stopped: the call was cancelled")
 			if got := e.fx.calls(t); len(got) != 0 {
 				t.Errorf("a cancelled call ran %q", got)
 			}
@@ -59,7 +60,7 @@ func TestOpsCancelled(t *testing.T) {
 			if el := time.Since(start); el > 5*time.Second {
 				t.Errorf("the call took %s after being cancelled at 300ms", el)
 			}
-			opsWantErr(t, res, runtime.CodeToolError, "was stopped: the call was cancelled")
+			opsWantErr(t, res, tool.CodeToolError, "was stopped: the call was cancelled")
 			if strings.Contains(res.Error.Message, "did not finish in time") {
 				t.Errorf("a cancellation reported as a timeout: %+v", res.Error)
 			}

@@ -19,8 +19,8 @@ import (
 	"syscall"
 	"unicode/utf8"
 
-	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // ---- file access ----------------------------------------------------------
@@ -50,9 +50,9 @@ type opsTarget struct {
 func (t *opsTarget) Close() { t.dir.Close() }
 
 // opsResolve resolves a config path for Needs and Run.
-func opsResolve(ws, p string) (string, *runtime.Error) {
+func opsResolve(ws, p string) (string, *tool.Error) {
 	if strings.IndexByte(p, 0) >= 0 {
-		return "", runtime.Errorf(runtime.CodeInvalidInput, "remove the NUL byte from the path", "path contains a NUL byte")
+		return "", tool.Errorf(tool.CodeInvalidInput, "remove the NUL byte from the path", "path contains a NUL byte")
 	}
 	resolved, err := capability.ResolvePath(ws, p)
 	for try := 0; err != nil && try < 3 && !errors.Is(err, capability.ErrSymlinkLoop) && !errors.Is(err, fs.ErrPermission); try++ {
@@ -62,11 +62,11 @@ func opsResolve(ws, p string) (string, *runtime.Error) {
 	}
 	switch {
 	case errors.Is(err, capability.ErrSymlinkLoop):
-		return "", runtime.Errorf(runtime.CodeInvalidInput, "fix the symbolic links on the path", "%s: too many levels of symbolic links", p)
+		return "", tool.Errorf(tool.CodeInvalidInput, "fix the symbolic links on the path", "%s: too many levels of symbolic links", p)
 	case errors.Is(err, fs.ErrPermission):
-		return "", runtime.Errorf(runtime.CodeToolError, "warden's user cannot search a directory on the path", "%s: %v", p, err)
+		return "", tool.Errorf(tool.CodeToolError, "warden's user cannot search a directory on the path", "%s: %v", p, err)
 	case err != nil:
-		return "", runtime.Errorf(runtime.CodeInvalidInput, "give a file path, absolute or relative to the workspace", "%s: %v", p, err)
+		return "", tool.Errorf(tool.CodeInvalidInput, "give a file path, absolute or relative to the workspace", "%s: %v", p, err)
 	}
 	return resolved, nil
 }
@@ -74,11 +74,11 @@ func opsResolve(ws, p string) (string, *runtime.Error) {
 // opsProtected refuses writes to git internals (hooks and config run code)
 // and to warden's own policy directory: no grant makes them writable
 // through modify_config.
-func opsProtected(resolved, given string) *runtime.Error {
+func opsProtected(resolved, given string) *tool.Error {
 	for _, p := range []string{resolved, given} {
 		for _, el := range strings.Split(filepath.ToSlash(filepath.Clean(p)), "/") {
 			if el == ".git" || el == ".warden" {
-				return runtime.Errorf(runtime.CodePolicyDenied,
+				return tool.Errorf(tool.CodePolicyDenied,
 					"warden's tools never change .git internals (hooks and config run code) or a .warden policy directory; edit it yourself",
 					"%s is inside a %s directory", given, el)
 			}
@@ -89,16 +89,16 @@ func opsProtected(resolved, given string) *runtime.Error {
 
 // opsDenied is the CAPABILITY_DENIED error of a need the grants do not
 // allow, naming the grant that would (if one can).
-func opsDenied(n capability.Need, workspace, format string, args ...any) *runtime.Error {
+func opsDenied(n capability.Need, workspace, format string, args ...any) *tool.Error {
 	if g := n.Hint(workspace); g != "" {
-		return runtime.NeedsGrants([]string{g}, format, args...)
+		return tool.NeedsGrants([]string{g}, format, args...)
 	}
-	return runtime.Errorf(runtime.CodeCapabilityDenied, "", format, args...)
+	return tool.Errorf(tool.CodeCapabilityDenied, "", format, args...)
 }
 
 // opsOpen opens the directory of the file p names for a call that needs
 // kinds (the first one chooses the grant whose base is opened).
-func opsOpen(c *runtime.Call, p string, kinds ...capability.Kind) (*opsTarget, *runtime.Error) {
+func opsOpen(c *tool.Call, p string, kinds ...capability.Kind) (*opsTarget, *tool.Error) {
 	resolved, rerr := opsResolve(c.Workspace, p)
 	if rerr != nil {
 		return nil, rerr
@@ -112,7 +112,7 @@ func opsOpen(c *runtime.Call, p string, kinds ...capability.Kind) (*opsTarget, *
 	dirPath := filepath.Dir(resolved)
 	if fi, err := os.Stat(resolved); (err == nil && fi.IsDir()) || dirPath == resolved {
 		// Only for a clear message; the access itself is checked below.
-		return nil, runtime.Errorf(runtime.CodeInvalidInput, "name a file; list directories with fs_list", "%s is a directory", p)
+		return nil, tool.Errorf(tool.CodeInvalidInput, "name a file; list directories with fs_list", "%s is a directory", p)
 	}
 	base := ""
 	need := capability.Need{Kind: kinds[0], Resource: resolved}
@@ -158,7 +158,7 @@ func opsWithin(base, p string) bool {
 }
 
 // opsCheckReal checks that root is the directory want names.
-func opsCheckReal(root *os.Root, want string) *runtime.Error {
+func opsCheckReal(root *os.Root, want string) *tool.Error {
 	d, err := root.Open(".")
 	if err != nil {
 		return opsFileErr(want, err)
@@ -167,7 +167,7 @@ func opsCheckReal(root *os.Root, want string) *runtime.Error {
 	if ok, err := opsIsPath(d, want); err != nil {
 		return opsFileErr(want, err)
 	} else if !ok {
-		return runtime.Errorf(runtime.CodePathEscape, "the directory was replaced while warden opened it; check for symbolic links and try again",
+		return tool.Errorf(tool.CodePathEscape, "the directory was replaced while warden opened it; check for symbolic links and try again",
 			"%s changed while it was opened", want)
 	}
 	return nil
@@ -192,20 +192,20 @@ func opsIsPath(f *os.File, want string) (bool, error) {
 }
 
 // opsFileErr maps a file system error to a canonical code.
-func opsFileErr(p string, err error) *runtime.Error {
+func opsFileErr(p string, err error) *tool.Error {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return runtime.Errorf(runtime.CodeNotFound, "check the path; read_config reads existing files only", "%s does not exist", p)
+		return tool.Errorf(tool.CodeNotFound, "check the path; read_config reads existing files only", "%s does not exist", p)
 	case errors.Is(err, fs.ErrPermission):
-		return runtime.Errorf(runtime.CodeToolError, "warden's user lacks the file system permission; run warden as a user that may read it", "%s: permission denied", p)
+		return tool.Errorf(tool.CodeToolError, "warden's user lacks the file system permission; run warden as a user that may read it", "%s: permission denied", p)
 	case errors.Is(err, syscall.ENOTDIR) || strings.HasSuffix(err.Error(), "not a directory"):
-		return runtime.Errorf(runtime.CodeNotFound, "check the path: one of its directories is a file", "%s does not exist", p)
+		return tool.Errorf(tool.CodeNotFound, "check the path: one of its directories is a file", "%s does not exist", p)
 	case errors.Is(err, syscall.ELOOP):
-		return runtime.Errorf(runtime.CodeInvalidInput, "fix the symbolic links on the path", "%s: too many levels of symbolic links", p)
+		return tool.Errorf(tool.CodeInvalidInput, "fix the symbolic links on the path", "%s: too many levels of symbolic links", p)
 	case strings.Contains(err.Error(), "escapes"):
-		return runtime.Errorf(runtime.CodePathEscape, "the path leads out of the granted directory (a symbolic link?)", "%s: %v", p, err)
+		return tool.Errorf(tool.CodePathEscape, "the path leads out of the granted directory (a symbolic link?)", "%s: %v", p, err)
 	}
-	return runtime.Errorf(runtime.CodeToolError, "", "%s: %v", p, err)
+	return tool.Errorf(tool.CodeToolError, "", "%s: %v", p, err)
 }
 
 // opsConfigFile is a config file as read for a call.
@@ -216,7 +216,7 @@ type opsConfigFile struct {
 
 // read opens and reads the file: a regular, text file with one hard link,
 // at most opsMaxConfigBytes, whose real path is the resolved one.
-func (t *opsTarget) read(given string) (*opsConfigFile, *runtime.Error) {
+func (t *opsTarget) read(given string) (*opsConfigFile, *tool.Error) {
 	f, err := t.dir.OpenFile(t.name, os.O_RDONLY|oNonblock|oNoctty, 0)
 	if err != nil {
 		return nil, opsFileErr(given, err)
@@ -227,21 +227,21 @@ func (t *opsTarget) read(given string) (*opsConfigFile, *runtime.Error) {
 		return nil, opsFileErr(given, err)
 	}
 	if fi.IsDir() {
-		return nil, runtime.Errorf(runtime.CodeInvalidInput, "name a file; list directories with fs_list", "%s is a directory", given)
+		return nil, tool.Errorf(tool.CodeInvalidInput, "name a file; list directories with fs_list", "%s is a directory", given)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, runtime.Errorf(runtime.CodeInvalidInput, "config files are regular files; this is a "+opsFileType(fi.Mode()),
+		return nil, tool.Errorf(tool.CodeInvalidInput, "config files are regular files; this is a "+opsFileType(fi.Mode()),
 			"%s is not a regular file (%s)", given, opsFileType(fi.Mode()))
 	}
 	if n := fsNlink(fi); n > 1 {
-		return nil, runtime.Errorf(runtime.CodePathEscape,
+		return nil, tool.Errorf(tool.CodePathEscape,
 			"the file has other names (hard links), possibly outside the granted tree; warden does not use such files",
 			"%s has %d hard links", given, n)
 	}
 	if ok, err := opsIsPath(f, t.path); err != nil {
 		return nil, opsFileErr(given, err)
 	} else if !ok {
-		return nil, runtime.Errorf(runtime.CodePathEscape, "the file was replaced while warden opened it; check for symbolic links and try again",
+		return nil, tool.Errorf(tool.CodePathEscape, "the file was replaced while warden opened it; check for symbolic links and try again",
 			"%s changed while it was opened", given)
 	}
 	if fi.Size() > opsMaxConfigBytes {
@@ -255,14 +255,14 @@ func (t *opsTarget) read(given string) (*opsConfigFile, *runtime.Error) {
 		return nil, opsTooLarge(given, int64(len(data)))
 	}
 	if bytes.IndexByte(data, 0) >= 0 || !utf8.Valid(data) {
-		return nil, runtime.Errorf(runtime.CodeNotText, "read_config and modify_config handle UTF-8 text files only",
+		return nil, tool.Errorf(tool.CodeNotText, "read_config and modify_config handle UTF-8 text files only",
 			"%s is not text (it holds NUL bytes or invalid UTF-8)", given)
 	}
 	return &opsConfigFile{data: data, info: fi}, nil
 }
 
-func opsTooLarge(p string, n int64) *runtime.Error {
-	return runtime.Errorf(runtime.CodeTooLarge, fmt.Sprintf("config files up to %d KiB are handled; read parts of larger files with fs_read", opsMaxConfigBytes>>10),
+func opsTooLarge(p string, n int64) *tool.Error {
+	return tool.Errorf(tool.CodeTooLarge, fmt.Sprintf("config files up to %d KiB are handled; read parts of larger files with fs_read", opsMaxConfigBytes>>10),
 		"%s is %d bytes; the limit is %d", p, n, opsMaxConfigBytes)
 }
 
@@ -310,8 +310,8 @@ type OpsConfig struct {
 	SHA256  string `json:"sha256"` // of the content, "sha256:<hex>"
 }
 
-func (t *opsReadConfig) Spec() runtime.Spec {
-	return runtime.Spec{
+func (t *opsReadConfig) Spec() tool.Spec {
+	return tool.Spec{
 		Name: "read_config",
 		Description: "Read a configuration file (UTF-8 text, up to 1 MiB), absolute (/etc/nginx/nginx.conf) or relative to the workspace. " +
 			"The output numbers the lines, as modify_config's changes refer to them; data.content is the exact text. Needs fs.read on the file.",
@@ -321,7 +321,7 @@ func (t *opsReadConfig) Spec() runtime.Spec {
 	}
 }
 
-func (t *opsReadConfig) Needs(c *runtime.Call) ([]capability.Need, error) {
+func (t *opsReadConfig) Needs(c *tool.Call) ([]capability.Need, error) {
 	var a opsPathArgs
 	if err := c.Bind(&a); err != nil {
 		return nil, err
@@ -333,23 +333,23 @@ func (t *opsReadConfig) Needs(c *runtime.Call) ([]capability.Need, error) {
 	return []capability.Need{{Kind: capability.FSRead, Resource: resolved}}, nil
 }
 
-func (t *opsReadConfig) Preview(ctx context.Context, c *runtime.Call) runtime.Outcome {
+func (t *opsReadConfig) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
 	return t.Run(ctx, c)
 }
 
-func (t *opsReadConfig) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
+func (t *opsReadConfig) Run(ctx context.Context, c *tool.Call) tool.Outcome {
 	var a opsPathArgs
 	if err := c.Bind(&a); err != nil {
 		return opsBadArgs(err)
 	}
 	tg, err := opsOpen(c, a.Path, capability.FSRead)
 	if err != nil {
-		return runtime.Outcome{Err: err}
+		return tool.Outcome{Err: err}
 	}
 	defer tg.Close()
 	f, err := tg.read(a.Path)
 	if err != nil {
-		return runtime.Outcome{Err: err}
+		return tool.Outcome{Err: err}
 	}
 	lines, _ := opsSplitLines(string(f.data))
 	sum := sha256.Sum256(f.data)
@@ -362,7 +362,7 @@ func (t *opsReadConfig) Run(ctx context.Context, c *runtime.Call) runtime.Outcom
 	for i, l := range lines {
 		fmt.Fprintf(&b, "%6d\t%s\n", i+1, strings.TrimSuffix(l, "\r"))
 	}
-	return runtime.Outcome{Output: b.String(), Data: data, Origins: []runtime.Origin{{Path: tg.path}}}
+	return tool.Outcome{Output: b.String(), Data: data, Origins: []tool.Origin{{Path: tg.path}}}
 }
 
 // opsSplitLines splits text into lines without their "\n"; final reports
@@ -431,8 +431,8 @@ type OpsConfigEdit struct {
 	Written          bool   `json:"written"`
 }
 
-func (t *opsModifyConfig) Spec() runtime.Spec {
-	return runtime.Spec{
+func (t *opsModifyConfig) Spec() tool.Spec {
+	return tool.Spec{
 		Name: "modify_config",
 		Description: "Change lines of a configuration file: each change {line, old, new} replaces line `line` if it currently reads `old` exactly, " +
 			"else nothing is written (PATCH_REJECTED: re-read the file with read_config). All changes or none. The dry run shows the unified diff. " +
@@ -443,27 +443,27 @@ func (t *opsModifyConfig) Spec() runtime.Spec {
 	}
 }
 
-func (t *opsModifyConfig) bind(c *runtime.Call) (opsModifyArgs, *runtime.Error) {
+func (t *opsModifyConfig) bind(c *tool.Call) (opsModifyArgs, *tool.Error) {
 	var a opsModifyArgs
 	if err := c.Bind(&a); err != nil {
-		return a, runtime.AsError(err)
+		return a, tool.AsError(err)
 	}
 	if len(a.Changes) == 0 {
-		return a, runtime.Errorf(runtime.CodeInvalidInput, "give at least one change", "no changes")
+		return a, tool.Errorf(tool.CodeInvalidInput, "give at least one change", "no changes")
 	}
 	seen := map[int]bool{}
 	for i, ch := range a.Changes {
 		switch {
 		case ch.Line < 1:
-			return a, runtime.Errorf(runtime.CodeInvalidInput, "lines are numbered from 1", "changes[%d]: line %d", i, ch.Line)
+			return a, tool.Errorf(tool.CodeInvalidInput, "lines are numbered from 1", "changes[%d]: line %d", i, ch.Line)
 		case seen[ch.Line]:
-			return a, runtime.Errorf(runtime.CodeInvalidInput, "give one change per line; put several lines in new with \\n",
+			return a, tool.Errorf(tool.CodeInvalidInput, "give one change per line; put several lines in new with \\n",
 				"changes[%d]: line %d is changed twice", i, ch.Line)
 		case strings.ContainsAny(ch.Old, "\n"):
-			return a, runtime.Errorf(runtime.CodeInvalidInput, "old is one line: its text without the newline",
+			return a, tool.Errorf(tool.CodeInvalidInput, "old is one line: its text without the newline",
 				"changes[%d]: old holds a newline", i)
 		case strings.IndexByte(ch.Old, 0) >= 0 || strings.IndexByte(ch.New, 0) >= 0:
-			return a, runtime.Errorf(runtime.CodeInvalidInput, "config files are text: remove the NUL byte", "changes[%d] holds a NUL byte", i)
+			return a, tool.Errorf(tool.CodeInvalidInput, "config files are text: remove the NUL byte", "changes[%d] holds a NUL byte", i)
 		}
 		seen[ch.Line] = true
 	}
@@ -472,7 +472,7 @@ func (t *opsModifyConfig) bind(c *runtime.Call) (opsModifyArgs, *runtime.Error) 
 
 // Sinks: each change's new text lands in the file, and its old text is
 // compared with the file's line (one line: no newline).
-func (t *opsModifyConfig) Sinks(c *runtime.Call) ([]runtime.Sink, error) {
+func (t *opsModifyConfig) Sinks(c *tool.Call) ([]tool.Sink, error) {
 	a, err := t.bind(c)
 	if err != nil {
 		return nil, err
@@ -481,16 +481,16 @@ func (t *opsModifyConfig) Sinks(c *runtime.Call) ([]runtime.Sink, error) {
 	if err != nil {
 		return nil, err
 	}
-	var sinks []runtime.Sink
+	var sinks []tool.Sink
 	for i, ch := range a.Changes {
 		sinks = append(sinks,
-			runtime.Sink{Arg: fmt.Sprintf("/changes/%d/old", i), End: len(ch.Old), Path: resolved, Forbid: "\n"},
-			runtime.Sink{Arg: fmt.Sprintf("/changes/%d/new", i), End: len(ch.New), Path: resolved})
+			tool.Sink{Arg: fmt.Sprintf("/changes/%d/old", i), End: len(ch.Old), Path: resolved, Forbid: "\n"},
+			tool.Sink{Arg: fmt.Sprintf("/changes/%d/new", i), End: len(ch.New), Path: resolved})
 	}
 	return sinks, nil
 }
 
-func (t *opsModifyConfig) Needs(c *runtime.Call) ([]capability.Need, error) {
+func (t *opsModifyConfig) Needs(c *tool.Call) ([]capability.Need, error) {
 	a, err := t.bind(c)
 	if err != nil {
 		return nil, err
@@ -520,7 +520,7 @@ type opsEdit struct {
 
 // prepare opens and reads the file, checks every change against it and
 // computes the new content, the diff and the artifact; it changes nothing.
-func (t *opsModifyConfig) prepare(c *runtime.Call) (*opsEdit, *runtime.Error) {
+func (t *opsModifyConfig) prepare(c *tool.Call) (*opsEdit, *tool.Error) {
 	a, err := t.bind(c)
 	if err != nil {
 		return nil, err
@@ -568,7 +568,7 @@ func (t *opsModifyConfig) prepare(c *runtime.Call) (*opsEdit, *runtime.Error) {
 	}
 	if len(stale) > 0 {
 		tg.Close()
-		return nil, runtime.Errorf(runtime.CodePatchRejected,
+		return nil, tool.Errorf(tool.CodePatchRejected,
 			"the file is not what the changes expect: read it again with read_config and base the changes on its current lines",
 			"%s: %s refused, nothing was written: %s", a.Path, opsPlural(len(stale), "change", "changes"), strings.Join(stale, "; "))
 	}
@@ -615,10 +615,10 @@ func (t *opsModifyConfig) prepare(c *runtime.Call) (*opsEdit, *runtime.Error) {
 	return e, nil
 }
 
-func (t *opsModifyConfig) Preview(ctx context.Context, c *runtime.Call) runtime.Outcome {
+func (t *opsModifyConfig) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
 	e, err := t.prepare(c)
 	if err != nil {
-		return runtime.Outcome{Err: err}
+		return tool.Outcome{Err: err}
 	}
 	defer e.tg.Close()
 	var out string
@@ -629,45 +629,45 @@ func (t *opsModifyConfig) Preview(ctx context.Context, c *runtime.Call) runtime.
 			opsPlural(len(e.data.ChangedLines), "line", "lines"), e.data.Path, opsLineList(e.data.ChangedLines),
 			e.data.Bytes, e.data.Mode, e.data.Artifact, e.data.Diff)
 	}
-	return runtime.Outcome{Output: out, Data: e.data, Warnings: e.warnings}
+	return tool.Outcome{Output: out, Data: e.data, Warnings: e.warnings}
 }
 
-func (t *opsModifyConfig) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
+func (t *opsModifyConfig) Run(ctx context.Context, c *tool.Call) tool.Outcome {
 	e, err := t.prepare(c)
 	if err != nil {
-		return runtime.Outcome{Err: err}
+		return tool.Outcome{Err: err}
 	}
 	defer e.tg.Close()
 	if len(e.data.ChangedLines) == 0 {
 		e.data.Artifact = ""
-		return runtime.Outcome{Output: fmt.Sprintf("%s already reads as asked; nothing was written", e.data.Path), Data: e.data, Warnings: e.warnings}
+		return tool.Outcome{Output: fmt.Sprintf("%s already reads as asked; nothing was written", e.data.Path), Data: e.data, Warnings: e.warnings}
 	}
 	if t.o.Artifacts == nil {
-		return runtime.Fail(runtime.CodeToolError, "warden was started without an artifact store; this is a configuration error in warden",
+		return tool.Fail(tool.CodeToolError, "warden was started without an artifact store; this is a configuration error in warden",
 			"modify_config keeps the old version of every file it changes, and no artifact store is configured; nothing was written")
 	}
 	digest, aerr := t.o.Artifacts.PutArtifact(ctx, e.old)
 	if aerr != nil {
-		return runtime.Fail(runtime.CodeToolError, "the store could not keep the old version; try again", "keeping the old version of %s failed, nothing was written: %v", e.data.Path, aerr)
+		return tool.Fail(tool.CodeToolError, "the store could not keep the old version; try again", "keeping the old version of %s failed, nothing was written: %v", e.data.Path, aerr)
 	}
 	e.data.Artifact = digest
 	warnings := e.warnings
 	if w, werr := e.write(); werr != nil {
-		return runtime.Outcome{Err: werr}
+		return tool.Outcome{Err: werr}
 	} else if w != "" {
 		warnings = append(warnings, w)
 	}
 	e.data.Written = true
 	out := fmt.Sprintf("changed %s of %s (%s); the old version is kept as artifact %s\n%s",
 		opsPlural(len(e.data.ChangedLines), "line", "lines"), e.data.Path, opsLineList(e.data.ChangedLines), digest, e.data.Diff)
-	return runtime.Outcome{Output: out, Data: e.data, Warnings: warnings}
+	return tool.Outcome{Output: out, Data: e.data, Warnings: warnings}
 }
 
 // write replaces the file atomically: a temporary file in the same directory
 // (through the same root) with the old mode and owner, synced, renamed over
 // the file, and the directory synced. It refuses if the file changed since
 // it was read. It returns a warning when the owner could not be kept.
-func (e *opsEdit) write() (string, *runtime.Error) {
+func (e *opsEdit) write() (string, *tool.Error) {
 	fi := e.file.info
 	var rnd [6]byte
 	_, _ = rand.Read(rnd[:])
@@ -708,7 +708,7 @@ func (e *opsEdit) write() (string, *runtime.Error) {
 	if err != nil || !os.SameFile(cur, fi) || !cur.ModTime().Equal(fi.ModTime()) || cur.Size() != fi.Size() {
 		done = true
 		_ = e.tg.dir.Remove(tmp)
-		return "", runtime.Errorf(runtime.CodePatchRejected, "someone else changed the file meanwhile: read it again with read_config",
+		return "", tool.Errorf(tool.CodePatchRejected, "someone else changed the file meanwhile: read it again with read_config",
 			"%s changed while it was being modified; nothing was written", e.data.Path)
 	}
 	if err := e.tg.dir.Rename(tmp, e.tg.name); err != nil {

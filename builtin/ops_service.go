@@ -11,8 +11,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // ---- read_logs ------------------------------------------------------------
@@ -70,8 +70,8 @@ type OpsLogEntry struct {
 
 var opsPriorityNames = []string{"emerg", "alert", "crit", "err", "warning", "notice", "info", "debug"}
 
-func (t *opsReadLogs) Spec() runtime.Spec {
-	return runtime.Spec{
+func (t *opsReadLogs) Spec() tool.Spec {
+	return tool.Spec{
 		Name: "read_logs",
 		Description: "Read the most recent journald entries of a systemd unit (journalctl --output=json, parsed): " +
 			"time, priority, unit, identifier, pid and message of each entry, oldest first. Optional since and priority filters. Needs exec:journalctl.",
@@ -81,10 +81,10 @@ func (t *opsReadLogs) Spec() runtime.Spec {
 	}
 }
 
-func (t *opsReadLogs) bind(c *runtime.Call) (opsReadLogsArgs, string, int, *runtime.Error) {
+func (t *opsReadLogs) bind(c *tool.Call) (opsReadLogsArgs, string, int, *tool.Error) {
 	var a opsReadLogsArgs
 	if err := c.Bind(&a); err != nil {
-		return a, "", 0, runtime.AsError(err)
+		return a, "", 0, tool.AsError(err)
 	}
 	unit, uerr := opsUnit(a.Unit)
 	if uerr != nil {
@@ -95,26 +95,26 @@ func (t *opsReadLogs) bind(c *runtime.Call) (opsReadLogsArgs, string, int, *runt
 		lines = *a.Lines
 	}
 	if lines < 1 || lines > opsMaxLines {
-		return a, "", 0, runtime.Errorf(runtime.CodeInvalidInput, "ask for 1 to 5000 lines", "lines %d is out of range", lines)
+		return a, "", 0, tool.Errorf(tool.CodeInvalidInput, "ask for 1 to 5000 lines", "lines %d is out of range", lines)
 	}
 	return a, unit, lines, nil
 }
 
-func (t *opsReadLogs) Needs(c *runtime.Call) ([]capability.Need, error) {
+func (t *opsReadLogs) Needs(c *tool.Call) ([]capability.Need, error) {
 	if _, _, _, err := t.bind(c); err != nil {
 		return nil, err
 	}
 	return []capability.Need{{Kind: capability.Exec, Resource: "journalctl"}}, nil
 }
 
-func (t *opsReadLogs) Preview(ctx context.Context, c *runtime.Call) runtime.Outcome {
+func (t *opsReadLogs) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
 	return t.Run(ctx, c)
 }
 
-func (t *opsReadLogs) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
+func (t *opsReadLogs) Run(ctx context.Context, c *tool.Call) tool.Outcome {
 	a, unit, lines, berr := t.bind(c)
 	if berr != nil {
-		return runtime.Outcome{Err: berr}
+		return tool.Outcome{Err: berr}
 	}
 	args := []string{"--no-pager", "--output=json", "--lines=" + strconv.Itoa(lines)}
 	if a.Since != "" {
@@ -126,14 +126,14 @@ func (t *opsReadLogs) Run(ctx context.Context, c *runtime.Call) runtime.Outcome 
 	args = append(args, "--unit="+unit)
 	argv, err := t.o.argv("journalctl", args...)
 	if err != nil {
-		return runtime.Outcome{Err: err}
+		return tool.Outcome{Err: err}
 	}
 	p, err := t.o.run(ctx, c, argv)
 	if err != nil {
-		return runtime.Outcome{Err: err}
+		return tool.Outcome{Err: err}
 	}
 	if p.ExitCode != 0 {
-		return runtime.Outcome{Err: p.failed()}
+		return tool.Outcome{Err: p.failed()}
 	}
 	var warnings []string
 	data := OpsLogs{Unit: unit, Argv: argv, Entries: []OpsLogEntry{}, Truncated: p.Stdout.Truncated()}
@@ -195,7 +195,7 @@ func (t *opsReadLogs) Run(ctx context.Context, c *runtime.Call) runtime.Outcome 
 		}
 		fmt.Fprintf(&b, "%s %s%s: %s\n", e.Time, who, prio, e.Message)
 	}
-	return runtime.Outcome{Output: b.String(), Data: data, Warnings: warnings}
+	return tool.Outcome{Output: b.String(), Data: data, Warnings: warnings}
 }
 
 // opsParseJournal decodes one line of journalctl --output=json. Every field
@@ -283,15 +283,15 @@ func opsUnitSchema(what string) json.RawMessage {
 }`)
 }
 
-func opsBindUnit(c *runtime.Call) (string, *runtime.Error) {
+func opsBindUnit(c *tool.Call) (string, *tool.Error) {
 	var a opsUnitArgs
 	if err := c.Bind(&a); err != nil {
-		return "", runtime.AsError(err)
+		return "", tool.AsError(err)
 	}
 	name := a.Unit
 	switch {
 	case a.Unit != "" && a.Service != "":
-		return "", runtime.Errorf(runtime.CodeInvalidInput, "give unit or service, not both", "both unit and service are given")
+		return "", tool.Errorf(tool.CodeInvalidInput, "give unit or service, not both", "both unit and service are given")
 	case a.Unit == "":
 		name = a.Service
 	}
@@ -348,7 +348,7 @@ func (s OpsServiceStatus) Summary() string {
 
 // status runs systemctl show for unit. A unit systemd does not know is
 // NOT_FOUND.
-func (o *Ops) status(ctx context.Context, c *runtime.Call, unit string) (OpsServiceStatus, *runtime.Error) {
+func (o *Ops) status(ctx context.Context, c *tool.Call, unit string) (OpsServiceStatus, *tool.Error) {
 	argv, err := o.argv("systemctl", "show", "--no-pager", "--property="+strings.Join(opsStatusProps, ","), "--", unit)
 	if err != nil {
 		return OpsServiceStatus{}, err
@@ -380,11 +380,11 @@ func (o *Ops) status(ctx context.Context, c *runtime.Call, unit string) (OpsServ
 		st.MemoryCurrentBytes = &m
 	}
 	if st.LoadState == "" {
-		return st, runtime.Errorf(runtime.CodeCommandFailed, "systemctl's output was not what warden expects; run systemctl show yourself",
+		return st, tool.Errorf(tool.CodeCommandFailed, "systemctl's output was not what warden expects; run systemctl show yourself",
 			"systemctl show printed no LoadState for %s", unit)
 	}
 	if st.LoadState == "not-found" {
-		return st, runtime.Errorf(runtime.CodeNotFound, "check the unit name: systemctl list-units --all lists them",
+		return st, tool.Errorf(tool.CodeNotFound, "check the unit name: systemctl list-units --all lists them",
 			"unit %s is not known to systemd", unit)
 	}
 	return st, nil
@@ -392,8 +392,8 @@ func (o *Ops) status(ctx context.Context, c *runtime.Call, unit string) (OpsServ
 
 type opsServiceStatus struct{ o *Ops }
 
-func (t *opsServiceStatus) Spec() runtime.Spec {
-	return runtime.Spec{
+func (t *opsServiceStatus) Spec() tool.Spec {
+	return tool.Spec{
 		Name: "service_status",
 		Description: "Show a systemd unit's state (systemctl show, parsed): load, active and sub state, main PID, unit file state, " +
 			"last result, restarts, memory, since when. An unknown unit is NOT_FOUND. Needs exec:systemctl.",
@@ -403,25 +403,25 @@ func (t *opsServiceStatus) Spec() runtime.Spec {
 	}
 }
 
-func (t *opsServiceStatus) Needs(c *runtime.Call) ([]capability.Need, error) {
+func (t *opsServiceStatus) Needs(c *tool.Call) ([]capability.Need, error) {
 	if _, err := opsBindUnit(c); err != nil {
 		return nil, err
 	}
 	return []capability.Need{{Kind: capability.Exec, Resource: "systemctl"}}, nil
 }
 
-func (t *opsServiceStatus) Preview(ctx context.Context, c *runtime.Call) runtime.Outcome {
+func (t *opsServiceStatus) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
 	return t.Run(ctx, c)
 }
 
-func (t *opsServiceStatus) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
+func (t *opsServiceStatus) Run(ctx context.Context, c *tool.Call) tool.Outcome {
 	unit, err := opsBindUnit(c)
 	if err != nil {
-		return runtime.Outcome{Err: err}
+		return tool.Outcome{Err: err}
 	}
 	st, err := t.o.status(ctx, c, unit)
 	if err != nil {
-		return runtime.Outcome{Err: err}
+		return tool.Outcome{Err: err}
 	}
 	var warnings []string
 	switch st.LoadState {
@@ -431,7 +431,7 @@ func (t *opsServiceStatus) Run(ctx context.Context, c *runtime.Call) runtime.Out
 	default:
 		warnings = append(warnings, fmt.Sprintf("%s did not load (%s): %s", unit, st.LoadState, st.Properties["LoadError"]))
 	}
-	return runtime.Outcome{Output: st.Summary(), Data: st, Warnings: warnings}
+	return tool.Outcome{Output: st.Summary(), Data: st, Warnings: warnings}
 }
 
 // ---- restart_service ------------------------------------------------------
@@ -450,8 +450,8 @@ type OpsRestart struct {
 	After *OpsServiceStatus `json:"after,omitempty"`
 }
 
-func (t *opsRestartService) Spec() runtime.Spec {
-	return runtime.Spec{
+func (t *opsRestartService) Spec() tool.Spec {
+	return tool.Spec{
 		Name: "restart_service",
 		Description: "Restart a systemd unit (systemctl restart --no-ask-password -- UNIT) and report its state before and after. " +
 			"Side-effecting: the default policy requires approval and shows the dry run first (the exact argv and the current state). " +
@@ -461,7 +461,7 @@ func (t *opsRestartService) Spec() runtime.Spec {
 	}
 }
 
-func (t *opsRestartService) Needs(c *runtime.Call) ([]capability.Need, error) {
+func (t *opsRestartService) Needs(c *tool.Call) ([]capability.Need, error) {
 	if _, err := opsBindUnit(c); err != nil {
 		return nil, err
 	}
@@ -491,50 +491,50 @@ func opsRestartWarnings(unit string) []string {
 	return w
 }
 
-func (t *opsRestartService) restartArgv(unit string) ([]string, *runtime.Error) {
+func (t *opsRestartService) restartArgv(unit string) ([]string, *tool.Error) {
 	return t.o.argv("systemctl", "restart", "--no-ask-password", "--", unit)
 }
 
 // Preview resolves the exact argv and reads the unit's current state; it
 // never runs systemctl restart.
-func (t *opsRestartService) Preview(ctx context.Context, c *runtime.Call) runtime.Outcome {
+func (t *opsRestartService) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
 	unit, err := opsBindUnit(c)
 	if err != nil {
-		return runtime.Outcome{Err: err}
+		return tool.Outcome{Err: err}
 	}
 	argv, err := t.restartArgv(unit)
 	if err != nil {
-		return runtime.Outcome{Err: err}
+		return tool.Outcome{Err: err}
 	}
 	before, err := t.o.status(ctx, c, unit)
 	if err != nil {
-		return runtime.Outcome{Err: err}
+		return tool.Outcome{Err: err}
 	}
 	data := OpsRestart{Unit: unit, Argv: argv, Before: before}
 	out := fmt.Sprintf("would run: %s\ncurrent state: %s", strings.Join(opsQuoteArgv(argv), " "), before.Summary())
-	return runtime.Outcome{Output: out, Data: data, Warnings: opsRestartWarnings(unit)}
+	return tool.Outcome{Output: out, Data: data, Warnings: opsRestartWarnings(unit)}
 }
 
-func (t *opsRestartService) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
+func (t *opsRestartService) Run(ctx context.Context, c *tool.Call) tool.Outcome {
 	unit, err := opsBindUnit(c)
 	if err != nil {
-		return runtime.Outcome{Err: err}
+		return tool.Outcome{Err: err}
 	}
 	argv, err := t.restartArgv(unit)
 	if err != nil {
-		return runtime.Outcome{Err: err}
+		return tool.Outcome{Err: err}
 	}
 	// An unknown unit is NOT_FOUND before anything is restarted.
 	before, err := t.o.status(ctx, c, unit)
 	if err != nil {
-		return runtime.Outcome{Err: err}
+		return tool.Outcome{Err: err}
 	}
 	p, err := t.o.run(ctx, c, argv)
 	if err != nil {
-		return runtime.Outcome{Err: err}
+		return tool.Outcome{Err: err}
 	}
 	if p.ExitCode != 0 {
-		return runtime.Outcome{Err: p.failed()}
+		return tool.Outcome{Err: p.failed()}
 	}
 	data := OpsRestart{Unit: unit, Argv: argv, Restarted: true, Before: before}
 	warnings := opsRestartWarnings(unit)
@@ -551,5 +551,5 @@ func (t *opsRestartService) Run(ctx context.Context, c *runtime.Call) runtime.Ou
 	if data.After != nil {
 		out += "\nafter:  " + data.After.Summary()
 	}
-	return runtime.Outcome{Output: out, Data: data, Warnings: warnings}
+	return tool.Outcome{Output: out, Data: data, Warnings: warnings}
 }

@@ -23,8 +23,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
 	"github.com/wardenrt/warden/runtime/sandbox"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 const opsSecret = "ghp_0123456789abcdefghijABCDEFGHIJ012345"
@@ -158,7 +159,7 @@ func opsRead(t testing.TB, p string) string {
 	return string(b)
 }
 
-// opsFakeArtifacts is an in-memory runtime.Artifacts.
+// opsFakeArtifacts is an in-memory gate.Artifacts.
 type opsFakeArtifacts struct {
 	mu    sync.Mutex
 	blobs map[string][]byte
@@ -201,7 +202,7 @@ type opsEnv struct {
 	fx               *opsFixture
 	arts             *opsFakeArtifacts
 	ops              *Ops
-	g                *runtime.Gate
+	g                *gate.Gate
 	audit            *memAudit
 }
 
@@ -253,8 +254,8 @@ func opsSetup(t testing.TB) *opsEnv {
 
 // timeoutFor makes the programs' deadline short for a test that expects
 // COMMAND_TIMEOUT, and generous otherwise (a loaded machine is no failure).
-func (e *opsEnv) timeoutFor(code runtime.Code) {
-	if code == runtime.CodeCommandTimeout {
+func (e *opsEnv) timeoutFor(code tool.Code) {
+	if code == tool.CodeCommandTimeout {
 		e.ops.Timeout = 300 * time.Millisecond
 	} else {
 		e.ops.Timeout = 20 * time.Second
@@ -267,14 +268,14 @@ func (e *opsEnv) gate(t testing.TB, policy string) {
 	e.g, e.audit = newTestGate(t, policy, e.ws, e.ops.Tools()...)
 }
 
-func (e *opsEnv) call(t testing.TB, tool, args string) runtime.Result {
+func (e *opsEnv) call(t testing.TB, tool, args string) tool.Result {
 	t.Helper()
 	return callTool(t, e.g, tool, args)
 }
 
-func (e *opsEnv) dryRun(t testing.TB, tool, args string) runtime.Result {
+func (e *opsEnv) dryRun(t testing.TB, tool, args string) tool.Result {
 	t.Helper()
-	return callToolReq(t, e.g, runtime.Request{Tool: tool, Args: json.RawMessage(args), Principal: []string{"test"}, DryRun: true})
+	return callToolReq(t, e.g, gate.Request{Tool: tool, Args: json.RawMessage(args), Principal: []string{"test"}, DryRun: true})
 }
 
 // checksum covers everything a call could change: the workspace, the
@@ -292,14 +293,14 @@ func opsArgs(kv ...any) string {
 	return string(b)
 }
 
-func opsWantOK(t testing.TB, res runtime.Result) {
+func opsWantOK(t testing.TB, res tool.Result) {
 	t.Helper()
 	if !res.Success {
 		t.Fatalf("%s failed: %+v\noutput: %s", res.Tool, res.Error, res.Output)
 	}
 }
 
-func opsWantErr(t testing.TB, res runtime.Result, code runtime.Code, substr string) {
+func opsWantErr(t testing.TB, res tool.Result, code tool.Code, substr string) {
 	t.Helper()
 	if res.Success || res.Error == nil {
 		t.Fatalf("%s succeeded, want %s: %s", res.Tool, code, res.Output)
@@ -312,7 +313,7 @@ func opsWantErr(t testing.TB, res runtime.Result, code runtime.Code, substr stri
 	}
 }
 
-func opsData[T any](t testing.TB, res runtime.Result) T {
+func opsData[T any](t testing.TB, res tool.Result) T {
 	t.Helper()
 	var v T
 	if err := json.Unmarshal(res.Data, &v); err != nil {
@@ -321,7 +322,7 @@ func opsData[T any](t testing.TB, res runtime.Result) T {
 	return v
 }
 
-func opsHasWarning(res runtime.Result, substr string) bool {
+func opsHasWarning(res tool.Result, substr string) bool {
 	for _, w := range res.Warnings {
 		if strings.Contains(w, substr) {
 			return true
@@ -333,7 +334,7 @@ func opsHasWarning(res runtime.Result, substr string) bool {
 // ---- Ops configuration ----------------------------------------------------
 
 func TestOpsToolsSpecs(t *testing.T) {
-	reg := runtime.NewRegistry()
+	reg := gate.NewRegistry()
 	if err := reg.Register((&Ops{}).Tools()...); err != nil {
 		t.Fatal(err) // every schema compiles and is closed
 	}
@@ -366,7 +367,7 @@ func TestOpsUnitNames(t *testing.T) {
 	for _, tt := range tests {
 		got, err := opsUnit(tt.in)
 		if tt.want == "" {
-			if err == nil || err.Code != runtime.CodeInvalidInput {
+			if err == nil || err.Code != tool.CodeInvalidInput {
 				t.Errorf("opsUnit(%q) = %q, %v; want INVALID_INPUT", tt.in, got, err)
 			}
 			continue
@@ -389,7 +390,7 @@ func TestOpsSearchPath(t *testing.T) {
 	empty := t.TempDir()
 	for _, sp := range []string{".", "rel", ":.:rel:", "./rel:" + filepath.Join(dir, "noexec"), empty} {
 		_, err := (&Ops{SearchPath: sp}).lookPath("journalctl")
-		if err == nil || err.Code != runtime.CodeCommandNotFound || !strings.Contains(err.Hint, "systemd is not available") {
+		if err == nil || err.Code != tool.CodeCommandNotFound || !strings.Contains(err.Hint, "systemd is not available") {
 			t.Errorf("search path %q: %v", sp, err)
 		}
 	}
@@ -493,22 +494,22 @@ func TestOpsReadLogsErrors(t *testing.T) {
 	e := opsSetup(t)
 	tests := []struct {
 		name, args string
-		code       runtime.Code
+		code       tool.Code
 		substr     string
 	}{
-		{"option as unit", `{"unit":"-n"}`, runtime.CodeInvalidInput, ""},
-		{"long option as unit", `{"unit":"--output=cat"}`, runtime.CodeInvalidInput, ""},
-		{"glob", `{"unit":"ngin*"}`, runtime.CodeInvalidInput, ""},
-		{"space", `{"unit":"a b"}`, runtime.CodeInvalidInput, ""},
-		{"two @", `{"unit":"a@b@c"}`, runtime.CodeInvalidInput, "not a valid unit name"},
-		{"zero lines", `{"unit":"nginx","lines":0}`, runtime.CodeInvalidInput, ""},
-		{"too many lines", `{"unit":"nginx","lines":5001}`, runtime.CodeInvalidInput, ""},
-		{"since with quote", `{"unit":"nginx","since":"'; rm -rf /"}`, runtime.CodeInvalidInput, ""},
-		{"bad priority", `{"unit":"nginx","priority":"loud"}`, runtime.CodeInvalidInput, ""},
-		{"unknown field", `{"unit":"nginx","follow":true}`, runtime.CodeInvalidInput, ""},
-		{"case variant", `{"Unit":"nginx"}`, runtime.CodeInvalidInput, ""},
-		{"journalctl fails", `{"unit":"broken"}`, runtime.CodeCommandFailed, "exited with status 1: Failed to open journal: boom"},
-		{"timeout", `{"unit":"slow"}`, runtime.CodeCommandTimeout, "did not finish in time (at most 300ms"},
+		{"option as unit", `{"unit":"-n"}`, tool.CodeInvalidInput, ""},
+		{"long option as unit", `{"unit":"--output=cat"}`, tool.CodeInvalidInput, ""},
+		{"glob", `{"unit":"ngin*"}`, tool.CodeInvalidInput, ""},
+		{"space", `{"unit":"a b"}`, tool.CodeInvalidInput, ""},
+		{"two @", `{"unit":"a@b@c"}`, tool.CodeInvalidInput, "not a valid unit name"},
+		{"zero lines", `{"unit":"nginx","lines":0}`, tool.CodeInvalidInput, ""},
+		{"too many lines", `{"unit":"nginx","lines":5001}`, tool.CodeInvalidInput, ""},
+		{"since with quote", `{"unit":"nginx","since":"'; rm -rf /"}`, tool.CodeInvalidInput, ""},
+		{"bad priority", `{"unit":"nginx","priority":"loud"}`, tool.CodeInvalidInput, ""},
+		{"unknown field", `{"unit":"nginx","follow":true}`, tool.CodeInvalidInput, ""},
+		{"case variant", `{"Unit":"nginx"}`, tool.CodeInvalidInput, ""},
+		{"journalctl fails", `{"unit":"broken"}`, tool.CodeCommandFailed, "exited with status 1: Failed to open journal: boom"},
+		{"timeout", `{"unit":"slow"}`, tool.CodeCommandTimeout, "did not finish in time (at most 300ms"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -526,12 +527,12 @@ func TestOpsReadLogsErrors(t *testing.T) {
 
 	// No grant.
 	e.gate(t, "version: 1\ngrants: [\"fs.read:**\"]\n")
-	opsWantErr(t, e.call(t, "read_logs", `{"unit":"nginx"}`), runtime.CodeCapabilityDenied, "needs the grant exec:journalctl")
+	opsWantErr(t, e.call(t, "read_logs", `{"unit":"nginx"}`), tool.CodeCapabilityDenied, "needs the grant exec:journalctl")
 
 	// No journalctl on this machine.
 	e.ops.SearchPath = t.TempDir()
 	e.gate(t, e.policy())
-	opsWantErr(t, e.call(t, "read_logs", `{"unit":"nginx"}`), runtime.CodeCommandNotFound, "systemd is not available here")
+	opsWantErr(t, e.call(t, "read_logs", `{"unit":"nginx"}`), tool.CodeCommandNotFound, "systemd is not available here")
 }
 
 // An output flood is cut at the cap and marked; a journalctl that prints
@@ -599,17 +600,17 @@ func TestOpsServiceStatusErrors(t *testing.T) {
 	e := opsSetup(t)
 	tests := []struct {
 		name, args string
-		code       runtime.Code
+		code       tool.Code
 		substr     string
 	}{
-		{"no unit", `{}`, runtime.CodeInvalidInput, ""},
-		{"unit and service", `{"unit":"a","service":"b"}`, runtime.CodeInvalidInput, ""},
-		{"option", `{"unit":"--all"}`, runtime.CodeInvalidInput, ""},
-		{"glob", `{"service":"*"}`, runtime.CodeInvalidInput, ""},
-		{"unknown unit", `{"unit":"missing"}`, runtime.CodeNotFound, "missing.service is not known to systemd"},
-		{"no systemd", `{"unit":"nosystemd"}`, runtime.CodeCommandFailed, "systemd is not running"},
-		{"unexpected output", `{"unit":"garbage"}`, runtime.CodeCommandFailed, "no LoadState"},
-		{"timeout", `{"unit":"slow"}`, runtime.CodeCommandTimeout, ""},
+		{"no unit", `{}`, tool.CodeInvalidInput, ""},
+		{"unit and service", `{"unit":"a","service":"b"}`, tool.CodeInvalidInput, ""},
+		{"option", `{"unit":"--all"}`, tool.CodeInvalidInput, ""},
+		{"glob", `{"service":"*"}`, tool.CodeInvalidInput, ""},
+		{"unknown unit", `{"unit":"missing"}`, tool.CodeNotFound, "missing.service is not known to systemd"},
+		{"no systemd", `{"unit":"nosystemd"}`, tool.CodeCommandFailed, "systemd is not running"},
+		{"unexpected output", `{"unit":"garbage"}`, tool.CodeCommandFailed, "no LoadState"},
+		{"timeout", `{"unit":"slow"}`, tool.CodeCommandTimeout, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -622,10 +623,10 @@ func TestOpsServiceStatusErrors(t *testing.T) {
 		t.Errorf("%+v", res.Error)
 	}
 	e.gate(t, "version: 1\ngrants: [\"exec:journalctl\"]\n")
-	opsWantErr(t, e.call(t, "service_status", `{"unit":"nginx"}`), runtime.CodeCapabilityDenied, "needs the grant exec:systemctl")
+	opsWantErr(t, e.call(t, "service_status", `{"unit":"nginx"}`), tool.CodeCapabilityDenied, "needs the grant exec:systemctl")
 	e.ops.SearchPath = t.TempDir()
 	e.gate(t, e.policy())
-	opsWantErr(t, e.call(t, "service_status", `{"unit":"nginx"}`), runtime.CodeCommandNotFound, "systemd")
+	opsWantErr(t, e.call(t, "service_status", `{"unit":"nginx"}`), tool.CodeCommandNotFound, "systemd")
 }
 
 // ---- restart_service ------------------------------------------------------
@@ -691,7 +692,7 @@ func TestOpsRestartServiceDryRun(t *testing.T) {
 		}
 	}
 	// The preview reports a unit that does not exist, and restarts nothing.
-	opsWantErr(t, e.dryRun(t, "restart_service", `{"unit":"missing"}`), runtime.CodeNotFound, "")
+	opsWantErr(t, e.dryRun(t, "restart_service", `{"unit":"missing"}`), tool.CodeNotFound, "")
 	if e.fx.restarts(t) != 0 {
 		t.Fatal("restarted")
 	}
@@ -701,16 +702,16 @@ func TestOpsRestartServiceErrors(t *testing.T) {
 	e := opsSetup(t)
 	tests := []struct {
 		name, args string
-		code       runtime.Code
+		code       tool.Code
 		substr     string
 	}{
-		{"option", `{"unit":"-H"}`, runtime.CodeInvalidInput, ""},
-		{"glob restarts everything", `{"unit":"*.service"}`, runtime.CodeInvalidInput, ""},
-		{"both names", `{"unit":"a","service":"a"}`, runtime.CodeInvalidInput, ""},
-		{"unknown unit", `{"unit":"missing"}`, runtime.CodeNotFound, "not known to systemd"},
-		{"restart fails", `{"unit":"failing"}`, runtime.CodeCommandFailed, "exited with status 1: Job for failing.service failed"},
-		{"restart hangs", `{"unit":"slowrestart"}`, runtime.CodeCommandTimeout, "did not finish"},
-		{"no systemd", `{"unit":"nosystemd"}`, runtime.CodeCommandFailed, "systemd is not running"},
+		{"option", `{"unit":"-H"}`, tool.CodeInvalidInput, ""},
+		{"glob restarts everything", `{"unit":"*.service"}`, tool.CodeInvalidInput, ""},
+		{"both names", `{"unit":"a","service":"a"}`, tool.CodeInvalidInput, ""},
+		{"unknown unit", `{"unit":"missing"}`, tool.CodeNotFound, "not known to systemd"},
+		{"restart fails", `{"unit":"failing"}`, tool.CodeCommandFailed, "exited with status 1: Job for failing.service failed"},
+		{"restart hangs", `{"unit":"slowrestart"}`, tool.CodeCommandTimeout, "did not finish"},
+		{"no systemd", `{"unit":"nosystemd"}`, tool.CodeCommandFailed, "systemd is not running"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -725,34 +726,34 @@ func TestOpsRestartServiceErrors(t *testing.T) {
 
 	// Approval: the default rule requires it; with no one to approve, the
 	// preview is recorded and nothing restarts.
-	p, err := runtime.ParsePolicy("test", []byte(e.policy()))
+	p, err := gate.ParsePolicy("test", []byte(e.policy()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	audit := &memAudit{}
-	reg := runtime.NewRegistry()
+	reg := gate.NewRegistry()
 	if err := reg.Register(e.ops.Tools()...); err != nil {
 		t.Fatal(err)
 	}
-	g, err := runtime.NewGate(runtime.GateOptions{Registry: reg, Policy: p, Workspace: e.ws, Audit: audit, Approval: runtime.ApproveNever})
+	g, err := gate.NewGate(gate.GateOptions{Registry: reg, Policy: p, Workspace: e.ws, Audit: audit, Approval: tool.ApproveNever})
 	if err != nil {
 		t.Fatal(err)
 	}
 	res := callTool(t, g, "restart_service", `{"unit":"nginx"}`)
-	opsWantErr(t, res, runtime.CodeApprovalRequired, "")
+	opsWantErr(t, res, tool.CodeApprovalRequired, "")
 	if e.fx.restarts(t) != 2 || e.fx.pid(t) != "100" {
 		t.Error("restarted without approval")
 	}
 	// The built-in default policy has the rule, and no exec grant.
-	g, err = runtime.NewGate(runtime.GateOptions{Registry: reg, Policy: runtime.DefaultPolicy(), Workspace: e.ws, Audit: audit, Approval: runtime.ApproveAuto})
+	g, err = gate.NewGate(gate.GateOptions{Registry: reg, Policy: gate.DefaultPolicy(), Workspace: e.ws, Audit: audit, Approval: tool.ApproveAuto})
 	if err != nil {
 		t.Fatal(err)
 	}
-	opsWantErr(t, callTool(t, g, "restart_service", `{"unit":"nginx"}`), runtime.CodeCapabilityDenied, "needs the grant exec:systemctl")
-	var r *runtime.Rule
-	for i, x := range runtime.DefaultPolicy().Rules {
+	opsWantErr(t, callTool(t, g, "restart_service", `{"unit":"nginx"}`), tool.CodeCapabilityDenied, "needs the grant exec:systemctl")
+	var r *gate.Rule
+	for i, x := range gate.DefaultPolicy().Rules {
 		if x.Tool == "restart_service" {
-			r = &runtime.DefaultPolicy().Rules[i]
+			r = &gate.DefaultPolicy().Rules[i]
 			break
 		}
 	}
@@ -762,8 +763,8 @@ func TestOpsRestartServiceErrors(t *testing.T) {
 
 	e.ops.SearchPath = t.TempDir()
 	e.gate(t, e.policy())
-	opsWantErr(t, e.call(t, "restart_service", `{"unit":"nginx"}`), runtime.CodeCommandNotFound, "systemd is not available")
-	opsWantErr(t, e.dryRun(t, "restart_service", `{"unit":"nginx"}`), runtime.CodeCommandNotFound, "systemd is not available")
+	opsWantErr(t, e.call(t, "restart_service", `{"unit":"nginx"}`), tool.CodeCommandNotFound, "systemd is not available")
+	opsWantErr(t, e.dryRun(t, "restart_service", `{"unit":"nginx"}`), tool.CodeCommandNotFound, "systemd is not available")
 }
 
 // ---- read_config ----------------------------------------------------------
@@ -840,28 +841,28 @@ func TestOpsReadConfigErrors(t *testing.T) {
 	}
 	tests := []struct {
 		name, path string
-		code       runtime.Code
+		code       tool.Code
 		substr     string
 	}{
-		{"missing", "conf/nope.conf", runtime.CodeNotFound, "does not exist"},
-		{"missing dir", "nodir/x.conf", runtime.CodeNotFound, "does not exist"},
-		{"file as dir", "conf/app.conf/x", runtime.CodeNotFound, ""},
-		{"directory", "conf", runtime.CodeInvalidInput, "is a directory"},
-		{"workspace", ".", runtime.CodeInvalidInput, "is a directory"},
-		{"fifo", "conf/fifo.conf", runtime.CodeInvalidInput, "named pipe"},
-		{"binary", "conf/bin.conf", runtime.CodeNotText, ""},
-		{"not utf-8", "conf/latin1.conf", runtime.CodeNotText, ""},
-		{"too large", "conf/big.conf", runtime.CodeTooLarge, ""},
-		{"hard link", "conf/hardlink.conf", runtime.CodePathEscape, "hard links"},
-		{"symlink out", "conf/out.conf", runtime.CodeCapabilityDenied, ""},
-		{"dot dot", "../" + filepath.Base(e.outside) + "/secret.conf", runtime.CodeCapabilityDenied, ""},
-		{"absolute ungranted", filepath.Join(e.outside, "secret.conf"), runtime.CodeCapabilityDenied, "needs the grant fs.read:" + e.outside},
-		{"etc", "/etc/passwd", runtime.CodeCapabilityDenied, ""},
-		{"symlink to device", "conf/devnull.conf", runtime.CodeCapabilityDenied, ""},
-		{"symlink loop", "conf/loop1.conf", runtime.CodeInvalidInput, "symbolic links"},
-		{"NUL", "conf/app.conf\x00.txt", runtime.CodeInvalidInput, ""},
-		{"5000-byte path", strings.Repeat("a/", 2500), runtime.CodeInvalidInput, ""},
-		{"empty", "", runtime.CodeInvalidInput, ""},
+		{"missing", "conf/nope.conf", tool.CodeNotFound, "does not exist"},
+		{"missing dir", "nodir/x.conf", tool.CodeNotFound, "does not exist"},
+		{"file as dir", "conf/app.conf/x", tool.CodeNotFound, ""},
+		{"directory", "conf", tool.CodeInvalidInput, "is a directory"},
+		{"workspace", ".", tool.CodeInvalidInput, "is a directory"},
+		{"fifo", "conf/fifo.conf", tool.CodeInvalidInput, "named pipe"},
+		{"binary", "conf/bin.conf", tool.CodeNotText, ""},
+		{"not utf-8", "conf/latin1.conf", tool.CodeNotText, ""},
+		{"too large", "conf/big.conf", tool.CodeTooLarge, ""},
+		{"hard link", "conf/hardlink.conf", tool.CodePathEscape, "hard links"},
+		{"symlink out", "conf/out.conf", tool.CodeCapabilityDenied, ""},
+		{"dot dot", "../" + filepath.Base(e.outside) + "/secret.conf", tool.CodeCapabilityDenied, ""},
+		{"absolute ungranted", filepath.Join(e.outside, "secret.conf"), tool.CodeCapabilityDenied, "needs the grant fs.read:" + e.outside},
+		{"etc", "/etc/passwd", tool.CodeCapabilityDenied, ""},
+		{"symlink to device", "conf/devnull.conf", tool.CodeCapabilityDenied, ""},
+		{"symlink loop", "conf/loop1.conf", tool.CodeInvalidInput, "symbolic links"},
+		{"NUL", "conf/app.conf\x00.txt", tool.CodeInvalidInput, ""},
+		{"5000-byte path", strings.Repeat("a/", 2500), tool.CodeInvalidInput, ""},
+		{"empty", "", tool.CodeInvalidInput, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -874,7 +875,7 @@ func TestOpsReadConfigErrors(t *testing.T) {
 	}
 	// Through a gate whose grants do allow /dev/null, a device is still not a config file.
 	e.gate(t, e.policy("fs.read:/dev/null"))
-	opsWantErr(t, e.call(t, "read_config", `{"path":"/dev/null"}`), runtime.CodeInvalidInput, "character device")
+	opsWantErr(t, e.call(t, "read_config", `{"path":"/dev/null"}`), tool.CodeInvalidInput, "character device")
 	// Files warden's user may not read: a file, and a directory on the path.
 	// As root (the tests run as root here) the call runs on a thread without
 	// the capabilities that bypass file permissions, so it is refused the
@@ -889,8 +890,8 @@ func TestOpsReadConfigErrors(t *testing.T) {
 		{"conf/private.conf", "permission denied"},
 		{"conf/locked/x.conf", "cannot search a directory"},
 	} {
-		res := opsCallWithoutDAC(t, e.g, runtime.Request{Tool: "read_config", Args: json.RawMessage(opsArgs("path", tt.path)), Principal: []string{"test"}})
-		opsWantErr(t, res, runtime.CodeToolError, tt.substr)
+		res := opsCallWithoutDAC(t, e.g, gate.Request{Tool: "read_config", Args: json.RawMessage(opsArgs("path", tt.path)), Principal: []string{"test"}})
+		opsWantErr(t, res, tool.CodeToolError, tt.substr)
 		if res.Error.Hint == "" {
 			t.Errorf("%s: TOOL_ERROR without a hint", tt.path)
 		}
@@ -902,10 +903,10 @@ func TestOpsReadConfigErrors(t *testing.T) {
 // lack CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH (capabilities are per
 // thread on Linux). The thread is never unlocked, so it ends with the
 // goroutine and the capabilities of the rest of the process are untouched.
-func opsCallWithoutDAC(t *testing.T, g *runtime.Gate, req runtime.Request) runtime.Result {
+func opsCallWithoutDAC(t *testing.T, g *gate.Gate, req gate.Request) tool.Result {
 	t.Helper()
 	type answer struct {
-		res runtime.Result
+		res tool.Result
 		err error
 	}
 	ch := make(chan answer, 1)
@@ -947,11 +948,11 @@ func TestOpsOpenVerifiesRealPath(t *testing.T) {
 	if err := opsCheckReal(root, conf); err != nil {
 		t.Fatal(err)
 	}
-	if err := opsCheckReal(root, e.ws); err == nil || err.Code != runtime.CodePathEscape {
+	if err := opsCheckReal(root, e.ws); err == nil || err.Code != tool.CodePathEscape {
 		t.Fatalf("%v", err)
 	}
 	tg := &opsTarget{path: filepath.Join(e.outside, "app.conf"), dir: root, name: "app.conf"}
-	if _, err := tg.read("app.conf"); err == nil || err.Code != runtime.CodePathEscape {
+	if _, err := tg.read("app.conf"); err == nil || err.Code != tool.CodePathEscape {
 		t.Fatalf("%v", err)
 	}
 }
@@ -1010,9 +1011,9 @@ func TestOpsConfigSymlinkRace(t *testing.T) {
 				}
 			}()
 			var ok int
-			refused := map[runtime.Code]int{}
+			refused := map[tool.Code]int{}
 			for i := 0; i < attempts; i++ {
-				var res runtime.Result
+				var res tool.Result
 				if i%5 == 4 {
 					res = e.call(t, "modify_config", opsArgs("path", tt.path, "changes", []OpsConfigChange{{1, "inside", "written"}}))
 				} else {
@@ -1026,7 +1027,7 @@ func TestOpsConfigSymlinkRace(t *testing.T) {
 					continue
 				}
 				switch res.Error.Code {
-				case runtime.CodeCapabilityDenied, runtime.CodePathEscape, runtime.CodeNotFound, runtime.CodeInvalidInput, runtime.CodePatchRejected:
+				case tool.CodeCapabilityDenied, tool.CodePathEscape, tool.CodeNotFound, tool.CodeInvalidInput, tool.CodePatchRejected:
 					refused[res.Error.Code]++
 				default:
 					t.Fatalf("attempt %d: %+v", i, res.Error)
@@ -1195,7 +1196,7 @@ func TestOpsModifyConfigDryRun(t *testing.T) {
 		t.Fatal("the dry run changed something")
 	}
 	// A stale change is reported by the dry run too.
-	opsWantErr(t, e.dryRun(t, "modify_config", `{"path":"conf/app.conf","changes":[{"line":2,"old":"listen 81","new":"x"}]}`), runtime.CodePatchRejected, "")
+	opsWantErr(t, e.dryRun(t, "modify_config", `{"path":"conf/app.conf","changes":[{"line":2,"old":"listen 81","new":"x"}]}`), tool.CodePatchRejected, "")
 	if e.checksum(t) != before {
 		t.Fatal("changed")
 	}
@@ -1226,31 +1227,31 @@ func TestOpsModifyConfigErrors(t *testing.T) {
 	}
 	tests := []struct {
 		name, args string
-		code       runtime.Code
+		code       tool.Code
 		substr     string
 	}{
-		{"stale line", `{"path":"conf/app.conf","changes":` + ch(3, "workers 2", "workers 4") + `}`, runtime.CodePatchRejected, `line 3 reads "workers 1", not "workers 2"`},
-		{"past the end", `{"path":"conf/app.conf","changes":` + ch(9, "x", "y") + `}`, runtime.CodePatchRejected, "only 4 lines"},
-		{"one of two stale", `{"path":"conf/app.conf","changes":[{"line":1,"old":"# app","new":"# App"},{"line":2,"old":"listen 81","new":"listen 82"}]}`, runtime.CodePatchRejected, "1 change refused"},
-		{"same line twice", `{"path":"conf/app.conf","changes":[{"line":1,"old":"# app","new":"a"},{"line":1,"old":"# app","new":"b"}]}`, runtime.CodeInvalidInput, "changed twice"},
-		{"newline in old", `{"path":"conf/app.conf","changes":` + ch(1, "# app\nlisten 80", "x") + `}`, runtime.CodeInvalidInput, "old holds a newline"},
-		{"NUL in new", `{"path":"conf/app.conf","changes":` + ch(1, "# app", "a\x00") + `}`, runtime.CodeInvalidInput, "NUL"},
-		{"line 0", `{"path":"conf/app.conf","changes":` + ch(0, "", "x") + `}`, runtime.CodeInvalidInput, ""},
-		{"no changes", `{"path":"conf/app.conf","changes":[]}`, runtime.CodeInvalidInput, ""},
-		{"missing old", `{"path":"conf/app.conf","changes":[{"line":1,"new":"x"}]}`, runtime.CodeInvalidInput, ""},
-		{"missing file", `{"path":"conf/nope.conf","changes":` + ch(1, "a", "b") + `}`, runtime.CodeNotFound, ""},
-		{"directory", `{"path":"conf","changes":` + ch(1, "a", "b") + `}`, runtime.CodeInvalidInput, "directory"},
-		{"fifo", `{"path":"conf/fifo.conf","changes":` + ch(1, "a", "b") + `}`, runtime.CodeInvalidInput, "named pipe"},
-		{"binary", `{"path":"conf/bin.conf","changes":` + ch(1, "a", "b") + `}`, runtime.CodeNotText, ""},
-		{"too large", `{"path":"conf/big.conf","changes":` + ch(1, "x", "y") + `}`, runtime.CodeTooLarge, ""},
-		{"hard link", `{"path":"conf/hardlink.conf","changes":` + ch(1, "a", "b") + `}`, runtime.CodePathEscape, "hard links"},
-		{"symlink out", `{"path":"conf/out.conf","changes":` + ch(1, "a", "b") + `}`, runtime.CodeCapabilityDenied, ""},
-		{"not writable", `{"path":"readme.txt","changes":` + ch(1, "a", "b") + `}`, runtime.CodeCapabilityDenied, "needs the grant fs.write:readme.txt"},
-		{"dot dot", `{"path":"conf/../readme.txt","changes":` + ch(1, "a", "b") + `}`, runtime.CodeCapabilityDenied, ""},
-		{"git config", `{"path":".git/config","changes":` + ch(1, "[core]", "[core] fsmonitor = evil") + `}`, runtime.CodePolicyDenied, ".git"},
-		{"nested git hook", `{"path":"conf/.git/hooks/pre-commit","changes":` + ch(1, "#!/bin/sh", "#!/bin/sh\ntouch /tmp/pwned") + `}`, runtime.CodePolicyDenied, ".git"},
-		{"warden policy", `{"path":".warden/policy.yaml","changes":` + ch(1, "version: 1", "version: 1\ngrants: [\"exec:*\"]") + `}`, runtime.CodePolicyDenied, ".warden"},
-		{"absolute ungranted", opsArgs("path", filepath.Join(e.outside, "other.conf"), "changes", []OpsConfigChange{{1, "a", "b"}}), runtime.CodeCapabilityDenied, ""},
+		{"stale line", `{"path":"conf/app.conf","changes":` + ch(3, "workers 2", "workers 4") + `}`, tool.CodePatchRejected, `line 3 reads "workers 1", not "workers 2"`},
+		{"past the end", `{"path":"conf/app.conf","changes":` + ch(9, "x", "y") + `}`, tool.CodePatchRejected, "only 4 lines"},
+		{"one of two stale", `{"path":"conf/app.conf","changes":[{"line":1,"old":"# app","new":"# App"},{"line":2,"old":"listen 81","new":"listen 82"}]}`, tool.CodePatchRejected, "1 change refused"},
+		{"same line twice", `{"path":"conf/app.conf","changes":[{"line":1,"old":"# app","new":"a"},{"line":1,"old":"# app","new":"b"}]}`, tool.CodeInvalidInput, "changed twice"},
+		{"newline in old", `{"path":"conf/app.conf","changes":` + ch(1, "# app\nlisten 80", "x") + `}`, tool.CodeInvalidInput, "old holds a newline"},
+		{"NUL in new", `{"path":"conf/app.conf","changes":` + ch(1, "# app", "a\x00") + `}`, tool.CodeInvalidInput, "NUL"},
+		{"line 0", `{"path":"conf/app.conf","changes":` + ch(0, "", "x") + `}`, tool.CodeInvalidInput, ""},
+		{"no changes", `{"path":"conf/app.conf","changes":[]}`, tool.CodeInvalidInput, ""},
+		{"missing old", `{"path":"conf/app.conf","changes":[{"line":1,"new":"x"}]}`, tool.CodeInvalidInput, ""},
+		{"missing file", `{"path":"conf/nope.conf","changes":` + ch(1, "a", "b") + `}`, tool.CodeNotFound, ""},
+		{"directory", `{"path":"conf","changes":` + ch(1, "a", "b") + `}`, tool.CodeInvalidInput, "directory"},
+		{"fifo", `{"path":"conf/fifo.conf","changes":` + ch(1, "a", "b") + `}`, tool.CodeInvalidInput, "named pipe"},
+		{"binary", `{"path":"conf/bin.conf","changes":` + ch(1, "a", "b") + `}`, tool.CodeNotText, ""},
+		{"too large", `{"path":"conf/big.conf","changes":` + ch(1, "x", "y") + `}`, tool.CodeTooLarge, ""},
+		{"hard link", `{"path":"conf/hardlink.conf","changes":` + ch(1, "a", "b") + `}`, tool.CodePathEscape, "hard links"},
+		{"symlink out", `{"path":"conf/out.conf","changes":` + ch(1, "a", "b") + `}`, tool.CodeCapabilityDenied, ""},
+		{"not writable", `{"path":"readme.txt","changes":` + ch(1, "a", "b") + `}`, tool.CodeCapabilityDenied, "needs the grant fs.write:readme.txt"},
+		{"dot dot", `{"path":"conf/../readme.txt","changes":` + ch(1, "a", "b") + `}`, tool.CodeCapabilityDenied, ""},
+		{"git config", `{"path":".git/config","changes":` + ch(1, "[core]", "[core] fsmonitor = evil") + `}`, tool.CodePolicyDenied, ".git"},
+		{"nested git hook", `{"path":"conf/.git/hooks/pre-commit","changes":` + ch(1, "#!/bin/sh", "#!/bin/sh\ntouch /tmp/pwned") + `}`, tool.CodePolicyDenied, ".git"},
+		{"warden policy", `{"path":".warden/policy.yaml","changes":` + ch(1, "version: 1", "version: 1\ngrants: [\"exec:*\"]") + `}`, tool.CodePolicyDenied, ".warden"},
+		{"absolute ungranted", opsArgs("path", filepath.Join(e.outside, "other.conf"), "changes", []OpsConfigChange{{1, "a", "b"}}), tool.CodeCapabilityDenied, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -1263,13 +1264,13 @@ func TestOpsModifyConfigErrors(t *testing.T) {
 	}
 	// A policy granting fs.write:** still cannot reach .git or .warden.
 	e.gate(t, e.policy("fs.write:**"))
-	opsWantErr(t, e.call(t, "modify_config", `{"path":".git/config","changes":`+ch(1, "[core]", "x")+`}`), runtime.CodePolicyDenied, "")
-	opsWantErr(t, e.call(t, "modify_config", `{"path":".warden/policy.yaml","changes":`+ch(1, "version: 1", "x")+`}`), runtime.CodePolicyDenied, "")
+	opsWantErr(t, e.call(t, "modify_config", `{"path":".git/config","changes":`+ch(1, "[core]", "x")+`}`), tool.CodePolicyDenied, "")
+	opsWantErr(t, e.call(t, "modify_config", `{"path":".warden/policy.yaml","changes":`+ch(1, "version: 1", "x")+`}`), tool.CodePolicyDenied, "")
 
 	// The artifact store fails: nothing is written.
 	before := e.checksum(t)
 	e.arts.err = errors.New("disk full")
-	opsWantErr(t, e.call(t, "modify_config", `{"path":"conf/app.conf","changes":`+ch(3, "workers 1", "workers 2")+`}`), runtime.CodeToolError, "disk full")
+	opsWantErr(t, e.call(t, "modify_config", `{"path":"conf/app.conf","changes":`+ch(3, "workers 1", "workers 2")+`}`), tool.CodeToolError, "disk full")
 	e.arts.err = nil
 	// No artifact store: refused (the dry run says so).
 	e.ops.Artifacts = nil
@@ -1278,25 +1279,25 @@ func TestOpsModifyConfigErrors(t *testing.T) {
 	if !res.Success || !opsHasWarning(res, "no artifact store") {
 		t.Errorf("%+v", res)
 	}
-	opsWantErr(t, e.call(t, "modify_config", `{"path":"conf/app.conf","changes":`+ch(3, "workers 1", "workers 2")+`}`), runtime.CodeToolError, "artifact store")
+	opsWantErr(t, e.call(t, "modify_config", `{"path":"conf/app.conf","changes":`+ch(3, "workers 1", "workers 2")+`}`), tool.CodeToolError, "artifact store")
 	if e.checksum(t) != before {
 		t.Fatal("written without keeping the old version")
 	}
 	// No one to approve.
 	e.ops.Artifacts = e.arts
-	p, err := runtime.ParsePolicy("test", []byte(e.policy()))
+	p, err := gate.ParsePolicy("test", []byte(e.policy()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := runtime.NewRegistry()
+	reg := gate.NewRegistry()
 	if err := reg.Register(e.ops.Tools()...); err != nil {
 		t.Fatal(err)
 	}
-	g, err := runtime.NewGate(runtime.GateOptions{Registry: reg, Policy: p, Workspace: e.ws, Audit: &memAudit{}, Approval: runtime.ApproveNever})
+	g, err := gate.NewGate(gate.GateOptions{Registry: reg, Policy: p, Workspace: e.ws, Audit: &memAudit{}, Approval: tool.ApproveNever})
 	if err != nil {
 		t.Fatal(err)
 	}
-	opsWantErr(t, callTool(t, g, "modify_config", `{"path":"conf/app.conf","changes":`+ch(3, "workers 1", "workers 2")+`}`), runtime.CodeApprovalRequired, "")
+	opsWantErr(t, callTool(t, g, "modify_config", `{"path":"conf/app.conf","changes":`+ch(3, "workers 1", "workers 2")+`}`), tool.CodeApprovalRequired, "")
 	if e.checksum(t) != before {
 		t.Fatal("written without approval")
 	}
@@ -1305,17 +1306,17 @@ func TestOpsModifyConfigErrors(t *testing.T) {
 // The file changes between the check and the rename: nothing is written.
 func TestOpsModifyConfigConcurrentChange(t *testing.T) {
 	e := opsSetup(t)
-	c := &runtime.Call{Tool: "modify_config", Workspace: e.ws, Grants: e.g.Grants(),
+	c := &tool.Call{Tool: "modify_config", Workspace: e.ws, Grants: e.g.Grants(),
 		Args: json.RawMessage(`{"path":"conf/app.conf","changes":[{"line":3,"old":"workers 1","new":"workers 4"}]}`)}
-	tool := &opsModifyConfig{e.ops}
-	ed, err := tool.prepare(c)
+	toolName := &opsModifyConfig{e.ops}
+	ed, err := toolName.prepare(c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ed.tg.Close()
 	app := filepath.Join(e.ws, "conf", "app.conf")
 	opsWrite(t, app, "someone else's edit\n", 0o640)
-	if _, err := ed.write(); err == nil || err.Code != runtime.CodePatchRejected {
+	if _, err := ed.write(); err == nil || err.Code != tool.CodePatchRejected {
 		t.Fatalf("%v", err)
 	}
 	if got := opsRead(t, app); got != "someone else's edit\n" {
@@ -1355,7 +1356,7 @@ func TestOpsRedaction(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e.gate(t, e.policy()) // a fresh audit log
-			var res runtime.Result
+			var res tool.Result
 			if tt.dry {
 				res = e.dryRun(t, tt.tool, tt.args)
 			} else {

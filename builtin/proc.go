@@ -17,9 +17,10 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 
-	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/gate"
 	"github.com/wardenrt/warden/runtime/sandbox"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // procSpec is one program start. Every program a core tool starts (shell,
@@ -67,11 +68,11 @@ func (e *hiddenUnheld) Unwrap() error { return errSandboxRequired }
 
 // sandboxRequiredError is what a tool reports for errSandboxRequired (and
 // for a hiddenUnheld, which wraps it).
-func sandboxRequiredError(err error) *runtime.Error {
+func sandboxRequiredError(err error) *tool.Error {
 	s := sandbox.Detect()
 	var hu *hiddenUnheld
 	if errors.As(err, &hu) {
-		return runtime.Errorf(runtime.CodeCapabilityDenied,
+		return tool.Errorf(tool.CodeCapabilityDenied,
 			"narrow the call's fs grants so they do not reach it, or run where user namespaces are available (`warden sandbox check`)",
 			"programs are not started: the call's grants reach %s, which must stay hidden from programs, and this machine's sandbox (level %s) cannot hide a path inside a grant",
 			strings.Join(hu.paths, ", "), s.Level())
@@ -87,7 +88,7 @@ func sandboxRequiredError(err error) *runtime.Error {
 	default:
 		why = "a pids cgroup to hold root's process limit cannot be made"
 	}
-	return runtime.Errorf(runtime.CodePolicyDenied,
+	return tool.Errorf(tool.CodePolicyDenied,
 		"run it where Landlock (Linux 6.7 or later, lsm=landlock) and user namespaces are available, or remove require_sandbox from the policy; `warden sandbox check` shows what this machine offers",
 		"the policy requires a sandbox (require_sandbox) and this machine's is %s: %s", s.Level(), why)
 }
@@ -106,7 +107,7 @@ func sandboxRequiredError(err error) *runtime.Error {
 // nothing), and no directory. A path through a symlink is left out:
 // Landlock would open its target, which the grant does not name (the
 // launcher checks again as it opens each path).
-func boxFor(c *runtime.Call, pathDirs []string) (sandbox.Spec, error) {
+func boxFor(c *tool.Call, pathDirs []string) (sandbox.Spec, error) {
 	b := sandbox.Spec{Limits: c.Limits}
 	var progs []string
 	for _, g := range c.Grants.Grants() {
@@ -160,7 +161,7 @@ const (
 // — a directory, or a worktree's "gitdir:" file with the git directory it
 // names and that directory's common directory — and .warden, and what
 // the policy's protect: entries name.
-func protectedPaths(c *runtime.Call, write []string, git bool) ([]string, error) {
+func protectedPaths(c *tool.Call, write []string, git bool) ([]string, error) {
 	if len(write) == 0 {
 		return nil, nil
 	}
@@ -223,7 +224,7 @@ func gitDirs(ws string) []string {
 
 // hiddenPaths are the existing paths the policy's hide: entries name,
 // among those the readable paths reach.
-func hiddenPaths(c *runtime.Call, readable []string) ([]string, error) {
+func hiddenPaths(c *tool.Call, readable []string) ([]string, error) {
 	if c.Hide.Empty() || len(readable) == 0 {
 		return nil, nil
 	}
@@ -332,7 +333,7 @@ func runProc(ctx context.Context, p procSpec) (int, error) {
 		return -1, err
 	}
 	defer l.Close()
-	runtime.NoteSandbox(ctx, l.Level)
+	gate.NoteSandbox(ctx, l.Level)
 	cmd := exec.Command(l.Path)
 	cmd.Args = l.Args
 	cmd.Dir = p.Dir

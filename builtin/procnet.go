@@ -11,9 +11,10 @@ import (
 
 	"github.com/wardenrt/warden/builtin/egress"
 	"github.com/wardenrt/warden/builtin/internal/netguard"
-	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/gate"
 	"github.com/wardenrt/warden/runtime/sandbox"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // procNet is the way out for the programs one call starts, when the call
@@ -50,7 +51,7 @@ const procNetProxyPort = 3128
 // newProcNet returns the call's way out, or nil when it has no net grant
 // (its programs then reach no network). resolve, when set, replaces the
 // system resolver (tests).
-func newProcNet(ctx context.Context, c *runtime.Call, resolve func(context.Context, string) ([]netip.Addr, error)) (*procNet, error) {
+func newProcNet(ctx context.Context, c *tool.Call, resolve func(context.Context, string) ([]netip.Addr, error)) (*procNet, error) {
 	var nets []capability.Grant
 	for _, g := range c.Grants.Grants() {
 		if g.Kind() == capability.Net {
@@ -81,7 +82,7 @@ func newProcNet(ctx context.Context, c *runtime.Call, resolve func(context.Conte
 	o := egress.Options{
 		Dialer: &netguard.Dialer{Grants: c.Grants, Resolve: resolve},
 		Record: func(r egress.Record) {
-			runtime.NoteConnection(ctx, runtime.Connection{
+			gate.NoteConnection(ctx, tool.Connection{
 				Program: r.Program, Via: r.Via, Method: r.Method, Host: r.Host, Port: r.Port, Addr: r.Addr,
 				Verdict: r.Verdict, Reason: r.Reason, Sent: r.Sent, Received: r.Received,
 			})

@@ -8,13 +8,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // benchPolicies are a policy of 5 rules on tool names and one of 200 rules
 // on arguments (80 on shell commands, 60 on paths, 40 on http methods and
 // hosts, 20 on argument fields), each ending in the same name rules.
-func benchPolicies(b *testing.B) map[string]*runtime.Policy {
+func benchPolicies(b *testing.B) map[string]*gate.Policy {
 	head := "version: 1\ngrants: [\"fs.read:**\", \"fs.write:**\", \"exec:*\", \"net:*\", \"memory.write:*\"]\nrules:\n"
 	names := `  - {tool: shell, action: allow, require_approval: true}
   - {tool: fs_write, action: allow, require_approval: true}
@@ -35,9 +36,9 @@ func benchPolicies(b *testing.B) map[string]*runtime.Policy {
 	for i := range 15 {
 		fmt.Fprintf(&args, "  - {tool: write_memory, args: {namespace: \"ns%d/*\"}, action: deny}\n", i)
 	}
-	out := map[string]*runtime.Policy{}
+	out := map[string]*gate.Policy{}
 	for name, src := range map[string]string{"5-name-rules": head + names, "200-argument-rules": head + args.String() + names} {
-		p, err := runtime.ParsePolicy(name, []byte(src))
+		p, err := gate.ParsePolicy(name, []byte(src))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -61,15 +62,15 @@ func BenchmarkGateRules(b *testing.B) {
 	pols := benchPolicies(b)
 	for _, name := range []string{"5-name-rules", "200-argument-rules"} {
 		ws, _ := filepath.EvalSymlinks(ws)
-		reg := runtime.NewRegistry()
+		reg := gate.NewRegistry()
 		if err := reg.Register(append(append(ShellTools(), FSTools()...), NetTools(SearchConfig{})...)...); err != nil {
 			b.Fatal(err)
 		}
-		g, err := runtime.NewGate(runtime.GateOptions{Registry: reg, Policy: pols[name], Workspace: ws, Audit: &memAudit{}, Approval: runtime.ApproveAuto})
+		g, err := gate.NewGate(gate.GateOptions{Registry: reg, Policy: pols[name], Workspace: ws, Audit: &memAudit{}, Approval: tool.ApproveAuto})
 		if err != nil {
 			b.Fatal(err)
 		}
-		read := runtime.Request{Tool: "fs_read", Args: json.RawMessage(`{"path":"a.txt"}`), Principal: []string{"bench"}}
+		read := gate.Request{Tool: "fs_read", Args: json.RawMessage(`{"path":"a.txt"}`), Principal: []string{"bench"}}
 		b.Run(name+"/fs_read-call", func(b *testing.B) {
 			for b.Loop() {
 				if res := callToolReq(b, g, read); !res.Success {
@@ -77,10 +78,10 @@ func BenchmarkGateRules(b *testing.B) {
 				}
 			}
 		})
-		sh := runtime.Request{Tool: "shell", Args: json.RawMessage(`{"command":"git status && ls -la | grep -v ok > out.txt"}`), Principal: []string{"bench"}}
+		sh := gate.Request{Tool: "shell", Args: json.RawMessage(`{"command":"git status && ls -la | grep -v ok > out.txt"}`), Principal: []string{"bench"}}
 		b.Run(name+"/shell-decision", func(b *testing.B) {
 			for b.Loop() {
-				if x := g.Explain(sh); x.Verdict == runtime.ActionDeny {
+				if x := g.Explain(sh); x.Verdict == gate.ActionDeny {
 					b.Fatal(x.Error)
 				}
 			}

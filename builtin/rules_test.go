@@ -10,8 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
 	"github.com/wardenrt/warden/runtime/runtimetest"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // argRulesPolicy is a coding agent's policy with rules on arguments.
@@ -44,11 +45,11 @@ func TestArgumentRules(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p, err := runtime.ParsePolicy("rules.yaml", []byte(argRulesPolicy))
+	p, err := gate.ParsePolicy("rules.yaml", []byte(argRulesPolicy))
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := newArgRulesGate(t, p, ws, runtime.ApproveNever)
+	g := newArgRulesGate(t, p, ws, tool.ApproveNever)
 	const deny, ask, allow = "deny", "needs approval", "allow"
 	sh := func(cmd string) string { b, _ := json.Marshal(map[string]string{"command": cmd}); return string(b) }
 	tests := []struct {
@@ -113,7 +114,7 @@ func TestArgumentRules(t *testing.T) {
 		{"write_memory", `{"namespace":"notes","key":"final","value":"v"}`, ask, "mem-asks"},
 	}
 	for _, tt := range tests {
-		x := g.Explain(runtime.Request{Tool: tt.tool, Args: json.RawMessage(tt.args), Principal: []string{"test"}})
+		x := g.Explain(gate.Request{Tool: tt.tool, Args: json.RawMessage(tt.args), Principal: []string{"test"}})
 		if x.Verdict != tt.verdict {
 			t.Errorf("%s %s: verdict %q, want %q (rule %s; %+v)", tt.tool, tt.args, x.Verdict, tt.verdict, x.Rule, x.Error)
 			continue
@@ -142,13 +143,13 @@ func TestArgumentRulesAtRunTime(t *testing.T) {
 	if err := os.MkdirAll(victim, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	p, err := runtime.ParsePolicy("rules.yaml", []byte(argRulesPolicy))
+	p, err := gate.ParsePolicy("rules.yaml", []byte(argRulesPolicy))
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := newArgRulesGate(t, p, ws, runtime.ApproveAuto)
+	g := newArgRulesGate(t, p, ws, tool.ApproveAuto)
 	res := callTool(t, g, "shell", `{"command":"x='rm -rf'; eval \"$x victim\""}`)
-	if res.Error == nil || res.Error.Code != runtime.CodePolicyDenied || !strings.Contains(res.Error.Message, "no-rm-rf") {
+	if res.Error == nil || res.Error.Code != tool.CodePolicyDenied || !strings.Contains(res.Error.Message, "no-rm-rf") {
 		t.Fatalf("eval of rm -rf: %+v", res)
 	}
 	if _, err := os.Stat(victim); err != nil {
@@ -156,18 +157,18 @@ func TestArgumentRulesAtRunTime(t *testing.T) {
 	}
 	// A program the rules allow runs.
 	res = callTool(t, g, "shell", `{"command":"c=status; eval \"git $c\" >/dev/null 2>&1; echo done"}`)
-	if res.Error != nil && res.Error.Code == runtime.CodePolicyDenied {
+	if res.Error != nil && res.Error.Code == tool.CodePolicyDenied {
 		t.Fatalf("git status refused: %+v", res.Error)
 	}
 }
 
-func newArgRulesGate(t *testing.T, p *runtime.Policy, ws string, mode runtime.ApprovalMode) *runtime.Gate {
+func newArgRulesGate(t *testing.T, p *gate.Policy, ws string, mode tool.ApprovalMode) *gate.Gate {
 	t.Helper()
 	ws, err := filepath.EvalSymlinks(ws)
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := runtime.NewRegistry()
+	reg := gate.NewRegistry()
 	tools := append(append(append(ShellTools(), FSTools()...), NetTools(SearchConfig{})...), MemoryTools(nil)...)
 	if err := reg.Register(tools...); err != nil {
 		t.Fatal(err)
@@ -175,7 +176,7 @@ func newArgRulesGate(t *testing.T, p *runtime.Policy, ws string, mode runtime.Ap
 	if err := reg.Alias("run", "shell"); err != nil {
 		t.Fatal(err)
 	}
-	g, err := runtime.NewGate(runtime.GateOptions{Registry: reg, Policy: p, Workspace: ws, Audit: &memAudit{}, Approval: mode})
+	g, err := gate.NewGate(gate.GateOptions{Registry: reg, Policy: p, Workspace: ws, Audit: &memAudit{}, Approval: mode})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,14 +195,14 @@ func TestArgumentRulesPathsAtRunTime(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(ws, "secrets"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	p, err := runtime.ParsePolicy("rules.yaml", []byte(argRulesPolicy))
+	p, err := gate.ParsePolicy("rules.yaml", []byte(argRulesPolicy))
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := newArgRulesGate(t, p, ws, runtime.ApproveAuto)
+	g := newArgRulesGate(t, p, ws, tool.ApproveAuto)
 	for _, cmd := range []string{`x=.env; read -r line < $x; echo "$line"`, `echo pwn > $(echo secrets/new)`, `cd secrets && echo x > k`} {
 		res := callTool(t, g, "shell", `{"command":`+strconv.Quote(cmd)+`}`)
-		if res.Error == nil || res.Error.Code != runtime.CodePolicyDenied || strings.Contains(res.Output, "SECRET_ENV") {
+		if res.Error == nil || res.Error.Code != tool.CodePolicyDenied || strings.Contains(res.Output, "SECRET_ENV") {
 			t.Errorf("%s: %+v", cmd, res)
 		}
 	}
@@ -216,13 +217,13 @@ func TestArgumentRulesPathsAtRunTime(t *testing.T) {
 // scriptedApprover approves once, remembering it for an hour, and counts
 // what it was asked.
 type scriptedApprover struct {
-	asked []runtime.ApprovalRequest
+	asked []gate.ApprovalRequest
 	hour  bool
 }
 
-func (a *scriptedApprover) Approve(_ context.Context, r runtime.ApprovalRequest) (runtime.Approval, error) {
+func (a *scriptedApprover) Approve(_ context.Context, r gate.ApprovalRequest) (gate.Approval, error) {
 	a.asked = append(a.asked, r)
-	ap := runtime.Approval{Approved: true, By: "tester"}
+	ap := gate.Approval{Approved: true, By: "tester"}
 	if a.hour && r.CanRemember {
 		ap.For = time.Hour
 	}
@@ -240,7 +241,7 @@ func TestRememberedApprovalCoversItsRulesOnly(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p, err := runtime.ParsePolicy("h.yaml", []byte(`version: 1
+	p, err := gate.ParsePolicy("h.yaml", []byte(`version: 1
 grants: ["fs.read:**", "fs.write:**", "exec:echo", "exec:rm", "exec:printf"]
 rules:
   - {tool: shell, command: "echo*", action: allow, require_approval: true}
@@ -250,14 +251,14 @@ rules:
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := runtime.NewRegistry()
+	reg := gate.NewRegistry()
 	if err := reg.Register(ShellTools()...); err != nil {
 		t.Fatal(err)
 	}
 	grants := &runtimetest.Grants{}
 	ap := &scriptedApprover{hour: true}
-	g, err := runtime.NewGate(runtime.GateOptions{Registry: reg, Policy: p, Workspace: ws, Audit: &memAudit{},
-		Approval: runtime.ApproveAsk, Approver: ap, Grants: grants})
+	g, err := gate.NewGate(gate.GateOptions{Registry: reg, Policy: p, Workspace: ws, Audit: &memAudit{},
+		Approval: tool.ApproveAsk, Approver: ap, Grants: grants})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
 	"github.com/wardenrt/warden/runtime/sandbox"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // BenchmarkSandboxStart: starting /bin/true as the shell starts its
@@ -35,7 +35,7 @@ import (
 func BenchmarkSandboxStart(b *testing.B) {
 	ws := shellWS(b)
 	shellGitInit(b, ws)
-	call := &runtime.Call{Workspace: ws, Grants: capability.NewSet(ws,
+	call := &tool.Call{Workspace: ws, Grants: capability.NewSet(ws,
 		capability.MustParse("fs.read:**"), capability.MustParse("fs.write:**"), capability.MustParse("exec:true"),
 		capability.MustParse("exec:git"), capability.MustParse("exec:cat"), capability.MustParse("exec:sh"))}
 	dirs := []string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"}
@@ -121,7 +121,7 @@ func BenchmarkSandboxCurlDownload(b *testing.B) {
 	defer srv.Close()
 	url := "http://" + ln.Addr().String() + "/big"
 	ws := shellWS(b)
-	call := &runtime.Call{Workspace: ws, Grants: capability.NewSet(ws, capability.MustParse("fs.read:**"),
+	call := &tool.Call{Workspace: ws, Grants: capability.NewSet(ws, capability.MustParse("fs.read:**"),
 		capability.MustParse("exec:curl"), capability.MustParse("net:"+ln.Addr().String()))}
 	box, err := boxFor(call, []string{"/usr/bin", "/bin"})
 	if err != nil {

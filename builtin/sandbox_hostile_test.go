@@ -10,8 +10,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/sandbox"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // TestSandboxHostile: what a command could try to get out of its
@@ -85,7 +85,7 @@ func TestSandboxHostile(t *testing.T) {
 	t.Run("an exit status is not a signal", func(t *testing.T) {
 		g, _ := shellGate(t, nil, ws, "fs.read:**", "exec:sh")
 		for _, code := range []string{"152", "153"} {
-			if res := shellDo(t, g, map[string]any{"command": "sh -c 'exit " + code + "'"}); shellCode(res) != runtime.CodeCommandFailed {
+			if res := shellDo(t, g, map[string]any{"command": "sh -c 'exit " + code + "'"}); shellCode(res) != tool.CodeCommandFailed {
 				t.Errorf("exit %s: %+v", code, res.Error)
 			}
 		}

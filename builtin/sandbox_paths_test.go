@@ -9,8 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
 	"github.com/wardenrt/warden/runtime/pathrule"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // TestHiddenAndProtectedInTools: the policy's hide: and protect: lists
@@ -39,16 +40,16 @@ rules:
 `
 	tools := append(append(append(FSTools(), GitTools(nil)...), &Shell{}), MemoryTools(mem)...)
 	g, _ := newTestGate(t, policy, ws, tools...)
-	noSecret := func(what string, res runtime.Result) {
+	noSecret := func(what string, res tool.Result) {
 		t.Helper()
 		if strings.Contains(res.Output+string(res.Data), secret) {
 			t.Errorf("%s: the hidden content reached the result: %s %s", what, res.Output, res.Data)
 		}
 	}
-	denied := func(what string, res runtime.Result, entry string) {
+	denied := func(what string, res tool.Result, entry string) {
 		t.Helper()
 		noSecret(what, res)
-		if res.Success || res.Error.Code != runtime.CodeCapabilityDenied || !strings.Contains(res.Error.Message, entry) {
+		if res.Success || res.Error.Code != tool.CodeCapabilityDenied || !strings.Contains(res.Error.Message, entry) {
 			t.Errorf("%s: %+v", what, res.Error)
 		}
 	}
@@ -93,7 +94,7 @@ rules:
 	if !res.Success || strings.Contains(string(res.Data), `"hidden_files":0`) {
 		t.Errorf("get_context did not leave the hidden file out: %+v %s", res.Error, res.Data)
 	}
-	p, err := runtime.ParsePolicy("p", []byte(policy))
+	p, err := gate.ParsePolicy("p", []byte(policy))
 	if err != nil {
 		t.Fatal(err)
 	}

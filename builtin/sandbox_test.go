@@ -13,8 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
 	"github.com/wardenrt/warden/runtime/sandbox"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // needLandlock skips a test that needs Landlock ABI abi, saying why.
@@ -36,10 +37,10 @@ func sandboxWorld(t *testing.T) (ws, outside string) {
 }
 
 // wantDenied: the command failed as a program does when the kernel says no.
-func wantDenied(t *testing.T, res runtime.Result, what string) {
+func wantDenied(t *testing.T, res tool.Result, what string) {
 	t.Helper()
 	d := shellDataOf(t, res)
-	if shellCode(res) != runtime.CodeCommandFailed || !strings.Contains(d.Stderr, "Permission denied") || strings.Contains(d.Stdout, "TOP-SECRET") {
+	if shellCode(res) != tool.CodeCommandFailed || !strings.Contains(d.Stderr, "Permission denied") || strings.Contains(d.Stdout, "TOP-SECRET") {
 		t.Errorf("%s: %+v stdout %q stderr %q", what, res.Error, d.Stdout, d.Stderr)
 	}
 }
@@ -111,14 +112,14 @@ func TestSandboxTCP(t *testing.T) {
 			port := rec.port()
 			ws := shellWS(t)
 			cmd := fmt.Sprintf("bash -c 'exec 3<>/dev/tcp/127.0.0.1/%d && echo connected'", port)
-			refused := func(res runtime.Result, what string, netNS bool) {
+			refused := func(res tool.Result, what string, netNS bool) {
 				t.Helper()
 				d := shellDataOf(t, res)
 				want := "Permission denied"
 				if netNS {
 					want = "Connection refused"
 				}
-				if shellCode(res) != runtime.CodeCommandFailed || !strings.Contains(d.Stderr, want) {
+				if shellCode(res) != tool.CodeCommandFailed || !strings.Contains(d.Stderr, want) {
 					t.Errorf("%s: %+v %+v", what, res.Error, d)
 				}
 			}
@@ -152,7 +153,7 @@ func TestSandboxGitStatus(t *testing.T) {
 }
 
 // limitsGate is a shell gate whose rule sets resource limits.
-func limitsGate(t *testing.T, ws, limits string, grants ...string) *runtime.Gate {
+func limitsGate(t *testing.T, ws, limits string, grants ...string) *gate.Gate {
 	t.Helper()
 	policy := "version: 1\ngrants: [" + `"fs.read:**"`
 	for _, g := range grants {
@@ -185,7 +186,7 @@ func TestSandboxLimits(t *testing.T) {
 			g := limitsGate(t, ws, tc.limits, tc.grants...)
 			start := time.Now()
 			res := shellDo(t, g, map[string]any{"command": tc.command, "timeout_ms": 20000})
-			if shellCode(res) != runtime.CodeResourceLimit || !strings.Contains(res.Error.Message, tc.want) {
+			if shellCode(res) != tool.CodeResourceLimit || !strings.Contains(res.Error.Message, tc.want) {
 				t.Fatalf("after %v: %+v %+v", time.Since(start), res.Error, shellDataOf(t, res))
 			}
 			if left := shellProcsWith(marker); len(left) > 0 {
@@ -209,7 +210,7 @@ func TestSandboxUnavailable(t *testing.T) {
 	p := "version: 1\nrequire_sandbox: true\ngrants: [\"fs.read:**\", \"exec:sh\"]\nrules:\n  - { tool: shell, action: allow }\n"
 	g, _ = newTestGate(t, p, ws, &Shell{})
 	res = shellDo(t, g, map[string]any{"command": "sh -c 'echo ran > inside/ran.txt'"})
-	if shellCode(res) != runtime.CodePolicyDenied || !strings.Contains(res.Error.Message, "requires a sandbox") || !strings.Contains(res.Error.Message, "off") {
+	if shellCode(res) != tool.CodePolicyDenied || !strings.Contains(res.Error.Message, "requires a sandbox") || !strings.Contains(res.Error.Message, "off") {
 		t.Fatalf("require_sandbox: %+v", res.Error)
 	}
 	if _, err := os.Stat(filepath.Join(ws, "inside", "ran.txt")); err == nil {
@@ -219,7 +220,7 @@ func TestSandboxUnavailable(t *testing.T) {
 	gws := gitFixture(t)
 	gp := "version: 1\nrequire_sandbox: true\ngrants: [\"fs.read:**\", \"git.read\"]\n"
 	gg, _ := newTestGate(t, gp, gws, GitTools(nil)...)
-	if res := callTool(t, gg, "git_status", `{}`); shellCode(res) != runtime.CodePolicyDenied {
+	if res := callTool(t, gg, "git_status", `{}`); shellCode(res) != tool.CodePolicyDenied {
 		t.Fatalf("git_status under require_sandbox: %+v", res.Error)
 	}
 }

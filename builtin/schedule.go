@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/gate"
 	"github.com/wardenrt/warden/runtime/schedule"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // ScheduleTask is schedule_task ("add
@@ -21,7 +22,7 @@ type ScheduleTask struct {
 	Now  func() time.Time
 }
 
-var _ runtime.Tool = (*ScheduleTask)(nil)
+var _ tool.Tool = (*ScheduleTask)(nil)
 
 var scheduleTaskSchema = json.RawMessage(`{
   "type": "object",
@@ -70,9 +71,9 @@ type scheduleTaskArgs struct {
 	} `json:"on_failure"`
 }
 
-// Spec implements runtime.Tool.
-func (t *ScheduleTask) Spec() runtime.Spec {
-	return runtime.Spec{
+// Spec implements tool.Tool.
+func (t *ScheduleTask) Spec() tool.Spec {
+	return tool.Spec{
 		Name: "schedule_task",
 		Description: "Propose a scheduled job: a workflow file or an agent task, run by `warden daemon` every interval (every: 15m), on a cron expression (cron, tz) or once (at), " +
 			"with grants you hold yourself. A person approves it first, seeing its next firings and grants; it runs with its grants ∩ the policy in force then.",
@@ -89,8 +90,8 @@ func (t *ScheduleTask) now() time.Time {
 	return time.Now()
 }
 
-// Needs implements runtime.Tool: fs.read of the workflow file.
-func (t *ScheduleTask) Needs(c *runtime.Call) ([]capability.Need, error) {
+// Needs implements tool.Tool: fs.read of the workflow file.
+func (t *ScheduleTask) Needs(c *tool.Call) ([]capability.Need, error) {
 	var a scheduleTaskArgs
 	if err := c.Bind(&a); err != nil {
 		return nil, err
@@ -103,10 +104,10 @@ func (t *ScheduleTask) Needs(c *runtime.Call) ([]capability.Need, error) {
 
 // prepare makes the job the call proposes, checked against the call's own
 // grants.
-func (t *ScheduleTask) prepare(ctx context.Context, c *runtime.Call) (schedule.Job, *runtime.Error) {
+func (t *ScheduleTask) prepare(ctx context.Context, c *tool.Call) (schedule.Job, *tool.Error) {
 	var a scheduleTaskArgs
 	if err := c.Bind(&a); err != nil {
-		return schedule.Job{}, runtime.AsError(err)
+		return schedule.Job{}, tool.AsError(err)
 	}
 	req := schedule.Request{
 		Name: a.Name, Task: a.Task, Params: a.Params, Grants: a.Grants, Missed: a.Missed, TimeoutS: a.TimeoutS,
@@ -119,7 +120,7 @@ func (t *ScheduleTask) prepare(ctx context.Context, c *runtime.Call) (schedule.J
 	if a.Workflow != "" {
 		src, data, err := check.Open("", a.Workflow)
 		if err != nil {
-			return schedule.Job{}, runtime.AsError(err)
+			return schedule.Job{}, tool.AsError(err)
 		}
 		req.Workflow, req.Data = src, data
 	}
@@ -129,15 +130,15 @@ func (t *ScheduleTask) prepare(ctx context.Context, c *runtime.Call) (schedule.J
 			args = json.RawMessage("{}")
 		}
 		req.OnFailure = &schedule.Notify{Tool: a.OnFailure.Tool, Args: args}
-		if g, ok := runtime.GateFrom(ctx); ok {
+		if g, ok := gate.GateFrom(ctx); ok {
 			if err := g.Registry().CheckArgs(a.OnFailure.Tool, args); err != nil {
-				return schedule.Job{}, runtime.AsError(err)
+				return schedule.Job{}, tool.AsError(err)
 			}
 		}
 	}
 	j, err := schedule.Prepare(req, c.Workspace, c.Principal, c.Grants, t.now(), check)
 	if err != nil {
-		return schedule.Job{}, runtime.AsError(err)
+		return schedule.Job{}, tool.AsError(err)
 	}
 	return j, nil
 }
@@ -149,7 +150,7 @@ type ScheduleTaskData struct {
 	Scheduled bool         `json:"scheduled"`
 }
 
-func (t *ScheduleTask) outcome(j schedule.Job, scheduled bool) runtime.Outcome {
+func (t *ScheduleTask) outcome(j schedule.Job, scheduled bool) tool.Outcome {
 	d := ScheduleTaskData{Job: j, Scheduled: scheduled}
 	if sc, err := j.Schedule(); err == nil {
 		d.Next = sc.Firings(j.Anchor, t.now(), 5)
@@ -160,30 +161,30 @@ func (t *ScheduleTask) outcome(j schedule.Job, scheduled bool) runtime.Outcome {
 	} else {
 		out = "would schedule (nothing was changed):\n" + out
 	}
-	return runtime.Outcome{Output: out, Data: d}
+	return tool.Outcome{Output: out, Data: d}
 }
 
-// Preview implements runtime.Tool: the job, its next firings and grants.
-func (t *ScheduleTask) Preview(ctx context.Context, c *runtime.Call) runtime.Outcome {
+// Preview implements tool.Tool: the job, its next firings and grants.
+func (t *ScheduleTask) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
 	j, err := t.prepare(ctx, c)
 	if err != nil {
-		return runtime.Outcome{Err: err}
+		return tool.Outcome{Err: err}
 	}
 	return t.outcome(j, false)
 }
 
-// Run implements runtime.Tool: the job is stored; `warden daemon` runs it.
-func (t *ScheduleTask) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
+// Run implements tool.Tool: the job is stored; `warden daemon` runs it.
+func (t *ScheduleTask) Run(ctx context.Context, c *tool.Call) tool.Outcome {
 	if t.Jobs == nil {
-		return runtime.Fail(runtime.CodeOperationNotSupported, "", "no job store is configured")
+		return tool.Fail(tool.CodeOperationNotSupported, "", "no job store is configured")
 	}
 	j, err := t.prepare(ctx, c)
 	if err != nil {
-		return runtime.Outcome{Err: err}
+		return tool.Outcome{Err: err}
 	}
 	j.Approval = "the call's approval (audit record " + c.ID + ")"
 	if e := t.Jobs.CreateJob(ctx, j); e != nil {
-		return runtime.Fail(runtime.CodeAlreadyExists, "choose another name", "%v", e)
+		return tool.Fail(tool.CodeAlreadyExists, "choose another name", "%v", e)
 	}
 	return t.outcome(j, true)
 }

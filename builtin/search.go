@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // SearchBraveURL is the Brave Search web endpoint.
@@ -79,13 +79,13 @@ func SearchConfigFromEnv(getenv func(string) string) SearchConfig {
 const searchHowTo = "configure a backend: set WARDEN_SEARCH_BACKEND=searxng and WARDEN_SEARXNG_URL=https://your-searxng " +
 	"(JSON format enabled), or WARDEN_SEARCH_BACKEND=brave and BRAVE_API_KEY=<token>; then grant net:<backend host>"
 
-func searchNotConfigured(format string, args ...any) *runtime.Error {
-	return runtime.Errorf(runtime.CodeOperationNotSupported, searchHowTo, format, args...)
+func searchNotConfigured(format string, args ...any) *tool.Error {
+	return tool.Errorf(tool.CodeOperationNotSupported, searchHowTo, format, args...)
 }
 
 // backend returns the configured backend, or OPERATION_NOT_SUPPORTED with a
 // hint saying how to configure one.
-func (c SearchConfig) backend() (searchBackend, *runtime.Error) {
+func (c SearchConfig) backend() (searchBackend, *tool.Error) {
 	name := strings.ToLower(c.Backend)
 	if name == "" {
 		switch {
@@ -175,7 +175,7 @@ type SearchTool struct {
 	now func() time.Time
 }
 
-var _ runtime.Tool = (*SearchTool)(nil)
+var _ tool.Tool = (*SearchTool)(nil)
 
 var searchSchema = json.RawMessage(`{
   "type": "object",
@@ -187,9 +187,9 @@ var searchSchema = json.RawMessage(`{
   "additionalProperties": false
 }`)
 
-// Spec implements runtime.Tool.
-func (s *SearchTool) Spec() runtime.Spec {
-	return runtime.Spec{
+// Spec implements tool.Tool.
+func (s *SearchTool) Spec() tool.Spec {
+	return tool.Spec{
 		Name: "search",
 		Description: "Search the web and return ranked results {title, url, snippet}. Uses the configured backend " +
 			"(SearXNG or Brave Search); its host needs a net grant.",
@@ -211,18 +211,18 @@ type searchPlan struct {
 	need    capability.Need
 }
 
-func (s *SearchTool) prepare(c *runtime.Call) (*searchPlan, *runtime.Error) {
+func (s *SearchTool) prepare(c *tool.Call) (*searchPlan, *tool.Error) {
 	var a searchArgs
 	if err := c.Bind(&a); err != nil {
-		return nil, runtime.AsError(err)
+		return nil, tool.AsError(err)
 	}
 	p := &searchPlan{query: strings.TrimSpace(a.Query), n: searchDefaultResults}
 	if p.query == "" {
-		return nil, runtime.Errorf(runtime.CodeInvalidInput, "give a non-empty query", "query is empty")
+		return nil, tool.Errorf(tool.CodeInvalidInput, "give a non-empty query", "query is empty")
 	}
 	if a.NumResults != nil {
 		if *a.NumResults < 1 || *a.NumResults > searchMaxResults {
-			return nil, runtime.Errorf(runtime.CodeInvalidInput, "num_results is 1 to 20", "num_results %d is out of range", *a.NumResults)
+			return nil, tool.Errorf(tool.CodeInvalidInput, "num_results is 1 to 20", "num_results %d is out of range", *a.NumResults)
 		}
 		p.n = *a.NumResults
 	}
@@ -240,9 +240,9 @@ func (s *SearchTool) prepare(c *runtime.Call) (*searchPlan, *runtime.Error) {
 	return p, nil
 }
 
-// Needs implements runtime.Tool: the net need of the backend's host. With
+// Needs implements tool.Tool: the net need of the backend's host. With
 // no backend configured the call is refused here, before anything runs.
-func (s *SearchTool) Needs(c *runtime.Call) ([]capability.Need, error) {
+func (s *SearchTool) Needs(c *tool.Call) ([]capability.Need, error) {
 	p, err := s.prepare(c)
 	if err != nil {
 		return nil, err
@@ -250,25 +250,25 @@ func (s *SearchTool) Needs(c *runtime.Call) ([]capability.Need, error) {
 	return []capability.Need{p.need}, nil
 }
 
-// Preview implements runtime.Tool: the request the search would send.
+// Preview implements tool.Tool: the request the search would send.
 // Nothing is sent: a query can carry data, so a dry run keeps it here.
-func (s *SearchTool) Preview(_ context.Context, c *runtime.Call) runtime.Outcome {
+func (s *SearchTool) Preview(_ context.Context, c *tool.Call) tool.Outcome {
 	p, err := s.prepare(c)
 	if err != nil {
-		return runtime.Outcome{Err: err}
+		return tool.Outcome{Err: err}
 	}
-	return runtime.Outcome{
+	return tool.Outcome{
 		Output: fmt.Sprintf("would search %s for %q (%d results): GET %s; needs %s; nothing was sent",
 			p.backend.name(), p.query, p.n, p.url, p.need),
 		Data: map[string]any{"backend": p.backend.name(), "query": p.query, "num_results": p.n, "url": p.url.String(), "need": p.need.String()},
 	}
 }
 
-// Run implements runtime.Tool.
-func (s *SearchTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
+// Run implements tool.Tool.
+func (s *SearchTool) Run(ctx context.Context, c *tool.Call) tool.Outcome {
 	p, rerr := s.prepare(c)
 	if rerr != nil {
-		return runtime.Outcome{Err: rerr}
+		return tool.Outcome{Err: rerr}
 	}
 	g := &httpGuard{grants: c.Grants, workspace: c.Workspace, seams: s.net}
 	hc := g.client()
@@ -278,19 +278,19 @@ func (s *SearchTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
 	sc := &searchClient{http: hc, backend: p.backend.name(), workspace: c.Workspace, wait: s.wait, now: s.now}
 	results, err := p.backend.Search(ctx, sc, p.query, p.n)
 	if err != nil {
-		var re *runtime.Error
+		var re *tool.Error
 		if errors.As(err, &re) {
-			return runtime.Outcome{Err: re}
+			return tool.Outcome{Err: re}
 		}
 		e := httpClassify(err, c.Workspace, searchRequestTimeout)
-		if e.Code == runtime.CodeTimeout {
+		if e.Code == tool.CodeTimeout {
 			// search has no timeout argument (http's hint names one): say
 			// what bounds it instead.
-			e = runtime.Errorf(runtime.CodeTimeout, "try again later, or check that the backend is up and answering",
+			e = tool.Errorf(tool.CodeTimeout, "try again later, or check that the backend is up and answering",
 				"%s gave no complete answer in time (at most %s a request, %s a search, within the caller's deadline)",
 				p.backend.name(), searchRequestTimeout, searchTimeout)
 		}
-		return runtime.Outcome{Err: e}
+		return tool.Outcome{Err: e}
 	}
 	if len(results) > p.n {
 		results = results[:p.n]
@@ -310,7 +310,7 @@ func (s *SearchTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
 	if sc.retries > 0 {
 		warnings = append(warnings, fmt.Sprintf("rate limited: retried %d times after HTTP 429", sc.retries))
 	}
-	return runtime.Outcome{Output: b.String(), Data: SearchData{Results: results, Backend: p.backend.name(), Query: p.query}, Warnings: warnings}
+	return tool.Outcome{Output: b.String(), Data: SearchData{Results: results, Backend: p.backend.name(), Query: p.query}, Warnings: warnings}
 }
 
 // searchClient is what a backend sends its requests through: the guarded
@@ -354,12 +354,12 @@ func (sc *searchClient) get(ctx context.Context, u *url.URL, header http.Header,
 		switch {
 		case resp.StatusCode == http.StatusTooManyRequests:
 			if attempt >= searchMaxRetries {
-				return nil, runtime.Errorf(runtime.CodeNetworkError, "wait a while before searching again, or configure another backend",
+				return nil, tool.Errorf(tool.CodeNetworkError, "wait a while before searching again, or configure another backend",
 					"rate limited by %s: HTTP 429 after %d retries", sc.backend, searchMaxRetries)
 			}
 			d := searchRetryAfter(resp.Header.Get("Retry-After"), sc.clock(), attempt)
 			if d > searchMaxWait || waited+d > searchMaxTotalWait {
-				return nil, runtime.Errorf(runtime.CodeNetworkError, fmt.Sprintf("try again after %s", d.Round(time.Second)),
+				return nil, tool.Errorf(tool.CodeNetworkError, fmt.Sprintf("try again after %s", d.Round(time.Second)),
 					"rate limited by %s: HTTP 429 asking to wait %s, longer than warden waits (%s at a time, %s in all)", sc.backend, d.Round(time.Second), searchMaxWait, searchMaxTotalWait)
 			}
 			waited += d
@@ -369,11 +369,11 @@ func (sc *searchClient) get(ctx context.Context, u *url.URL, header http.Header,
 			}
 			continue
 		case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
-			return nil, runtime.Errorf(runtime.CodeToolError, authHint, "%s refused the search: %s", sc.backend, resp.Status)
+			return nil, tool.Errorf(tool.CodeToolError, authHint, "%s refused the search: %s", sc.backend, resp.Status)
 		case resp.StatusCode != http.StatusOK:
-			return nil, runtime.Errorf(runtime.CodeNetworkError, "try again later, or check the backend's address", "%s answered %s", sc.backend, resp.Status)
+			return nil, tool.Errorf(tool.CodeNetworkError, "try again later, or check the backend's address", "%s answered %s", sc.backend, resp.Status)
 		case truncated:
-			return nil, runtime.Errorf(runtime.CodeToolError, "check that the backend URL points at the search API", "%s answered more than %d bytes", sc.backend, searchMaxBody)
+			return nil, tool.Errorf(tool.CodeToolError, "check that the backend URL points at the search API", "%s answered more than %d bytes", sc.backend, searchMaxBody)
 		}
 		return body, nil
 	}
@@ -427,7 +427,7 @@ func searchRetryAfter(v string, now time.Time, attempt int) time.Duration {
 // searchDecode decodes a backend's JSON answer, or says it is not one.
 func searchDecode(backend string, body []byte, v any, hint string) error {
 	if err := json.Unmarshal(body, v); err != nil {
-		return runtime.Errorf(runtime.CodeToolError, hint, "%s answered something that is not its JSON API: %v", backend, err)
+		return tool.Errorf(tool.CodeToolError, hint, "%s answered something that is not its JSON API: %v", backend, err)
 	}
 	return nil
 }
@@ -471,7 +471,7 @@ func (b *searchSearXNG) Search(ctx context.Context, sc *searchClient, query stri
 		return nil, err
 	}
 	if doc.Results == nil {
-		return nil, runtime.Errorf(runtime.CodeToolError, "check that WARDEN_SEARXNG_URL is a SearXNG instance with the JSON format enabled",
+		return nil, tool.Errorf(tool.CodeToolError, "check that WARDEN_SEARXNG_URL is a SearXNG instance with the JSON format enabled",
 			"searxng answered JSON without results")
 	}
 	var out []SearchResult
@@ -523,7 +523,7 @@ func (b *searchBrave) Search(ctx context.Context, sc *searchClient, query string
 	}
 	if doc.Web == nil {
 		if doc.Type == "" {
-			return nil, runtime.Errorf(runtime.CodeToolError, "check that the Brave endpoint is the web search API", "brave answered JSON without web results")
+			return nil, tool.Errorf(tool.CodeToolError, "check that the Brave endpoint is the web search API", "brave answered JSON without web results")
 		}
 		return nil, nil // a valid answer with no web section: no results
 	}

@@ -11,7 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 const searchTestKey = "BSAtestkey-0123456789abcdef"
@@ -97,7 +98,7 @@ func searchBraveServer(t *testing.T) *httpTestServer {
 	})
 }
 
-func searchData(t *testing.T, res runtime.Result) SearchData {
+func searchData(t *testing.T, res tool.Result) SearchData {
 	t.Helper()
 	if !res.Success {
 		t.Fatalf("search failed: %+v", res.Error)
@@ -137,8 +138,8 @@ func TestSearchSearXNG(t *testing.T) {
 
 func TestSearchBrave(t *testing.T) {
 	srv := searchBraveServer(t)
-	tool := searchNewTool(SearchConfig{Backend: "brave", BraveAPIKey: searchTestKey, BraveURL: srv.at("brave.test", "/res/v1/web/search")}, &searchWaits{})
-	g, audit := httpGate(t, tool, "net:brave.test", fmt.Sprintf("net:127.0.0.1:%d", srv.port))
+	toolName := searchNewTool(SearchConfig{Backend: "brave", BraveAPIKey: searchTestKey, BraveURL: srv.at("brave.test", "/res/v1/web/search")}, &searchWaits{})
+	g, audit := httpGate(t, toolName, "net:brave.test", fmt.Sprintf("net:127.0.0.1:%d", srv.port))
 	res := callTool(t, g, "search", `{"query":"go language","num_results":1}`)
 	d := searchData(t, res)
 	if d.Backend != "brave" || len(d.Results) != 1 {
@@ -152,14 +153,14 @@ func TestSearchBrave(t *testing.T) {
 	// A wrong key is a configuration error with a hint naming the variable.
 	bad := searchNewTool(SearchConfig{Backend: "brave", BraveAPIKey: "wrong-key-value", BraveURL: srv.at("brave.test", "/res/v1/web/search")}, &searchWaits{})
 	g2, _ := httpGate(t, bad, "net:brave.test", fmt.Sprintf("net:127.0.0.1:%d", srv.port))
-	httpWantError(t, callTool(t, g2, "search", `{"query":"x"}`), runtime.CodeToolError, "401", "BRAVE_API_KEY")
+	httpWantError(t, callTool(t, g2, "search", `{"query":"x"}`), tool.CodeToolError, "401", "BRAVE_API_KEY")
 }
 
 func TestSearchBraveDefaultEndpointNeed(t *testing.T) {
-	tool := &SearchTool{Config: SearchConfig{BraveAPIKey: searchTestKey}}
-	g, _ := httpGate(t, tool)
-	res := callToolReq(t, g, runtime.Request{Tool: "search", Args: json.RawMessage(`{"query":"x"}`), DryRun: true})
-	httpWantError(t, res, runtime.CodeCapabilityDenied, "net:api.search.brave.com:443", "needs the grant net:api.search.brave.com:443")
+	toolName := &SearchTool{Config: SearchConfig{BraveAPIKey: searchTestKey}}
+	g, _ := httpGate(t, toolName)
+	res := callToolReq(t, g, gate.Request{Tool: "search", Args: json.RawMessage(`{"query":"x"}`), DryRun: true})
+	httpWantError(t, res, tool.CodeCapabilityDenied, "net:api.search.brave.com:443", "needs the grant net:api.search.brave.com:443")
 }
 
 func TestSearchRateLimit(t *testing.T) {
@@ -168,7 +169,7 @@ func TestSearchRateLimit(t *testing.T) {
 		name      string
 		status    []int
 		ra        string
-		code      runtime.Code
+		code      tool.Code
 		msg       string
 		waits     []time.Duration
 		hits      int64
@@ -178,11 +179,11 @@ func TestSearchRateLimit(t *testing.T) {
 		{"429 twice then success (date)", []int{429, 429}, future, "", "", []time.Duration{3 * time.Second, 3 * time.Second}, 3, true},
 		{"429 without Retry-After backs off", []int{429, 429}, "", "", "", []time.Duration{time.Second, 2 * time.Second}, 3, true},
 		{"429 with a past date retries at once", []int{429}, "Wed, 21 Oct 2015 07:28:00 GMT", "", "", []time.Duration{0}, 2, true},
-		{"repeated 429", []int{429, 429, 429, 429, 429}, "0", runtime.CodeNetworkError, "rate limited by searxng: HTTP 429 after 3 retries", []time.Duration{0, 0, 0}, 4, false},
-		{"Retry-After too long", []int{429}, "3600", runtime.CodeNetworkError, "asking to wait 1h0m0s", nil, 1, false},
-		{"total wait capped", []int{429, 429, 429}, "8", runtime.CodeNetworkError, "longer than warden waits", []time.Duration{8 * time.Second, 8 * time.Second}, 3, false},
-		{"server error", []int{502}, "", runtime.CodeNetworkError, "searxng answered 502 Bad Gateway", nil, 1, false},
-		{"json format disabled", []int{403}, "", runtime.CodeToolError, "refused the search: 403", nil, 1, false},
+		{"repeated 429", []int{429, 429, 429, 429, 429}, "0", tool.CodeNetworkError, "rate limited by searxng: HTTP 429 after 3 retries", []time.Duration{0, 0, 0}, 4, false},
+		{"Retry-After too long", []int{429}, "3600", tool.CodeNetworkError, "asking to wait 1h0m0s", nil, 1, false},
+		{"total wait capped", []int{429, 429, 429}, "8", tool.CodeNetworkError, "longer than warden waits", []time.Duration{8 * time.Second, 8 * time.Second}, 3, false},
+		{"server error", []int{502}, "", tool.CodeNetworkError, "searxng answered 502 Bad Gateway", nil, 1, false},
+		{"json format disabled", []int{403}, "", tool.CodeToolError, "refused the search: 403", nil, 1, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -224,7 +225,7 @@ func TestSearchErrors(t *testing.T) {
 		io.WriteString(w, `{"type":"search","query":{"original":"x"}}`)
 	})
 	grants := []string{"net:searx.test", "net:brave.test", "net:127.0.0.1"}
-	gateFor := func(cfg SearchConfig) *runtime.Gate {
+	gateFor := func(cfg SearchConfig) *gate.Gate {
 		g, _ := httpGate(t, searchNewTool(cfg, &searchWaits{}), grants...)
 		return g
 	}
@@ -233,23 +234,23 @@ func TestSearchErrors(t *testing.T) {
 		cfg           SearchConfig
 		grants        []string
 		args          string
-		code          runtime.Code
+		code          tool.Code
 		msgHas, hintH string
 	}{
-		{"no backend", SearchConfig{}, nil, `{"query":"x"}`, runtime.CodeOperationNotSupported, "no search backend is configured", "WARDEN_SEARCH_BACKEND=searxng and WARDEN_SEARXNG_URL="},
-		{"searxng without URL", SearchConfig{Backend: "searxng"}, nil, `{"query":"x"}`, runtime.CodeOperationNotSupported, "needs WARDEN_SEARXNG_URL", "BRAVE_API_KEY"},
-		{"brave without key", SearchConfig{Backend: "Brave"}, nil, `{"query":"x"}`, runtime.CodeOperationNotSupported, "needs BRAVE_API_KEY", "WARDEN_SEARCH_BACKEND=brave"},
-		{"unknown backend", SearchConfig{Backend: "google"}, nil, `{"query":"x"}`, runtime.CodeOperationNotSupported, `unknown search backend "google"`, ""},
-		{"bad searxng URL", SearchConfig{SearXNGURL: "searx.example.org"}, nil, `{"query":"x"}`, runtime.CodeOperationNotSupported, "WARDEN_SEARXNG_URL", ""},
-		{"searxng URL with user info", SearchConfig{SearXNGURL: "https://u:p@searx.test/"}, nil, `{"query":"x"}`, runtime.CodeOperationNotSupported, "user info", ""},
-		{"empty query", SearchConfig{SearXNGURL: malformed.at("searx.test", "/")}, nil, `{"query":"   "}`, runtime.CodeInvalidInput, "query is empty", ""},
-		{"too many results", SearchConfig{SearXNGURL: malformed.at("searx.test", "/")}, nil, `{"query":"x","num_results":21}`, runtime.CodeInvalidInput, "num_results", ""},
-		{"malformed JSON", SearchConfig{SearXNGURL: malformed.at("searx.test", "/")}, nil, `{"query":"x"}`, runtime.CodeToolError, "not its JSON API", "JSON format"},
-		{"HTML instead of JSON", SearchConfig{SearXNGURL: htmlPage.at("searx.test", "/")}, nil, `{"query":"x"}`, runtime.CodeToolError, "not its JSON API", ""},
-		{"JSON without results", SearchConfig{SearXNGURL: noResults.at("searx.test", "/")}, nil, `{"query":"x"}`, runtime.CodeToolError, "without results", ""},
-		{"no grant for the backend", SearchConfig{SearXNGURL: "https://searx.example.org"}, nil, `{"query":"x"}`, runtime.CodeCapabilityDenied, "net:searx.example.org:443", "needs the grant net:searx.example.org:443"},
-		{"backend on loopback without an address grant", SearchConfig{SearXNGURL: noResults.at("searx.test", "/")}, []string{"net:searx.test"}, `{"query":"x"}`, runtime.CodeCapabilityDenied, "resolved to 127.0.0.1 (loopback)", "needs the grant net:127.0.0.1:"},
-		{"backend unreachable", SearchConfig{SearXNGURL: "http://nowhere.test/"}, []string{"net:nowhere.test"}, `{"query":"x"}`, runtime.CodeNetworkError, "cannot resolve nowhere.test", ""},
+		{"no backend", SearchConfig{}, nil, `{"query":"x"}`, tool.CodeOperationNotSupported, "no search backend is configured", "WARDEN_SEARCH_BACKEND=searxng and WARDEN_SEARXNG_URL="},
+		{"searxng without URL", SearchConfig{Backend: "searxng"}, nil, `{"query":"x"}`, tool.CodeOperationNotSupported, "needs WARDEN_SEARXNG_URL", "BRAVE_API_KEY"},
+		{"brave without key", SearchConfig{Backend: "Brave"}, nil, `{"query":"x"}`, tool.CodeOperationNotSupported, "needs BRAVE_API_KEY", "WARDEN_SEARCH_BACKEND=brave"},
+		{"unknown backend", SearchConfig{Backend: "google"}, nil, `{"query":"x"}`, tool.CodeOperationNotSupported, `unknown search backend "google"`, ""},
+		{"bad searxng URL", SearchConfig{SearXNGURL: "searx.example.org"}, nil, `{"query":"x"}`, tool.CodeOperationNotSupported, "WARDEN_SEARXNG_URL", ""},
+		{"searxng URL with user info", SearchConfig{SearXNGURL: "https://u:p@searx.test/"}, nil, `{"query":"x"}`, tool.CodeOperationNotSupported, "user info", ""},
+		{"empty query", SearchConfig{SearXNGURL: malformed.at("searx.test", "/")}, nil, `{"query":"   "}`, tool.CodeInvalidInput, "query is empty", ""},
+		{"too many results", SearchConfig{SearXNGURL: malformed.at("searx.test", "/")}, nil, `{"query":"x","num_results":21}`, tool.CodeInvalidInput, "num_results", ""},
+		{"malformed JSON", SearchConfig{SearXNGURL: malformed.at("searx.test", "/")}, nil, `{"query":"x"}`, tool.CodeToolError, "not its JSON API", "JSON format"},
+		{"HTML instead of JSON", SearchConfig{SearXNGURL: htmlPage.at("searx.test", "/")}, nil, `{"query":"x"}`, tool.CodeToolError, "not its JSON API", ""},
+		{"JSON without results", SearchConfig{SearXNGURL: noResults.at("searx.test", "/")}, nil, `{"query":"x"}`, tool.CodeToolError, "without results", ""},
+		{"no grant for the backend", SearchConfig{SearXNGURL: "https://searx.example.org"}, nil, `{"query":"x"}`, tool.CodeCapabilityDenied, "net:searx.example.org:443", "needs the grant net:searx.example.org:443"},
+		{"backend on loopback without an address grant", SearchConfig{SearXNGURL: noResults.at("searx.test", "/")}, []string{"net:searx.test"}, `{"query":"x"}`, tool.CodeCapabilityDenied, "resolved to 127.0.0.1 (loopback)", "needs the grant net:127.0.0.1:"},
+		{"backend unreachable", SearchConfig{SearXNGURL: "http://nowhere.test/"}, []string{"net:nowhere.test"}, `{"query":"x"}`, tool.CodeNetworkError, "cannot resolve nowhere.test", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -273,7 +274,7 @@ func TestSearchFollowsRedirectsOnlyToGrantedHosts(t *testing.T) {
 		http.Redirect(w, r, target.at("evil.test", "/searx/search?"+r.URL.RawQuery), http.StatusFound)
 	})
 	g, _ := httpGate(t, searchNewTool(SearchConfig{SearXNGURL: origin.at("searx.test", "/")}, &searchWaits{}), "net:searx.test", "net:127.0.0.1")
-	httpWantError(t, callTool(t, g, "search", `{"query":"x"}`), runtime.CodeCapabilityDenied, "redirect to evil.test refused", "needs the grant net:evil.test:")
+	httpWantError(t, callTool(t, g, "search", `{"query":"x"}`), tool.CodeCapabilityDenied, "redirect to evil.test refused", "needs the grant net:evil.test:")
 	if target.hits.Load() != 0 {
 		t.Fatalf("the ungranted host got %d requests", target.hits.Load())
 	}
@@ -285,7 +286,7 @@ func TestSearchDryRun(t *testing.T) {
 	tool := searchNewTool(SearchConfig{BraveAPIKey: searchTestKey, BraveURL: srv.at("brave.test", "/res/v1/web/search")}, &searchWaits{})
 	g, audit := newTestGate(t, httpPolicy("net:brave.test", "net:127.0.0.1"), ws, tool)
 	before := treeChecksum(t, ws)
-	res := callToolReq(t, g, runtime.Request{Tool: "search", DryRun: true, Principal: []string{"test"}, Args: json.RawMessage(`{"query":"go lang","num_results":4}`)})
+	res := callToolReq(t, g, gate.Request{Tool: "search", DryRun: true, Principal: []string{"test"}, Args: json.RawMessage(`{"query":"go lang","num_results":4}`)})
 	if !res.Success || !res.DryRun {
 		t.Fatalf("%+v", res)
 	}
@@ -309,7 +310,7 @@ func TestSearchRedactsSecrets(t *testing.T) {
 		t.Fatalf("%+v", d)
 	}
 	assertNoSecret(t, res, audit, secret)
-	dry := callToolReq(t, g, runtime.Request{Tool: "search", DryRun: true, Args: json.RawMessage(`{"query":"` + secret + `"}`)})
+	dry := callToolReq(t, g, gate.Request{Tool: "search", DryRun: true, Args: json.RawMessage(`{"query":"` + secret + `"}`)})
 	assertNoSecret(t, dry, audit, secret)
 }
 
@@ -400,13 +401,13 @@ func TestSearchTimeout(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			tool := searchNewTool(SearchConfig{SearXNGURL: tc.srv.at("searx.test", "/searx")}, &searchWaits{})
-			tool.wait = nil // really wait, as a context-aware timer
-			g, audit := httpGate(t, tool, "net:searx.test", fmt.Sprintf("net:127.0.0.1:%d", tc.srv.port))
+			toolName := searchNewTool(SearchConfig{SearXNGURL: tc.srv.at("searx.test", "/searx")}, &searchWaits{})
+			toolName.wait = nil // really wait, as a context-aware timer
+			g, audit := httpGate(t, toolName, "net:searx.test", fmt.Sprintf("net:127.0.0.1:%d", tc.srv.port))
 			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 			defer cancel()
 			start := time.Now()
-			res, err := g.Call(ctx, runtime.Request{Tool: "search", Args: json.RawMessage(`{"query":"q"}`), Principal: []string{"test"}})
+			res, err := g.Call(ctx, gate.Request{Tool: "search", Args: json.RawMessage(`{"query":"q"}`), Principal: []string{"test"}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -414,7 +415,7 @@ func TestSearchTimeout(t *testing.T) {
 				t.Errorf("the call took %s after a 300ms deadline", el)
 			}
 			// search has no timeout argument: the hint must not ask for one.
-			httpWantError(t, res, runtime.CodeTimeout, "searxng gave no complete answer in time", "try again later")
+			httpWantError(t, res, tool.CodeTimeout, "searxng gave no complete answer in time", "try again later")
 			if strings.Contains(res.Error.Hint, "raise timeout") {
 				t.Errorf("hint %q names an argument search does not have", res.Error.Hint)
 			}

@@ -30,8 +30,8 @@ import (
 
 	"mvdan.cc/sh/v3/syntax"
 
-	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // Limits and defaults of the shell tool.
@@ -71,12 +71,12 @@ type Shell struct {
 	Environ func() []string
 }
 
-var _ runtime.Tool = (*Shell)(nil)
+var _ tool.Tool = (*Shell)(nil)
 
 // ShellTools returns the shell family as cmd/warden registers it: the shell
 // tool with its defaults. cmd then adds the alias: Registry.Alias("run", "shell").
-func ShellTools() []runtime.Tool {
-	return []runtime.Tool{&Shell{}}
+func ShellTools() []tool.Tool {
+	return []tool.Tool{&Shell{}}
 }
 
 var shellSchema = json.RawMessage(`{
@@ -99,9 +99,9 @@ var shellSchema = json.RawMessage(`{
   "additionalProperties": false
 }`)
 
-// Spec implements runtime.Tool.
-func (s *Shell) Spec() runtime.Spec {
-	return runtime.Spec{
+// Spec implements tool.Tool.
+func (s *Shell) Spec() tool.Spec {
+	return tool.Spec{
 		Name: "shell",
 		Description: "Run a shell command in the workspace and return its exit code, stdout and stderr. " +
 			"The command is interpreted by warden (bash syntax): each program it starts — also in pipes, $(…), eval or source — must be granted (exec:NAME), " +
@@ -141,22 +141,22 @@ type shellCall struct {
 
 // prepare decodes and parses the call and analyses the program. An error is
 // a refusal (INVALID_INPUT, CAPABILITY_DENIED) of the whole call.
-func (s *Shell) prepare(c *runtime.Call) (*shellCall, *runtime.Error) {
+func (s *Shell) prepare(c *tool.Call) (*shellCall, *tool.Error) {
 	var a shellArgs
 	if err := c.Bind(&a); err != nil {
-		return nil, runtime.AsError(err)
+		return nil, tool.AsError(err)
 	}
 	if strings.ContainsRune(a.Command, 0) {
-		return nil, runtime.Errorf(runtime.CodeInvalidInput, "remove the NUL byte from the command", "command contains a NUL byte")
+		return nil, tool.Errorf(tool.CodeInvalidInput, "remove the NUL byte from the command", "command contains a NUL byte")
 	}
 	if len(a.Command) > shellMaxCommand {
-		return nil, runtime.Errorf(runtime.CodeInvalidInput, "", "command is %d bytes; the limit is %d", len(a.Command), shellMaxCommand)
+		return nil, tool.Errorf(tool.CodeInvalidInput, "", "command is %d bytes; the limit is %d", len(a.Command), shellMaxCommand)
 	}
 	sc := &shellCall{args: a, timeout: s.defaultTimeout()}
 	if a.TimeoutMS != nil {
 		d := time.Duration(*a.TimeoutMS) * time.Millisecond
 		if d > s.maxTimeout() {
-			return nil, runtime.Errorf(runtime.CodeInvalidInput, fmt.Sprintf("use at most %d", s.maxTimeout().Milliseconds()),
+			return nil, tool.Errorf(tool.CodeInvalidInput, fmt.Sprintf("use at most %d", s.maxTimeout().Milliseconds()),
 				"timeout_ms %d is above the limit of %d", *a.TimeoutMS, s.maxTimeout().Milliseconds())
 		}
 		sc.timeout = d
@@ -165,10 +165,10 @@ func (s *Shell) prepare(c *runtime.Call) (*shellCall, *runtime.Error) {
 	if err != nil {
 		var pe syntax.ParseError
 		if errors.As(err, &pe) {
-			return nil, runtime.Errorf(runtime.CodeInvalidInput, "fix the shell syntax (bash)",
+			return nil, tool.Errorf(tool.CodeInvalidInput, "fix the shell syntax (bash)",
 				"command does not parse at line %d, column %d: %s", pe.Pos.Line(), pe.Pos.Col(), pe.Text)
 		}
-		return nil, runtime.Errorf(runtime.CodeInvalidInput, "fix the shell syntax (bash)", "command does not parse: %v", err)
+		return nil, tool.Errorf(tool.CodeInvalidInput, "fix the shell syntax (bash)", "command does not parse: %v", err)
 	}
 	sc.file = file
 
@@ -178,7 +178,7 @@ func (s *Shell) prepare(c *runtime.Call) (*shellCall, *runtime.Error) {
 	}
 	resolved, rerr := capability.ResolvePath(c.Workspace, cwd)
 	if rerr != nil {
-		return nil, runtime.Errorf(runtime.CodeInvalidInput, "give an existing directory", "cwd %q cannot be resolved: %v", a.Cwd, rerr)
+		return nil, tool.Errorf(tool.CodeInvalidInput, "give an existing directory", "cwd %q cannot be resolved: %v", a.Cwd, rerr)
 	}
 	sc.cwd = resolved
 
@@ -186,14 +186,14 @@ func (s *Shell) prepare(c *runtime.Call) (*shellCall, *runtime.Error) {
 	for _, k := range shellSortedKeys(a.Env) {
 		v := a.Env[k]
 		if strings.ContainsRune(v, 0) {
-			return nil, runtime.Errorf(runtime.CodeInvalidInput, "", "env %s contains a NUL byte", k)
+			return nil, tool.Errorf(tool.CodeInvalidInput, "", "env %s contains a NUL byte", k)
 		}
 		if k == "PATH" {
-			return nil, runtime.Errorf(runtime.CodeInvalidInput, "programs are found on warden's fixed PATH; name them without a path",
+			return nil, tool.Errorf(tool.CodeInvalidInput, "programs are found on warden's fixed PATH; name them without a path",
 				"env PATH cannot be set: warden runs programs only from %s", s.pathValue(c.Workspace))
 		}
 		if why := shellEnvGuarded(k); why != "" && !shellExactEnvGrant(c.Grants, k) {
-			e := runtime.NeedsGrants([]string{"env:" + k}, "env %s cannot be set without an exact env:%s grant (env:* does not open it): %s", k, k, why)
+			e := tool.NeedsGrants([]string{"env:" + k}, "env %s cannot be set without an exact env:%s grant (env:* does not open it): %s", k, k, why)
 			e.Hint += " (exactly this name; env:* does not open it)"
 			return nil, e
 		}
@@ -217,10 +217,10 @@ func shellSortedKeys(m map[string]string) []string {
 	return keys
 }
 
-// Needs implements runtime.Tool: fs.read of the working directory, exec of
+// Needs implements tool.Tool: fs.read of the working directory, exec of
 // every statically known program, fs.read / fs.write of every statically
 // known redirection target, and env of the guarded variables the call sets.
-func (s *Shell) Needs(c *runtime.Call) ([]capability.Need, error) {
+func (s *Shell) Needs(c *tool.Call) ([]capability.Need, error) {
 	sc, err := s.prepare(c)
 	if err != nil {
 		return nil, err
@@ -242,13 +242,13 @@ func (s *Shell) Needs(c *runtime.Call) ([]capability.Need, error) {
 	return needs, nil
 }
 
-// Preview implements runtime.Tool: the parsed plan — every command with its
+// Preview implements tool.Tool: the parsed plan — every command with its
 // argv as far as it is known before running (dynamic words marked ‹…›), its
 // redirections and the capabilities it needs — and nothing runs.
-func (s *Shell) Preview(ctx context.Context, c *runtime.Call) runtime.Outcome {
+func (s *Shell) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
 	sc, err := s.prepare(c)
 	if err != nil {
-		return runtime.Outcome{Err: err}
+		return tool.Outcome{Err: err}
 	}
 	p := sc.plan.plan
 	p.Cwd = sc.cwd
@@ -259,17 +259,17 @@ func (s *Shell) Preview(ctx context.Context, c *runtime.Call) runtime.Outcome {
 	for _, n := range needs {
 		p.Needs = append(p.Needs, n.String())
 	}
-	return runtime.Outcome{Output: p.text(), Data: p, Warnings: sc.plan.warnings}
+	return tool.Outcome{Output: p.text(), Data: p, Warnings: sc.plan.warnings}
 }
 
-// Run implements runtime.Tool.
-func (s *Shell) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
+// Run implements tool.Tool.
+func (s *Shell) Run(ctx context.Context, c *tool.Call) tool.Outcome {
 	sc, rerr := s.prepare(c)
 	if rerr != nil {
-		return runtime.Outcome{Err: rerr}
+		return tool.Outcome{Err: rerr}
 	}
 	if fi, err := os.Stat(sc.cwd); err != nil || !fi.IsDir() {
-		return runtime.Fail(runtime.CodeNotFound, "give an existing directory as cwd", "cwd %s is not an existing directory", sc.cwd)
+		return tool.Fail(tool.CodeNotFound, "give an existing directory as cwd", "cwd %s is not an existing directory", sc.cwd)
 	}
 	res := s.execute(ctx, c, sc)
 	return s.outcome(sc, res)
@@ -317,7 +317,7 @@ func (s *Shell) pathValue(workspace string) string {
 }
 
 // outcome turns what ran into the tool's outcome.
-func (s *Shell) outcome(sc *shellCall, r *shellRunResult) runtime.Outcome {
+func (s *Shell) outcome(sc *shellCall, r *shellRunResult) tool.Outcome {
 	data := ShellResult{ExitCode: r.exitCode, Stdout: r.stdout.String(), Stderr: r.stderr.String(), TimedOut: r.timedOut}
 	failed := r.denial != nil || r.timedOut || r.cancelled || r.exitCode != 0
 	var warnings []string
@@ -335,25 +335,25 @@ func (s *Shell) outcome(sc *shellCall, r *shellRunResult) runtime.Outcome {
 		}
 	}
 	out := shellOutputText(data, sc.args.Silent)
-	o := runtime.Outcome{Output: out, Data: data, Warnings: warnings}
+	o := tool.Outcome{Output: out, Data: data, Warnings: warnings}
 	switch {
 	case r.denial != nil:
 		d := r.denial
-		o.Err = runtime.Errorf(d.code, d.hint, "%s; the command was stopped there (exit code %d)", d.message, r.exitCode)
+		o.Err = tool.Errorf(d.code, d.hint, "%s; the command was stopped there (exit code %d)", d.message, r.exitCode)
 		o.Err.Missing = d.missing
 	case r.timedOut:
-		o.Err = runtime.Errorf(runtime.CodeCommandTimeout, fmt.Sprintf("raise timeout_ms (at most %d) or do less in one call", s.maxTimeout().Milliseconds()),
+		o.Err = tool.Errorf(tool.CodeCommandTimeout, fmt.Sprintf("raise timeout_ms (at most %d) or do less in one call", s.maxTimeout().Milliseconds()),
 			"command timed out after %s; every process it started was killed", sc.timeout)
 	case r.cancelled:
-		o.Err = runtime.Errorf(runtime.CodeCommandTimeout, "", "command was cancelled; every process it started was killed")
+		o.Err = tool.Errorf(tool.CodeCommandTimeout, "", "command was cancelled; every process it started was killed")
 	case r.exitCode != 0 && r.limit != "":
-		o.Err = runtime.Errorf(runtime.CodeResourceLimit, "raise the limit in the policy rule for shell (limits:), or do less in one call",
+		o.Err = tool.Errorf(tool.CodeResourceLimit, "raise the limit in the policy rule for shell (limits:), or do less in one call",
 			"a program was stopped at its %s; the command failed with exit code %d%s", r.limit, r.exitCode, shellLastLine(data.Stderr))
 	case r.exitCode == 127 && len(r.notFound) > 0:
-		o.Err = runtime.Errorf(runtime.CodeCommandNotFound, "install it, or check the name; warden looks only on its PATH ("+r.path+")",
+		o.Err = tool.Errorf(tool.CodeCommandNotFound, "install it, or check the name; warden looks only on its PATH ("+r.path+")",
 			"%s: command not found (exit code 127)", strings.Join(r.notFound, ", "))
 	case r.exitCode != 0:
-		o.Err = runtime.Errorf(runtime.CodeCommandFailed, "read stderr in the result's data", "command failed with exit code %d%s", r.exitCode, shellLastLine(data.Stderr))
+		o.Err = tool.Errorf(tool.CodeCommandFailed, "read stderr in the result's data", "command failed with exit code %d%s", r.exitCode, shellLastLine(data.Stderr))
 	}
 	return o
 }

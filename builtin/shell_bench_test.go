@@ -6,7 +6,7 @@ import (
 	"os/exec"
 	"testing"
 
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
 	"github.com/wardenrt/warden/runtime/sandbox"
 )
 
@@ -59,7 +59,7 @@ func BenchmarkShellTrue(b *testing.B) {
 func shellBenchCall(b *testing.B, args string) {
 	ws := shellWS(b)
 	g, _ := shellGate(b, nil, ws, "fs.read:**", "exec:true")
-	req := runtime.Request{Tool: "shell", Args: json.RawMessage(args), Principal: []string{"bench"}}
+	req := gate.Request{Tool: "shell", Args: json.RawMessage(args), Principal: []string{"bench"}}
 	for b.Loop() {
 		res, err := g.Call(context.Background(), req)
 		if err != nil || !res.Success {

@@ -28,9 +28,10 @@ import (
 	"mvdan.cc/sh/v3/interp"
 	"mvdan.cc/sh/v3/syntax"
 
-	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/gate"
 	"github.com/wardenrt/warden/runtime/sandbox"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 var (
@@ -46,7 +47,7 @@ var (
 
 // shellDenial is the first run-time refusal of a call.
 type shellDenial struct {
-	code          runtime.Code // CAPABILITY_DENIED, or POLICY_DENIED (require_sandbox)
+	code          tool.Code // CAPABILITY_DENIED, or POLICY_DENIED (require_sandbox)
 	message, hint string
 	missing       []string // the grant that would allow it, if one would
 }
@@ -71,7 +72,7 @@ type shellRunResult struct {
 type shellRun struct {
 	grants   capability.Set
 	ws       string
-	rtCall   *runtime.Call
+	rtCall   *tool.Call
 	ctx      context.Context // the call's (where its connections are noted)
 	limits   sandbox.Limits  // the call's
 	needBox  bool            // require_sandbox
@@ -137,7 +138,7 @@ func (s *Shell) environ() []string {
 }
 
 // execute runs a prepared command through the interpreter.
-func (s *Shell) execute(ctx context.Context, c *runtime.Call, sc *shellCall) *shellRunResult {
+func (s *Shell) execute(ctx context.Context, c *tool.Call, sc *shellCall) *shellRunResult {
 	path := s.pathValue(c.Workspace)
 	st := &shellRun{grants: c.Grants, ws: c.Workspace, path: path, warned: map[string]bool{},
 		rtCall: c, ctx: ctx, limits: c.Limits, needBox: c.RequireSandbox}
@@ -296,10 +297,10 @@ func (st *shellRun) close(stopBy time.Time) int {
 // refuse records a run-time refusal, says so on the command's stderr and
 // stops the command.
 func (st *shellRun) refuse(hc interp.HandlerContext, message, hint string) error {
-	return st.refuseCode(hc, runtime.CodeCapabilityDenied, message, hint)
+	return st.refuseCode(hc, tool.CodeCapabilityDenied, message, hint)
 }
 
-func (st *shellRun) refuseCode(hc interp.HandlerContext, code runtime.Code, message, hint string) error {
+func (st *shellRun) refuseCode(hc interp.HandlerContext, code tool.Code, message, hint string) error {
 	return st.deny(hc, &shellDenial{code: code, message: message, hint: hint})
 }
 
@@ -307,10 +308,10 @@ func (st *shellRun) refuseCode(hc interp.HandlerContext, code runtime.Code, mess
 // have allowed: the denial names the grant that would (noGrant when none
 // can).
 func (st *shellRun) refuseNeed(hc interp.HandlerContext, message string, need capability.Need, noGrant string) error {
-	d := &shellDenial{code: runtime.CodeCapabilityDenied, message: message, hint: noGrant}
+	d := &shellDenial{code: tool.CodeCapabilityDenied, message: message, hint: noGrant}
 	if g := need.Hint(st.ws); g != "" {
 		d.missing = []string{g}
-		d.hint = runtime.GrantsHint(d.missing)
+		d.hint = tool.GrantsHint(d.missing)
 	}
 	return st.deny(hc, d)
 }
@@ -347,7 +348,7 @@ func (st *shellRun) exec(ctx context.Context, args []string) error {
 	// The process limit holds for the programs the command runs at once
 	// (background jobs), as it does inside each of them.
 	if lim := st.limits.WithDefaults().Processes; st.programs() > lim {
-		return st.refuseCode(hc, runtime.CodeResourceLimit, fmt.Sprintf("%s was not started: the command already runs %d programs, its process limit", args[0], lim),
+		return st.refuseCode(hc, tool.CodeResourceLimit, fmt.Sprintf("%s was not started: the command already runs %d programs, its process limit", args[0], lim),
 			"raise limits.processes in the policy rule for shell, or wait for background jobs")
 	}
 
@@ -383,7 +384,7 @@ func (st *shellRun) exec(ctx context.Context, args []string) error {
 				"call it as "+base+"; warden runs only programs on "+st.path)
 		}
 	}
-	if e := st.rtCall.CheckPrograms(shellSubjects(runtime.Program{Argv: args})...); e != nil {
+	if e := st.rtCall.CheckPrograms(shellSubjects(tool.Program{Argv: args})...); e != nil {
 		return st.refuseCode(hc, e.Code, e.Message, e.Hint)
 	}
 	g := shellGuard(base, args[1:])
@@ -403,7 +404,7 @@ func (st *shellRun) exec(ctx context.Context, args []string) error {
 			return st.refuse(hc, fmt.Sprintf("%s would write %s: %s", shellShort(args), p, shellProtectedWhy), shellProtectedHint)
 		}
 		if entry, prot := st.rtCall.Protect.Match(st.ws, p); prot {
-			e := runtime.ProtectedError(p, entry)
+			e := gate.ProtectedError(p, entry)
 			return st.refuse(hc, fmt.Sprintf("%s would write %s: %s", shellShort(args), p, e.Message), e.Hint)
 		}
 	}
@@ -429,7 +430,7 @@ func (st *shellRun) exec(ctx context.Context, args []string) error {
 	var end procEnd
 	box, pnet, err := st.sandbox()
 	if err != nil {
-		return st.refuseCode(hc, runtime.CodePolicyDenied, fmt.Sprintf("%s was not started: %v", name, err),
+		return st.refuseCode(hc, tool.CodePolicyDenied, fmt.Sprintf("%s was not started: %v", name, err),
 			"narrow the policy's protect: and hide: entries (entries with a / need no search of the workspace)")
 	}
 	spec := procSpec{Path: path, Args: args, Dir: hc.Dir, Env: env, Stdin: hc.Stdin, Box: box, Net: pnet, RequireBox: st.needBox, Ended: &end}
@@ -698,12 +699,12 @@ func (st *shellRun) open(ctx context.Context, path string, flag int, perm os.Fil
 		return nil, &os.PathError{Op: "open", Path: path, Err: shellErrDenied}
 	}
 	if entry, hidden := st.rtCall.Hidden(resolved); hidden {
-		e := runtime.HiddenError(resolved, entry)
+		e := gate.HiddenError(resolved, entry)
 		_ = st.refuse(hc, e.Message, e.Hint)
 		return nil, &os.PathError{Op: "open", Path: path, Err: shellErrDenied}
 	}
 	if entry, prot := st.rtCall.Protect.Match(st.ws, resolved); prot && write {
-		e := runtime.ProtectedError(resolved, entry)
+		e := gate.ProtectedError(resolved, entry)
 		_ = st.refuse(hc, e.Message, e.Hint)
 		return nil, &os.PathError{Op: "open", Path: path, Err: shellErrDenied}
 	}

@@ -13,8 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
 	"github.com/wardenrt/warden/runtime/sandbox"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // shellHostileCase is one hostile command: it must end with code (usually
@@ -24,10 +25,10 @@ type shellHostileCase struct {
 	cmd    string // MARK is replaced by the marker's absolute path, OUT by a path outside the workspace
 	env    map[string]string
 	grants []string
-	code   runtime.Code // "" = success
-	msg    string       // in the error message (optional)
+	code   tool.Code // "" = success
+	msg    string    // in the error message (optional)
 	setup  func(t *testing.T, ws, mark string)
-	check  func(t *testing.T, ws string, res runtime.Result)
+	check  func(t *testing.T, ws string, res tool.Result)
 	// timeout in ms; 0 means 20 s
 	timeout int
 }
@@ -66,10 +67,10 @@ func shellAppend(t *testing.T, path, text string) {
 func TestShellHostile(t *testing.T) {
 	base := []string{"fs.read:**", "fs.write:**", "exec:true", "exec:cat"}
 	with := func(extra ...string) []string { return append(append([]string{}, base...), extra...) }
-	denied := runtime.CodeCapabilityDenied
-	commitCode := runtime.Code("")
+	denied := tool.CodeCapabilityDenied
+	commitCode := tool.Code("")
 	if sandbox.Detect().Namespaces {
-		commitCode = runtime.CodeCommandFailed
+		commitCode = tool.CodeCommandFailed
 	}
 	cases := []shellHostileCase{
 		// 1. An ungranted program after &&.
@@ -92,19 +93,19 @@ func TestShellHostile(t *testing.T) {
 		{name: "in a pipe (run time)", cmd: "x=touch; echo hi | $x MARK", grants: base, code: denied},
 		{name: "in a subshell", cmd: "(x=touch; $x MARK)", grants: base, code: denied},
 		{name: "in a background job", cmd: "x=touch; $x MARK & wait", grants: base, code: denied},
-		{name: "process substitution (refused)", cmd: "x=touch; cat <($x MARK)", grants: base, code: runtime.CodeInvalidInput, msg: "process substitution"},
+		{name: "process substitution (refused)", cmd: "x=touch; cat <($x MARK)", grants: base, code: tool.CodeInvalidInput, msg: "process substitution"},
 		{name: "process substitution via eval", cmd: "p='<'; eval \"cat $p(touch MARK)\"", grants: with("exec:touch"),
-			check: func(t *testing.T, ws string, res runtime.Result) {
+			check: func(t *testing.T, ws string, res tool.Result) {
 				if d := shellDataOf(t, res); !strings.Contains(d.Stderr, "cannot create fifo") {
 					t.Fatalf("%+v", d)
 				}
 			}},
 		{name: "interpreter FIFO name in the temporary directory", cmd: "echo x > " + filepath.Join(os.TempDir(), "sh-interp-warden-test"), grants: base, code: denied,
-			check: func(t *testing.T, ws string, _ runtime.Result) {
+			check: func(t *testing.T, ws string, _ tool.Result) {
 				shellAbsent(t, filepath.Join(os.TempDir(), "sh-interp-warden-test"))
 			}},
 		{name: "interpreter FIFO name under TMPDIR (run time)", cmd: "echo x > $TMPDIR/sh-interp-warden-test", grants: base, code: denied},
-		{name: "busy builtin loop stops at the deadline", cmd: "while :; do :; done", grants: base, code: runtime.CodeCommandTimeout, timeout: 300},
+		{name: "busy builtin loop stops at the deadline", cmd: "while :; do :; done", grants: base, code: tool.CodeCommandTimeout, timeout: 300},
 		{name: "in an EXIT trap", cmd: "x=touch; trap '$x MARK' EXIT; true", grants: base, code: denied},
 		{name: "in a function shadowing a granted name", cmd: "cat() { x=touch; $x MARK; }; cat", grants: base, code: denied},
 		{name: "via source", cmd: "source s.sh", grants: base, code: denied, msg: "program touch",
@@ -118,7 +119,7 @@ func TestShellHostile(t *testing.T) {
 		{name: "via $0", cmd: "$0 -c 'touch MARK'", grants: base, code: denied},
 		{name: "command builtin", cmd: "command touch MARK", grants: base, code: denied},
 		{name: "exec builtin", cmd: "exec touch MARK", grants: base, code: denied},
-		{name: "builtin builtin", cmd: "builtin touch MARK", grants: base, code: runtime.CodeCommandFailed},
+		{name: "builtin builtin", cmd: "builtin touch MARK", grants: base, code: tool.CodeCommandFailed},
 		{name: `backslash \touch`, cmd: `\touch MARK`, grants: base, code: denied, msg: "exec:touch"},
 		{name: `quoted "tou"ch`, cmd: `"tou"ch MARK`, grants: base, code: denied, msg: "exec:touch"},
 		{name: "alias (not expanded)", cmd: "alias t=true; t MARK", grants: with("exec:touch"), code: denied, msg: "exec:t"},
@@ -131,9 +132,9 @@ func TestShellHostile(t *testing.T) {
 		// 6. Redirections outside the workspace.
 		{name: "redirect to an absolute path outside", cmd: "echo x > OUT", grants: base, code: denied, msg: "fs.write"},
 		{name: "redirect to ../x", cmd: "echo x > ../x", grants: base, code: denied,
-			check: func(t *testing.T, ws string, _ runtime.Result) { shellAbsent(t, filepath.Join(filepath.Dir(ws), "x")) }},
+			check: func(t *testing.T, ws string, _ tool.Result) { shellAbsent(t, filepath.Join(filepath.Dir(ws), "x")) }},
 		{name: "redirect to ../x (run time)", cmd: "d=..; echo x > $d/x", grants: base, code: denied,
-			check: func(t *testing.T, ws string, _ runtime.Result) { shellAbsent(t, filepath.Join(filepath.Dir(ws), "x")) }},
+			check: func(t *testing.T, ws string, _ tool.Result) { shellAbsent(t, filepath.Join(filepath.Dir(ws), "x")) }},
 		{name: "append outside", cmd: "echo x >> OUT", grants: base, code: denied},
 		{name: "&> outside", cmd: "x=OUT; echo x &> $x", grants: base, code: denied},
 		{name: "redirect through a symlink out", cmd: "echo x > link/f", grants: base, code: denied,
@@ -142,9 +143,9 @@ func TestShellHostile(t *testing.T) {
 					t.Fatal(err)
 				}
 			},
-			check: func(t *testing.T, ws string, _ runtime.Result) { shellAbsent(t, filepath.Join(filepath.Dir(ws), "f")) }},
+			check: func(t *testing.T, ws string, _ tool.Result) { shellAbsent(t, filepath.Join(filepath.Dir(ws), "f")) }},
 		{name: "read outside", cmd: "cat < /etc/passwd", grants: base, code: denied, msg: "fs.read",
-			check: func(t *testing.T, ws string, res runtime.Result) {
+			check: func(t *testing.T, ws string, res tool.Result) {
 				if strings.Contains(string(res.Data), "root:") {
 					t.Fatal("read /etc/passwd")
 				}
@@ -154,29 +155,29 @@ func TestShellHostile(t *testing.T) {
 			setup: func(t *testing.T, ws, _ string) {
 				shellWrite(t, filepath.Join(ws, ".git", "config"), "[core]\n", 0o644)
 			},
-			check: func(t *testing.T, ws string, _ runtime.Result) {
+			check: func(t *testing.T, ws string, _ tool.Result) {
 				if b, _ := os.ReadFile(filepath.Join(ws, ".git", "config")); string(b) != "[core]\n" {
 					t.Fatal(".git/config changed")
 				}
 			}},
 		{name: "write into .warden (run time)", cmd: "d=.warden; echo 'grants: [exec:*]' > $d/policy.yaml", grants: base, code: denied,
 			setup: func(t *testing.T, ws, _ string) { shellWrite(t, filepath.Join(ws, ".warden", "keep"), "", 0o644) },
-			check: func(t *testing.T, ws string, _ runtime.Result) {
+			check: func(t *testing.T, ws string, _ tool.Result) {
 				shellAbsent(t, filepath.Join(ws, ".warden", "policy.yaml"))
 			}},
 		{name: "cd out, then write", cmd: "cd .. && echo x > rel", grants: base, code: denied, msg: "fs.read",
-			check: func(t *testing.T, ws string, _ runtime.Result) {
+			check: func(t *testing.T, ws string, _ tool.Result) {
 				shellAbsent(t, filepath.Join(filepath.Dir(ws), "rel"))
 				shellAbsent(t, filepath.Join(ws, "rel"))
 			}},
 		{name: "cd out (run time)", cmd: "d=..; cd $d; echo x > rel", grants: base, code: denied, msg: "cd to ..",
-			check: func(t *testing.T, ws string, _ runtime.Result) {
+			check: func(t *testing.T, ws string, _ tool.Result) {
 				shellAbsent(t, filepath.Join(filepath.Dir(ws), "rel"))
 			}},
 		{name: "pushd out (run time)", cmd: "d=/; pushd $d && touch MARK", grants: with("exec:touch"), code: denied, msg: "cd to /"},
 		{name: "cd / ; then run", cmd: "cd /; touch MARK", grants: with("exec:touch"), code: denied},
 		{name: "glob outside is not expanded", cmd: "echo /etc/pass*", grants: base,
-			check: func(t *testing.T, ws string, res runtime.Result) {
+			check: func(t *testing.T, ws string, res tool.Result) {
 				if d := shellDataOf(t, res); d.Stdout != "/etc/pass*\n" {
 					t.Fatalf("stdout %q", d.Stdout)
 				}
@@ -192,7 +193,7 @@ func TestShellHostile(t *testing.T) {
 		{name: "BASH_ENV in env", cmd: "true", env: map[string]string{"BASH_ENV": "s.sh"}, grants: base, code: denied},
 
 		// 8. PATH smuggling.
-		{name: "env PATH=.", cmd: "git status", env: map[string]string{"PATH": "."}, grants: with("exec:git"), code: runtime.CodeInvalidInput,
+		{name: "env PATH=.", cmd: "git status", env: map[string]string{"PATH": "."}, grants: with("exec:git"), code: tool.CodeInvalidInput,
 			setup: func(t *testing.T, ws, mark string) { shellPlant(t, filepath.Join(ws, "git"), mark) }},
 		{name: "PATH=. git", cmd: "PATH=. git status", grants: with("exec:git"), code: denied, msg: "PATH",
 			setup: func(t *testing.T, ws, mark string) { shellPlant(t, filepath.Join(ws, "git"), mark) }},
@@ -249,7 +250,7 @@ func TestShellHostile(t *testing.T) {
 		{name: "find -ok", cmd: `find . -ok touch MARK \;`, grants: with("exec:find"), code: denied},
 		{name: "find -delete", cmd: `find . -name keep -delete`, grants: with("exec:find"), code: denied,
 			setup: func(t *testing.T, ws, _ string) { shellWrite(t, filepath.Join(ws, "keep"), "k", 0o644) },
-			check: func(t *testing.T, ws string, _ runtime.Result) {
+			check: func(t *testing.T, ws string, _ tool.Result) {
 				if _, err := os.Stat(filepath.Join(ws, "keep")); err != nil {
 					t.Fatal("find -delete ran")
 				}
@@ -295,7 +296,7 @@ func TestShellHostile(t *testing.T) {
 			if tc.msg != "" && !strings.Contains(res.Error.Message+" "+res.Error.Hint, tc.msg) {
 				t.Fatalf("error %+v lacks %q", res.Error, tc.msg)
 			}
-			if tc.code == runtime.CodeCapabilityDenied && res.Error.Hint == "" {
+			if tc.code == tool.CodeCapabilityDenied && res.Error.Hint == "" {
 				t.Fatalf("no hint: %+v", res.Error)
 			}
 			shellAbsent(t, mark)
@@ -337,7 +338,7 @@ func TestShellHostileRunTimeDenialNamesTheProgram(t *testing.T) {
 	g, _ := shellGate(t, nil, ws, "fs.read:**")
 	res := shellDo(t, g, map[string]any{"command": "echo before; $(echo rm) -rf .; echo after"})
 	d := shellDataOf(t, res)
-	if shellCode(res) != runtime.CodeCapabilityDenied || res.Error.Hint != "needs the grant exec:rm" || !slices.Equal(res.Error.Missing, []string{"exec:rm"}) || !strings.Contains(res.Error.Message, "program rm is not granted") {
+	if shellCode(res) != tool.CodeCapabilityDenied || res.Error.Hint != "needs the grant exec:rm" || !slices.Equal(res.Error.Missing, []string{"exec:rm"}) || !strings.Contains(res.Error.Message, "program rm is not granted") {
 		t.Fatalf("%+v", res.Error)
 	}
 	if d.ExitCode != 126 || d.Stdout != "before\n" || !strings.Contains(d.Stderr, "CAPABILITY_DENIED") {
@@ -372,7 +373,7 @@ sh -c 'echo $$ >> pids; exec sleep SECS'`, "SECS", arg)
 	res := shellDo(t, g, map[string]any{"command": cmd, "timeout_ms": timeout.Milliseconds()})
 	elapsed := time.Since(start)
 	d := shellDataOf(t, res)
-	if shellCode(res) != runtime.CodeCommandTimeout || !d.TimedOut || d.ExitCode != -1 {
+	if shellCode(res) != tool.CodeCommandTimeout || !d.TimedOut || d.ExitCode != -1 {
 		t.Fatalf("%+v %+v", res.Error, d)
 	}
 	if elapsed > timeout+time.Second {
@@ -425,13 +426,13 @@ func TestShellHostileOutputFlood(t *testing.T) {
 	g, _ := shellGate(t, nil, ws, "fs.read:**", "exec:yes", "exec:head")
 	res := shellDo(t, g, map[string]any{"command": "yes", "timeout_ms": 1000})
 	d := shellDataOf(t, res)
-	if shellCode(res) != runtime.CodeCommandTimeout || !d.TimedOut {
+	if shellCode(res) != tool.CodeCommandTimeout || !d.TimedOut {
 		t.Fatalf("%+v", res.Error)
 	}
 	if !strings.Contains(d.Stdout, "[truncated: 1048576 of") || len(d.Stdout) > shellMaxOutput+200 {
 		t.Fatalf("stdout is %d bytes: %q", len(d.Stdout), d.Stdout[len(d.Stdout)-100:])
 	}
-	if len(res.Output) > runtime.MaxOutputBytes+200 {
+	if len(res.Output) > gate.MaxOutputBytes+200 {
 		t.Fatalf("output is %d bytes", len(res.Output))
 	}
 	res = shellDo(t, g, map[string]any{"command": "yes | head -c 3000000; yes 2>&1 | head -n 1", "timeout_ms": 20000})

@@ -13,8 +13,8 @@ import (
 	"mvdan.cc/sh/v3/interp"
 	"mvdan.cc/sh/v3/syntax"
 
-	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // ShellPlan is the shell tool's dry-run data: what the command would run.
@@ -110,13 +110,13 @@ type shellAnalyzeInput struct {
 type shellAnalysis struct {
 	// programs are the programs the command starts and the commands they
 	// launch, as command rules see them (shell_rules.go).
-	programs []runtime.Program
+	programs []tool.Program
 	// unseen: the command runs what cannot be known before it runs (an
 	// eval of a variable, a sourced file, a computed command name).
 	unseen   bool
 	plan     ShellPlan
 	needs    []capability.Need
-	refusal  *runtime.Error
+	refusal  *tool.Error
 	warnings []string
 }
 
@@ -151,7 +151,7 @@ func shellAnalyze(in shellAnalyzeInput) *shellAnalysis {
 	return z.out
 }
 
-func (z *shellAnalyzer) refuse(e *runtime.Error) {
+func (z *shellAnalyzer) refuse(e *tool.Error) {
 	if z.out.refusal == nil {
 		z.out.refusal = e
 	}
@@ -193,7 +193,7 @@ func (z *shellAnalyzer) walk(stmts []*syntax.Stmt, context string, depth int) {
 				z.walk(n.Stmts, ctx, depth)
 				return false
 			case *syntax.ProcSubst:
-				z.refuse(runtime.Errorf(runtime.CodeInvalidInput, "write the output to a file in the workspace and read that file instead",
+				z.refuse(tool.Errorf(tool.CodeInvalidInput, "write the output to a file in the workspace and read that file instead",
 					"process substitution %s…) at %s is not supported: the interpreter would open its FIFOs outside warden's checks", n.Op, shellPos(n.Pos())))
 				z.walk(n.Stmts, n.Op.String()+"…)", depth)
 				return false
@@ -258,12 +258,12 @@ func (z *shellAnalyzer) assign(name string, reachesPrograms bool) {
 		return
 	}
 	if name == "PATH" {
-		z.refuse(runtime.Errorf(runtime.CodeCapabilityDenied, "leave PATH alone: programs are found on warden's fixed PATH",
+		z.refuse(tool.Errorf(tool.CodeCapabilityDenied, "leave PATH alone: programs are found on warden's fixed PATH",
 			"the command changes PATH for the programs it runs; warden runs programs only from %s", z.in.path))
 		return
 	}
 	if why := shellEnvGuarded(name); why != "" && !shellExactEnvGrant(z.in.grants, name) {
-		e := runtime.NeedsGrants([]string{"env:" + name}, "the command sets %s for the programs it runs, which needs an exact env:%s grant: %s", name, name, why)
+		e := tool.NeedsGrants([]string{"env:" + name}, "the command sets %s for the programs it runs, which needs an exact env:%s grant: %s", name, name, why)
 		e.Hint += " (exactly this name)"
 		z.refuse(e)
 	}
@@ -368,12 +368,12 @@ func (z *shellAnalyzer) program(words []string, static []bool, allStatic bool, e
 	name := words[0]
 	base := name
 	if name == "" {
-		z.refuse(runtime.Errorf(runtime.CodeInvalidInput, "name a program", "the command runs a program with an empty name"))
+		z.refuse(tool.Errorf(tool.CodeInvalidInput, "name a program", "the command runs a program with an empty name"))
 		return
 	}
 	if strings.Contains(name, "/") {
 		if !filepath.IsAbs(name) {
-			z.refuse(runtime.Errorf(runtime.CodeCapabilityDenied, "name the program without a path (exec:"+filepath.Base(name)+"); warden finds it on its fixed PATH",
+			z.refuse(tool.Errorf(tool.CodeCapabilityDenied, "name the program without a path (exec:"+filepath.Base(name)+"); warden finds it on its fixed PATH",
 				"program %s is a relative path: warden never runs programs from the workspace or a relative directory", name))
 			return
 		}
@@ -395,13 +395,13 @@ func (z *shellAnalyzer) program(words []string, static []bool, allStatic bool, e
 		z.warn(w)
 	}
 	if g := shellGuard(base, words[1:]); g.reason != "" {
-		z.refuse(runtime.Errorf(runtime.CodeCapabilityDenied, g.hint, "%s refused: %s", shellShort(words), g.reason))
+		z.refuse(tool.Errorf(tool.CodeCapabilityDenied, g.hint, "%s refused: %s", shellShort(words), g.reason))
 	} else if !z.dirChanged {
 		for _, f := range g.writes {
 			if p, ok := z.staticPath(f); ok {
 				z.need(capability.Need{Kind: capability.FSWrite, Resource: p})
 				if shellProtected(z.in.ws, p) {
-					z.refuse(runtime.Errorf(runtime.CodeCapabilityDenied, shellProtectedHint, "%s would write %s: %s", shellShort(words), p, shellProtectedWhy))
+					z.refuse(tool.Errorf(tool.CodeCapabilityDenied, shellProtectedHint, "%s would write %s: %s", shellShort(words), p, shellProtectedWhy))
 				}
 			}
 		}
@@ -411,7 +411,7 @@ func (z *shellAnalyzer) program(words []string, static []bool, allStatic bool, e
 // addProgram records a program, and what it launches, for command rules;
 // a word known only at run time is kept as its source.
 func (z *shellAnalyzer) addProgram(words []string, static []bool, entry *ShellPlanCommand) {
-	p := runtime.Program{Argv: make([]string, len(words)), Dynamic: make([]bool, len(words))}
+	p := tool.Program{Argv: make([]string, len(words)), Dynamic: make([]bool, len(words))}
 	off := len(entry.Argv) - len(words)
 	for i, w := range words {
 		p.Argv[i] = w
@@ -436,7 +436,7 @@ func (z *shellAnalyzer) staticPath(p string) (string, bool) {
 	}
 	resolved, err := capability.ResolvePath(z.in.ws, p)
 	if err != nil {
-		z.refuse(runtime.Errorf(runtime.CodeInvalidInput, "", "path %s cannot be resolved: %v", p, err))
+		z.refuse(tool.Errorf(tool.CodeInvalidInput, "", "path %s cannot be resolved: %v", p, err))
 		return "", false
 	}
 	return resolved, true
@@ -489,7 +489,7 @@ func (z *shellAnalyzer) redirect(rd *syntax.Redirect) ShellPlanRedirect {
 	if write {
 		z.need(capability.Need{Kind: capability.FSWrite, Resource: p})
 		if shellProtected(z.in.ws, p) {
-			z.refuse(runtime.Errorf(runtime.CodeCapabilityDenied, shellProtectedHint, "redirection to %s refused: %s", p, shellProtectedWhy))
+			z.refuse(tool.Errorf(tool.CodeCapabilityDenied, shellProtectedHint, "redirection to %s refused: %s", p, shellProtectedWhy))
 		}
 	}
 	return r

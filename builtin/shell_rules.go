@@ -8,7 +8,7 @@ package builtin
 // `timeout 5 git push` and `sh -c 'git push'`. What warden cannot see —
 // the script a shell reads from a file or stdin, what an interpreter, a
 // build tool or another program starter runs — is an opaque subject,
-// which every command rule matches (see runtime.Program). The rules are
+// which every command rule matches (see tool.Program). The rules are
 // checked before the command runs, with the words known then, and again
 // as each program starts, with its real words (shellRun.exec).
 
@@ -18,7 +18,7 @@ import (
 
 	"mvdan.cc/sh/v3/syntax"
 
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // shellMaxLaunchDepth bounds how deep launchers are looked through
@@ -42,12 +42,12 @@ var shellStarters = map[string]bool{
 
 // shellSubjects returns the program and what it launches: what command
 // rules are matched against.
-func shellSubjects(p runtime.Program) []runtime.Program {
-	out := []runtime.Program{p}
+func shellSubjects(p tool.Program) []tool.Program {
+	out := []tool.Program{p}
 	var walk func(i, depth int)
 	walk = func(i, depth int) {
 		if depth >= shellMaxLaunchDepth {
-			out = append(out, runtime.Program{Argv: out[i].Argv, Opaque: true, Launcher: i + 1})
+			out = append(out, tool.Program{Argv: out[i].Argv, Opaque: true, Launcher: i + 1})
 			return
 		}
 		for _, q := range shellLaunched(out[i]) {
@@ -65,14 +65,14 @@ func shellSubjects(p runtime.Program) []runtime.Program {
 }
 
 // opaque is the subject for what p starts that warden cannot see.
-func opaque(p runtime.Program) []runtime.Program {
-	return []runtime.Program{{Argv: p.Argv, Opaque: true}}
+func opaque(p tool.Program) []tool.Program {
+	return []tool.Program{{Argv: p.Argv, Opaque: true}}
 }
 
 // shellLaunched returns the commands p launches: the command a launcher
 // runs, the programs of an sh -c script, or an opaque subject; nil when p
 // launches nothing.
-func shellLaunched(p runtime.Program) []runtime.Program {
+func shellLaunched(p tool.Program) []tool.Program {
 	if len(p.Argv) == 0 || p.Opaque {
 		return nil
 	}
@@ -80,11 +80,11 @@ func shellLaunched(p runtime.Program) []runtime.Program {
 		return nil // a name known only at run time: matched as a dynamic word, checked when it runs
 	}
 	name := path.Base(p.Argv[0])
-	rest := func(i int, extra ...bool) []runtime.Program {
+	rest := func(i int, extra ...bool) []tool.Program {
 		if i >= len(p.Argv) {
 			return nil
 		}
-		q := runtime.Program{Argv: append([]string(nil), p.Argv[i:]...)}
+		q := tool.Program{Argv: append([]string(nil), p.Argv[i:]...)}
 		q.Dynamic = make([]bool, len(q.Argv))
 		for k := range q.Argv {
 			q.Dynamic[k] = shellDyn(p, i+k)
@@ -93,7 +93,7 @@ func shellLaunched(p runtime.Program) []runtime.Program {
 			q.Argv = append(q.Argv, "‹input›")
 			q.Dynamic = append(q.Dynamic, true)
 		}
-		return []runtime.Program{q}
+		return []tool.Program{q}
 	}
 	// skip steps over options: valued are the options taking a value as
 	// the next word (their --long=value forms need no care); it returns
@@ -124,7 +124,7 @@ func shellLaunched(p runtime.Program) []runtime.Program {
 		}
 		return i
 	}
-	at := func(i int, extra ...bool) []runtime.Program {
+	at := func(i int, extra ...bool) []tool.Program {
 		if i < 0 {
 			return opaque(p)
 		}
@@ -188,7 +188,7 @@ func shellLaunched(p runtime.Program) []runtime.Program {
 			return opaque(p)
 		}
 		if i >= len(p.Argv) {
-			return []runtime.Program{{Argv: []string{"echo", "‹input›"}, Dynamic: []bool{false, true}}}
+			return []tool.Program{{Argv: []string{"echo", "‹input›"}, Dynamic: []bool{false, true}}}
 		}
 		return rest(i, true)
 	case "busybox":
@@ -205,7 +205,7 @@ func shellLaunched(p runtime.Program) []runtime.Program {
 // shellInvocation is what a shell runs: the script of -c, parsed, when it
 // is literal; an opaque subject otherwise (a script from a file or stdin,
 // options warden does not know).
-func shellInvocation(p runtime.Program) []runtime.Program {
+func shellInvocation(p tool.Program) []tool.Program {
 	for i := 1; i < len(p.Argv); i++ {
 		a := p.Argv[i]
 		if shellDyn(p, i) {
@@ -228,21 +228,21 @@ func shellInvocation(p runtime.Program) []runtime.Program {
 	return opaque(p) // no -c: it reads its script from stdin
 }
 
-func shellDyn(p runtime.Program, i int) bool { return i < len(p.Dynamic) && p.Dynamic[i] }
+func shellDyn(p tool.Program, i int) bool { return i < len(p.Dynamic) && p.Dynamic[i] }
 
 // shellScriptPrograms returns the programs of a script another shell
 // runs, as they are known before it runs: warden's interpreter does not
 // run that script, so what is only known then (an eval of a variable, a
 // sourced file, a command name computed at run time, a script that does
 // not parse) makes an opaque subject.
-func shellScriptPrograms(src string) []runtime.Program {
+func shellScriptPrograms(src string) []tool.Program {
 	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
 	if err != nil {
-		return opaque(runtime.Program{Argv: []string{"sh", "-c", src}})
+		return opaque(tool.Program{Argv: []string{"sh", "-c", src}})
 	}
 	a := shellAnalyze(shellAnalyzeInput{file: f})
 	if a.unseen {
-		return append(a.programs, opaque(runtime.Program{Argv: []string{"sh", "-c", src}})...)
+		return append(a.programs, opaque(tool.Program{Argv: []string{"sh", "-c", src}})...)
 	}
 	return a.programs
 }

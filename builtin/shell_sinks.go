@@ -6,12 +6,12 @@ import (
 
 	"mvdan.cc/sh/v3/syntax"
 
-	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // Sinks says which parts of a command land in a file as they are written,
-// so that the gate can restore a mask there (see runtime.Sinker). Two
+// so that the gate can restore a mask there (see tool.Sinker). Two
 // shapes, each with its output redirected (>, >>, >|, &>) to one literal
 // path:
 //
@@ -27,14 +27,14 @@ import (
 // here-document with <<- — is not a sink: a mask there is refused, never
 // handed to a program. A command that changes directory (cd, pushd,
 // popd) has only its absolute targets as sinks.
-func (s *Shell) Sinks(c *runtime.Call) ([]runtime.Sink, error) {
+func (s *Shell) Sinks(c *tool.Call) ([]tool.Sink, error) {
 	var a shellArgs
 	if err := c.Bind(&a); err != nil {
 		return nil, err
 	}
 	file, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(a.Command), "")
 	if err != nil {
-		return nil, runtime.Errorf(runtime.CodeInvalidInput, "fix the shell syntax (bash)", "command does not parse: %v", err)
+		return nil, tool.Errorf(tool.CodeInvalidInput, "fix the shell syntax (bash)", "command does not parse: %v", err)
 	}
 	cwd := a.Cwd
 	if cwd == "" {
@@ -42,7 +42,7 @@ func (s *Shell) Sinks(c *runtime.Call) ([]runtime.Sink, error) {
 	}
 	cwdAbs, err := capability.ResolvePath(c.Workspace, cwd)
 	if err != nil {
-		return nil, runtime.Errorf(runtime.CodeInvalidInput, "give an existing directory", "cwd %q cannot be resolved: %v", a.Cwd, err)
+		return nil, tool.Errorf(tool.CodeInvalidInput, "give an existing directory", "cwd %q cannot be resolved: %v", a.Cwd, err)
 	}
 	// A command that defines functions or aliases (or runs one sourced or
 	// evaluated at run time) may mean something else by cat or echo: it
@@ -73,7 +73,7 @@ func (s *Shell) Sinks(c *runtime.Call) ([]runtime.Sink, error) {
 		}
 		return true
 	})
-	var sinks []runtime.Sink
+	var sinks []tool.Sink
 	syntax.Walk(file, func(n syntax.Node) bool {
 		st, ok := n.(*syntax.Stmt)
 		if !ok {
@@ -140,8 +140,8 @@ func shellSinkTarget(st *syntax.Stmt, ws, cwd string, dirChanges bool) string {
 
 // shellHeredocSinks: the body of a statement's here-document (<<, not
 // <<-): all of it when the delimiter is quoted, its literal parts when not.
-func shellHeredocSinks(st *syntax.Stmt, path string) []runtime.Sink {
-	var sinks []runtime.Sink
+func shellHeredocSinks(st *syntax.Stmt, path string) []tool.Sink {
+	var sinks []tool.Sink
 	for _, rd := range st.Redirs {
 		if rd.Op != syntax.Hdoc || rd.Hdoc == nil {
 			continue
@@ -160,7 +160,7 @@ func shellHeredocSinks(st *syntax.Stmt, path string) []runtime.Sink {
 			if !ok {
 				continue
 			}
-			sk := runtime.Sink{Arg: "/command", Start: int(lit.Pos().Offset()), End: int(lit.End().Offset()), Path: path}
+			sk := tool.Sink{Arg: "/command", Start: int(lit.Pos().Offset()), End: int(lit.End().Offset()), Path: path}
 			if !quoted {
 				sk.Forbid = "\\$`"
 			}
@@ -172,7 +172,7 @@ func shellHeredocSinks(st *syntax.Stmt, path string) []runtime.Sink {
 
 // shellEchoSinks: the text of echo's arguments, unless -e makes echo read
 // escapes in it.
-func shellEchoSinks(args []*syntax.Word, path string) []runtime.Sink {
+func shellEchoSinks(args []*syntax.Word, path string) []tool.Sink {
 	for _, w := range args {
 		lit, ok := shellWordLit(w)
 		if !ok || lit == "" || lit[0] != '-' {
@@ -185,9 +185,9 @@ func shellEchoSinks(args []*syntax.Word, path string) []runtime.Sink {
 			break
 		}
 	}
-	var sinks []runtime.Sink
+	var sinks []tool.Sink
 	add := func(start, end syntax.Pos, forbid string) {
-		sinks = append(sinks, runtime.Sink{Arg: "/command", Start: int(start.Offset()), End: int(end.Offset()), Path: path, Forbid: forbid})
+		sinks = append(sinks, tool.Sink{Arg: "/command", Start: int(start.Offset()), End: int(end.Offset()), Path: path, Forbid: forbid})
 	}
 	for _, w := range args {
 		for _, part := range w.Parts {

@@ -11,8 +11,9 @@ import (
 
 	"mvdan.cc/sh/v3/syntax"
 
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
 	"github.com/wardenrt/warden/runtime/sandbox"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // shellWS returns a fresh workspace, symlinks resolved.
@@ -27,7 +28,7 @@ func shellWS(t testing.TB) string {
 
 // shellGate builds a gate over ws with the shell tool, the given grants and
 // the default policy's rule for shell (approval, given automatically).
-func shellGate(t testing.TB, sh *Shell, ws string, grants ...string) (*runtime.Gate, *memAudit) {
+func shellGate(t testing.TB, sh *Shell, ws string, grants ...string) (*gate.Gate, *memAudit) {
 	t.Helper()
 	var b strings.Builder
 	b.WriteString("version: 1\ngrants: [")
@@ -45,7 +46,7 @@ func shellGate(t testing.TB, sh *Shell, ws string, grants ...string) (*runtime.G
 }
 
 // shellDo calls the shell tool with args (a map or a struct).
-func shellDo(t testing.TB, g *runtime.Gate, args any) runtime.Result {
+func shellDo(t testing.TB, g *gate.Gate, args any) tool.Result {
 	t.Helper()
 	raw, err := json.Marshal(args)
 	if err != nil {
@@ -54,7 +55,7 @@ func shellDo(t testing.TB, g *runtime.Gate, args any) runtime.Result {
 	return callTool(t, g, "shell", string(raw))
 }
 
-func shellDataOf(t testing.TB, res runtime.Result) ShellResult {
+func shellDataOf(t testing.TB, res tool.Result) ShellResult {
 	t.Helper()
 	var d ShellResult
 	if err := json.Unmarshal(res.Data, &d); err != nil {
@@ -63,7 +64,7 @@ func shellDataOf(t testing.TB, res runtime.Result) ShellResult {
 	return d
 }
 
-func shellCode(res runtime.Result) runtime.Code {
+func shellCode(res tool.Result) tool.Code {
 	if res.Error == nil {
 		return ""
 	}
@@ -150,27 +151,27 @@ func TestShellErrorCodes(t *testing.T) {
 	tests := []struct {
 		name string
 		args map[string]any
-		code runtime.Code
+		code tool.Code
 		exit int    // -2: not checked (refused before running)
 		msg  string // in the error message
 		hint string // in the hint
 	}{
-		{"exit status", map[string]any{"command": "echo partial; exit 3"}, runtime.CodeCommandFailed, 3, "exit code 3", "stderr"},
-		{"program fails", map[string]any{"command": "cat missing.txt"}, runtime.CodeCommandFailed, 1, "missing.txt", ""},
-		{"not found", map[string]any{"command": "warden-no-such-program --flag"}, runtime.CodeCommandNotFound, 127, "warden-no-such-program", "PATH"},
-		{"timeout", map[string]any{"command": "sleep 5", "timeout_ms": 200}, runtime.CodeCommandTimeout, -1, "timed out", "timeout_ms"},
-		{"ungranted (static)", map[string]any{"command": "rm in.txt"}, runtime.CodeCapabilityDenied, -2, "exec:rm", "needs the grant exec:rm"},
-		{"ungranted (run time)", map[string]any{"command": "$(echo rm) in.txt"}, runtime.CodeCapabilityDenied, 126, "program rm is not granted", "needs the grant exec:rm"},
-		{"parse error", map[string]any{"command": "echo 'unterminated"}, runtime.CodeInvalidInput, -2, "line 1, column 6", "syntax"},
-		{"parse error, line 2", map[string]any{"command": "true\nif then fi"}, runtime.CodeInvalidInput, -2, "line 2", ""},
-		{"NUL", map[string]any{"command": "echo a\x00b"}, runtime.CodeInvalidInput, -2, "NUL", ""},
-		{"env PATH", map[string]any{"command": "true", "env": map[string]string{"PATH": "/tmp"}}, runtime.CodeInvalidInput, -2, "PATH cannot be set", ""},
-		{"bad env name", map[string]any{"command": "true", "env": map[string]string{"A-B": "x"}}, runtime.CodeInvalidInput, -2, "", ""},
-		{"unknown field", map[string]any{"command": "true", "timeout": 5}, runtime.CodeInvalidInput, -2, "", ""},
-		{"timeout above the limit", map[string]any{"command": "true", "timeout_ms": 120000}, runtime.CodeInvalidInput, -2, "above the limit", "60000"},
-		{"cwd missing", map[string]any{"command": "true", "cwd": "nope"}, runtime.CodeNotFound, -2, "not an existing directory", ""},
-		{"cwd outside", map[string]any{"command": "true", "cwd": "/"}, runtime.CodeCapabilityDenied, -2, "fs.read:/", ""},
-		{"redirect not granted", map[string]any{"command": "echo x > out.txt"}, runtime.CodeCapabilityDenied, -2, "fs.write", "needs the grant fs.write:out.txt"},
+		{"exit status", map[string]any{"command": "echo partial; exit 3"}, tool.CodeCommandFailed, 3, "exit code 3", "stderr"},
+		{"program fails", map[string]any{"command": "cat missing.txt"}, tool.CodeCommandFailed, 1, "missing.txt", ""},
+		{"not found", map[string]any{"command": "warden-no-such-program --flag"}, tool.CodeCommandNotFound, 127, "warden-no-such-program", "PATH"},
+		{"timeout", map[string]any{"command": "sleep 5", "timeout_ms": 200}, tool.CodeCommandTimeout, -1, "timed out", "timeout_ms"},
+		{"ungranted (static)", map[string]any{"command": "rm in.txt"}, tool.CodeCapabilityDenied, -2, "exec:rm", "needs the grant exec:rm"},
+		{"ungranted (run time)", map[string]any{"command": "$(echo rm) in.txt"}, tool.CodeCapabilityDenied, 126, "program rm is not granted", "needs the grant exec:rm"},
+		{"parse error", map[string]any{"command": "echo 'unterminated"}, tool.CodeInvalidInput, -2, "line 1, column 6", "syntax"},
+		{"parse error, line 2", map[string]any{"command": "true\nif then fi"}, tool.CodeInvalidInput, -2, "line 2", ""},
+		{"NUL", map[string]any{"command": "echo a\x00b"}, tool.CodeInvalidInput, -2, "NUL", ""},
+		{"env PATH", map[string]any{"command": "true", "env": map[string]string{"PATH": "/tmp"}}, tool.CodeInvalidInput, -2, "PATH cannot be set", ""},
+		{"bad env name", map[string]any{"command": "true", "env": map[string]string{"A-B": "x"}}, tool.CodeInvalidInput, -2, "", ""},
+		{"unknown field", map[string]any{"command": "true", "timeout": 5}, tool.CodeInvalidInput, -2, "", ""},
+		{"timeout above the limit", map[string]any{"command": "true", "timeout_ms": 120000}, tool.CodeInvalidInput, -2, "above the limit", "60000"},
+		{"cwd missing", map[string]any{"command": "true", "cwd": "nope"}, tool.CodeNotFound, -2, "not an existing directory", ""},
+		{"cwd outside", map[string]any{"command": "true", "cwd": "/"}, tool.CodeCapabilityDenied, -2, "fs.read:/", ""},
+		{"redirect not granted", map[string]any{"command": "echo x > out.txt"}, tool.CodeCapabilityDenied, -2, "fs.write", "needs the grant fs.write:out.txt"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -185,7 +186,7 @@ func TestShellErrorCodes(t *testing.T) {
 				return
 			}
 			d := shellDataOf(t, res)
-			if d.ExitCode != tt.exit || d.TimedOut != (tt.code == runtime.CodeCommandTimeout) {
+			if d.ExitCode != tt.exit || d.TimedOut != (tt.code == tool.CodeCommandTimeout) {
 				t.Fatalf("data %+v", d)
 			}
 		})
@@ -223,7 +224,7 @@ func TestShellDryRun(t *testing.T) {
 	g, _ := shellGate(t, nil, ws, "fs.read:**", "fs.write:**", "exec:rm", "exec:git", "exec:sort", "exec:touch", "exec:date")
 	before := treeChecksum(t, ws)
 	cmd := "sort data/a.txt > out.txt && rm -rf data; touch $(echo marker) 2>/dev/null | git status --short\necho `date` >> log.txt"
-	res := callToolReq(t, g, runtime.Request{Tool: "shell", Args: json.RawMessage(fmt.Sprintf(`{"command":%q}`, cmd)), Principal: []string{"test"}, DryRun: true})
+	res := callToolReq(t, g, gate.Request{Tool: "shell", Args: json.RawMessage(fmt.Sprintf(`{"command":%q}`, cmd)), Principal: []string{"test"}, DryRun: true})
 	if !res.Success || !res.DryRun {
 		t.Fatalf("%+v", res.Error)
 	}
@@ -249,8 +250,8 @@ func TestShellDryRun(t *testing.T) {
 		t.Fatalf("warnings %q", res.Warnings)
 	}
 	// A dry run refuses what the real run would refuse, before anything.
-	res = callToolReq(t, g, runtime.Request{Tool: "shell", Args: json.RawMessage(`{"command":"curl -s example.com"}`), Principal: []string{"test"}, DryRun: true})
-	if shellCode(res) != runtime.CodeCapabilityDenied {
+	res = callToolReq(t, g, gate.Request{Tool: "shell", Args: json.RawMessage(`{"command":"curl -s example.com"}`), Principal: []string{"test"}, DryRun: true})
+	if shellCode(res) != tool.CodeCapabilityDenied {
 		t.Fatalf("%+v", res.Error)
 	}
 }
@@ -269,7 +270,7 @@ func TestShellRedactsSecrets(t *testing.T) {
 		assertNoSecret(t, res, audit, secret)
 	}
 	// A dry run too.
-	res := callToolReq(t, g, runtime.Request{Tool: "shell", Args: json.RawMessage(`{"command":"echo ` + secret + `"}`), Principal: []string{"test"}, DryRun: true})
+	res := callToolReq(t, g, gate.Request{Tool: "shell", Args: json.RawMessage(`{"command":"echo ` + secret + `"}`), Principal: []string{"test"}, DryRun: true})
 	assertNoSecret(t, res, audit, secret)
 }
 
@@ -311,7 +312,7 @@ func TestShellEnvironment(t *testing.T) {
 		t.Fatalf("%+v %s", res.Error, out)
 	}
 	res = shellDo(t, g, map[string]any{"command": "env", "env": map[string]string{"GIT_CONFIG_GLOBAL": "/x"}})
-	if shellCode(res) != runtime.CodeCapabilityDenied || !strings.Contains(res.Error.Hint, "env:GIT_CONFIG_GLOBAL") {
+	if shellCode(res) != tool.CodeCapabilityDenied || !strings.Contains(res.Error.Hint, "env:GIT_CONFIG_GLOBAL") {
 		t.Fatalf("%+v", res.Error)
 	}
 	// Identity variables of git are not guarded.

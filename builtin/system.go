@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // RuntimeState is what get_status reports about warden itself. cmd/warden
@@ -37,7 +37,7 @@ type System struct {
 	Started time.Time
 }
 
-var _ runtime.Tool = (*System)(nil)
+var _ tool.Tool = (*System)(nil)
 
 var systemSchema = json.RawMessage(`{
   "type": "object",
@@ -49,9 +49,9 @@ var systemSchema = json.RawMessage(`{
   "additionalProperties": false
 }`)
 
-// Spec implements runtime.Tool.
-func (s *System) Spec() runtime.Spec {
-	return runtime.Spec{
+// Spec implements tool.Tool.
+func (s *System) Spec() tool.Spec {
+	return tool.Spec{
 		Name: "system",
 		Description: "Read-only system introspection. operation get_info: OS, architecture, kernel release, hostname, CPUs, Go and warden versions. " +
 			"operation get_status: warden's state (store, audit head, tools loaded), load average, memory, uptime. Never runs commands: use shell for that.",
@@ -65,9 +65,9 @@ type systemArgs struct {
 	Operation string `json:"operation"`
 }
 
-// Needs implements runtime.Tool: both operations need system.info; any other
+// Needs implements tool.Tool: both operations need system.info; any other
 // operation is refused before anything runs.
-func (s *System) Needs(c *runtime.Call) ([]capability.Need, error) {
+func (s *System) Needs(c *tool.Call) ([]capability.Need, error) {
 	var a systemArgs
 	if err := c.Bind(&a); err != nil {
 		return nil, err
@@ -80,42 +80,42 @@ func (s *System) Needs(c *runtime.Call) ([]capability.Need, error) {
 }
 
 // unsupported explains a refused operation, naming the tool to use instead.
-func unsupported(op string) *runtime.Error {
+func unsupported(op string) *tool.Error {
 	lower := strings.ToLower(op)
 	for _, w := range []string{"exec", "command", "run", "shell", "spawn", "process", "script", "kill", "start", "restart"} {
 		if strings.Contains(lower, w) {
-			return runtime.Errorf(runtime.CodeOperationNotSupported, "use the shell tool to run commands",
+			return tool.Errorf(tool.CodeOperationNotSupported, "use the shell tool to run commands",
 				"system does not support %q: it never executes anything; use the shell tool", op)
 		}
 	}
 	for _, w := range []string{"file", "read", "write", "dir", "list", "path"} {
 		if strings.Contains(lower, w) {
-			return runtime.Errorf(runtime.CodeOperationNotSupported, "use fs_read / fs_list for files",
+			return tool.Errorf(tool.CodeOperationNotSupported, "use fs_read / fs_list for files",
 				"system does not support %q: it does no file operations; use the fs tools", op)
 		}
 	}
-	return runtime.Errorf(runtime.CodeOperationNotSupported, "operations are get_info and get_status; to run a command use shell",
+	return tool.Errorf(tool.CodeOperationNotSupported, "operations are get_info and get_status; to run a command use shell",
 		"system does not support operation %q", op)
 }
 
-// Preview implements runtime.Tool (never called: system is read-only).
-func (s *System) Preview(ctx context.Context, c *runtime.Call) runtime.Outcome {
+// Preview implements tool.Tool (never called: system is read-only).
+func (s *System) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
 	return s.Run(ctx, c)
 }
 
-// Run implements runtime.Tool.
-func (s *System) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
+// Run implements tool.Tool.
+func (s *System) Run(ctx context.Context, c *tool.Call) tool.Outcome {
 	var a systemArgs
 	if err := c.Bind(&a); err != nil {
-		return runtime.Outcome{Err: runtime.AsError(err)}
+		return tool.Outcome{Err: tool.AsError(err)}
 	}
 	switch a.Operation {
 	case "get_info":
 		info, err := systemInfo(s.Version)
 		if err != nil {
-			return runtime.Fail(runtime.CodeToolError, "", "get_info: %v", err)
+			return tool.Fail(tool.CodeToolError, "", "get_info: %v", err)
 		}
-		return runtime.Outcome{
+		return tool.Outcome{
 			Output: fmt.Sprintf("%s/%s, kernel %s, host %s, %d CPUs, %s, warden %s",
 				info.OS, info.Arch, info.KernelRelease, info.Hostname, info.CPUs, info.GoVersion, info.WardenVersion),
 			Data: info,
@@ -123,7 +123,7 @@ func (s *System) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
 	case "get_status":
 		st, err := s.status(ctx)
 		if err != nil {
-			return runtime.Fail(runtime.CodeToolError, "", "get_status: %v", err)
+			return tool.Fail(tool.CodeToolError, "", "get_status: %v", err)
 		}
 		host := fmt.Sprintf("load %.2f %.2f %.2f, memory %d/%d MiB free, up %s",
 			st.Load[0], st.Load[1], st.Load[2], st.MemFreeBytes>>20, st.MemTotalBytes>>20,
@@ -131,12 +131,12 @@ func (s *System) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
 		if st.Unmeasured != "" {
 			host = st.Unmeasured
 		}
-		return runtime.Outcome{
+		return tool.Outcome{
 			Output: fmt.Sprintf("%s; audit head #%d, %d tools", host, st.Warden.AuditHeadSeq, st.Warden.ToolsLoaded),
 			Data:   st,
 		}
 	}
-	return runtime.Outcome{Err: unsupported(a.Operation)}
+	return tool.Outcome{Err: unsupported(a.Operation)}
 }
 
 // SystemInfo is get_info's data.

@@ -9,22 +9,23 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
-func newGate(t testing.TB, sys *System, policy *runtime.Policy) *runtime.Gate {
+func newGate(t testing.TB, sys *System, policy *gate.Policy) *gate.Gate {
 	t.Helper()
 	g, _ := newTestGateWith(t, policy, t.TempDir(), sys)
 	return g
 }
 
-func callSystem(t testing.TB, g *runtime.Gate, args string) runtime.Result {
+func callSystem(t testing.TB, g *gate.Gate, args string) tool.Result {
 	t.Helper()
 	return callTool(t, g, "system", args)
 }
 
 func TestSystemGetInfo(t *testing.T) {
-	g := newGate(t, &System{Version: "1.2.3"}, runtime.DefaultPolicy())
+	g := newGate(t, &System{Version: "1.2.3"}, gate.DefaultPolicy())
 	res := callSystem(t, g, `{"operation":"get_info"}`)
 	if !res.Success {
 		t.Fatalf("%+v", res.Error)
@@ -43,7 +44,7 @@ func TestSystemGetStatus(t *testing.T) {
 	sys := &System{State: func(context.Context) (RuntimeState, error) {
 		return RuntimeState{AuditHeadSeq: 42, ToolsLoaded: 7, Policy: "p"}, nil
 	}}
-	res := callSystem(t, newGate(t, sys, runtime.DefaultPolicy()), `{"operation":"get_status"}`)
+	res := callSystem(t, newGate(t, sys, gate.DefaultPolicy()), `{"operation":"get_status"}`)
 	var st SystemStatus
 	if err := json.Unmarshal(res.Data, &st); err != nil || !res.Success {
 		t.Fatalf("%v %+v", err, res)
@@ -52,14 +53,14 @@ func TestSystemGetStatus(t *testing.T) {
 		t.Fatalf("status %+v", st)
 	}
 	sys.State = func(context.Context) (RuntimeState, error) { return RuntimeState{}, errors.New("store locked") }
-	res = callSystem(t, newGate(t, sys, runtime.DefaultPolicy()), `{"operation":"get_status"}`)
+	res = callSystem(t, newGate(t, sys, gate.DefaultPolicy()), `{"operation":"get_status"}`)
 	if !res.Success || !strings.Contains(string(res.Data), `"state":"degraded: store locked"`) {
 		t.Fatalf("%s", res.Data)
 	}
 }
 
 func TestSystemRefusesEverythingElse(t *testing.T) {
-	g := newGate(t, &System{}, runtime.DefaultPolicy())
+	g := newGate(t, &System{}, gate.DefaultPolicy())
 	tests := []struct{ op, hint string }{
 		{"execute_command", "shell"},
 		{"run_script", "shell"},
@@ -71,24 +72,24 @@ func TestSystemRefusesEverythingElse(t *testing.T) {
 	}
 	for _, tt := range tests {
 		res := callSystem(t, g, `{"operation":"`+tt.op+`"}`)
-		if res.Success || res.Error.Code != runtime.CodeOperationNotSupported || !strings.Contains(res.Error.Hint, tt.hint) {
+		if res.Success || res.Error.Code != tool.CodeOperationNotSupported || !strings.Contains(res.Error.Hint, tt.hint) {
 			t.Errorf("%s: %+v", tt.op, res.Error)
 		}
 	}
 	// The seed's invalid call shape, with execution arguments, is invalid input.
 	res := callSystem(t, g, `{"operation":"execute_command","arguments":{"command":"uname -a"}}`)
-	if res.Error == nil || res.Error.Code != runtime.CodeInvalidInput {
+	if res.Error == nil || res.Error.Code != tool.CodeInvalidInput {
 		t.Fatalf("%+v", res.Error)
 	}
 }
 
 func TestSystemNeedsSystemInfo(t *testing.T) {
-	p, err := runtime.ParsePolicy("p", []byte("version: 1\ngrants: [\"fs.read:**\"]\n"))
+	p, err := gate.ParsePolicy("p", []byte("version: 1\ngrants: [\"fs.read:**\"]\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	res := callSystem(t, newGate(t, &System{}, p), `{"operation":"get_info"}`)
-	if res.Error == nil || res.Error.Code != runtime.CodeCapabilityDenied || res.Error.Hint != "needs the grant system.info" ||
+	if res.Error == nil || res.Error.Code != tool.CodeCapabilityDenied || res.Error.Hint != "needs the grant system.info" ||
 		!slices.Equal(res.Error.Missing, []string{"system.info"}) {
 		t.Fatalf("%+v", res.Error)
 	}
@@ -101,7 +102,7 @@ func TestSystemNeedsSystemInfo(t *testing.T) {
 func BenchmarkSystemGetInfo(b *testing.B) {
 	sys := &System{Version: "bench"}
 	b.Run("direct", func(b *testing.B) {
-		c := &runtime.Call{Tool: "system", Args: json.RawMessage(`{"operation":"get_info"}`)}
+		c := &tool.Call{Tool: "system", Args: json.RawMessage(`{"operation":"get_info"}`)}
 		for b.Loop() {
 			if o := sys.Run(context.Background(), c); o.Err != nil {
 				b.Fatal(o.Err)
@@ -109,8 +110,8 @@ func BenchmarkSystemGetInfo(b *testing.B) {
 		}
 	})
 	b.Run("gate", func(b *testing.B) {
-		g := newGate(b, sys, runtime.DefaultPolicy())
-		req := runtime.Request{Tool: "system", Args: json.RawMessage(`{"operation":"get_info"}`), Principal: []string{"bench"}}
+		g := newGate(b, sys, gate.DefaultPolicy())
+		req := gate.Request{Tool: "system", Args: json.RawMessage(`{"operation":"get_info"}`), Principal: []string{"bench"}}
 		for b.Loop() {
 			res, err := g.Call(context.Background(), req)
 			if err != nil || !res.Success {

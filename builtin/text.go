@@ -18,10 +18,10 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
 	"github.com/wardenrt/warden/runtime/decode"
 	"github.com/wardenrt/warden/runtime/redact"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // The text family (the text tools): `analyze`, local
@@ -56,8 +56,8 @@ type LLMConfig struct {
 }
 
 // TextTools returns the text family: analyze and summarize.
-func TextTools(llm LLMConfig) []runtime.Tool {
-	return []runtime.Tool{&textAnalyzeTool{}, &textSummarizeTool{cfg: llm}}
+func TextTools(llm LLMConfig) []tool.Tool {
+	return []tool.Tool{&textAnalyzeTool{}, &textSummarizeTool{cfg: llm}}
 }
 
 // Limits of the text family.
@@ -85,7 +85,7 @@ const (
 
 type textAnalyzeTool struct{}
 
-var _ runtime.Tool = (*textAnalyzeTool)(nil)
+var _ tool.Tool = (*textAnalyzeTool)(nil)
 
 var textAnalyzeSchema = json.RawMessage(`{
   "type": "object",
@@ -96,8 +96,8 @@ var textAnalyzeSchema = json.RawMessage(`{
   "additionalProperties": false
 }`)
 
-func (t *textAnalyzeTool) Spec() runtime.Spec {
-	return runtime.Spec{
+func (t *textAnalyzeTool) Spec() tool.Spec {
+	return tool.Spec{
 		Name: "analyze",
 		Description: "Local statistics over a text, computed without a model: words, sentences, paragraphs, lines, characters, " +
 			"reading time (200 words per minute) and the most frequent terms (stop words removed). Needs no grant.",
@@ -110,8 +110,8 @@ type textAnalyzeArgs struct {
 	Text string `json:"text"`
 }
 
-// Needs implements runtime.Tool: analyze is pure and needs nothing.
-func (t *textAnalyzeTool) Needs(c *runtime.Call) ([]capability.Need, error) {
+// Needs implements tool.Tool: analyze is pure and needs nothing.
+func (t *textAnalyzeTool) Needs(c *tool.Call) ([]capability.Need, error) {
 	var a textAnalyzeArgs
 	if err := c.Bind(&a); err != nil {
 		return nil, err
@@ -119,15 +119,15 @@ func (t *textAnalyzeTool) Needs(c *runtime.Call) ([]capability.Need, error) {
 	return nil, nil
 }
 
-// Preview implements runtime.Tool (never called: analyze is read-only).
-func (t *textAnalyzeTool) Preview(ctx context.Context, c *runtime.Call) runtime.Outcome {
+// Preview implements tool.Tool (never called: analyze is read-only).
+func (t *textAnalyzeTool) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
 	return t.Run(ctx, c)
 }
 
-func (t *textAnalyzeTool) Run(_ context.Context, c *runtime.Call) runtime.Outcome {
+func (t *textAnalyzeTool) Run(_ context.Context, c *tool.Call) tool.Outcome {
 	var a textAnalyzeArgs
 	if err := c.Bind(&a); err != nil {
-		return runtime.Outcome{Err: runtime.AsError(err)}
+		return tool.Outcome{Err: tool.AsError(err)}
 	}
 	st := TextAnalyze(a.Text)
 	// Terms come from the text with its secrets masked, so no fragment of
@@ -145,7 +145,7 @@ func (t *textAnalyzeTool) Run(_ context.Context, c *runtime.Call) runtime.Outcom
 	if len(terms) > 0 {
 		out += "; top terms: " + strings.Join(terms, ", ")
 	}
-	return runtime.Outcome{Output: out, Data: st}
+	return tool.Outcome{Output: out, Data: st}
 }
 
 // TextStats is analyze's data.
@@ -330,7 +330,7 @@ type textSummarizeTool struct {
 	cfg LLMConfig
 }
 
-var _ runtime.Tool = (*textSummarizeTool)(nil)
+var _ tool.Tool = (*textSummarizeTool)(nil)
 
 var textSummarizeSchema = json.RawMessage(`{
   "type": "object",
@@ -343,8 +343,8 @@ var textSummarizeSchema = json.RawMessage(`{
   "additionalProperties": false
 }`)
 
-func (t *textSummarizeTool) Spec() runtime.Spec {
-	return runtime.Spec{
+func (t *textSummarizeTool) Spec() tool.Spec {
+	return tool.Spec{
 		Name: "summarize",
 		Description: "Summarize a text with the configured model (OpenAI-compatible). Long texts are cut into ~8000-character chunks at " +
 			"paragraph boundaries, each chunk is summarized, and the partial summaries are merged into one. Secrets are masked before " +
@@ -360,23 +360,23 @@ type textSummarizeArgs struct {
 	Style     string `json:"style"`
 }
 
-func (t *textSummarizeTool) bind(c *runtime.Call) (textSummarizeArgs, *runtime.Error) {
+func (t *textSummarizeTool) bind(c *tool.Call) (textSummarizeArgs, *tool.Error) {
 	var a textSummarizeArgs
 	if err := c.Bind(&a); err != nil {
-		return a, runtime.AsError(err)
+		return a, tool.AsError(err)
 	}
 	if strings.TrimSpace(a.Text) == "" {
-		return a, runtime.Errorf(runtime.CodeInvalidInput, "pass the text to summarize", "text is empty")
+		return a, tool.Errorf(tool.CodeInvalidInput, "pass the text to summarize", "text is empty")
 	}
 	if strings.ContainsFunc(a.Style, func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }) {
-		return a, runtime.Errorf(runtime.CodeInvalidInput, "write style as plain words", "style holds control characters")
+		return a, tool.Errorf(tool.CodeInvalidInput, "write style as plain words", "style holds control characters")
 	}
 	return a, nil
 }
 
-// Needs implements runtime.Tool: summarize needs the llm grant. The endpoint
+// Needs implements tool.Tool: summarize needs the llm grant. The endpoint
 // is the owner's configuration, not an argument, so there is no net need.
-func (t *textSummarizeTool) Needs(c *runtime.Call) ([]capability.Need, error) {
+func (t *textSummarizeTool) Needs(c *tool.Call) ([]capability.Need, error) {
 	if _, err := t.bind(c); err != nil {
 		return nil, err
 	}
@@ -393,10 +393,10 @@ type textEndpoint struct {
 const textNotConfiguredHint = "configure a model: set OPENAI_API_KEY (OpenAI), or OPENAI_BASE_URL (an OpenAI-compatible server such as " +
 	"http://127.0.0.1:8080/v1; no key needed) together with WARDEN_MODEL"
 
-func (t *textSummarizeTool) endpoint() (textEndpoint, *runtime.Error) {
+func (t *textSummarizeTool) endpoint() (textEndpoint, *tool.Error) {
 	cfg := t.cfg
 	if cfg.BaseURL == "" && cfg.APIKey == "" {
-		return textEndpoint{}, runtime.Errorf(runtime.CodeLLMError, textNotConfiguredHint, "no model is configured")
+		return textEndpoint{}, tool.Errorf(tool.CodeLLMError, textNotConfiguredHint, "no model is configured")
 	}
 	e := textEndpoint{baseURL: strings.TrimRight(cfg.BaseURL, "/"), apiKey: cfg.APIKey, model: cfg.Model}
 	if e.baseURL == "" {
@@ -406,12 +406,12 @@ func (t *textSummarizeTool) endpoint() (textEndpoint, *runtime.Error) {
 		}
 	}
 	if e.model == "" {
-		return textEndpoint{}, runtime.Errorf(runtime.CodeLLMError, "set WARDEN_MODEL to the model your server at "+e.baseURL+" serves",
+		return textEndpoint{}, tool.Errorf(tool.CodeLLMError, "set WARDEN_MODEL to the model your server at "+e.baseURL+" serves",
 			"no model is named for the endpoint %s", e.baseURL)
 	}
 	u, err := url.Parse(e.baseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
-		return textEndpoint{}, runtime.Errorf(runtime.CodeLLMError, "set OPENAI_BASE_URL to an http(s) URL such as https://api.openai.com/v1 (no credentials in it)",
+		return textEndpoint{}, tool.Errorf(tool.CodeLLMError, "set OPENAI_BASE_URL to an http(s) URL such as https://api.openai.com/v1 (no credentials in it)",
 			"the model endpoint %q is not a valid http(s) URL", redact.String(cfg.BaseURL))
 	}
 	e.host = u.Host
@@ -462,7 +462,7 @@ type textPlan struct {
 	maxTokens int
 }
 
-func (t *textSummarizeTool) plan(c *runtime.Call) (textPlan, *runtime.Error) {
+func (t *textSummarizeTool) plan(c *tool.Call) (textPlan, *tool.Error) {
 	a, err := t.bind(c)
 	if err != nil {
 		return textPlan{}, err
@@ -484,16 +484,16 @@ func (p textPlan) warnings() []string {
 	return nil
 }
 
-// Preview implements runtime.Tool: it says which endpoint would receive how
+// Preview implements tool.Tool: it says which endpoint would receive how
 // much text in how many requests, and sends nothing.
-func (t *textSummarizeTool) Preview(_ context.Context, c *runtime.Call) runtime.Outcome {
+func (t *textSummarizeTool) Preview(_ context.Context, c *tool.Call) tool.Outcome {
 	p, err := t.plan(c)
 	if err != nil {
-		return runtime.Outcome{Err: err}
+		return tool.Outcome{Err: err}
 	}
 	e, eerr := t.endpoint()
 	if eerr != nil {
-		return runtime.Outcome{Err: eerr}
+		return tool.Outcome{Err: eerr}
 	}
 	requests := len(p.chunks)
 	if requests > 1 {
@@ -503,7 +503,7 @@ func (t *textSummarizeTool) Preview(_ context.Context, c *runtime.Call) runtime.
 	for i, ch := range p.chunks {
 		sizes[i] = len(ch)
 	}
-	return runtime.Outcome{
+	return tool.Outcome{
 		Output: fmt.Sprintf("would send %d characters in %d chunk(s) to model %s at %s (%d chat-completion request(s), max_tokens %d)",
 			len(p.text), len(p.chunks), e.model, e.baseURL, requests, p.maxTokens),
 		Data: map[string]any{
@@ -534,14 +534,14 @@ type TextUsage struct {
 	TotalTokens      int `json:"total_tokens"`
 }
 
-func (t *textSummarizeTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
+func (t *textSummarizeTool) Run(ctx context.Context, c *tool.Call) tool.Outcome {
 	p, err := t.plan(c)
 	if err != nil {
-		return runtime.Outcome{Err: err}
+		return tool.Outcome{Err: err}
 	}
 	e, eerr := t.endpoint()
 	if eerr != nil {
-		return runtime.Outcome{Err: eerr}
+		return tool.Outcome{Err: eerr}
 	}
 	cfg := openai.DefaultConfig(e.apiKey)
 	cfg.BaseURL = e.baseURL
@@ -568,7 +568,7 @@ func (t *textSummarizeTool) Run(ctx context.Context, c *runtime.Call) runtime.Ou
 		}
 	}
 	if err != nil {
-		return runtime.Outcome{Err: err, Warnings: p.warnings()}
+		return tool.Outcome{Err: err, Warnings: p.warnings()}
 	}
 	data := TextSummary{
 		Summary: summary, Model: e.model, Chunks: len(p.chunks), Requests: s.requests, MergeRounds: rounds,
@@ -578,7 +578,7 @@ func (t *textSummarizeTool) Run(ctx context.Context, c *runtime.Call) runtime.Ou
 	if s.lastFinish == string(openai.FinishReasonLength) {
 		warnings = append(warnings, fmt.Sprintf("the summary was cut at max_tokens (%d); raise max_tokens for a complete one", p.maxTokens))
 	}
-	return runtime.Outcome{Output: summary, Data: data, Warnings: warnings}
+	return tool.Outcome{Output: summary, Data: data, Warnings: warnings}
 }
 
 // textSummarizer makes the chat-completion requests of one call.
@@ -634,13 +634,13 @@ func textNumbered(parts []string) []string {
 // each runs one request per item, at most textParallel at a time, and
 // returns the answers in order; the first failure cancels the rest and is
 // the one reported.
-func (s *textSummarizer) each(ctx context.Context, items []string, prompt func(int, string) string) ([]string, *runtime.Error) {
+func (s *textSummarizer) each(ctx context.Context, items []string, prompt func(int, string) string) ([]string, *tool.Error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	out := make([]string, len(items))
 	var (
 		mu       sync.Mutex
-		firstErr *runtime.Error
+		firstErr *tool.Error
 		wg       sync.WaitGroup
 	)
 	sem := make(chan struct{}, textParallel)
@@ -679,7 +679,7 @@ loop:
 }
 
 // complete makes one chat-completion request.
-func (s *textSummarizer) complete(ctx context.Context, user string) (string, *runtime.Error) {
+func (s *textSummarizer) complete(ctx context.Context, user string) (string, *tool.Error) {
 	if err := ctx.Err(); err != nil {
 		return "", s.failure(err)
 	}
@@ -703,7 +703,7 @@ func (s *textSummarizer) complete(ctx context.Context, user string) (string, *ru
 	s.usage.TotalTokens += resp.Usage.TotalTokens
 	s.mu.Unlock()
 	if len(resp.Choices) == 0 || strings.TrimSpace(resp.Choices[0].Message.Content) == "" {
-		return "", runtime.Errorf(runtime.CodeLLMError, "check that "+s.e.baseURL+" serves model "+s.e.model+" for chat completions",
+		return "", tool.Errorf(tool.CodeLLMError, "check that "+s.e.baseURL+" serves model "+s.e.model+" for chat completions",
 			"the model returned no text")
 	}
 	s.mu.Lock()
@@ -713,22 +713,22 @@ func (s *textSummarizer) complete(ctx context.Context, user string) (string, *ru
 }
 
 // failure turns a request error into LLM_ERROR (TIMEOUT for a deadline).
-func (s *textSummarizer) failure(err error) *runtime.Error {
+func (s *textSummarizer) failure(err error) *tool.Error {
 	if errors.Is(err, context.DeadlineExceeded) {
-		return runtime.Errorf(runtime.CodeTimeout, "allow the call more time or summarize a shorter text",
+		return tool.Errorf(tool.CodeTimeout, "allow the call more time or summarize a shorter text",
 			"the model at %s did not answer in time", s.e.host)
 	}
 	var api *openai.APIError
 	var req *openai.RequestError
 	switch {
 	case errors.As(err, &api):
-		return runtime.Errorf(runtime.CodeLLMError, textHintForStatus(api.HTTPStatusCode, s.e),
+		return tool.Errorf(tool.CodeLLMError, textHintForStatus(api.HTTPStatusCode, s.e),
 			"the model endpoint %s answered HTTP %d: %s", s.e.host, api.HTTPStatusCode, textClip(api.Message, 300))
 	case errors.As(err, &req):
-		return runtime.Errorf(runtime.CodeLLMError, textHintForStatus(req.HTTPStatusCode, s.e),
+		return tool.Errorf(tool.CodeLLMError, textHintForStatus(req.HTTPStatusCode, s.e),
 			"the model endpoint %s answered HTTP %d: %s", s.e.host, req.HTTPStatusCode, textClip(string(req.Body), 300))
 	}
-	return runtime.Errorf(runtime.CodeLLMError, "check that the model server at "+s.e.baseURL+" is running and reachable ("+textNotConfiguredHint+")",
+	return tool.Errorf(tool.CodeLLMError, "check that the model server at "+s.e.baseURL+" is running and reachable ("+textNotConfiguredHint+")",
 		"request to the model endpoint %s failed: %s", s.e.host, textClip(err.Error(), 300))
 }
 

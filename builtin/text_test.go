@@ -13,7 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 const textSecret = "ghp_0123456789abcdefghijABCDEFGHIJ012345"
@@ -69,13 +70,13 @@ func TestTextAnalyzeGate(t *testing.T) {
 	g, audit := newTestGate(t, "version: 1\n", ws, TextTools(LLMConfig{})...)
 	cases := []struct {
 		name, args string
-		code       runtime.Code
+		code       tool.Code
 		want       string
 	}{
 		{"happy", `{"text":"Grants gate tools. Tools need grants."}`, "", "6 words, 2 sentences"},
-		{"missing text", `{}`, runtime.CodeInvalidInput, ""},
-		{"unknown field", `{"text":"x","file":"/etc/passwd"}`, runtime.CodeInvalidInput, ""},
-		{"wrong type", `{"text":42}`, runtime.CodeInvalidInput, ""},
+		{"missing text", `{}`, tool.CodeInvalidInput, ""},
+		{"unknown field", `{"text":"x","file":"/etc/passwd"}`, tool.CodeInvalidInput, ""},
+		{"wrong type", `{"text":42}`, tool.CodeInvalidInput, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -88,7 +89,7 @@ func TestTextAnalyzeGate(t *testing.T) {
 	}
 	t.Run("dry run", func(t *testing.T) {
 		before := treeChecksum(t, ws)
-		res := callToolReq(t, g, runtime.Request{Tool: "analyze", Args: json.RawMessage(`{"text":"a b c"}`), Principal: []string{"test"}, DryRun: true})
+		res := callToolReq(t, g, gate.Request{Tool: "analyze", Args: json.RawMessage(`{"text":"a b c"}`), Principal: []string{"test"}, DryRun: true})
 		textExpect(t, res, "")
 		if treeChecksum(t, ws) != before {
 			t.Error("dry run changed the workspace")
@@ -212,7 +213,7 @@ func textLongText(n int) string {
 	return b.String()
 }
 
-func textExpect(t *testing.T, res runtime.Result, code runtime.Code) {
+func textExpect(t *testing.T, res tool.Result, code tool.Code) {
 	t.Helper()
 	if code == "" {
 		if !res.Success {
@@ -223,7 +224,7 @@ func textExpect(t *testing.T, res runtime.Result, code runtime.Code) {
 	if res.Success || res.Error == nil || res.Error.Code != code {
 		t.Fatalf("want %s, got success=%v error=%+v output=%q", code, res.Success, res.Error, res.Output)
 	}
-	if res.Error.Hint == "" && code != runtime.CodeInvalidInput {
+	if res.Error.Hint == "" && code != tool.CodeInvalidInput {
 		t.Errorf("%s without a hint: %+v", code, res.Error)
 	}
 }
@@ -308,7 +309,7 @@ func TestTextSummarize(t *testing.T) {
 			f.status = status
 			g, _ := newTestGate(t, policy, t.TempDir(), TextTools(f.config())...)
 			res := callTool(t, g, "summarize", `{"text":"some text"}`)
-			textExpect(t, res, runtime.CodeLLMError)
+			textExpect(t, res, tool.CodeLLMError)
 			if !strings.Contains(res.Error.Message, fmt.Sprint(status)) {
 				t.Errorf("%d: message %q", status, res.Error.Message)
 			}
@@ -320,19 +321,19 @@ func TestTextSummarize(t *testing.T) {
 		g, _ := newTestGate(t, policy, t.TempDir(), TextTools(f.config())...)
 		args, _ := json.Marshal(map[string]any{"text": textLongText(30000)})
 		res := callTool(t, g, "summarize", string(args))
-		textExpect(t, res, runtime.CodeLLMError)
+		textExpect(t, res, tool.CodeLLMError)
 	})
 	t.Run("unreachable endpoint", func(t *testing.T) {
 		f := newTextFakeLLM(t)
 		cfg := f.config()
 		f.srv.Close()
 		g, _ := newTestGate(t, policy, t.TempDir(), TextTools(cfg)...)
-		textExpect(t, callTool(t, g, "summarize", `{"text":"some text"}`), runtime.CodeLLMError)
+		textExpect(t, callTool(t, g, "summarize", `{"text":"some text"}`), tool.CodeLLMError)
 	})
 	t.Run("no model configured", func(t *testing.T) {
 		g, _ := newTestGate(t, policy, t.TempDir(), TextTools(LLMConfig{})...)
 		res := callTool(t, g, "summarize", `{"text":"some text"}`)
-		textExpect(t, res, runtime.CodeLLMError)
+		textExpect(t, res, tool.CodeLLMError)
 		for _, v := range []string{"OPENAI_API_KEY", "OPENAI_BASE_URL", "WARDEN_MODEL"} {
 			if !strings.Contains(res.Error.Hint, v) {
 				t.Errorf("hint %q does not mention %s", res.Error.Hint, v)
@@ -343,20 +344,20 @@ func TestTextSummarize(t *testing.T) {
 		f := newTextFakeLLM(t)
 		g, _ := newTestGate(t, policy, t.TempDir(), TextTools(LLMConfig{BaseURL: f.srv.URL + "/v1"})...)
 		res := callTool(t, g, "summarize", `{"text":"some text"}`)
-		textExpect(t, res, runtime.CodeLLMError)
+		textExpect(t, res, tool.CodeLLMError)
 		if !strings.Contains(res.Error.Hint, "WARDEN_MODEL") || len(f.requests()) != 0 {
 			t.Errorf("hint %q, %d requests", res.Error.Hint, len(f.requests()))
 		}
 	})
 	t.Run("bad endpoint URL", func(t *testing.T) {
 		g, _ := newTestGate(t, policy, t.TempDir(), TextTools(LLMConfig{BaseURL: "file:///etc/passwd", Model: "m"})...)
-		textExpect(t, callTool(t, g, "summarize", `{"text":"some text"}`), runtime.CodeLLMError)
+		textExpect(t, callTool(t, g, "summarize", `{"text":"some text"}`), tool.CodeLLMError)
 	})
 	t.Run("no llm grant", func(t *testing.T) {
 		f := newTextFakeLLM(t)
 		g, _ := newTestGate(t, "version: 1\ngrants: [\"fs.read:**\"]\n", t.TempDir(), TextTools(f.config())...)
 		res := callTool(t, g, "summarize", `{"text":"some text"}`)
-		textExpect(t, res, runtime.CodeCapabilityDenied)
+		textExpect(t, res, tool.CodeCapabilityDenied)
 		if !slices.Contains(res.Error.Missing, "llm") || len(f.requests()) != 0 {
 			t.Errorf("missing %q, %d requests", res.Error.Missing, len(f.requests()))
 		}
@@ -366,7 +367,7 @@ func TestTextSummarize(t *testing.T) {
 		g, _ := newTestGate(t, policy, t.TempDir(), TextTools(f.config())...)
 		for _, args := range []string{`{}`, `{"text":"   \n"}`, `{"text":"x","max_tokens":0}`, `{"text":"x","max_tokens":"9"}`,
 			`{"text":"x","style":"a\u001b[2Jb"}`, `{"text":"x","url":"http://evil.example"}`} {
-			textExpect(t, callTool(t, g, "summarize", args), runtime.CodeInvalidInput)
+			textExpect(t, callTool(t, g, "summarize", args), tool.CodeInvalidInput)
 		}
 		if len(f.requests()) != 0 {
 			t.Errorf("server saw %d requests", len(f.requests()))
@@ -378,7 +379,7 @@ func TestTextSummarize(t *testing.T) {
 		g, _ := newTestGate(t, policy, ws, TextTools(f.config())...)
 		before := treeChecksum(t, ws)
 		args, _ := json.Marshal(map[string]any{"text": textLongText(20000)})
-		res := callToolReq(t, g, runtime.Request{Tool: "summarize", Args: args, Principal: []string{"test"}, DryRun: true})
+		res := callToolReq(t, g, gate.Request{Tool: "summarize", Args: args, Principal: []string{"test"}, DryRun: true})
 		textExpect(t, res, "")
 		if !res.DryRun || !strings.Contains(res.Output, "would send") || !strings.Contains(res.Output, "local-model") {
 			t.Errorf("preview %q", res.Output)
@@ -418,11 +419,11 @@ func TestTextSummarize(t *testing.T) {
 		g, _ := newTestGate(t, policy, t.TempDir(), TextTools(f.config())...)
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		defer cancel()
-		res, err := g.Call(ctx, runtime.Request{Tool: "summarize", Args: json.RawMessage(`{"text":"some text"}`), Principal: []string{"test"}})
+		res, err := g.Call(ctx, gate.Request{Tool: "summarize", Args: json.RawMessage(`{"text":"some text"}`), Principal: []string{"test"}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		textExpect(t, res, runtime.CodeTimeout)
+		textExpect(t, res, tool.CodeTimeout)
 	})
 	t.Run("redirect to another host refused", func(t *testing.T) {
 		other := newTextFakeLLM(t)
@@ -431,7 +432,7 @@ func TestTextSummarize(t *testing.T) {
 		}))
 		t.Cleanup(redirector.Close)
 		g, _ := newTestGate(t, policy, t.TempDir(), TextTools(LLMConfig{BaseURL: redirector.URL + "/v1", Model: "m", APIKey: "sk-test-local-0000"})...)
-		textExpect(t, callTool(t, g, "summarize", `{"text":"some text"}`), runtime.CodeLLMError)
+		textExpect(t, callTool(t, g, "summarize", `{"text":"some text"}`), tool.CodeLLMError)
 		if len(other.requests()) != 0 {
 			t.Error("the request followed a redirect to another host")
 		}

@@ -9,9 +9,10 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
 	"github.com/wardenrt/warden/runtime/decode"
+	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/tool"
 	"github.com/wardenrt/warden/runtime/workflow"
 )
 
@@ -20,8 +21,8 @@ import (
 // the calling call's grants ∩ the workflow's, its steps go through the
 // gate as the caller's (principal + workflow:NAME), and it is recorded in
 // runs (nil: not recorded).
-func WorkflowTools(runs workflow.Runs) []runtime.Tool {
-	return []runtime.Tool{workflowValidateTool{}, workflowRunTool{runs: runs}}
+func WorkflowTools(runs workflow.Runs) []tool.Tool {
+	return []tool.Tool{workflowValidateTool{}, workflowRunTool{runs: runs}}
 }
 
 var workflowValidateSchema = []byte(`{
@@ -51,7 +52,7 @@ type workflowArgs struct {
 }
 
 // workflowNeeds is fs.read of the workflow file.
-func workflowNeeds(c *runtime.Call) ([]capability.Need, error) {
+func workflowNeeds(c *tool.Call) ([]capability.Need, error) {
 	var a workflowArgs
 	if err := c.Bind(&a); err != nil {
 		return nil, err
@@ -74,7 +75,7 @@ func workflowFileNeeds(ws, p string) ([]capability.Need, error) {
 // workflowOpen reads a workflow file (the first, or a nested one relative
 // to from) if the call's grants allow reading it, through an os.Root on
 // its directory.
-func workflowOpen(c *runtime.Call) func(from, p string) (string, []byte, error) {
+func workflowOpen(c *tool.Call) func(from, p string) (string, []byte, error) {
 	return func(from, p string) (string, []byte, error) {
 		if from != "" && !filepath.IsAbs(p) {
 			rel, err := filepath.Rel(c.Workspace, filepath.Join(filepath.Dir(from), p))
@@ -88,10 +89,10 @@ func workflowOpen(c *runtime.Call) func(from, p string) (string, []byte, error) 
 			return "", nil, e
 		}
 		if !c.Grants.Allows(capability.Need{Kind: capability.FSRead, Resource: abs}) {
-			return "", nil, runtime.Errorf(runtime.CodeCapabilityDenied, "grant fs.read of it", "reading %s is not granted", abs)
+			return "", nil, tool.Errorf(tool.CodeCapabilityDenied, "grant fs.read of it", "reading %s is not granted", abs)
 		}
 		if entry, hidden := c.Hidden(abs); hidden {
-			return "", nil, runtime.HiddenError(abs, entry)
+			return "", nil, gate.HiddenError(abs, entry)
 		}
 		root, err := os.OpenRoot(filepath.Dir(abs))
 		if err != nil {
@@ -105,9 +106,9 @@ func workflowOpen(c *runtime.Call) func(from, p string) (string, []byte, error) 
 
 // workflowCheck checks tools against the registry of the gate running the
 // call.
-func workflowCheck(ctx context.Context, c *runtime.Call) workflow.Options {
+func workflowCheck(ctx context.Context, c *tool.Call) workflow.Options {
 	o := workflow.Options{Open: workflowOpen(c)}
-	if g, ok := runtime.GateFrom(ctx); ok {
+	if g, ok := gate.GateFrom(ctx); ok {
 		o.Tool = workflow.RegistryTools(g.Registry())
 	}
 	return o
@@ -131,8 +132,8 @@ type WorkflowValidateData struct {
 
 type workflowValidateTool struct{}
 
-func (workflowValidateTool) Spec() runtime.Spec {
-	return runtime.Spec{
+func (workflowValidateTool) Spec() tool.Spec {
+	return tool.Spec{
 		Name: "workflow_validate",
 		Description: "Check a workflow file (schema v1): every problem with its line and column — unknown tools, bad arguments, " +
 			"bad references, cycles, missing params. Needs fs.read of the file.",
@@ -142,18 +143,18 @@ func (workflowValidateTool) Spec() runtime.Spec {
 	}
 }
 
-func (workflowValidateTool) Needs(c *runtime.Call) ([]capability.Need, error) {
+func (workflowValidateTool) Needs(c *tool.Call) ([]capability.Need, error) {
 	return workflowNeeds(c)
 }
 
-func (t workflowValidateTool) Preview(ctx context.Context, c *runtime.Call) runtime.Outcome {
+func (t workflowValidateTool) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
 	return t.Run(ctx, c)
 }
 
-func (workflowValidateTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
+func (workflowValidateTool) Run(ctx context.Context, c *tool.Call) tool.Outcome {
 	var a workflowArgs
 	if err := c.Bind(&a); err != nil {
-		return runtime.Outcome{Err: runtime.AsError(err)}
+		return tool.Outcome{Err: tool.AsError(err)}
 	}
 	o := workflowCheck(ctx, c)
 	src, data, err := o.Open("", a.Path)
@@ -164,14 +165,14 @@ func (workflowValidateTool) Run(ctx context.Context, c *runtime.Call) runtime.Ou
 	w, err := workflow.Parse(src, data, o)
 	if err == nil {
 		d.Valid, d.Name, d.Steps = true, w.Name, len(w.Steps)
-		return runtime.Outcome{Output: fmt.Sprintf("%s: valid (workflow %s, %d steps)", a.Path, w.Name, len(w.Steps)), Data: d}
+		return tool.Outcome{Output: fmt.Sprintf("%s: valid (workflow %s, %d steps)", a.Path, w.Name, len(w.Steps)), Data: d}
 	}
 	var out strings.Builder
 	for _, p := range workflowProblems(err) {
 		d.Problems = append(d.Problems, p)
 		fmt.Fprintf(&out, "%s:%d:%d: %s\n", p.File, p.Line, p.Column, p.Message)
 	}
-	return runtime.Outcome{Output: out.String(), Data: d}
+	return tool.Outcome{Output: out.String(), Data: d}
 }
 
 func workflowProblems(err error) []WorkflowProblem {
@@ -181,7 +182,7 @@ func workflowProblems(err error) []WorkflowProblem {
 	}
 	var out []WorkflowProblem
 	for _, e := range errs {
-		var pe *runtime.PositionError
+		var pe *gate.PositionError
 		if errors.As(e, &pe) {
 			out = append(out, WorkflowProblem{File: pe.Source, Line: pe.Line, Column: pe.Column, Message: pe.Message})
 		} else {
@@ -191,20 +192,20 @@ func workflowProblems(err error) []WorkflowProblem {
 	return out
 }
 
-func workflowOpenFailed(err error) runtime.Outcome {
-	if e := runtime.AsError(err); e != nil {
-		return runtime.Outcome{Err: e}
+func workflowOpenFailed(err error) tool.Outcome {
+	if e := tool.AsError(err); e != nil {
+		return tool.Outcome{Err: e}
 	}
 	if errors.Is(err, os.ErrNotExist) {
-		return runtime.Fail(runtime.CodeNotFound, "", "%v", err)
+		return tool.Fail(tool.CodeNotFound, "", "%v", err)
 	}
-	return runtime.Fail(runtime.CodeToolError, "", "%v", err)
+	return tool.Fail(tool.CodeToolError, "", "%v", err)
 }
 
 type workflowRunTool struct{ runs workflow.Runs }
 
-func (workflowRunTool) Spec() runtime.Spec {
-	return runtime.Spec{
+func (workflowRunTool) Spec() tool.Spec {
+	return tool.Spec{
 		Name: "workflow_run",
 		Description: "Run a workflow file (schema v1): its steps call tools through the gate, within your grants ∩ the grants the " +
 			"workflow asks for, and the run is recorded. Needs fs.read of the file; each step needs what its tool needs. " +
@@ -214,10 +215,10 @@ func (workflowRunTool) Spec() runtime.Spec {
 	}
 }
 
-func (workflowRunTool) Needs(c *runtime.Call) ([]capability.Need, error) {
+func (workflowRunTool) Needs(c *tool.Call) ([]capability.Need, error) {
 	for _, p := range c.Principal {
 		if strings.HasPrefix(p, "workflow:") {
-			return nil, runtime.Errorf(runtime.CodeOperationNotSupported, "use a workflow step (nested workflows are depth-limited)",
+			return nil, tool.Errorf(tool.CodeOperationNotSupported, "use a workflow step (nested workflows are depth-limited)",
 				"workflow_run cannot be called from a workflow")
 		}
 	}
@@ -226,18 +227,18 @@ func (workflowRunTool) Needs(c *runtime.Call) ([]capability.Need, error) {
 
 // Preview runs the workflow with every step as a dry run: it shows what
 // each would do and changes nothing.
-func (t workflowRunTool) Preview(ctx context.Context, c *runtime.Call) runtime.Outcome {
+func (t workflowRunTool) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
 	return t.Run(ctx, c)
 }
 
-func (t workflowRunTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
+func (t workflowRunTool) Run(ctx context.Context, c *tool.Call) tool.Outcome {
 	var a workflowArgs
 	if err := c.Bind(&a); err != nil {
-		return runtime.Outcome{Err: runtime.AsError(err)}
+		return tool.Outcome{Err: tool.AsError(err)}
 	}
-	g, ok := runtime.GateFrom(ctx)
+	g, ok := gate.GateFrom(ctx)
 	if !ok {
-		return runtime.Fail(runtime.CodeInternal, "", "workflow_run runs only through the gate")
+		return tool.Fail(tool.CodeInternal, "", "workflow_run runs only through the gate")
 	}
 	o := workflowCheck(ctx, c)
 	src, data, err := o.Open("", a.Path)
@@ -250,7 +251,7 @@ func (t workflowRunTool) Run(ctx context.Context, c *runtime.Call) runtime.Outco
 		for _, p := range workflowProblems(err) {
 			fmt.Fprintf(&out, "%s:%d:%d: %s\n", p.File, p.Line, p.Column, p.Message)
 		}
-		return runtime.Outcome{Output: out.String(), Err: runtime.Errorf(runtime.CodeInvalidInput, "fix it (workflow_validate lists every problem)", "%s is not a valid workflow", a.Path)}
+		return tool.Outcome{Output: out.String(), Err: tool.Errorf(tool.CodeInvalidInput, "fix it (workflow_validate lists every problem)", "%s is not a valid workflow", a.Path)}
 	}
 	grants := c.Grants
 	rec, err := workflow.Run(ctx, w, workflow.RunOptions{
@@ -258,7 +259,7 @@ func (t workflowRunTool) Run(ctx context.Context, c *runtime.Call) runtime.Outco
 		Open: o.Open, Check: o, Runs: t.runs, Vault: c.Vault(),
 	})
 	if err != nil {
-		return runtime.Fail(runtime.CodeInternal, "", "%v", err)
+		return tool.Fail(tool.CodeInternal, "", "%v", err)
 	}
 	var out strings.Builder
 	for _, r := range rec.Results {
@@ -272,11 +273,11 @@ func (t workflowRunTool) Run(ctx context.Context, c *runtime.Call) runtime.Outco
 		b, _ := json.Marshal(v)
 		fmt.Fprintf(&out, "output %s: %s\n", k, b)
 	}
-	res := runtime.Outcome{Output: out.String(), Data: rec}
+	res := tool.Outcome{Output: out.String(), Data: rec}
 	if rec.Status != workflow.StatusSucceeded {
 		res.Err = rec.Error
 		if res.Err == nil {
-			res.Err = runtime.Errorf(runtime.CodeToolError, "", "workflow %s %s", w.Name, rec.Status)
+			res.Err = tool.Errorf(tool.CodeToolError, "", "workflow %s %s", w.Name, rec.Status)
 		}
 	}
 	return res

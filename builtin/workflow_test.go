@@ -7,12 +7,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
 	"github.com/wardenrt/warden/runtime/runtimetest"
+	"github.com/wardenrt/warden/runtime/tool"
 	"github.com/wardenrt/warden/runtime/workflow"
 )
 
-func workflowGate(t *testing.T, grants string) (*runtime.Gate, string, *runtimetest.Runs) {
+func workflowGate(t *testing.T, grants string) (*gate.Gate, string, *runtimetest.Runs) {
 	t.Helper()
 	ws, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -66,14 +67,14 @@ func TestWorkflowTools(t *testing.T) {
 	}
 
 	// A dry run (the preview) changes nothing.
-	res = callToolReq(t, g, runtime.Request{Tool: "workflow_run", Args: json.RawMessage(`{"path":"w.yaml","params":{"text":"one two three"}}`), Principal: []string{"cli", "model"}, DryRun: true})
+	res = callToolReq(t, g, gate.Request{Tool: "workflow_run", Args: json.RawMessage(`{"path":"w.yaml","params":{"text":"one two three"}}`), Principal: []string{"cli", "model"}, DryRun: true})
 	if !res.Success {
 		t.Fatalf("dry run: %+v\n%s", res.Error, res.Output)
 	}
 	if _, err := os.Stat(filepath.Join(ws, "out/words.md")); err == nil {
 		t.Fatal("the preview wrote a file")
 	}
-	res = callToolReq(t, g, runtime.Request{Tool: "workflow_run", Args: json.RawMessage(`{"path":"w.yaml","params":{"text":"one two three"}}`), Principal: []string{"cli", "model"}})
+	res = callToolReq(t, g, gate.Request{Tool: "workflow_run", Args: json.RawMessage(`{"path":"w.yaml","params":{"text":"one two three"}}`), Principal: []string{"cli", "model"}})
 	if !res.Success || !strings.Contains(res.Output, `output words: 3`) {
 		t.Fatalf("run: %+v\n%s", res.Error, res.Output)
 	}
@@ -96,18 +97,18 @@ func TestWorkflowRunWithinCallersGrants(t *testing.T) {
 	g, ws, _ := workflowGate(t, `"fs.read:**"`)
 	writeWS(t, ws, "w.yaml", toolWorkflow)
 	res := callTool(t, g, "workflow_run", `{"path":"w.yaml","params":{"text":"x"}}`)
-	if res.Success || res.Error.Code != runtime.CodeCapabilityDenied || !strings.Contains(res.Error.Message, "fs.write:out/**") {
+	if res.Success || res.Error.Code != tool.CodeCapabilityDenied || !strings.Contains(res.Error.Message, "fs.write:out/**") {
 		t.Fatalf("%+v", res.Error)
 	}
 	writeWS(t, ws, "loop.yaml", "version: 1\nname: loop\nsteps:\n  - {id: again, tool: workflow_run, args: {path: loop.yaml}}\n")
 	res = callTool(t, g, "workflow_run", `{"path":"loop.yaml"}`)
-	if res.Success || res.Error.Code != runtime.CodeOperationNotSupported || !strings.Contains(res.Error.Message, "step again failed: workflow_run cannot be called from a workflow") {
+	if res.Success || res.Error.Code != tool.CodeOperationNotSupported || !strings.Contains(res.Error.Message, "step again failed: workflow_run cannot be called from a workflow") {
 		t.Fatalf("%+v", res.Error)
 	}
 	// Reading the workflow file needs fs.read of it.
 	g2, ws2, _ := workflowGate(t, `"fs.read:docs/**"`)
 	writeWS(t, ws2, "w.yaml", toolWorkflow)
-	if res := callTool(t, g2, "workflow_run", `{"path":"w.yaml"}`); res.Error == nil || res.Error.Code != runtime.CodeCapabilityDenied {
+	if res := callTool(t, g2, "workflow_run", `{"path":"w.yaml"}`); res.Error == nil || res.Error.Code != tool.CodeCapabilityDenied {
 		t.Fatalf("%+v", res.Error)
 	}
 }

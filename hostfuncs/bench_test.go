@@ -9,7 +9,7 @@ import (
 	extism "github.com/extism/go-sdk"
 
 	"github.com/wardenrt/warden/hostfuncs"
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
 )
 
 // loopKey carries a loopState in the context of a hostloop call.
@@ -38,7 +38,7 @@ func loopFunctions(host func(ctx context.Context, p *extism.CurrentPlugin, in ui
 }
 
 // runLoop runs hostloop until it has made b.N warden_calls and returns.
-func runLoop(b *testing.B, cp *extism.CompiledPlugin, g *runtime.Guest) {
+func runLoop(b *testing.B, cp *extism.CompiledPlugin, g *gate.Guest) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	p, err := cp.Instance(ctx, extism.PluginInstanceConfig{})
@@ -47,7 +47,7 @@ func runLoop(b *testing.B, cp *extism.CompiledPlugin, g *runtime.Guest) {
 	}
 	defer p.Close(context.Background())
 	s := &loopState{target: b.N, cancel: cancel}
-	ctx = runtime.WithGuest(context.WithValue(ctx, loopKey{}, s), g)
+	ctx = gate.WithGuest(context.WithValue(ctx, loopKey{}, s), g)
 	b.ResetTimer()
 	_, _, _ = p.CallWithContext(ctx, "call", nil) // ends when cancelled
 	b.StopTimer()
@@ -71,7 +71,7 @@ func runLoop(b *testing.B, cp *extism.CompiledPlugin, g *runtime.Guest) {
 //   - textstats: one Extism call of examples/textstats, no host call.
 func BenchmarkWardenCall(b *testing.B) {
 	grants := []string{"system.info", "memory.write:notes", "memory.read:notes"}
-	newGuest := func(b *testing.B) *runtime.Guest {
+	newGuest := func(b *testing.B) *gate.Guest {
 		e := newEnv(b, grants)
 		return e.guest(b, "hostloop", grants, grants)
 	}
@@ -109,7 +109,7 @@ func BenchmarkWardenCall(b *testing.B) {
 		}))
 		runLoop(b, cp, g)
 	})
-	reused := func(b *testing.B, dir, input string, g *runtime.Guest) {
+	reused := func(b *testing.B, dir, input string, g *gate.Guest) {
 		cp := compile(b, dir, nil)
 		ctx := context.Background()
 		p, err := cp.Instance(ctx, extism.PluginInstanceConfig{})
@@ -117,7 +117,7 @@ func BenchmarkWardenCall(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer p.Close(ctx)
-		ctx = runtime.WithGuest(ctx, g)
+		ctx = gate.WithGuest(ctx, g)
 		for b.Loop() {
 			if rc, out, err := p.CallWithContext(ctx, "call", []byte(input)); err != nil || rc != 0 {
 				b.Fatalf("rc %d, %s, %v", rc, out, err)

@@ -13,13 +13,14 @@ import (
 
 	extism "github.com/extism/go-sdk"
 
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // maxRequestBytes caps a warden_call request block: the gate's own cap on
-// arguments (runtime.MaxArgsBytes) plus room for the tool name and the
+// arguments (tool.MaxArgsBytes) plus room for the tool name and the
 // request's braces. A larger block is refused without being read.
-const maxRequestBytes = runtime.MaxArgsBytes + 4<<10
+const maxRequestBytes = tool.MaxArgsBytes + 4<<10
 
 // maxEchoBytes caps how much of a malformed request is kept in the text the
 // gate records for it.
@@ -33,10 +34,10 @@ const requestHint = `send {"tool":"<core tool>","args":{…}}: exactly these two
 // it.
 //
 // warden_call reads the request block at its parameter, makes the call
-// through the gate of the runtime.Guest in the call's context
+// through the gate of the gate.Guest in the call's context
 // (Guest.Call: run ∩ tool grants, principal chain, core tools only, the
 // host call's own deadline) and returns the offset of a new block holding
-// the JSON envelope (runtime.Result). The guest owns both blocks; the input
+// the JSON envelope (tool.Result). The guest owns both blocks; the input
 // block is never freed here.
 //
 // It never traps on guest input. A malformed request (not JSON, not one
@@ -53,7 +54,7 @@ const requestHint = `send {"tool":"<core tool>","args":{…}}: exactly these two
 //
 // Envelopes made here, without the gate (nothing is audited; no tool ran):
 //   - a request block over 1 MiB + 4 KiB: WASM_LIMIT, not read;
-//   - no runtime.Guest in the context (the module runs outside a wasm tool
+//   - no gate.Guest in the context (the module runs outside a wasm tool
 //     call): INTERNAL;
 //   - the gate could not record the call (audit log failure): INTERNAL;
 //   - the envelope does not fit in the guest's memory: WASM_LIMIT, when that
@@ -92,32 +93,32 @@ func wardenCall(ctx context.Context, p *extism.CurrentPlugin, in uint64) (out ui
 
 // handle turns one request into its envelope. raw is nil when the block
 // (size bytes) was too large to read.
-func handle(ctx context.Context, raw []byte, size uint64) runtime.Result {
-	g, ok := runtime.GuestFrom(ctx)
+func handle(ctx context.Context, raw []byte, size uint64) tool.Result {
+	g, ok := gate.GuestFrom(ctx)
 	if !ok {
-		return localEnvelope("", runtime.Errorf(runtime.CodeInternal,
+		return localEnvelope("", tool.Errorf(tool.CodeInternal,
 			"warden_call works only inside a wasm tool call run by warden",
 			"warden_call: no wasm tool call in progress (no guest in the call's context)"))
 	}
 	if raw == nil {
-		return localEnvelope("", runtime.Errorf(runtime.CodeWasmLimit,
-			fmt.Sprintf("send at most %d bytes (arguments at most %d)", maxRequestBytes, runtime.MaxArgsBytes),
+		return localEnvelope("", tool.Errorf(tool.CodeWasmLimit,
+			fmt.Sprintf("send at most %d bytes (arguments at most %d)", maxRequestBytes, tool.MaxArgsBytes),
 			"warden_call request is %d bytes; the limit is %d", size, maxRequestBytes))
 	}
-	tool, args, problem := parseRequest(raw)
+	toolName, args, problem := parseRequest(raw)
 	if problem != "" {
 		b, _ := json.Marshal("malformed warden_call request: " + problem + "; request: " + echo(raw))
 		args = b // a JSON string: never a valid arguments object
 	}
 	// The core tool runs as itself under the guest's grants: the context
 	// it gets carries no guest (see the package doc).
-	res, err := g.Call(runtime.WithGuest(ctx, nil), tool, args)
+	res, err := g.Call(gate.WithGuest(ctx, nil), toolName, args)
 	if err != nil {
 		name := res.Tool
 		if name == "" {
-			name = tool
+			name = toolName
 		}
-		e := localEnvelope(name, runtime.Errorf(runtime.CodeInternal, "the call did not run or its result is not on record; try again",
+		e := localEnvelope(name, tool.Errorf(tool.CodeInternal, "the call did not run or its result is not on record; try again",
 			"warden could not make the call of %s through its gate or record it in the audit log", truncate(name, 128)))
 		if res.CallID != "" {
 			e.CallID = res.CallID
@@ -126,10 +127,10 @@ func handle(ctx context.Context, raw []byte, size uint64) runtime.Result {
 	}
 	if problem != "" && res.Error != nil {
 		msg := "malformed warden_call request: " + problem
-		if res.Error.Code != runtime.CodeInvalidInput {
+		if res.Error.Code != tool.CodeInvalidInput {
 			msg += "; " + res.Error.Message
 		}
-		res.Error = &runtime.Error{Code: res.Error.Code, Message: msg, Hint: requestHint}
+		res.Error = &tool.Error{Code: res.Error.Code, Message: msg, Hint: requestHint}
 	}
 	return res
 }
@@ -237,9 +238,9 @@ func parseRequest(raw []byte) (tool string, args json.RawMessage, problem string
 }
 
 // localEnvelope is an envelope made without the gate.
-func localEnvelope(tool string, e *runtime.Error) runtime.Result {
-	return runtime.Result{
-		Tool: tool, CallID: runtime.NewID(), Success: false,
+func localEnvelope(toolName string, e *tool.Error) tool.Result {
+	return tool.Result{
+		Tool: toolName, CallID: tool.NewID(), Success: false,
 		Data: json.RawMessage("{}"), Warnings: []string{}, Error: e,
 	}
 }
@@ -247,16 +248,16 @@ func localEnvelope(tool string, e *runtime.Error) runtime.Result {
 // writeEnvelope writes res as JSON into a new block of the guest's memory
 // and returns its offset; if it does not fit, a short WASM_LIMIT envelope
 // instead; 0 when not even that fits.
-func writeEnvelope(p *extism.CurrentPlugin, res runtime.Result) uint64 {
+func writeEnvelope(p *extism.CurrentPlugin, res tool.Result) uint64 {
 	b, err := json.Marshal(res)
 	if err != nil { // cannot happen: Result holds valid JSON only
-		res = localEnvelope(res.Tool, runtime.Errorf(runtime.CodeInternal, "", "the envelope could not be encoded"))
+		res = localEnvelope(res.Tool, tool.Errorf(tool.CodeInternal, "", "the envelope could not be encoded"))
 		b, _ = json.Marshal(res)
 	}
 	if off, ok := writeBlock(p, b); ok {
 		return off
 	}
-	short := localEnvelope(res.Tool, runtime.Errorf(runtime.CodeWasmLimit, "give the tool more memory (limits.memory_mb) or ask for less",
+	short := localEnvelope(res.Tool, tool.Errorf(tool.CodeWasmLimit, "give the tool more memory (limits.memory_mb) or ask for less",
 		"the envelope of %s (%d bytes) does not fit in the guest's memory", truncate(res.Tool, 128), len(b)))
 	short.CallID = res.CallID
 	sb, _ := json.Marshal(short)

@@ -12,8 +12,9 @@ import (
 	extism "github.com/extism/go-sdk"
 
 	"github.com/wardenrt/warden/hostfuncs"
-	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 var notesGrants = []string{"memory.write:notes", "memory.read:notes"}
@@ -56,10 +57,10 @@ func TestNotesThroughGate(t *testing.T) {
 					t.Fatalf("add: out %q, err %v; want CAPABILITY_DENIED", out, err)
 				}
 				ev := wantAudit(t, e.audit, "write_memory", "CAPABILITY_DENIED")
-				if ev.Decision == nil || ev.Decision.Action != runtime.ActionDeny {
+				if ev.Decision == nil || ev.Decision.Action != gate.ActionDeny {
 					t.Errorf("decision = %+v, want deny", ev.Decision)
 				}
-				if _, err := e.mem.GetMemory(context.Background(), "notes", "k1"); !errors.Is(err, runtime.ErrNotFound) {
+				if _, err := e.mem.GetMemory(context.Background(), "notes", "k1"); !errors.Is(err, gate.ErrNotFound) {
 					t.Errorf("the note was stored anyway: %v", err)
 				}
 				return
@@ -92,25 +93,25 @@ func TestNotesThroughGate(t *testing.T) {
 
 // fakeTool is a tool whose behaviour the test decides.
 type fakeTool struct {
-	spec runtime.Spec
-	run  func(ctx context.Context, c *runtime.Call) runtime.Outcome
+	spec tool.Spec
+	run  func(ctx context.Context, c *tool.Call) tool.Outcome
 }
 
-func (f *fakeTool) Spec() runtime.Spec                             { return f.spec }
-func (f *fakeTool) Needs(*runtime.Call) ([]capability.Need, error) { return nil, nil }
-func (f *fakeTool) Preview(context.Context, *runtime.Call) runtime.Outcome {
-	return runtime.Outcome{Output: "preview"}
+func (f *fakeTool) Spec() tool.Spec                             { return f.spec }
+func (f *fakeTool) Needs(*tool.Call) ([]capability.Need, error) { return nil, nil }
+func (f *fakeTool) Preview(context.Context, *tool.Call) tool.Outcome {
+	return tool.Outcome{Output: "preview"}
 }
-func (f *fakeTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
+func (f *fakeTool) Run(ctx context.Context, c *tool.Call) tool.Outcome {
 	if f.run == nil {
-		return runtime.Outcome{Output: "ran"}
+		return tool.Outcome{Output: "ran"}
 	}
 	return f.run(ctx, c)
 }
 
 // fakeWriteMemory is a tool named write_memory with write_memory's schema.
-func fakeWriteMemory(wasm string, run func(ctx context.Context, c *runtime.Call) runtime.Outcome) *fakeTool {
-	return &fakeTool{spec: runtime.Spec{
+func fakeWriteMemory(wasm string, run func(ctx context.Context, c *tool.Call) tool.Outcome) *fakeTool {
+	return &fakeTool{spec: tool.Spec{
 		Name: "write_memory", Description: "fake", Wasm: wasm,
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"key":{"type":"string"},"value":{"type":"string"},"namespace":{"type":"string"}},"additionalProperties":false}`),
 	}, run: run}
@@ -119,9 +120,9 @@ func fakeWriteMemory(wasm string, run func(ctx context.Context, c *runtime.Call)
 func TestGuestCannotCallWasmTool(t *testing.T) {
 	cp := compile(t, "examples/notes", nil)
 	ran := false
-	e := newEnv(t, notesGrants, fakeWriteMemory("evil.wasm", func(context.Context, *runtime.Call) runtime.Outcome {
+	e := newEnv(t, notesGrants, fakeWriteMemory("evil.wasm", func(context.Context, *tool.Call) tool.Outcome {
 		ran = true
-		return runtime.Outcome{Output: "ran"}
+		return tool.Outcome{Output: "ran"}
 	}))
 	g := e.guest(t, "notes", notesGrants, notesGrants)
 	_, err := run(t, cp, g, `{"op":"add","key":"k","text":"t"}`, 20*time.Second)
@@ -144,16 +145,16 @@ func TestHostTimeout(t *testing.T) {
 		started  time.Time
 		deadline time.Time
 	)
-	e := newEnv(t, notesGrants, fakeWriteMemory("", func(ctx context.Context, _ *runtime.Call) runtime.Outcome {
+	e := newEnv(t, notesGrants, fakeWriteMemory("", func(ctx context.Context, _ *tool.Call) tool.Outcome {
 		mu.Lock()
 		started = time.Now()
 		deadline, _ = ctx.Deadline()
 		mu.Unlock()
 		select {
 		case <-ctx.Done():
-			return runtime.Fail(runtime.CodeTimeout, "", "write_memory: %v", ctx.Err())
+			return tool.Fail(tool.CodeTimeout, "", "write_memory: %v", ctx.Err())
 		case <-time.After(30 * time.Second):
-			return runtime.Outcome{Output: "too late"}
+			return tool.Outcome{Output: "too late"}
 		}
 	}))
 	g := e.guest(t, "notes", notesGrants, notesGrants)
@@ -221,7 +222,7 @@ func substFunctions() []extism.HostFunction {
 
 // callRaw runs notes once (one warden_call), substituting s, and returns
 // the envelope warden_call produced (nil for offset 0).
-func callRaw(t *testing.T, cp *extism.CompiledPlugin, g *runtime.Guest, s *subst) *runtime.Result {
+func callRaw(t *testing.T, cp *extism.CompiledPlugin, g *gate.Guest, s *subst) *tool.Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -232,7 +233,7 @@ func callRaw(t *testing.T, cp *extism.CompiledPlugin, g *runtime.Guest, s *subst
 	defer p.Close(context.Background())
 	ctx = context.WithValue(ctx, substKey{}, s)
 	if g != nil {
-		ctx = runtime.WithGuest(ctx, g)
+		ctx = gate.WithGuest(ctx, g)
 	}
 	_, _, err = p.CallWithContext(ctx, "call", []byte(`{"op":"add","key":"k","text":"t"}`))
 	if s.ret == 0 {
@@ -241,7 +242,7 @@ func callRaw(t *testing.T, cp *extism.CompiledPlugin, g *runtime.Guest, s *subst
 		}
 		return nil
 	}
-	var res runtime.Result
+	var res tool.Result
 	if err := json.Unmarshal(s.envelope, &res); err != nil {
 		t.Fatalf("envelope %q: %v", s.envelope, err)
 	}
@@ -255,36 +256,36 @@ func TestWardenCallRequests(t *testing.T) {
 		name      string
 		req       string
 		grants    []string // guest grants (run and tool); default system.info
-		code      runtime.Code
+		code      tool.Code
 		msg       string // substring of the error message
 		auditTool string // the tool the audit record names; "-" = no record
 	}{
 		{"ok", `{"tool":"system","args":{"operation":"get_info"}}`, nil, "", "", "system"},
 		{"ok with whitespace and escapes", " {\"args\" : {\"operation\":\"get_info\"}, \"t\\u006fol\":\"system\"}\n", nil, "", "", "system"},
-		{"denied", `{"tool":"system","args":{"operation":"get_info"}}`, []string{"memory.read:notes"}, runtime.CodeCapabilityDenied, "system.info", "system"},
-		{"unknown tool", `{"tool":"nope","args":{}}`, nil, runtime.CodeUnknownTool, `no tool named "nope"`, "nope"},
-		{"wasm tool", `{"tool":"evilwasm","args":{}}`, nil, runtime.CodeOperationNotSupported, "wasm tool", "evilwasm"},
-		{"args an array", `{"tool":"system","args":[1]}`, nil, runtime.CodeInvalidInput, "must be a JSON object", "system"},
-		{"args null", `{"tool":"system","args":null}`, nil, runtime.CodeInvalidInput, "must be a JSON object", "system"},
-		{"args a string", `{"tool":"system","args":"{\"operation\":\"get_info\"}"}`, nil, runtime.CodeInvalidInput, "must be a JSON object", "system"},
-		{"duplicate key in args", `{"tool":"system","args":{"operation":"get_info","operation":"get_status"}}`, nil, runtime.CodeInvalidInput, "duplicate key", "system"},
-		{"duplicate tool", `{"tool":"system","tool":"system","args":{"operation":"get_info"}}`, nil, runtime.CodeInvalidInput, `"tool" is given twice`, "system"},
-		{"duplicate args", `{"tool":"system","args":{"operation":"get_info"},"args":{"operation":"get_info"}}`, nil, runtime.CodeInvalidInput, `"args" is given twice`, "system"},
-		{"unknown field", `{"tool":"system","args":{"operation":"get_info"},"dry_run":false}`, nil, runtime.CodeInvalidInput, `unknown field "dry_run"`, "system"},
-		{"case variant", `{"Tool":"system","args":{"operation":"get_info"}}`, nil, runtime.CodeUnknownTool, `unknown field "Tool"`, ""},
-		{"args missing", `{"tool":"system"}`, nil, runtime.CodeInvalidInput, `"args" is missing`, "system"},
-		{"tool missing", `{"args":{}}`, nil, runtime.CodeUnknownTool, `"tool" is missing`, ""},
-		{"tool not a string", `{"tool":["system"],"args":{}}`, nil, runtime.CodeUnknownTool, `"tool" is not a string`, ""},
-		{"not JSON", `system get_info`, nil, runtime.CodeUnknownTool, "not JSON", ""},
-		{"not an object", `["system",{}]`, nil, runtime.CodeUnknownTool, "not a JSON object", ""},
-		{"truncated", `{"tool":"system","args":{"operation":"get_info"}`, nil, runtime.CodeInvalidInput, "not valid JSON", "system"},
-		{"trailing data", `{"tool":"system","args":{"operation":"get_info"}} {}`, nil, runtime.CodeInvalidInput, "after the request", "system"},
-		{"invalid UTF-8", "{\"tool\":\"system\",\"args\":{\"operation\":\"get_info\xff\"}}", nil, runtime.CodeUnknownTool, "UTF-8", ""},
-		{"oversize", huge, nil, runtime.CodeWasmLimit, "the limit is", "-"},
+		{"denied", `{"tool":"system","args":{"operation":"get_info"}}`, []string{"memory.read:notes"}, tool.CodeCapabilityDenied, "system.info", "system"},
+		{"unknown tool", `{"tool":"nope","args":{}}`, nil, tool.CodeUnknownTool, `no tool named "nope"`, "nope"},
+		{"wasm tool", `{"tool":"evilwasm","args":{}}`, nil, tool.CodeOperationNotSupported, "wasm tool", "evilwasm"},
+		{"args an array", `{"tool":"system","args":[1]}`, nil, tool.CodeInvalidInput, "must be a JSON object", "system"},
+		{"args null", `{"tool":"system","args":null}`, nil, tool.CodeInvalidInput, "must be a JSON object", "system"},
+		{"args a string", `{"tool":"system","args":"{\"operation\":\"get_info\"}"}`, nil, tool.CodeInvalidInput, "must be a JSON object", "system"},
+		{"duplicate key in args", `{"tool":"system","args":{"operation":"get_info","operation":"get_status"}}`, nil, tool.CodeInvalidInput, "duplicate key", "system"},
+		{"duplicate tool", `{"tool":"system","tool":"system","args":{"operation":"get_info"}}`, nil, tool.CodeInvalidInput, `"tool" is given twice`, "system"},
+		{"duplicate args", `{"tool":"system","args":{"operation":"get_info"},"args":{"operation":"get_info"}}`, nil, tool.CodeInvalidInput, `"args" is given twice`, "system"},
+		{"unknown field", `{"tool":"system","args":{"operation":"get_info"},"dry_run":false}`, nil, tool.CodeInvalidInput, `unknown field "dry_run"`, "system"},
+		{"case variant", `{"Tool":"system","args":{"operation":"get_info"}}`, nil, tool.CodeUnknownTool, `unknown field "Tool"`, ""},
+		{"args missing", `{"tool":"system"}`, nil, tool.CodeInvalidInput, `"args" is missing`, "system"},
+		{"tool missing", `{"args":{}}`, nil, tool.CodeUnknownTool, `"tool" is missing`, ""},
+		{"tool not a string", `{"tool":["system"],"args":{}}`, nil, tool.CodeUnknownTool, `"tool" is not a string`, ""},
+		{"not JSON", `system get_info`, nil, tool.CodeUnknownTool, "not JSON", ""},
+		{"not an object", `["system",{}]`, nil, tool.CodeUnknownTool, "not a JSON object", ""},
+		{"truncated", `{"tool":"system","args":{"operation":"get_info"}`, nil, tool.CodeInvalidInput, "not valid JSON", "system"},
+		{"trailing data", `{"tool":"system","args":{"operation":"get_info"}} {}`, nil, tool.CodeInvalidInput, "after the request", "system"},
+		{"invalid UTF-8", "{\"tool\":\"system\",\"args\":{\"operation\":\"get_info\xff\"}}", nil, tool.CodeUnknownTool, "UTF-8", ""},
+		{"oversize", huge, nil, tool.CodeWasmLimit, "the limit is", "-"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t, []string{"system.info", "memory.read:notes"}, &fakeTool{spec: runtime.Spec{
+			e := newEnv(t, []string{"system.info", "memory.read:notes"}, &fakeTool{spec: tool.Spec{
 				Name: "evilwasm", Wasm: "evil.wasm", InputSchema: json.RawMessage(`{"type":"object","additionalProperties":false}`),
 			}})
 			grants := tc.grants
@@ -371,7 +372,7 @@ func TestWardenCallLocalEnvelopes(t *testing.T) {
 	t.Run("no guest", func(t *testing.T) {
 		s := &subst{req: req}
 		res := callRaw(t, cp, nil, s)
-		if res == nil || res.Success || res.Error == nil || res.Error.Code != runtime.CodeInternal || !strings.Contains(res.Error.Message, "no guest") {
+		if res == nil || res.Success || res.Error == nil || res.Error.Code != tool.CodeInternal || !strings.Contains(res.Error.Message, "no guest") {
 			t.Fatalf("envelope %s, want INTERNAL", s.envelope)
 		}
 	})
@@ -380,7 +381,7 @@ func TestWardenCallLocalEnvelopes(t *testing.T) {
 		e.audit.fail = errors.New("disk full")
 		s := &subst{req: req}
 		res := callRaw(t, cp, e.guest(t, "notes", []string{"system.info"}, []string{"system.info"}), s)
-		if res == nil || res.Success || res.Error == nil || res.Error.Code != runtime.CodeInternal || !strings.Contains(res.Error.Message, "audit log") {
+		if res == nil || res.Success || res.Error == nil || res.Error.Code != tool.CodeInternal || !strings.Contains(res.Error.Message, "audit log") {
 			t.Fatalf("envelope %s, want INTERNAL", s.envelope)
 		}
 		if strings.Contains(string(s.envelope), "disk full") {
@@ -389,11 +390,11 @@ func TestWardenCallLocalEnvelopes(t *testing.T) {
 	})
 	t.Run("no guest in the core tool's context", func(t *testing.T) {
 		var sawGuest, sawGate bool
-		e := newEnv(t, nil, &fakeTool{spec: runtime.Spec{Name: "probe", InputSchema: json.RawMessage(`{"type":"object","additionalProperties":false}`)},
-			run: func(ctx context.Context, _ *runtime.Call) runtime.Outcome {
-				_, sawGuest = runtime.GuestFrom(ctx)
-				_, sawGate = runtime.GateFrom(ctx)
-				return runtime.Outcome{Output: "ok"}
+		e := newEnv(t, nil, &fakeTool{spec: tool.Spec{Name: "probe", InputSchema: json.RawMessage(`{"type":"object","additionalProperties":false}`)},
+			run: func(ctx context.Context, _ *tool.Call) tool.Outcome {
+				_, sawGuest = gate.GuestFrom(ctx)
+				_, sawGate = gate.GateFrom(ctx)
+				return tool.Outcome{Output: "ok"}
 			}})
 		s := &subst{req: []byte(`{"tool":"probe","args":{}}`)}
 		res := callRaw(t, cp, e.guest(t, "notes", nil, nil), s)

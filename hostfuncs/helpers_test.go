@@ -18,9 +18,10 @@ import (
 	"github.com/wardenrt/warden/builtin"
 	"github.com/wardenrt/warden/hostfuncs"
 	"github.com/wardenrt/warden/internal/wasmfixture"
-	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/gate"
 	"github.com/wardenrt/warden/runtime/runtimetest"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 func TestMain(m *testing.M) {
@@ -51,16 +52,16 @@ func (a *memAudit) AppendAudit(_ context.Context, ev json.RawMessage) (uint64, e
 }
 
 // results returns the result records of tool ("" = every tool).
-func (a *memAudit) results(tool string) []runtime.AuditEvent {
+func (a *memAudit) results(tool string) []gate.AuditEvent {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	var out []runtime.AuditEvent
+	var out []gate.AuditEvent
 	for _, r := range a.raw {
-		var e runtime.AuditEvent
+		var e gate.AuditEvent
 		if err := json.Unmarshal(r, &e); err != nil {
 			panic(err)
 		}
-		if e.Phase == runtime.PhaseResult && (tool == "" || e.Tool == tool) {
+		if e.Phase == gate.PhaseResult && (tool == "" || e.Tool == tool) {
 			out = append(out, e)
 		}
 	}
@@ -75,7 +76,7 @@ func (a *memAudit) reset() {
 
 // wantAudit checks that the last result record of tool has outcome and the
 // guest's principal chain and run.
-func wantAudit(t testing.TB, a *memAudit, tool, outcome string) runtime.AuditEvent {
+func wantAudit(t testing.TB, a *memAudit, tool, outcome string) gate.AuditEvent {
 	t.Helper()
 	rs := a.results(tool)
 	if len(rs) == 0 {
@@ -101,21 +102,21 @@ const testRunID = "run-test"
 // env is a gate over the core tools (memory over runtimetest.Memory, system, net)
 // plus extra, granting gateGrants, with an in-memory audit log.
 type env struct {
-	gate  *runtime.Gate
+	gate  *gate.Gate
 	audit *memAudit
 	mem   *runtimetest.Memory
 	ws    string
 }
 
-func newEnv(t testing.TB, gateGrants []string, extra ...runtime.Tool) *env {
+func newEnv(t testing.TB, gateGrants []string, extra ...tool.Tool) *env {
 	t.Helper()
 	ws, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	e := &env{audit: &memAudit{}, mem: &runtimetest.Memory{}, ws: ws}
-	reg := runtime.NewRegistry()
-	tools := append([]runtime.Tool{&builtin.System{Version: "test"}}, builtin.NetTools(builtin.SearchConfig{})...)
+	reg := gate.NewRegistry()
+	tools := append([]tool.Tool{&builtin.System{Version: "test"}}, builtin.NetTools(builtin.SearchConfig{})...)
 	if !hasTool(extra, "write_memory") {
 		tools = append(tools, builtin.MemoryTools(e.mem)...)
 	}
@@ -127,18 +128,18 @@ func newEnv(t testing.TB, gateGrants []string, extra ...runtime.Tool) *env {
 	for i, g := range gateGrants {
 		q[i] = strconv.Quote(g)
 	}
-	p, err := runtime.ParsePolicy("test", []byte("version: 1\ngrants: ["+strings.Join(q, ", ")+"]\n"))
+	p, err := gate.ParsePolicy("test", []byte("version: 1\ngrants: ["+strings.Join(q, ", ")+"]\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.gate, err = runtime.NewGate(runtime.GateOptions{Registry: reg, Policy: p, Workspace: ws, Audit: e.audit, Approval: runtime.ApproveNever})
+	e.gate, err = gate.NewGate(gate.GateOptions{Registry: reg, Policy: p, Workspace: ws, Audit: e.audit, Approval: tool.ApproveNever})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return e
 }
 
-func hasTool(ts []runtime.Tool, name string) bool {
+func hasTool(ts []tool.Tool, name string) bool {
 	for _, t := range ts {
 		if t.Spec().Name == name {
 			return true
@@ -156,14 +157,14 @@ func grantSet(t testing.TB, ws string, specs []string) capability.Set {
 	return s
 }
 
-// guest is the runtime.Guest of wasm tool `tool` called from the CLI with
+// guest is the gate.Guest of wasm tool `tool` called from the CLI with
 // runGrants, its owner having granted toolGrants.
-func (e *env) guest(t testing.TB, tool string, runGrants, toolGrants []string) *runtime.Guest {
+func (e *env) guest(t testing.TB, toolName string, runGrants, toolGrants []string) *gate.Guest {
 	t.Helper()
-	return &runtime.Guest{
-		Gate: e.gate, Tool: tool,
-		Parent: &runtime.Call{
-			ID: runtime.NewID(), Tool: tool, RunID: testRunID, Principal: []string{"cli"},
+	return &gate.Guest{
+		Gate: e.gate, Tool: toolName,
+		Parent: &tool.Call{
+			ID: tool.NewID(), Tool: toolName, RunID: testRunID, Principal: []string{"cli"},
 			Grants: grantSet(t, e.ws, runGrants), Workspace: e.ws,
 		},
 		Granted: grantSet(t, e.ws, toolGrants),
@@ -198,7 +199,7 @@ func compile(t testing.TB, dir string, funcs []extism.HostFunction) *extism.Comp
 
 // run calls export "call" of a fresh instance with input, as guest g (nil:
 // no guest in the context), bounded by timeout.
-func run(t testing.TB, cp *extism.CompiledPlugin, g *runtime.Guest, input string, timeout time.Duration) (string, error) {
+func run(t testing.TB, cp *extism.CompiledPlugin, g *gate.Guest, input string, timeout time.Duration) (string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -208,7 +209,7 @@ func run(t testing.TB, cp *extism.CompiledPlugin, g *runtime.Guest, input string
 	}
 	defer p.Close(context.Background())
 	if g != nil {
-		ctx = runtime.WithGuest(ctx, g)
+		ctx = gate.WithGuest(ctx, g)
 	}
 	rc, out, err := p.CallWithContext(ctx, "call", []byte(input))
 	if err == nil && rc != 0 {

@@ -13,7 +13,8 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // maxHTTPRequestBody is the http tool's cap on a request body; a guest
@@ -30,7 +31,7 @@ var httpDropHeaders = map[string]bool{
 }
 
 // Transport gates the requests Extism's http_request sends through
-// http.DefaultClient: a request whose context carries a runtime.Guest
+// http.DefaultClient: a request whose context carries a gate.Guest
 // becomes a call of the core `http` tool through that guest's gate (run ∩
 // tool grants, principal chain, every hop and resolved address checked by
 // the http tool, audited); any other request goes to Base.
@@ -44,7 +45,7 @@ var httpDropHeaders = map[string]bool{
 //     text is refused with INVALID_INPUT, one over 512 KiB with TOO_LARGE
 //     (the http tool's limit); neither is sent nor audited.
 //   - a failed call (CAPABILITY_DENIED, NETWORK_ERROR, TIMEOUT, …) is
-//     returned as an error wrapping a *runtime.Error with the result's code,
+//     returned as an error wrapping a *tool.Error with the result's code,
 //     message and hint; Extism's http_request panics with it, and the
 //     engine reports that code for the wasm tool's call.
 //   - a successful call becomes the response: the http tool's status,
@@ -62,16 +63,16 @@ type Transport struct {
 	Base http.RoundTripper
 }
 
-var _ runtime.GuestHTTPGuard = (*Transport)(nil)
+var _ gate.GuestHTTPGuard = (*Transport)(nil)
 
 // GuardsGuestHTTP marks Transport as warden's gated transport
-// (runtime.GuestHTTPGuard): while http.DefaultClient uses it, the engine
+// (gate.GuestHTTPGuard): while http.DefaultClient uses it, the engine
 // lets a guest's http_request through.
 func (t *Transport) GuardsGuestHTTP() {}
 
 // RoundTrip implements http.RoundTripper.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	g, ok := runtime.GuestFrom(req.Context())
+	g, ok := gate.GuestFrom(req.Context())
 	if !ok {
 		base := t.Base
 		if base == nil {
@@ -94,22 +95,22 @@ type httpData struct {
 	Truncated    bool              `json:"truncated"`
 }
 
-func guestRoundTrip(g *runtime.Guest, req *http.Request) (*http.Response, error) {
+func guestRoundTrip(g *gate.Guest, req *http.Request) (*http.Response, error) {
 	args, rerr := httpArgs(req)
 	if rerr != nil {
 		return nil, rerr
 	}
 	// The http tool runs as itself under the guest's grants: its context
 	// carries no guest (see the package doc).
-	ctx := runtime.WithGuest(req.Context(), nil)
+	ctx := gate.WithGuest(req.Context(), nil)
 	res, err := g.Call(ctx, "http", args)
 	if err != nil {
-		return nil, runtime.Errorf(runtime.CodeInternal, "the request was not sent or its result is not on record; try again",
+		return nil, tool.Errorf(tool.CodeInternal, "the request was not sent or its result is not on record; try again",
 			"warden could not make the guest's http request through its gate or record it in the audit log")
 	}
 	if !res.Success {
 		if res.Error == nil {
-			return nil, runtime.Errorf(runtime.CodeToolError, "", "http failed without an error")
+			return nil, tool.Errorf(tool.CodeToolError, "", "http failed without an error")
 		}
 		e := *res.Error
 		return nil, &e
@@ -120,7 +121,7 @@ func guestRoundTrip(g *runtime.Guest, req *http.Request) (*http.Response, error)
 	}
 	var d httpData
 	if err := json.Unmarshal(res.Data, &d); err != nil || d.StatusCode < 100 || d.StatusCode > 999 {
-		return nil, runtime.Errorf(runtime.CodeInternal, "this is a bug in warden; please report it", "the http tool's data is not a response")
+		return nil, tool.Errorf(tool.CodeInternal, "this is a bug in warden; please report it", "the http tool's data is not a response")
 	}
 	var body []byte
 	switch {
@@ -129,7 +130,7 @@ func guestRoundTrip(g *runtime.Guest, req *http.Request) (*http.Response, error)
 	case d.Body != nil && d.BodyEncoding == "base64":
 		b, err := base64.StdEncoding.DecodeString(*d.Body)
 		if err != nil {
-			return nil, runtime.Errorf(runtime.CodeInternal, "this is a bug in warden; please report it", "the http tool's base64 body does not decode")
+			return nil, tool.Errorf(tool.CodeInternal, "this is a bug in warden; please report it", "the http tool's base64 body does not decode")
 		}
 		body = b
 	case d.Body != nil:
@@ -156,7 +157,7 @@ func guestRoundTrip(g *runtime.Guest, req *http.Request) (*http.Response, error)
 }
 
 // httpArgs turns a guest's request into the http tool's arguments.
-func httpArgs(req *http.Request) (json.RawMessage, *runtime.Error) {
+func httpArgs(req *http.Request) (json.RawMessage, *tool.Error) {
 	if req.Body != nil {
 		defer req.Body.Close() // a RoundTripper closes the body, even on errors
 	}
@@ -165,7 +166,7 @@ func httpArgs(req *http.Request) (json.RawMessage, *runtime.Error) {
 		method = http.MethodGet
 	}
 	if req.URL == nil {
-		return nil, runtime.Errorf(runtime.CodeInvalidInput, "give an absolute http:// or https:// URL", "the request has no URL")
+		return nil, tool.Errorf(tool.CodeInvalidInput, "give an absolute http:// or https:// URL", "the request has no URL")
 	}
 	a := map[string]any{"method": method, "url": req.URL.String()}
 	if len(req.Header) > 0 {
@@ -188,21 +189,21 @@ func httpArgs(req *http.Request) (json.RawMessage, *runtime.Error) {
 	if req.Body != nil && req.Body != http.NoBody {
 		b, err := io.ReadAll(io.LimitReader(req.Body, maxHTTPRequestBody+1))
 		if err != nil {
-			return nil, runtime.Errorf(runtime.CodeInvalidInput, "", "the request body could not be read")
+			return nil, tool.Errorf(tool.CodeInvalidInput, "", "the request body could not be read")
 		}
 		if len(b) > maxHTTPRequestBody {
-			return nil, runtime.Errorf(runtime.CodeTooLarge, fmt.Sprintf("send at most %d bytes of body", maxHTTPRequestBody),
+			return nil, tool.Errorf(tool.CodeTooLarge, fmt.Sprintf("send at most %d bytes of body", maxHTTPRequestBody),
 				"the request body is over %d bytes", maxHTTPRequestBody)
 		}
 		if !utf8.Valid(b) {
-			return nil, runtime.Errorf(runtime.CodeInvalidInput, "send a UTF-8 text body (encode binary data, e.g. as base64)",
+			return nil, tool.Errorf(tool.CodeInvalidInput, "send a UTF-8 text body (encode binary data, e.g. as base64)",
 				"the request body is not UTF-8 text: warden's http tool sends text bodies only")
 		}
 		a["data"] = string(b)
 	}
 	raw, err := json.Marshal(a)
 	if err != nil {
-		return nil, runtime.Errorf(runtime.CodeInvalidInput, "", "the request cannot be encoded")
+		return nil, tool.Errorf(tool.CodeInvalidInput, "", "the request cannot be encoded")
 	}
 	return raw, nil
 }
@@ -231,12 +232,12 @@ var installOnce sync.Once
 func InstallHTTP() {
 	installOnce.Do(func() {
 		c := http.DefaultClient
-		if _, ok := c.Transport.(runtime.GuestHTTPGuard); !ok {
+		if _, ok := c.Transport.(gate.GuestHTTPGuard); !ok {
 			c.Transport = &Transport{Base: c.Transport}
 		}
 		prev := c.CheckRedirect
 		c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
-			if _, ok := runtime.GuestFrom(req.Context()); ok {
+			if _, ok := gate.GuestFrom(req.Context()); ok {
 				return http.ErrUseLastResponse
 			}
 			if prev != nil {

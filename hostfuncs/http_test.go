@@ -16,7 +16,8 @@ import (
 	"time"
 
 	"github.com/wardenrt/warden/hostfuncs"
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // server is a local test server counting its requests.
@@ -40,9 +41,9 @@ func serve(t testing.TB, h http.HandlerFunc) *server {
 
 func (s *server) grant() string { return fmt.Sprintf("net:127.0.0.1:%d", s.port) }
 
-// asError returns the *runtime.Error err wraps, or nil.
-func asError(err error) *runtime.Error {
-	var e *runtime.Error
+// asError returns the *tool.Error err wraps, or nil.
+func asError(err error) *tool.Error {
+	var e *tool.Error
 	if errors.As(err, &e) {
 		return e
 	}
@@ -75,17 +76,17 @@ func TestFetchThroughGate(t *testing.T) {
 		name      string
 		path      string
 		run, tool []string
-		wantBody  string       // success: the body the guest saw
-		wantCode  runtime.Code // failure
-		hits      int64        // requests srv gets
+		wantBody  string    // success: the body the guest saw
+		wantCode  tool.Code // failure
+		hits      int64     // requests srv gets
 	}{
 		{"allowed", "/text", granted, granted, "hello from warden-fetch-test/1", "", 1},
 		{"redirect to the same host", "/self", granted, granted, "hello from warden-fetch-test/1", "", 2},
-		{"redirect to another port of 127.0.0.1", "/other", granted, granted, "", runtime.CodeCapabilityDenied, 1},
-		{"redirect to an ungranted host", "/evil", granted, granted, "", runtime.CodeCapabilityDenied, 1},
-		{"tool not granted", "/text", granted, nil, "", runtime.CodeCapabilityDenied, 0},
-		{"run not granted", "/text", nil, granted, "", runtime.CodeCapabilityDenied, 0},
-		{"tool granted another host", "/text", granted, []string{"net:example.com"}, "", runtime.CodeCapabilityDenied, 0},
+		{"redirect to another port of 127.0.0.1", "/other", granted, granted, "", tool.CodeCapabilityDenied, 1},
+		{"redirect to an ungranted host", "/evil", granted, granted, "", tool.CodeCapabilityDenied, 1},
+		{"tool not granted", "/text", granted, nil, "", tool.CodeCapabilityDenied, 0},
+		{"run not granted", "/text", nil, granted, "", tool.CodeCapabilityDenied, 0},
+		{"tool granted another host", "/text", granted, []string{"net:example.com"}, "", tool.CodeCapabilityDenied, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -110,11 +111,11 @@ func TestFetchThroughGate(t *testing.T) {
 					t.Fatalf("fetch succeeded: %s", out)
 				}
 				if re := asError(err); re == nil || re.Code != tc.wantCode {
-					t.Fatalf("err %v (runtime.Error %v), want %s", err, re, tc.wantCode)
+					t.Fatalf("err %v (tool.Error %v), want %s", err, re, tc.wantCode)
 				}
 				t.Logf("guest call error: %v", err)
 				ev := wantAudit(t, e.audit, "http", string(tc.wantCode))
-				if tc.hits == 0 && (ev.Decision == nil || ev.Decision.Action != runtime.ActionDeny) {
+				if tc.hits == 0 && (ev.Decision == nil || ev.Decision.Action != gate.ActionDeny) {
 					t.Errorf("decision %+v, want deny before anything is sent", ev.Decision)
 				}
 			}
@@ -130,12 +131,12 @@ func TestFetchThroughGate(t *testing.T) {
 
 // do sends req through http.DefaultClient (Transport installed by
 // TestMain) as guest g.
-func do(t *testing.T, g *runtime.Guest, method, url string, body io.Reader, header http.Header) (*http.Response, []byte, error) {
+func do(t *testing.T, g *gate.Guest, method, url string, body io.Reader, header http.Header) (*http.Response, []byte, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if g != nil {
-		ctx = runtime.WithGuest(ctx, g)
+		ctx = gate.WithGuest(ctx, g)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, url, body)
 	if err != nil {
@@ -296,16 +297,16 @@ func TestTransportRefusals(t *testing.T) {
 		url     string
 		body    io.Reader
 		header  http.Header
-		code    runtime.Code
+		code    tool.Code
 		audited bool
 	}{
-		{"non-UTF-8 body", http.MethodPost, srv.URL + "/", bytes.NewReader([]byte{0xff, 0xfe}), nil, runtime.CodeInvalidInput, false},
-		{"body too large", http.MethodPost, srv.URL + "/", bytes.NewReader(bytes.Repeat([]byte("a"), 512<<10+1)), nil, runtime.CodeTooLarge, false},
-		{"bad header value", http.MethodGet, srv.URL + "/", nil, http.Header{"X-Bad": {strings.Repeat("v", 9000)}}, runtime.CodeInvalidInput, true},
-		{"method the tool refuses", "TRACE", srv.URL + "/", nil, nil, runtime.CodeInvalidInput, true},
-		{"user info", http.MethodGet, fmt.Sprintf("http://user@127.0.0.1:%d/", srv.port), nil, nil, runtime.CodeInvalidInput, true},
-		{"ungranted port", http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/", srv.port+1), nil, nil, runtime.CodeCapabilityDenied, true},
-		{"metadata address", http.MethodGet, "http://169.254.169.254/latest/meta-data/", nil, nil, runtime.CodeCapabilityDenied, true},
+		{"non-UTF-8 body", http.MethodPost, srv.URL + "/", bytes.NewReader([]byte{0xff, 0xfe}), nil, tool.CodeInvalidInput, false},
+		{"body too large", http.MethodPost, srv.URL + "/", bytes.NewReader(bytes.Repeat([]byte("a"), 512<<10+1)), nil, tool.CodeTooLarge, false},
+		{"bad header value", http.MethodGet, srv.URL + "/", nil, http.Header{"X-Bad": {strings.Repeat("v", 9000)}}, tool.CodeInvalidInput, true},
+		{"method the tool refuses", "TRACE", srv.URL + "/", nil, nil, tool.CodeInvalidInput, true},
+		{"user info", http.MethodGet, fmt.Sprintf("http://user@127.0.0.1:%d/", srv.port), nil, nil, tool.CodeInvalidInput, true},
+		{"ungranted port", http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/", srv.port+1), nil, nil, tool.CodeCapabilityDenied, true},
+		{"metadata address", http.MethodGet, "http://169.254.169.254/latest/meta-data/", nil, nil, tool.CodeCapabilityDenied, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -398,13 +399,13 @@ func TestInstallHTTP(t *testing.T) {
 	if _, nested := tr.Base.(*hostfuncs.Transport); nested {
 		t.Fatal("Transport installed twice")
 	}
-	if _, ok := http.DefaultClient.Transport.(runtime.GuestHTTPGuard); !ok {
-		t.Fatal("not a runtime.GuestHTTPGuard")
+	if _, ok := http.DefaultClient.Transport.(gate.GuestHTTPGuard); !ok {
+		t.Fatal("not a gate.GuestHTTPGuard")
 	}
 	cr := http.DefaultClient.CheckRedirect
 	e := newEnv(t, nil)
 	g := e.guest(t, "fetch", nil, nil)
-	guestReq, _ := http.NewRequestWithContext(runtime.WithGuest(context.Background(), g), http.MethodGet, "http://x.test/", nil)
+	guestReq, _ := http.NewRequestWithContext(gate.WithGuest(context.Background(), g), http.MethodGet, "http://x.test/", nil)
 	plainReq, _ := http.NewRequest(http.MethodGet, "http://x.test/", nil)
 	if err := cr(guestReq, []*http.Request{plainReq}); !errors.Is(err, http.ErrUseLastResponse) {
 		t.Errorf("guest redirect: %v, want ErrUseLastResponse", err)

@@ -6,7 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 func TestParseRequest(t *testing.T) {
@@ -55,18 +56,18 @@ func FuzzParseRequest(f *testing.F) {
 func TestHandleWithoutGate(t *testing.T) {
 	// No guest in the context: INTERNAL, made here.
 	res := handle(context.Background(), []byte(`{"tool":"system","args":{}}`), 27)
-	if res.Success || res.Error == nil || res.Error.Code != runtime.CodeInternal || res.CallID == "" || string(res.Data) != "{}" || res.Warnings == nil {
+	if res.Success || res.Error == nil || res.Error.Code != tool.CodeInternal || res.CallID == "" || string(res.Data) != "{}" || res.Warnings == nil {
 		t.Fatalf("%+v", res)
 	}
 	// Oversize: WASM_LIMIT without reading it (no gate needed to refuse).
-	ctx := runtime.WithGuest(context.Background(), &runtime.Guest{Tool: "x", Parent: &runtime.Call{}})
+	ctx := gate.WithGuest(context.Background(), &gate.Guest{Tool: "x", Parent: &tool.Call{}})
 	res = handle(ctx, nil, maxRequestBytes+1)
-	if res.Success || res.Error == nil || res.Error.Code != runtime.CodeWasmLimit {
+	if res.Success || res.Error == nil || res.Error.Code != tool.CodeWasmLimit {
 		t.Fatalf("%+v", res)
 	}
 	// A guest without a gate: the call cannot be made: INTERNAL.
 	res = handle(ctx, []byte(`{"tool":"system","args":{}}`), 27)
-	if res.Success || res.Error == nil || res.Error.Code != runtime.CodeInternal || res.Tool != "system" {
+	if res.Success || res.Error == nil || res.Error.Code != tool.CodeInternal || res.Tool != "system" {
 		t.Fatalf("%+v", res)
 	}
 }

@@ -7,19 +7,19 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
 	"github.com/wardenrt/warden/runtime/wasmtool"
 	"github.com/wardenrt/warden/store"
 )
 
-// lazyStore adapts the store to runtime.Memory and runtime.Artifacts
+// lazyStore adapts the store to gate.Memory and gate.Artifacts
 // (runtime may not import store; store may not import runtime). It opens the
 // store on first use, so listing tools does not touch it.
 type lazyStore struct{ open func() (store.Backend, error) }
 
 var (
-	_ runtime.Memory    = lazyStore{}
-	_ runtime.Artifacts = lazyStore{}
+	_ gate.Memory    = lazyStore{}
+	_ gate.Artifacts = lazyStore{}
 )
 
 // PutRun records a workflow run made by the workflow_run tool.
@@ -47,14 +47,14 @@ func (m lazyStore) PutMemory(ctx context.Context, ns, key, value string) error {
 	return st.PutMemory(ctx, ns, key, value)
 }
 
-func (m lazyStore) GetMemory(ctx context.Context, ns, key string) (runtime.MemoryEntry, error) {
+func (m lazyStore) GetMemory(ctx context.Context, ns, key string) (gate.MemoryEntry, error) {
 	st, err := m.open()
 	if err != nil {
-		return runtime.MemoryEntry{}, err
+		return gate.MemoryEntry{}, err
 	}
 	e, err := st.GetMemory(ctx, ns, key)
 	if err != nil {
-		return runtime.MemoryEntry{}, notFound(err)
+		return gate.MemoryEntry{}, notFound(err)
 	}
 	return memoryEntry(e), nil
 }
@@ -67,7 +67,7 @@ func (m lazyStore) DeleteMemory(ctx context.Context, ns, key string) error {
 	return notFound(st.DeleteMemory(ctx, ns, key))
 }
 
-func (m lazyStore) ListMemory(ctx context.Context, ns string, limit int) ([]runtime.MemoryEntry, error) {
+func (m lazyStore) ListMemory(ctx context.Context, ns string, limit int) ([]gate.MemoryEntry, error) {
 	st, err := m.open()
 	if err != nil {
 		return nil, err
@@ -76,14 +76,14 @@ func (m lazyStore) ListMemory(ctx context.Context, ns string, limit int) ([]runt
 	if err != nil {
 		return nil, err
 	}
-	out := make([]runtime.MemoryEntry, len(es))
+	out := make([]gate.MemoryEntry, len(es))
 	for i, e := range es {
 		out[i] = memoryEntry(e)
 	}
 	return out, nil
 }
 
-func (m lazyStore) SearchMemory(ctx context.Context, text string, ns func(string) bool, limit int) ([]runtime.MemoryHit, error) {
+func (m lazyStore) SearchMemory(ctx context.Context, text string, ns func(string) bool, limit int) ([]gate.MemoryHit, error) {
 	st, err := m.open()
 	if err != nil {
 		return nil, err
@@ -92,21 +92,21 @@ func (m lazyStore) SearchMemory(ctx context.Context, text string, ns func(string
 	if err != nil {
 		return nil, err
 	}
-	out := make([]runtime.MemoryHit, len(hits))
+	out := make([]gate.MemoryHit, len(hits))
 	for i, h := range hits {
-		out[i] = runtime.MemoryHit{MemoryEntry: memoryEntry(h.MemoryEntry), Score: h.Score}
+		out[i] = gate.MemoryHit{MemoryEntry: memoryEntry(h.MemoryEntry), Score: h.Score}
 	}
 	return out, nil
 }
 
-func memoryEntry(e store.MemoryEntry) runtime.MemoryEntry {
-	return runtime.MemoryEntry{Namespace: e.Namespace, Key: e.Key, Value: e.Value, Created: e.Created, Updated: e.Updated}
+func memoryEntry(e store.MemoryEntry) gate.MemoryEntry {
+	return gate.MemoryEntry{Namespace: e.Namespace, Key: e.Key, Value: e.Value, Created: e.Created, Updated: e.Updated}
 }
 
 // notFound re-wraps the store's not-found error as runtime's.
 func notFound(err error) error {
 	if errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("%w: %v", runtime.ErrNotFound, err)
+		return fmt.Errorf("%w: %v", gate.ErrNotFound, err)
 	}
 	return err
 }
@@ -150,34 +150,34 @@ func (m lazyStore) ListPins(ctx context.Context) (map[string]json.RawMessage, er
 // Trust records and grants with an expiry live in the store's trust and
 // grants buckets, as JSON documents.
 var (
-	_ runtime.TrustStore = lazyStore{}
-	_ runtime.GrantStore = lazyStore{}
+	_ gate.TrustStore = lazyStore{}
+	_ gate.GrantStore = lazyStore{}
 )
 
-func (m lazyStore) TrustRecord(ctx context.Context, path string) (runtime.TrustRecord, bool, error) {
+func (m lazyStore) TrustRecord(ctx context.Context, path string) (gate.TrustRecord, bool, error) {
 	st, err := m.open()
 	if err != nil {
-		return runtime.TrustRecord{}, false, err
+		return gate.TrustRecord{}, false, err
 	}
 	doc, err := st.Trust(ctx, trustKey(path))
 	if errors.Is(err, store.ErrNotFound) {
-		return runtime.TrustRecord{}, false, nil
+		return gate.TrustRecord{}, false, nil
 	}
 	if err != nil {
-		return runtime.TrustRecord{}, false, err
+		return gate.TrustRecord{}, false, err
 	}
-	var r runtime.TrustRecord
+	var r gate.TrustRecord
 	if err := json.Unmarshal(doc, &r); err != nil {
-		return runtime.TrustRecord{}, false, fmt.Errorf("trust record of %s: %w", path, err)
+		return gate.TrustRecord{}, false, fmt.Errorf("trust record of %s: %w", path, err)
 	}
 	return r, true, nil
 }
 
 // trustKey is the store key of a policy file's trust record: the sha256 of
 // its path (paths can be longer than a key may be).
-func trustKey(path string) string { return "sha256:" + runtime.SHA256Hex([]byte(path)) }
+func trustKey(path string) string { return "sha256:" + gate.SHA256Hex([]byte(path)) }
 
-func (m lazyStore) ListGrants(ctx context.Context) ([]runtime.TimedGrant, error) {
+func (m lazyStore) ListGrants(ctx context.Context) ([]gate.TimedGrant, error) {
 	st, err := m.open()
 	if err != nil {
 		return nil, err
@@ -186,19 +186,19 @@ func (m lazyStore) ListGrants(ctx context.Context) ([]runtime.TimedGrant, error)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]runtime.TimedGrant, 0, len(docs))
+	out := make([]gate.TimedGrant, 0, len(docs))
 	for id, doc := range docs {
-		var t runtime.TimedGrant
+		var t gate.TimedGrant
 		if err := json.Unmarshal(doc, &t); err != nil || t.ID != id {
 			continue // not one of ours: never a grant
 		}
 		out = append(out, t)
 	}
-	slices.SortFunc(out, func(a, b runtime.TimedGrant) int { return a.Added.Compare(b.Added) })
+	slices.SortFunc(out, func(a, b gate.TimedGrant) int { return a.Added.Compare(b.Added) })
 	return out, nil
 }
 
-func (m lazyStore) PutGrant(ctx context.Context, t runtime.TimedGrant) error {
+func (m lazyStore) PutGrant(ctx context.Context, t gate.TimedGrant) error {
 	st, err := m.open()
 	if err != nil {
 		return err

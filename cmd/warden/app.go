@@ -11,8 +11,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/decode"
+	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/tool"
 	"github.com/wardenrt/warden/store"
 	"github.com/wardenrt/warden/store/postgres"
 )
@@ -31,7 +32,7 @@ var version = "0.1.0-dev"
 
 // failure is an error that knows its code, exit status and what to do.
 type failure struct {
-	code runtime.Code
+	code tool.Code
 	msg  string
 	hint string
 	exit int
@@ -39,7 +40,7 @@ type failure struct {
 
 func (f *failure) Error() string { return f.msg }
 
-func fail(code runtime.Code, exit int, hint, format string, args ...any) *failure {
+func fail(code tool.Code, exit int, hint, format string, args ...any) *failure {
 	return &failure{code: code, exit: exit, hint: hint, msg: fmt.Sprintf(format, args...)}
 }
 
@@ -53,9 +54,9 @@ func storeFailure(err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, store.ErrLocked):
-		return fail(runtime.CodeStoreLocked, exitLocked, "another warden process is using the store; retry when it is done, or raise --lock-timeout", "%v", err)
+		return fail(tool.CodeStoreLocked, exitLocked, "another warden process is using the store; retry when it is done, or raise --lock-timeout", "%v", err)
 	case errors.Is(err, store.ErrUnavailable):
-		return fail(runtime.CodeStoreUnavailable, exitLocked, "check that the database server is running and reachable from this host, and the --store URL (WARDEN_STORE); `warden store status` shows the connection", "%v", err)
+		return fail(tool.CodeStoreUnavailable, exitLocked, "check that the database server is running and reachable from this host, and the --store URL (WARDEN_STORE); `warden store status` shows the connection", "%v", err)
 	case errors.Is(err, postgres.ErrSchema):
 		// What to do, once: in the hint, not also in the message.
 		msg, hint := err.Error(), "run `warden store migrate` as the role that owns the warden schema"
@@ -63,23 +64,23 @@ func storeFailure(err error) error {
 		if errors.As(err, &se) {
 			msg, hint = strings.Replace(msg, se.Error(), "postgres: "+se.Problem(), 1), se.Remedy()
 		}
-		return fail(runtime.CodeStoreUnavailable, exitFailed, hint, "%s", msg)
+		return fail(tool.CodeStoreUnavailable, exitFailed, hint, "%s", msg)
 	case errors.Is(err, store.ErrCorrupt):
-		return fail(runtime.CodeStoreCorrupt, exitFailed, "restore warden.db from a backup, or move it aside to start a new store", "%v", err)
+		return fail(tool.CodeStoreCorrupt, exitFailed, "restore warden.db from a backup, or move it aside to start a new store", "%v", err)
 	case errors.Is(err, store.ErrFull), errors.Is(err, store.ErrReadOnly):
 		return writeFailure(err)
 	case errors.Is(err, store.ErrTampered):
-		return fail(runtime.CodeAuditTampered, exitFailed, "the audit log was altered; keep the file for investigation", "%v", err)
-	case errors.Is(err, store.ErrNotFound), errors.Is(err, runtime.ErrNotFound):
-		return fail(runtime.CodeNotFound, exitFailed, "check the name with the matching ls command (memory ls, runs ls, audit ls, grant ls)", "%v", err)
+		return fail(tool.CodeAuditTampered, exitFailed, "the audit log was altered; keep the file for investigation", "%v", err)
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, gate.ErrNotFound):
+		return fail(tool.CodeNotFound, exitFailed, "check the name with the matching ls command (memory ls, runs ls, audit ls, grant ls)", "%v", err)
 	case errors.Is(err, context.Canceled):
-		return fail(runtime.CodeUserCancelled, exitFailed, "", "cancelled")
+		return fail(tool.CodeUserCancelled, exitFailed, "", "cancelled")
 	}
 	var f *failure
 	if errors.As(err, &f) {
 		return f
 	}
-	return fail(runtime.CodeInternal, exitFailed, "run again with --log-level debug and see <home>/logs", "%v", err)
+	return fail(tool.CodeInternal, exitFailed, "run again with --log-level debug and see <home>/logs", "%v", err)
 }
 
 // writeFailure is STORE_FULL or STORE_READONLY, with a hint naming the
@@ -95,11 +96,11 @@ func writeFailure(err error) *failure {
 		dir = filepath.Dir(path)
 	}
 	if errors.Is(err, store.ErrFull) {
-		return fail(runtime.CodeStoreFull, exitFailed,
+		return fail(tool.CodeStoreFull, exitFailed,
 			fmt.Sprintf("free space on the file system holding %s (`df -h %s` shows it), then run the command again; nothing ran without its audit record", path, dir),
 			"%v", err)
 	}
-	return fail(runtime.CodeStoreReadOnly, exitFailed,
+	return fail(tool.CodeStoreReadOnly, exitFailed,
 		fmt.Sprintf("make %s writable (remount it read-write, or fix its owner and mode), or choose a writable --home; nothing ran without its audit record", dir),
 		"%v", err)
 }
@@ -112,13 +113,13 @@ func writeFailure(err error) *failure {
 func readFailure(err error, hint string) error {
 	switch {
 	case errors.Is(err, decode.ErrTooLarge):
-		return fail(runtime.CodeTooLarge, exitFailed, "shorten or split the file: warden reads a file it did not write only within a budget (a policy, sidecar or workflow: 1 MiB, 20,000 YAML tokens, 1,000 keys a mapping)", "%v", err)
+		return fail(tool.CodeTooLarge, exitFailed, "shorten or split the file: warden reads a file it did not write only within a budget (a policy, sidecar or workflow: 1 MiB, 20,000 YAML tokens, 1,000 keys a mapping)", "%v", err)
 	case errors.Is(err, decode.ErrInvalid):
-		return fail(runtime.CodeInvalidInput, exitFailed, hint, "%v", err)
+		return fail(tool.CodeInvalidInput, exitFailed, hint, "%v", err)
 	}
-	var pe *runtime.PositionError
+	var pe *gate.PositionError
 	if errors.As(err, &pe) {
-		return fail(runtime.CodeInvalidInput, exitFailed, hint, "%v", err)
+		return fail(tool.CodeInvalidInput, exitFailed, hint, "%v", err)
 	}
 	return usageErr(hint, "%v", err)
 }

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
 )
 
 // terminalApprover asks the person at the terminal. It shows the tool, the
@@ -29,13 +29,13 @@ type terminalApprover struct {
 // rememberFor is how long "allow for 1 hour" lasts.
 const rememberFor = time.Hour
 
-func (a *terminalApprover) Approve(ctx context.Context, r runtime.ApprovalRequest) (runtime.Approval, error) {
+func (a *terminalApprover) Approve(ctx context.Context, r gate.ApprovalRequest) (gate.Approval, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	key := r.Tool + "\x00" + r.Rule
 	if r.Lasting && a.always[key] {
 		fmt.Fprintf(a.out, "warden: %s approved for the rest of this run\n", printable(r.Tool))
-		return runtime.Approval{Approved: true, By: "user (rest of run)"}, nil
+		return gate.Approval{Approved: true, By: "user (rest of run)"}, nil
 	}
 	if a.r == nil {
 		a.r = bufio.NewReader(a.in)
@@ -73,15 +73,15 @@ func (a *terminalApprover) Approve(ctx context.Context, r runtime.ApprovalReques
 	select {
 	case <-ctx.Done():
 		fmt.Fprintln(a.out)
-		return runtime.Approval{}, runtime.ErrCancelled
+		return gate.Approval{}, gate.ErrCancelled
 	case ans := <-ch:
 		if ans.err != nil && ans.line == "" {
 			fmt.Fprintln(a.out)
-			return runtime.Approval{}, runtime.ErrCancelled
+			return gate.Approval{}, gate.ErrCancelled
 		}
 		switch strings.ToLower(strings.TrimSpace(ans.line)) {
 		case "y", "yes":
-			return runtime.Approval{Approved: true, By: "user"}, nil
+			return gate.Approval{Approved: true, By: "user"}, nil
 		case "a", "always":
 			if !r.Lasting {
 				break
@@ -90,13 +90,13 @@ func (a *terminalApprover) Approve(ctx context.Context, r runtime.ApprovalReques
 				a.always = map[string]bool{}
 			}
 			a.always[key] = true
-			return runtime.Approval{Approved: true, By: "user (rest of run)"}, nil
+			return gate.Approval{Approved: true, By: "user (rest of run)"}, nil
 		case "h", "hour":
 			if r.CanRemember {
-				return runtime.Approval{Approved: true, By: "user", For: rememberFor}, nil
+				return gate.Approval{Approved: true, By: "user", For: rememberFor}, nil
 			}
 		}
-		return runtime.Approval{Approved: false, By: "user"}, nil
+		return gate.Approval{Approved: false, By: "user"}, nil
 	}
 }
 

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
 )
 
 // TestTerminalApproverAnswers: yes approves once, always approves the tool
@@ -15,9 +15,9 @@ import (
 func TestTerminalApproverAnswers(t *testing.T) {
 	var out bytes.Buffer
 	a := &terminalApprover{in: strings.NewReader("y\nn\na\n"), out: &out}
-	ask := func(tool string) runtime.Approval {
+	ask := func(tool string) gate.Approval {
 		t.Helper()
-		ap, err := a.Approve(context.Background(), runtime.ApprovalRequest{Tool: tool, Principal: []string{"cli", "model"}, Args: []byte(`{}`), Lasting: true})
+		ap, err := a.Approve(context.Background(), gate.ApprovalRequest{Tool: tool, Principal: []string{"cli", "model"}, Args: []byte(`{}`), Lasting: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -44,11 +44,11 @@ func TestTerminalApproverAnswers(t *testing.T) {
 	// "always" is not offered, nor honoured, for what cannot last (words
 	// known only at run time, an untrusted policy's rule).
 	b := &terminalApprover{in: strings.NewReader("a\n"), out: &out}
-	if ap, err := b.Approve(context.Background(), runtime.ApprovalRequest{Tool: "shell"}); err != nil || ap.Approved {
+	if ap, err := b.Approve(context.Background(), gate.ApprovalRequest{Tool: "shell"}); err != nil || ap.Approved {
 		t.Errorf("always for a call that cannot last: %+v %v", ap, err)
 	}
 	// Another tool is asked about; stdin is at its end: cancelled.
-	if _, err := a.Approve(context.Background(), runtime.ApprovalRequest{Tool: "fs_remove"}); err != runtime.ErrCancelled {
+	if _, err := a.Approve(context.Background(), gate.ApprovalRequest{Tool: "fs_remove"}); err != gate.ErrCancelled {
 		t.Errorf("at EOF: %v", err)
 	}
 }

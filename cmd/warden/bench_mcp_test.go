@@ -15,7 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/urfave/cli/v2"
 
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
 )
 
 // BenchmarkMCPRoundTrip (issue 7): `system get_info` as an MCP client sees
@@ -74,7 +74,7 @@ func BenchmarkMCPRoundTrip(b *testing.B) {
 				return err
 			}
 			timed(b, func() {
-				res, err := g.Call(ctx, runtime.Request{Tool: "system", Args: json.RawMessage(args), Principal: []string{"bench"}})
+				res, err := g.Call(ctx, gate.Request{Tool: "system", Args: json.RawMessage(args), Principal: []string{"bench"}})
 				if err != nil || !res.Success {
 					b.Fatalf("%v %+v", err, res.Error)
 				}

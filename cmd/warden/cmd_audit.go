@@ -13,7 +13,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/tool"
 	"github.com/wardenrt/warden/store"
 )
 
@@ -71,7 +72,7 @@ func auditCommand() *cli.Command {
 					}
 					if err != nil {
 						if errors.Is(err, store.ErrTampered) {
-							return fail(runtime.CodeAuditTampered, exitFailed, "the log was altered after it was written; keep warden.db and audit.head for investigation",
+							return fail(tool.CodeAuditTampered, exitFailed, "the log was altered after it was written; keep warden.db and audit.head for investigation",
 								"audit log tampered: first bad record #%d: %s", rep.FirstBad, rep.Reason)
 						}
 						return err
@@ -94,7 +95,7 @@ func auditCommand() *cli.Command {
 					rep, err := st.Reanchor(ctx)
 					if err != nil {
 						if errors.Is(err, store.ErrTampered) {
-							return fail(runtime.CodeAuditTampered, exitFailed, "records themselves are altered; restore warden.db from a backup",
+							return fail(tool.CodeAuditTampered, exitFailed, "records themselves are altered; restore warden.db from a backup",
 								"cannot reanchor: first bad record #%d: %s", rep.FirstBad, rep.Reason)
 						}
 						return err
@@ -155,12 +156,12 @@ func auditLs(ctx context.Context, e *env) error {
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SEQ\tTIME\tPHASE\tTOOL\tPRINCIPAL\tDECISION\tOUTCOME")
 	for _, r := range recs {
-		var ev runtime.AuditEvent
+		var ev gate.AuditEvent
 		_ = json.Unmarshal(r.Event, &ev)
 		decision := "-"
 		if ev.Decision != nil {
 			decision = ev.Decision.Action
-			if ev.Decision.Approval != "" && ev.Decision.Approval != runtime.ApprovalNotRequired {
+			if ev.Decision.Approval != "" && ev.Decision.Approval != gate.ApprovalNotRequired {
 				decision += "/" + ev.Decision.Approval
 			}
 		}

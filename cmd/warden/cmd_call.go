@@ -12,7 +12,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/tool"
 	"github.com/wardenrt/warden/runtime/wasmtool"
 )
 
@@ -38,9 +39,9 @@ func toolsCommand() *cli.Command {
 					if s, ok := e.moduleStatus(name); ok {
 						hint = s.Reason
 					}
-					return fail(runtime.CodeUnknownTool, exitFailed, hint, "no tool named %q", name)
+					return fail(tool.CodeUnknownTool, exitFailed, hint, "no tool named %q", name)
 				}
-				specs = []runtime.Spec{t.Spec()}
+				specs = []tool.Spec{t.Spec()}
 			}
 			if e.json {
 				type toolJSON struct {
@@ -96,7 +97,7 @@ func toolsCommand() *cli.Command {
 }
 
 // capNames lists a spec's capability kinds.
-func capNames(s runtime.Spec) []string {
+func capNames(s tool.Spec) []string {
 	caps := make([]string, len(s.Capabilities))
 	for i, k := range s.Capabilities {
 		caps[i] = string(k)
@@ -105,7 +106,7 @@ func capNames(s runtime.Spec) []string {
 }
 
 // source says where a tool comes from: core, or wasm:MODULE.
-func source(s runtime.Spec) string {
+func source(s tool.Spec) string {
 	if s.Wasm != "" {
 		return "wasm:" + s.Wasm
 	}
@@ -147,11 +148,11 @@ func callCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			res, err := g.Call(ctx, runtime.Request{Tool: name, Args: args, Principal: []string{"cli"}})
+			res, err := g.Call(ctx, gate.Request{Tool: name, Args: args, Principal: []string{"cli"}})
 			if err != nil {
 				return err
 			}
-			if !res.Success && res.Error != nil && res.Error.Code == runtime.CodeUnknownTool {
+			if !res.Success && res.Error != nil && res.Error.Code == tool.CodeUnknownTool {
 				// A wasm module that provides the tool but is not loaded
 				// (changed, unapproved, colliding) says why and what to do.
 				if s, ok := e.moduleStatus(name); ok {
@@ -166,7 +167,7 @@ func callCommand() *cli.Command {
 // buildArgs merges --args and -a key=value pairs into one JSON object.
 // Pairs are added textually after the --args object so that the strict
 // decoder still sees (and refuses) duplicate keys.
-func buildArgs(reg *runtime.Registry, tool, argsJSON string, pairs []string) (json.RawMessage, error) {
+func buildArgs(reg *gate.Registry, tool, argsJSON string, pairs []string) (json.RawMessage, error) {
 	if len(pairs) == 0 {
 		return json.RawMessage(argsJSON), nil
 	}
@@ -220,7 +221,7 @@ func buildArgs(reg *runtime.Registry, tool, argsJSON string, pairs []string) (js
 
 // printResult prints an envelope (always as JSON: it is the result) and turns
 // a failed call into the matching exit status.
-func (e *env) printResult(res runtime.Result) error {
+func (e *env) printResult(res tool.Result) error {
 	res.Error = cliError(res.Error)
 	if err := e.printJSON(res); err != nil {
 		return err
@@ -247,5 +248,5 @@ func readArgsFile(e *env, name string) ([]byte, error) {
 		defer f.Close()
 		r = f
 	}
-	return io.ReadAll(io.LimitReader(r, runtime.MaxArgsBytes+1))
+	return io.ReadAll(io.LimitReader(r, tool.MaxArgsBytes+1))
 }

@@ -9,8 +9,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // grant add | ls | rm: grants remembered in the store with an expiry, for
@@ -40,8 +41,8 @@ func grantCommand() *cli.Command {
 						return usageErr("see README \"Capabilities\" for the grammar", "%v", err)
 					}
 					d := e.c.Duration("for")
-					if d <= 0 || d > runtime.MaxTimedGrant {
-						return usageErr("say how long with --for (e.g. --for 8h; at most 720h)", "grant add needs --for between 1s and %s", runtime.MaxTimedGrant)
+					if d <= 0 || d > gate.MaxTimedGrant {
+						return usageErr("say how long with --for (e.g. --for 8h; at most 720h)", "grant add needs --for between 1s and %s", gate.MaxTimedGrant)
 					}
 					ws := e.workspace
 					if dir := e.c.String("workspace"); dir != "" {
@@ -52,22 +53,22 @@ func grantCommand() *cli.Command {
 							return usageErr("name an existing directory", "--workspace: %v", err)
 						}
 					}
-					tool := e.c.String("tool")
-					if tool != "" {
+					toolName := e.c.String("tool")
+					if toolName != "" {
 						reg, err := e.registry()
 						if err != nil {
 							return err
 						}
-						if !reg.Has(tool) {
-							return usageErr("name a tool as `warden tools` lists it", "--tool %q: no such tool", tool)
+						if !reg.Has(toolName) {
+							return usageErr("name a tool as `warden tools` lists it", "--tool %q: no such tool", toolName)
 						}
-						tool = reg.Names(tool)[0] // an alias stands for its tool
+						toolName = reg.Names(toolName)[0] // an alias stands for its tool
 					}
 					if why := g.Broad(); why != "" {
 						fmt.Fprintf(e.stderr, "warden: warning: %s: %s\n", g, why)
 					}
 					now := time.Now().UTC()
-					t := runtime.TimedGrant{ID: "g-" + runtime.NewID(), Kind: runtime.TimedGrantKind, Grant: g.String(), Tool: tool,
+					t := gate.TimedGrant{ID: "g-" + tool.NewID(), Kind: gate.TimedGrantKind, Grant: g.String(), Tool: toolName,
 						Workspace: ws, Added: now, Expires: now.Add(d), By: grantOwner()}
 					if err := e.audit(ctx, "grant.add", t); err != nil {
 						return err
@@ -91,7 +92,7 @@ func grantCommand() *cli.Command {
 						return err
 					}
 					now := time.Now()
-					live := []runtime.TimedGrant{}
+					live := []gate.TimedGrant{}
 					for _, t := range all {
 						if now.Before(t.Expires) {
 							live = append(live, t)
@@ -100,7 +101,7 @@ func grantCommand() *cli.Command {
 						// Expired: removed, and on the record (once: another
 						// process may have done both).
 						if err := (lazyStore{open: e.store}).DeleteGrant(ctx, t.ID); err == nil {
-							if err := e.auditAs(ctx, []string{"warden"}, runtime.PhaseAdmin, "grant", map[string]string{"id": t.ID, "expired": t.String()}); err != nil {
+							if err := e.auditAs(ctx, []string{"warden"}, gate.PhaseAdmin, "grant", map[string]string{"id": t.ID, "expired": t.String()}); err != nil {
 								return err
 							}
 						}
@@ -140,8 +141,8 @@ func grantCommand() *cli.Command {
 }
 
 // describeGrant renders a remembered grant or approval in a few words.
-func describeGrant(t runtime.TimedGrant) string {
-	if t.Kind == runtime.TimedApprovalKind {
+func describeGrant(t gate.TimedGrant) string {
+	if t.Kind == gate.TimedApprovalKind {
 		return "approval of " + t.Tool
 	}
 	if t.Tool != "" {

@@ -17,7 +17,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/urfave/cli/v2"
 
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // envMCPToken names the environment variable that holds the HTTP bearer
@@ -90,7 +91,7 @@ func mcpCommand() *cli.Command {
 						return usageErr("", "--max-request-bytes must be positive")
 					}
 					if err := m.s.Run(ctx, &mcp.StdioTransport{MaxLineLength: int(maxLine)}); err != nil && ctx.Err() == nil {
-						return fail(runtime.CodeInternal, exitFailed, "", "mcp: %v", err)
+						return fail(tool.CodeInternal, exitFailed, "", "mcp: %v", err)
 					}
 					return nil
 				}),
@@ -104,18 +105,18 @@ func mcpCommand() *cli.Command {
 // overrides — auto only when given on the command line, never from
 // WARDEN_APPROVE, and the policy's auto does not apply: the terminal is
 // not the person's, and every client would get every approval.
-func mcpApprovalMode(flag string, p *runtime.Policy) (runtime.ApprovalMode, error) {
+func mcpApprovalMode(flag string, p *gate.Policy) (tool.ApprovalMode, error) {
 	if flag == "" {
-		if p.Approval == runtime.ApproveNever {
-			return runtime.ApproveNever, nil
+		if p.Approval == tool.ApproveNever {
+			return tool.ApproveNever, nil
 		}
-		return runtime.ApproveAsk, nil
+		return tool.ApproveAsk, nil
 	}
-	m, err := runtime.ParseApprovalMode(flag)
+	m, err := tool.ParseApprovalMode(flag)
 	if err != nil {
 		return "", usageErr("", "--approve: %v", err)
 	}
-	if m == runtime.ApproveAuto && os.Getenv("WARDEN_APPROVE") != "" {
+	if m == tool.ApproveAuto && os.Getenv("WARDEN_APPROVE") != "" {
 		return "", usageErr("unset WARDEN_APPROVE and give --approve auto on the command line",
 			"mcp serve takes --approve auto only from its command line, and WARDEN_APPROVE is set")
 	}
@@ -213,7 +214,7 @@ func (s *mcpHTTP) serve(ctx context.Context, m *mcpServer) error {
 	go func() { done <- hs.Serve(s.ln) }()
 	select {
 	case err := <-done:
-		return fail(runtime.CodeInternal, exitFailed, "", "mcp: %v", err)
+		return fail(tool.CodeInternal, exitFailed, "", "mcp: %v", err)
 	case <-ctx.Done():
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

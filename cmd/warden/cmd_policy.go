@@ -8,8 +8,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/decode"
+	"github.com/wardenrt/warden/runtime/gate"
 )
 
 func policyCommand() *cli.Command {
@@ -25,11 +25,11 @@ func policyCommand() *cli.Command {
 						return usageErr("usage: warden policy check FILE", "policy check needs one file")
 					}
 					file := e.c.Args().First()
-					data, err := decode.ReadFile(file, runtime.MaxPolicyBytes)
+					data, err := decode.ReadFile(file, gate.MaxPolicyBytes)
 					if err != nil {
 						return readFailure(err, "check the path")
 					}
-					p, err := runtime.ParsePolicy(file, data)
+					p, err := gate.ParsePolicy(file, data)
 					if err != nil {
 						return policyProblems(e, file, err)
 					}
@@ -70,7 +70,7 @@ func policyCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					x := g.Explain(runtime.Request{Tool: e.c.Args().First(), Args: []byte(e.c.String("args")), Principal: []string{"cli"}})
+					x := g.Explain(gate.Request{Tool: e.c.Args().First(), Args: []byte(e.c.String("args")), Principal: []string{"cli"}})
 					x.Error = cliError(x.Error)
 					for i, n := range x.Needs {
 						if n.GrantedBy == "" && n.Grant != "" {
@@ -80,7 +80,7 @@ func policyCommand() *cli.Command {
 					trust := policyTrustLine(pf)
 					if e.json {
 						return e.printJSON(struct {
-							runtime.Explanation
+							gate.Explanation
 							Trust string `json:"trust"`
 						}{x, trust})
 					}
@@ -125,11 +125,11 @@ func policyCommand() *cli.Command {
 				Name: "default", Usage: "print the built-in default policy", Flags: []cli.Flag{jsonFlag},
 				Action: func(c *cli.Context) error {
 					if wantJSON(c) {
-						p := runtime.DefaultPolicy()
+						p := gate.DefaultPolicy()
 						e := &env{stdout: c.App.Writer}
-						return e.printJSON(map[string]any{"source": p.Source, "grants": p.Grants, "rules": p.Rules, "yaml": runtime.DefaultPolicyYAML()})
+						return e.printJSON(map[string]any{"source": p.Source, "grants": p.Grants, "rules": p.Rules, "yaml": gate.DefaultPolicyYAML()})
 					}
-					_, err := fmt.Fprint(c.App.Writer, runtime.DefaultPolicyYAML())
+					_, err := fmt.Fprint(c.App.Writer, gate.DefaultPolicyYAML())
 					return err
 				},
 			},
@@ -139,19 +139,19 @@ func policyCommand() *cli.Command {
 }
 
 // policyTrustLine says which policy is in force and whether it is trusted.
-func policyTrustLine(pf *runtime.PolicyInForce) string {
+func policyTrustLine(pf *gate.PolicyInForce) string {
 	switch pf.State {
-	case runtime.TrustExplicit:
+	case gate.TrustExplicit:
 		return "trusted: named by you (--policy or WARDEN_POLICY)"
-	case runtime.TrustTrusted:
+	case gate.TrustTrusted:
 		return fmt.Sprintf("trusted: the workspace policy %s, unchanged since you trusted it (sha256 %s)", pf.File, pf.SHA256[:16])
-	case runtime.TrustHome:
+	case gate.TrustHome:
 		return "trusted: your home policy " + pf.File
-	case runtime.TrustBuiltIn:
+	case gate.TrustBuiltIn:
 		return "trusted: the built-in default"
-	case runtime.TrustMissing:
+	case gate.TrustMissing:
 		return fmt.Sprintf("the workspace policy %s you trusted is gone; what it said still narrows %s (warden policy untrust %s)", pf.File, pf.Policy.Source, shellWord(pf.File))
-	case runtime.TrustChanged:
+	case gate.TrustChanged:
 		return fmt.Sprintf("NOT trusted: the workspace policy %s changed since you trusted it; it only narrows %s (warden policy trust %s)", pf.File, pf.Base.Source, shellWord(pf.File))
 	}
 	return fmt.Sprintf("NOT trusted: the workspace policy %s only narrows %s (warden policy trust %s)", pf.File, pf.Base.Source, shellWord(pf.File))
@@ -162,7 +162,7 @@ func unjoin(err error) []error {
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		return j.Unwrap()
 	}
-	var pe *runtime.PolicyError
+	var pe *gate.PolicyError
 	if errors.As(err, &pe) {
 		return []error{pe}
 	}

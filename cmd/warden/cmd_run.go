@@ -12,9 +12,9 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
 
-	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/agent"
 	"github.com/wardenrt/warden/runtime/decode"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // openAIDefaultBase and openAIDefaultModel apply when only OPENAI_API_KEY
@@ -55,7 +55,7 @@ func runCommand() *cli.Command {
 			cfg.Stream = !e.c.Bool("no-stream")
 			model, err := agent.NewOpenAI(cfg)
 			if err != nil {
-				return fail(runtime.CodeLLMError, exitUsage, runtime.AsError(err).Hint, "%s", runtime.AsError(err).Message)
+				return fail(tool.CodeLLMError, exitUsage, tool.AsError(err).Hint, "%s", tool.AsError(err).Message)
 			}
 			var system string
 			if f := e.c.String("system"); f != "" {
@@ -90,15 +90,15 @@ func runCommand() *cli.Command {
 				Gate: g, Model: model, Task: task, ModelName: cfg.Model, Endpoint: model.Host(),
 				Tools: tools, MaxSteps: e.c.Int("max-steps"), MaxCallsPerTurn: e.c.Int("max-calls-per-turn"),
 				TokenBudget: e.c.Int("token-budget"), System: system, Principal: []string{"cli"},
-				RunID: runtime.NewID(), Runs: st, Artifacts: mem, Memory: mem, Redactor: e.redactor,
+				RunID: tool.NewID(), Runs: st, Artifacts: mem, Memory: mem, Redactor: e.redactor,
 				Events: view.event,
 			}
 			fmt.Fprintf(e.stderr, "warden: run %s on %s (%s); Ctrl-C cancels\n", o.RunID, cfg.Model, model.Host())
 			rec, err := agent.Run(ctx, o)
 			view.stop()
 			if err != nil {
-				var rerr *runtime.Error
-				if rerr = runtime.AsError(err); rerr != nil {
+				var rerr *tool.Error
+				if rerr = tool.AsError(err); rerr != nil {
 					return fail(rerr.Code, exitUsage, cliHint(rerr), "%s", rerr.Message)
 				}
 				return err
@@ -113,12 +113,12 @@ func runCommand() *cli.Command {
 			if rec.Status == agent.StatusSucceeded {
 				return nil
 			}
-			code, hint, msg := runtime.CodeLLMError, "", "the run "+rec.Status
+			code, hint, msg := tool.CodeLLMError, "", "the run "+rec.Status
 			if rec.Error != nil {
 				code, hint, msg = rec.Error.Code, cliHint(rec.Error), rec.Error.Message
 			}
 			if rec.Status == agent.StatusCancelled {
-				code, hint, msg = runtime.CodeUserCancelled, "", "the run was cancelled; its record is kept"
+				code, hint, msg = tool.CodeUserCancelled, "", "the run was cancelled; its record is kept"
 			}
 			return fail(code, exitFailed, hint, "%s", msg)
 		}),
@@ -130,7 +130,7 @@ func runCommand() *cli.Command {
 func (e *env) modelConfig() (agent.OpenAIConfig, error) {
 	base, key := os.Getenv("OPENAI_BASE_URL"), os.Getenv("OPENAI_API_KEY")
 	if base == "" && key == "" {
-		return agent.OpenAIConfig{}, fail(runtime.CodeLLMError, exitUsage,
+		return agent.OpenAIConfig{}, fail(tool.CodeLLMError, exitUsage,
 			"set OPENAI_API_KEY for OpenAI, or OPENAI_BASE_URL for an OpenAI-compatible server (Ollama: http://127.0.0.1:11434/v1)",
 			"no model is configured")
 	}

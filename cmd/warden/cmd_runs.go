@@ -14,9 +14,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/agent"
 	"github.com/wardenrt/warden/runtime/redact"
+	"github.com/wardenrt/warden/runtime/tool"
 	"github.com/wardenrt/warden/runtime/workflow"
 	"github.com/wardenrt/warden/store"
 )
@@ -83,14 +83,14 @@ func runsCommand() *cli.Command {
 					if runKind(doc) == "workflow" {
 						var wr workflow.Record
 						if err := json.Unmarshal(doc, &wr); err != nil {
-							return fail(runtime.CodeStoreCorrupt, exitFailed, "", "run %s: %v", e.c.Args().First(), err)
+							return fail(tool.CodeStoreCorrupt, exitFailed, "", "run %s: %v", e.c.Args().First(), err)
 						}
 						showWorkflowRun(e.stdout, &wr)
 						return nil
 					}
 					var rec agent.Record
 					if err := json.Unmarshal(doc, &rec); err != nil {
-						return fail(runtime.CodeStoreCorrupt, exitFailed, "", "run %s: %v", e.c.Args().First(), err)
+						return fail(tool.CodeStoreCorrupt, exitFailed, "", "run %s: %v", e.c.Args().First(), err)
 					}
 					showRun(e.stdout, &rec)
 					return nil
@@ -138,7 +138,7 @@ func runsCommand() *cli.Command {
 					}
 					var rec agent.Record
 					if err := json.Unmarshal(doc, &rec); err != nil {
-						return fail(runtime.CodeStoreCorrupt, exitFailed, "", "run %s: %v", e.c.Args().First(), err)
+						return fail(tool.CodeStoreCorrupt, exitFailed, "", "run %s: %v", e.c.Args().First(), err)
 					}
 					if len(rec.Responses) == 0 {
 						return usageErr("only agent runs (warden run) record model answers", "run %s has no recorded model answers to replay", rec.ID)
@@ -151,7 +151,7 @@ func runsCommand() *cli.Command {
 					defer view.stop()
 					mem := lazyStore{open: e.store}
 					out, err := agent.Replay(ctx, &rec, agent.Options{
-						Gate: g, DryRun: !e.c.Bool("live"), Principal: []string{"cli", "replay"}, RunID: runtime.NewID(),
+						Gate: g, DryRun: !e.c.Bool("live"), Principal: []string{"cli", "replay"}, RunID: tool.NewID(),
 						Runs: st, Artifacts: mem, Memory: mem, Redactor: e.redactor, Events: view.event,
 					})
 					view.stop()
@@ -169,7 +169,7 @@ func runsCommand() *cli.Command {
 						}
 					}
 					if len(out.Diffs) > 0 {
-						return fail(runtime.CodeToolError, exitFailed, "see `warden runs show "+out.ID+"`", "the replay differs from run %s in %d place(s)", rec.ID, len(out.Diffs))
+						return fail(tool.CodeToolError, exitFailed, "see `warden runs show "+out.ID+"`", "the replay differs from run %s in %d place(s)", rec.ID, len(out.Diffs))
 					}
 					return nil
 				}),

@@ -8,8 +8,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/wardenrt/warden/builtin"
-	wruntime "github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/sandbox"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 func sandboxCommand() *cli.Command {
@@ -88,10 +88,10 @@ func sandboxCommand() *cli.Command {
 					}
 					fmt.Fprintf(e.stdout, "require_sandbox: %v (%s)\n", p.RequireSandbox, p.Source)
 					if probe.Error != "" {
-						return fail(wruntime.CodeInternal, exitFailed, "see the message above; run with --log-level debug", "the sandbox probe failed")
+						return fail(tool.CodeInternal, exitFailed, "see the message above; run with --log-level debug", "the sandbox probe failed")
 					}
 					if p.RequireSandbox && !s.Full() {
-						return fail(wruntime.CodePolicyDenied, exitDenied, "programs will be refused: the policy requires a sandbox this machine does not give",
+						return fail(tool.CodePolicyDenied, exitDenied, "programs will be refused: the policy requires a sandbox this machine does not give",
 							"require_sandbox is set and the level here is %s", s.Level())
 					}
 					return nil

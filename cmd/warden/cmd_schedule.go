@@ -14,8 +14,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
 	"github.com/wardenrt/warden/runtime/schedule"
+	"github.com/wardenrt/warden/runtime/tool"
 	"github.com/wardenrt/warden/runtime/workflow"
 	"github.com/wardenrt/warden/store/postgres"
 )
@@ -233,7 +234,7 @@ func scheduleCommand() *cli.Command {
 					runID, err := s.StartRun(ctx, id, time.Now(), false)
 					if err != nil {
 						if errors.Is(err, schedule.ErrBusy) {
-							return fail(runtime.CodeToolError, exitFailed, "wait for it, or see `warden schedule show "+id+"`", "%s: %v", id, err)
+							return fail(tool.CodeToolError, exitFailed, "wait for it, or see `warden schedule show "+id+"`", "%s: %v", id, err)
 						}
 						return jobNotFound(id, err)
 					}
@@ -246,11 +247,11 @@ func scheduleCommand() *cli.Command {
 						return e.printJSON(j.Last)
 					}
 					fmt.Fprintf(e.stderr, "warden: job %s %s (run %s) — `warden runs show %s`\n", id, j.Last.Status, runID, runID)
-					if j.Last.Status != runtime.RunSucceeded {
+					if j.Last.Status != gate.RunSucceeded {
 						if le := j.Last.Error; le != nil {
 							return fail(le.Code, exitFailed, le.Hint, "%s", le.Message)
 						}
-						return fail(runtime.CodeToolError, exitFailed, "", "the run %s", j.Last.Status)
+						return fail(tool.CodeToolError, exitFailed, "", "the run %s", j.Last.Status)
 					}
 					return nil
 				}),
@@ -275,7 +276,7 @@ func scheduleCommand() *cli.Command {
 					if err != nil {
 						return usageErr("", "%v", err)
 					}
-					sum := runtime.SHA256Hex(data)
+					sum := gate.SHA256Hex(data)
 					if sum == j.Digest {
 						if e.json {
 							return e.printJSON(map[string]any{"job": id, "workflow": j.Workflow, "sha256": sum, "grants": orEmpty(j.Grants), "unchanged": true})
@@ -302,7 +303,7 @@ func scheduleCommand() *cli.Command {
 							return usageErr("", "%v", err)
 						}
 						if len(wider) > 0 {
-							return fail(runtime.CodeCapabilityDenied, exitDenied, "add them to the policy in force ("+g.Policy().Source+"), then approve again",
+							return fail(tool.CodeCapabilityDenied, exitDenied, "add them to the policy in force ("+g.Policy().Source+"), then approve again",
 								"the workflow now needs grants the policy does not give: %s", strings.Join(wider, ", "))
 						}
 						fmt.Fprintf(e.stderr, "grants: %s → %s\n", strings.Join(j.Grants, ", "), strings.Join(grants, ", "))
@@ -328,8 +329,8 @@ func scheduleCommand() *cli.Command {
 }
 
 func jobNotFound(id string, err error) error {
-	if errors.Is(err, runtime.ErrNotFound) {
-		return fail(runtime.CodeNotFound, exitFailed, "see `warden schedule ls`", "no job named %s", id)
+	if errors.Is(err, gate.ErrNotFound) {
+		return fail(tool.CodeNotFound, exitFailed, "see `warden schedule ls`", "no job named %s", id)
 	}
 	return err
 }
@@ -341,12 +342,12 @@ func (e *env) confirm(question string, yes bool) error {
 	}
 	tty := e.terminal()
 	if tty == nil {
-		return fail(runtime.CodeApprovalRequired, exitDenied, "run it on a terminal, or pass --yes once you have read it", "this needs your answer and there is no terminal to ask")
+		return fail(tool.CodeApprovalRequired, exitDenied, "run it on a terminal, or pass --yes once you have read it", "this needs your answer and there is no terminal to ask")
 	}
 	fmt.Fprint(e.stderr, question+" [y/N]: ")
 	line, _ := bufio.NewReader(tty).ReadString('\n')
 	if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
-		return fail(runtime.CodeUserRejected, exitDenied, "", "not done")
+		return fail(tool.CodeUserRejected, exitDenied, "", "not done")
 	}
 	return nil
 }
@@ -404,8 +405,8 @@ func scheduleAdd(ctx context.Context, e *env) error {
 	}
 	j, err := schedule.Prepare(req, e.workspace, []string{"cli", "owner"}, held, time.Now(), workflowOptions(g.Registry()))
 	if err != nil {
-		if re := runtime.AsError(err); re != nil {
-			if re.Code == runtime.CodeCapabilityDenied {
+		if re := tool.AsError(err); re != nil {
+			if re.Code == tool.CodeCapabilityDenied {
 				re.Hint = "add them to the policy in force (" + g.Policy().Source + "): a job runs with its grants ∩ the policy when it runs"
 			}
 			exit := exitFailed
@@ -418,7 +419,7 @@ func scheduleAdd(ctx context.Context, e *env) error {
 	}
 	if req.OnFailure != nil && req.OnFailure.Tool != "" {
 		if err := g.Registry().CheckArgs(req.OnFailure.Tool, req.OnFailure.Args); err != nil {
-			re := runtime.AsError(err)
+			re := tool.AsError(err)
 			return fail(re.Code, exitUsage, re.Hint, "--on-failure-tool: %s", re.Message)
 		}
 	}
@@ -434,7 +435,7 @@ func scheduleAdd(ctx context.Context, e *env) error {
 		return err
 	}
 	if err := (lazyStore{open: e.store}).CreateJob(ctx, j); err != nil {
-		return fail(runtime.CodeAlreadyExists, exitFailed, "choose another name, or `warden schedule rm "+j.ID+"` first", "%v", err)
+		return fail(tool.CodeAlreadyExists, exitFailed, "choose another name, or `warden schedule rm "+j.ID+"` first", "%v", err)
 	}
 	if e.json {
 		return e.printJSON(j)
@@ -462,7 +463,7 @@ func (e *env) scheduler(ctx context.Context) (*schedule.Scheduler, error) {
 	return schedule.New(schedule.Options{
 		Store: lazyStore{open: e.store}, Run: e.runJob, Notify: e.notifyJob, Self: self, Alive: processAlive,
 		Leases: leases, Lease: lease,
-		Record: func(ctx context.Context, ev runtime.AuditEvent) error {
+		Record: func(ctx context.Context, ev gate.AuditEvent) error {
 			body, err := json.Marshal(ev)
 			if err != nil {
 				return err

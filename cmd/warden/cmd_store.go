@@ -12,7 +12,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/tool"
 	"github.com/wardenrt/warden/store"
 	"github.com/wardenrt/warden/store/postgres"
 )
@@ -280,10 +280,10 @@ func storeCopy(ctx context.Context, e *env) error {
 	})
 	if err != nil {
 		if errors.Is(err, store.ErrTampered) {
-			return fail(runtime.CodeAuditTampered, exitFailed, "run `warden audit verify` on the source; nothing unverified is copied", "%v", err)
+			return fail(tool.CodeAuditTampered, exitFailed, "run `warden audit verify` on the source; nothing unverified is copied", "%v", err)
 		}
 		if errors.Is(err, store.ErrInvalid) {
-			return fail(runtime.CodeInvalidInput, exitFailed, "copy into a new database (warden store migrate creates its schema)", "%v", err)
+			return fail(tool.CodeInvalidInput, exitFailed, "copy into a new database (warden store migrate creates its schema)", "%v", err)
 		}
 		return err
 	}

@@ -18,9 +18,10 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
 	"github.com/wardenrt/warden/runtime/decode"
+	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/tool"
 	"github.com/wardenrt/warden/runtime/wasmtool"
 	"github.com/wardenrt/warden/store"
 )
@@ -227,7 +228,7 @@ func toolCommand() *cli.Command {
 
 // toolHost opens the wasm tool host and builds the core registry, whose
 // names a module's tools must not take.
-func (e *env) toolHost() (*wasmtool.Host, *runtime.Registry, error) {
+func (e *env) toolHost() (*wasmtool.Host, *gate.Registry, error) {
 	core, err := e.coreRegistry()
 	if err != nil {
 		return nil, nil, err
@@ -254,25 +255,25 @@ func toolFailure(err error) error {
 	switch {
 	case isStoreError(err):
 		return storeFailure(err)
-	case errors.Is(err, runtime.ErrNotFound), errors.Is(err, store.ErrNotFound):
-		return fail(runtime.CodeNotFound, exitFailed, "list the modules with `warden tool ls`", "%v", err)
+	case errors.Is(err, gate.ErrNotFound), errors.Is(err, store.ErrNotFound):
+		return fail(tool.CodeNotFound, exitFailed, "list the modules with `warden tool ls`", "%v", err)
 	}
 	// wasmtool has no sentinel for these; its messages are stable.
 	if msg := err.Error(); strings.Contains(msg, "is already installed") || strings.Contains(msg, "already exists in") {
-		return fail(runtime.CodeAlreadyExists, exitFailed, "", "%v", err)
+		return fail(tool.CodeAlreadyExists, exitFailed, "", "%v", err)
 	}
 	var pe *fs.PathError
 	if errors.As(err, &pe) && !errors.Is(err, fs.ErrNotExist) {
-		return fail(runtime.CodeInternal, exitFailed, "check the permissions of <home>/tools", "%v", err)
+		return fail(tool.CodeInternal, exitFailed, "check the permissions of <home>/tools", "%v", err)
 	}
-	var rerr *runtime.Error
-	if errors.As(err, &rerr) && rerr.Code != runtime.CodeInvalidInput {
+	var rerr *tool.Error
+	if errors.As(err, &rerr) && rerr.Code != tool.CodeInvalidInput {
 		return fail(rerr.Code, exitFailed, cliHint(rerr), "%v", err)
 	}
 	if errors.Is(err, decode.ErrTooLarge) {
 		return readFailure(err, "")
 	}
-	return fail(runtime.CodeInvalidInput, exitUsage, "", "%v", err)
+	return fail(tool.CodeInvalidInput, exitUsage, "", "%v", err)
 }
 
 // checkGrants parses grants for a module, warning about broad ones.
@@ -351,9 +352,9 @@ func installModule(ctx context.Context, e *env, file, builtFrom string) error {
 			if exists.DroppedIn {
 				hint = "review the dropped-in module with `warden tool approve " + exists.Module + "`, or " + hint
 			}
-			return fail(runtime.CodeAlreadyExists, exitFailed, hint, "%v", err)
+			return fail(tool.CodeAlreadyExists, exitFailed, hint, "%v", err)
 		case errors.As(err, &badName) && badName.Fix != "":
-			return fail(runtime.CodeInvalidInput, exitUsage, "name it: "+rerun+" --name "+badName.Fix+withNaming(naming), "%v", err)
+			return fail(tool.CodeInvalidInput, exitUsage, "name it: "+rerun+" --name "+badName.Fix+withNaming(naming), "%v", err)
 		}
 		if n := e.c.String("name"); n != "" {
 			rerun += " --name " + shellQuote(n)
@@ -499,7 +500,7 @@ func approveModule(ctx context.Context, e *env, name string) error {
 					return err
 				}
 			}
-			return fail(runtime.CodeApprovalRequired, exitDenied, "review the difference above, then run `warden tool approve "+name+" --yes`",
+			return fail(tool.CodeApprovalRequired, exitDenied, "review the difference above, then run `warden tool approve "+name+" --yes`",
 				"approving module %s needs a person's confirmation and stdin is not a terminal", name)
 		}
 		ok, err := confirm(ctx, tty, e.stderr, fmt.Sprintf("Approve module %s as shown? [y/N] ", name))
@@ -507,7 +508,7 @@ func approveModule(ctx context.Context, e *env, name string) error {
 			return err
 		}
 		if !ok {
-			return fail(runtime.CodeUserRejected, exitDenied, "", "module %s not approved", name)
+			return fail(tool.CodeUserRejected, exitDenied, "", "module %s not approved", name)
 		}
 	}
 	p, err := h.Approve(ctx, name, ch.New, approvedBy, core.Has)
@@ -555,11 +556,11 @@ func confirm(ctx context.Context, in io.Reader, out io.Writer, question string) 
 	select {
 	case <-ctx.Done():
 		fmt.Fprintln(out)
-		return false, fail(runtime.CodeUserCancelled, exitFailed, "", "cancelled")
+		return false, fail(tool.CodeUserCancelled, exitFailed, "", "cancelled")
 	case a := <-ch:
 		if a.err != nil && a.line == "" {
 			fmt.Fprintln(out)
-			return false, fail(runtime.CodeUserCancelled, exitFailed, "", "no answer")
+			return false, fail(tool.CodeUserCancelled, exitFailed, "", "no answer")
 		}
 		switch strings.ToLower(strings.TrimSpace(a.line)) {
 		case "y", "yes":
@@ -668,7 +669,7 @@ func buildModule(ctx context.Context, e *env, dir string) error {
 	}
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		return fail(runtime.CodeCommandNotFound, exitFailed, "install Go 1.24 or newer (https://go.dev/dl/) and put it on PATH", "tool build needs the go command: %v", err)
+		return fail(tool.CodeCommandNotFound, exitFailed, "install Go 1.24 or newer (https://go.dev/dl/) and put it on PATH", "tool build needs the go command: %v", err)
 	}
 	sidecars, _ := filepath.Glob(filepath.Join(abs, "*.tool.yaml"))
 	if len(sidecars) > 1 {
@@ -690,7 +691,7 @@ func buildModule(ctx context.Context, e *env, dir string) error {
 			command = true
 		}
 	}
-	if !runtime.ValidToolName(name) {
+	if !gate.ValidToolName(name) {
 		name = "tool"
 	}
 	tmp, err := os.MkdirTemp("", "warden-build-*")
@@ -712,7 +713,7 @@ func buildModule(ctx context.Context, e *env, dir string) error {
 			return storeFailure(ctx.Err())
 		}
 		e.stderr.Write(b)
-		return fail(runtime.CodeCommandFailed, exitFailed, "fix the errors go build printed above",
+		return fail(tool.CodeCommandFailed, exitFailed, "fix the errors go build printed above",
 			"GOOS=wasip1 GOARCH=wasm go %s in %s: %v", strings.Join(args, " "), dir, err)
 	}
 	if sidecar != nil {

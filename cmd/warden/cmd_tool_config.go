@@ -11,7 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/tool"
 	"github.com/wardenrt/warden/runtime/wasmtool"
 )
 
@@ -140,7 +140,7 @@ func namingFailure(err error, rerun string) error {
 		if ce.Fix != nil {
 			hint = "rename the module's tools: " + rerun + " " + wasmtool.NamingFlags(*ce.Fix)
 		}
-		return fail(runtime.CodeInvalidInput, exitUsage, hint, "%v", err)
+		return fail(tool.CodeInvalidInput, exitUsage, hint, "%v", err)
 	}
 	var ne *wasmtool.ToolNameError
 	if errors.As(err, &ne) {
@@ -148,7 +148,7 @@ func namingFailure(err error, rerun string) error {
 		if ne.Fix != nil {
 			hint = "rename it: " + rerun + " " + wasmtool.NamingFlags(*ne.Fix)
 		}
-		return fail(runtime.CodeInvalidInput, exitUsage, hint, "%v", err)
+		return fail(tool.CodeInvalidInput, exitUsage, hint, "%v", err)
 	}
 	return toolFailure(err)
 }

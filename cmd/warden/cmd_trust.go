@@ -13,7 +13,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/wardenrt/warden/internal/unidiff"
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/tool"
 	"github.com/wardenrt/warden/store"
 )
 
@@ -51,7 +52,7 @@ func policyTrustCommands() []*cli.Command {
 				}
 				if err := st.DeleteTrust(ctx, trustKey(file)); err != nil {
 					if errors.Is(err, store.ErrNotFound) {
-						return fail(runtime.CodeNotFound, exitFailed, "see `warden policy trust --list`", "%s is not trusted", file)
+						return fail(tool.CodeNotFound, exitFailed, "see `warden policy trust --list`", "%s is not trusted", file)
 					}
 					return err
 				}
@@ -80,11 +81,11 @@ func policyTrustCommands() []*cli.Command {
 						return usageErr("name a policy file", "the built-in default policy is in force; it has no tests")
 					}
 				}
-				data, err := runtime.ReadPolicyFile(file)
+				data, err := gate.ReadPolicyFile(file)
 				if err != nil {
 					return usageErr("check the path", "%v", err)
 				}
-				p, err := runtime.ParsePolicy(file, data)
+				p, err := gate.ParsePolicy(file, data)
 				if err != nil {
 					return policyProblems(e, file, err)
 				}
@@ -101,9 +102,9 @@ func policyFileArg(e *env) (string, error) {
 	}
 	file := e.c.Args().First()
 	if file == "" {
-		return runtime.CanonicalPolicyPath(e.policyFiles().Workspace), nil
+		return gate.CanonicalPolicyPath(e.policyFiles().Workspace), nil
 	}
-	return runtime.CanonicalPolicyPath(file), nil
+	return gate.CanonicalPolicyPath(file), nil
 }
 
 func trustPolicy(ctx context.Context, e *env) error {
@@ -111,15 +112,15 @@ func trustPolicy(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	data, err := runtime.ReadPolicyFile(file)
+	data, err := gate.ReadPolicyFile(file)
 	if err != nil {
 		return usageErr("write the policy first, or name it", "%v", err)
 	}
-	p, err := runtime.ParsePolicy(file, data)
+	p, err := gate.ParsePolicy(file, data)
 	if err != nil {
 		return policyProblems(e, file, err)
 	}
-	sum := runtime.SHA256Hex(data)
+	sum := gate.SHA256Hex(data)
 	prev, had, err := lazyStore{open: e.store}.TrustRecord(ctx, file)
 	if err != nil {
 		return err
@@ -148,16 +149,16 @@ func trustPolicy(ctx context.Context, e *env) error {
 	if !e.c.Bool("yes") {
 		tty := e.terminal()
 		if tty == nil {
-			return fail(runtime.CodeApprovalRequired, exitDenied, "run it on a terminal, or pass --yes once you have read the file",
+			return fail(tool.CodeApprovalRequired, exitDenied, "run it on a terminal, or pass --yes once you have read the file",
 				"trusting %s needs your answer and there is no terminal to ask", file)
 		}
 		fmt.Fprint(out, "Trust this policy? [y/N]: ")
 		line, _ := bufio.NewReader(tty).ReadString('\n')
 		if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
-			return fail(runtime.CodeUserRejected, exitDenied, "", "%s was not trusted", file)
+			return fail(tool.CodeUserRejected, exitDenied, "", "%s was not trusted", file)
 		}
 	}
-	rec := runtime.TrustRecord{Path: file, SHA256: sum, Content: string(data), TrustedAt: time.Now().UTC(), By: "user"}
+	rec := gate.TrustRecord{Path: file, SHA256: sum, Content: string(data), TrustedAt: time.Now().UTC(), By: "user"}
 	doc, err := json.Marshal(rec)
 	if err != nil {
 		return err
@@ -194,15 +195,15 @@ func trustList(ctx context.Context, e *env) error {
 	}
 	rows := []row{}
 	for _, doc := range docs {
-		var r runtime.TrustRecord
+		var r gate.TrustRecord
 		if json.Unmarshal(doc, &r) != nil || len(r.SHA256) < 16 {
 			continue
 		}
 		path := r.Path
 		state := "unchanged"
-		if data, err := runtime.ReadPolicyFile(path); err != nil {
+		if data, err := gate.ReadPolicyFile(path); err != nil {
 			state = "missing"
-		} else if runtime.SHA256Hex(data) != r.SHA256 {
+		} else if gate.SHA256Hex(data) != r.SHA256 {
 			state = "changed (untrusted until trusted again)"
 		}
 		rows = append(rows, row{Path: path, SHA256: r.SHA256, TrustedAt: r.TrustedAt, State: state})
@@ -233,12 +234,12 @@ func policyProblems(e *env, file string, err error) error {
 			fmt.Fprintln(e.stdout, s)
 		}
 	}
-	return fail(runtime.CodeInvalidInput, exitFailed, "fix the lines above", "%s: %d problem(s)", file, len(problems))
+	return fail(tool.CodeInvalidInput, exitFailed, "fix the lines above", "%s: %d problem(s)", file, len(problems))
 }
 
 // runPolicyTests runs p's tests against the registry of this warden and
 // reports every failure with its line.
-func runPolicyTests(e *env, file string, p *runtime.Policy, print bool) error {
+func runPolicyTests(e *env, file string, p *gate.Policy, print bool) error {
 	if len(p.Tests) == 0 {
 		if print && !e.json {
 			fmt.Fprintf(e.stdout, "%s: no tests\n", file)
@@ -289,7 +290,7 @@ func runPolicyTests(e *env, file string, p *runtime.Policy, print bool) error {
 		fmt.Fprintf(e.stdout, "%s: %d tests, all pass\n", file, len(results))
 	}
 	if failed > 0 {
-		return fail(runtime.CodeInvalidInput, exitFailed, "fix the policy or the tests at the lines above", "%s: %d of %d policy tests failed", file, failed, len(results))
+		return fail(tool.CodeInvalidInput, exitFailed, "fix the policy or the tests at the lines above", "%s: %d of %d policy tests failed", file, failed, len(results))
 	}
 	return nil
 }

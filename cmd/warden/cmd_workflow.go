@@ -14,9 +14,10 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/agent"
 	"github.com/wardenrt/warden/runtime/decode"
+	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/tool"
 	"github.com/wardenrt/warden/runtime/workflow"
 )
 
@@ -103,7 +104,7 @@ func workflowCommand() *cli.Command {
 
 // workflowOptions checks tools against the registry (their schemas
 // included) and opens nested files relative to the file that names them.
-func workflowOptions(reg *runtime.Registry) workflow.Options {
+func workflowOptions(reg *gate.Registry) workflow.Options {
 	return workflow.Options{Tool: workflow.RegistryTools(reg), Open: openWorkflow}
 }
 
@@ -145,7 +146,7 @@ func (e *env) loadWorkflow(path string) (*workflow.Workflow, error) {
 	if e.json {
 		var out []map[string]any
 		for _, p := range problems {
-			var pe *runtime.PositionError
+			var pe *gate.PositionError
 			if errors.As(p, &pe) {
 				out = append(out, map[string]any{"file": pe.Source, "line": pe.Line, "column": pe.Column, "message": pe.Message})
 			} else {
@@ -160,7 +161,7 @@ func (e *env) loadWorkflow(path string) (*workflow.Workflow, error) {
 			fmt.Fprintln(e.stdout, printable(p.Error()))
 		}
 	}
-	return nil, fail(runtime.CodeInvalidInput, exitFailed, "fix the lines above; `warden workflow schema` prints the format",
+	return nil, fail(tool.CodeInvalidInput, exitFailed, "fix the lines above; `warden workflow schema` prints the format",
 		"%s: %d problem(s)", src, len(problems))
 }
 
@@ -189,7 +190,7 @@ func (e *env) runWorkflow(ctx context.Context, w *workflow.Workflow, params map[
 		errors.As(err, &f)
 		o.Agent = func(context.Context, workflow.AgentStep) (string, error) {
 			if f != nil {
-				return "", runtime.Errorf(runtime.CodeLLMError, f.hint, "%s", f.msg)
+				return "", tool.Errorf(tool.CodeLLMError, f.hint, "%s", f.msg)
 			}
 			return "", err
 		}
@@ -199,7 +200,7 @@ func (e *env) runWorkflow(ctx context.Context, w *workflow.Workflow, params map[
 	rec, err := workflow.Run(ctx, w, o)
 	view.stop()
 	if err != nil {
-		if e := runtime.AsError(err); e != nil {
+		if e := tool.AsError(err); e != nil {
 			return fail(e.Code, exitUsage, cliHint(e), "%s", e.Message)
 		}
 		return err
@@ -218,7 +219,7 @@ func (e *env) runWorkflow(ctx context.Context, w *workflow.Workflow, params map[
 	if rec.Status == workflow.StatusSucceeded {
 		return nil
 	}
-	code, hint, msg := runtime.CodeToolError, "", "the workflow "+rec.Status
+	code, hint, msg := tool.CodeToolError, "", "the workflow "+rec.Status
 	if rec.Error != nil {
 		code, hint, msg = rec.Error.Code, cliHint(rec.Error), rec.Error.Message
 	}
@@ -231,7 +232,7 @@ func (e *env) runWorkflow(ctx context.Context, w *workflow.Workflow, params map[
 
 // agentStep runs an agent step's task with the configured model, under
 // the workflow's grants; the run is recorded as an agent run of its own.
-func (e *env) agentStep(g *runtime.Gate, runs agent.Runs, cfg agent.OpenAIConfig, name string) func(context.Context, workflow.AgentStep) (string, error) {
+func (e *env) agentStep(g *gate.Gate, runs agent.Runs, cfg agent.OpenAIConfig, name string) func(context.Context, workflow.AgentStep) (string, error) {
 	return func(ctx context.Context, step workflow.AgentStep) (string, error) {
 		cfg.Stream = false
 		model, err := agent.NewOpenAI(cfg)
@@ -250,7 +251,7 @@ func (e *env) agentStep(g *runtime.Gate, runs agent.Runs, cfg agent.OpenAIConfig
 			if rec.Error != nil {
 				return rec.Final, rec.Error
 			}
-			return rec.Final, runtime.Errorf(runtime.CodeLLMError, "", "the agent run %s %s", rec.ID, rec.Status)
+			return rec.Final, tool.Errorf(tool.CodeLLMError, "", "the agent run %s %s", rec.ID, rec.Status)
 		}
 		return rec.Final, nil
 	}

@@ -17,8 +17,9 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/wardenrt/warden/internal/llmtest"
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
 	"github.com/wardenrt/warden/runtime/schedule"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // daemonWorld is a home with a policy that lets jobs write out/ and run
@@ -165,7 +166,7 @@ func TestDaemon(t *testing.T) {
 		return w.job("tick").Runs >= 3
 	})
 	j := w.job("tick")
-	if j.Last == nil || j.Last.Status != runtime.RunSucceeded {
+	if j.Last == nil || j.Last.Status != gate.RunSucceeded {
 		t.Fatalf("tick: %+v", j.Last)
 	}
 	if b, _ := os.ReadFile(filepath.Join(w.ws, "out", "tick.txt")); string(b) != "tick\n" {
@@ -189,7 +190,7 @@ func TestDaemon(t *testing.T) {
 		t.Fatalf("processes left after SIGTERM: %v", left)
 	}
 	j = w.job("nap")
-	if j.Running != nil || j.Last == nil || j.Last.Status != runtime.RunCancelled {
+	if j.Running != nil || j.Last == nil || j.Last.Status != gate.RunCancelled {
 		t.Fatalf("nap after SIGTERM: running %+v last %+v", j.Running, j.Last)
 	}
 	if s := w.run("runs", "show", j.Last.RunID); !strings.Contains(s, "cancelled") {
@@ -236,7 +237,7 @@ func TestJobNarrowedByPolicy(t *testing.T) {
 	time.Sleep(1100 * time.Millisecond) // let the first firing come due
 	w.run("daemon", "--once")
 	j := w.job("tick")
-	if j.Last == nil || j.Last.Status != runtime.RunFailed || j.Last.Error == nil || j.Last.Error.Code != runtime.CodeCapabilityDenied {
+	if j.Last == nil || j.Last.Status != gate.RunFailed || j.Last.Error == nil || j.Last.Error.Code != tool.CodeCapabilityDenied {
 		t.Fatalf("tick after the policy dropped fs.write: %+v", j.Last)
 	}
 	// The hint says what the owner can do: the daemon takes no --grant.
@@ -349,17 +350,17 @@ rules:
 		t.Fatalf("processes left after the timeout: %v", left)
 	}
 	j := w.job("nap")
-	if j.Last == nil || j.Last.Status != runtime.RunFailed || j.Last.Error == nil || j.Last.Error.Code != runtime.CodeTimeout {
+	if j.Last == nil || j.Last.Status != gate.RunFailed || j.Last.Error == nil || j.Last.Error.Code != tool.CodeTimeout {
 		t.Fatalf("nap after its timeout: %+v", j.Last)
 	}
 	var rec struct {
-		Status string         `json:"status"`
-		Error  *runtime.Error `json:"error"`
+		Status string      `json:"status"`
+		Error  *tool.Error `json:"error"`
 	}
 	if err := json.Unmarshal([]byte(w.run("runs", "show", j.Last.RunID, "--json")), &rec); err != nil {
 		t.Fatal(err)
 	}
-	if rec.Status != runtime.RunFailed || rec.Error == nil || rec.Error.Code != runtime.CodeTimeout {
+	if rec.Status != gate.RunFailed || rec.Error == nil || rec.Error.Code != tool.CodeTimeout {
 		t.Fatalf("the run's record: %+v", rec)
 	}
 	if out := w.run("memory", "get", "--ns", "alerts", "nap"); !strings.Contains(out, "the nap timed out") {
@@ -376,15 +377,15 @@ rules:
 // alone.
 func TestJobDeniedHint(t *testing.T) {
 	j := schedule.Job{ID: "nightly"}
-	wf := runtime.NeedsGrants([]string{"fs.write:out/**", "net:example.com:443"}, "workflow w needs a, b")
-	step := &runtime.Error{Code: runtime.CodeCapabilityDenied, Message: "step s failed: …", Hint: "fix it, then `warden workflow resume R` continues from this step"}
-	stepRes := runtime.NeedsGrants([]string{"fs.write:elsewhere/x.txt"}, "fs_write needs …")
-	hide := &runtime.Error{Code: runtime.CodeCapabilityDenied, Message: "hidden", Hint: "the policy's hide: list keeps it out of reach of every tool and program; no grant opens it"}
-	other := &runtime.Error{Code: runtime.CodeNotFound, Message: "gone", Hint: "needs the grant x", Missing: []string{"x"}}
+	wf := tool.NeedsGrants([]string{"fs.write:out/**", "net:example.com:443"}, "workflow w needs a, b")
+	step := &tool.Error{Code: tool.CodeCapabilityDenied, Message: "step s failed: …", Hint: "fix it, then `warden workflow resume R` continues from this step"}
+	stepRes := tool.NeedsGrants([]string{"fs.write:elsewhere/x.txt"}, "fs_write needs …")
+	hide := &tool.Error{Code: tool.CodeCapabilityDenied, Message: "hidden", Hint: "the policy's hide: list keeps it out of reach of every tool and program; no grant opens it"}
+	other := &tool.Error{Code: tool.CodeNotFound, Message: "gone", Hint: "needs the grant x", Missing: []string{"x"}}
 	for _, tc := range []struct {
 		name    string
-		err     *runtime.Error
-		stepErr *runtime.Error
+		err     *tool.Error
+		stepErr *tool.Error
 		want    string
 	}{
 		{"workflow grants", wf, nil, "grant fs.write:out/**, net:example.com:443 in the policy (/p.yaml); if the job does not carry it, schedule it again with --with fs.write:out/** --with net:example.com:443 (`warden schedule rm nightly` first)"},

@@ -20,9 +20,10 @@ import (
 
 	"github.com/wardenrt/warden/builtin"
 	"github.com/wardenrt/warden/hostfuncs"
-	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/gate"
 	"github.com/wardenrt/warden/runtime/redact"
+	"github.com/wardenrt/warden/runtime/tool"
 	"github.com/wardenrt/warden/runtime/wasmtool"
 	"github.com/wardenrt/warden/store"
 )
@@ -34,10 +35,10 @@ const defaultLockTimeout = 2 * time.Second
 type env struct {
 	// approval, when set, overrides the approval mode (mcp serve: never
 	// ask on a terminal whose stdin is the protocol).
-	approval runtime.ApprovalMode
+	approval tool.ApprovalMode
 	// approver, when set, is asked instead of the terminal in approval
 	// mode ask (mcp serve: the person behind the MCP client).
-	approver runtime.Approver
+	approver gate.Approver
 
 	c         *cli.Context
 	home      string
@@ -53,14 +54,14 @@ type env struct {
 	guestLog *slog.Logger
 	redactor *redact.Redactor
 	st       store.Backend
-	core     []runtime.Tool
+	core     []tool.Tool
 	host     *wasmtool.Host
 	// regMu guards reg and wasmStatus, which mcp serve reloads while
 	// calls (the system tool counts the tools) read them.
 	regMu sync.Mutex
-	reg   *runtime.Registry
+	reg   *gate.Registry
 	// pol is the policy in force, resolved once (policyInForce).
-	pol *runtime.PolicyInForce
+	pol *gate.PolicyInForce
 	// wasmStatus is what loading the wasm modules found (registry()).
 	wasmStatus []wasmtool.Status
 	started    time.Time
@@ -226,7 +227,7 @@ func (e *env) close() {
 // else only narrowing what follows — else <home>/policy.yaml, else the
 // built-in default. An untrusted workspace policy's ignored parts are
 // warned about on stderr, once.
-func (e *env) policy() (*runtime.Policy, error) {
+func (e *env) policy() (*gate.Policy, error) {
 	pf, err := e.policyInForce()
 	if err != nil {
 		return nil, err
@@ -235,20 +236,20 @@ func (e *env) policy() (*runtime.Policy, error) {
 }
 
 // policyFiles are the files policy() looks at.
-func (e *env) policyFiles() runtime.PolicyFiles {
-	return runtime.PolicyFiles{
+func (e *env) policyFiles() gate.PolicyFiles {
+	return gate.PolicyFiles{
 		Explicit:  globalString(e.c, "policy"),
 		Workspace: filepath.Join(e.workspace, ".warden", "policy.yaml"),
 		Home:      filepath.Join(e.home, "policy.yaml"),
 	}
 }
 
-func (e *env) policyInForce() (*runtime.PolicyInForce, error) {
+func (e *env) policyInForce() (*gate.PolicyInForce, error) {
 	if e.pol != nil {
 		return e.pol, nil
 	}
 	e.fleetSync(e.ctx())
-	pf, err := runtime.ResolvePolicy(e.ctx(), e.policyFiles(), lazyStore{open: e.store})
+	pf, err := gate.ResolvePolicy(e.ctx(), e.policyFiles(), lazyStore{open: e.store})
 	if err != nil {
 		var f *failure
 		if errors.As(err, &f) {
@@ -258,21 +259,21 @@ func (e *env) policyInForce() (*runtime.PolicyInForce, error) {
 			return nil, storeFailure(err)
 		}
 		src := "FILE"
-		var pe *runtime.PositionError
+		var pe *gate.PositionError
 		if errors.As(err, &pe) {
 			src = pe.Source
 		}
 		return nil, readFailure(err, "fix the policy file; check it with `warden policy check "+src+"`")
 	}
 	e.pol = pf
-	if pf.State == runtime.TrustMissing {
+	if pf.State == gate.TrustMissing {
 		fmt.Fprintf(e.stderr, "warden: warning: the workspace policy %s you trusted is gone: what it said still narrows %s — to drop it: warden policy untrust %s\n",
 			printable(pf.File), printable(pf.Policy.Source), shellWord(pf.File))
 	}
-	if pf.State == runtime.TrustUntrusted || pf.State == runtime.TrustChanged {
+	if pf.State == gate.TrustUntrusted || pf.State == gate.TrustChanged {
 		trust := "review it, then trust it with: warden policy trust " + shellWord(pf.File)
 		why := "is not trusted"
-		if pf.State == runtime.TrustChanged {
+		if pf.State == gate.TrustChanged {
 			why = "changed since you trusted it"
 		}
 		fmt.Fprintf(e.stderr, "warden: warning: the workspace policy %s %s: it can only narrow %s — %s\n", printable(pf.File), why, printable(pf.Base.Source), trust)
@@ -301,9 +302,9 @@ func shellWord(s string) string {
 // grants parses the --grant flags, warning about broad grants. A grant
 // written CAP@DURATION (exec:git@30m) expires that long after warden
 // started: it is returned among the timed grants.
-func (e *env) grants() ([]capability.Grant, []runtime.TimedGrant, error) {
+func (e *env) grants() ([]capability.Grant, []gate.TimedGrant, error) {
 	var out []capability.Grant
-	var timed []runtime.TimedGrant
+	var timed []gate.TimedGrant
 	for i, s := range e.c.StringSlice("grant") {
 		// One grant a flag: a comma is part of the grant (a path may hold
 		// one), so "a,b" where b is a grant of its own is a mistake that
@@ -315,7 +316,7 @@ func (e *env) grants() ([]capability.Grant, []runtime.TimedGrant, error) {
 				}
 			}
 		}
-		spec, d, isTimed, err := runtime.ParseTimedGrant(s)
+		spec, d, isTimed, err := gate.ParseTimedGrant(s)
 		if err != nil {
 			return nil, nil, usageErr("CAP@30m makes a grant that expires after 30 minutes", "--grant %s: %v", s, err)
 		}
@@ -330,10 +331,10 @@ func (e *env) grants() ([]capability.Grant, []runtime.TimedGrant, error) {
 			out = append(out, g)
 			continue
 		}
-		if d > runtime.MaxTimedGrant {
-			return nil, nil, usageErr("use at most 720h", "--grant %s: %s is longer than %s", s, d, runtime.MaxTimedGrant)
+		if d > gate.MaxTimedGrant {
+			return nil, nil, usageErr("use at most 720h", "--grant %s: %s is longer than %s", s, d, gate.MaxTimedGrant)
 		}
-		t := runtime.TimedGrant{ID: fmt.Sprintf("flag-%d", i+1), Kind: runtime.TimedGrantKind, Grant: g.String(),
+		t := gate.TimedGrant{ID: fmt.Sprintf("flag-%d", i+1), Kind: gate.TimedGrantKind, Grant: g.String(),
 			Added: e.started, Expires: e.started.Add(d), By: "--grant"}
 		if err := t.Parse(); err != nil {
 			return nil, nil, usageErr("", "--grant %s: %v", s, err)
@@ -345,12 +346,12 @@ func (e *env) grants() ([]capability.Grant, []runtime.TimedGrant, error) {
 
 // approvalMode resolves --approve, then the policy's setting, then ask on a
 // terminal and never otherwise.
-func (e *env) approvalMode(p *runtime.Policy) (runtime.ApprovalMode, error) {
+func (e *env) approvalMode(p *gate.Policy) (tool.ApprovalMode, error) {
 	if e.approval != "" {
 		return e.approval, nil
 	}
 	if s := e.c.String("approve"); s != "" {
-		m, err := runtime.ParseApprovalMode(s)
+		m, err := tool.ParseApprovalMode(s)
 		if err != nil {
 			return "", usageErr("", "--approve: %v", err)
 		}
@@ -360,9 +361,9 @@ func (e *env) approvalMode(p *runtime.Policy) (runtime.ApprovalMode, error) {
 		return p.Approval, nil
 	}
 	if e.isTTY() {
-		return runtime.ApproveAsk, nil
+		return tool.ApproveAsk, nil
 	}
-	return runtime.ApproveNever, nil
+	return tool.ApproveNever, nil
 }
 
 func (e *env) isTTY() bool { return e.terminal() != nil }
@@ -382,13 +383,13 @@ func isTerminal(v any) bool {
 }
 
 // coreTools returns warden's built-in tools, built once.
-func (e *env) coreTools() []runtime.Tool {
+func (e *env) coreTools() []tool.Tool {
 	if e.core != nil {
 		return e.core
 	}
 	// Every built-in tool warden can run is listed here, and only here.
 	st := lazyStore{open: e.store}
-	var tools []runtime.Tool
+	var tools []tool.Tool
 	tools = append(tools, &builtin.System{Version: version, Started: e.started, State: e.runtimeState})
 	tools = append(tools, builtin.FSTools()...)
 	tools = append(tools, builtin.ShellTools()...)
@@ -413,8 +414,8 @@ var coreAlias = [2]string{"run", "shell"}
 
 // coreRegistry is the registry of the core tools only: what a wasm module's
 // tool names must not collide with.
-func (e *env) coreRegistry() (*runtime.Registry, error) {
-	reg := runtime.NewRegistry()
+func (e *env) coreRegistry() (*gate.Registry, error) {
+	reg := gate.NewRegistry()
 	if err := reg.Register(e.coreTools()...); err != nil {
 		return nil, err
 	}
@@ -433,7 +434,7 @@ func (e *env) coreRegistry() (*runtime.Registry, error) {
 // compilation of the core tools' schemas: both are on the start-up path of
 // every `warden call`, and neither needs the other (a module's tool names
 // are checked against the core tools' names only).
-func (e *env) registry() (*runtime.Registry, error) {
+func (e *env) registry() (*gate.Registry, error) {
 	e.regMu.Lock()
 	defer e.regMu.Unlock()
 	if e.reg != nil {
@@ -446,7 +447,7 @@ func (e *env) registry() (*runtime.Registry, error) {
 		// masked wherever warden records or shows anything. A reload
 		// (mcp serve) keeps the redactor its gate was built with; a
 		// wasm tool refuses to hand a guest a secret that redactor would
-		// not mask (runtime.Gate.Conceals).
+		// not mask (gate.Gate.Conceals).
 		e.addSecrets(configSecretValues(e.wasmStatus)...)
 	}
 	return reg, err
@@ -477,7 +478,7 @@ func configSecretValues(statuses []wasmtool.Status) []string {
 // reloadRegistry builds the registry again from what <home>/tools and the
 // pins hold now (mcp serve, after a module was installed, approved,
 // re-granted or removed).
-func (e *env) reloadRegistry() (*runtime.Registry, error) {
+func (e *env) reloadRegistry() (*gate.Registry, error) {
 	e.regMu.Lock()
 	defer e.regMu.Unlock()
 	e.reg, e.wasmStatus = nil, nil
@@ -485,7 +486,7 @@ func (e *env) reloadRegistry() (*runtime.Registry, error) {
 }
 
 // loadRegistry is registry's work, with regMu held.
-func (e *env) loadRegistry() (*runtime.Registry, error) {
+func (e *env) loadRegistry() (*gate.Registry, error) {
 	e.fleetSync(e.ctx())
 	if !e.hasModules() {
 		reg, err := e.coreRegistry()
@@ -500,7 +501,7 @@ func (e *env) loadRegistry() (*runtime.Registry, error) {
 		core[t.Spec().Name] = true
 	}
 	type loaded struct {
-		tools []runtime.Tool
+		tools []tool.Tool
 		err   error
 	}
 	done := make(chan loaded, 1)
@@ -524,9 +525,9 @@ func (e *env) loadRegistry() (*runtime.Registry, error) {
 // registerWasm adds the wasm tools module by module: a module one of whose
 // tools the registry refuses (Load checked names and schemas, so this
 // should not happen) is left out whole, and its status says why.
-func (e *env) registerWasm(reg *runtime.Registry, tools []runtime.Tool) {
+func (e *env) registerWasm(reg *gate.Registry, tools []tool.Tool) {
 	var order []string
-	byModule := map[string][]runtime.Tool{}
+	byModule := map[string][]tool.Tool{}
 	for _, t := range tools {
 		m := t.Spec().Wasm
 		if _, ok := byModule[m]; !ok {
@@ -536,7 +537,7 @@ func (e *env) registerWasm(reg *runtime.Registry, tools []runtime.Tool) {
 	}
 	for _, m := range order {
 		ts := byModule[m]
-		err := runtime.NewRegistry().Register(ts...)
+		err := gate.NewRegistry().Register(ts...)
 		for _, t := range ts {
 			if err == nil && reg.Has(t.Spec().Name) {
 				err = fmt.Errorf("tool name %q is already taken", t.Spec().Name)
@@ -576,7 +577,7 @@ func (e *env) hasModules() bool {
 // other failure (an unsafe cache directory, a pin that does not decode)
 // leaves warden with its core tools and one warning: `warden tool …` says
 // more.
-func (e *env) loadWasm(taken func(string) bool) ([]runtime.Tool, error) {
+func (e *env) loadWasm(taken func(string) bool) ([]tool.Tool, error) {
 	h, err := e.wasmHost()
 	if err != nil {
 		msg, hint := err.Error(), ""
@@ -636,7 +637,7 @@ func (e *env) wasmHost() (*wasmtool.Host, error) {
 	})
 	if err != nil {
 		if errors.Is(err, wasmtool.ErrUnsafeCacheDir) {
-			return nil, fail(runtime.CodeInternal, exitFailed, "the cache holds native code: make the path named private to you (chmod go-w), or remove "+filepath.Join(e.home, "cache"), "%v", err)
+			return nil, fail(tool.CodeInternal, exitFailed, "the cache holds native code: make the path named private to you (chmod go-w), or remove "+filepath.Join(e.home, "cache"), "%v", err)
 		}
 		return nil, err
 	}
@@ -691,7 +692,7 @@ func (e *env) runtimeState(ctx context.Context) (builtin.RuntimeState, error) {
 	}
 	if pf, err := e.policyInForce(); err == nil {
 		rs.Policy = pf.Policy.Source
-		if pf.State == runtime.TrustUntrusted || pf.State == runtime.TrustChanged {
+		if pf.State == gate.TrustUntrusted || pf.State == gate.TrustChanged {
 			rs.Policy = fmt.Sprintf("%s narrowed by %s (%s)", pf.Policy.Source, pf.File, pf.State)
 		}
 	}
@@ -699,7 +700,7 @@ func (e *env) runtimeState(ctx context.Context) (builtin.RuntimeState, error) {
 }
 
 // gate builds the gate for a tool-calling command.
-func (e *env) gate() (*runtime.Gate, error) {
+func (e *env) gate() (*gate.Gate, error) {
 	p, err := e.policy()
 	if err != nil {
 		return nil, err
@@ -718,14 +719,14 @@ func (e *env) gate() (*runtime.Gate, error) {
 		if errors.As(err, &f) {
 			return nil, f
 		}
-		return nil, fail(runtime.CodeInternal, exitFailed, "", "%v", err)
+		return nil, fail(tool.CodeInternal, exitFailed, "", "%v", err)
 	}
-	opts := runtime.GateOptions{
+	opts := gate.GateOptions{
 		Registry: reg, Policy: p, Workspace: e.workspace, Extra: extra, Timed: timed,
 		Grants: lazyStore{open: e.store}, Hide: e.ownPaths(),
 		Approval: mode, DryRun: e.c.Bool("dry-run"), Logger: e.log, Redactor: e.redactor,
 	}
-	if mode == runtime.ApproveAsk {
+	if mode == tool.ApproveAsk {
 		opts.Approver = e.approver
 		if opts.Approver == nil {
 			opts.Approver = &terminalApprover{in: e.stdin, out: e.stderr}
@@ -736,18 +737,18 @@ func (e *env) gate() (*runtime.Gate, error) {
 		return nil, err
 	}
 	opts.Audit = st
-	return runtime.NewGate(opts)
+	return gate.NewGate(opts)
 }
 
 // audit records a management command's change (memory put/rm, …), which the
 // policy does not gate but the log must show.
 func (e *env) audit(ctx context.Context, tool string, args any) error {
-	return e.auditAs(ctx, []string{"cli", "owner"}, runtime.PhaseAdmin, tool, args)
+	return e.auditAs(ctx, []string{"cli", "owner"}, gate.PhaseAdmin, tool, args)
 }
 
 // auditAs records an event that is not a gate call (a management change,
 // an MCP resource read) for principal, in phase.
-func (e *env) auditAs(ctx context.Context, principal []string, phase, tool string, args any) error {
+func (e *env) auditAs(ctx context.Context, principal []string, phase, toolName string, args any) error {
 	st, err := e.store()
 	if err != nil {
 		return err
@@ -760,7 +761,7 @@ func (e *env) auditAs(ctx context.Context, principal []string, phase, tool strin
 	if err != nil {
 		return err
 	}
-	ev := runtime.AuditEvent{Phase: phase, CallID: runtime.NewID(), Principal: principal, Tool: tool, Args: red, Outcome: "ok"}
+	ev := gate.AuditEvent{Phase: phase, CallID: tool.NewID(), Principal: principal, Tool: toolName, Args: red, Outcome: "ok"}
 	body, err := json.Marshal(ev)
 	if err != nil {
 		return err

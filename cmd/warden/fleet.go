@@ -16,7 +16,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
 	"github.com/wardenrt/warden/store"
 	"github.com/wardenrt/warden/store/postgres"
 )
@@ -243,7 +243,7 @@ func (e *env) syncModules(ctx context.Context, pg *postgres.Store, m syncManifes
 	}
 	for name, doc := range pins {
 		var p pinFiles
-		if !runtime.ValidToolName(name) || json.Unmarshal(doc, &p) != nil || !store.IsHash(p.SHA256) {
+		if !gate.ValidToolName(name) || json.Unmarshal(doc, &p) != nil || !store.IsHash(p.SHA256) {
 			continue
 		}
 		for rel, sum := range map[string]string{"tools/" + name + ".wasm": p.SHA256, "tools/" + name + ".tool.yaml": p.SidecarSHA256} {
@@ -379,11 +379,11 @@ func policyPublishCommand() *cli.Command {
 			if file == "" {
 				file = filepath.Join(e.home, publishedPolicy)
 			}
-			data, err := runtime.ReadPolicyFile(file)
+			data, err := gate.ReadPolicyFile(file)
 			if err != nil {
 				return usageErr("name a policy file", "%v", err)
 			}
-			if _, err := runtime.ParsePolicy(file, data); err != nil {
+			if _, err := gate.ParsePolicy(file, data); err != nil {
 				return usageErr("fix the policy file; check it with `warden policy check "+file+"`", "%v", err)
 			}
 			p, err := pg.Publish(ctx, publishedPolicy, data)

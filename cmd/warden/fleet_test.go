@@ -22,7 +22,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/wardenrt/warden/internal/wasmfixture"
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
 	"github.com/wardenrt/warden/runtime/schedule"
 	"github.com/wardenrt/warden/store"
 	"github.com/wardenrt/warden/store/postgres"
@@ -150,11 +150,11 @@ steps:
 	}
 	results := 0
 	for _, r := range recs {
-		var ev runtime.AuditEvent
+		var ev gate.AuditEvent
 		if err := json.Unmarshal(r.Event, &ev); err != nil {
 			t.Fatal(err)
 		}
-		if ev.Phase == runtime.PhaseResult && ev.Outcome == "ok" {
+		if ev.Phase == gate.PhaseResult && ev.Outcome == "ok" {
 			results++
 		}
 	}
@@ -473,9 +473,9 @@ steps:
 	}
 	runs := map[string]int{}
 	for _, r := range recs {
-		var ev runtime.AuditEvent
+		var ev gate.AuditEvent
 		json.Unmarshal(r.Event, &ev)
-		if ev.Phase == runtime.PhaseResult && ev.Outcome == "ok" && ev.Principal[0] == "schedule:tick" {
+		if ev.Phase == gate.PhaseResult && ev.Outcome == "ok" && ev.Principal[0] == "schedule:tick" {
 			runs[ev.RunID]++
 		}
 	}
@@ -551,7 +551,7 @@ steps:
 	}
 	db.Process.Signal(syscall.SIGTERM)
 	db.Wait()
-	if j.Last.Status != runtime.RunSucceeded || j.Last.Attempt != 2 || j.Last.Retry == nil || j.Last.Retry.RunID != runA ||
+	if j.Last.Status != gate.RunSucceeded || j.Last.Attempt != 2 || j.Last.Retry == nil || j.Last.Retry.RunID != runA ||
 		j.Last.Retry.Host != "host-a" || !strings.Contains(j.Last.Retry.Reason, "lease expired") || j.Runs != 1 {
 		t.Fatalf("the job after the takeover: runs %d, last %+v retry %+v", j.Runs, j.Last, j.Last.Retry)
 	}

@@ -3,7 +3,7 @@ package main
 import (
 	"strings"
 
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // The core says what a refused call lacks as data (the missing grants, the
@@ -12,7 +12,7 @@ import (
 
 // cliHint is e's hint for a person at warden's command line: the flags
 // that would allow the call.
-func cliHint(e *runtime.Error) string {
+func cliHint(e *tool.Error) string {
 	switch {
 	case e == nil:
 		return ""
@@ -27,7 +27,7 @@ func cliHint(e *runtime.Error) string {
 }
 
 // cliError is e with its hint worded by cliHint (a copy; nil for nil).
-func cliError(e *runtime.Error) *runtime.Error {
+func cliError(e *tool.Error) *tool.Error {
 	if e == nil {
 		return nil
 	}
@@ -38,7 +38,7 @@ func cliError(e *runtime.Error) *runtime.Error {
 
 // mcpHint is e's hint for an MCP client: what to ask the user for, since
 // the client can neither pass warden a flag nor change its policy.
-func mcpHint(e *runtime.Error) string {
+func mcpHint(e *tool.Error) string {
 	switch {
 	case e == nil:
 		return ""
@@ -56,7 +56,7 @@ func mcpHint(e *runtime.Error) string {
 }
 
 // mcpError is e with its hint worded by mcpHint (a copy; nil for nil).
-func mcpError(e *runtime.Error) *runtime.Error {
+func mcpError(e *tool.Error) *tool.Error {
 	if e == nil {
 		return nil
 	}

@@ -4,21 +4,21 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // TestHintsPerReader: the CLI words a refusal's data as the flags to add,
 // the MCP server as what to ask the user for; a hint without data is
 // passed on as the core wrote it.
 func TestHintsPerReader(t *testing.T) {
-	env := runtime.NeedsGrants([]string{"env:TOKEN"}, "env TOKEN cannot be set")
+	env := tool.NeedsGrants([]string{"env:TOKEN"}, "env TOKEN cannot be set")
 	env.Hint += " (exactly this name)"
-	two := runtime.NeedsGrants([]string{"fs.write:out/**", "net:example.com:443"}, "workflow w needs …")
-	never := &runtime.Error{Code: runtime.CodeApprovalRequired, Hint: "needs approval, and no one can be asked", Approval: &runtime.ApprovalNeeded{Rule: "r", Mode: runtime.ApproveNever}}
-	failed := &runtime.Error{Code: runtime.CodeApprovalRequired, Hint: "needs approval, and asking for it failed", Approval: &runtime.ApprovalNeeded{Rule: "r", Mode: runtime.ApproveAsk, Failed: "no terminal"}}
-	plain := &runtime.Error{Code: runtime.CodeNotFound, Hint: "check the path"}
+	two := tool.NeedsGrants([]string{"fs.write:out/**", "net:example.com:443"}, "workflow w needs …")
+	never := &tool.Error{Code: tool.CodeApprovalRequired, Hint: "needs approval, and no one can be asked", Approval: &tool.ApprovalNeeded{Rule: "r", Mode: tool.ApproveNever}}
+	failed := &tool.Error{Code: tool.CodeApprovalRequired, Hint: "needs approval, and asking for it failed", Approval: &tool.ApprovalNeeded{Rule: "r", Mode: tool.ApproveAsk, Failed: "no terminal"}}
+	plain := &tool.Error{Code: tool.CodeNotFound, Hint: "check the path"}
 	for _, tc := range []struct {
-		err      *runtime.Error
+		err      *tool.Error
 		cli, mcp string
 	}{
 		{env, "add --grant env:TOKEN (exactly this name)", "ask the user to grant env:TOKEN (exactly this name) (in warden's policy, or with a grant to the server)"},

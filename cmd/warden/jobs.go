@@ -12,9 +12,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/agent"
+	"github.com/wardenrt/warden/runtime/gate"
 	"github.com/wardenrt/warden/runtime/schedule"
+	"github.com/wardenrt/warden/runtime/tool"
 	"github.com/wardenrt/warden/runtime/workflow"
 	"github.com/wardenrt/warden/store"
 )
@@ -102,13 +103,13 @@ func (m lazyStore) DeleteJob(ctx context.Context, id string) error {
 // any command; --policy when the daemon was given one), no --grant flags,
 // the remembered grants, and the policy's approval mode with nobody to ask
 // (ask means never: there is no terminal).
-func (e *env) jobGate(ctx context.Context, ws string) (*runtime.Gate, error) {
-	files := runtime.PolicyFiles{
+func (e *env) jobGate(ctx context.Context, ws string) (*gate.Gate, error) {
+	files := gate.PolicyFiles{
 		Explicit:  globalString(e.c, "policy"),
 		Workspace: filepath.Join(ws, ".warden", "policy.yaml"),
 		Home:      filepath.Join(e.home, "policy.yaml"),
 	}
-	pf, err := runtime.ResolvePolicy(ctx, files, lazyStore{open: e.store})
+	pf, err := gate.ResolvePolicy(ctx, files, lazyStore{open: e.store})
 	if err != nil {
 		return nil, err
 	}
@@ -116,8 +117,8 @@ func (e *env) jobGate(ctx context.Context, ws string) (*runtime.Gate, error) {
 		e.log.Warn("untrusted workspace policy: ignored", "file", pf.File, "line", ig.Line, "what", ig.What)
 	}
 	mode := pf.Policy.Approval
-	if mode == "" || mode == runtime.ApproveAsk {
-		mode = runtime.ApproveNever
+	if mode == "" || mode == tool.ApproveAsk {
+		mode = tool.ApproveNever
 	}
 	reg, err := e.registry()
 	if err != nil {
@@ -127,7 +128,7 @@ func (e *env) jobGate(ctx context.Context, ws string) (*runtime.Gate, error) {
 	if err != nil {
 		return nil, err
 	}
-	return runtime.NewGate(runtime.GateOptions{
+	return gate.NewGate(gate.GateOptions{
 		Registry: reg, Policy: pf.Policy, Workspace: ws, Grants: lazyStore{open: e.store}, Hide: e.ownPaths(),
 		Approval: mode, Logger: e.log, Redactor: e.redactor, Audit: st,
 	})
@@ -139,14 +140,14 @@ func (e *env) runJob(ctx context.Context, j schedule.Job, runID string) schedule
 	failed := func(err error) schedule.Outcome {
 		// A store's failure keeps its code (STORE_LOCKED, STORE_FULL, …).
 		var f *failure
-		if errors.As(storeFailure(err), &f) && f.code != runtime.CodeInternal {
-			return schedule.Outcome{Status: runtime.RunFailed, Error: &runtime.Error{Code: f.code, Message: f.msg, Hint: f.hint}}
+		if errors.As(storeFailure(err), &f) && f.code != tool.CodeInternal {
+			return schedule.Outcome{Status: gate.RunFailed, Error: &tool.Error{Code: f.code, Message: f.msg, Hint: f.hint}}
 		}
-		re := runtime.AsError(err)
-		if re == nil || re.Code == runtime.CodeInternal && re.Message == "" {
-			re = runtime.Errorf(runtime.CodeInternal, "", "%v", err)
+		re := tool.AsError(err)
+		if re == nil || re.Code == tool.CodeInternal && re.Message == "" {
+			re = tool.Errorf(tool.CodeInternal, "", "%v", err)
 		}
-		return schedule.Outcome{Status: runtime.RunFailed, Error: re}
+		return schedule.Outcome{Status: gate.RunFailed, Error: re}
 	}
 	g, err := e.jobGate(ctx, j.Workspace)
 	if err != nil {
@@ -179,7 +180,7 @@ func (e *env) runJob(ctx context.Context, j schedule.Job, runID string) schedule
 			return failed(err)
 		}
 		annotateRetry(ctx, st, runID, j.Running)
-		var stepErr *runtime.Error
+		var stepErr *tool.Error
 		if n := len(rec.Results); n > 0 {
 			stepErr = rec.Results[n-1].Error
 		}
@@ -215,8 +216,8 @@ func (e *env) runJob(ctx context.Context, j schedule.Job, runID string) schedule
 // grants are the error's, else its failing step's (the runner words a
 // step's failure as its own, with a resume hint). Other failures are
 // returned as they are.
-func jobDenied(j schedule.Job, policySource string, re, stepErr *runtime.Error) *runtime.Error {
-	if re == nil || re.Code != runtime.CodeCapabilityDenied {
+func jobDenied(j schedule.Job, policySource string, re, stepErr *tool.Error) *tool.Error {
+	if re == nil || re.Code != tool.CodeCapabilityDenied {
 		return re
 	}
 	caps := re.Missing
@@ -238,13 +239,13 @@ func jobDenied(j schedule.Job, policySource string, re, stepErr *runtime.Error) 
 
 // pinnedWorkflow reads and checks a job's workflow file, refusing one that
 // changed since it was scheduled.
-func pinnedWorkflow(file, digest string, reg *runtime.Registry, job string) (*workflow.Workflow, error) {
+func pinnedWorkflow(file, digest string, reg *gate.Registry, job string) (*workflow.Workflow, error) {
 	src, data, err := openWorkflow("", file)
 	if err != nil {
 		return nil, err
 	}
-	if sum := runtime.SHA256Hex(data); sum != digest {
-		return nil, runtime.Errorf(runtime.CodePolicyDenied, "review it, then `warden schedule approve "+job+"`",
+	if sum := gate.SHA256Hex(data); sum != digest {
+		return nil, tool.Errorf(tool.CodePolicyDenied, "review it, then `warden schedule approve "+job+"`",
 			"%s changed since the job was scheduled (sha256 %s, scheduled %s): refused until approved again", file, short16(sum), short16(digest))
 	}
 	return workflow.Parse(src, data, workflowOptions(reg))
@@ -272,7 +273,7 @@ func (e *env) notifyJob(ctx context.Context, j schedule.Job, out schedule.Outcom
 	}
 	principal := append(j.Principal(), "on_failure")
 	if n.Tool != "" {
-		res, err := g.Call(ctx, runtime.Request{Tool: n.Tool, Args: n.Args, Principal: principal, RunID: out.RunID, Restrict: &jobSet})
+		res, err := g.Call(ctx, gate.Request{Tool: n.Tool, Args: n.Args, Principal: principal, RunID: out.RunID, Restrict: &jobSet})
 		if err != nil || !res.Success {
 			e.log.Warn("schedule: on_failure failed", "job", j.ID, "tool", n.Tool, "err", err, "error", res.Error)
 		}
@@ -307,11 +308,11 @@ func markInterrupted(ctx context.Context, st store.Backend, runID, reason string
 	if err := json.Unmarshal(doc, &m); err != nil {
 		return err
 	}
-	if m["status"] != runtime.RunRunning {
+	if m["status"] != gate.RunRunning {
 		return nil
 	}
 	m["status"] = schedule.StatusInterrupted
-	m["error"] = runtime.Errorf(runtime.CodeInternal, "", "the run was lost: %s", reason)
+	m["error"] = tool.Errorf(tool.CodeInternal, "", "the run was lost: %s", reason)
 	out, err := json.Marshal(m)
 	if err != nil {
 		return err

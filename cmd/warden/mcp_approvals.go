@@ -14,7 +14,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // approvalInput is the id of warden's one input request.
@@ -62,7 +63,7 @@ type mcpApprovals struct {
 
 type pendingApproval struct {
 	tool, argsSum, session, principal string
-	gate                              *runtime.Gate
+	gate                              *gate.Gate
 	previewSum                        string
 	expires                           time.Time
 }
@@ -76,7 +77,7 @@ func newMCPApprovals() *mcpApprovals {
 // mcpAsk is one pass of one tools/call, as the approver sees it.
 type mcpAsk struct {
 	a                      *mcpApprovals
-	gate                   *runtime.Gate
+	gate                   *gate.Gate
 	tool, argsSum, session string
 	principal              string
 	canElicit              bool
@@ -104,7 +105,7 @@ func withMCPAsk(ctx context.Context, a *mcpAsk) context.Context {
 // begin prepares a pass: a second pass takes its answer and the nonce's
 // record (once). canAsk is false when the call cannot be answered by
 // calling again (it bypassed the SDK's multi-round-trip handling).
-func (a *mcpApprovals) begin(req *mcp.CallToolRequest, g *runtime.Gate, principal, tool string, args json.RawMessage, canAsk bool) *mcpAsk {
+func (a *mcpApprovals) begin(req *mcp.CallToolRequest, g *gate.Gate, principal, tool string, args json.RawMessage, canAsk bool) *mcpAsk {
 	sum := sha256.Sum256(args)
 	ask := &mcpAsk{a: a, gate: g, tool: tool, argsSum: hex.EncodeToString(sum[:]), principal: principal}
 	if req.Session != nil {
@@ -156,20 +157,20 @@ func answerOf(r *mcp.ElicitResult) string {
 
 var errNoElicitation = errors.New("the MCP client cannot ask the person (it does not support form elicitation)")
 
-// Approve implements runtime.Approver for the calls of an MCP request.
-func (a *mcpApprovals) Approve(ctx context.Context, r runtime.ApprovalRequest) (runtime.Approval, error) {
+// Approve implements gate.Approver for the calls of an MCP request.
+func (a *mcpApprovals) Approve(ctx context.Context, r gate.ApprovalRequest) (gate.Approval, error) {
 	ask, ok := ctx.Value(mcpAskKey{}).(*mcpAsk)
 	if !ok || ask.a != a {
-		return runtime.Approval{}, errors.New("no MCP request to ask through")
+		return gate.Approval{}, errors.New("no MCP request to ask through")
 	}
 	// Only the client's own call is asked about: a call a workflow or a
 	// wasm tool makes inside it cannot be answered by calling again (that
 	// would run the steps before it again).
 	if len(r.Principal) != 1 || r.Principal[0] != ask.principal || r.Tool != ask.tool {
-		return runtime.Approval{}, fmt.Errorf("%s is called by %s, inside the client's call: only the client's own call can be approved through MCP", r.Tool, strings.Join(r.Principal, " → "))
+		return gate.Approval{}, fmt.Errorf("%s is called by %s, inside the client's call: only the client's own call can be approved through MCP", r.Tool, strings.Join(r.Principal, " → "))
 	}
 	if ask.answerErr != nil {
-		return runtime.Approval{}, ask.answerErr
+		return gate.Approval{}, ask.answerErr
 	}
 	preview := previewSum(r.Preview)
 	by := "user via " + ask.principal
@@ -177,46 +178,46 @@ func (a *mcpApprovals) Approve(ctx context.Context, r runtime.ApprovalRequest) (
 		answer, shown := ask.answer, ask.shown
 		ask.answer, ask.shown = "", nil // one answer, one approval
 		if shown.previewSum != preview {
-			return runtime.Approval{}, errors.New("the dry run's preview changed since the person was asked: call again to be asked again")
+			return gate.Approval{}, errors.New("the dry run's preview changed since the person was asked: call again to be asked again")
 		}
 		return approval(answer, by)
 	}
 	if !ask.canElicit {
-		return runtime.Approval{}, errNoElicitation
+		return gate.Approval{}, errNoElicitation
 	}
 	if ask.elicit != nil {
-		return runtime.Approval{}, errors.New("one approval per call")
+		return gate.Approval{}, errors.New("one approval per call")
 	}
 	params, err := approvalRequest(r)
 	if err != nil {
-		return runtime.Approval{}, err
+		return gate.Approval{}, err
 	}
 	if ask.legacy {
 		ectx, cancel := context.WithTimeout(ctx, approvalTTL)
 		defer cancel()
 		res, err := ask.conn.Elicit(ectx, params)
 		if err != nil {
-			return runtime.Approval{}, fmt.Errorf("asking through the client: %w", err)
+			return gate.Approval{}, fmt.Errorf("asking through the client: %w", err)
 		}
 		return approval(answerOf(res), by)
 	}
 	nonce, err := a.add(pendingApproval{tool: ask.tool, argsSum: ask.argsSum, session: ask.session, principal: ask.principal,
 		gate: ask.gate, previewSum: preview, expires: time.Now().Add(approvalTTL)})
 	if err != nil {
-		return runtime.Approval{}, err
+		return gate.Approval{}, err
 	}
 	ask.state, ask.elicit = nonce, params
-	return runtime.Approval{}, errors.New("the person is asked through the MCP client (elicitation); the client calls again with the answer")
+	return gate.Approval{}, errors.New("the person is asked through the MCP client (elicitation); the client calls again with the answer")
 }
 
-func approval(answer, by string) (runtime.Approval, error) {
+func approval(answer, by string) (gate.Approval, error) {
 	switch answer {
 	case "approve":
-		return runtime.Approval{Approved: true, By: by}, nil
+		return gate.Approval{Approved: true, By: by}, nil
 	case "cancel":
-		return runtime.Approval{}, runtime.ErrCancelled
+		return gate.Approval{}, gate.ErrCancelled
 	}
-	return runtime.Approval{Approved: false, By: by}, nil
+	return gate.Approval{Approved: false, By: by}, nil
 }
 
 // add records an asked approval and returns its nonce.
@@ -245,7 +246,7 @@ func (a *mcpApprovals) add(p pendingApproval) (string, error) {
 	return nonce, nil
 }
 
-func previewSum(o *runtime.Outcome) string {
+func previewSum(o *tool.Outcome) string {
 	if o == nil {
 		return ""
 	}
@@ -262,7 +263,7 @@ func previewSum(o *runtime.Outcome) string {
 // safe to display (control and bidi characters escaped). A call whose
 // arguments or preview are too long to show in full is not asked about:
 // what is approved must be what was seen.
-func approvalRequest(r runtime.ApprovalRequest) (*mcp.ElicitParams, error) {
+func approvalRequest(r gate.ApprovalRequest) (*mcp.ElicitParams, error) {
 	if len(r.Args) > maxApprovalArgsShown {
 		return nil, fmt.Errorf("its arguments (%d bytes) are too long to show the person in full (at most %d)", len(r.Args), maxApprovalArgsShown)
 	}

@@ -19,7 +19,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/tool"
 	"github.com/wardenrt/warden/store"
 )
 
@@ -34,28 +35,28 @@ type mcpServer struct {
 	log *slog.Logger
 	// gate is the current gate; a reload swaps in one built on the new
 	// registry (calls in flight finish on the one they started with).
-	gate atomic.Pointer[runtime.Gate]
+	gate atomic.Pointer[gate.Gate]
 
 	reloadMu sync.Mutex // one reload at a time; guards print
 	print    string     // what the wasm tools were loaded from
 
-	mu     sync.Mutex              // guards listed
-	listed map[string]runtime.Spec // the tools as the server lists them
+	mu     sync.Mutex           // guards listed
+	listed map[string]tool.Spec // the tools as the server lists them
 
 	approvals *mcpApprovals
 	calls     sync.WaitGroup // tools/call handlers in flight
 	watching  sync.WaitGroup // the watcher
 
 	vaultMu sync.Mutex
-	vaults  map[*mcp.ServerSession]*runtime.Vault // each session's masked secrets
+	vaults  map[*mcp.ServerSession]*tool.Vault // each session's masked secrets
 }
 
 // vault returns a session's vault: made at its first call, dropped when
 // the session ends. A mask goes back only within the session it came
 // from.
-func (m *mcpServer) vault(ss *mcp.ServerSession) *runtime.Vault {
+func (m *mcpServer) vault(ss *mcp.ServerSession) *tool.Vault {
 	if ss == nil {
-		return runtime.NewVault()
+		return tool.NewVault()
 	}
 	m.vaultMu.Lock()
 	defer m.vaultMu.Unlock()
@@ -63,9 +64,9 @@ func (m *mcpServer) vault(ss *mcp.ServerSession) *runtime.Vault {
 		return v
 	}
 	if m.vaults == nil {
-		m.vaults = map[*mcp.ServerSession]*runtime.Vault{}
+		m.vaults = map[*mcp.ServerSession]*tool.Vault{}
 	}
-	v := runtime.NewVault()
+	v := tool.NewVault()
 	m.vaults[ss] = v
 	go func() {
 		_ = ss.Wait()
@@ -85,8 +86,8 @@ type mcpOptions struct {
 // newMCPServer builds the server over the gate e.gate() builds, with e's
 // approver asking through the MCP client.
 func newMCPServer(e *env, o mcpOptions) (*mcpServer, error) {
-	m := &mcpServer{e: e, log: e.logger(), listed: map[string]runtime.Spec{}, approvals: newMCPApprovals()}
-	if e.approval == runtime.ApproveAsk {
+	m := &mcpServer{e: e, log: e.logger(), listed: map[string]tool.Spec{}, approvals: newMCPApprovals()}
+	if e.approval == tool.ApproveAsk {
 		e.approver = m.approvals
 	}
 	// The fingerprint first: a module changed while the gate is being
@@ -161,8 +162,8 @@ func (m *mcpServer) unlisted(next mcp.MethodHandler) mcp.MethodHandler {
 // sync makes the listed tools those of reg: removed ones go, new or
 // changed ones are (re)added. The SDK announces each change to the
 // connected clients (notifications/tools/list_changed). m.mu is held.
-func (m *mcpServer) sync(reg *runtime.Registry) (added, removed []string) {
-	now := map[string]runtime.Spec{}
+func (m *mcpServer) sync(reg *gate.Registry) (added, removed []string) {
+	now := map[string]tool.Spec{}
 	for _, spec := range reg.Specs() {
 		now[spec.Name] = spec
 	}
@@ -195,7 +196,7 @@ func (m *mcpServer) sync(reg *runtime.Registry) (added, removed []string) {
 }
 
 // addTool lists one tool; the SDK panics on a schema it does not accept.
-func (m *mcpServer) addTool(name string, spec runtime.Spec) (err error) {
+func (m *mcpServer) addTool(name string, spec tool.Spec) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%v", r)
@@ -208,7 +209,7 @@ func (m *mcpServer) addTool(name string, spec runtime.Spec) (err error) {
 	return nil
 }
 
-func sameListing(a, b runtime.Spec) bool {
+func sameListing(a, b tool.Spec) bool {
 	return a.Description == b.Description && string(a.InputSchema) == string(b.InputSchema)
 }
 
@@ -228,7 +229,7 @@ func (m *mcpServer) call(ctx context.Context, name string, req *mcp.CallToolRequ
 	}
 	g := m.gate.Load()
 	ask := m.approvals.begin(req, g, principal, name, args, canAsk)
-	res, err := g.Call(withMCPAsk(ctx, ask), runtime.Request{Tool: name, Args: args, Principal: []string{principal}, Vault: m.vault(req.Session)})
+	res, err := g.Call(withMCPAsk(ctx, ask), gate.Request{Tool: name, Args: args, Principal: []string{principal}, Vault: m.vault(req.Session)})
 	if err != nil {
 		return nil, err
 	}

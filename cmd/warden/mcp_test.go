@@ -19,7 +19,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wardenrt/warden/internal/wasmfixture"
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // mcpWorld is a home and a workspace (with a.txt) for a served warden.
@@ -137,13 +138,13 @@ func (w *mcpWorld) httpSession(ctx context.Context, client *mcp.Client, url, tok
 
 // mcpCallResult calls a tool and decodes the envelope from the structured
 // content.
-func mcpCallResult(t *testing.T, ctx context.Context, s *mcp.ClientSession, name, args string) (*mcp.CallToolResult, runtime.Result) {
+func mcpCallResult(t *testing.T, ctx context.Context, s *mcp.ClientSession, name, args string) (*mcp.CallToolResult, tool.Result) {
 	t.Helper()
 	res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(args)})
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
-	var env runtime.Result
+	var env tool.Result
 	b, _ := json.Marshal(res.StructuredContent)
 	if err := json.Unmarshal(b, &env); err != nil {
 		t.Fatalf("%s: structured content %s: %v", name, b, err)
@@ -198,11 +199,11 @@ func checkMCPBasics(t *testing.T, ctx context.Context, w *mcpWorld, session *mcp
 	outside := filepath.Join(filepath.Dir(w.ws), "b.txt")
 	for _, tt := range []struct {
 		tool, args string
-		code       runtime.Code
+		code       tool.Code
 	}{
-		{"fs_write", `{"path":"` + outside + `","content":"x"}`, runtime.CodeCapabilityDenied},
-		{"fs_read", `{"path":"a.txt","Path":"b"}`, runtime.CodeInvalidInput},
-		{"shell", `{"command":"touch noelicit"}`, runtime.CodeApprovalRequired},
+		{"fs_write", `{"path":"` + outside + `","content":"x"}`, tool.CodeCapabilityDenied},
+		{"fs_read", `{"path":"a.txt","Path":"b"}`, tool.CodeInvalidInput},
+		{"shell", `{"command":"touch noelicit"}`, tool.CodeApprovalRequired},
 	} {
 		res, env := mcpCallResult(t, ctx, session, tt.tool, tt.args)
 		if !res.IsError || env.Error == nil || env.Error.Code != tt.code || !strings.HasPrefix(resultText(res), string(tt.code)) {
@@ -213,12 +214,12 @@ func checkMCPBasics(t *testing.T, ctx context.Context, w *mcpWorld, session *mcp
 		// structured result alike, and never a flag of warden's CLI.
 		text := resultText(res)
 		switch tt.code {
-		case runtime.CodeCapabilityDenied:
+		case tool.CodeCapabilityDenied:
 			want := "ask the user to grant " + env.Error.Missing[0]
 			if len(env.Error.Missing) != 1 || !strings.Contains(text, want) || !strings.HasPrefix(env.Error.Hint, want) {
 				t.Errorf("%s: %q, %+v", tt.tool, text, env.Error)
 			}
-		case runtime.CodeApprovalRequired:
+		case tool.CodeApprovalRequired:
 			if env.Error.Approval == nil || !strings.Contains(text, "the user must approve this call") {
 				t.Errorf("%s: %q, %+v", tt.tool, text, env.Error)
 			}
@@ -341,13 +342,13 @@ func TestMCPApprovalByElicitation(t *testing.T) {
 			answer = "decline"
 			mu.Unlock()
 			res, env = mcpCallResult(t, ctx, session, "shell", `{"command":"touch declined"}`)
-			if !res.IsError || env.Error == nil || env.Error.Code != runtime.CodeUserRejected {
+			if !res.IsError || env.Error == nil || env.Error.Code != tool.CodeUserRejected {
 				t.Fatalf("declined shell: %s %+v", resultText(res), env.Error)
 			}
 			mu.Lock()
 			answer = "cancel"
 			mu.Unlock()
-			if _, env = mcpCallResult(t, ctx, session, "shell", `{"command":"touch cancelled"}`); env.Error == nil || env.Error.Code != runtime.CodeUserCancelled {
+			if _, env = mcpCallResult(t, ctx, session, "shell", `{"command":"touch cancelled"}`); env.Error == nil || env.Error.Code != tool.CodeUserCancelled {
 				t.Fatalf("cancelled shell: %+v", env.Error)
 			}
 			for _, f := range []string{"declined", "cancelled"} {
@@ -364,12 +365,12 @@ func TestMCPApprovalByElicitation(t *testing.T) {
 		mu.Unlock()
 		// Too long to show in full: not asked, refused.
 		long := `{"command":"touch ok` + strings.Repeat(" ", 5000) + `; touch hidden"}`
-		if _, env := mcpCallResult(t, ctx, session, "shell", long); env.Error == nil || env.Error.Code != runtime.CodeApprovalRequired ||
+		if _, env := mcpCallResult(t, ctx, session, "shell", long); env.Error == nil || env.Error.Code != tool.CodeApprovalRequired ||
 			!strings.Contains(env.Error.Message, "too long to show") {
 			t.Errorf("a call too long to show: %+v", env.Error)
 		}
 		// A bidi override is shown escaped.
-		if _, env := mcpCallResult(t, ctx, session, "shell", `{"command":"touch bidi\u202e"}`); env.Error != nil && env.Error.Code == runtime.CodeApprovalRequired {
+		if _, env := mcpCallResult(t, ctx, session, "shell", `{"command":"touch bidi\u202e"}`); env.Error != nil && env.Error.Code == tool.CodeApprovalRequired {
 			t.Errorf("bidi: %+v", env.Error)
 		}
 		mu.Lock()
@@ -427,7 +428,7 @@ func TestMCPApprovalPolicyNever(t *testing.T) {
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
 		}})
 	s := w.stdio(ctx, client, nil)
-	if _, env := mcpCallResult(t, ctx, s, "shell", `{"command":"touch never"}`); env.Error == nil || env.Error.Code != runtime.CodeApprovalRequired {
+	if _, env := mcpCallResult(t, ctx, s, "shell", `{"command":"touch never"}`); env.Error == nil || env.Error.Code != tool.CodeApprovalRequired {
 		t.Fatalf("%+v", env.Error)
 	}
 }
@@ -458,13 +459,13 @@ func TestMCPApprovalStateHostile(t *testing.T) {
 		t.Fatalf("first pass: needs input %v, %+v", first.NeedsInput(), first)
 	}
 	yes := mcp.InputResponseMap{approvalInput: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}}
-	call := func(name string, args json.RawMessage, state string, resp mcp.InputResponseMap) runtime.Result {
+	call := func(name string, args json.RawMessage, state string, resp mcp.InputResponseMap) tool.Result {
 		t.Helper()
 		res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args, RequestState: state, InputResponses: resp})
 		if err != nil {
 			t.Fatal(err)
 		}
-		var env runtime.Result
+		var env tool.Result
 		b, _ := json.Marshal(res.StructuredContent)
 		json.Unmarshal(b, &env)
 		return env
@@ -478,13 +479,13 @@ func TestMCPApprovalStateHostile(t *testing.T) {
 		{"a state never issued", `{"command":"touch forged"}`, "00112233445566778899aabbccddeeff", yes},
 		{"another argument", `{"command":"touch other"}`, first.RequestState, yes},
 	} {
-		if env := call("shell", json.RawMessage(tc.args), tc.state, tc.resp); env.Error == nil || env.Error.Code != runtime.CodeApprovalRequired {
+		if env := call("shell", json.RawMessage(tc.args), tc.state, tc.resp); env.Error == nil || env.Error.Code != tool.CodeApprovalRequired {
 			t.Errorf("%s: %+v", tc.what, env.Error)
 		}
 	}
 	// "another argument" used the state up: the right call with it is
 	// refused too; a fresh round approves it, once.
-	if env := call("shell", args, first.RequestState, yes); env.Error == nil || env.Error.Code != runtime.CodeApprovalRequired {
+	if env := call("shell", args, first.RequestState, yes); env.Error == nil || env.Error.Code != tool.CodeApprovalRequired {
 		t.Errorf("a used state: %+v", env.Error)
 	}
 	second, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "shell", Arguments: args})
@@ -494,7 +495,7 @@ func TestMCPApprovalStateHostile(t *testing.T) {
 	if env := call("shell", args, second.RequestState, yes); !env.Success {
 		t.Fatalf("approved by hand: %+v", env.Error)
 	}
-	if env := call("shell", args, second.RequestState, yes); env.Error == nil || env.Error.Code != runtime.CodeApprovalRequired {
+	if env := call("shell", args, second.RequestState, yes); env.Error == nil || env.Error.Code != tool.CodeApprovalRequired {
 		t.Errorf("the same answer twice: %+v", env.Error)
 	}
 	for _, f := range []string{"forged", "other"} {
@@ -614,7 +615,7 @@ func TestMCPServeHTTP(t *testing.T) {
 	if hasTool("textstats") {
 		t.Fatal("textstats still listed after rm")
 	}
-	if res, env := mcpCallResult(t, ctx, session, "textstats", `{"text":"x"}`); !res.IsError || env.Error == nil || env.Error.Code != runtime.CodeUnknownTool {
+	if res, env := mcpCallResult(t, ctx, session, "textstats", `{"text":"x"}`); !res.IsError || env.Error == nil || env.Error.Code != tool.CodeUnknownTool {
 		t.Fatalf("textstats after rm: %+v", env.Error)
 	}
 	session.Close()
@@ -684,7 +685,7 @@ func TestMCPServeHTTPRefusals(t *testing.T) {
 }
 
 // newTestRegistry is the registry `warden tools` shows on a fresh home.
-func newTestRegistry(t *testing.T) (*runtime.Registry, error) {
+func newTestRegistry(t *testing.T) (*gate.Registry, error) {
 	e := &env{home: t.TempDir(), workspace: t.TempDir()}
 	return e.coreRegistry()
 }

@@ -13,7 +13,8 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/wardenrt/warden/internal/llmtest"
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // hostilePolicy is what a cloned repository may ship.
@@ -101,7 +102,7 @@ func TestRunInUntrustedWorkspace(t *testing.T) {
 func waitForExpiry(t testing.TB, home, ws string) {
 	t.Helper()
 	_, out, _ := runWS(t.(*testing.T), home, ws, "grant", "ls", "--json")
-	var gs []runtime.TimedGrant
+	var gs []gate.TimedGrant
 	if err := json.Unmarshal([]byte(out), &gs); err != nil || len(gs) != 1 {
 		t.Fatalf("grant ls: %v %s", err, out)
 	}
@@ -188,7 +189,7 @@ func TestGrantExpiresWhileServing(t *testing.T) {
 	}
 	waitForExpiry(t, w.home, ws)
 	res, env := mcpCallResult(t, ctx, session, "fs_write", `{"path":"notes/after.txt","content":"x"}`)
-	if !res.IsError || env.Error == nil || env.Error.Code != runtime.CodeCapabilityDenied {
+	if !res.IsError || env.Error == nil || env.Error.Code != tool.CodeCapabilityDenied {
 		t.Fatalf("fs_write after the expiry: %+v", env)
 	}
 	session.Close()
@@ -211,7 +212,7 @@ func TestPolicyTests(t *testing.T) {
 		t.Fatalf("policy test %s: %d\n%s\n%s", example, code, out, errs)
 	}
 	b, _ := os.ReadFile(example)
-	p, err := runtime.ParsePolicy(example, b)
+	p, err := gate.ParsePolicy(example, b)
 	if err != nil || len(p.Tests) < 15 {
 		t.Fatalf("the example has %d tests (%v); want at least 15", len(p.Tests), err)
 	}

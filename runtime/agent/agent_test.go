@@ -14,8 +14,9 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/wardenrt/warden/internal/llmtest"
-	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/agent"
+	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // TestMultiStepTask: read a file, write a summary, answer — three steps,
@@ -211,7 +212,7 @@ func TestRetries(t *testing.T) {
 
 	srv = llmtest.New(t, llmtest.Step{Status: 500}, llmtest.Step{Status: 502, Body: "<html>bad gateway</html>"}, llmtest.Step{Status: 503}, llmtest.Step{Status: 500})
 	rec, err = agent.Run(context.Background(), e.options(basePolicy, srv, true, "hi"))
-	if err != nil || rec.Status != agent.StatusFailed || rec.Error == nil || rec.Error.Code != runtime.CodeLLMError || !strings.Contains(rec.Error.Message, "failed 4 times") {
+	if err != nil || rec.Status != agent.StatusFailed || rec.Error == nil || rec.Error.Code != tool.CodeLLMError || !strings.Contains(rec.Error.Message, "failed 4 times") {
 		t.Fatalf("%v %+v", err, rec.Error)
 	}
 	if srv.Remaining() != 0 {
@@ -221,7 +222,7 @@ func TestRetries(t *testing.T) {
 	// A 200 that is not JSON: a misconfigured endpoint, not retried.
 	srv = llmtest.New(t, llmtest.Step{Body: "<html>welcome to nginx</html>"})
 	rec, _ = agent.Run(context.Background(), e.options(basePolicy, srv, false, "hi"))
-	if rec.Status != agent.StatusFailed || rec.Error.Code != runtime.CodeLLMError || !strings.Contains(rec.Error.Hint, "OPENAI_BASE_URL") {
+	if rec.Status != agent.StatusFailed || rec.Error.Code != tool.CodeLLMError || !strings.Contains(rec.Error.Hint, "OPENAI_BASE_URL") {
 		t.Fatalf("%+v", rec.Error)
 	}
 }
@@ -250,7 +251,7 @@ func TestFinishReasonLength(t *testing.T) {
 	// Three cut replies in a row end the run.
 	srv = llmtest.New(t, llmtest.Step{Content: "a", FinishReason: "length"}, llmtest.Step{Content: "b", FinishReason: "length"}, llmtest.Step{Content: "c", FinishReason: "length"})
 	rec, _ = agent.Run(context.Background(), e.options(basePolicy, srv, false, "tell me"))
-	if rec.Status != agent.StatusFailed || rec.Error.Code != runtime.CodeLLMError {
+	if rec.Status != agent.StatusFailed || rec.Error.Code != tool.CodeLLMError {
 		t.Fatalf("%+v", rec)
 	}
 }
@@ -299,7 +300,7 @@ func TestContextOverflowTrims(t *testing.T) {
 	}
 	srv = llmtest.New(t, overflow)
 	rec, _ = agent.Run(context.Background(), e.options(basePolicy, srv, false, "summarise big.txt"))
-	if rec.Status != agent.StatusFailed || rec.Error.Code != runtime.CodeLLMError || !strings.Contains(rec.Error.Message, "context window") {
+	if rec.Status != agent.StatusFailed || rec.Error.Code != tool.CodeLLMError || !strings.Contains(rec.Error.Message, "context window") {
 		t.Fatalf("%+v", rec.Error)
 	}
 }
@@ -332,10 +333,10 @@ func TestCancelledRun(t *testing.T) {
 		t.Fatalf("saved %+v", saved)
 	}
 	if len(rec.ToolCalls) != 2 || rec.ToolCalls[0].Success || !strings.Contains(rec.ToolCalls[0].Output, "was cancelled") ||
-		rec.ToolCalls[1].Code != string(runtime.CodeOperationNotSupported) {
+		rec.ToolCalls[1].Code != string(tool.CodeOperationNotSupported) {
 		t.Fatalf("tool calls %+v", rec.ToolCalls)
 	}
-	if ev := auditEvent(t, e.audit, rec.ToolCalls[0].AuditSeq); ev.Phase != runtime.PhaseResult || ev.Outcome == "ok" {
+	if ev := auditEvent(t, e.audit, rec.ToolCalls[0].AuditSeq); ev.Phase != gate.PhaseResult || ev.Outcome == "ok" {
 		t.Errorf("the shell call's audit result %+v", ev)
 	}
 	// The program the tool started is gone.

@@ -11,8 +11,8 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/wardenrt/warden/builtin"
-	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/agent"
+	"github.com/wardenrt/warden/runtime/gate"
 	"github.com/wardenrt/warden/runtime/runtimetest"
 	"github.com/wardenrt/warden/store"
 )
@@ -51,12 +51,12 @@ func (m *instantModel) Complete(_ context.Context, _ agent.ModelRequest, onText 
 func BenchmarkLoopStep(b *testing.B) {
 	const steps = 10
 	ctx := context.Background()
-	setup := func(b *testing.B) *runtime.Gate {
+	setup := func(b *testing.B) *gate.Gate {
 		ws, err := filepath.EvalSymlinks(b.TempDir())
 		if err != nil {
 			b.Fatal(err)
 		}
-		reg := runtime.NewRegistry()
+		reg := gate.NewRegistry()
 		if err := reg.Register(builtin.FSTools()...); err != nil {
 			b.Fatal(err)
 		}
@@ -65,11 +65,11 @@ func BenchmarkLoopStep(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		p, err := runtime.ParsePolicy("bench", []byte(basePolicy))
+		p, err := gate.ParsePolicy("bench", []byte(basePolicy))
 		if err != nil {
 			b.Fatal(err)
 		}
-		g, err := runtime.NewGate(runtime.GateOptions{Registry: reg, Policy: p, Workspace: ws, Audit: &runtimetest.Audit{}})
+		g, err := gate.NewGate(gate.GateOptions{Registry: reg, Policy: p, Workspace: ws, Audit: &runtimetest.Audit{}})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -77,7 +77,7 @@ func BenchmarkLoopStep(b *testing.B) {
 	}
 	b.Run("gate-only", func(b *testing.B) {
 		g := setup(b)
-		req := runtime.Request{Tool: "fs_list", Args: json.RawMessage(`{"path":"."}`), Principal: []string{"cli", "model"}}
+		req := gate.Request{Tool: "fs_list", Args: json.RawMessage(`{"path":"."}`), Principal: []string{"cli", "model"}}
 		for b.Loop() {
 			for range steps - 1 {
 				if res, err := g.Call(ctx, req); err != nil || !res.Success {

@@ -9,13 +9,13 @@ import (
 
 	"github.com/wardenrt/warden/builtin"
 	"github.com/wardenrt/warden/internal/llmtest"
-	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/agent"
+	"github.com/wardenrt/warden/runtime/gate"
 	"github.com/wardenrt/warden/runtime/runtimetest"
 )
 
 // auditEvent returns the audit record with sequence number seq.
-func auditEvent(t *testing.T, a *runtimetest.Audit, seq uint64) runtime.AuditEvent {
+func auditEvent(t *testing.T, a *runtimetest.Audit, seq uint64) gate.AuditEvent {
 	t.Helper()
 	e, ok := a.Event(seq)
 	if !ok {
@@ -47,7 +47,7 @@ type env struct {
 	runs  *runtimetest.Runs
 	arts  *runtimetest.Artifacts
 	mem   *runtimetest.Memory
-	reg   *runtime.Registry
+	reg   *gate.Registry
 }
 
 // basePolicy grants reading the workspace, writing under notes/, running
@@ -63,7 +63,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	e := &env{t: t, ws: ws, audit: &runtimetest.Audit{}, runs: &runtimetest.Runs{}, arts: &runtimetest.Artifacts{}, mem: &runtimetest.Memory{}}
-	e.reg = runtime.NewRegistry()
+	e.reg = gate.NewRegistry()
 	tools := append(builtin.FSTools(), builtin.ShellTools()...)
 	tools = append(tools, builtin.MemoryTools(e.mem)...)
 	if err := e.reg.Register(tools...); err != nil {
@@ -77,13 +77,13 @@ func (e *env) write(name, content string) {
 	runtimetest.WriteFile(e.t, e.ws, name, content)
 }
 
-func (e *env) gate(policy string) *runtime.Gate {
+func (e *env) gate(policy string) *gate.Gate {
 	e.t.Helper()
-	p, err := runtime.ParsePolicy("test", []byte(policy))
+	p, err := gate.ParsePolicy("test", []byte(policy))
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	g, err := runtime.NewGate(runtime.GateOptions{Registry: e.reg, Policy: p, Workspace: e.ws, Audit: e.audit})
+	g, err := gate.NewGate(gate.GateOptions{Registry: e.reg, Policy: p, Workspace: e.ws, Audit: e.audit})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -21,14 +21,15 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/gate"
 	"github.com/wardenrt/warden/runtime/redact"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // Runs keeps run records; the store satisfies it. A record is written when
 // the run starts, after every step and when it ends.
-type Runs = runtime.Runs
+type Runs = gate.Runs
 
 // Defaults.
 const (
@@ -43,7 +44,7 @@ const (
 
 // Options configures [Run]. Gate, Model and Task are required.
 type Options struct {
-	Gate  *runtime.Gate
+	Gate  *gate.Gate
 	Model Model
 	Task  string
 	// ModelName and Endpoint (a host, never a key) are recorded.
@@ -65,8 +66,8 @@ type Options struct {
 	// results the model saw only part of; Memory holds the run's primed
 	// context (prime_context), put into its prompt.
 	Runs      Runs
-	Artifacts runtime.Artifacts
-	Memory    runtime.Memory
+	Artifacts gate.Artifacts
+	Memory    gate.Memory
 	// Events, when set, is told what happens as it happens (the terminal).
 	Events func(Event)
 	// DryRun makes every call a dry run (a replay's default).
@@ -87,7 +88,7 @@ type Options struct {
 	// writes back into the file it came from is restored (default a new
 	// one: each run has its own; an agent step of a workflow shares the
 	// workflow's).
-	Vault *runtime.Vault
+	Vault *tool.Vault
 	Now   func() time.Time
 }
 
@@ -111,17 +112,17 @@ type Event struct {
 	Text   string
 	Tool   string
 	Args   json.RawMessage
-	Result *runtime.Result
+	Result *tool.Result
 }
 
 // Run statuses.
 const (
-	StatusRunning   = runtime.RunRunning
-	StatusSucceeded = runtime.RunSucceeded
-	StatusFailed    = runtime.RunFailed
-	StatusCancelled = runtime.RunCancelled
+	StatusRunning   = gate.RunRunning
+	StatusSucceeded = gate.RunSucceeded
+	StatusFailed    = gate.RunFailed
+	StatusCancelled = gate.RunCancelled
 	// StatusStopped: a budget (steps, tokens, time) ended the run.
-	StatusStopped = runtime.RunStopped
+	StatusStopped = gate.RunStopped
 )
 
 // Record is a run as the store keeps it (docs/store.md) and `runs show` prints.
@@ -136,7 +137,7 @@ type Record struct {
 	Tools      []string         `json:"tools"`
 	DryRun     bool             `json:"dry_run,omitempty"`
 	Status     string           `json:"status"`
-	Error      *runtime.Error   `json:"error,omitempty"`
+	Error      *tool.Error      `json:"error,omitempty"`
 	Steps      int              `json:"steps"`
 	Usage      Usage            `json:"usage"`
 	Started    time.Time        `json:"started"`
@@ -337,7 +338,7 @@ func newLoop(o Options) (*loop, error) {
 		return nil, errors.New("agent: Gate and Model are required")
 	}
 	if strings.TrimSpace(o.Task) == "" {
-		return nil, runtime.Errorf(runtime.CodeInvalidInput, "say what to do: warden run \"TASK\"", "the task is empty")
+		return nil, tool.Errorf(tool.CodeInvalidInput, "say what to do: warden run \"TASK\"", "the task is empty")
 	}
 	if o.MaxSteps <= 0 {
 		o.MaxSteps = DefaultMaxSteps
@@ -352,7 +353,7 @@ func newLoop(o Options) (*loop, error) {
 		o.Now = time.Now
 	}
 	if o.RunID == "" {
-		o.RunID = runtime.NewID()
+		o.RunID = tool.NewID()
 	}
 	if o.Kind == "" {
 		o.Kind = "agent"
@@ -364,7 +365,7 @@ func newLoop(o Options) (*loop, error) {
 		o.Redactor = redact.New()
 	}
 	if o.Vault == nil {
-		o.Vault = runtime.NewVault()
+		o.Vault = tool.NewVault()
 	}
 	l := &loop{o: o, red: o.Redactor}
 	reg := o.Gate.Registry()
@@ -378,7 +379,7 @@ func newLoop(o Options) (*loop, error) {
 		for _, name := range o.Tools {
 			t, ok := reg.Lookup(name)
 			if !ok {
-				return nil, runtime.Errorf(runtime.CodeUnknownTool, "list the tools with `warden tools`", "--tools names %q, which is not a tool", name)
+				return nil, tool.Errorf(tool.CodeUnknownTool, "list the tools with `warden tools`", "--tools names %q, which is not a tool", name)
 			}
 			l.offered[t.Spec().Name] = true
 		}
@@ -517,7 +518,7 @@ func (l *loop) marshal() ([]byte, error) {
 	return append(out, doc[prev:]...), nil
 }
 
-func (l *loop) end(ctx context.Context, status string, err *runtime.Error) (*Record, error) {
+func (l *loop) end(ctx context.Context, status string, err *tool.Error) (*Record, error) {
 	err = err.MapText(l.red.String)
 	l.rec.Status, l.rec.Error = status, err
 	now := l.o.Now().UTC()
@@ -538,11 +539,11 @@ func (l *loop) run(ctx context.Context) (*Record, error) {
 			return l.cancelled(ctx)
 		}
 		if step > l.o.MaxSteps {
-			return l.end(ctx, StatusStopped, runtime.Errorf(runtime.CodeLLMError, "raise --max-steps, or split the task",
+			return l.end(ctx, StatusStopped, tool.Errorf(tool.CodeLLMError, "raise --max-steps, or split the task",
 				"the run took its %d steps without a final answer", l.o.MaxSteps))
 		}
 		if l.o.TokenBudget > 0 && l.rec.Usage.Total >= l.o.TokenBudget {
-			return l.end(ctx, StatusStopped, runtime.Errorf(runtime.CodeLLMError, "raise --token-budget",
+			return l.end(ctx, StatusStopped, tool.Errorf(tool.CodeLLMError, "raise --token-budget",
 				"the run used %d tokens, its budget is %d", l.rec.Usage.Total, l.o.TokenBudget))
 		}
 		l.setSystem(l.systemPrompt(ctx))
@@ -551,9 +552,9 @@ func (l *loop) run(ctx context.Context) (*Record, error) {
 			if ctx.Err() != nil {
 				return l.cancelled(ctx)
 			}
-			rerr := runtime.AsError(err)
+			rerr := tool.AsError(err)
 			if rerr == nil {
-				rerr = runtime.Errorf(runtime.CodeLLMError, "", "%v", err)
+				rerr = tool.Errorf(tool.CodeLLMError, "", "%v", err)
 			}
 			return l.end(ctx, StatusFailed, rerr)
 		}
@@ -577,7 +578,7 @@ func (l *loop) run(ctx context.Context) (*Record, error) {
 		if resp.FinishReason == string(openai.FinishReasonLength) {
 			lengthStreak++
 			if lengthStreak >= maxLengthStreak {
-				return l.end(ctx, StatusFailed, runtime.Errorf(runtime.CodeLLMError, "raise the model's output limit, or ask for less at a time",
+				return l.end(ctx, StatusFailed, tool.Errorf(tool.CodeLLMError, "raise the model's output limit, or ask for less at a time",
 					"the model's replies were cut off at its output token limit %d times in a row (finish_reason=length)", lengthStreak))
 			}
 			l.emit(Event{Kind: EventNote, Step: step, Text: "the model's reply was cut off at its output token limit"})
@@ -612,7 +613,7 @@ func (l *loop) run(ctx context.Context) (*Record, error) {
 				if ctx.Err() != nil {
 					return l.cancelled(ctx)
 				}
-				return l.end(ctx, StatusFailed, runtime.Errorf(runtime.CodeInternal, "", "%v", err))
+				return l.end(ctx, StatusFailed, tool.Errorf(tool.CodeInternal, "", "%v", err))
 			}
 		}
 		if ctx.Err() != nil {
@@ -628,10 +629,10 @@ func (l *loop) run(ctx context.Context) (*Record, error) {
 // (Ctrl-C), or stopped at its deadline (--timeout), a budget like steps.
 func (l *loop) cancelled(ctx context.Context) (*Record, error) {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return l.end(ctx, StatusStopped, runtime.Errorf(runtime.CodeTimeout, "raise --timeout, or split the task",
+		return l.end(ctx, StatusStopped, tool.Errorf(tool.CodeTimeout, "raise --timeout, or split the task",
 			"the run reached its time limit after %d step(s)", l.rec.Steps))
 	}
-	return l.end(ctx, StatusCancelled, runtime.Errorf(runtime.CodeUserCancelled, "", "the run was cancelled"))
+	return l.end(ctx, StatusCancelled, tool.Errorf(tool.CodeUserCancelled, "", "the run was cancelled"))
 }
 
 // complete asks the model, trimming old tool outputs while the
@@ -650,7 +651,7 @@ func (l *loop) complete(ctx context.Context, step int) (ModelResponse, error) {
 			return resp, err
 		}
 		if !l.trim() {
-			return ModelResponse{}, runtime.Errorf(runtime.CodeLLMError, "use a model with a larger context window, or a shorter task and --system prompt",
+			return ModelResponse{}, tool.Errorf(tool.CodeLLMError, "use a model with a larger context window, or a shorter task and --system prompt",
 				"the conversation does not fit the model's context window even with every tool output trimmed (%v)", err)
 		}
 		l.emit(Event{Kind: EventNote, Step: step, Text: "the conversation exceeded the model's context window: older tool outputs were trimmed"})
@@ -681,11 +682,11 @@ func (l *loop) trim() bool {
 
 // refuse answers a tool call the loop does not run.
 func (l *loop) refuse(step int, tc openai.ToolCall, why string) {
-	content, _ := json.Marshal(map[string]any{"success": false, "error": map[string]string{"code": string(runtime.CodeOperationNotSupported), "message": why}})
+	content, _ := json.Marshal(map[string]any{"success": false, "error": map[string]string{"code": string(tool.CodeOperationNotSupported), "message": why}})
 	l.pushTool(tc.ID, string(content))
 	l.rec.ToolCalls = append(l.rec.ToolCalls, ToolCallRecord{
 		Step: step, ModelCallID: l.red.String(tc.ID), Tool: l.red.String(tc.Function.Name), Args: argsForRecord(l.redactText(tc.Function.Arguments)),
-		Code: string(runtime.CodeOperationNotSupported), Output: why,
+		Code: string(tool.CodeOperationNotSupported), Output: why,
 	})
 }
 
@@ -697,7 +698,7 @@ func (l *loop) callTool(ctx context.Context, step int, tc openai.ToolCall) error
 	}
 	l.emit(Event{Kind: EventToolCall, Step: step, Tool: tc.Function.Name, Args: argsForRecord(l.redactText(args))})
 	start := time.Now()
-	req := runtime.Request{
+	req := gate.Request{
 		Tool: tc.Function.Name, Args: json.RawMessage(args), RunID: l.rec.ID,
 		Principal: append(append([]string(nil), l.o.Principal...), "model"),
 		Offered:   l.offered, DryRun: l.o.DryRun, Restrict: l.o.Restrict, Vault: l.o.Vault,
@@ -707,7 +708,7 @@ func (l *loop) callTool(ctx context.Context, step int, tc openai.ToolCall) error
 	if err != nil {
 		return err
 	}
-	needsApproval := res.Success && res.DryRun && l.o.Gate.Explain(req).Verdict == runtime.VerdictNeedsApproval
+	needsApproval := res.Success && res.DryRun && l.o.Gate.Explain(req).Verdict == gate.VerdictNeedsApproval
 	l.emit(Event{Kind: EventToolResult, Step: step, Tool: tc.Function.Name, Result: &res})
 	content, artifact := l.toolContent(ctx, res)
 	if i := len(l.rec.ToolCalls); i < len(l.recorded) && l.recorded[i].Tool == l.red.String(tc.Function.Name) {
@@ -744,7 +745,7 @@ const maxDataInline = 4000
 // to MaxToolOutput characters), data when small, warnings, the error with
 // its hint. The whole result is kept as an artifact when the model sees
 // less of it.
-func (l *loop) toolContent(ctx context.Context, res runtime.Result) (string, string) {
+func (l *loop) toolContent(ctx context.Context, res tool.Result) (string, string) {
 	view := map[string]any{"success": res.Success}
 	cut := false
 	out := res.Output
@@ -786,7 +787,7 @@ func (l *loop) toolContent(ctx context.Context, res runtime.Result) (string, str
 // modelError is e with its hint worded for the model: what to ask the
 // user for (the grants, an approval), which the model cannot give itself
 // and which cannot change during the run.
-func modelError(e *runtime.Error) *runtime.Error {
+func modelError(e *tool.Error) *tool.Error {
 	out := *e
 	switch {
 	case len(e.Missing) > 0:
@@ -800,7 +801,7 @@ func modelError(e *runtime.Error) *runtime.Error {
 }
 
 // writeRules lists rules for the system prompt.
-func writeRules(b *strings.Builder, rules []runtime.Rule) {
+func writeRules(b *strings.Builder, rules []gate.Rule) {
 	for _, r := range rules {
 		extra := ""
 		if r.RequireApproval {
@@ -838,9 +839,9 @@ func (l *loop) systemPrompt(ctx context.Context) string {
 	}
 	if u := pol.Untrusted(); u != nil {
 		// Only what narrows: an untrusted file's other rules do not apply.
-		var restrict []runtime.Rule
+		var restrict []gate.Rule
 		for _, r := range u.Rules {
-			if r.Action == runtime.ActionDeny || r.RequireApproval || r.DryRunFirst {
+			if r.Action == gate.ActionDeny || r.RequireApproval || r.DryRunFirst {
 				restrict = append(restrict, r)
 			}
 		}
@@ -861,7 +862,7 @@ func (l *loop) systemPrompt(ctx context.Context) string {
 		b.WriteString("\n")
 	}
 	if l.o.Memory != nil {
-		entries, err := l.o.Memory.ListMemory(ctx, runtime.ContextNamespace(l.rec.ID), 0)
+		entries, err := l.o.Memory.ListMemory(ctx, gate.ContextNamespace(l.rec.ID), 0)
 		if err == nil && len(entries) > 0 {
 			sort.Slice(entries, func(i, j int) bool { return entries[i].Key < entries[j].Key })
 			b.WriteString("\nContext primed for this run (prime_context; clear_context empties it):\n")

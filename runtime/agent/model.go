@@ -16,9 +16,9 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/decode"
 	"github.com/wardenrt/warden/runtime/redact"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // Message is one message of a conversation, in the OpenAI wire format
@@ -102,11 +102,11 @@ type OpenAI struct {
 func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 	u, err := url.Parse(cfg.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
-		return nil, runtime.Errorf(runtime.CodeLLMError, "set OPENAI_BASE_URL to an http(s) URL such as https://api.openai.com/v1 (no credentials in it)",
+		return nil, tool.Errorf(tool.CodeLLMError, "set OPENAI_BASE_URL to an http(s) URL such as https://api.openai.com/v1 (no credentials in it)",
 			"the model endpoint %q is not a valid http(s) URL", redact.String(cfg.BaseURL))
 	}
 	if cfg.Model == "" {
-		return nil, runtime.Errorf(runtime.CodeLLMError, "name a model with --model or WARDEN_MODEL", "no model named")
+		return nil, tool.Errorf(tool.CodeLLMError, "name a model with --model or WARDEN_MODEL", "no model named")
 	}
 	if cfg.Retries == 0 {
 		cfg.Retries = 4
@@ -227,7 +227,7 @@ func (m *OpenAI) Complete(ctx context.Context, req ModelRequest, onText func(str
 		retry, wait, lerr := m.classify(err, timedOut, retryAfter)
 		if !retry || attempt >= m.cfg.Retries {
 			if retry {
-				return ModelResponse{}, runtime.Errorf(runtime.CodeLLMError, "try again later, or check the endpoint",
+				return ModelResponse{}, tool.Errorf(tool.CodeLLMError, "try again later, or check the endpoint",
 					"the model endpoint failed %d times: %s", attempt+1, lerr.Error())
 			}
 			return ModelResponse{}, lerr
@@ -269,14 +269,14 @@ func (m *OpenAI) classify(err error, timedOut bool, retryAfter string) (retry bo
 	}
 	var apiErr *openai.APIError
 	var reqErr *openai.RequestError
-	var rerr *runtime.Error
+	var rerr *tool.Error
 	switch {
 	case errors.As(err, &rerr):
 		return false, 0, rerr
 	case errors.Is(err, errEmptyChoices):
-		return true, 0, runtime.Errorf(runtime.CodeLLMError, "", "%v", err)
+		return true, 0, tool.Errorf(tool.CodeLLMError, "", "%v", err)
 	case timedOut:
-		return true, 0, runtime.Errorf(runtime.CodeLLMError, "check the endpoint: a model that needs longer needs a larger attempt timeout",
+		return true, 0, tool.Errorf(tool.CodeLLMError, "check the endpoint: a model that needs longer needs a larger attempt timeout",
 			"the model sent nothing for %s", m.cfg.AttemptTimeout)
 	case errors.As(err, &apiErr):
 		return m.byStatus(apiErr.HTTPStatusCode, apiErr.Message, fmt.Sprint(apiErr.Code)+" "+apiErr.Type, wait)
@@ -290,12 +290,12 @@ func (m *OpenAI) classify(err error, timedOut bool, retryAfter string) (retry bo
 	var nerr net.Error
 	var opErr *net.OpError
 	if errors.As(err, &nerr) || errors.As(err, &opErr) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-		return true, 0, runtime.Errorf(runtime.CodeLLMError, "check that the endpoint is up (OPENAI_BASE_URL)",
+		return true, 0, tool.Errorf(tool.CodeLLMError, "check that the endpoint is up (OPENAI_BASE_URL)",
 			"the model endpoint could not be reached: %s", redact.String(err.Error()))
 	}
 	// Anything else: a body that is not the protocol (HTML from a proxy,
 	// a wrong base URL), not worth retrying.
-	return false, 0, runtime.Errorf(runtime.CodeLLMError, "check OPENAI_BASE_URL: it must be an OpenAI-compatible API root ending in its version, e.g. /v1",
+	return false, 0, tool.Errorf(tool.CodeLLMError, "check OPENAI_BASE_URL: it must be an OpenAI-compatible API root ending in its version, e.g. /v1",
 		"the model endpoint's answer is not an OpenAI chat completion: %s", firstLine(redact.String(err.Error()), 200))
 }
 
@@ -303,17 +303,17 @@ func (m *OpenAI) byStatus(status int, msg, code string, wait time.Duration) (boo
 	msg = redact.String(msg)
 	switch {
 	case status == http.StatusTooManyRequests:
-		return true, wait, runtime.Errorf(runtime.CodeLLMError, "wait, or raise the endpoint's rate limit", "rate limited (429): %s", msg)
+		return true, wait, tool.Errorf(tool.CodeLLMError, "wait, or raise the endpoint's rate limit", "rate limited (429): %s", msg)
 	case status >= 500:
-		return true, wait, runtime.Errorf(runtime.CodeLLMError, "try again later", "the model endpoint failed (%d): %s", status, msg)
+		return true, wait, tool.Errorf(tool.CodeLLMError, "try again later", "the model endpoint failed (%d): %s", status, msg)
 	case isOverflow(status, msg, code):
 		return false, 0, fmt.Errorf("%w: %s", ErrContextOverflow, msg)
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		return false, 0, runtime.Errorf(runtime.CodeLLMError, "check OPENAI_API_KEY", "the model endpoint refused the key (%d): %s", status, msg)
+		return false, 0, tool.Errorf(tool.CodeLLMError, "check OPENAI_API_KEY", "the model endpoint refused the key (%d): %s", status, msg)
 	case status == http.StatusNotFound:
-		return false, 0, runtime.Errorf(runtime.CodeLLMError, "check OPENAI_BASE_URL and --model", "not found (404): %s", msg)
+		return false, 0, tool.Errorf(tool.CodeLLMError, "check OPENAI_BASE_URL and --model", "not found (404): %s", msg)
 	}
-	return false, 0, runtime.Errorf(runtime.CodeLLMError, "", "the model endpoint refused the request (%d): %s", status, msg)
+	return false, 0, tool.Errorf(tool.CodeLLMError, "", "the model endpoint refused the request (%d): %s", status, msg)
 }
 
 // isOverflow recognises a context-window overflow: OpenAI's code, or the

@@ -14,8 +14,8 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/wardenrt/warden/internal/llmtest"
-	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/agent"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // sse serves one streamed answer made of the given choices.
@@ -211,7 +211,7 @@ func TestRunTimeoutIsStopped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.Status != agent.StatusStopped || rec.Error == nil || rec.Error.Code != runtime.CodeTimeout {
+	if rec.Status != agent.StatusStopped || rec.Error == nil || rec.Error.Code != tool.CodeTimeout {
 		t.Fatalf("%s %+v", rec.Status, rec.Error)
 	}
 }

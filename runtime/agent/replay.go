@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // replayModel answers with a recorded run's model responses, in order,
@@ -17,7 +17,7 @@ type replayModel struct {
 
 func (m *replayModel) Complete(_ context.Context, _ ModelRequest, onText func(string)) (ModelResponse, error) {
 	if m.next >= len(m.responses) {
-		return ModelResponse{}, runtime.Errorf(runtime.CodeLLMError, "",
+		return ModelResponse{}, tool.Errorf(tool.CodeLLMError, "",
 			"the recording has no more model answers (it had %d)", len(m.responses))
 	}
 	r := m.responses[m.next]
@@ -50,7 +50,7 @@ func (d Difference) String() string {
 
 func outcome(c ToolCallRecord) string {
 	if c.NeedsApproval {
-		return string(runtime.CodeApprovalRequired)
+		return string(tool.CodeApprovalRequired)
 	}
 	if c.Success {
 		return "ok"

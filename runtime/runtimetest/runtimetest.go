@@ -18,18 +18,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
 	"github.com/wardenrt/warden/runtime/schedule"
 )
 
-// Memory is an in-memory runtime.Memory. SearchMemory scores an entry by
+// Memory is an in-memory gate.Memory. SearchMemory scores an entry by
 // how many times its value holds the query's words (case-folded).
 type Memory struct {
 	mu sync.Mutex
-	m  map[string]runtime.MemoryEntry // ns + "\x00" + key
+	m  map[string]gate.MemoryEntry // ns + "\x00" + key
 }
 
-var _ runtime.Memory = (*Memory)(nil)
+var _ gate.Memory = (*Memory)(nil)
 
 func memKey(ns, key string) string { return ns + "\x00" + key }
 
@@ -38,46 +38,46 @@ func (m *Memory) PutMemory(_ context.Context, ns, key, value string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.m == nil {
-		m.m = map[string]runtime.MemoryEntry{}
+		m.m = map[string]gate.MemoryEntry{}
 	}
 	now := time.Now()
 	e, ok := m.m[memKey(ns, key)]
 	if !ok {
-		e = runtime.MemoryEntry{Namespace: ns, Key: key, Created: now}
+		e = gate.MemoryEntry{Namespace: ns, Key: key, Created: now}
 	}
 	e.Value, e.Updated = value, now
 	m.m[memKey(ns, key)] = e
 	return nil
 }
 
-// GetMemory returns an entry or an error wrapping runtime.ErrNotFound.
-func (m *Memory) GetMemory(_ context.Context, ns, key string) (runtime.MemoryEntry, error) {
+// GetMemory returns an entry or an error wrapping gate.ErrNotFound.
+func (m *Memory) GetMemory(_ context.Context, ns, key string) (gate.MemoryEntry, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, ok := m.m[memKey(ns, key)]
 	if !ok {
-		return e, fmt.Errorf("%s/%s: %w", ns, key, runtime.ErrNotFound)
+		return e, fmt.Errorf("%s/%s: %w", ns, key, gate.ErrNotFound)
 	}
 	return e, nil
 }
 
 // DeleteMemory removes an entry or returns an error wrapping
-// runtime.ErrNotFound.
+// gate.ErrNotFound.
 func (m *Memory) DeleteMemory(_ context.Context, ns, key string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.m[memKey(ns, key)]; !ok {
-		return fmt.Errorf("%s/%s: %w", ns, key, runtime.ErrNotFound)
+		return fmt.Errorf("%s/%s: %w", ns, key, gate.ErrNotFound)
 	}
 	delete(m.m, memKey(ns, key))
 	return nil
 }
 
 // ListMemory lists the entries of ns ("" = all) by namespace and key.
-func (m *Memory) ListMemory(_ context.Context, ns string, limit int) ([]runtime.MemoryEntry, error) {
+func (m *Memory) ListMemory(_ context.Context, ns string, limit int) ([]gate.MemoryEntry, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []runtime.MemoryEntry
+	var out []gate.MemoryEntry
 	for _, e := range m.m {
 		if ns == "" || e.Namespace == ns {
 			out = append(out, e)
@@ -93,14 +93,14 @@ func (m *Memory) ListMemory(_ context.Context, ns string, limit int) ([]runtime.
 }
 
 // SearchMemory ranks the entries of the namespaces ns accepts.
-func (m *Memory) SearchMemory(_ context.Context, text string, ns func(string) bool, limit int) ([]runtime.MemoryHit, error) {
+func (m *Memory) SearchMemory(_ context.Context, text string, ns func(string) bool, limit int) ([]gate.MemoryHit, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if limit <= 0 {
 		limit = 10
 	}
 	words := strings.Fields(strings.ToLower(text))
-	var hits []runtime.MemoryHit
+	var hits []gate.MemoryHit
 	for _, e := range m.m {
 		if ns != nil && !ns(e.Namespace) {
 			continue
@@ -111,7 +111,7 @@ func (m *Memory) SearchMemory(_ context.Context, text string, ns func(string) bo
 			score += float64(strings.Count(v, w))
 		}
 		if score > 0 {
-			hits = append(hits, runtime.MemoryHit{MemoryEntry: e, Score: score})
+			hits = append(hits, gate.MemoryHit{MemoryEntry: e, Score: score})
 		}
 	}
 	sort.Slice(hits, func(i, j int) bool {
@@ -126,7 +126,7 @@ func (m *Memory) SearchMemory(_ context.Context, text string, ns func(string) bo
 	return hits, nil
 }
 
-// Audit is an in-memory runtime.AuditLog; Fail, when set, makes appends
+// Audit is an in-memory gate.AuditLog; Fail, when set, makes appends
 // fail with it.
 type Audit struct {
 	mu   sync.Mutex
@@ -134,7 +134,7 @@ type Audit struct {
 	Fail error
 }
 
-var _ runtime.AuditLog = (*Audit)(nil)
+var _ gate.AuditLog = (*Audit)(nil)
 
 // AppendAudit keeps ev; sequence numbers start at 1.
 func (a *Audit) AppendAudit(_ context.Context, ev json.RawMessage) (uint64, error) {
@@ -148,10 +148,10 @@ func (a *Audit) AppendAudit(_ context.Context, ev json.RawMessage) (uint64, erro
 }
 
 // Events returns every event, decoded, in order.
-func (a *Audit) Events() []runtime.AuditEvent {
+func (a *Audit) Events() []gate.AuditEvent {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	out := make([]runtime.AuditEvent, len(a.raw))
+	out := make([]gate.AuditEvent, len(a.raw))
 	for i, r := range a.raw {
 		if err := json.Unmarshal(r, &out[i]); err != nil {
 			panic(fmt.Sprintf("runtimetest: audit event %d: %v", i+1, err))
@@ -161,32 +161,32 @@ func (a *Audit) Events() []runtime.AuditEvent {
 }
 
 // Event returns the event with sequence number seq, or false.
-func (a *Audit) Event(seq uint64) (runtime.AuditEvent, bool) {
+func (a *Audit) Event(seq uint64) (gate.AuditEvent, bool) {
 	evs := a.Events()
 	if seq == 0 || int(seq) > len(evs) {
-		return runtime.AuditEvent{}, false
+		return gate.AuditEvent{}, false
 	}
 	return evs[seq-1], true
 }
 
 // Results returns the result events of tool ("" = every tool).
-func (a *Audit) Results(tool string) []runtime.AuditEvent {
-	var out []runtime.AuditEvent
+func (a *Audit) Results(tool string) []gate.AuditEvent {
+	var out []gate.AuditEvent
 	for _, e := range a.Events() {
-		if e.Phase == runtime.PhaseResult && (tool == "" || e.Tool == tool) {
+		if e.Phase == gate.PhaseResult && (tool == "" || e.Tool == tool) {
 			out = append(out, e)
 		}
 	}
 	return out
 }
 
-// Artifacts is an in-memory runtime.Artifacts.
+// Artifacts is an in-memory gate.Artifacts.
 type Artifacts struct {
 	mu sync.Mutex
 	m  map[string][]byte
 }
 
-var _ runtime.Artifacts = (*Artifacts)(nil)
+var _ gate.Artifacts = (*Artifacts)(nil)
 
 // PutArtifact keeps data under "sha256:<hex>".
 func (a *Artifacts) PutArtifact(_ context.Context, data []byte) (string, error) {
@@ -256,19 +256,19 @@ func WriteFile(t testing.TB, dir, name, content string) {
 	}
 }
 
-// Grants is an in-memory runtime.GrantStore.
+// Grants is an in-memory gate.GrantStore.
 type Grants struct {
 	mu sync.Mutex
-	m  map[string]runtime.TimedGrant
+	m  map[string]gate.TimedGrant
 }
 
-var _ runtime.GrantStore = (*Grants)(nil)
+var _ gate.GrantStore = (*Grants)(nil)
 
 // ListGrants returns every grant, oldest first.
-func (g *Grants) ListGrants(context.Context) ([]runtime.TimedGrant, error) {
+func (g *Grants) ListGrants(context.Context) ([]gate.TimedGrant, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	out := make([]runtime.TimedGrant, 0, len(g.m))
+	out := make([]gate.TimedGrant, 0, len(g.m))
 	for _, t := range g.m {
 		out = append(out, t)
 	}
@@ -277,22 +277,22 @@ func (g *Grants) ListGrants(context.Context) ([]runtime.TimedGrant, error) {
 }
 
 // PutGrant adds or replaces a grant.
-func (g *Grants) PutGrant(_ context.Context, t runtime.TimedGrant) error {
+func (g *Grants) PutGrant(_ context.Context, t gate.TimedGrant) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.m == nil {
-		g.m = map[string]runtime.TimedGrant{}
+		g.m = map[string]gate.TimedGrant{}
 	}
 	g.m[t.ID] = t
 	return nil
 }
 
-// DeleteGrant removes a grant (runtime.ErrNotFound when absent).
+// DeleteGrant removes a grant (gate.ErrNotFound when absent).
 func (g *Grants) DeleteGrant(_ context.Context, id string) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if _, ok := g.m[id]; !ok {
-		return fmt.Errorf("grant %s: %w", id, runtime.ErrNotFound)
+		return fmt.Errorf("grant %s: %w", id, gate.ErrNotFound)
 	}
 	delete(g.m, id)
 	return nil
@@ -318,13 +318,13 @@ func (s *Jobs) ListJobs(context.Context) ([]schedule.Job, error) {
 	return out, nil
 }
 
-// GetJob returns a job (runtime.ErrNotFound when absent).
+// GetJob returns a job (gate.ErrNotFound when absent).
 func (s *Jobs) GetJob(_ context.Context, id string) (schedule.Job, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	j, ok := s.m[id]
 	if !ok {
-		return schedule.Job{}, fmt.Errorf("job %s: %w", id, runtime.ErrNotFound)
+		return schedule.Job{}, fmt.Errorf("job %s: %w", id, gate.ErrNotFound)
 	}
 	return cloneJob(j), nil
 }
@@ -349,7 +349,7 @@ func (s *Jobs) UpdateJob(_ context.Context, id string, fn func(*schedule.Job) er
 	defer s.mu.Unlock()
 	j, ok := s.m[id]
 	if !ok {
-		return fmt.Errorf("job %s: %w", id, runtime.ErrNotFound)
+		return fmt.Errorf("job %s: %w", id, gate.ErrNotFound)
 	}
 	c := cloneJob(j)
 	if err := fn(&c); err != nil {
@@ -364,7 +364,7 @@ func (s *Jobs) DeleteJob(_ context.Context, id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.m[id]; !ok {
-		return fmt.Errorf("job %s: %w", id, runtime.ErrNotFound)
+		return fmt.Errorf("job %s: %w", id, gate.ErrNotFound)
 	}
 	delete(s.m, id)
 	return nil

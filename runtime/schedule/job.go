@@ -7,8 +7,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // Job kinds.
@@ -85,13 +86,13 @@ type Notify struct {
 
 // Outcome is what became of a firing.
 type Outcome struct {
-	Fire    time.Time      `json:"fire"`
-	RunID   string         `json:"run_id,omitempty"`
-	Status  string         `json:"status"` // a run status, "skipped" or "interrupted"
-	Started time.Time      `json:"started,omitzero"`
-	Ended   time.Time      `json:"ended,omitzero"`
-	Error   *runtime.Error `json:"error,omitempty"`
-	Reason  string         `json:"reason,omitempty"`
+	Fire    time.Time   `json:"fire"`
+	RunID   string      `json:"run_id,omitempty"`
+	Status  string      `json:"status"` // a run status, "skipped" or "interrupted"
+	Started time.Time   `json:"started,omitzero"`
+	Ended   time.Time   `json:"ended,omitzero"`
+	Error   *tool.Error `json:"error,omitempty"`
+	Reason  string      `json:"reason,omitempty"`
 	// Attempt is the run's attempt at its firing when it is not the
 	// first: an earlier run (Retry) was lost.
 	Attempt int    `json:"attempt,omitempty"`
@@ -161,7 +162,7 @@ func (j *Job) Principal() []string { return []string{"schedule:" + j.ID} }
 // Validate checks a job's definition.
 func (j *Job) Validate() error {
 	var errs []error
-	if !runtime.ValidToolName(j.ID) {
+	if !gate.ValidToolName(j.ID) {
 		errs = append(errs, fmt.Errorf("job name %q: use 1-64 letters, digits, _ or -", j.ID))
 	}
 	switch j.Kind {

@@ -5,8 +5,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/tool"
 	"github.com/wardenrt/warden/runtime/workflow"
 )
 
@@ -46,12 +47,12 @@ func Prepare(req Request, ws string, principal []string, held capability.Set, no
 	grants := req.Grants
 	switch {
 	case req.Workflow != "" && req.Task != "":
-		return Job{}, runtime.Errorf(runtime.CodeInvalidInput, "", "give a workflow or a task, not both")
+		return Job{}, tool.Errorf(tool.CodeInvalidInput, "", "give a workflow or a task, not both")
 	case req.Workflow != "":
-		j.Kind, j.Workflow, j.Digest = KindWorkflow, req.Workflow, runtime.SHA256Hex(req.Data)
+		j.Kind, j.Workflow, j.Digest = KindWorkflow, req.Workflow, gate.SHA256Hex(req.Data)
 		w, err := workflow.Parse(req.Workflow, req.Data, check)
 		if err != nil {
-			return Job{}, runtime.Errorf(runtime.CodeInvalidInput, "check it with `warden workflow validate`", "workflow %s: %v", req.Workflow, err)
+			return Job{}, tool.Errorf(tool.CodeInvalidInput, "check it with `warden workflow validate`", "workflow %s: %v", req.Workflow, err)
 		}
 		if grants == nil {
 			grants, j.GrantsFromWorkflow = w.Grants, true
@@ -59,31 +60,31 @@ func Prepare(req Request, ws string, principal []string, held capability.Set, no
 	case req.Task != "":
 		j.Kind, j.Task = KindAgent, req.Task
 	default:
-		return Job{}, runtime.Errorf(runtime.CodeInvalidInput, "", "give a workflow file or an agent task")
+		return Job{}, tool.Errorf(tool.CodeInvalidInput, "", "give a workflow file or an agent task")
 	}
 	if n := j.OnFailure; n != nil && n.Workflow != "" {
 		if _, err := workflow.Parse(n.Workflow, req.OnFailureData, check); err != nil {
-			return Job{}, runtime.Errorf(runtime.CodeInvalidInput, "", "on_failure workflow %s: %v", n.Workflow, err)
+			return Job{}, tool.Errorf(tool.CodeInvalidInput, "", "on_failure workflow %s: %v", n.Workflow, err)
 		}
-		n.Digest = runtime.SHA256Hex(req.OnFailureData)
+		n.Digest = gate.SHA256Hex(req.OnFailureData)
 	}
 	j.Grants = []string{}
 	for _, g := range grants {
 		pg, err := capability.Parse(g)
 		if err != nil {
-			return Job{}, runtime.Errorf(runtime.CodeInvalidInput, "", "grant %s: %v", g, err)
+			return Job{}, tool.Errorf(tool.CodeInvalidInput, "", "grant %s: %v", g, err)
 		}
 		j.Grants = append(j.Grants, pg.String())
 	}
 	if err := j.Validate(); err != nil {
-		return Job{}, runtime.Errorf(runtime.CodeInvalidInput, "", "%v", err)
+		return Job{}, tool.Errorf(tool.CodeInvalidInput, "", "%v", err)
 	}
 	wider, err := Within(ws, j.Grants, held)
 	if err != nil {
-		return Job{}, runtime.Errorf(runtime.CodeInvalidInput, "", "%v", err)
+		return Job{}, tool.Errorf(tool.CodeInvalidInput, "", "%v", err)
 	}
 	if len(wider) > 0 {
-		return Job{}, runtime.Errorf(runtime.CodeCapabilityDenied, "schedule it with grants its scheduler holds",
+		return Job{}, tool.Errorf(tool.CodeCapabilityDenied, "schedule it with grants its scheduler holds",
 			"a job cannot carry grants wider than its scheduler's: %s", strings.Join(wider, ", "))
 	}
 	return j, nil

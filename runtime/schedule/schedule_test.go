@@ -10,9 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
 	"github.com/wardenrt/warden/runtime/runtimetest"
 	"github.com/wardenrt/warden/runtime/schedule"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 func mustParse(t *testing.T, s schedule.Spec) *schedule.Schedule {
@@ -121,9 +122,9 @@ func newWorld(t *testing.T, start time.Time) *world {
 			w.began <- j.ID
 			select {
 			case <-rel:
-				return schedule.Outcome{Status: runtime.RunSucceeded}
+				return schedule.Outcome{Status: gate.RunSucceeded}
 			case <-ctx.Done():
-				return schedule.Outcome{Status: runtime.RunCancelled}
+				return schedule.Outcome{Status: gate.RunCancelled}
 			}
 		},
 		Notify: func(ctx context.Context, j schedule.Job, out schedule.Outcome) {
@@ -131,7 +132,7 @@ func newWorld(t *testing.T, start time.Time) *world {
 			w.notified = append(w.notified, out)
 			w.mu.Unlock()
 		},
-		Record: func(ctx context.Context, ev runtime.AuditEvent) error {
+		Record: func(ctx context.Context, ev gate.AuditEvent) error {
 			b, _ := jsonMarshal(ev)
 			_, err := w.audit.AppendAudit(ctx, b)
 			return err
@@ -235,7 +236,7 @@ func TestMissedRuns(t *testing.T) {
 	}
 	for _, id := range []string{"skipper", "catcher", "cron"} {
 		j := w.job(id)
-		if j.Skipped != 1 || j.Runs != 1 || j.Last == nil || j.Last.Status != runtime.RunSucceeded ||
+		if j.Skipped != 1 || j.Runs != 1 || j.Last == nil || j.Last.Status != gate.RunSucceeded ||
 			!j.Last.Fire.Equal(t0.Add(20*time.Minute)) || !j.LastFire.Equal(t0.Add(20*time.Minute)) {
 			t.Errorf("%s: skipped %d runs %d last fire %s last %+v", id, j.Skipped, j.Runs, j.LastFire, j.Last)
 		}
@@ -264,7 +265,7 @@ func TestTimeout(t *testing.T) {
 	w.tick(t0.Add(time.Hour))
 	w.s.Wait()
 	j := w.job("slow")
-	if j.Last == nil || j.Last.Status != runtime.RunFailed || j.Last.Error == nil || j.Last.Error.Code != runtime.CodeTimeout ||
+	if j.Last == nil || j.Last.Status != gate.RunFailed || j.Last.Error == nil || j.Last.Error.Code != tool.CodeTimeout ||
 		!strings.Contains(j.Last.Error.Message, "timeout (1s)") {
 		t.Fatalf("a run past its timeout: %+v", j.Last)
 	}
@@ -289,7 +290,7 @@ func TestTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"slow", "stopped"} {
-		if j := w.job(id); j.Last == nil || j.Last.Status != runtime.RunCancelled {
+		if j := w.job(id); j.Last == nil || j.Last.Status != gate.RunCancelled {
 			t.Errorf("%s after the daemon stopped: %+v", id, j.Last)
 		}
 	}
@@ -325,7 +326,7 @@ func TestOverlapSkipped(t *testing.T) {
 	close(w.release)
 	w.s.Wait()
 	j = w.job("slow")
-	if j.Running != nil || j.Last.Status != runtime.RunSucceeded || j.Runs != 1 {
+	if j.Running != nil || j.Last.Status != gate.RunSucceeded || j.Runs != 1 {
 		t.Fatalf("after the run: %+v", j)
 	}
 	// Another process's run (alive) counts as running too.
@@ -369,7 +370,7 @@ func TestInterruptedRecovered(t *testing.T) {
 			mu.Lock()
 			ran = append(ran, j.ID+":"+j.Running.Retry.RunID)
 			mu.Unlock()
-			return schedule.Outcome{Status: runtime.RunSucceeded}
+			return schedule.Outcome{Status: gate.RunSucceeded}
 		},
 		Interrupted: func(_ context.Context, id, reason string) error {
 			mu.Lock()
@@ -382,7 +383,7 @@ func TestInterruptedRecovered(t *testing.T) {
 	}
 	s.Wait()
 	j := w.job("j")
-	if j.Running != nil || j.Last == nil || j.Last.Status != runtime.RunSucceeded || j.Last.Attempt != 2 ||
+	if j.Running != nil || j.Last == nil || j.Last.Status != gate.RunSucceeded || j.Last.Attempt != 2 ||
 		j.Last.Retry == nil || j.Last.Retry.RunID != "dead-j" || !j.Last.Fire.Equal(t0) || j.Runs != 1 {
 		t.Fatalf("after recovery: %+v, last %+v", j, j.Last)
 	}
@@ -417,9 +418,9 @@ func TestLeases(t *testing.T) {
 				mu.Unlock()
 				select {
 				case <-release:
-					return schedule.Outcome{Status: runtime.RunSucceeded}
+					return schedule.Outcome{Status: gate.RunSucceeded}
 				case <-ctx.Done():
-					return schedule.Outcome{Status: runtime.RunCancelled}
+					return schedule.Outcome{Status: gate.RunCancelled}
 				}
 			}})
 		if err != nil {

@@ -9,7 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // Defaults of a Scheduler.
@@ -41,7 +42,7 @@ type Options struct {
 	Notify func(ctx context.Context, j Job, out Outcome)
 	// Record puts an event that is not a call on the audit log (a skipped
 	// or interrupted firing).
-	Record func(ctx context.Context, ev runtime.AuditEvent) error
+	Record func(ctx context.Context, ev gate.AuditEvent) error
 	// Interrupted marks a run a dead process left "running", saying why.
 	Interrupted func(ctx context.Context, runID, reason string) error
 	// Self is this process, for the running marks; Alive says whether the
@@ -84,7 +85,7 @@ func New(o Options) (*Scheduler, error) {
 		o.After = time.After
 	}
 	if o.NewID == nil {
-		o.NewID = runtime.NewID
+		o.NewID = tool.NewID
 	}
 	if o.Poll <= 0 {
 		o.Poll = DefaultPoll
@@ -516,7 +517,7 @@ func (s *Scheduler) startRun(ctx context.Context, id string, fire time.Time, onc
 		if err != nil {
 			s.o.Log.Warn("schedule: the outcome could not be recorded", "job", id, "run", runID, "err", err)
 		}
-		if out.Status != runtime.RunSucceeded && out.Status != runtime.RunCancelled && job.OnFailure != nil && s.o.Notify != nil {
+		if out.Status != gate.RunSucceeded && out.Status != gate.RunCancelled && job.OnFailure != nil && s.o.Notify != nil {
 			s.o.Notify(wctx, job, out)
 		}
 	}()
@@ -532,11 +533,11 @@ var ErrTimeout = errors.New("the run reached the job's timeout")
 // stops, or lost its lease) a failure, TIMEOUT: the run stopped because it
 // took too long, which is what on_failure is for.
 func timedOut(out *Outcome, rctx context.Context, d time.Duration) {
-	if out.Status == runtime.RunSucceeded || !errors.Is(context.Cause(rctx), ErrTimeout) {
+	if out.Status == gate.RunSucceeded || !errors.Is(context.Cause(rctx), ErrTimeout) {
 		return
 	}
-	out.Status = runtime.RunFailed
-	out.Error = runtime.Errorf(runtime.CodeTimeout, "schedule the job again with a longer --timeout, or make its work shorter",
+	out.Status = gate.RunFailed
+	out.Error = tool.Errorf(tool.CodeTimeout, "schedule the job again with a longer --timeout, or make its work shorter",
 		"the run reached the job's timeout (%s)", d)
 }
 
@@ -574,7 +575,7 @@ func (s *Scheduler) heartbeat(ctx context.Context, c Claim, done <-chan struct{}
 func (s *Scheduler) run(ctx context.Context, j Job, runID string) (out Outcome) {
 	defer func() {
 		if r := recover(); r != nil {
-			out = Outcome{Status: runtime.RunFailed, Error: runtime.Errorf(runtime.CodeInternal, "", "the job failed unexpectedly: %v", r)}
+			out = Outcome{Status: gate.RunFailed, Error: tool.Errorf(tool.CodeInternal, "", "the job failed unexpectedly: %v", r)}
 		}
 	}()
 	return s.o.Run(ctx, j, runID)
@@ -586,7 +587,7 @@ func (s *Scheduler) record(ctx context.Context, j Job, outcome, msg string) {
 		return
 	}
 	args, _ := json.Marshal(map[string]string{"job": j.ID})
-	ev := runtime.AuditEvent{Phase: runtime.PhaseAdmin, CallID: s.o.NewID(), Principal: j.Principal(), Tool: "schedule",
+	ev := gate.AuditEvent{Phase: gate.PhaseAdmin, CallID: s.o.NewID(), Principal: j.Principal(), Tool: "schedule",
 		Args: args, Outcome: outcome, Message: msg}
 	if err := s.o.Record(ctx, ev); err != nil {
 		s.o.Log.Warn("schedule: an event could not be recorded", "job", j.ID, "err", err)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/wardenrt/warden/hostfuncs"
 	"github.com/wardenrt/warden/internal/wasmfixture"
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
 	"github.com/wardenrt/warden/runtime/wasmtool"
 )
 
@@ -52,7 +52,7 @@ func BenchmarkWarmCall(b *testing.B) {
 		e := newEnv(b)
 		e.install("examples/textstats", "textstats")
 		g, _ := e.gate()
-		req := runtime.Request{Tool: "textstats", Args: json.RawMessage(args), Principal: []string{"bench"}}
+		req := gate.Request{Tool: "textstats", Args: json.RawMessage(args), Principal: []string{"bench"}}
 		if res, err := g.Call(ctx, req); err != nil || !res.Success {
 			b.Fatal(err, res.Error)
 		}

@@ -9,8 +9,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // envRefPrefix marks an owner config value read from warden's environment
@@ -128,7 +129,7 @@ func (h *Host) SetConfig(ctx context.Context, name string, set map[string]string
 // allowed by the run, and only when the gate would mask the value
 // wherever it records it. What is left out is said in a warning; a
 // secret the gate would not mask fails the call.
-func (t *Tool) config(gate *runtime.Gate, effective capability.Set) (map[string]string, []string, *runtime.Error) {
+func (t *Tool) config(gate *gate.Gate, effective capability.Set) (map[string]string, []string, *tool.Error) {
 	cfg := make(map[string]string, len(t.pin.Config)+len(t.pin.OwnerConfig))
 	maps.Copy(cfg, t.pin.Config)
 	for _, s := range t.pin.Granted {
@@ -163,7 +164,7 @@ func (t *Tool) config(gate *runtime.Gate, effective capability.Set) (map[string]
 			continue
 		}
 		if gate == nil || !gate.Conceals(val) {
-			return nil, nil, runtime.Errorf(runtime.CodeInternal, "a secret must be 8 characters or more; after `warden tool config` restart a running `warden mcp serve`",
+			return nil, nil, tool.Errorf(tool.CodeInternal, "a secret must be 8 characters or more; after `warden tool config` restart a running `warden mcp serve`",
 				"config %s (env:%s) was not given to the tool: warden could not mask its value in what it records", k, name)
 		}
 		cfg[k] = val

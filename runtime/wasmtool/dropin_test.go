@@ -15,8 +15,9 @@ import (
 
 	"github.com/wardenrt/warden/hostfuncs"
 	"github.com/wardenrt/warden/internal/wasmfixture"
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
 	"github.com/wardenrt/warden/runtime/redact"
+	"github.com/wardenrt/warden/runtime/tool"
 	"github.com/wardenrt/warden/runtime/wasmtool"
 )
 
@@ -34,10 +35,10 @@ func (e *env) tryInstall(file string, o wasmtool.InstallOptions) (*wasmtool.Pin,
 	return in.Pin, nil
 }
 
-func wantInvalid(t *testing.T, g *runtime.Gate, tool string, args ...string) {
+func wantInvalid(t *testing.T, g *gate.Gate, toolName string, args ...string) {
 	t.Helper()
 	for _, a := range args {
-		wantCode(t, call(t, g, tool, a), runtime.CodeInvalidInput)
+		wantCode(t, call(t, g, toolName, a), tool.CodeInvalidInput)
 	}
 }
 
@@ -66,7 +67,7 @@ func TestPublishedServletOpenSchemasAndCollidingName(t *testing.T) {
 	var names []string
 	for _, tl := range p.Tools {
 		names = append(names, tl.Name)
-		if !runtime.ValidToolName(tl.Name) {
+		if !gate.ValidToolName(tl.Name) {
 			t.Errorf("invalid name %q", tl.Name)
 		}
 	}
@@ -113,7 +114,7 @@ func TestPublishedServletOpenSchemasAndCollidingName(t *testing.T) {
 	}
 	wantInvalid(t, g, "timeline", `{}`, `{"feed":"home","Cursor":"c"}`, `{"feed":"home","page":2}`, `{"feed":"home","limit":"5"}`)
 	// The core search is still the core search (here without a backend).
-	if res := call(t, g, "search", `{"query":"x"}`); res.Success || res.Error.Code != runtime.CodeOperationNotSupported {
+	if res := call(t, g, "search", `{"query":"x"}`); res.Success || res.Error.Code != tool.CodeOperationNotSupported {
 		t.Fatalf("core search: %+v", res)
 	}
 }
@@ -223,7 +224,7 @@ func TestServletConfigSecretAndHTTP(t *testing.T) {
 	// A gate whose redactor does not know the value: never handed over.
 	g = e.gateWith(nil, "net:"+hostPort, "env:WEATHER_TEST_KEY")
 	res = call(t, g, "fetch", `{"city":"Oslo","echo_key":true}`)
-	if res.Success || res.Error.Code != runtime.CodeInternal || !strings.Contains(res.Error.Message, "could not mask") || strings.Contains(res.Output, secret) {
+	if res.Success || res.Error.Code != tool.CodeInternal || !strings.Contains(res.Error.Message, "could not mask") || strings.Contains(res.Output, secret) {
 		t.Fatalf("an unmaskable secret: %+v", res)
 	}
 }
@@ -296,7 +297,7 @@ func TestRawTextPlugin(t *testing.T) {
 		t.Fatalf("output: json: data %s (%v)", res.Data, err)
 	}
 	res = call(t, g, "notjson", `{}`)
-	wantCode(t, res, runtime.CodeToolError)
+	wantCode(t, res, tool.CodeToolError)
 	if !strings.Contains(res.Error.Message, "not JSON, as its sidecar says (output: json)") || !strings.Contains(res.Error.Message, `"AAAAA"`) || !noData(res) {
 		t.Fatalf("output: json, text out: %+v", res)
 	}
@@ -304,7 +305,7 @@ func TestRawTextPlugin(t *testing.T) {
 
 // noData says the result carries no structured data (the envelope's
 // empty data object).
-func noData(res runtime.Result) bool {
+func noData(res tool.Result) bool {
 	return len(res.Data) == 0 || string(res.Data) == "{}"
 }
 
@@ -362,7 +363,7 @@ func TestKernelAndWASIFunctions(t *testing.T) {
 	}
 	// proc_exit in the middle of a call ends that call, not warden.
 	res = call(t, g, "abi_exit", `{"code":3}`)
-	if res.Success || res.Error.Code != runtime.CodeWasmTrap || !strings.Contains(res.Error.Message, "exited with code 3") {
+	if res.Success || res.Error.Code != tool.CodeWasmTrap || !strings.Contains(res.Error.Message, "exited with code 3") {
 		t.Fatalf("abi_exit: %+v", res)
 	}
 	wantCode(t, call(t, g, "abi_probe", `{}`), "")
@@ -580,12 +581,12 @@ func TestApproveRenamesAndShowsSchemaChanges(t *testing.T) {
 }
 
 // gateWith is gate with a redactor.
-func (e *env) gateWith(red *redact.Redactor, grants ...string) *runtime.Gate {
+func (e *env) gateWith(red *redact.Redactor, grants ...string) *gate.Gate {
 	e.t.Helper()
 	g, _ := e.gate(grants...)
 	reg := g.Registry()
 	p := g.Policy()
-	ng, err := runtime.NewGate(runtime.GateOptions{Registry: reg, Policy: p, Workspace: e.ws, Audit: e.audit, Approval: runtime.ApproveAuto, Redactor: red})
+	ng, err := gate.NewGate(gate.GateOptions{Registry: reg, Policy: p, Workspace: e.ws, Audit: e.audit, Approval: tool.ApproveAuto, Redactor: red})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -605,7 +606,7 @@ func (e *env) reopen(lg *slog.Logger) {
 	e.t.Cleanup(func() { h.Close(context.Background()) })
 }
 
-func specOf(t *testing.T, g *runtime.Gate, name string) runtime.Spec {
+func specOf(t *testing.T, g *gate.Gate, name string) tool.Spec {
 	t.Helper()
 	for _, s := range g.Registry().Specs() {
 		if s.Name == name {
@@ -613,5 +614,5 @@ func specOf(t *testing.T, g *runtime.Gate, name string) runtime.Spec {
 		}
 	}
 	t.Fatalf("no tool %s", name)
-	return runtime.Spec{}
+	return tool.Spec{}
 }

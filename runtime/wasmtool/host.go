@@ -32,10 +32,11 @@ import (
 
 	extism "github.com/extism/go-sdk"
 
-	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
 	"github.com/wardenrt/warden/runtime/decode"
+	"github.com/wardenrt/warden/runtime/gate"
 	"github.com/wardenrt/warden/runtime/internal/wasm"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // maxModuleBytes caps a module file.
@@ -54,7 +55,7 @@ type Options struct {
 	HostFuncs []extism.HostFunction
 	// Logger receives the guests' captured stdout and stderr.
 	Logger *slog.Logger
-	// HostTimeout bounds each host call a guest makes; 0 = runtime.DefaultHostTimeout.
+	// HostTimeout bounds each host call a guest makes; 0 = gate.DefaultHostTimeout.
 	HostTimeout time.Duration
 	// Now is the clock for approvals (tests).
 	Now func() time.Time
@@ -150,7 +151,7 @@ func (h *Host) sidecarPath(name string) string { return filepath.Join(h.o.Dir, n
 // whose tool name is taken, by a core tool or a module earlier in name
 // order, is not loaded and says so. A module that fails never stops the
 // others.
-func (h *Host) Load(ctx context.Context, taken func(string) bool) ([]runtime.Tool, []Status, error) {
+func (h *Host) Load(ctx context.Context, taken func(string) bool) ([]tool.Tool, []Status, error) {
 	pins, err := h.pins(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -169,13 +170,13 @@ func (h *Host) Load(ctx context.Context, taken func(string) bool) ([]runtime.Too
 	}
 	sort.Strings(names)
 	used := map[string]string{} // tool name → module
-	var tools []runtime.Tool
+	var tools []tool.Tool
 	var statuses []Status
 	for _, name := range names {
 		st := Status{Module: name, File: h.wasmPath(name), Tools: []string{}}
 		pin, ok := pins[name]
 		switch {
-		case !runtime.ValidToolName(name):
+		case !gate.ValidToolName(name):
 			st.State, st.Reason = StateError, fmt.Sprintf("module name %q is invalid: rename the file to 1-64 letters, digits, _ or -", name)
 		case !ok:
 			st.State, st.Reason = StateUnapproved, fmt.Sprintf("not approved: review it with `warden tool approve %s`", name)
@@ -391,7 +392,7 @@ func (f *files) has(export string) bool { return slices.Contains(f.info.Exports,
 // decodes the module's sections, decides its ABI and checks its imports
 // and the exports its ABI needs. It compiles and runs nothing.
 func (h *Host) readFiles(name string) (*files, error) {
-	if !runtime.ValidToolName(name) {
+	if !gate.ValidToolName(name) {
 		return nil, fmt.Errorf("module name %q is invalid: use 1-64 letters, digits, _ or -", name)
 	}
 	b, sum, err := readHashed(h.wasmPath(name), maxModuleBytes)
@@ -566,7 +567,7 @@ func (h *Host) candidate(ctx context.Context, name string, n Naming, kept bool) 
 		if err != nil {
 			return nil, fmt.Errorf("%s: tool %s: %w%s", name, t.Name, err, overrideHint(name, p.ABI, t.Name))
 		}
-		if _, err := runtime.CompileSchema(t.Name, enforced); err != nil {
+		if _, err := tool.CompileSchema(t.Name, enforced); err != nil {
 			msg := err.Error()
 			if len(rep.Repairs) > 0 {
 				msg += " (after repairing: " + strings.Join(rep.Repairs, "; ") + ")"
@@ -760,7 +761,7 @@ func (h *Host) Install(ctx context.Context, file string, o InstallOptions) (*Ins
 	if name == "" {
 		name = base
 	}
-	if !runtime.ValidToolName(name) {
+	if !gate.ValidToolName(name) {
 		return nil, &ModuleNameError{Name: name, Fix: validName(name)}
 	}
 	grants, err := parseGrants(o.Grants)
@@ -782,7 +783,7 @@ func (h *Host) Install(ctx context.Context, file string, o InstallOptions) (*Ins
 			ee.Fix = &fix
 		}
 		return nil, ee
-	} else if !errors.Is(err, runtime.ErrNotFound) {
+	} else if !errors.Is(err, gate.ErrNotFound) {
 		return nil, err
 	}
 	for _, p := range []string{h.wasmPath(name), h.sidecarPath(name)} {
@@ -884,7 +885,7 @@ func writeFileAtomic(path string, data []byte) error {
 // when it is nil, as the pin names them.
 func (h *Host) Diff(ctx context.Context, name string, naming *Naming) (*Change, error) {
 	old, err := h.pin(ctx, name)
-	if err != nil && !errors.Is(err, runtime.ErrNotFound) {
+	if err != nil && !errors.Is(err, gate.ErrNotFound) {
 		return nil, err
 	}
 	n, keep := Naming{}, false
@@ -916,7 +917,7 @@ func (h *Host) Approve(ctx context.Context, name string, reviewed *Pin, by strin
 		return nil, fmt.Errorf("approving %s needs the reviewed candidate from `warden tool approve %s`", name, name)
 	}
 	old, err := h.pin(ctx, name)
-	if err != nil && !errors.Is(err, runtime.ErrNotFound) {
+	if err != nil && !errors.Is(err, gate.ErrNotFound) {
 		return nil, err
 	}
 	_, sum, err := readHashed(h.wasmPath(name), maxModuleBytes)
@@ -1000,19 +1001,19 @@ func (h *Host) Revoke(ctx context.Context, name string, specs []string) (*Pin, e
 }
 
 func (h *Host) notInstalled(name string, err error) error {
-	if errors.Is(err, runtime.ErrNotFound) {
-		return fmt.Errorf("no module named %s is installed (see `warden tool ls`): %w", name, runtime.ErrNotFound)
+	if errors.Is(err, gate.ErrNotFound) {
+		return fmt.Errorf("no module named %s is installed (see `warden tool ls`): %w", name, gate.ErrNotFound)
 	}
 	return err
 }
 
 // Remove deletes name's files and pin.
 func (h *Host) Remove(ctx context.Context, name string) error {
-	if !runtime.ValidToolName(name) {
+	if !gate.ValidToolName(name) {
 		return fmt.Errorf("module name %q is invalid", name)
 	}
 	_, perr := h.pin(ctx, name)
-	if perr != nil && !errors.Is(perr, runtime.ErrNotFound) {
+	if perr != nil && !errors.Is(perr, gate.ErrNotFound) {
 		return perr
 	}
 	_, ferr := os.Lstat(h.wasmPath(name))
@@ -1069,7 +1070,7 @@ func (h *Host) Inspect(ctx context.Context, name string, taken func(string) bool
 		}
 	}
 	if st == nil {
-		return nil, h.notInstalled(name, runtime.ErrNotFound)
+		return nil, h.notInstalled(name, gate.ErrNotFound)
 	}
 	in := &Inspection{Status: *st, Exports: []string{}, Imports: []string{}, Requested: []string{}, Granted: []string{}, ConfigKeys: []string{},
 		Config: []ConfigEntry{}, ToolSpecs: []ToolSpec{}}

@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
 )
 
 // CollisionError is a module whose tool would be exposed under a name
@@ -90,7 +90,7 @@ func CheckNaming(n Naming) error {
 		if own == "" {
 			return fmt.Errorf("alias =%s: name the tool to alias (--alias OWN=NEW)", n.Aliases[own])
 		}
-		if a := n.Aliases[own]; !runtime.ValidToolName(a) {
+		if a := n.Aliases[own]; !gate.ValidToolName(a) {
 			return fmt.Errorf("alias %s=%s: %q is not a valid tool name (1-64 letters, digits, _ or -)", own, a, a)
 		}
 	}
@@ -141,7 +141,7 @@ func validName(s string) string {
 	if len(s) > 64 {
 		s = s[:64]
 	}
-	if !runtime.ValidToolName(s) {
+	if !gate.ValidToolName(s) {
 		return ""
 	}
 	return s
@@ -168,7 +168,7 @@ func usedNames(pins map[string]*Pin, skip string) map[string]string {
 // naming that makes them all valid and free, when one is found.
 func checkNames(p *Pin, taken func(string) bool, used map[string]string) error {
 	for _, t := range p.Tools {
-		if !runtime.ValidToolName(t.Name) {
+		if !gate.ValidToolName(t.Name) {
 			return &ToolNameError{Module: p.Module, Tool: t.Name, Fix: resolve(p, taken, used)}
 		}
 	}
@@ -198,7 +198,7 @@ func resolve(p *Pin, taken func(string) bool, used map[string]string) *Naming {
 	fixInvalid := func(n Naming) Naming {
 		n.Aliases = maps.Clone(n.Aliases)
 		for _, t := range p.Tools {
-			if name := n.name(t.guest()); !runtime.ValidToolName(name) {
+			if name := n.name(t.guest()); !gate.ValidToolName(name) {
 				if n.Aliases == nil {
 					n.Aliases = map[string]string{}
 				}
@@ -213,7 +213,7 @@ func resolve(p *Pin, taken func(string) bool, used map[string]string) *Naming {
 			return false
 		}
 		for _, t := range q.Tools {
-			if !runtime.ValidToolName(t.Name) {
+			if !gate.ValidToolName(t.Name) {
 				return false
 			}
 			if _, _, c := clash(t.Name, taken, used); c {

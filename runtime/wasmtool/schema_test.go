@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // TestEnforceSchema: schemas as published servlets write them are closed
@@ -106,12 +106,12 @@ func TestEnforceSchema(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sch, err := runtime.CompileSchema("t", out)
+			sch, err := tool.CompileSchema("t", out)
 			if err != nil {
 				t.Fatalf("enforced schema does not compile: %v\n%s", err, out)
 			}
 			for _, a := range tc.valid {
-				v, _, derr := runtime.DecodeArgs([]byte(a))
+				v, _, derr := tool.DecodeArgs([]byte(a))
 				if derr != nil {
 					t.Fatal(derr)
 				}
@@ -120,11 +120,11 @@ func TestEnforceSchema(t *testing.T) {
 				}
 			}
 			for _, a := range tc.invalid {
-				v, _, derr := runtime.DecodeArgs([]byte(a))
+				v, _, derr := tool.DecodeArgs([]byte(a))
 				if derr != nil {
 					t.Fatal(derr)
 				}
-				if verr := sch.Validate(v); verr == nil || verr.Code != runtime.CodeInvalidInput {
+				if verr := sch.Validate(v); verr == nil || verr.Code != tool.CodeInvalidInput {
 					t.Errorf("%s accepted\nschema %s", a, out)
 				}
 			}

@@ -7,9 +7,9 @@ import (
 	"regexp"
 	"slices"
 
-	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
 	"github.com/wardenrt/warden/runtime/decode"
+	"github.com/wardenrt/warden/runtime/gate"
 )
 
 // The three kinds of module (wasm-tools/README.md).
@@ -90,7 +90,7 @@ func (in *Input) UnmarshalYAML(unmarshal func(any) error) error {
 		}
 	case map[string]any:
 		from, ok := x["from"].(string)
-		if ok && len(x) == 1 && runtime.ValidToolName(from) {
+		if ok && len(x) == 1 && gate.ValidToolName(from) {
 			in.From = from
 			return nil
 		}
@@ -146,7 +146,7 @@ var configKey = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
 
 // SidecarError is a problem in a sidecar, located by line and column
 // when the YAML says where.
-type SidecarError = runtime.PositionError
+type SidecarError = gate.PositionError
 
 // MaxSidecarBytes bounds a sidecar file.
 const MaxSidecarBytes = decode.DefaultMaxBytes
@@ -162,7 +162,7 @@ func ParseSidecar(file string, data []byte) (*Sidecar, error) {
 	bad := func(format string, args ...any) error {
 		return &SidecarError{Source: file, Message: fmt.Sprintf(format, args...)}
 	}
-	if sc.Name != "" && !runtime.ValidToolName(sc.Name) {
+	if sc.Name != "" && !gate.ValidToolName(sc.Name) {
 		return nil, bad("name %q is not a valid tool name: use 1-64 letters, digits, _ or -", sc.Name)
 	}
 	switch sc.ABI {

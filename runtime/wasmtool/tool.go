@@ -8,9 +8,10 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/gate"
 	"github.com/wardenrt/warden/runtime/internal/wasm"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // Tool is one tool of an approved module, served from its pin.
@@ -22,13 +23,13 @@ type Tool struct {
 	key    string // compileKey(module, pin), computed once at Load
 }
 
-var _ runtime.Tool = (*Tool)(nil)
+var _ tool.Tool = (*Tool)(nil)
 
 // Module returns the name of the module the tool comes from.
 func (t *Tool) Module() string { return t.module }
 
-// Spec implements runtime.Tool.
-func (t *Tool) Spec() runtime.Spec {
+// Spec implements tool.Tool.
+func (t *Tool) Spec() tool.Spec {
 	kinds := map[capability.Kind]bool{}
 	var caps []capability.Kind
 	for _, s := range append(append([]string{}, t.pin.Requested...), t.pin.Granted...) {
@@ -37,7 +38,7 @@ func (t *Tool) Spec() runtime.Spec {
 			caps = append(caps, g.Kind())
 		}
 	}
-	return runtime.Spec{
+	return tool.Spec{
 		Name:         t.spec.Name,
 		Description:  t.spec.Description,
 		InputSchema:  t.spec.InputSchema,
@@ -46,42 +47,42 @@ func (t *Tool) Spec() runtime.Spec {
 	}
 }
 
-// Needs implements runtime.Tool. Calling a wasm tool touches nothing by
+// Needs implements tool.Tool. Calling a wasm tool touches nothing by
 // itself: each thing its guest reaches is a host call, checked by the gate
 // with the run's grants ∩ the tool's.
-func (t *Tool) Needs(*runtime.Call) ([]capability.Need, error) { return nil, nil }
+func (t *Tool) Needs(*tool.Call) ([]capability.Need, error) { return nil, nil }
 
-// Preview implements runtime.Tool: the guest runs with every host call a
+// Preview implements tool.Tool: the guest runs with every host call a
 // dry run, so it computes what it would do and changes nothing.
-func (t *Tool) Preview(ctx context.Context, c *runtime.Call) runtime.Outcome {
+func (t *Tool) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
 	o := t.Run(ctx, c)
 	o.Warnings = append(o.Warnings, "dry run: the guest ran with every host call previewed; nothing was changed")
 	return o
 }
 
-// Run implements runtime.Tool.
-func (t *Tool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
-	gate, ok := runtime.GateFrom(ctx)
+// Run implements tool.Tool.
+func (t *Tool) Run(ctx context.Context, c *tool.Call) tool.Outcome {
+	g, ok := gate.GateFrom(ctx)
 	if !ok {
-		return runtime.Fail(runtime.CodeInternal, "", "wasm tool %s called outside the gate", t.spec.Name)
+		return tool.Fail(tool.CodeInternal, "", "wasm tool %s called outside the gate", t.spec.Name)
 	}
 	granted, err := capability.ParseSet(c.Workspace, t.pin.Granted)
 	if err != nil {
-		return runtime.Fail(runtime.CodeInternal, "fix the grants with `warden tool grant`/`revoke`", "the grants of %s do not parse: %v", t.module, err)
+		return tool.Fail(tool.CodeInternal, "fix the grants with `warden tool grant`/`revoke`", "the grants of %s do not parse: %v", t.module, err)
 	}
-	guest := &runtime.Guest{Gate: gate, Tool: t.spec.Name, Parent: c, Granted: granted, HostTimeout: t.host.o.HostTimeout}
+	guest := &gate.Guest{Gate: g, Tool: t.spec.Name, Parent: c, Granted: granted, HostTimeout: t.host.o.HostTimeout}
 	mod, err := t.host.module(ctx, t.module, t.pin, t.key)
 	if err != nil {
-		var rerr *runtime.Error
+		var rerr *tool.Error
 		if errors.As(err, &rerr) {
-			return runtime.Outcome{Err: rerr}
+			return tool.Outcome{Err: rerr}
 		}
-		return runtime.Fail(runtime.CodeInternal, fmt.Sprintf("see `warden tool inspect %s`", t.module), "module %s does not load: %v", t.module, err)
+		return tool.Fail(tool.CodeInternal, fmt.Sprintf("see `warden tool inspect %s`", t.module), "module %s does not load: %v", t.module, err)
 	}
 	effective := guest.Grants()
-	cfg, warnings, cerr := t.config(gate, effective)
+	cfg, warnings, cerr := t.config(g, effective)
 	if cerr != nil {
-		return runtime.Outcome{Err: cerr}
+		return tool.Outcome{Err: cerr}
 	}
 	opts := wasm.CallOptions{
 		Config:  cfg,
@@ -90,9 +91,9 @@ func (t *Tool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
 	}
 	input, ierr := t.input(c.Args)
 	if ierr != nil {
-		return runtime.Outcome{Err: ierr}
+		return tool.Outcome{Err: ierr}
 	}
-	ctx = runtime.WithGuest(ctx, guest)
+	ctx = gate.WithGuest(ctx, guest)
 	var out []byte
 	var info wasm.CallInfo
 	switch t.pin.ABI {
@@ -106,15 +107,15 @@ func (t *Tool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
 	default:
 		out, info, err = mod.Call(ctx, t.spec.Export, input, opts)
 	}
-	t.log(c, info, err, gate)
+	t.log(c, info, err, g)
 	if err != nil {
-		return runtime.Outcome{Err: t.callError(ctx, err), Warnings: warnings}
+		return tool.Outcome{Err: t.callError(ctx, err), Warnings: warnings}
 	}
-	var o runtime.Outcome
+	var o tool.Outcome
 	switch t.pin.ABI {
 	case ABICommand:
 		if info.Exited && info.ExitCode != 0 {
-			return runtime.Outcome{Err: runtime.Errorf(runtime.CodeToolError, "", "%s exited with code %d%s", t.spec.Name, info.ExitCode, tail(info.Stderr)), Warnings: warnings}
+			return tool.Outcome{Err: tool.Errorf(tool.CodeToolError, "", "%s exited with code %d%s", t.spec.Name, info.ExitCode, tail(info.Stderr)), Warnings: warnings}
 		}
 		o = t.resultOutcome(out)
 	case ABIServlet:
@@ -129,13 +130,13 @@ func (t *Tool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
 // input is what an Extism plugin's export (or a command's stdin) gets: the
 // JSON arguments, or with input: {from: ARG} the string argument ARG as
 // raw bytes (empty when absent).
-func (t *Tool) input(args json.RawMessage) ([]byte, *runtime.Error) {
+func (t *Tool) input(args json.RawMessage) ([]byte, *tool.Error) {
 	if t.pin.InputFrom == "" {
 		return args, nil
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(args, &m); err != nil {
-		return nil, runtime.Errorf(runtime.CodeInvalidInput, "", "arguments: %v", err)
+		return nil, tool.Errorf(tool.CodeInvalidInput, "", "arguments: %v", err)
 	}
 	raw, ok := m[t.pin.InputFrom]
 	if !ok {
@@ -143,46 +144,46 @@ func (t *Tool) input(args json.RawMessage) ([]byte, *runtime.Error) {
 	}
 	var text string
 	if err := json.Unmarshal(raw, &text); err != nil {
-		return nil, runtime.Errorf(runtime.CodeInvalidInput, "", "argument %s must be a string", t.pin.InputFrom)
+		return nil, tool.Errorf(tool.CodeInvalidInput, "", "argument %s must be a string", t.pin.InputFrom)
 	}
 	return []byte(text), nil
 }
 
 // resultOutcome reads a plugin's or command's output by the sidecar's
 // output mode.
-func (t *Tool) resultOutcome(out []byte) runtime.Outcome {
+func (t *Tool) resultOutcome(out []byte) tool.Outcome {
 	switch t.pin.Output {
 	case OutputText:
 		if !utf8.Valid(out) {
-			return runtime.Fail(runtime.CodeToolError, "", "the guest's output is not UTF-8 text (%d bytes)", len(out))
+			return tool.Fail(tool.CodeToolError, "", "the guest's output is not UTF-8 text (%d bytes)", len(out))
 		}
-		return runtime.Outcome{Output: string(out)}
+		return tool.Outcome{Output: string(out)}
 	case OutputJSON:
 		if !json.Valid(out) {
-			return runtime.Fail(runtime.CodeToolError, "", "the guest's output is not JSON, as its sidecar says (output: json): %.200q", out)
+			return tool.Fail(tool.CodeToolError, "", "the guest's output is not JSON, as its sidecar says (output: json): %.200q", out)
 		}
-		return runtime.Outcome{Output: string(out), Data: json.RawMessage(out)}
+		return tool.Outcome{Output: string(out), Data: json.RawMessage(out)}
 	}
 	return resultOutcome(out)
 }
 
-func (t *Tool) callError(ctx context.Context, err error) *runtime.Error {
-	var rerr *runtime.Error
+func (t *Tool) callError(ctx context.Context, err error) *tool.Error {
+	var rerr *tool.Error
 	if errors.As(err, &rerr) {
 		return rerr
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return runtime.Errorf(runtime.CodeTimeout, "", "the call's deadline passed while %s ran", t.spec.Name)
+		return tool.Errorf(tool.CodeTimeout, "", "the call's deadline passed while %s ran", t.spec.Name)
 	}
 	if ctx.Err() != nil {
-		return runtime.Errorf(runtime.CodeUserCancelled, "", "cancelled while %s ran", t.spec.Name)
+		return tool.Errorf(tool.CodeUserCancelled, "", "cancelled while %s ran", t.spec.Name)
 	}
-	return runtime.Errorf(runtime.CodeInternal, "", "%s: %v", t.spec.Name, err)
+	return tool.Errorf(tool.CodeInternal, "", "%s: %v", t.spec.Name, err)
 }
 
 // log sends the guest's captured output to warden's log (never the
 // terminal).
-func (t *Tool) log(c *runtime.Call, info wasm.CallInfo, err error, gate *runtime.Gate) {
+func (t *Tool) log(c *tool.Call, info wasm.CallInfo, err error, gate *gate.Gate) {
 	lg := t.host.o.Logger
 	attrs := []any{"tool", t.spec.Name, "module", t.module, "call_id", c.ID, "duration_ms", info.Duration.Milliseconds()}
 	// Masked here too, whatever the log handler does: the guest may have
@@ -219,11 +220,11 @@ func tail(b []byte) string {
 
 // resultOutcome turns a guest's output into an outcome: a JSON object is
 // also the result's data; anything else is text.
-func resultOutcome(out []byte) runtime.Outcome {
+func resultOutcome(out []byte) tool.Outcome {
 	if !utf8.Valid(out) {
-		return runtime.Fail(runtime.CodeToolError, "", "the guest's output is not UTF-8 text (%d bytes)", len(out))
+		return tool.Fail(tool.CodeToolError, "", "the guest's output is not UTF-8 text (%d bytes)", len(out))
 	}
-	o := runtime.Outcome{Output: string(out)}
+	o := tool.Outcome{Output: string(out)}
 	if obj := jsonObject(out); obj != nil {
 		o.Data = obj
 	}
@@ -240,7 +241,7 @@ func jsonObject(b []byte) json.RawMessage {
 
 // servletOutcome reads a servlet's call result:
 // {"content":[{"type":"text","text":…}],"isError":…}.
-func servletOutcome(name string, out []byte) runtime.Outcome {
+func servletOutcome(name string, out []byte) tool.Outcome {
 	var r struct {
 		Content []struct {
 			Type string `json:"type"`
@@ -249,7 +250,7 @@ func servletOutcome(name string, out []byte) runtime.Outcome {
 		IsError bool `json:"isError"`
 	}
 	if err := json.Unmarshal(out, &r); err != nil {
-		return runtime.Fail(runtime.CodeToolError, "", "%s returned a result that is not the servlet format: %v", name, err)
+		return tool.Fail(tool.CodeToolError, "", "%s returned a result that is not the servlet format: %v", name, err)
 	}
 	var texts []string
 	for _, c := range r.Content {
@@ -259,9 +260,9 @@ func servletOutcome(name string, out []byte) runtime.Outcome {
 	}
 	text := strings.Join(texts, "\n")
 	if r.IsError {
-		return runtime.Fail(runtime.CodeToolError, "", "%s", text)
+		return tool.Fail(tool.CodeToolError, "", "%s", text)
 	}
-	o := runtime.Outcome{Output: text}
+	o := tool.Outcome{Output: text}
 	if obj := jsonObject([]byte(text)); obj != nil {
 		o.Data = obj
 	}

@@ -18,8 +18,9 @@ import (
 	"github.com/wardenrt/warden/builtin"
 	"github.com/wardenrt/warden/hostfuncs"
 	"github.com/wardenrt/warden/internal/wasmfixture"
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
 	"github.com/wardenrt/warden/runtime/runtimetest"
+	"github.com/wardenrt/warden/runtime/tool"
 	"github.com/wardenrt/warden/runtime/wasmtool"
 )
 
@@ -52,7 +53,7 @@ func (p *memPins) Pin(_ context.Context, name string) (json.RawMessage, error) {
 	defer p.mu.Unlock()
 	d, ok := p.docs[name]
 	if !ok {
-		return nil, fmt.Errorf("pin %s: %w", name, runtime.ErrNotFound)
+		return nil, fmt.Errorf("pin %s: %w", name, gate.ErrNotFound)
 	}
 	return d, nil
 }
@@ -71,7 +72,7 @@ func (p *memPins) DeletePin(_ context.Context, name string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if _, ok := p.docs[name]; !ok {
-		return runtime.ErrNotFound
+		return gate.ErrNotFound
 	}
 	delete(p.docs, name)
 	return nil
@@ -90,11 +91,11 @@ func (p *memPins) ListPins(context.Context) (map[string]json.RawMessage, error) 
 // memAudit keeps audit events in memory.
 type memAudit struct {
 	mu  sync.Mutex
-	evs []runtime.AuditEvent
+	evs []gate.AuditEvent
 }
 
 func (a *memAudit) AppendAudit(_ context.Context, raw json.RawMessage) (uint64, error) {
-	var ev runtime.AuditEvent
+	var ev gate.AuditEvent
 	if err := json.Unmarshal(raw, &ev); err != nil {
 		return 0, err
 	}
@@ -104,12 +105,12 @@ func (a *memAudit) AppendAudit(_ context.Context, raw json.RawMessage) (uint64, 
 	return uint64(len(a.evs)), nil
 }
 
-func (a *memAudit) results(tool string) []runtime.AuditEvent {
+func (a *memAudit) results(tool string) []gate.AuditEvent {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	var out []runtime.AuditEvent
+	var out []gate.AuditEvent
 	for _, ev := range a.evs {
-		if ev.Tool == tool && ev.Phase == runtime.PhaseResult {
+		if ev.Tool == tool && ev.Phase == gate.PhaseResult {
 			out = append(out, ev)
 		}
 	}
@@ -122,12 +123,12 @@ type env struct {
 	ws    string
 	pins  *memPins
 	host  *wasmtool.Host
-	core  *runtime.Registry
+	core  *gate.Registry
 	audit *memAudit
 }
 
-func coreTools() []runtime.Tool {
-	tools := []runtime.Tool{&builtin.System{Version: "test", Started: time.Now()}}
+func coreTools() []tool.Tool {
+	tools := []tool.Tool{&builtin.System{Version: "test", Started: time.Now()}}
 	tools = append(tools, builtin.MemoryTools(&runtimetest.Memory{})...)
 	tools = append(tools, builtin.NetTools(builtin.SearchConfig{})...)
 	return tools
@@ -148,7 +149,7 @@ func newEnv(t testing.TB) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.host.Close(context.Background()) })
-	e.core = runtime.NewRegistry()
+	e.core = gate.NewRegistry()
 	if err := e.core.Register(coreTools()...); err != nil {
 		t.Fatal(err)
 	}
@@ -165,13 +166,13 @@ func (e *env) install(dir, name string, grants ...string) *wasmtool.Pin {
 }
 
 // gate loads the modules and builds a gate whose policy grants grants.
-func (e *env) gate(grants ...string) (*runtime.Gate, []wasmtool.Status) {
+func (e *env) gate(grants ...string) (*gate.Gate, []wasmtool.Status) {
 	e.t.Helper()
 	tools, statuses, err := e.host.Load(context.Background(), e.core.Has)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	reg := runtime.NewRegistry()
+	reg := gate.NewRegistry()
 	if err := reg.Register(append(coreTools(), tools...)...); err != nil {
 		e.t.Fatal(err)
 	}
@@ -183,27 +184,27 @@ func (e *env) gate(grants ...string) (*runtime.Gate, []wasmtool.Status) {
 	if len(grants) == 0 {
 		b.WriteString("  []\n")
 	}
-	p, err := runtime.ParsePolicy("test", []byte(strings.Replace(b.String(), "grants:\n  []", "grants: []", 1)))
+	p, err := gate.ParsePolicy("test", []byte(strings.Replace(b.String(), "grants:\n  []", "grants: []", 1)))
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	g, err := runtime.NewGate(runtime.GateOptions{Registry: reg, Policy: p, Workspace: e.ws, Audit: e.audit, Approval: runtime.ApproveAuto})
+	g, err := gate.NewGate(gate.GateOptions{Registry: reg, Policy: p, Workspace: e.ws, Audit: e.audit, Approval: tool.ApproveAuto})
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	return g, statuses
 }
 
-func call(t testing.TB, g *runtime.Gate, tool, args string) runtime.Result {
+func call(t testing.TB, g *gate.Gate, tool, args string) tool.Result {
 	t.Helper()
-	res, err := g.Call(context.Background(), runtime.Request{Tool: tool, Args: json.RawMessage(args), Principal: []string{"cli"}, RunID: "run1"})
+	res, err := g.Call(context.Background(), gate.Request{Tool: tool, Args: json.RawMessage(args), Principal: []string{"cli"}, RunID: "run1"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return res
 }
 
-func wantCode(t testing.TB, res runtime.Result, code runtime.Code) {
+func wantCode(t testing.TB, res tool.Result, code tool.Code) {
 	t.Helper()
 	if code == "" {
 		if !res.Success {
@@ -233,7 +234,7 @@ func TestPureToolInstallsAndRuns(t *testing.T) {
 		t.Fatalf("data %s (%v)", res.Data, err)
 	}
 	// Strict arguments: the registry's schema is the sidecar's.
-	wantCode(t, call(t, g, "textstats", `{"text":"x","Text":"y"}`), runtime.CodeInvalidInput)
+	wantCode(t, call(t, g, "textstats", `{"text":"x","Text":"y"}`), tool.CodeInvalidInput)
 	spec := g.Registry().Specs()
 	found := false
 	for _, s := range spec {
@@ -267,7 +268,7 @@ func TestWardenCallActsWithRunIntersectToolGrants(t *testing.T) {
 	// The run lacks it: denied although the tool has it.
 	g, _ = e.gate("memory.read:notes")
 	res = call(t, g, "notes", add)
-	wantCode(t, res, runtime.CodeToolError)
+	wantCode(t, res, tool.CodeToolError)
 	if !strings.Contains(res.Error.Message, "CAPABILITY_DENIED") {
 		t.Fatalf("want the guest to report CAPABILITY_DENIED, got %+v", res.Error)
 	}
@@ -278,13 +279,13 @@ func TestWardenCallActsWithRunIntersectToolGrants(t *testing.T) {
 	}
 	g, _ = e.gate("memory.write:*", "memory.read:*")
 	res = call(t, g, "notes", add)
-	wantCode(t, res, runtime.CodeToolError)
+	wantCode(t, res, tool.CodeToolError)
 	if !strings.Contains(res.Error.Message, "CAPABILITY_DENIED") {
 		t.Fatalf("want CAPABILITY_DENIED, got %+v", res.Error)
 	}
 	denied := 0
 	for _, ev := range e.audit.results("write_memory") {
-		if ev.Decision != nil && ev.Decision.Action == runtime.ActionDeny {
+		if ev.Decision != nil && ev.Decision.Action == gate.ActionDeny {
 			denied++
 		}
 	}
@@ -326,7 +327,7 @@ func TestChangedModuleRefusedUntilApproved(t *testing.T) {
 	if statuses[0].State != wasmtool.StateChanged || !strings.Contains(statuses[0].Reason, "warden tool approve textstats") {
 		t.Fatalf("status %+v", statuses[0])
 	}
-	wantCode(t, call(t, g, "textstats", `{"text":"x"}`), runtime.CodeUnknownTool)
+	wantCode(t, call(t, g, "textstats", `{"text":"x"}`), tool.CodeUnknownTool)
 
 	ch, err := e.host.Diff(ctx, "textstats", nil)
 	if err != nil {
@@ -534,13 +535,13 @@ func TestServletHTTPObeysNetGrantsOnEveryHop(t *testing.T) {
 	}
 	for _, path := range []string{"/to-other-port", "/to-evil"} {
 		res := call(t, g, "web_get", fmt.Sprintf(`{"url":%q}`, srv.URL+path))
-		wantCode(t, res, runtime.CodeCapabilityDenied)
+		wantCode(t, res, tool.CodeCapabilityDenied)
 	}
 	// The run grants it but the tool does not.
 	e2 := newEnv(t)
 	e2.install("examples/webtools", "webtools")
 	g2, _ := e2.gate(grant)
-	wantCode(t, call(t, g2, "web_get", fmt.Sprintf(`{"url":%q}`, srv.URL+"/ok")), runtime.CodeCapabilityDenied)
+	wantCode(t, call(t, g2, "web_get", fmt.Sprintf(`{"url":%q}`, srv.URL+"/ok")), tool.CodeCapabilityDenied)
 	// Every guest request is on record as an http call from the guest.
 	evs := e.audit.results("http")
 	if len(evs) != 3 || strings.Join(evs[0].Principal, ">") != "cli>wasm:web_get" {

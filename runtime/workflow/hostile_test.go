@@ -11,7 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/tool"
 	"github.com/wardenrt/warden/runtime/workflow"
 )
 
@@ -30,7 +31,7 @@ func TestHostileFiles(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := workflow.Parse("h.yaml", []byte(tt.src), workflow.Options{})
-			var pe *runtime.PositionError
+			var pe *gate.PositionError
 			if err == nil || !strings.Contains(err.Error(), tt.want) || !errors.As(err, &pe) || pe.Line == 0 {
 				t.Fatalf("got %v", err)
 			}
@@ -62,7 +63,7 @@ func TestNestedTotalBudget(t *testing.T) {
 	}
 	o := workflow.Options{Open: openFiles(nil)}
 	_, err := workflow.Parse(filepath.Join(dir, "top.yaml"), []byte(top.String()), o)
-	var pe *runtime.PositionError
+	var pe *gate.PositionError
 	if err == nil || !errors.As(err, &pe) || !strings.Contains(err.Error(), "top.yaml:8:") || !strings.Contains(err.Error(), "more than 4194304 bytes") {
 		t.Fatalf("got %v", err)
 	}
@@ -103,7 +104,7 @@ func TestNestedTokenBudget(t *testing.T) {
 	}
 	opens.Store(0)
 	_, err := workflow.Parse(filepath.Join(dir, "top.yaml"), []byte(top(200)), o)
-	var pe *runtime.PositionError
+	var pe *gate.PositionError
 	if err == nil || !errors.As(err, &pe) || !strings.Contains(err.Error(), "budget this file shares") {
 		t.Fatalf("got %v", err)
 	}
@@ -210,7 +211,7 @@ func TestResumeRefusals(t *testing.T) {
 	if none.Grants == nil {
 		t.Fatal("a grants: key with no value read as absent")
 	}
-	if rec := e.run(none, workflow.RunOptions{}); rec.Status != workflow.StatusFailed || rec.Error.Code != runtime.CodeCapabilityDenied {
+	if rec := e.run(none, workflow.RunOptions{}); rec.Status != workflow.StatusFailed || rec.Error.Code != tool.CodeCapabilityDenied {
 		t.Fatalf("%s %+v", rec.Status, rec.Error)
 	}
 }

@@ -11,20 +11,21 @@ import (
 	"strings"
 	"time"
 
-	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/gate"
 	"github.com/wardenrt/warden/runtime/redact"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // Runs keeps run records (the store satisfies it).
-type Runs = runtime.Runs
+type Runs = gate.Runs
 
 // Run statuses (as the agent's: `runs ls` shows both).
 const (
-	StatusRunning   = runtime.RunRunning
-	StatusSucceeded = runtime.RunSucceeded
-	StatusFailed    = runtime.RunFailed
-	StatusCancelled = runtime.RunCancelled
+	StatusRunning   = gate.RunRunning
+	StatusSucceeded = gate.RunSucceeded
+	StatusFailed    = gate.RunFailed
+	StatusCancelled = gate.RunCancelled
 )
 
 // Step statuses.
@@ -36,7 +37,7 @@ const (
 
 // RunOptions configures [Run]. Gate is required.
 type RunOptions struct {
-	Gate *runtime.Gate
+	Gate *gate.Gate
 	// Base is what the run may act with at most (default the gate's
 	// grants): a workflow run by a tool call acts within that call's.
 	Base *capability.Set
@@ -62,10 +63,10 @@ type RunOptions struct {
 	// completed are kept, the run goes on from the step that failed.
 	Resume   *Record
 	Redactor *redact.Redactor
-	// Vault keeps the run's masked secrets (see runtime.Vault); default a
+	// Vault keeps the run's masked secrets (see tool.Vault); default a
 	// new one. A nested workflow and an agent step share their run's, and
 	// a workflow started by a tool call shares that call's.
-	Vault *runtime.Vault
+	Vault *tool.Vault
 	Now   func() time.Time
 	depth int
 }
@@ -75,7 +76,7 @@ type AgentStep struct {
 	Task   string
 	Grants capability.Set // the run's: the agent acts within them
 	DryRun bool
-	Vault  *runtime.Vault // the run's
+	Vault  *tool.Vault // the run's
 }
 
 // Event is a step starting or ending.
@@ -102,7 +103,7 @@ type Record struct {
 	Grants    []string       `json:"grants"`
 	DryRun    bool           `json:"dry_run,omitempty"`
 	Status    string         `json:"status"`
-	Error     *runtime.Error `json:"error,omitempty"`
+	Error     *tool.Error    `json:"error,omitempty"`
 	Steps     int            `json:"steps"`
 	Started   time.Time      `json:"started"`
 	Ended     *time.Time     `json:"ended,omitempty"`
@@ -119,7 +120,7 @@ type StepResult struct {
 	Status     string          `json:"status"`
 	Output     string          `json:"output"`
 	Data       json.RawMessage `json:"data,omitempty"`
-	Error      *runtime.Error  `json:"error,omitempty"`
+	Error      *tool.Error     `json:"error,omitempty"`
 	Attempts   int             `json:"attempts,omitempty"`
 	Items      int             `json:"items,omitempty"`
 	CallIDs    []string        `json:"call_ids,omitempty"`
@@ -147,7 +148,7 @@ func Run(ctx context.Context, w *Workflow, o RunOptions) (*Record, error) {
 		o.Redactor = redact.New()
 	}
 	if o.Vault == nil {
-		o.Vault = runtime.NewVault()
+		o.Vault = tool.NewVault()
 	}
 	if o.Principal == nil {
 		o.Principal = []string{"cli"}
@@ -159,7 +160,7 @@ func Run(ctx context.Context, w *Workflow, o RunOptions) (*Record, error) {
 	rec := &Record{ID: o.RunID, Kind: "workflow", Task: w.Name, File: w.Source, Digest: w.Digest, Principal: o.Principal,
 		DryRun: o.DryRun, Status: StatusRunning, Started: o.Now().UTC(), Results: []StepResult{}}
 	if rec.ID == "" {
-		rec.ID = runtime.NewID()
+		rec.ID = tool.NewID()
 	}
 	if o.Resume != nil {
 		prev := o.Resume
@@ -167,15 +168,15 @@ func Run(ctx context.Context, w *Workflow, o RunOptions) (*Record, error) {
 		// same mode, with the same params.
 		switch {
 		case prev.Digest != w.Digest:
-			return nil, runtime.Errorf(runtime.CodeInvalidInput, "run the workflow anew",
+			return nil, tool.Errorf(tool.CodeInvalidInput, "run the workflow anew",
 				"%s changed since run %s (sha256 %s, then %s): its recorded steps no longer match", w.Source, prev.ID, w.Digest, prev.Digest)
 		case prev.DryRun != o.DryRun:
-			return nil, runtime.Errorf(runtime.CodeInvalidInput, "resume it as it ran (with --dry-run or without), or run the workflow anew",
+			return nil, tool.Errorf(tool.CodeInvalidInput, "resume it as it ran (with --dry-run or without), or run the workflow anew",
 				"run %s was %s; a resume must be too", prev.ID, map[bool]string{true: "a dry run", false: "not a dry run"}[prev.DryRun])
 		}
 		for name, v := range o.Params {
 			if s, ok := v.(string); ok && redact.ContainsAnyMask(s) {
-				return nil, runtime.Errorf(runtime.CodeInvalidInput, "run the workflow anew with -p "+name+"=…",
+				return nil, tool.Errorf(tool.CodeInvalidInput, "run the workflow anew with -p "+name+"=…",
 					"param %s was redacted in the record of run %s, so a resume cannot restore it", name, prev.ID)
 			}
 		}
@@ -202,11 +203,11 @@ func Run(ctx context.Context, w *Workflow, o RunOptions) (*Record, error) {
 		var gerr error
 		requested, gerr = capability.ParseSet(o.Gate.Grants().Workspace(), w.Grants)
 		if perr == nil && gerr != nil {
-			perr = runtime.Errorf(runtime.CodeInvalidInput, "", "grants: %v", gerr)
+			perr = tool.Errorf(tool.CodeInvalidInput, "", "grants: %v", gerr)
 		}
 	}
 	if perr != nil {
-		return r.end(ctx, StatusFailed, runtime.AsError(perr))
+		return r.end(ctx, StatusFailed, tool.AsError(perr))
 	}
 	r.grants = base.Intersect(requested)
 	granted := map[string]bool{}
@@ -221,7 +222,7 @@ func Run(ctx context.Context, w *Workflow, o RunOptions) (*Record, error) {
 		}
 	}
 	if len(missing) > 0 {
-		return r.end(ctx, StatusFailed, runtime.NeedsGrants(missing,
+		return r.end(ctx, StatusFailed, tool.NeedsGrants(missing,
 			"workflow %s needs %s, which the policy does not grant; no step was run", w.Name, strings.Join(missing, ", ")))
 	}
 	if err := r.save(ctx); err != nil {
@@ -246,9 +247,9 @@ func Run(ctx context.Context, w *Workflow, o RunOptions) (*Record, error) {
 		if res.Status == StepFailed && !w.Steps[i].ContinueOnError {
 			e := res.Error
 			if e == nil {
-				e = runtime.Errorf(runtime.CodeToolError, "", "step %s failed", res.ID)
+				e = tool.Errorf(tool.CodeToolError, "", "step %s failed", res.ID)
 			}
-			return r.end(ctx, StatusFailed, runtime.Errorf(e.Code, "fix it, then `warden workflow resume "+rec.ID+"` continues from this step",
+			return r.end(ctx, StatusFailed, tool.Errorf(e.Code, "fix it, then `warden workflow resume "+rec.ID+"` continues from this step",
 				"step %s failed: %s", res.ID, e.Message))
 		}
 	}
@@ -256,7 +257,7 @@ func Run(ctx context.Context, w *Workflow, o RunOptions) (*Record, error) {
 	for _, name := range sortedKeys(w.Outputs) {
 		v, err := substitute(w.Outputs[name], r.lookup(nil))
 		if err != nil {
-			return r.end(ctx, StatusFailed, runtime.Errorf(runtime.CodeInvalidInput, "", "output %s: %v", name, err))
+			return r.end(ctx, StatusFailed, tool.Errorf(tool.CodeInvalidInput, "", "output %s: %v", name, err))
 		}
 		outs[name] = v
 	}
@@ -290,7 +291,7 @@ func (r *runner) save(ctx context.Context) error {
 	return r.o.Runs.PutRun(sctx, r.rec.ID, doc)
 }
 
-func (r *runner) end(ctx context.Context, status string, err *runtime.Error) (*Record, error) {
+func (r *runner) end(ctx context.Context, status string, err *tool.Error) (*Record, error) {
 	r.rec.Status, r.rec.Error = status, err
 	now := r.o.Now().UTC()
 	r.rec.Ended = &now
@@ -302,10 +303,10 @@ func (r *runner) end(ctx context.Context, status string, err *runtime.Error) (*R
 // is a failure.
 func (r *runner) cancelled(ctx context.Context) (*Record, error) {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return r.end(ctx, StatusFailed, runtime.Errorf(runtime.CodeTimeout, "`warden workflow resume "+r.rec.ID+"` continues it",
+		return r.end(ctx, StatusFailed, tool.Errorf(tool.CodeTimeout, "`warden workflow resume "+r.rec.ID+"` continues it",
 			"the run reached its deadline after %d step(s)", len(r.rec.Results)))
 	}
-	return r.end(ctx, StatusCancelled, runtime.Errorf(runtime.CodeUserCancelled, "`warden workflow resume "+r.rec.ID+"` continues it", "the run was cancelled"))
+	return r.end(ctx, StatusCancelled, tool.Errorf(tool.CodeUserCancelled, "`warden workflow resume "+r.rec.ID+"` continues it", "the run was cancelled"))
 }
 
 // lookup resolves references against the params, the results so far and
@@ -395,7 +396,7 @@ func (r *runner) step(ctx context.Context, i int) (StepResult, error) {
 			v, err = c.eval(r.lookup(nil))
 		}
 		if err != nil {
-			res.Status, res.Error = StepFailed, runtime.Errorf(runtime.CodeInvalidInput, "", "when: %v", err)
+			res.Status, res.Error = StepFailed, tool.Errorf(tool.CodeInvalidInput, "", "when: %v", err)
 			return finish()
 		}
 		if !truthy(v) {
@@ -409,13 +410,13 @@ func (r *runner) step(ctx context.Context, i int) (StepResult, error) {
 		arr, ok := list.([]any)
 		switch {
 		case err != nil:
-			res.Status, res.Error = StepFailed, runtime.Errorf(runtime.CodeInvalidInput, "", "foreach: %v", err)
+			res.Status, res.Error = StepFailed, tool.Errorf(tool.CodeInvalidInput, "", "foreach: %v", err)
 			return finish()
 		case !ok:
-			res.Status, res.Error = StepFailed, runtime.Errorf(runtime.CodeInvalidInput, "", "foreach: %s is not a list", text(list))
+			res.Status, res.Error = StepFailed, tool.Errorf(tool.CodeInvalidInput, "", "foreach: %s is not a list", text(list))
 			return finish()
 		case len(arr) > MaxForeach:
-			res.Status, res.Error = StepFailed, runtime.Errorf(runtime.CodeTooLarge, "narrow the list", "foreach: %d items, at most %d", len(arr), MaxForeach)
+			res.Status, res.Error = StepFailed, tool.Errorf(tool.CodeTooLarge, "narrow the list", "foreach: %d items, at most %d", len(arr), MaxForeach)
 			return finish()
 		}
 		items = arr
@@ -487,7 +488,7 @@ func (r *runner) attempts(ctx context.Context, s *Step, item any, res *StepResul
 
 // once runs one attempt of one item. A step failure is rerr; err is a
 // runtime failure (the audit log), which ends the run.
-func (r *runner) once(ctx context.Context, s *Step, item any, res *StepResult) (out string, data json.RawMessage, rerr *runtime.Error, err error) {
+func (r *runner) once(ctx context.Context, s *Step, item any, res *StepResult) (out string, data json.RawMessage, rerr *tool.Error, err error) {
 	if s.Timeout != "" {
 		d, _ := time.ParseDuration(s.Timeout)
 		var cancel context.CancelFunc
@@ -500,11 +501,11 @@ func (r *runner) once(ctx context.Context, s *Step, item any, res *StepResult) (
 	case "tool":
 		args, serr := substitute(orEmpty(s.Args), look)
 		if serr != nil {
-			return "", nil, runtime.Errorf(runtime.CodeInvalidInput, "", "args: %v", serr), nil
+			return "", nil, tool.Errorf(tool.CodeInvalidInput, "", "args: %v", serr), nil
 		}
 		raw, _ := json.Marshal(args)
 		grants := r.grants
-		result, cerr := r.o.Gate.Call(ctx, runtime.Request{
+		result, cerr := r.o.Gate.Call(ctx, gate.Request{
 			Tool: s.Tool, Args: raw, RunID: r.rec.ID, DryRun: dry, Restrict: &grants, Vault: r.o.Vault,
 			Principal: append(append([]string(nil), r.o.Principal...), "workflow:"+r.w.Name),
 		})
@@ -528,17 +529,17 @@ func (r *runner) once(ctx context.Context, s *Step, item any, res *StepResult) (
 	case "agent":
 		task, serr := substitute(s.Agent, look)
 		if serr != nil {
-			return "", nil, runtime.Errorf(runtime.CodeInvalidInput, "", "agent: %v", serr), nil
+			return "", nil, tool.Errorf(tool.CodeInvalidInput, "", "agent: %v", serr), nil
 		}
 		if r.o.Agent == nil {
-			return "", nil, runtime.Errorf(runtime.CodeLLMError, "set OPENAI_API_KEY (OpenAI) or OPENAI_BASE_URL (an OpenAI-compatible server) and WARDEN_MODEL",
+			return "", nil, tool.Errorf(tool.CodeLLMError, "set OPENAI_API_KEY (OpenAI) or OPENAI_BASE_URL (an OpenAI-compatible server) and WARDEN_MODEL",
 				"step %s is a task for a model, and no model is configured", s.ID), nil
 		}
 		final, aerr := r.o.Agent(ctx, AgentStep{Task: text(task), Grants: r.grants, DryRun: dry, Vault: r.o.Vault})
 		if aerr != nil {
-			e := runtime.AsError(aerr)
+			e := tool.AsError(aerr)
 			if e == nil {
-				e = runtime.Errorf(runtime.CodeLLMError, "", "%v", aerr)
+				e = tool.Errorf(tool.CodeLLMError, "", "%v", aerr)
 			}
 			return final, nil, e, nil
 		}
@@ -546,25 +547,25 @@ func (r *runner) once(ctx context.Context, s *Step, item any, res *StepResult) (
 	case "workflow":
 		return r.nested(ctx, s, look, res)
 	}
-	return "", nil, runtime.Errorf(runtime.CodeInvalidInput, "", "step %s has nothing to run", s.ID), nil
+	return "", nil, tool.Errorf(tool.CodeInvalidInput, "", "step %s has nothing to run", s.ID), nil
 }
 
 // nested runs a workflow step: the child file, checked, with its params,
 // under this run's grants.
-func (r *runner) nested(ctx context.Context, s *Step, look lookupFunc, res *StepResult) (string, json.RawMessage, *runtime.Error, error) {
+func (r *runner) nested(ctx context.Context, s *Step, look lookupFunc, res *StepResult) (string, json.RawMessage, *tool.Error, error) {
 	if r.o.Open == nil {
-		return "", nil, runtime.Errorf(runtime.CodeInvalidInput, "", "nested workflows cannot be opened here"), nil
+		return "", nil, tool.Errorf(tool.CodeInvalidInput, "", "nested workflows cannot be opened here"), nil
 	}
 	limit := r.o.Check.MaxDepth
 	if limit <= 0 {
 		limit = DefaultMaxDepth
 	}
 	if r.o.depth+1 >= limit {
-		return "", nil, runtime.Errorf(runtime.CodeInvalidInput, "", "workflows nest at most %d deep", limit), nil
+		return "", nil, tool.Errorf(tool.CodeInvalidInput, "", "workflows nest at most %d deep", limit), nil
 	}
 	src, data, err := r.o.Open(r.w.Source, s.Workflow)
 	if err != nil {
-		return "", nil, runtime.Errorf(runtime.CodeNotFound, "", "%v", err), nil
+		return "", nil, tool.Errorf(tool.CodeNotFound, "", "%v", err), nil
 	}
 	// A child is parsed once per run, whatever number of times its step
 	// runs (a foreach): the run's cache holds it by path and digest.
@@ -577,11 +578,11 @@ func (r *runner) nested(ctx context.Context, s *Step, look lookupFunc, res *Step
 	}
 	child, err := p.w, p.err
 	if err != nil {
-		return "", nil, runtime.Errorf(runtime.CodeInvalidInput, "", "%s: %v", s.Workflow, err), nil
+		return "", nil, tool.Errorf(tool.CodeInvalidInput, "", "%s: %v", s.Workflow, err), nil
 	}
 	params, serr := substitute(orEmpty(s.Params), look)
 	if serr != nil {
-		return "", nil, runtime.Errorf(runtime.CodeInvalidInput, "", "params: %v", serr), nil
+		return "", nil, tool.Errorf(tool.CodeInvalidInput, "", "params: %v", serr), nil
 	}
 	// The child is a run of its own within this one: this run's grants as
 	// its ceiling (∩ what it asks for, anything missing refused before its
@@ -598,7 +599,7 @@ func (r *runner) nested(ctx context.Context, s *Step, look lookupFunc, res *Step
 	if childRec.Status != StatusSucceeded {
 		e := childRec.Error
 		if e == nil {
-			e = runtime.Errorf(runtime.CodeToolError, "", "%s %s", s.Workflow, childRec.Status)
+			e = tool.Errorf(tool.CodeToolError, "", "%s %s", s.Workflow, childRec.Status)
 		}
 		return string(outs), outs, e, nil
 	}
@@ -629,18 +630,18 @@ func bindParams(w *Workflow, given map[string]any) (map[string]any, error) {
 		}
 		p, ok := w.Params[name]
 		if !ok {
-			return nil, runtime.Errorf(runtime.CodeInvalidInput, "declared params: "+strings.Join(sortedKeys(w.Params), ", "), "workflow %s has no param %s", w.Name, name)
+			return nil, tool.Errorf(tool.CodeInvalidInput, "declared params: "+strings.Join(sortedKeys(w.Params), ", "), "workflow %s has no param %s", w.Name, name)
 		}
 		v := given[name]
 		if s, isStr := v.(string); isStr && p.Type != "string" {
 			var conv any
 			if err := json.Unmarshal([]byte(s), &conv); err != nil {
-				return nil, runtime.Errorf(runtime.CodeInvalidInput, "", "param %s: %q is not a %s", name, s, p.Type)
+				return nil, tool.Errorf(tool.CodeInvalidInput, "", "param %s: %q is not a %s", name, s, p.Type)
 			}
 			v = conv
 		}
 		if err := checkType(p.Type, v); err != nil {
-			return nil, runtime.Errorf(runtime.CodeInvalidInput, "", "param %s: %v", name, err)
+			return nil, tool.Errorf(tool.CodeInvalidInput, "", "param %s: %v", name, err)
 		}
 		out[name] = v
 	}
@@ -653,7 +654,7 @@ func bindParams(w *Workflow, given map[string]any) (map[string]any, error) {
 		case p.Default != nil:
 			out[name] = p.Default
 		case p.Required:
-			return nil, runtime.Errorf(runtime.CodeInvalidInput, "give it with -p "+name+"=VALUE", "workflow %s needs param %s", w.Name, name)
+			return nil, tool.Errorf(tool.CodeInvalidInput, "give it with -p "+name+"=VALUE", "workflow %s needs param %s", w.Name, name)
 		default:
 			out[name] = nil
 		}

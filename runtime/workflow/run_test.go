@@ -15,8 +15,9 @@ import (
 	"time"
 
 	"github.com/wardenrt/warden/builtin"
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
 	"github.com/wardenrt/warden/runtime/runtimetest"
+	"github.com/wardenrt/warden/runtime/tool"
 	"github.com/wardenrt/warden/runtime/workflow"
 )
 
@@ -26,7 +27,7 @@ type env struct {
 	ws    string
 	audit *runtimetest.Audit
 	runs  *runtimetest.Runs
-	gate  *runtime.Gate
+	gate  *gate.Gate
 }
 
 func newEnv(t *testing.T, grants string) *env {
@@ -35,16 +36,16 @@ func newEnv(t *testing.T, grants string) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := runtime.NewRegistry()
+	reg := gate.NewRegistry()
 	if err := reg.Register(append(builtin.FSTools(), builtin.TextTools(builtin.LLMConfig{})...)...); err != nil {
 		t.Fatal(err)
 	}
-	p, err := runtime.ParsePolicy("test", []byte("version: 1\ngrants: ["+grants+"]\n"))
+	p, err := gate.ParsePolicy("test", []byte("version: 1\ngrants: ["+grants+"]\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	e := &env{t: t, ws: ws, audit: &runtimetest.Audit{}, runs: &runtimetest.Runs{}}
-	e.gate, err = runtime.NewGate(runtime.GateOptions{Registry: reg, Policy: p, Workspace: ws, Audit: e.audit})
+	e.gate, err = gate.NewGate(gate.GateOptions{Registry: reg, Policy: p, Workspace: ws, Audit: e.audit})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +193,7 @@ func TestMissingGrantsFailBeforeStepOne(t *testing.T) {
 	e := newEnv(t, `"fs.read:**"`)
 	w := e.parse("report.yaml", report)
 	rec := e.run(w, workflow.RunOptions{})
-	if rec.Status != workflow.StatusFailed || rec.Error.Code != runtime.CodeCapabilityDenied || !strings.Contains(rec.Error.Message, "fs.write:out/**") ||
+	if rec.Status != workflow.StatusFailed || rec.Error.Code != tool.CodeCapabilityDenied || !strings.Contains(rec.Error.Message, "fs.write:out/**") ||
 		rec.Error.Hint != "needs the grant fs.write:out/**" || !slices.Equal(rec.Error.Missing, []string{"fs.write:out/**"}) {
 		t.Fatalf("%+v", rec.Error)
 	}
@@ -219,13 +220,13 @@ func TestDeadlineFails(t *testing.T) {
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
 	defer cancel()
-	if rec := run(ctx); rec.Status != workflow.StatusFailed || rec.Error == nil || rec.Error.Code != runtime.CodeTimeout ||
+	if rec := run(ctx); rec.Status != workflow.StatusFailed || rec.Error == nil || rec.Error.Code != tool.CodeTimeout ||
 		!strings.Contains(rec.Error.Hint, "warden workflow resume "+rec.ID) {
 		t.Errorf("past its deadline: %s %+v", rec.Status, rec.Error)
 	}
 	ctx, cancel = context.WithCancel(context.Background())
 	cancel()
-	if rec := run(ctx); rec.Status != workflow.StatusCancelled || rec.Error == nil || rec.Error.Code != runtime.CodeUserCancelled {
+	if rec := run(ctx); rec.Status != workflow.StatusCancelled || rec.Error == nil || rec.Error.Code != tool.CodeUserCancelled {
 		t.Errorf("cancelled: %s %+v", rec.Status, rec.Error)
 	}
 }
@@ -244,7 +245,7 @@ steps:
 `
 	w := e.parse("two.yaml", src)
 	rec := e.run(w, workflow.RunOptions{})
-	if rec.Status != workflow.StatusFailed || rec.Error.Code != runtime.CodeNotFound || !strings.Contains(rec.Error.Hint, "workflow resume "+rec.ID) {
+	if rec.Status != workflow.StatusFailed || rec.Error.Code != tool.CodeNotFound || !strings.Contains(rec.Error.Hint, "workflow resume "+rec.ID) {
 		t.Fatalf("%s %+v", rec.Status, rec.Error)
 	}
 	calls := len(e.audit.Results(""))
@@ -318,7 +319,7 @@ func TestForeachAtItsBound(t *testing.T) {
 	}
 	w = e.parse("over.yaml", "version: 1\nname: over\nparams:\n  list: {type: array}\nsteps:\n  - id: each\n    tool: analyze\n    foreach: ${{ params.list }}\n    args: {text: \"${{ item }}\"}\n")
 	rec = e.run(w, workflow.RunOptions{Params: map[string]any{"list": "[" + strings.Join(too, ",") + "]"}})
-	if rec.Status != workflow.StatusFailed || rec.Error.Code != runtime.CodeTooLarge {
+	if rec.Status != workflow.StatusFailed || rec.Error.Code != tool.CodeTooLarge {
 		t.Fatalf("%s %+v", rec.Status, rec.Error)
 	}
 }
@@ -338,10 +339,10 @@ steps:
 	if rec.Results[0].Status != "failed" || rec.Results[0].Attempts != 3 {
 		t.Errorf("flaky %+v", rec.Results[0])
 	}
-	if rec.Results[1].Attempts != 1 || rec.Results[1].Error.Code != runtime.CodeCapabilityDenied {
+	if rec.Results[1].Attempts != 1 || rec.Results[1].Error.Code != tool.CodeCapabilityDenied {
 		t.Errorf("a denial was retried: %+v", rec.Results[1])
 	}
-	if rec.Status != workflow.StatusFailed || rec.Error.Code != runtime.CodeLLMError || !strings.Contains(rec.Error.Message, "no model is configured") {
+	if rec.Status != workflow.StatusFailed || rec.Error.Code != tool.CodeLLMError || !strings.Contains(rec.Error.Message, "no model is configured") {
 		t.Fatalf("%s %+v", rec.Status, rec.Error)
 	}
 }
@@ -395,7 +396,7 @@ steps:
 `)
 	rec := e.run(w, workflow.RunOptions{})
 	if len(rec.Results) != 3 || rec.Results[1].Status != workflow.StepSucceeded || rec.Results[2].Error == nil ||
-		rec.Results[2].Error.Code != runtime.CodeInvalidInput {
+		rec.Results[2].Error.Code != tool.CodeInvalidInput {
 		t.Fatalf("results %+v", rec.Results)
 	}
 	if !strings.Contains(rec.Results[0].Output, "[REDACTED:github-token:") || len(rec.Results[0].Warnings) == 0 {

@@ -13,9 +13,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
 	"github.com/wardenrt/warden/runtime/decode"
+	"github.com/wardenrt/warden/runtime/gate"
 )
 
 // Options are what Parse checks a workflow against.
@@ -48,7 +48,7 @@ type parsed struct {
 // RegistryTools is an Options.Tool over reg: a tool exists if reg has it,
 // and literal arguments are checked as the gate would (strict decoding,
 // the tool's schema).
-func RegistryTools(reg *runtime.Registry) func(name string) (func(map[string]any) error, bool) {
+func RegistryTools(reg *gate.Registry) func(name string) (func(map[string]any) error, bool) {
 	return func(name string) (func(map[string]any) error, bool) {
 		if !reg.Has(name) {
 			return nil, false
@@ -65,7 +65,7 @@ func RegistryTools(reg *runtime.Registry) func(name string) (func(map[string]any
 
 // Parse reads a workflow strictly (unknown keys, duplicate keys and wrong
 // types are errors) and checks it, nested workflows included. Every
-// problem is a *runtime.PositionError with the line and column of the
+// problem is a *gate.PositionError with the line and column of the
 // value at fault; all of them are returned, joined.
 func Parse(source string, data []byte, o Options) (*Workflow, error) {
 	if o.MaxDepth <= 0 {
@@ -95,14 +95,14 @@ func parse(source string, data []byte, o Options, stack []string) (*Workflow, er
 	// policy's: a file whose grant lines are all commented out must not
 	// widen.
 	if w.Grants == nil {
-		if l, _ := runtime.YAMLPosition(file, "$.grants"); l > 0 {
+		if l, _ := gate.YAMLPosition(file, "$.grants"); l > 0 {
 			w.Grants = []string{}
 		}
 	}
 	sum := sha256.Sum256(data)
 	w.Digest = "sha256:" + hex.EncodeToString(sum[:])
 	w.Source = source
-	w.pos = func(p string) (int, int) { return runtime.YAMLPosition(file, p) }
+	w.pos = func(p string) (int, int) { return gate.YAMLPosition(file, p) }
 	c := &checker{w: &w, o: o, stack: stack}
 	c.check()
 	if len(c.errs) > 0 {
@@ -120,7 +120,7 @@ type checker struct {
 
 func (c *checker) bad(path, format string, args ...any) {
 	l, col := c.w.pos(path)
-	c.errs = append(c.errs, &runtime.PositionError{Source: c.w.Source, Line: l, Column: col, Message: fmt.Sprintf(format, args...)})
+	c.errs = append(c.errs, &gate.PositionError{Source: c.w.Source, Line: l, Column: col, Message: fmt.Sprintf(format, args...)})
 }
 
 var (

@@ -11,7 +11,7 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
 )
 
 // testOptions knows two tools (fs_read needs a string path) and a few
@@ -169,7 +169,7 @@ func TestValidationErrors(t *testing.T) {
 			if err == nil {
 				t.Fatal("valid")
 			}
-			var pe *runtime.PositionError
+			var pe *gate.PositionError
 			if !errors.As(err, &pe) {
 				t.Fatalf("not a PositionError: %T %v", err, err)
 			}

@@ -14,13 +14,13 @@ import (
 	extism "github.com/extism/go-sdk"
 
 	"github.com/wardenrt/warden/internal/wasmfixture"
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // wardenCallStub is a trivial warden.warden_call: it counts its calls and
 // answers every one with a successful envelope, or panics with fail (as a
-// host function reporting a *runtime.Error does).
-func wardenCallStub(calls *atomic.Int64, fail *runtime.Error) extism.HostFunction {
+// host function reporting a *tool.Error does).
+func wardenCallStub(calls *atomic.Int64, fail *tool.Error) extism.HostFunction {
 	f := extism.NewHostFunctionWithStack("warden_call", func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
 		calls.Add(1)
 		if fail != nil {
@@ -55,17 +55,17 @@ func TestHostileFixturesEndInTime(t *testing.T) {
 		export  string
 		limits  Limits
 		config  map[string]string
-		codes   []runtime.Code // none = success
+		codes   []tool.Code // none = success
 	}{
-		{fixture: "hostile/loop", export: "call", limits: Limits{Timeout: 500 * time.Millisecond}, codes: []runtime.Code{runtime.CodeTimeout}},
-		{fixture: "hostile/hostloop", export: "call", limits: Limits{Timeout: 500 * time.Millisecond}, codes: []runtime.Code{runtime.CodeTimeout}},
-		{fixture: "hostile/membomb", export: "call", limits: Limits{Timeout: long}, codes: []runtime.Code{runtime.CodeWasmLimit, runtime.CodeWasmTrap}},
-		{fixture: "hostile/recursion", export: "call", limits: Limits{Timeout: long}, codes: []runtime.Code{runtime.CodeWasmTrap, runtime.CodeWasmLimit}},
-		{fixture: "hostile/trap", export: "call", limits: Limits{Timeout: time.Second}, codes: []runtime.Code{runtime.CodeWasmTrap}},
-		{fixture: "hostile/trap", export: "unreachable", limits: Limits{Timeout: time.Second}, codes: []runtime.Code{runtime.CodeWasmTrap}},
-		{fixture: "hostile/trap", export: "nilderef", limits: Limits{Timeout: time.Second}, codes: []runtime.Code{runtime.CodeWasmTrap}},
-		{fixture: "hostile/trap", export: "exit", limits: Limits{Timeout: time.Second}, codes: []runtime.Code{runtime.CodeWasmTrap}},
-		{fixture: "hostile/hugeoutput", export: "call", limits: Limits{Timeout: long}, codes: []runtime.Code{runtime.CodeWasmLimit}},
+		{fixture: "hostile/loop", export: "call", limits: Limits{Timeout: 500 * time.Millisecond}, codes: []tool.Code{tool.CodeTimeout}},
+		{fixture: "hostile/hostloop", export: "call", limits: Limits{Timeout: 500 * time.Millisecond}, codes: []tool.Code{tool.CodeTimeout}},
+		{fixture: "hostile/membomb", export: "call", limits: Limits{Timeout: long}, codes: []tool.Code{tool.CodeWasmLimit, tool.CodeWasmTrap}},
+		{fixture: "hostile/recursion", export: "call", limits: Limits{Timeout: long}, codes: []tool.Code{tool.CodeWasmTrap, tool.CodeWasmLimit}},
+		{fixture: "hostile/trap", export: "call", limits: Limits{Timeout: time.Second}, codes: []tool.Code{tool.CodeWasmTrap}},
+		{fixture: "hostile/trap", export: "unreachable", limits: Limits{Timeout: time.Second}, codes: []tool.Code{tool.CodeWasmTrap}},
+		{fixture: "hostile/trap", export: "nilderef", limits: Limits{Timeout: time.Second}, codes: []tool.Code{tool.CodeWasmTrap}},
+		{fixture: "hostile/trap", export: "exit", limits: Limits{Timeout: time.Second}, codes: []tool.Code{tool.CodeWasmTrap}},
+		{fixture: "hostile/hugeoutput", export: "call", limits: Limits{Timeout: long}, codes: []tool.Code{tool.CodeWasmLimit}},
 		{fixture: "hostile/hugeoutput", export: "stdout", limits: Limits{Timeout: long}},
 		{fixture: "hostile/wasiprobe", export: "call", limits: Limits{Timeout: long}},
 		{fixture: "hostile/wasiprobecmd", command: true, limits: Limits{Timeout: long}},
@@ -150,15 +150,15 @@ func TestVerifiedLoadErrorAtFirstCall(t *testing.T) {
 	}
 }
 
-// TestHostFunctionError: a *runtime.Error a host function panics with
+// TestHostFunctionError: a *tool.Error a host function panics with
 // comes out of Call as is, and the instance is discarded.
 func TestHostFunctionError(t *testing.T) {
 	ctx := context.Background()
 	var calls atomic.Int64
-	deny := runtime.Errorf(runtime.CodeCapabilityDenied, "", "system.info is not granted")
+	deny := tool.Errorf(tool.CodeCapabilityDenied, "", "system.info is not granted")
 	m := compileWith(t, "hostile/hostloop", CompileOptions{HostFuncs: []extism.HostFunction{wardenCallStub(&calls, deny)}, Limits: Limits{Timeout: time.Second}})
 	_, _, err := m.Call(ctx, "call", nil, CallOptions{})
-	if e := wantCode(t, err, runtime.CodeCapabilityDenied); e != deny {
+	if e := wantCode(t, err, tool.CodeCapabilityDenied); e != deny {
 		t.Errorf("got %v, want the host function's error", e)
 	}
 	if calls.Load() != 1 || m.idleCount() != 0 {
@@ -208,23 +208,23 @@ func TestHostileCallsLeakNothing(t *testing.T) {
 						return
 					}
 					var err error
-					var want []runtime.Code
+					var want []tool.Code
 					key := fmt.Sprint(i % 2)
 					switch i % 4 {
 					case 0:
 						_, _, err = loop.Call(ctx, "call", nil, CallOptions{PoolKey: key})
-						want = []runtime.Code{runtime.CodeTimeout}
+						want = []tool.Code{tool.CodeTimeout}
 					case 1:
 						_, _, err = trap.Call(ctx, exports[i/4%len(exports)], nil, CallOptions{PoolKey: key})
-						want = []runtime.Code{runtime.CodeWasmTrap}
+						want = []tool.Code{tool.CodeWasmTrap}
 					case 2:
 						_, _, err = membomb.Call(ctx, "call", nil, CallOptions{PoolKey: key})
-						want = []runtime.Code{runtime.CodeWasmLimit, runtime.CodeWasmTrap}
+						want = []tool.Code{tool.CodeWasmLimit, tool.CodeWasmTrap}
 					case 3:
 						_, _, err = huge.Call(ctx, "call", nil, CallOptions{PoolKey: key})
-						want = []runtime.Code{runtime.CodeWasmLimit}
+						want = []tool.Code{tool.CodeWasmLimit}
 					}
-					e := runtime.AsError(err)
+					e := tool.AsError(err)
 					ok := false
 					for _, c := range want {
 						ok = ok || (e != nil && e.Code == c)

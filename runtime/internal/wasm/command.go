@@ -9,7 +9,7 @@ import (
 	extism "github.com/extism/go-sdk"
 	"github.com/tetratelabs/wazero/sys"
 
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // errOutputLimit is the cause of a command stopped for writing more than
@@ -65,7 +65,7 @@ func (m *Module) RunCommand(ctx context.Context, stdin []byte, o CallOptions) (s
 	defer p.Close(context.Background())
 	m.prepare(p, stderr, o)
 	if !p.FunctionExists("_start") {
-		return nil, info, runtime.Errorf(runtime.CodeInvalidInput, "build it as a WASI command (no -buildmode), or declare the tool's ABI as extism",
+		return nil, info, tool.Errorf(tool.CodeInvalidInput, "build it as a WASI command (no -buildmode), or declare the tool's ABI as extism",
 			"the module is not a WASI command: it has no _start export")
 	}
 
@@ -74,7 +74,7 @@ func (m *Module) RunCommand(ctx context.Context, stdin []byte, o CallOptions) (s
 	_, _, err = p.CallWithContext(runCtx, "_start", nil)
 	info.MemoryBytes = p.Memory().Size()
 	if errors.Is(context.Cause(runCtx), errOutputLimit) {
-		return nil, info, runtime.Errorf(runtime.CodeWasmLimit, "raise the tool's max_output_bytes or ask for less",
+		return nil, info, tool.Errorf(tool.CodeWasmLimit, "raise the tool's max_output_bytes or ask for less",
 			"the command wrote more than its output limit of %d bytes to stdout", m.limits.MaxOutput)
 	}
 	var exit *sys.ExitError

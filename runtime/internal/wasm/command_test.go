@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/wardenrt/warden/internal/wasmfixture"
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 func compileBytes(t testing.TB, wasm []byte, o CompileOptions) *Module {
@@ -32,16 +32,16 @@ func TestRunCommandExitCodes(t *testing.T) {
 		maxOutput int
 		stdout    string
 		exitCode  uint32
-		code      runtime.Code // "" = success
+		code      tool.Code // "" = success
 	}{
 		{name: "return", body: cmdReturn},
 		{name: "hello", body: cmdHello, stdout: "hello\n"},
 		{name: "exit 0", body: cmdExit0},
 		{name: "exit 7 after output", body: cmdExit7, stdout: "hello\n", exitCode: 7},
-		{name: "trap", body: cmdTrap, code: runtime.CodeWasmTrap},
-		{name: "loop", body: cmdLoop, code: runtime.CodeTimeout},
-		{name: "flood", body: cmdFlood, maxOutput: 1000, code: runtime.CodeWasmLimit},
-		{name: "hello over cap", body: cmdHello, maxOutput: 5, code: runtime.CodeWasmLimit},
+		{name: "trap", body: cmdTrap, code: tool.CodeWasmTrap},
+		{name: "loop", body: cmdLoop, code: tool.CodeTimeout},
+		{name: "flood", body: cmdFlood, maxOutput: 1000, code: tool.CodeWasmLimit},
+		{name: "hello over cap", body: cmdHello, maxOutput: 5, code: tool.CodeWasmLimit},
 		{name: "hello at cap", body: cmdHello, maxOutput: 6, stdout: "hello\n"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -108,7 +108,7 @@ func TestRunCommandWASIProbe(t *testing.T) {
 	// Its stdout over the cap: WASM_LIMIT.
 	m = compileBytes(t, wasmfixture.Bytes(t, "hostile/wasiprobecmd", true), CompileOptions{Limits: Limits{Timeout: 5 * time.Second, MaxOutput: 10}})
 	_, _, err = m.RunCommand(context.Background(), []byte(in), CallOptions{})
-	wantCode(t, err, runtime.CodeWasmLimit)
+	wantCode(t, err, tool.CodeWasmLimit)
 }
 
 func TestRunCommandRefusals(t *testing.T) {
@@ -116,7 +116,7 @@ func TestRunCommandRefusals(t *testing.T) {
 	// An Extism plugin is not a command.
 	m := compile(t, "examples/textstats", nil, Limits{})
 	_, _, err := m.RunCommand(ctx, nil, CallOptions{})
-	wantCode(t, err, runtime.CodeInvalidInput)
+	wantCode(t, err, tool.CodeInvalidInput)
 
 	// The caller's cancellation is its own error.
 	m = compileBytes(t, command(cmdLoop...), CompileOptions{Limits: Limits{Timeout: 5 * time.Second}})
@@ -129,7 +129,7 @@ func TestRunCommandRefusals(t *testing.T) {
 
 	t.Setenv(envWASIOutput, "1")
 	_, _, err = m.RunCommand(ctx, nil, CallOptions{})
-	wantCode(t, err, runtime.CodeInternal)
+	wantCode(t, err, tool.CodeInternal)
 	os.Unsetenv(envWASIOutput)
 	m.Close(ctx)
 	if _, _, err = m.RunCommand(ctx, nil, CallOptions{}); !errors.Is(err, ErrClosed) {

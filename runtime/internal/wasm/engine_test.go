@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/wardenrt/warden/internal/wasmfixture"
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // fixture returns the bytes of the guest in wasm-tools/dir, built (once,
@@ -106,12 +106,12 @@ func slowUnderRace(d time.Duration) time.Duration {
 	return d
 }
 
-// wantCode checks err is a *runtime.Error with one of codes and returns it.
-func wantCode(t *testing.T, err error, codes ...runtime.Code) *runtime.Error {
+// wantCode checks err is a *tool.Error with one of codes and returns it.
+func wantCode(t *testing.T, err error, codes ...tool.Code) *tool.Error {
 	t.Helper()
-	var e *runtime.Error
+	var e *tool.Error
 	if !errors.As(err, &e) {
-		t.Fatalf("want a *runtime.Error with %v, got %T %v", codes, err, err)
+		t.Fatalf("want a *tool.Error with %v, got %T %v", codes, err, err)
 	}
 	for _, c := range codes {
 		if e.Code == c {
@@ -141,11 +141,11 @@ func TestTextstats(t *testing.T) {
 
 	// A tool failure (SetError, rc 1) is TOOL_ERROR with the guest's message.
 	_, info, err = m.Call(context.Background(), "call", []byte(`{"txt":1}`), CallOptions{})
-	if e := wantCode(t, err, runtime.CodeToolError); e.Message == "" || info.RC != 1 {
+	if e := wantCode(t, err, tool.CodeToolError); e.Message == "" || info.RC != 1 {
 		t.Errorf("tool error %v, rc %d", e, info.RC)
 	}
 	_, _, err = m.Call(context.Background(), "nope", nil, CallOptions{})
-	wantCode(t, err, runtime.CodeInvalidInput)
+	wantCode(t, err, tool.CodeInvalidInput)
 }
 
 func TestLoopTimesOut(t *testing.T) {
@@ -154,7 +154,7 @@ func TestLoopTimesOut(t *testing.T) {
 	start := time.Now()
 	_, _, err := m.Call(context.Background(), "call", []byte(`{}`), CallOptions{})
 	took := time.Since(start)
-	wantCode(t, err, runtime.CodeTimeout)
+	wantCode(t, err, tool.CodeTimeout)
 	slack := deadlineSlack()
 	if took < timeout || took > timeout+slack {
 		t.Errorf("loop stopped after %v, want %v + at most %v", took, timeout, slack)
@@ -174,7 +174,7 @@ func TestMembomb(t *testing.T) {
 	m := compile(t, "hostile/membomb", nil, Limits{MemoryPages: 1024, Timeout: slowUnderRace(5 * time.Second)})
 	start := time.Now()
 	_, info, err := m.Call(context.Background(), "call", []byte(`{}`), CallOptions{})
-	e := wantCode(t, err, runtime.CodeWasmLimit, runtime.CodeWasmTrap)
+	e := wantCode(t, err, tool.CodeWasmLimit, tool.CodeWasmTrap)
 	if !strings.Contains(e.Message, "memory") {
 		t.Errorf("message %q does not say memory", e.Message)
 	}
@@ -184,7 +184,7 @@ func TestMembomb(t *testing.T) {
 func TestRecursion(t *testing.T) {
 	m := compile(t, "hostile/recursion", nil, Limits{Timeout: slowUnderRace(5 * time.Second)})
 	_, _, err := m.Call(context.Background(), "call", []byte(`{}`), CallOptions{})
-	e := wantCode(t, err, runtime.CodeWasmTrap, runtime.CodeWasmLimit)
+	e := wantCode(t, err, tool.CodeWasmTrap, tool.CodeWasmLimit)
 	t.Logf("recursion: %v", e)
 }
 
@@ -198,7 +198,7 @@ func TestTraps(t *testing.T) {
 	} {
 		t.Run(tt.export, func(t *testing.T) {
 			_, _, err := m.Call(context.Background(), tt.export, []byte(`{}`), CallOptions{})
-			e := wantCode(t, err, runtime.CodeWasmTrap)
+			e := wantCode(t, err, tool.CodeWasmTrap)
 			if !strings.Contains(e.Message, tt.msg) {
 				t.Errorf("message %q does not contain %q", e.Message, tt.msg)
 			}
@@ -248,11 +248,11 @@ func TestHugeOutput(t *testing.T) {
 	}
 	m := compile(t, "hostile/hugeoutput", huge, Limits{MemoryPages: 4096, MaxOutput: 1 << 20})
 	_, _, err := m.Call(ctx, "call", nil, CallOptions{})
-	t.Logf("huge output: %v", wantCode(t, err, runtime.CodeWasmLimit))
+	t.Logf("huge output: %v", wantCode(t, err, tool.CodeWasmLimit))
 
 	m = compile(t, "hostile/hugeoutput", map[string]string{"bytes": "1048577"}, Limits{MaxOutput: 1 << 20})
 	_, _, err = m.Call(ctx, "call", nil, CallOptions{})
-	wantCode(t, err, runtime.CodeWasmLimit)
+	wantCode(t, err, tool.CodeWasmLimit)
 
 	m = compile(t, "hostile/hugeoutput", map[string]string{"bytes": "1048576"}, Limits{MaxOutput: 1 << 20})
 	out, _, err := m.Call(ctx, "call", nil, CallOptions{})
@@ -281,15 +281,15 @@ func TestHugeOutput(t *testing.T) {
 func TestInputTooLarge(t *testing.T) {
 	m := compile(t, "examples/textstats", nil, Limits{MemoryPages: 64}) // 4 MiB
 	_, _, err := m.Call(context.Background(), "call", bytes.Repeat([]byte("a"), 5<<20), CallOptions{})
-	wantCode(t, err, runtime.CodeWasmLimit)
+	wantCode(t, err, tool.CodeWasmLimit)
 	// Fits the limit, not the kernel's memory once its own pages are
 	// counted: still WASM_LIMIT, never a silent empty input.
 	_, _, err = m.Call(context.Background(), "call", bytes.Repeat([]byte("a"), 4<<20-100), CallOptions{})
-	t.Log(wantCode(t, err, runtime.CodeWasmLimit))
+	t.Log(wantCode(t, err, tool.CodeWasmLimit))
 	// A 1 MiB input with a 4 MiB limit: the kernel takes it, the Go guest
 	// (which copies it into its own heap) runs out of memory.
 	_, _, err = m.Call(context.Background(), "call", bytes.Repeat([]byte("a"), 1<<20), CallOptions{})
-	t.Log(wantCode(t, err, runtime.CodeWasmLimit, runtime.CodeWasmTrap))
+	t.Log(wantCode(t, err, tool.CodeWasmLimit, tool.CodeWasmTrap))
 }
 
 type probeReport struct {
@@ -387,7 +387,7 @@ func TestRefusesWASIOutputEnv(t *testing.T) {
 	m := compile(t, "examples/textstats", nil, Limits{})
 	t.Setenv(envWASIOutput, "1")
 	_, _, err := m.Call(context.Background(), "call", []byte(`{"text":"x"}`), CallOptions{})
-	if e := wantCode(t, err, runtime.CodeInternal); !strings.Contains(e.Message, envWASIOutput) {
+	if e := wantCode(t, err, tool.CodeInternal); !strings.Contains(e.Message, envWASIOutput) {
 		t.Errorf("message %q", e.Message)
 	}
 }

@@ -10,15 +10,16 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // guardTransport stands in for warden's gated transport (hostfuncs): it
-// implements runtime.GuestHTTPGuard, counts the requests it sees, and
+// implements gate.GuestHTTPGuard, counts the requests it sees, and
 // either forwards them or fails them with deny.
 type guardTransport struct {
 	seen atomic.Int32
-	deny *runtime.Error
+	deny *tool.Error
 }
 
 func (g *guardTransport) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -31,7 +32,7 @@ func (g *guardTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 
 func (g *guardTransport) GuardsGuestHTTP() {}
 
-var _ runtime.GuestHTTPGuard = (*guardTransport)(nil)
+var _ gate.GuestHTTPGuard = (*guardTransport)(nil)
 
 // useTransport installs rt on http.DefaultClient for the test.
 func useTransport(t *testing.T, rt http.RoundTripper) {
@@ -58,12 +59,12 @@ func TestGuestHTTP(t *testing.T) {
 	// No guard installed: refused even with HTTP, and without it.
 	for _, allow := range []bool{true, false} {
 		_, err := fetch(CallOptions{HTTP: allow})
-		t.Logf("no guard, HTTP %v: %v", allow, wantCode(t, err, runtime.CodeCapabilityDenied))
+		t.Logf("no guard, HTTP %v: %v", allow, wantCode(t, err, tool.CodeCapabilityDenied))
 	}
 	// A transport that is not a guard does not count.
 	useTransport(t, http.DefaultTransport)
 	_, err := fetch(CallOptions{HTTP: true})
-	wantCode(t, err, runtime.CodeCapabilityDenied)
+	wantCode(t, err, tool.CodeCapabilityDenied)
 	if n := hits.Load(); n != 0 {
 		t.Fatalf("the server saw %d requests", n)
 	}
@@ -80,16 +81,16 @@ func TestGuestHTTP(t *testing.T) {
 	}
 	// The same pooled instance, without HTTP: refused again.
 	_, info, err := m.Call(ctx, "call", in, CallOptions{PoolKey: "k"})
-	wantCode(t, err, runtime.CodeCapabilityDenied)
+	wantCode(t, err, tool.CodeCapabilityDenied)
 	if !info.Pooled || guard.seen.Load() != 1 {
 		t.Errorf("pooled %v, guard saw %d", info.Pooled, guard.seen.Load())
 	}
 
-	// The guard's *runtime.Error survives Extism's panic and wazero's
+	// The guard's *tool.Error survives Extism's panic and wazero's
 	// recovery: Call returns it as is.
-	guard.deny = runtime.Errorf(runtime.CodeCapabilityDenied, "grant net:127.0.0.1", "net:127.0.0.1 is not granted")
+	guard.deny = tool.Errorf(tool.CodeCapabilityDenied, "grant net:127.0.0.1", "net:127.0.0.1 is not granted")
 	_, err = fetch(CallOptions{HTTP: true})
-	if e := wantCode(t, err, runtime.CodeCapabilityDenied); e != guard.deny {
+	if e := wantCode(t, err, tool.CodeCapabilityDenied); e != guard.deny {
 		t.Errorf("got %v, want the transport's error %v", e, guard.deny)
 	}
 	if hits.Load() != 1 {

@@ -19,7 +19,8 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
 
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // ErrLoad wraps every reason a module does not load: not wasm, invalid,
@@ -380,7 +381,7 @@ var allHosts = []string{"*"}
 // guestHTTPGuarded reports whether http.DefaultClient, which Extism's
 // http_request always uses, sends through warden's gated transport.
 func guestHTTPGuarded() bool {
-	_, ok := http.DefaultClient.Transport.(runtime.GuestHTTPGuard)
+	_, ok := http.DefaultClient.Transport.(gate.GuestHTTPGuard)
 	return ok
 }
 
@@ -441,7 +442,7 @@ type CallOptions struct {
 	Config map[string]string
 	// HTTP lets the guest's Extism http_request through: the instance's
 	// AllowedHosts becomes ["*"] ONLY when http.DefaultClient.Transport
-	// implements runtime.GuestHTTPGuard (warden's gated transport, which
+	// implements gate.GuestHTTPGuard (warden's gated transport, which
 	// turns each request into a gated `http` tool call); otherwise
 	// AllowedHosts stays empty and Extism refuses every request
 	// (CAPABILITY_DENIED).
@@ -457,7 +458,7 @@ type CallOptions struct {
 // set.
 func refuseWASIOutput() error {
 	if _, set := os.LookupEnv(envWASIOutput); set {
-		return runtime.Errorf(runtime.CodeInternal, "unset "+envWASIOutput+" in warden's environment",
+		return tool.Errorf(tool.CodeInternal, "unset "+envWASIOutput+" in warden's environment",
 			"refusing to run a wasm guest: %s is set, and the Extism SDK would send the guest's output to the terminal", envWASIOutput)
 	}
 	return nil
@@ -469,9 +470,9 @@ func refuseWASIOutput() error {
 // waits for another); an instance is discarded after any error (timeout,
 // trap, limit, tool error) or a payload (input + output) over 1 MiB.
 //
-// A failure of the guest is a *runtime.Error (TIMEOUT, WASM_TRAP,
+// A failure of the guest is a *tool.Error (TIMEOUT, WASM_TRAP,
 // WASM_LIMIT, TOOL_ERROR, INVALID_INPUT for a missing export,
-// CAPABILITY_DENIED for a refused http_request, or the *runtime.Error a
+// CAPABILITY_DENIED for a refused http_request, or the *tool.Error a
 // host function or warden's HTTP transport failed with); the cancellation
 // of ctx is returned as ctx's error; a module compiled with
 // CompileOptions.Verified that cannot be instantiated fails with an
@@ -484,7 +485,7 @@ func (m *Module) Call(ctx context.Context, export string, input []byte, o CallOp
 	}
 	memLimit := int64(m.limits.MemoryPages) * pageSize
 	if int64(len(input)) >= memLimit {
-		return nil, info, runtime.Errorf(runtime.CodeWasmLimit, "raise the tool's memory limit or send less",
+		return nil, info, tool.Errorf(tool.CodeWasmLimit, "raise the tool's memory limit or send less",
 			"input of %d bytes does not fit in the guest's memory limit (%d bytes)", len(input), memLimit)
 	}
 
@@ -513,7 +514,7 @@ func (m *Module) Call(ctx context.Context, export string, input []byte, o CallOp
 	m.prepare(p, in.stderr, o)
 	if !p.FunctionExists(export) {
 		keep = true // the instance did not run
-		return nil, info, runtime.Errorf(runtime.CodeInvalidInput, "", "the module has no export %q", export)
+		return nil, info, tool.Errorf(tool.CodeInvalidInput, "", "the module has no export %q", export)
 	}
 	// Extism does not check its input allocation: when the kernel cannot
 	// grow, the guest silently sees empty input. The kernel's bump
@@ -523,7 +524,7 @@ func (m *Module) Call(ctx context.Context, export string, input []byte, o CallOp
 	if len(input) > 0 && int64(len(input))+pageSize > int64(p.Memory().Size()) {
 		if off, err := p.SetInputWithContext(callCtx, input); err != nil || off == 0 {
 			if err == nil {
-				err = runtime.Errorf(runtime.CodeWasmLimit, "raise the tool's memory limit or send less",
+				err = tool.Errorf(tool.CodeWasmLimit, "raise the tool's memory limit or send less",
 					"input of %d bytes does not fit in the guest's memory (limit %d bytes)", len(input), memLimit)
 			}
 			return nil, info, m.classify(ctx, callCtx, err, &info, in.stderr)
@@ -537,16 +538,16 @@ func (m *Module) Call(ctx context.Context, export string, input []byte, o CallOp
 		return nil, info, m.classify(ctx, callCtx, err, &info, in.stderr)
 	}
 	if rc != 0 {
-		return nil, info, runtime.Errorf(runtime.CodeToolError, "", "export %s returned %d with no error message", export, rc)
+		return nil, info, tool.Errorf(tool.CodeToolError, "", "export %s returned %d with no error message", export, rc)
 	}
 	if len(out) > m.limits.MaxOutput {
-		return nil, info, runtime.Errorf(runtime.CodeWasmLimit, "raise the tool's max_output_bytes or ask for less",
+		return nil, info, tool.Errorf(tool.CodeWasmLimit, "raise the tool's max_output_bytes or ask for less",
 			"output of %d bytes exceeds the limit of %d bytes", len(out), m.limits.MaxOutput)
 	}
 	if len(out) == 0 && int64(info.MemoryBytes)+pageSize > memLimit {
 		// Extism's other silent failure: the guest's output block could
 		// not be allocated in a kernel memory already at its limit.
-		return nil, info, runtime.Errorf(runtime.CodeWasmLimit, "raise the tool's memory limit",
+		return nil, info, tool.Errorf(tool.CodeWasmLimit, "raise the tool's memory limit",
 			"empty output with the guest's memory at its limit (%d bytes): the output did not fit", memLimit)
 	}
 	// A deadline that fired as the guest returned may have let wazero's
@@ -566,7 +567,7 @@ func (m *Module) instantiateError(ctx, callCtx context.Context, err error) error
 	case ctx.Err() != nil:
 		return fmt.Errorf("wasm: call cancelled: %w", ctx.Err())
 	case errors.Is(callCtx.Err(), context.DeadlineExceeded):
-		return runtime.Errorf(runtime.CodeTimeout, "raise the tool's timeout_ms if the work is legitimate",
+		return tool.Errorf(tool.CodeTimeout, "raise the tool's timeout_ms if the work is legitimate",
 			"the guest was not instantiated within its %s deadline", m.limits.Timeout)
 	}
 	if m.decoded != nil {
@@ -579,10 +580,10 @@ func (m *Module) instantiateError(ctx, callCtx context.Context, err error) error
 	return fmt.Errorf("%w: %w", ErrLoad, err)
 }
 
-// classify maps a failed instantiation or call to a *runtime.Error, or to
+// classify maps a failed instantiation or call to a *tool.Error, or to
 // the caller's context error when ctx itself was cancelled.
 func (m *Module) classify(ctx, callCtx context.Context, err error, info *CallInfo, stderr *capWriter) error {
-	var rerr *runtime.Error
+	var rerr *tool.Error
 	if errors.As(err, &rerr) {
 		// A host function's error, or warden's HTTP transport's inside
 		// Extism's http_request: Extism panics with it and wazero wraps
@@ -593,7 +594,7 @@ func (m *Module) classify(ctx, callCtx context.Context, err error, info *CallInf
 		return fmt.Errorf("wasm: call cancelled: %w", ctx.Err())
 	}
 	if errors.Is(callCtx.Err(), context.DeadlineExceeded) {
-		return runtime.Errorf(runtime.CodeTimeout, "raise the tool's timeout_ms if the work is legitimate",
+		return tool.Errorf(tool.CodeTimeout, "raise the tool's timeout_ms if the work is legitimate",
 			"the guest did not finish within its %s deadline", m.limits.Timeout)
 	}
 	var exit *sys.ExitError
@@ -610,7 +611,7 @@ func (m *Module) classify(ctx, callCtx context.Context, err error, info *CallInf
 		if why != "" {
 			msg += ": " + why
 		}
-		return runtime.Errorf(runtime.CodeWasmTrap, "", "%s", msg)
+		return tool.Errorf(tool.CodeWasmTrap, "", "%s", msg)
 	}
 	text := err.Error()
 	if i := strings.Index(text, "wasm error: "); i >= 0 {
@@ -619,30 +620,30 @@ func (m *Module) classify(ctx, callCtx context.Context, err error, info *CallInf
 			// A Go reactor's panic ends in unreachable after printing why.
 			line += " after " + why
 		}
-		return runtime.Errorf(runtime.CodeWasmTrap, "", "the guest trapped: %s", line)
+		return tool.Errorf(tool.CodeWasmTrap, "", "the guest trapped: %s", line)
 	}
 	if host, ok := refusedHTTP(text); ok {
-		return runtime.Errorf(runtime.CodeCapabilityDenied, "grant the tool net: access to the host, and run warden with its gated HTTP transport",
+		return tool.Errorf(tool.CodeCapabilityDenied, "grant the tool net: access to the host, and run warden with its gated HTTP transport",
 			"the guest's HTTP request to %s was refused: this call may not use the network", host)
 	}
 	if strings.Contains(text, "memory") && strings.Contains(text, "limit") {
-		return runtime.Errorf(runtime.CodeWasmLimit, "", "%s", firstLine(text))
+		return tool.Errorf(tool.CodeWasmLimit, "", "%s", firstLine(text))
 	}
 	if info.RC != 0 {
-		return runtime.Errorf(runtime.CodeToolError, "", "%s", firstLine(text))
+		return tool.Errorf(tool.CodeToolError, "", "%s", firstLine(text))
 	}
-	return runtime.Errorf(runtime.CodeWasmTrap, "", "the guest failed: %s", firstLine(text))
+	return tool.Errorf(tool.CodeWasmTrap, "", "the guest failed: %s", firstLine(text))
 }
 
 // limitError is WASM_LIMIT for a guest that died of a resource limit (why
 // is guestFatal's line), or nil.
-func limitError(why string, memLimit int64) *runtime.Error {
+func limitError(why string, memLimit int64) *tool.Error {
 	switch {
 	case strings.Contains(why, "out of memory"):
-		return runtime.Errorf(runtime.CodeWasmLimit, "raise the tool's memory_mb if the work is legitimate",
+		return tool.Errorf(tool.CodeWasmLimit, "raise the tool's memory_mb if the work is legitimate",
 			"the guest ran out of memory (limit %d MiB): %s", memLimit>>20, why)
 	case strings.Contains(why, "stack overflow") || strings.Contains(why, "stack exceeds"):
-		return runtime.Errorf(runtime.CodeWasmLimit, "", "the guest overflowed its stack: %s", why)
+		return tool.Errorf(tool.CodeWasmLimit, "", "the guest overflowed its stack: %s", why)
 	}
 	return nil
 }

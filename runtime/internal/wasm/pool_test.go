@@ -11,7 +11,7 @@ import (
 
 	extism "github.com/extism/go-sdk"
 
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 func TestPoolReuse(t *testing.T) {
@@ -49,12 +49,12 @@ func TestPoolReuse(t *testing.T) {
 	// A tool error discards the instance; a missing export does not
 	// touch it.
 	_, _, err := m.Call(ctx, "nope", nil, CallOptions{})
-	wantCode(t, err, runtime.CodeInvalidInput)
+	wantCode(t, err, tool.CodeInvalidInput)
 	if info := call(CallOptions{}); !info.Pooled {
 		t.Error("a missing export discarded the instance")
 	}
 	_, _, err = m.Call(ctx, "call", []byte(`{"txt":1}`), CallOptions{})
-	wantCode(t, err, runtime.CodeToolError)
+	wantCode(t, err, tool.CodeToolError)
 	if info := call(CallOptions{}); info.Pooled {
 		t.Error("the instance was reused after a tool error")
 	}
@@ -133,7 +133,7 @@ func TestPoolResetsState(t *testing.T) {
 	} {
 		out, info, err := m.Call(ctx, "call", nil, CallOptions{Config: tt.cfg})
 		if tt.want > DefaultMaxOutput {
-			wantCode(t, err, runtime.CodeWasmLimit)
+			wantCode(t, err, tool.CodeWasmLimit)
 			continue
 		}
 		if err != nil || len(out) != tt.want || (i > 0) != info.Pooled {
@@ -193,7 +193,7 @@ func TestPoolConcurrentHostile(t *testing.T) {
 		wg.Go(func() {
 			for i := range 10 {
 				_, _, err := m.Call(ctx, []string{"call", "unreachable", "nilderef", "exit"}[(g+i)%4], nil, CallOptions{})
-				if e := runtime.AsError(err); e == nil || e.Code != runtime.CodeWasmTrap {
+				if e := tool.AsError(err); e == nil || e.Code != tool.CodeWasmTrap {
 					t.Errorf("trap: %v", err)
 				}
 				out, _, err := ts.Call(ctx, "call", []byte(`{"text":"a b c"}`), CallOptions{PoolKey: string(rune('a' + g%2))})

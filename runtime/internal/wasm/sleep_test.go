@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // sleepModule is a module whose export "sleep" (or, with start, whose
@@ -67,7 +67,7 @@ func TestSleepEndsAtDeadline(t *testing.T) {
 		if took := time.Since(begin); took > deadline+deadlineSlack() {
 			t.Errorf("command %v: an hour's sleep ended after %v, deadline %v", start, took, deadline)
 		}
-		wantCode(t, err, runtime.CodeTimeout)
+		wantCode(t, err, tool.CodeTimeout)
 
 		cctx, cancel := context.WithCancel(ctx)
 		time.AfterFunc(20*time.Millisecond, cancel)

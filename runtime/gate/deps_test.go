@@ -1,0 +1,26 @@
+package gate
+
+import (
+	"testing"
+
+	"github.com/wardenrt/warden/internal/archtest"
+)
+
+// TestDependencyDirection: the gate and the tool contract below it never
+// import what is built on them; the contract never imports the gate.
+func TestDependencyDirection(t *testing.T) {
+	for _, pkg := range []string{"github.com/wardenrt/warden/runtime/gate", "github.com/wardenrt/warden/runtime/tool"} {
+		archtest.Forbid(t, pkg,
+			"github.com/wardenrt/warden/store", "github.com/wardenrt/warden/cmd", "github.com/wardenrt/warden/builtin",
+			"github.com/wardenrt/warden/hostfuncs", "go.etcd.io/bbolt", "github.com/urfave/cli")
+	}
+	archtest.Forbid(t, "github.com/wardenrt/warden/runtime/tool", "github.com/wardenrt/warden/runtime/gate",
+		"github.com/wardenrt/warden/runtime/agent", "github.com/wardenrt/warden/runtime/workflow", "github.com/wardenrt/warden/runtime/wasmtool")
+}
+
+// TestNoCLIFlags: no string or comment under runtime/ or builtin/ names a
+// flag of warden's command line; errors carry the missing grants and the
+// approval needed, and each front end words the hint for its reader.
+func TestNoCLIFlags(t *testing.T) {
+	archtest.NoWords(t, archtest.CLIFlags, "..", "../../builtin")
+}

@@ -1,0 +1,53 @@
+package gate
+
+import (
+	"slices"
+
+	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/pathrule"
+	"github.com/wardenrt/warden/runtime/tool"
+)
+
+// pathRules compiles the policy's protect: and hide: lists.
+// An untrusted workspace policy's lists apply too (they only narrow), and
+// extraHide adds paths the owner's own setup hides (warden's home).
+func (p *Policy) PathRules(extraHide ...string) (protect, hide pathrule.List) {
+	pr, hd := slices.Clone(p.Protect), slices.Clone(p.Hide)
+	for _, n := range p.narrowers {
+		pr, hd = append(pr, n.Protect...), append(hd, n.Hide...)
+	}
+	return pathrule.New(pr), pathrule.New(hd).Join(pathrule.Literal(extraHide...))
+}
+
+// pathRuleRefusal refuses, with CAPABILITY_DENIED naming the entry, a call
+// that needs to read or write a path the policy hides, or to write one it
+// protects — whatever the grants say.
+func pathRuleRefusal(c *tool.Call, needs []capability.Need) *tool.Error {
+	for _, n := range needs {
+		if n.Kind != capability.FSRead && n.Kind != capability.FSWrite {
+			continue
+		}
+		if e, ok := c.Hide.Match(c.Workspace, n.Resource); ok {
+			return HiddenError(n.Resource, e)
+		}
+		if n.Kind == capability.FSWrite {
+			if e, ok := c.Protect.Match(c.Workspace, n.Resource); ok {
+				return ProtectedError(n.Resource, e)
+			}
+		}
+	}
+	return nil
+}
+
+// HiddenError is the refusal of a path the policy's hide: entry covers.
+func HiddenError(path, entry string) *tool.Error {
+	return tool.Errorf(tool.CodeCapabilityDenied, "the policy's hide: list keeps it out of reach of every tool and program; no grant opens it",
+		"%s is hidden by the policy (hide: %q)", path, entry)
+}
+
+// ProtectedError is the refusal to change a path the policy's protect:
+// entry covers.
+func ProtectedError(path, entry string) *tool.Error {
+	return tool.Errorf(tool.CodeCapabilityDenied, "the policy's protect: list keeps it read-only to every tool and program; no grant opens it",
+		"%s is protected by the policy (protect: %q)", path, entry)
+}

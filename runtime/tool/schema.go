@@ -1,0 +1,129 @@
+package tool
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+)
+
+// Schema is a compiled input schema.
+type Schema struct {
+	raw      json.RawMessage
+	compiled *jsonschema.Schema
+}
+
+// CompileSchema compiles a tool's input schema. It must be an object schema,
+// and every object schema inside it that lists properties must be closed
+// (additionalProperties: false), so unknown and case-variant field names are
+// refused.
+func CompileSchema(name string, raw json.RawMessage) (*Schema, error) {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("tool %s: input schema is not JSON: %w", name, err)
+	}
+	root, ok := doc.(map[string]any)
+	if !ok || root["type"] != "object" {
+		return nil, fmt.Errorf("tool %s: input schema must be {\"type\":\"object\",...}", name)
+	}
+	if open := openObjects(root, ""); len(open) > 0 {
+		return nil, fmt.Errorf("tool %s: input schema objects must set additionalProperties: false (at %s)", name, strings.Join(open, ", "))
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.AssertFormat()
+	url := "warden:///tools/" + name + ".json"
+	if err := c.AddResource(url, doc); err != nil {
+		return nil, fmt.Errorf("tool %s: input schema: %w", name, err)
+	}
+	sch, err := c.Compile(url)
+	if err != nil {
+		return nil, fmt.Errorf("tool %s: input schema: %w", name, err)
+	}
+	return &Schema{raw: raw, compiled: sch}, nil
+}
+
+// openObjects lists the schema locations that name fields (properties or
+// patternProperties), or are the root, but leave additionalProperties
+// open. A nested object that names no fields is a map (free-form, or with
+// an additionalProperties schema): its keys are data, not field names, so
+// it may stay open; so may a root that is explicitly a map. Nothing under
+// not or if is checked: closing there would loosen the schema.
+func openObjects(v any, at string) []string {
+	var out []string
+	switch s := v.(type) {
+	case map[string]any:
+		_, hasProps := s["properties"]
+		_, hasPatterns := s["patternProperties"]
+		ap, hasAP := s["additionalProperties"]
+		_, apSchema := ap.(map[string]any)
+		if hasProps || hasPatterns || (at == "" && !apSchema) {
+			if !hasAP || ap != false {
+				if _, ok := s["$ref"]; !ok {
+					out = append(out, "#"+at)
+				}
+			}
+		}
+		keys := make([]string, 0, len(s))
+		for k := range s {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if k == "const" || k == "enum" || k == "default" || k == "examples" || k == "not" || k == "if" {
+				continue
+			}
+			out = append(out, openObjects(s[k], at+"/"+EscapePointer(k))...)
+		}
+	case []any:
+		for i, e := range s {
+			out = append(out, openObjects(e, fmt.Sprintf("%s/%d", at, i))...)
+		}
+	}
+	return out
+}
+
+// Raw returns the schema as registered.
+func (s *Schema) Raw() json.RawMessage { return s.raw }
+
+var schemaPrinter = message.NewPrinter(language.English)
+
+// Validate checks v against the schema and reports every error with the JSON
+// pointer of the value at fault.
+func (s *Schema) Validate(v any) *Error {
+	err := s.compiled.Validate(v)
+	if err == nil {
+		return nil
+	}
+	ve, ok := err.(*jsonschema.ValidationError)
+	if !ok {
+		return Errorf(CodeInvalidInput, "", "arguments: %v", err)
+	}
+	var msgs []string
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			ptr := "/" + strings.Join(escapeAll(e.InstanceLocation), "/")
+			msgs = append(msgs, fmt.Sprintf("at %q: %s", ptr, e.ErrorKind.LocalizedString(schemaPrinter)))
+			return
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(ve)
+	return Errorf(CodeInvalidInput, "check the tool's input schema with `warden tools --json`", "invalid arguments: %s", strings.Join(msgs, "; "))
+}
+
+func escapeAll(parts []string) []string {
+	out := make([]string, len(parts))
+	for i, p := range parts {
+		out[i] = EscapePointer(p)
+	}
+	return out
+}
