@@ -678,8 +678,8 @@ func (g *Gate) safeRun(ctx context.Context, t tool.Tool, c *tool.Call) (o tool.O
 		}
 		o.Connections, o.ConnectionsDropped = conns.get()
 	}()
-	if c.DryRun {
-		return t.Preview(ctx, c)
+	if p, ok := t.(tool.Previewer); ok && c.DryRun {
+		return p.Preview(ctx, c)
 	}
 	return t.Run(ctx, c)
 }

@@ -45,6 +45,9 @@ func (r *Registry) Register(tools ...tool.Tool) error {
 		if r.taken(spec.Name) {
 			return fmt.Errorf("tool name %q is already taken: rename one of the two tools", spec.Name)
 		}
+		if _, ok := t.(tool.Previewer); !ok && !spec.ReadOnly {
+			return fmt.Errorf("tool %s changes things (its spec is not read-only) but has no Preview", spec.Name)
+		}
 		sch, err := tool.CompileSchema(spec.Name, spec.InputSchema)
 		if err != nil {
 			return err

@@ -23,11 +23,15 @@ type Tool interface {
 	// result (e.g. INVALID_INPUT, PATH_ESCAPE, OPERATION_NOT_SUPPORTED)
 	// refuses the call.
 	Needs(c *Call) ([]capability.Need, error)
-	// Preview says exactly what Run would do, and does nothing. Tools whose
-	// Spec is ReadOnly are never asked for a preview.
-	Preview(ctx context.Context, c *Call) Outcome
 	// Run performs the call.
 	Run(ctx context.Context, c *Call) Outcome
+}
+
+// Previewer is implemented by every tool that changes something (its Spec
+// is not ReadOnly): Preview says exactly what Run would do, and does
+// nothing. A read-only tool needs none: a dry run runs it.
+type Previewer interface {
+	Preview(ctx context.Context, c *Call) Outcome
 }
 
 // Spec is a tool's public description.
@@ -94,6 +98,8 @@ type Call struct {
 	checker Checker
 	// programs are what the tool reported from Needs (ReportPrograms).
 	programs []Program
+	// bound is Args bound into a typed tool's argument struct (Adapt).
+	bound any
 	// vault is the call's run's (see Call.Vault).
 	vault *Vault
 }
@@ -276,7 +282,7 @@ type Checker interface {
 // SetArgs sets the call's arguments: raw, and decoded as DecodeArgs
 // returned them.
 func (c *Call) SetArgs(raw json.RawMessage, decoded map[string]any) {
-	c.Args, c.decoded = raw, decoded
+	c.Args, c.decoded, c.bound = raw, decoded, nil
 }
 
 // Decoded returns the arguments as DecodeArgs returned them.
