@@ -96,8 +96,8 @@ type corpus struct {
 	rng   *rand.Rand
 }
 
-func newCorpus(seed uint64, words int) *corpus {
-	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+func newCorpus(randSeed uint64, words int) *corpus {
+	rng := rand.New(rand.NewPCG(randSeed, randSeed^0x9e3779b97f4a7c15))
 	consonants := []string{"b", "c", "d", "f", "g", "h", "k", "l", "m", "n", "p", "r", "s", "t", "v", "z", "br", "st", "tr", "ch"}
 	vowels := []string{"a", "e", "i", "o", "u", "ai", "ou"}
 	seen := make(map[string]bool)

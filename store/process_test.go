@@ -205,9 +205,9 @@ func TestKillDuringAppend(t *testing.T) {
 		iterations = 20
 	}
 	path := filepath.Join(t.TempDir(), "warden.db")
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewPCG(seed, 0))
+	randSeed := uint64(time.Now().UnixNano())
+	t.Logf("random source %d", randSeed)
+	rng := rand.New(rand.NewPCG(randSeed, 0))
 	ctx := context.Background()
 
 	acked := make(map[uint64]string)

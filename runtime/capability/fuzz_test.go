@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// The seed corpora are in testdata/fuzz/FuzzParse and testdata/fuzz/FuzzMatch.
+// The starting corpora are in testdata/fuzz/FuzzParse and testdata/fuzz/FuzzMatch.
 
 func FuzzParse(f *testing.F) {
 	f.Add("fs.read:**")

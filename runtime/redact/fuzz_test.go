@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// The seed corpus is in testdata/fuzz/FuzzRedact.
+// The starting corpus is in testdata/fuzz/FuzzRedact.
 
 func FuzzRedact(f *testing.F) {
 	f.Add("password=hunter2 and ghp_0123456789abcdefghijklmnopqrstuvwxyz", "hunter2!", uint16(3))

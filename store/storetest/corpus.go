@@ -16,9 +16,9 @@ type Corpus struct {
 	rng   *rand.Rand
 }
 
-// NewCorpus returns a corpus of words distinct words, from seed.
-func NewCorpus(seed uint64, words int) *Corpus {
-	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+// NewCorpus returns a corpus of words distinct words, from randSeed.
+func NewCorpus(randSeed uint64, words int) *Corpus {
+	rng := rand.New(rand.NewPCG(randSeed, randSeed^0x9e3779b97f4a7c15))
 	consonants := []string{"b", "c", "d", "f", "g", "h", "k", "l", "m", "n", "p", "r", "s", "t", "v", "z", "br", "st", "tr", "ch"}
 	vowels := []string{"a", "e", "i", "o", "u", "ai", "ou"}
 	seen := make(map[string]bool)
