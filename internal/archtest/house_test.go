@@ -1,0 +1,33 @@
+package archtest
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestHouse: no package of the repository above 4,000 lines of non-test
+// Go, no function above 120.
+func TestHouse(t *testing.T) {
+	HouseSizes(t, filepath.Join("..", ".."))
+}
+
+// TestSizesFindsBoth: the check sees a big package and a long function.
+func TestSizesFindsBoth(t *testing.T) {
+	dir := t.TempDir()
+	body := "package p\n\nfunc long() {\n"
+	for i := 0; i < 130; i++ {
+		body += "\t_ = 1\n"
+	}
+	body += "}\n"
+	if err := os.MkdirAll(filepath.Join(dir, "p"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "p", "p.go"), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	big, long, err := Sizes(dir, 100, 120)
+	if err != nil || len(big) != 1 || len(long) != 1 {
+		t.Fatalf("big %v long %v err %v", big, long, err)
+	}
+}
