@@ -520,12 +520,7 @@ func (t *topK) push(x scored) {
 // ordered by namespace and key. A query without terms (only stop words or
 // punctuation) returns no hits.
 func (s *Store) SearchMemory(ctx context.Context, q MemoryQuery) ([]MemoryHit, error) {
-	var terms []string
-	tokenize(q.Text, func(t []byte) {
-		if len(terms) < maxQueryTerm && !slices.Contains(terms, string(t)) {
-			terms = append(terms, string(t))
-		}
-	})
+	terms := queryTerms(q.Text)
 	if len(terms) == 0 {
 		return nil, ctx.Err()
 	}
@@ -538,30 +533,7 @@ func (s *Store) SearchMemory(ctx context.Context, q MemoryQuery) ([]MemoryHit, e
 		mb := memBuckets(tx)
 
 		// Corpus statistics over the selected namespaces.
-		var allowed map[string]bool
-		if q.Namespace != nil {
-			allowed = make(map[string]bool)
-		}
-		var docs, total uint64
-		err := mb.stats.ForEach(func(k, v []byte) error {
-			if allowed != nil {
-				if !q.Namespace(string(k)) {
-					return nil
-				}
-				allowed[string(k)] = true
-			}
-			count, n1 := binary.Uvarint(v)
-			length, n2 := uint64(0), 0
-			if n1 > 0 {
-				length, n2 = binary.Uvarint(v[n1:])
-			}
-			if n1 <= 0 || n2 <= 0 {
-				return corruptf(s.path, "malformed memory statistics for namespace %q", k)
-			}
-			docs += count
-			total += length
-			return nil
-		})
+		allowed, docs, total, err := s.memoryStats(mb, q.Namespace)
 		if err != nil || docs == 0 {
 			return err
 		}
@@ -576,86 +548,153 @@ func (s *Store) SearchMemory(ctx context.Context, q MemoryQuery) ([]MemoryHit, e
 		// term, scoring each entry once. Nothing is materialised, so a
 		// term that occurs in every entry costs two cursor walks and no
 		// allocation.
-		cursors := make([]*termCursor, len(terms))
-		for i, term := range terms {
-			tc := &termCursor{c: mb.index.Cursor(), prefix: append([]byte(term), 0), allowed: allowed, path: s.path}
-			df := 0
-			for err := tc.first(); tc.doc != nil; err = tc.next() {
-				if err != nil {
-					return err
-				}
-				df++
-			}
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			tc.idf = BM25IDF(docs, uint64(df))
-			if err := tc.first(); err != nil {
-				return err
-			}
-			cursors[i] = tc
+		cursors, err := s.termCursors(ctx, mb, terms, allowed, docs)
+		if err != nil {
+			return err
 		}
-		top := topK{k: limit}
-		at := make([]bool, len(cursors)) // cursors positioned on doc
-		for n := 0; ; n++ {
-			var doc []byte
-			for i, tc := range cursors {
-				if tc.doc == nil {
-					at[i] = false
-					continue
-				}
-				c := -1
-				if doc != nil {
-					c = bytes.Compare(tc.doc, doc)
-				}
-				if c < 0 {
-					doc = tc.doc
-					clear(at[:i])
-				}
-				at[i] = c <= 0
-			}
-			if doc == nil {
-				break
-			}
-			if n%4096 == 0 {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-			}
-			score := 0.0
-			for i, tc := range cursors {
-				if at[i] {
-					score += BM25Term(tc.idf, float64(tc.tf), float64(tc.dl), avgdl)
-					if err := tc.next(); err != nil {
-						return err
-					}
-				}
-			}
-			top.push(scored{doc: doc, score: score})
+		best, err := rankMemory(ctx, cursors, avgdl, limit)
+		if err != nil {
+			return err
 		}
-
-		slices.SortFunc(top.h, func(a, b scored) int {
-			switch {
-			case b.worse(a):
-				return -1
-			case a.worse(b):
-				return 1
-			}
-			return 0
-		})
-		hits = make([]MemoryHit, 0, len(top.h))
-		for _, h := range top.h {
-			v := mb.entries.Get(h.doc)
-			if v == nil {
-				return corruptf(s.path, "memory index names a missing entry %q", h.doc)
-			}
-			e, err := decodeEntry(s.path, h.doc, v)
-			if err != nil {
-				return err
-			}
-			hits = append(hits, MemoryHit{MemoryEntry: e, Score: h.score})
-		}
-		return nil
+		hits, err = s.memoryHits(mb, best)
+		return err
 	})
 	return hits, err
+}
+
+// queryTerms returns the distinct terms of a query's text, at most
+// maxQueryTerm of them, in order.
+func queryTerms(text string) []string {
+	var terms []string
+	tokenize(text, func(t []byte) {
+		if len(terms) < maxQueryTerm && !slices.Contains(terms, string(t)) {
+			terms = append(terms, string(t))
+		}
+	})
+	return terms
+}
+
+// memoryStats sums the entry count and total length of the namespaces
+// selected (nil: all), and returns the set of them (nil when all are).
+func (s *Store) memoryStats(mb memoryBuckets, selected func(ns string) bool) (allowed map[string]bool, docs, total uint64, err error) {
+	if selected != nil {
+		allowed = make(map[string]bool)
+	}
+	err = mb.stats.ForEach(func(k, v []byte) error {
+		if allowed != nil {
+			if !selected(string(k)) {
+				return nil
+			}
+			allowed[string(k)] = true
+		}
+		count, n1 := binary.Uvarint(v)
+		length, n2 := uint64(0), 0
+		if n1 > 0 {
+			length, n2 = binary.Uvarint(v[n1:])
+		}
+		if n1 <= 0 || n2 <= 0 {
+			return corruptf(s.path, "malformed memory statistics for namespace %q", k)
+		}
+		docs += count
+		total += length
+		return nil
+	})
+	return allowed, docs, total, err
+}
+
+// termCursors opens a cursor per term, counting its postings for the idf
+// (the first pass), and leaves each on its first posting.
+func (s *Store) termCursors(ctx context.Context, mb memoryBuckets, terms []string, allowed map[string]bool, docs uint64) ([]*termCursor, error) {
+	cursors := make([]*termCursor, len(terms))
+	for i, term := range terms {
+		tc := &termCursor{c: mb.index.Cursor(), prefix: append([]byte(term), 0), allowed: allowed, path: s.path}
+		df := 0
+		for err := tc.first(); tc.doc != nil; err = tc.next() {
+			if err != nil {
+				return nil, err
+			}
+			df++
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		tc.idf = BM25IDF(docs, uint64(df))
+		if err := tc.first(); err != nil {
+			return nil, err
+		}
+		cursors[i] = tc
+	}
+	return cursors, nil
+}
+
+// rankMemory merges the cursors' postings (the second pass), scoring each
+// entry once, and returns the best limit of them, best first.
+func rankMemory(ctx context.Context, cursors []*termCursor, avgdl float64, limit int) ([]scored, error) {
+	top := topK{k: limit}
+	at := make([]bool, len(cursors)) // cursors positioned on doc
+	for n := 0; ; n++ {
+		var doc []byte
+		for i, tc := range cursors {
+			if tc.doc == nil {
+				at[i] = false
+				continue
+			}
+			c := -1
+			if doc != nil {
+				c = bytes.Compare(tc.doc, doc)
+			}
+			if c < 0 {
+				doc = tc.doc
+				clear(at[:i])
+			}
+			at[i] = c <= 0
+		}
+		if doc == nil {
+			break
+		}
+		if n%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		score := 0.0
+		for i, tc := range cursors {
+			if at[i] {
+				score += BM25Term(tc.idf, float64(tc.tf), float64(tc.dl), avgdl)
+				if err := tc.next(); err != nil {
+					return nil, err
+				}
+			}
+		}
+		top.push(scored{doc: doc, score: score})
+	}
+
+	slices.SortFunc(top.h, func(a, b scored) int {
+		switch {
+		case b.worse(a):
+			return -1
+		case a.worse(b):
+			return 1
+		}
+		return 0
+	})
+	return top.h, nil
+}
+
+// memoryHits looks up and decodes the ranked entries; on an error it
+// returns the hits decoded before it.
+func (s *Store) memoryHits(mb memoryBuckets, best []scored) ([]MemoryHit, error) {
+	hits := make([]MemoryHit, 0, len(best))
+	for _, h := range best {
+		v := mb.entries.Get(h.doc)
+		if v == nil {
+			return hits, corruptf(s.path, "memory index names a missing entry %q", h.doc)
+		}
+		e, err := decodeEntry(s.path, h.doc, v)
+		if err != nil {
+			return hits, err
+		}
+		hits = append(hits, MemoryHit{MemoryEntry: e, Score: h.score})
+	}
+	return hits, nil
 }

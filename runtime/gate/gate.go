@@ -222,12 +222,9 @@ func (c *checked) deciding() *Rule {
 // schema validation, the policy's rules and the capabilities. On refusal
 // it returns the error and as much of the decision as was reached.
 func (g *Gate) check(ctx context.Context, req Request, callID string, vault *tool.Vault) (*checked, *tool.Error) {
-	e, ok := g.o.Registry.lookup(req.Tool)
-	if !ok {
-		return nil, tool.Errorf(tool.CodeUnknownTool, "list the tools with `warden tools`", "no tool named %q", truncateText(req.Tool, 128))
-	}
-	if req.Offered != nil && !req.Offered[e.spec.Name] {
-		return nil, tool.Errorf(tool.CodeUnknownTool, "call one of the tools this run offers", "%s is not one of the tools this run offers", e.spec.Name)
+	e, lerr := g.lookupOffered(req)
+	if lerr != nil {
+		return nil, lerr
 	}
 	if req.CoreOnly && e.spec.Wasm != "" {
 		return &checked{entry: e}, tool.Errorf(tool.CodeOperationNotSupported, "call a core tool (see `warden tools`)",
@@ -240,18 +237,9 @@ func (g *Gate) check(ctx context.Context, req Request, callID string, vault *too
 	if verr := e.schema.Validate(value); verr != nil {
 		return &checked{entry: e}, verr
 	}
-	grants := g.grants
 	c := &checked{entry: e}
-	if c.timed = g.activeTimed(ctx, e.spec.Name); len(c.timed) > 0 {
-		gs := make([]capability.Grant, 0, len(c.timed))
-		for _, t := range c.timed {
-			gs = append(gs, t.grant)
-		}
-		grants = grants.Union(capability.NewSet(g.o.Workspace, gs...))
-	}
-	if req.Restrict != nil {
-		grants = grants.Intersect(*req.Restrict)
-	}
+	var grants capability.Set
+	c.timed, grants = g.callGrants(ctx, req, e.spec.Name)
 	pol := g.o.Policy
 	names := g.o.Registry.Names(e.spec.Name)
 	c.shown = compact
@@ -275,65 +263,21 @@ func (g *Gate) check(ctx context.Context, req Request, callID string, vault *too
 	}
 	// Masks coming back: restored before anything reads the arguments.
 	if bytes.Contains(compact, []byte("[REDACTED:")) {
-		restored, rs, rerr := g.restoreArgs(e.tool, c.call, vault)
-		if rerr != nil {
+		if rerr := g.restoreMasks(c, vault); rerr != nil {
 			return c, rerr
 		}
-		if restored != nil {
-			c.call, c.restores = restored, rs
-			if verr := e.schema.Validate(restored.Decoded()); verr != nil {
-				return c, verr
-			}
-		}
 	}
-	needs, err := e.tool.Needs(c.call)
-	if err != nil {
-		te := tool.AsError(err)
-		if te.Code == tool.CodeInternal {
-			te = &tool.Error{Code: tool.CodeInvalidInput, Message: te.Message, Hint: te.Hint}
-		}
-		return c, te
+	needs, nerr := toolNeeds(e.tool, c.call)
+	if nerr != nil {
+		return c, nerr
 	}
 	c.needs = needs
-	facts := newCallFacts(names, needs, c.call.Decoded())
-	var progs []tool.Program
-	if reported := c.call.Reported(); pol.needsPrograms(names) {
-		progs = reported
-	}
-	if pol.checksAtRunTime(names) {
-		c.rules = &callRules{p: pol, f: facts, ws: g.o.Workspace}
-		c.call.SetChecker(c.rules)
-	}
-	c.verdict = pol.decide(facts, progs, g.o.Workspace)
-	if e.spec.ApprovalRequired && !c.verdict.Deny {
-		c.verdict.Approval, c.verdict.DryRunFirst = true, true
-	}
-	if r := c.verdict.Rule; r != nil {
-		c.call.Rule = &tool.MatchedRule{Tool: r.Tool, Allow: r.Action == ActionAllow, Text: r.Describe()}
-		c.call.Limits = r.Limits.Over(c.call.Limits)
-	}
-	for _, u := range pol.narrowers {
-		// A trusted rule's own limits never loosen an untrusted policy's.
-		c.call.Limits = tighterLimits(c.call.Limits, u.Limits)
-	}
-	c.decision.Rule = ruleWhy(c.deciding(), c.why())
+	g.decide(c, names)
 	if c.verdict.Deny {
 		return c, g.denied(e.spec.Name, c.deciding(), c.why())
 	}
-	var missing []string
-	var lift []string
-	for _, n := range needs {
-		if grants.Allows(n) {
-			c.decision.Grants = append(c.decision.Grants, grantFor(grants, n)+timedNote(c.timed, grants, n))
-			continue
-		}
-		missing = append(missing, n.String())
-		if h := n.Hint(g.o.Workspace); h != "" {
-			lift = append(lift, h)
-		}
-	}
-	if len(missing) > 0 {
-		return c, tool.NeedsGrants(lift, "%s needs %s, which the grants (%s) do not allow", e.spec.Name, strings.Join(missing, ", "), grants.String())
+	if gerr := g.grantsRefusal(c, grants); gerr != nil {
+		return c, gerr
 	}
 	if perr := pathRuleRefusal(c.call, needs); perr != nil {
 		return c, perr
@@ -347,6 +291,119 @@ func (g *Gate) check(ctx context.Context, req Request, callID string, vault *too
 	c.decision.Action = ActionAllow
 	c.decision.Approval = ApprovalNotRequired
 	return c, nil
+}
+
+// lookupOffered finds the requested tool, refusing a name the registry
+// does not know or one the run does not offer.
+func (g *Gate) lookupOffered(req Request) (*entry, *tool.Error) {
+	e, ok := g.o.Registry.lookup(req.Tool)
+	if !ok {
+		return nil, tool.Errorf(tool.CodeUnknownTool, "list the tools with `warden tools`", "no tool named %q", truncateText(req.Tool, 128))
+	}
+	if req.Offered != nil && !req.Offered[e.spec.Name] {
+		return nil, tool.Errorf(tool.CodeUnknownTool, "call one of the tools this run offers", "%s is not one of the tools this run offers", e.spec.Name)
+	}
+	return e, nil
+}
+
+// callGrants returns the timed grants in force for the tool and the grants
+// the call runs with: the gate's, widened by those timed grants, narrowed
+// to the request's restriction.
+func (g *Gate) callGrants(ctx context.Context, req Request, name string) ([]TimedGrant, capability.Set) {
+	grants := g.grants
+	timed := g.activeTimed(ctx, name)
+	if len(timed) > 0 {
+		gs := make([]capability.Grant, 0, len(timed))
+		for _, t := range timed {
+			gs = append(gs, t.grant)
+		}
+		grants = grants.Union(capability.NewSet(g.o.Workspace, gs...))
+	}
+	if req.Restrict != nil {
+		grants = grants.Intersect(*req.Restrict)
+	}
+	return timed, grants
+}
+
+// restoreMasks restores the masks the vault handed out in the call's
+// arguments, and validates the restored arguments against the schema again.
+func (g *Gate) restoreMasks(c *checked, vault *tool.Vault) *tool.Error {
+	restored, rs, rerr := g.restoreArgs(c.entry.tool, c.call, vault)
+	if rerr != nil {
+		return rerr
+	}
+	if restored != nil {
+		c.call, c.restores = restored, rs
+		if verr := c.entry.schema.Validate(restored.Decoded()); verr != nil {
+			return verr
+		}
+	}
+	return nil
+}
+
+// toolNeeds asks the tool what the call needs; an internal error there is
+// the arguments' fault, so it is reported as invalid input.
+func toolNeeds(t tool.Tool, call *tool.Call) ([]capability.Need, *tool.Error) {
+	needs, err := t.Needs(call)
+	if err != nil {
+		te := tool.AsError(err)
+		if te.Code == tool.CodeInternal {
+			te = &tool.Error{Code: tool.CodeInvalidInput, Message: te.Message, Hint: te.Hint}
+		}
+		return nil, te
+	}
+	return needs, nil
+}
+
+// decide applies the policy's rules to the call (c.needs set): the
+// verdict, the approval the tool requires, the limits of the deciding rule
+// and of every narrower, and the rule the decision names.
+func (g *Gate) decide(c *checked, names []string) {
+	pol := g.o.Policy
+	facts := newCallFacts(names, c.needs, c.call.Decoded())
+	var progs []tool.Program
+	if reported := c.call.Reported(); pol.needsPrograms(names) {
+		progs = reported
+	}
+	if pol.checksAtRunTime(names) {
+		c.rules = &callRules{p: pol, f: facts, ws: g.o.Workspace}
+		c.call.SetChecker(c.rules)
+	}
+	c.verdict = pol.decide(facts, progs, g.o.Workspace)
+	if c.entry.spec.ApprovalRequired && !c.verdict.Deny {
+		c.verdict.Approval, c.verdict.DryRunFirst = true, true
+	}
+	if r := c.verdict.Rule; r != nil {
+		c.call.Rule = &tool.MatchedRule{Tool: r.Tool, Allow: r.Action == ActionAllow, Text: r.Describe()}
+		c.call.Limits = r.Limits.Over(c.call.Limits)
+	}
+	for _, u := range pol.narrowers {
+		// A trusted rule's own limits never loosen an untrusted policy's.
+		c.call.Limits = tighterLimits(c.call.Limits, u.Limits)
+	}
+	c.decision.Rule = ruleWhy(c.deciding(), c.why())
+}
+
+// grantsRefusal records in the decision the grant that allows each of the
+// call's needs, and refuses the call, naming the grants that would lift
+// the refusal, when any need is not allowed.
+func (g *Gate) grantsRefusal(c *checked, grants capability.Set) *tool.Error {
+	var missing []string
+	var lift []string
+	for _, n := range c.needs {
+		if grants.Allows(n) {
+			c.decision.Grants = append(c.decision.Grants, grantFor(grants, n)+timedNote(c.timed, grants, n))
+			continue
+		}
+		missing = append(missing, n.String())
+		if h := n.Hint(g.o.Workspace); h != "" {
+			lift = append(lift, h)
+		}
+	}
+	if len(missing) > 0 {
+		return tool.NeedsGrants(lift, "%s needs %s, which the grants (%s) do not allow", c.entry.spec.Name, strings.Join(missing, ", "), grants.String())
+	}
+	return nil
 }
 
 // why says which matcher of the deciding rule matched.

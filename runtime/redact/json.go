@@ -50,120 +50,158 @@ func (r *Redactor) ReplaceJSON(raw []byte, mask MaskFunc) ([]byte, []Secret, err
 	if out, ok := r.jsonFast(raw); ok {
 		return out, nil, nil
 	}
-	var secrets []Secret
-	inJSON := func(kind, original string, _ int) string { return mask(kind, original, -1) }
-	replace := func(s string) string {
-		out, found := r.Replace(s, inJSON)
-		for i := range found {
-			found[i].Line = 0
-		}
-		secrets = append(secrets, found...)
-		return out
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	type frame struct {
-		obj       bool
-		n         int  // members or elements written
-		wantValue bool // in an object: the next token is a member's value
-	}
-	var (
-		out     bytes.Buffer
-		stack   []frame
-		started bool
-	)
-	out.Grow(len(raw))
-	valueDone := func() {
-		if len(stack) > 0 {
-			top := &stack[len(stack)-1]
-			top.n++
-			top.wantValue = false
-		}
-	}
+	w := &jsonRewriter{r: r, mask: mask, raw: raw, dec: json.NewDecoder(bytes.NewReader(raw))}
+	w.dec.UseNumber()
+	w.out.Grow(len(raw))
 	for {
-		tok, err := dec.Token()
+		tok, err := w.dec.Token()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("redact: %w", err)
 		}
-		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
-			stack = stack[:len(stack)-1]
-			out.WriteByte(byte(d))
-			valueDone()
-			continue
+		if err := w.token(tok); err != nil {
+			return nil, nil, err
 		}
-		if len(stack) == 0 {
-			if started {
-				return nil, nil, errors.New("redact: invalid JSON: data after the top-level value")
-			}
-			started = true
-		} else {
-			top := &stack[len(stack)-1]
-			if top.n > 0 && !top.wantValue {
-				out.WriteByte(',')
-			}
-			if top.obj && !top.wantValue {
-				key, _ := tok.(string)
-				writeJSONString(&out, replace(key))
-				out.WriteByte(':')
-				if kind := sensitiveKeyKind(key); kind != "" {
-					from := dec.InputOffset()
-					v, err := captureValue(dec, raw, from)
-					if err != nil {
-						return nil, nil, fmt.Errorf("redact: %w", err)
-					}
-					if isMask(v) {
-						writeJSONString(&out, v) // masked already
-					} else {
-						m := mask(kind, v, -1)
-						writeJSONString(&out, m)
-						secrets = append(secrets, Secret{Kind: kind, Original: v, Mask: m})
-					}
-					valueDone()
-					continue
-				}
-				top.wantValue = true
-				continue
-			}
-		}
-		switch v := tok.(type) {
-		case json.Delim: // { or [
-			if len(stack) >= maxDepth {
-				return nil, nil, fmt.Errorf("redact: JSON nested deeper than %d", maxDepth)
-			}
-			out.WriteByte(byte(v))
-			stack = append(stack, frame{obj: v == '{'})
-			continue
-		case string:
-			writeJSONString(&out, replace(v))
-		case json.Number:
-			if r.Contains(string(v)) {
-				m := mask(literalKind, string(v), -1)
-				writeJSONString(&out, m)
-				secrets = append(secrets, Secret{Kind: literalKind, Original: string(v), Mask: m})
-			} else {
-				out.WriteString(string(v))
-			}
-		case bool:
-			if v {
-				out.WriteString("true")
-			} else {
-				out.WriteString("false")
-			}
-		case nil:
-			out.WriteString("null")
-		}
-		valueDone()
 	}
-	if !started {
+	if !w.started {
 		return nil, nil, errors.New("redact: invalid JSON: empty input")
 	}
-	if len(stack) > 0 {
+	if len(w.stack) > 0 {
 		return nil, nil, fmt.Errorf("redact: invalid JSON: %w", io.ErrUnexpectedEOF)
 	}
-	return out.Bytes(), secrets, nil
+	return w.out.Bytes(), w.secrets, nil
+}
+
+// jsonFrame is an object or array ReplaceJSON is inside of.
+type jsonFrame struct {
+	obj       bool
+	n         int  // members or elements written
+	wantValue bool // in an object: the next token is a member's value
+}
+
+// jsonRewriter is ReplaceJSON's state as it rewrites one document.
+type jsonRewriter struct {
+	r       *Redactor
+	mask    MaskFunc
+	raw     []byte
+	dec     *json.Decoder
+	out     bytes.Buffer
+	stack   []jsonFrame
+	started bool
+	secrets []Secret
+}
+
+// inJSON is the mask for a secret in a JSON string: w.mask's, at -1.
+func (w *jsonRewriter) inJSON(kind, original string, _ int) string {
+	return w.mask(kind, original, -1)
+}
+
+// replace redacts s like String, collecting the secrets found (Line 0).
+func (w *jsonRewriter) replace(s string) string {
+	out, found := w.r.Replace(s, w.inJSON)
+	for i := range found {
+		found[i].Line = 0
+	}
+	w.secrets = append(w.secrets, found...)
+	return out
+}
+
+// valueDone counts a value written into the enclosing object or array.
+func (w *jsonRewriter) valueDone() {
+	if len(w.stack) > 0 {
+		top := &w.stack[len(w.stack)-1]
+		top.n++
+		top.wantValue = false
+	}
+}
+
+// token writes one token of the document.
+func (w *jsonRewriter) token(tok json.Token) error {
+	if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
+		w.stack = w.stack[:len(w.stack)-1]
+		w.out.WriteByte(byte(d))
+		w.valueDone()
+		return nil
+	}
+	if len(w.stack) == 0 {
+		if w.started {
+			return errors.New("redact: invalid JSON: data after the top-level value")
+		}
+		w.started = true
+	} else if done, err := w.member(tok); done || err != nil {
+		return err
+	}
+	return w.value(tok)
+}
+
+// member writes the comma before an element or member and, when tok is
+// an object's key, the key, reporting that tok is done with; the whole
+// value of a sensitive member is masked here.
+func (w *jsonRewriter) member(tok json.Token) (bool, error) {
+	top := &w.stack[len(w.stack)-1]
+	if top.n > 0 && !top.wantValue {
+		w.out.WriteByte(',')
+	}
+	if !top.obj || top.wantValue {
+		return false, nil
+	}
+	key, _ := tok.(string)
+	writeJSONString(&w.out, w.replace(key))
+	w.out.WriteByte(':')
+	if kind := sensitiveKeyKind(key); kind != "" {
+		from := w.dec.InputOffset()
+		v, err := captureValue(w.dec, w.raw, from)
+		if err != nil {
+			return true, fmt.Errorf("redact: %w", err)
+		}
+		if isMask(v) {
+			writeJSONString(&w.out, v) // masked already
+		} else {
+			m := w.mask(kind, v, -1)
+			writeJSONString(&w.out, m)
+			w.secrets = append(w.secrets, Secret{Kind: kind, Original: v, Mask: m})
+		}
+		w.valueDone()
+		return true, nil
+	}
+	top.wantValue = true
+	return true, nil
+}
+
+// value writes a value token: it opens an object or array, or writes a
+// scalar, redacted.
+func (w *jsonRewriter) value(tok json.Token) error {
+	switch v := tok.(type) {
+	case json.Delim: // { or [
+		if len(w.stack) >= maxDepth {
+			return fmt.Errorf("redact: JSON nested deeper than %d", maxDepth)
+		}
+		w.out.WriteByte(byte(v))
+		w.stack = append(w.stack, jsonFrame{obj: v == '{'})
+		return nil
+	case string:
+		writeJSONString(&w.out, w.replace(v))
+	case json.Number:
+		if w.r.Contains(string(v)) {
+			m := w.mask(literalKind, string(v), -1)
+			writeJSONString(&w.out, m)
+			w.secrets = append(w.secrets, Secret{Kind: literalKind, Original: string(v), Mask: m})
+		} else {
+			w.out.WriteString(string(v))
+		}
+	case bool:
+		if v {
+			w.out.WriteString("true")
+		} else {
+			w.out.WriteString("false")
+		}
+	case nil:
+		w.out.WriteString("null")
+	}
+	w.valueDone()
+	return nil
 }
 
 // captureValue consumes the member value that follows offset from (just

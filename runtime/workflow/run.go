@@ -141,21 +141,7 @@ func Run(ctx context.Context, w *Workflow, o RunOptions) (*Record, error) {
 	if o.Gate == nil {
 		return nil, errors.New("workflow: Gate is required")
 	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	if o.Redactor == nil {
-		o.Redactor = redact.New()
-	}
-	if o.Vault == nil {
-		o.Vault = tool.NewVault()
-	}
-	if o.Principal == nil {
-		o.Principal = []string{"cli"}
-	}
-	if o.Check.cache == nil {
-		o.Check.cache = map[string]parsed{} // nested files are parsed once per run
-	}
+	o = withDefaults(o)
 	r := &runner{w: w, o: o}
 	rec := &Record{ID: o.RunID, Kind: "workflow", Task: w.Name, File: w.Source, Digest: w.Digest, Principal: o.Principal,
 		DryRun: o.DryRun, Status: StatusRunning, Started: o.Now().UTC(), Results: []StepResult{}}
@@ -163,65 +149,22 @@ func Run(ctx context.Context, w *Workflow, o RunOptions) (*Record, error) {
 		rec.ID = tool.NewID()
 	}
 	if o.Resume != nil {
-		prev := o.Resume
-		// Results are reused by position: only for the same file, in the
-		// same mode, with the same params.
-		switch {
-		case prev.Digest != w.Digest:
-			return nil, tool.Errorf(tool.CodeInvalidInput, "run the workflow anew",
-				"%s changed since run %s (sha256 %s, then %s): its recorded steps no longer match", w.Source, prev.ID, w.Digest, prev.Digest)
-		case prev.DryRun != o.DryRun:
-			return nil, tool.Errorf(tool.CodeInvalidInput, "resume it as it ran (with --dry-run or without), or run the workflow anew",
-				"run %s was %s; a resume must be too", prev.ID, map[bool]string{true: "a dry run", false: "not a dry run"}[prev.DryRun])
-		}
-		for name, v := range o.Params {
-			if s, ok := v.(string); ok && redact.ContainsAnyMask(s) {
-				return nil, tool.Errorf(tool.CodeInvalidInput, "run the workflow anew with -p "+name+"=…",
-					"param %s was redacted in the record of run %s, so a resume cannot restore it", name, prev.ID)
-			}
-		}
-		rec.ID, rec.Started, rec.Resumed = prev.ID, prev.Started, prev.Resumed+1
-		for _, res := range prev.Results {
-			if res.Status == StepFailed {
-				break
-			}
-			rec.Results = append(rec.Results, res)
+		if err := resumeInto(rec, w, o); err != nil {
+			return nil, err
 		}
 	}
 	r.rec = rec
 	params, perr := bindParams(w, o.Params)
 	rec.Params = params
 	r.params = params
-	// No grants: key at all: the policy's grants, not narrowed; a list
-	// (even empty): the policy's ∩ the list.
-	base := o.Gate.Grants()
-	if o.Base != nil {
-		base = *o.Base
-	}
-	requested := base
-	if w.Grants != nil {
-		var gerr error
-		requested, gerr = capability.ParseSet(o.Gate.Grants().Workspace(), w.Grants)
-		if perr == nil && gerr != nil {
-			perr = tool.Errorf(tool.CodeInvalidInput, "", "grants: %v", gerr)
-		}
+	base, requested, gerr := requestedGrants(w, o)
+	if perr == nil && gerr != nil {
+		perr = gerr
 	}
 	if perr != nil {
 		return r.end(ctx, StatusFailed, tool.AsError(perr))
 	}
-	r.grants = base.Intersect(requested)
-	granted := map[string]bool{}
-	for _, g := range r.grants.Grants() {
-		granted[g.String()] = true
-		rec.Grants = append(rec.Grants, o.Redactor.String(g.String()))
-	}
-	var missing []string
-	for _, g := range requested.Grants() {
-		if !granted[g.String()] {
-			missing = append(missing, g.String())
-		}
-	}
-	if len(missing) > 0 {
+	if missing := r.grant(base, requested); len(missing) > 0 {
 		return r.end(ctx, StatusFailed, tool.NeedsGrants(missing,
 			"workflow %s needs %s, which the policy does not grant; no step was run", w.Name, strings.Join(missing, ", ")))
 	}
@@ -245,26 +188,129 @@ func Run(ctx context.Context, w *Workflow, o RunOptions) (*Record, error) {
 			return r.cancelled(ctx)
 		}
 		if res.Status == StepFailed && !w.Steps[i].ContinueOnError {
-			e := res.Error
-			if e == nil {
-				e = tool.Errorf(tool.CodeToolError, "", "step %s failed", res.ID)
-			}
-			return r.end(ctx, StatusFailed, tool.Errorf(e.Code, "fix it, then `warden workflow resume "+rec.ID+"` continues from this step",
-				"step %s failed: %s", res.ID, e.Message))
+			return r.end(ctx, StatusFailed, stepFailure(res, rec.ID))
 		}
 	}
-	outs := map[string]any{}
-	for _, name := range sortedKeys(w.Outputs) {
-		v, err := substitute(w.Outputs[name], r.lookup(nil))
-		if err != nil {
-			return r.end(ctx, StatusFailed, tool.Errorf(tool.CodeInvalidInput, "", "output %s: %v", name, err))
-		}
-		outs[name] = v
+	outs, oerr := r.outputs()
+	if oerr != nil {
+		return r.end(ctx, StatusFailed, oerr)
 	}
 	if len(outs) > 0 {
 		rec.Outputs = outs
 	}
 	return r.end(ctx, StatusSucceeded, nil)
+}
+
+// withDefaults returns o with the options left unset filled in.
+func withDefaults(o RunOptions) RunOptions {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Redactor == nil {
+		o.Redactor = redact.New()
+	}
+	if o.Vault == nil {
+		o.Vault = tool.NewVault()
+	}
+	if o.Principal == nil {
+		o.Principal = []string{"cli"}
+	}
+	if o.Check.cache == nil {
+		o.Check.cache = map[string]parsed{} // nested files are parsed once per run
+	}
+	return o
+}
+
+// resumeInto makes rec the resumption of the run o.Resume records,
+// keeping its results up to its first failed step, or refuses to resume.
+func resumeInto(rec *Record, w *Workflow, o RunOptions) error {
+	prev := o.Resume
+	// Results are reused by position: only for the same file, in the
+	// same mode, with the same params.
+	switch {
+	case prev.Digest != w.Digest:
+		return tool.Errorf(tool.CodeInvalidInput, "run the workflow anew",
+			"%s changed since run %s (sha256 %s, then %s): its recorded steps no longer match", w.Source, prev.ID, w.Digest, prev.Digest)
+	case prev.DryRun != o.DryRun:
+		return tool.Errorf(tool.CodeInvalidInput, "resume it as it ran (with --dry-run or without), or run the workflow anew",
+			"run %s was %s; a resume must be too", prev.ID, map[bool]string{true: "a dry run", false: "not a dry run"}[prev.DryRun])
+	}
+	for name, v := range o.Params {
+		if s, ok := v.(string); ok && redact.ContainsAnyMask(s) {
+			return tool.Errorf(tool.CodeInvalidInput, "run the workflow anew with -p "+name+"=…",
+				"param %s was redacted in the record of run %s, so a resume cannot restore it", name, prev.ID)
+		}
+	}
+	rec.ID, rec.Started, rec.Resumed = prev.ID, prev.Started, prev.Resumed+1
+	for _, res := range prev.Results {
+		if res.Status == StepFailed {
+			break
+		}
+		rec.Results = append(rec.Results, res)
+	}
+	return nil
+}
+
+// requestedGrants returns the grants the run starts from and those the
+// workflow requests, or the error parsing its grants: key.
+func requestedGrants(w *Workflow, o RunOptions) (base, requested capability.Set, err error) {
+	// No grants: key at all: the policy's grants, not narrowed; a list
+	// (even empty): the policy's ∩ the list.
+	base = o.Gate.Grants()
+	if o.Base != nil {
+		base = *o.Base
+	}
+	requested = base
+	if w.Grants != nil {
+		var gerr error
+		requested, gerr = capability.ParseSet(o.Gate.Grants().Workspace(), w.Grants)
+		if gerr != nil {
+			err = tool.Errorf(tool.CodeInvalidInput, "", "grants: %v", gerr)
+		}
+	}
+	return base, requested, err
+}
+
+// grant sets the run's grants (base ∩ requested) and records them,
+// redacted; it returns the requested grants the base does not give.
+func (r *runner) grant(base, requested capability.Set) []string {
+	r.grants = base.Intersect(requested)
+	granted := map[string]bool{}
+	for _, g := range r.grants.Grants() {
+		granted[g.String()] = true
+		r.rec.Grants = append(r.rec.Grants, r.o.Redactor.String(g.String()))
+	}
+	var missing []string
+	for _, g := range requested.Grants() {
+		if !granted[g.String()] {
+			missing = append(missing, g.String())
+		}
+	}
+	return missing
+}
+
+// stepFailure is the error that ends the run at failed step res, with the
+// hint to resume run runID from it.
+func stepFailure(res StepResult, runID string) *tool.Error {
+	e := res.Error
+	if e == nil {
+		e = tool.Errorf(tool.CodeToolError, "", "step %s failed", res.ID)
+	}
+	return tool.Errorf(e.Code, "fix it, then `warden workflow resume "+runID+"` continues from this step",
+		"step %s failed: %s", res.ID, e.Message)
+}
+
+// outputs evaluates the workflow's outputs, in key order.
+func (r *runner) outputs() (map[string]any, *tool.Error) {
+	outs := map[string]any{}
+	for _, name := range sortedKeys(r.w.Outputs) {
+		v, err := substitute(r.w.Outputs[name], r.lookup(nil))
+		if err != nil {
+			return nil, tool.Errorf(tool.CodeInvalidInput, "", "output %s: %v", name, err)
+		}
+		outs[name] = v
+	}
+	return outs, nil
 }
 
 type runner struct {
