@@ -8,7 +8,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wardenrt/warden/builtin/fs"
+	"github.com/wardenrt/warden/builtin/internal/tooltest"
+	"github.com/wardenrt/warden/builtin/shell"
+	"github.com/wardenrt/warden/builtin/web"
 	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/runtimetest"
 )
 
 // benchPolicies are a policy of 5 rules on tool names and one of 200 rules
@@ -62,17 +67,17 @@ func BenchmarkGateRules(b *testing.B) {
 	for _, name := range []string{"5-name-rules", "200-argument-rules"} {
 		ws, _ := filepath.EvalSymlinks(ws)
 		reg := runtime.NewRegistry()
-		if err := reg.Register(append(append(ShellTools(), FSTools()...), NetTools(SearchConfig{})...)...); err != nil {
+		if err := reg.Register(append(append(shell.Tools(), fs.Tools()...), web.Tools(web.Config{})...)...); err != nil {
 			b.Fatal(err)
 		}
-		g, err := runtime.NewGate(runtime.GateOptions{Registry: reg, Policy: pols[name], Workspace: ws, Audit: &memAudit{}, Approval: runtime.ApproveAuto})
+		g, err := runtime.NewGate(runtime.GateOptions{Registry: reg, Policy: pols[name], Workspace: ws, Audit: &runtimetest.Audit{}, Approval: runtime.ApproveAuto})
 		if err != nil {
 			b.Fatal(err)
 		}
 		read := runtime.Request{Tool: "fs_read", Args: json.RawMessage(`{"path":"a.txt"}`), Principal: []string{"bench"}}
 		b.Run(name+"/fs_read-call", func(b *testing.B) {
 			for b.Loop() {
-				if res := callToolReq(b, g, read); !res.Success {
+				if res := tooltest.CallReq(b, g, read); !res.Success {
 					b.Fatal(res.Error)
 				}
 			}

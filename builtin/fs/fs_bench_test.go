@@ -68,7 +68,7 @@ func benchText(unit string, size int) []byte {
 // fs_read through the whole gate (decoding, schema, policy, capabilities
 // with path resolution, os.Root access, the /proc check, masking of the
 // output with ids kept in the run's vault, two audit events marshalled)
-// with memAudit, i.e. without the durable audit write.
+// with runtimetest.Audit, i.e. without the durable audit write.
 func BenchmarkFSRead(b *testing.B) {
 	ws, g, _ := testWS(b, testRO)
 	for _, kind := range []struct{ name, unit string }{{"code", benchCode}, {"env", benchEnv}} {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wardenrt/warden/builtin/internal/tooltest"
 	"github.com/wardenrt/warden/runtime"
 )
 
@@ -73,7 +74,7 @@ func TestFSWriteAppendTooLarge(t *testing.T) {
 	if err := os.Truncate(name, maxAppendBase+1); err != nil {
 		t.Fatal(err)
 	}
-	before := treeChecksum(t, ws)
+	before := tooltest.TreeChecksum(t, ws)
 	args := map[string]any{"path": "big.log", "content": "one more line\n", "append": true}
 	for _, dry := range []bool{false, true} {
 		var res runtime.Result
@@ -93,13 +94,13 @@ func TestFSWriteAppendTooLarge(t *testing.T) {
 	if fi, err := os.Stat(name); err != nil || fi.Size() != maxAppendBase+1 {
 		t.Fatalf("the file changed: %v %v", fi, err)
 	}
-	if treeChecksum(t, ws) != before {
+	if tooltest.TreeChecksum(t, ws) != before {
 		t.Fatal("the workspace changed")
 	}
 	noTemps(t, ws)
 	// Overwriting it does not need a copy: that is allowed.
-	wantOK(t, fsCall(t, g, "fs_write", map[string]any{"path": "big.log", "content": "short\n"}))
-	if got := readBack(t, name); got != "short\n" {
+	tooltest.WantOK(t, fsCall(t, g, "fs_write", map[string]any{"path": "big.log", "content": "short\n"}))
+	if got := tooltest.ReadFile(t, name); got != "short\n" {
 		t.Fatalf("overwrite: %q", got)
 	}
 }
@@ -112,7 +113,7 @@ func TestFSGlobCancelled(t *testing.T) {
 		writeFile(t, filepath.Join(ws, "src", fmt.Sprintf("f%d.go", i)), "")
 	}
 	args := map[string]any{"pattern": "src/*.go"}
-	wantOK(t, fsCall(t, g, "fs_glob", args)) // a live context finds them
+	tooltest.WantOK(t, fsCall(t, g, "fs_glob", args)) // a live context finds them
 	for name, ctx := range endedContexts(t) {
 		t.Run(name, func(t *testing.T) {
 			res := callCtx(t, ctx, g, "fs_glob", args)
@@ -142,8 +143,8 @@ func TestFSReadFilesCancelled(t *testing.T) {
 	args := map[string]any{"file_paths": paths}
 	check := func(t *testing.T, res runtime.Result, read int) {
 		t.Helper()
-		wantOK(t, res)
-		d := decode[ReadFilesData](t, res)
+		tooltest.WantOK(t, res)
+		d := tooltest.Decode[ReadFilesData](t, res)
 		var got []string
 		for _, f := range d.Files {
 			got = append(got, f.Path)

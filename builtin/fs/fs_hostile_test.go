@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/wardenrt/warden/builtin/internal/tooltest"
 	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
 )
@@ -50,7 +51,7 @@ func hostileSetup(t *testing.T) (ws, outside string, g *runtime.Gate, sum string
 	}
 	writeFile(t, filepath.Join(outside, "canary"), "OUTSIDE-CANARY\n")
 	writeFile(t, filepath.Join(outside, "sub/deep"), "OUTSIDE-DEEP\n")
-	return ws, outside, g, treeChecksum(t, outside)
+	return ws, outside, g, tooltest.TreeChecksum(t, outside)
 }
 
 // everyTool calls each fs tool on p (as a path, a pattern, a list) and
@@ -100,7 +101,7 @@ func TestFSHostileDotDot(t *testing.T) {
 			}
 		}
 	}
-	if treeChecksum(t, outside) != sum {
+	if tooltest.TreeChecksum(t, outside) != sum {
 		t.Fatal("the outside tree changed")
 	}
 }
@@ -115,7 +116,7 @@ func TestFSHostileAbsolute(t *testing.T) {
 			}
 		}
 	}
-	if treeChecksum(t, outside) != sum {
+	if tooltest.TreeChecksum(t, outside) != sum {
 		t.Fatal("the outside tree changed")
 	}
 }
@@ -156,14 +157,14 @@ func TestFSHostileSymlinkOut(t *testing.T) {
 	wantCode(t, fsCall(t, g, "read_files", map[string]any{"file_paths": []string{"dir", "absfile2"}}), runtime.CodeCapabilityDenied)
 	// A glob never walks into or returns a link out.
 	res := fsCall(t, g, "fs_glob", map[string]any{"pattern": "**"})
-	wantOK(t, res)
+	tooltest.WantOK(t, res)
 	noLeak(t, "glob", res)
-	for _, m := range decode[GlobData](t, res).Matches {
+	for _, m := range tooltest.Decode[GlobData](t, res).Matches {
 		if strings.Contains(m, "canary") || strings.Contains(m, "deep") {
 			t.Errorf("glob returned %s", m)
 		}
 	}
-	if treeChecksum(t, outside) != sum {
+	if tooltest.TreeChecksum(t, outside) != sum {
 		t.Fatal("the outside tree changed")
 	}
 	if _, err := os.Stat(filepath.Join(outside, "new-file")); !os.IsNotExist(err) {
@@ -185,7 +186,7 @@ func TestFSHostileSymlinkRace(t *testing.T) {
 	const attempts = 12000
 	ws, outside, g, sum := hostileSetup(t)
 	writeFile(t, filepath.Join(outside, "outside-only.txt"), "OUTSIDE-ONLY\n")
-	sum = treeChecksum(t, outside)
+	sum = tooltest.TreeChecksum(t, outside)
 	dir := filepath.Join(ws, "dir")
 	writeFile(t, filepath.Join(dir, "canary"), "inside\n")
 	rel, _ := filepath.Rel(ws, outside)
@@ -248,7 +249,7 @@ func TestFSHostileSymlinkRace(t *testing.T) {
 	grants := g.Grants()
 	call := func(viaGate bool, tool, args string) runtime.Result {
 		if viaGate {
-			return callTool(t, g, tool, args)
+			return tooltest.Call(t, g, tool, args)
 		}
 		c := &runtime.Call{ID: "race", Tool: tool, Args: json.RawMessage(args), Principal: []string{"test"}, Grants: grants, Workspace: ws}
 		o := tools[tool].Run(context.Background(), c)
@@ -273,13 +274,13 @@ func TestFSHostileSymlinkRace(t *testing.T) {
 		did := "" // what a success did, where it varies
 		switch {
 		case op.tool == "read_files" && res.Success:
-			files := decode[ReadFilesData](t, res).Files
+			files := tooltest.Decode[ReadFilesData](t, res).Files
 			for _, f := range files {
 				leak = leak || f.Path != "dir/canary"
 			}
 			did = fmt.Sprintf("(%d read)", len(files))
 		case op.tool == "fs_remove" && res.Success:
-			if decode[RemoveData](t, res).Removed {
+			if tooltest.Decode[RemoveData](t, res).Removed {
 				did = "(removed)"
 			}
 		}
@@ -293,7 +294,7 @@ func TestFSHostileSymlinkRace(t *testing.T) {
 			}
 			escapes++
 		}
-		if op.writes && changedAt < 0 && treeChecksum(t, outside) != sum {
+		if op.writes && changedAt < 0 && tooltest.TreeChecksum(t, outside) != sum {
 			changedAt = i
 			t.Errorf("attempt %d: %s %s changed the outside tree (%+v)", i, op.tool, args, res.Error)
 		}
@@ -312,7 +313,7 @@ func TestFSHostileSymlinkRace(t *testing.T) {
 	if escapes != 0 {
 		t.Fatalf("%d escapes", escapes)
 	}
-	if treeChecksum(t, outside) != sum {
+	if tooltest.TreeChecksum(t, outside) != sum {
 		t.Fatal("the outside tree changed")
 	}
 	// Refusals only: allowed, CAPABILITY_DENIED (the gate saw the link),
@@ -371,16 +372,16 @@ func TestFSHostileHardLink(t *testing.T) {
 		}
 	}
 	wantCode(t, fsDry(t, g, "fs_write", map[string]any{"path": "hl", "content": "x"}), runtime.CodePolicyDenied)
-	if treeChecksum(t, outside) != sum {
+	if tooltest.TreeChecksum(t, outside) != sum {
 		t.Fatal("the outside file changed")
 	}
 	// Reading is allowed by design: the link is the file itself, and making
 	// it took access to both places (see fs.go).
 	res := fsCall(t, g, "fs_read", map[string]any{"path": "hl"})
-	wantOK(t, res)
+	tooltest.WantOK(t, res)
 	// Removing it unlinks the name in the workspace only.
-	wantOK(t, fsCall(t, g, "fs_remove", map[string]any{"path": "hl"}))
-	if readBack(t, filepath.Join(outside, "canary")) != "OUTSIDE-CANARY\n" {
+	tooltest.WantOK(t, fsCall(t, g, "fs_remove", map[string]any{"path": "hl"}))
+	if tooltest.ReadFile(t, filepath.Join(outside, "canary")) != "OUTSIDE-CANARY\n" {
 		t.Fatal("remove changed the outside file")
 	}
 }
@@ -393,7 +394,7 @@ func TestFSHostileGitConfig(t *testing.T) {
 	os.Symlink(".git", filepath.Join(ws, "cfg"))
 	os.Symlink(".git/config", filepath.Join(ws, "cfgfile"))
 	os.Symlink(".warden", filepath.Join(ws, "pol"))
-	before := treeChecksum(t, ws)
+	before := tooltest.TreeChecksum(t, ws)
 	for _, p := range []string{".git/config", ".git/hooks/pre-commit", "./.git/config", "x/../.git/config", "cfg/config", "cfgfile",
 		"cfg/hooks/post-checkout", "sub/.git", "deep/er/.git/HEAD", ".warden/policy.yaml", "pol/policy.yaml", ".git"} {
 		for _, tool := range []string{"fs_write", "fs_mkdir", "fs_remove"} {
@@ -410,35 +411,35 @@ func TestFSHostileGitConfig(t *testing.T) {
 	}
 	wantCode(t, fsCall(t, g, "fs_remove", map[string]any{"path": ".", "recursive": true}), runtime.CodeInvalidInput)
 	wantCode(t, fsCall(t, g, "fs_remove", map[string]any{"path": "sub", "recursive": true}), runtime.CodePolicyDenied)
-	if treeChecksum(t, ws) != before {
+	if tooltest.TreeChecksum(t, ws) != before {
 		t.Fatal("the workspace changed")
 	}
 	// Reading git internals is an ordinary read.
-	wantOK(t, fsCall(t, g, "fs_read", map[string]any{"path": ".git/config"}))
+	tooltest.WantOK(t, fsCall(t, g, "fs_read", map[string]any{"path": ".git/config"}))
 	// Names that only look alike are ordinary files.
 	for _, p := range []string{".gitignore", ".github/workflows/ci.yml", "git/config", "a.git/x", ".wardenrc"} {
-		wantOK(t, fsCall(t, g, "fs_write", map[string]any{"path": p, "content": "ok\n"}))
+		tooltest.WantOK(t, fsCall(t, g, "fs_write", map[string]any{"path": p, "content": "ok\n"}))
 	}
 }
 
 func TestFSHostileNUL(t *testing.T) {
 	ws, g, _ := testWS(t, testRW)
 	writeFile(t, filepath.Join(ws, "a.txt"), "a")
-	before := treeChecksum(t, ws)
+	before := tooltest.TreeChecksum(t, ws)
 	for _, p := range []string{"a.txt\x00", "a.txt\x00/../../etc/passwd", "\x00", "dir/\x00x"} {
 		for tool, res := range everyTool(t, g, p) {
 			wantCode(t, res, runtime.CodeInvalidInput)
 			_ = tool
 		}
 	}
-	if treeChecksum(t, ws) != before {
+	if tooltest.TreeChecksum(t, ws) != before {
 		t.Fatal("the workspace changed")
 	}
 }
 
 func TestFSHostileLongPath(t *testing.T) {
 	ws, g, _ := testWS(t, testRW)
-	before := treeChecksum(t, ws)
+	before := tooltest.TreeChecksum(t, ws)
 	long := strings.Repeat("a", 5000)
 	deep := strings.Repeat("abcd/", 1000) // 5,000 bytes of short elements
 	multi := strings.Repeat("é", 2100)    // 2,100 characters, 4,200 bytes
@@ -453,7 +454,7 @@ func TestFSHostileLongPath(t *testing.T) {
 	// A single element over 255 bytes is refused by the file system.
 	res := fsCall(t, g, "fs_write", map[string]any{"path": strings.Repeat("b", 300), "content": "x"})
 	wantCode(t, res, runtime.CodeInvalidInput)
-	if treeChecksum(t, ws) != before {
+	if tooltest.TreeChecksum(t, ws) != before {
 		t.Fatal("the workspace changed")
 	}
 }
@@ -494,22 +495,22 @@ func TestFSHostileFIFO(t *testing.T) {
 			wantCode(t, fsDry(t, g, "fs_write", map[string]any{"path": p, "content": "x"}), runtime.CodeInvalidInput)
 			wantCode(t, fsCall(t, g, "fs_list", map[string]any{"path": p}), runtime.CodeInvalidInput)
 			res = fsCall(t, g, "read_files", map[string]any{"file_paths": []string{p}})
-			wantOK(t, res)
-			if d := decode[ReadFilesData](t, res); len(d.SkippedFiles) != 1 || d.SkippedFiles[0].Code != runtime.CodeInvalidInput {
+			tooltest.WantOK(t, res)
+			if d := tooltest.Decode[ReadFilesData](t, res); len(d.SkippedFiles) != 1 || d.SkippedFiles[0].Code != runtime.CodeInvalidInput {
 				t.Errorf("%+v", d)
 			}
 			res = fsCall(t, g, "fs_glob", map[string]any{"pattern": p + "/*"})
-			wantOK(t, res)
-			if d := decode[GlobData](t, res); d.Count != 0 {
+			tooltest.WantOK(t, res)
+			if d := tooltest.Decode[GlobData](t, res); d.Count != 0 {
 				t.Errorf("%+v", d)
 			}
 		}
 		res := fsCall(t, g, "fs_glob", map[string]any{"pattern": "**"})
-		wantOK(t, res)
-		if d := decode[GlobData](t, res); len(d.Matches) != 2 {
+		tooltest.WantOK(t, res)
+		if d := tooltest.Decode[GlobData](t, res); len(d.Matches) != 2 {
 			t.Errorf("%+v", d)
 		}
-		wantOK(t, fsDry(t, g, "fs_remove", map[string]any{"path": "fifo"}))
+		tooltest.WantOK(t, fsDry(t, g, "fs_remove", map[string]any{"path": "fifo"}))
 	})
 	if fi, err := os.Lstat(fifo); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
 		t.Fatal("the FIFO was replaced")
@@ -522,13 +523,13 @@ func TestFSHostileSymlinkLoop(t *testing.T) {
 	os.Symlink("a", filepath.Join(ws, "b"))
 	os.Symlink("self", filepath.Join(ws, "self"))
 	os.Symlink("./c/x", filepath.Join(ws, "c"))
-	before := treeChecksum(t, ws)
+	before := tooltest.TreeChecksum(t, ws)
 	noHang(t, "fs tools on a symlink loop", func() {
 		for _, p := range []string{"a", "self", "a/x", "c", "c/x/y"} {
 			for tool, res := range everyToolButRemove(t, g, p) {
 				if tool == "read_files" {
-					wantOK(t, res)
-					if d := decode[ReadFilesData](t, res); len(d.SkippedFiles) != 1 || !strings.Contains(d.SkippedFiles[0].Reason, "symbolic links") {
+					tooltest.WantOK(t, res)
+					if d := tooltest.Decode[ReadFilesData](t, res); len(d.SkippedFiles) != 1 || !strings.Contains(d.SkippedFiles[0].Reason, "symbolic links") {
 						t.Errorf("read_files %s: %+v", p, d)
 					}
 					continue
@@ -542,14 +543,14 @@ func TestFSHostileSymlinkLoop(t *testing.T) {
 				wantCode(t, fsCall(t, g, "fs_remove", map[string]any{"path": p}), runtime.CodeInvalidInput)
 			}
 		}
-		wantOK(t, fsCall(t, g, "fs_glob", map[string]any{"pattern": "**"}))
+		tooltest.WantOK(t, fsCall(t, g, "fs_glob", map[string]any{"pattern": "**"}))
 	})
-	if treeChecksum(t, ws) != before {
+	if tooltest.TreeChecksum(t, ws) != before {
 		t.Fatal("the workspace changed")
 	}
 	// A looping link itself can be removed by name (it is not followed).
 	for _, n := range []string{"a", "self", "c"} {
-		wantOK(t, fsCall(t, g, "fs_remove", map[string]any{"path": n}))
+		tooltest.WantOK(t, fsCall(t, g, "fs_remove", map[string]any{"path": n}))
 		if _, err := os.Lstat(filepath.Join(ws, n)); !os.IsNotExist(err) {
 			t.Errorf("%s: %v", n, err)
 		}
@@ -561,7 +562,7 @@ func TestFSHostileDotSegments(t *testing.T) {
 	writeFile(t, filepath.Join(ws, "dir/file"), "content\n")
 	for _, p := range []string{"dir/./file", "dir//file", "./dir/../dir/file", "dir/./././file", "./dir/file"} {
 		res := fsCall(t, g, "fs_read", map[string]any{"path": p})
-		wantOK(t, res)
+		tooltest.WantOK(t, res)
 		if res.Output != "content\n" {
 			t.Errorf("%s: %q", p, res.Output)
 		}
@@ -570,23 +571,23 @@ func TestFSHostileDotSegments(t *testing.T) {
 		wantCode(t, fsCall(t, g, "fs_read", map[string]any{"path": p}), runtime.CodeInvalidInput)
 	}
 	for _, p := range []string{"dir/", "dir/.", "./dir/", "dir/..", "dir/../dir//"} {
-		wantOK(t, fsCall(t, g, "fs_list", map[string]any{"path": p}))
+		tooltest.WantOK(t, fsCall(t, g, "fs_list", map[string]any{"path": p}))
 	}
 	for _, p := range []string{"dir/.", "dir/..", ".", "dir/new/"} {
 		wantCode(t, fsCall(t, g, "fs_write", map[string]any{"path": p, "content": "x"}), runtime.CodeInvalidInput)
 	}
-	wantOK(t, fsCall(t, g, "fs_write", map[string]any{"path": "dir/./sub/../file2", "content": "x"}))
-	if readBack(t, filepath.Join(ws, "dir/file2")) != "x" {
+	tooltest.WantOK(t, fsCall(t, g, "fs_write", map[string]any{"path": "dir/./sub/../file2", "content": "x"}))
+	if tooltest.ReadFile(t, filepath.Join(ws, "dir/file2")) != "x" {
 		t.Fatal("dir/./sub/../file2 did not land on dir/file2")
 	}
 	if _, err := os.Stat(filepath.Join(ws, "dir/sub")); !os.IsNotExist(err) {
 		t.Fatal("a '..' over a missing directory created it")
 	}
-	wantOK(t, fsCall(t, g, "fs_mkdir", map[string]any{"path": "new/./a/"}))
+	tooltest.WantOK(t, fsCall(t, g, "fs_mkdir", map[string]any{"path": "new/./a/"}))
 	for _, p := range []string{"dir/.", "dir/..", "dir/file/.", "new/a/.."} {
 		wantCode(t, fsCall(t, g, "fs_remove", map[string]any{"path": p, "recursive": true}), runtime.CodeInvalidInput)
 	}
-	wantOK(t, fsCall(t, g, "fs_remove", map[string]any{"path": "new/a/", "recursive": true}))
+	tooltest.WantOK(t, fsCall(t, g, "fs_remove", map[string]any{"path": "new/a/", "recursive": true}))
 	if _, err := os.Stat(filepath.Join(ws, "dir/file")); err != nil {
 		t.Fatal(err)
 	}
@@ -595,7 +596,7 @@ func TestFSHostileDotSegments(t *testing.T) {
 func TestFSHostileGitCase(t *testing.T) {
 	ws, g, _ := testWS(t, testRW)
 	os.Mkdir(filepath.Join(ws, ".GIT"), 0o755)
-	before := treeChecksum(t, ws)
+	before := tooltest.TreeChecksum(t, ws)
 	for _, p := range []string{".GIT/config", ".Git/hooks/pre-commit", "sub/.gIt/HEAD", ".git./config", ".git /config", ".git. ./x",
 		".g\u200cit/config", "\ufeff.git/config", "GIT~1/config", "git~1/hooks/x", ".WARDEN/policy.yaml", ".Warden./p"} {
 		for _, tool := range []string{"fs_write", "fs_mkdir", "fs_remove"} {
@@ -607,7 +608,7 @@ func TestFSHostileGitCase(t *testing.T) {
 			wantCode(t, res, runtime.CodePolicyDenied)
 		}
 	}
-	if treeChecksum(t, ws) != before {
+	if tooltest.TreeChecksum(t, ws) != before {
 		t.Fatal("the workspace changed")
 	}
 }
@@ -635,7 +636,7 @@ func TestFSHostileRunRechecks(t *testing.T) {
 			}
 		}
 	}
-	if treeChecksum(t, outside) != sum {
+	if tooltest.TreeChecksum(t, outside) != sum {
 		t.Fatal("the outside tree changed")
 	}
 }
@@ -698,7 +699,7 @@ func TestFSHostileVerifyNarrowGrant(t *testing.T) {
 		t.Fatalf("%+v", e)
 	}
 	// Through the gate, the resolution already refuses it.
-	g, _ := newTestGate(t, "version: 1\ngrants: [\"fs.read:notes/*.md\"]\n", ws, Tools()...)
+	g, _ := tooltest.Gate(t, "version: 1\ngrants: [\"fs.read:notes/*.md\"]\n", ws, Tools()...)
 	wantCode(t, fsCall(t, g, "fs_read", map[string]any{"path": "notes/b.md"}), runtime.CodeCapabilityDenied)
-	wantOK(t, fsCall(t, g, "fs_read", map[string]any{"path": "notes/a.md"}))
+	tooltest.WantOK(t, fsCall(t, g, "fs_read", map[string]any{"path": "notes/a.md"}))
 }

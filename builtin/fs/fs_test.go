@@ -14,25 +14,26 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/wardenrt/warden/builtin/internal/tooltest"
 	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/runtimetest"
 )
 
 const (
-	testRW     = "version: 1\ngrants: [\"fs.read:**\", \"fs.write:**\"]\n"
-	testRO     = "version: 1\ngrants: [\"fs.read:**\"]\n"
-	testSecret = "ghp_0123456789abcdefghijABCDEFGHIJ012345"
+	testRW = "version: 1\ngrants: [\"fs.read:**\", \"fs.write:**\"]\n"
+	testRO = "version: 1\ngrants: [\"fs.read:**\"]\n"
 )
 
 // testWS returns a fresh workspace (symlinks resolved) and a gate over the
 // fs tools with the policy given.
-func testWS(t testing.TB, policy string) (string, *runtime.Gate, *memAudit) {
+func testWS(t testing.TB, policy string) (string, *runtime.Gate, *runtimetest.Audit) {
 	t.Helper()
 	ws, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, audit := newTestGate(t, policy, ws, Tools()...)
+	g, audit := tooltest.Gate(t, policy, ws, Tools()...)
 	return ws, g, audit
 }
 
@@ -43,7 +44,7 @@ func fsCall(t testing.TB, g *runtime.Gate, tool string, args map[string]any) run
 	if err != nil {
 		t.Fatal(err)
 	}
-	return callTool(t, g, tool, string(raw))
+	return tooltest.Call(t, g, tool, string(raw))
 }
 
 // fsDry calls tool with args as a dry run.
@@ -53,14 +54,7 @@ func fsDry(t testing.TB, g *runtime.Gate, tool string, args map[string]any) runt
 	if err != nil {
 		t.Fatal(err)
 	}
-	return callToolReq(t, g, runtime.Request{Tool: tool, Args: raw, Principal: []string{"test"}, DryRun: true})
-}
-
-func wantOK(t testing.TB, res runtime.Result) {
-	t.Helper()
-	if !res.Success {
-		t.Fatalf("%s failed: %+v", res.Tool, res.Error)
-	}
+	return tooltest.CallReq(t, g, runtime.Request{Tool: tool, Args: raw, Principal: []string{"test"}, DryRun: true})
 }
 
 func wantCode(t testing.TB, res runtime.Result, code runtime.Code) {
@@ -73,15 +67,6 @@ func wantCode(t testing.TB, res runtime.Result, code runtime.Code) {
 	}
 }
 
-func decode[T any](t testing.TB, res runtime.Result) T {
-	t.Helper()
-	var v T
-	if err := json.Unmarshal(res.Data, &v); err != nil {
-		t.Fatalf("data %s: %v", res.Data, err)
-	}
-	return v
-}
-
 func writeFile(t testing.TB, name, content string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
@@ -90,15 +75,6 @@ func writeFile(t testing.TB, name, content string) {
 	if err := os.WriteFile(name, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func readBack(t testing.TB, name string) string {
-	t.Helper()
-	b, err := os.ReadFile(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }
 
 // noTemps fails if a temporary file of fs_write is left under dir.
@@ -115,16 +91,16 @@ func noTemps(t testing.TB, dir string) {
 // checkRedaction calls tool with a secret in a path argument, twice: with a
 // NUL byte after it (the path is refused while the needs are computed) and as
 // a well-formed path that goes on to run (the secret is then also in the
-// needs, which the gate redacts). Each time assertNoSecret checks the
+// needs, which the gate redacts). Each time tooltest.AssertNoSecret checks the
 // envelope and every audit event, needs included.
-func checkRedaction(t *testing.T, g *runtime.Gate, audit *memAudit, tool string, args func(p string) map[string]any) {
+func checkRedaction(t *testing.T, g *runtime.Gate, audit *runtimetest.Audit, tool string, args func(p string) map[string]any) {
 	t.Helper()
-	res := fsCall(t, g, tool, args("d/"+testSecret+"\x00"))
+	res := fsCall(t, g, tool, args("d/"+tooltest.Secret+"\x00"))
 	wantCode(t, res, runtime.CodeInvalidInput)
-	assertNoSecret(t, res, audit, testSecret)
-	res = fsCall(t, g, tool, args("d/"+testSecret))
-	assertNoSecret(t, res, audit, testSecret)
-	if audit.contains("[REDACTED]") == 0 {
+	tooltest.AssertNoSecret(t, res, audit, tooltest.Secret)
+	res = fsCall(t, g, tool, args("d/"+tooltest.Secret))
+	tooltest.AssertNoSecret(t, res, audit, tooltest.Secret)
+	if tooltest.Count(audit, "[REDACTED]") == 0 {
 		t.Errorf("%s: nothing was redacted in the audit log", tool)
 	}
 }
@@ -167,23 +143,23 @@ func TestFSRead(t *testing.T) {
 	t.Run("happy", func(t *testing.T) {
 		for _, p := range []string{"notes/a.txt", "./notes/../notes/a.txt", "link.txt", filepath.Join(ws, "notes/a.txt")} {
 			res := fsCall(t, g, "fs_read", map[string]any{"path": p})
-			wantOK(t, res)
-			d := decode[ReadData](t, res)
+			tooltest.WantOK(t, res)
+			d := tooltest.Decode[ReadData](t, res)
 			if res.Output != "héllo\nworld\n" || d.BytesRead != 13 || d.Encoding != "utf-8" || d.ResolvedPath != filepath.Join(ws, "notes/a.txt") || d.Path != p {
 				t.Errorf("%s: %q %+v", p, res.Output, d)
 			}
 		}
 		res := fsCall(t, g, "fs_read", map[string]any{"path": "empty.txt"})
-		wantOK(t, res)
-		if res.Output != "" || decode[ReadData](t, res).BytesRead != 0 {
+		tooltest.WantOK(t, res)
+		if res.Output != "" || tooltest.Decode[ReadData](t, res).BytesRead != 0 {
 			t.Errorf("empty: %+v", res)
 		}
 	})
 	t.Run("base64", func(t *testing.T) {
 		res := fsCall(t, g, "fs_read", map[string]any{"path": "bin.dat", "encoding": "base64"})
-		wantOK(t, res)
+		tooltest.WantOK(t, res)
 		got, err := base64.StdEncoding.DecodeString(res.Output)
-		if err != nil || string(got) != "ab\x00cd" || decode[ReadData](t, res).Encoding != "base64" {
+		if err != nil || string(got) != "ab\x00cd" || tooltest.Decode[ReadData](t, res).Encoding != "base64" {
 			t.Errorf("%q %v %s", res.Output, err, res.Data)
 		}
 	})
@@ -229,19 +205,19 @@ func TestFSRead(t *testing.T) {
 		}
 	})
 	t.Run("dry run", func(t *testing.T) {
-		before := treeChecksum(t, ws)
+		before := tooltest.TreeChecksum(t, ws)
 		res := fsDry(t, g, "fs_read", map[string]any{"path": "notes/a.txt"})
-		wantOK(t, res)
-		if res.Output != "héllo\nworld\n" || treeChecksum(t, ws) != before {
+		tooltest.WantOK(t, res)
+		if res.Output != "héllo\nworld\n" || tooltest.TreeChecksum(t, ws) != before {
 			t.Errorf("dry run of a read-only tool: %+v", res)
 		}
 	})
 	t.Run("redaction", func(t *testing.T) {
 		ws, g, audit := testWS(t, testRO)
-		writeFile(t, filepath.Join(ws, "cfg.txt"), "token="+testSecret+"\n")
+		writeFile(t, filepath.Join(ws, "cfg.txt"), "token="+tooltest.Secret+"\n")
 		res := fsCall(t, g, "fs_read", map[string]any{"path": "cfg.txt"})
-		wantOK(t, res)
-		assertNoSecret(t, res, audit, testSecret)
+		tooltest.WantOK(t, res)
+		tooltest.AssertNoSecret(t, res, audit, tooltest.Secret)
 		checkRedaction(t, g, audit, "fs_read", func(p string) map[string]any { return map[string]any{"path": p} })
 	})
 }
@@ -257,9 +233,9 @@ func TestFSReadAbsoluteGrant(t *testing.T) {
 	}
 	writeFile(t, filepath.Join(etc, "nginx/nginx.conf"), "worker_processes 1;\n")
 	writeFile(t, filepath.Join(etc, "shadow"), "root:x\n")
-	g, _ := newTestGate(t, fmt.Sprintf("version: 1\ngrants: [%q]\n", "fs.read:"+etc+"/nginx/**"), ws, Tools()...)
+	g, _ := tooltest.Gate(t, fmt.Sprintf("version: 1\ngrants: [%q]\n", "fs.read:"+etc+"/nginx/**"), ws, Tools()...)
 	res := fsCall(t, g, "fs_read", map[string]any{"path": filepath.Join(etc, "nginx/nginx.conf")})
-	wantOK(t, res)
+	tooltest.WantOK(t, res)
 	if res.Output != "worker_processes 1;\n" {
 		t.Fatalf("%q", res.Output)
 	}
@@ -267,10 +243,10 @@ func TestFSReadAbsoluteGrant(t *testing.T) {
 		wantCode(t, fsCall(t, g, "fs_read", map[string]any{"path": p}), runtime.CodeCapabilityDenied)
 	}
 	res = fsCall(t, g, "fs_list", map[string]any{"path": filepath.Join(etc, "nginx")})
-	wantOK(t, res)
+	tooltest.WantOK(t, res)
 	res = fsCall(t, g, "fs_glob", map[string]any{"pattern": etc + "/nginx/*.conf"})
-	wantOK(t, res)
-	if d := decode[GlobData](t, res); len(d.Matches) != 1 || d.Matches[0] != filepath.Join(etc, "nginx/nginx.conf") {
+	tooltest.WantOK(t, res)
+	if d := tooltest.Decode[GlobData](t, res); len(d.Matches) != 1 || d.Matches[0] != filepath.Join(etc, "nginx/nginx.conf") {
 		t.Fatalf("%+v", d)
 	}
 }
@@ -295,15 +271,15 @@ func TestFSRestrictedGrants(t *testing.T) {
 	restrict = restrict.Intersect(narrow)
 	call := func(tool string, args map[string]any) runtime.Result {
 		raw, _ := json.Marshal(args)
-		return callToolReq(t, g, runtime.Request{Tool: tool, Args: raw, Principal: []string{"wasm:test"}, Restrict: &restrict})
+		return tooltest.CallReq(t, g, runtime.Request{Tool: tool, Args: raw, Principal: []string{"wasm:test"}, Restrict: &restrict})
 	}
 	res := call("fs_read", map[string]any{"path": "notes/a.md"})
-	wantOK(t, res)
+	tooltest.WantOK(t, res)
 	wantCode(t, call("fs_read", map[string]any{"path": "notes/b.txt"}), runtime.CodeCapabilityDenied)
 	wantCode(t, call("fs_read", map[string]any{"path": "other/c.md"}), runtime.CodeCapabilityDenied)
-	wantOK(t, call("fs_write", map[string]any{"path": "notes/new.md", "content": "n\n"}))
+	tooltest.WantOK(t, call("fs_write", map[string]any{"path": "notes/new.md", "content": "n\n"}))
 	wantCode(t, call("fs_write", map[string]any{"path": "notes/new.txt", "content": "n\n"}), runtime.CodeCapabilityDenied)
-	if readBack(t, filepath.Join(ws, "notes/new.md")) != "n\n" {
+	if tooltest.ReadFile(t, filepath.Join(ws, "notes/new.md")) != "n\n" {
 		t.Fatal("write did not land")
 	}
 }
@@ -312,12 +288,12 @@ func TestFSWrite(t *testing.T) {
 	t.Run("create with parents", func(t *testing.T) {
 		ws, g, _ := testWS(t, testRW)
 		res := fsCall(t, g, "fs_write", map[string]any{"path": "a/b/c.txt", "content": "hello\n"})
-		wantOK(t, res)
-		d := decode[WriteData](t, res)
+		tooltest.WantOK(t, res)
+		d := tooltest.Decode[WriteData](t, res)
 		if !d.Created || d.Overwrote || d.BytesWritten != 6 || d.Mode != "write" || !slices.Equal(d.CreatedDirs, []string{"a", "a/b"}) || len(res.Warnings) != 0 {
 			t.Fatalf("%+v %v", d, res.Warnings)
 		}
-		if got := readBack(t, filepath.Join(ws, "a/b/c.txt")); got != "hello\n" {
+		if got := tooltest.ReadFile(t, filepath.Join(ws, "a/b/c.txt")); got != "hello\n" {
 			t.Fatalf("%q", got)
 		}
 		noTemps(t, ws)
@@ -330,17 +306,17 @@ func TestFSWrite(t *testing.T) {
 			t.Fatal(err)
 		}
 		res := fsCall(t, g, "fs_write", map[string]any{"path": "f.sh", "content": "new\n"})
-		wantOK(t, res)
-		d := decode[WriteData](t, res)
+		tooltest.WantOK(t, res)
+		d := tooltest.Decode[WriteData](t, res)
 		if !d.Overwrote || d.Created || d.PreviousBytes != 4 || len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "overwrites an existing file: f.sh") {
 			t.Fatalf("%+v %v", d, res.Warnings)
 		}
 		fi, _ := os.Stat(name)
-		if readBack(t, name) != "new\n" || fi.Mode().Perm() != 0o750 {
-			t.Fatalf("%q %v", readBack(t, name), fi.Mode())
+		if tooltest.ReadFile(t, name) != "new\n" || fi.Mode().Perm() != 0o750 {
+			t.Fatalf("%q %v", tooltest.ReadFile(t, name), fi.Mode())
 		}
 		res = fsCall(t, g, "fs_write", map[string]any{"path": "f.sh", "content": "newer\n", "overwrite": true})
-		wantOK(t, res)
+		tooltest.WantOK(t, res)
 		noTemps(t, ws)
 	})
 	t.Run("append", func(t *testing.T) {
@@ -348,14 +324,14 @@ func TestFSWrite(t *testing.T) {
 		name := filepath.Join(ws, "log.txt")
 		writeFile(t, name, "one\n")
 		res := fsCall(t, g, "fs_write", map[string]any{"path": "log.txt", "content": "two\n", "append": true, "overwrite": false})
-		wantOK(t, res)
-		d := decode[WriteData](t, res)
-		if readBack(t, name) != "one\ntwo\n" || d.Mode != "append" || d.Overwrote || len(res.Warnings) != 0 {
-			t.Fatalf("%q %+v %v", readBack(t, name), d, res.Warnings)
+		tooltest.WantOK(t, res)
+		d := tooltest.Decode[WriteData](t, res)
+		if tooltest.ReadFile(t, name) != "one\ntwo\n" || d.Mode != "append" || d.Overwrote || len(res.Warnings) != 0 {
+			t.Fatalf("%q %+v %v", tooltest.ReadFile(t, name), d, res.Warnings)
 		}
 		res = fsCall(t, g, "fs_write", map[string]any{"path": "new.txt", "content": "x", "append": true})
-		wantOK(t, res)
-		if !decode[WriteData](t, res).Created || readBack(t, filepath.Join(ws, "new.txt")) != "x" {
+		tooltest.WantOK(t, res)
+		if !tooltest.Decode[WriteData](t, res).Created || tooltest.ReadFile(t, filepath.Join(ws, "new.txt")) != "x" {
 			t.Fatalf("append to a new file: %s", res.Data)
 		}
 	})
@@ -365,15 +341,15 @@ func TestFSWrite(t *testing.T) {
 		os.Symlink("real/t.txt", filepath.Join(ws, "ln"))
 		os.Symlink("real", filepath.Join(ws, "lndir"))
 		res := fsCall(t, g, "fs_write", map[string]any{"path": "ln", "content": "via link\n"})
-		wantOK(t, res)
-		if d := decode[WriteData](t, res); d.ResolvedPath != filepath.Join(ws, "real/t.txt") {
+		tooltest.WantOK(t, res)
+		if d := tooltest.Decode[WriteData](t, res); d.ResolvedPath != filepath.Join(ws, "real/t.txt") {
 			t.Fatalf("%+v", d)
 		}
 		if fi, err := os.Lstat(filepath.Join(ws, "ln")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
 			t.Fatal("the link was replaced")
 		}
-		wantOK(t, fsCall(t, g, "fs_write", map[string]any{"path": "lndir/u.txt", "content": "u"}))
-		if readBack(t, filepath.Join(ws, "real/t.txt")) != "via link\n" || readBack(t, filepath.Join(ws, "real/u.txt")) != "u" {
+		tooltest.WantOK(t, fsCall(t, g, "fs_write", map[string]any{"path": "lndir/u.txt", "content": "u"}))
+		if tooltest.ReadFile(t, filepath.Join(ws, "real/t.txt")) != "via link\n" || tooltest.ReadFile(t, filepath.Join(ws, "real/u.txt")) != "u" {
 			t.Fatal("writes did not reach the targets")
 		}
 	})
@@ -381,8 +357,8 @@ func TestFSWrite(t *testing.T) {
 		ws, g, _ := testWS(t, testRW)
 		raw := []byte{0, 1, 2, 0xff, 0xfe}
 		res := fsCall(t, g, "fs_write", map[string]any{"path": "b.bin", "content": base64.StdEncoding.EncodeToString(raw), "encoding": "base64"})
-		wantOK(t, res)
-		if got := readBack(t, filepath.Join(ws, "b.bin")); got != string(raw) {
+		tooltest.WantOK(t, res)
+		if got := tooltest.ReadFile(t, filepath.Join(ws, "b.bin")); got != string(raw) {
 			t.Fatalf("%q", got)
 		}
 	})
@@ -415,13 +391,13 @@ func TestFSWrite(t *testing.T) {
 			{"missing content", map[string]any{"path": "n.txt"}, runtime.CodeInvalidInput},
 			{"outside", map[string]any{"path": "../escape.txt", "content": "x"}, runtime.CodeCapabilityDenied},
 		}
-		before := treeChecksum(t, ws)
+		before := tooltest.TreeChecksum(t, ws)
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
 				wantCode(t, fsCall(t, g, "fs_write", tt.args), tt.code)
 			})
 		}
-		if treeChecksum(t, ws) != before {
+		if tooltest.TreeChecksum(t, ws) != before {
 			t.Fatal("a refused write changed the workspace")
 		}
 		_, g2, _ := testWS(t, testRO)
@@ -436,7 +412,7 @@ func TestFSWrite(t *testing.T) {
 		if err := os.Mkdir(filepath.Join(ws, "notes"), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		wantOK(t, fsCall(t, g, "fs_write", map[string]any{"path": "notes/a.md", "content": "# a\n"}))
+		tooltest.WantOK(t, fsCall(t, g, "fs_write", map[string]any{"path": "notes/a.md", "content": "# a\n"}))
 		wantCode(t, fsCall(t, g, "fs_write", map[string]any{"path": "notes/a.txt", "content": "x"}), runtime.CodeCapabilityDenied)
 		wantCode(t, fsCall(t, g, "fs_write", map[string]any{"path": "notes/sub/b.md", "content": "x"}), runtime.CodeCapabilityDenied)
 		if _, err := os.Stat(filepath.Join(ws, "notes/sub")); !os.IsNotExist(err) {
@@ -446,11 +422,11 @@ func TestFSWrite(t *testing.T) {
 	t.Run("dry run", func(t *testing.T) {
 		ws, g, _ := testWS(t, testRW)
 		writeFile(t, filepath.Join(ws, "f.txt"), "a\nb\nc\nd\ne\nf\ng\nh\n")
-		before := treeChecksum(t, ws)
+		before := tooltest.TreeChecksum(t, ws)
 		res := fsDry(t, g, "fs_write", map[string]any{"path": "f.txt", "content": "a\nb\nc\nD\ne\nf\ng\nh\n"})
-		wantOK(t, res)
+		tooltest.WantOK(t, res)
 		want := "--- a/f.txt\n+++ b/f.txt\n@@ -1,7 +1,7 @@\n a\n b\n c\n-d\n+D\n e\n f\n g\n"
-		d := decode[WriteData](t, res)
+		d := tooltest.Decode[WriteData](t, res)
 		if !res.DryRun || !strings.Contains(res.Output, "would overwrite f.txt") || !strings.HasSuffix(res.Output, want) || d.Diff != want || !d.Overwrote {
 			t.Fatalf("output %q\ndata %+v", res.Output, d)
 		}
@@ -458,24 +434,24 @@ func TestFSWrite(t *testing.T) {
 			t.Errorf("warnings %v", res.Warnings)
 		}
 		res = fsDry(t, g, "fs_write", map[string]any{"path": "new/dir/n.txt", "content": "x\ny"})
-		wantOK(t, res)
+		tooltest.WantOK(t, res)
 		want = "--- /dev/null\n+++ b/new/dir/n.txt\n@@ -0,0 +1,2 @@\n+x\n+y\n\\ No newline at end of file\n"
-		if d := decode[WriteData](t, res); d.Diff != want || !slices.Equal(d.CreatedDirs, []string{"new", "new/dir"}) || !d.Created {
+		if d := tooltest.Decode[WriteData](t, res); d.Diff != want || !slices.Equal(d.CreatedDirs, []string{"new", "new/dir"}) || !d.Created {
 			t.Fatalf("%q %+v", res.Output, d)
 		}
 		res = fsDry(t, g, "fs_write", map[string]any{"path": "f.txt", "content": "i\n", "append": true})
-		wantOK(t, res)
-		if d := decode[WriteData](t, res); !strings.HasSuffix(d.Diff, " f\n g\n h\n+i\n") {
+		tooltest.WantOK(t, res)
+		if d := tooltest.Decode[WriteData](t, res); !strings.HasSuffix(d.Diff, " f\n g\n h\n+i\n") {
 			t.Fatalf("append diff %q", d.Diff)
 		}
 		res = fsDry(t, g, "fs_write", map[string]any{"path": "f.txt", "content": base64.StdEncoding.EncodeToString([]byte{0, 1}), "encoding": "base64"})
-		wantOK(t, res)
+		tooltest.WantOK(t, res)
 		if !strings.Contains(res.Output, "Binary files a/f.txt and b/f.txt differ") {
 			t.Fatalf("%q", res.Output)
 		}
 		// The preview refuses what the write would refuse.
 		wantCode(t, fsDry(t, g, "fs_write", map[string]any{"path": "f.txt", "content": "x", "overwrite": false}), runtime.CodeAlreadyExists)
-		if treeChecksum(t, ws) != before {
+		if tooltest.TreeChecksum(t, ws) != before {
 			t.Fatal("the dry run changed the workspace")
 		}
 	})
@@ -484,7 +460,7 @@ func TestFSWrite(t *testing.T) {
 		writeFile(t, filepath.Join(ws, "s.txt"), "PRIVATE OLD CONTENT\n")
 		for _, app := range []bool{false, true} {
 			res := fsDry(t, g, "fs_write", map[string]any{"path": "s.txt", "content": "new\n", "append": app})
-			wantOK(t, res)
+			tooltest.WantOK(t, res)
 			if strings.Contains(res.Output, "PRIVATE") || strings.Contains(string(res.Data), "PRIVATE") || !strings.Contains(res.Output, "+new\n") || !strings.Contains(res.Output, "not shown") {
 				t.Fatalf("append=%v: %q", app, res.Output)
 			}
@@ -492,15 +468,15 @@ func TestFSWrite(t *testing.T) {
 	})
 	t.Run("redaction", func(t *testing.T) {
 		ws, g, audit := testWS(t, testRW)
-		res := fsCall(t, g, "fs_write", map[string]any{"path": "env.txt", "content": "GITHUB_TOKEN=" + testSecret + "\n"})
-		wantOK(t, res)
-		assertNoSecret(t, res, audit, testSecret)
-		if !strings.Contains(readBack(t, filepath.Join(ws, "env.txt")), testSecret) {
+		res := fsCall(t, g, "fs_write", map[string]any{"path": "env.txt", "content": "GITHUB_TOKEN=" + tooltest.Secret + "\n"})
+		tooltest.WantOK(t, res)
+		tooltest.AssertNoSecret(t, res, audit, tooltest.Secret)
+		if !strings.Contains(tooltest.ReadFile(t, filepath.Join(ws, "env.txt")), tooltest.Secret) {
 			t.Fatal("the file itself must hold what was written")
 		}
-		res = fsDry(t, g, "fs_write", map[string]any{"path": "env.txt", "content": "GITHUB_TOKEN=" + testSecret + "x\n"})
-		wantOK(t, res)
-		assertNoSecret(t, res, audit, testSecret)
+		res = fsDry(t, g, "fs_write", map[string]any{"path": "env.txt", "content": "GITHUB_TOKEN=" + tooltest.Secret + "x\n"})
+		tooltest.WantOK(t, res)
+		tooltest.AssertNoSecret(t, res, audit, tooltest.Secret)
 		checkRedaction(t, g, audit, "fs_write", func(p string) map[string]any { return map[string]any{"path": p, "content": "x"} })
 	})
 }
@@ -512,15 +488,15 @@ func TestFSList(t *testing.T) {
 	os.Symlink("b.txt", filepath.Join(ws, "c"))
 	syscall.Mkfifo(filepath.Join(ws, "p"), 0o644)
 	res := fsCall(t, g, "fs_list", map[string]any{"path": "."})
-	wantOK(t, res)
-	d := decode[ListData](t, res)
+	tooltest.WantOK(t, res)
+	d := tooltest.Decode[ListData](t, res)
 	want := []ListEntry{{"a", "dir", 0}, {"b.txt", "file", 5}, {"c", "symlink", 0}, {"p", "fifo", 0}}
 	if !slices.Equal(d.Entries, want) || d.Count != 4 || d.Truncated || res.Output != "a/\nb.txt\nc@\np\n" {
 		t.Fatalf("%q %+v", res.Output, d)
 	}
 	for _, p := range []string{"a", "a/", "./a/.", ws + "/a"} {
 		res = fsCall(t, g, "fs_list", map[string]any{"path": p})
-		wantOK(t, res)
+		tooltest.WantOK(t, res)
 		if res.Output != "x\n" {
 			t.Errorf("%s: %q", p, res.Output)
 		}
@@ -529,9 +505,9 @@ func TestFSList(t *testing.T) {
 	wantCode(t, fsCall(t, g, "fs_list", map[string]any{"path": "b.txt"}), runtime.CodeInvalidInput)
 	wantCode(t, fsCall(t, g, "fs_list", map[string]any{"path": "p"}), runtime.CodeInvalidInput)
 	wantCode(t, fsCall(t, g, "fs_list", map[string]any{"path": ".."}), runtime.CodeCapabilityDenied)
-	before := treeChecksum(t, ws)
-	wantOK(t, fsDry(t, g, "fs_list", map[string]any{"path": "."}))
-	if treeChecksum(t, ws) != before {
+	before := tooltest.TreeChecksum(t, ws)
+	tooltest.WantOK(t, fsDry(t, g, "fs_list", map[string]any{"path": "."}))
+	if tooltest.TreeChecksum(t, ws) != before {
 		t.Fatal("dry run changed the workspace")
 	}
 	checkRedaction(t, g, audit, "fs_list", func(p string) map[string]any { return map[string]any{"path": p} })
@@ -547,8 +523,8 @@ func TestFSList(t *testing.T) {
 			f.Close()
 		}
 		res := fsCall(t, g, "fs_list", map[string]any{"path": "many"})
-		wantOK(t, res)
-		if d := decode[ListData](t, res); !d.Truncated || d.Count != maxListEntries || len(res.Warnings) != 1 {
+		tooltest.WantOK(t, res)
+		if d := tooltest.Decode[ListData](t, res); !d.Truncated || d.Count != maxListEntries || len(res.Warnings) != 1 {
 			t.Fatalf("count %d truncated %v", d.Count, d.Truncated)
 		}
 	})
@@ -558,8 +534,8 @@ func TestFSMkdir(t *testing.T) {
 	ws, g, audit := testWS(t, testRW)
 	writeFile(t, filepath.Join(ws, "file"), "")
 	res := fsCall(t, g, "fs_mkdir", map[string]any{"path": "a/b/c"})
-	wantOK(t, res)
-	d := decode[MkdirData](t, res)
+	tooltest.WantOK(t, res)
+	d := tooltest.Decode[MkdirData](t, res)
 	if !d.Created || !slices.Equal(d.CreatedDirs, []string{"a", "a/b", "a/b/c"}) {
 		t.Fatalf("%+v", d)
 	}
@@ -567,8 +543,8 @@ func TestFSMkdir(t *testing.T) {
 		t.Fatal(err)
 	}
 	res = fsCall(t, g, "fs_mkdir", map[string]any{"path": "a/b/c"}) // exist_ok defaults to true
-	wantOK(t, res)
-	if decode[MkdirData](t, res).Created {
+	tooltest.WantOK(t, res)
+	if tooltest.Decode[MkdirData](t, res).Created {
 		t.Fatal("created an existing directory")
 	}
 	tests := []struct {
@@ -588,21 +564,21 @@ func TestFSMkdir(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { wantCode(t, fsCall(t, g, "fs_mkdir", tt.args), tt.code) })
 	}
-	wantOK(t, fsCall(t, g, "fs_mkdir", map[string]any{"path": "single", "parents": false}))
+	tooltest.WantOK(t, fsCall(t, g, "fs_mkdir", map[string]any{"path": "single", "parents": false}))
 
-	before := treeChecksum(t, ws)
+	before := tooltest.TreeChecksum(t, ws)
 	res = fsDry(t, g, "fs_mkdir", map[string]any{"path": "p/q"})
-	wantOK(t, res)
-	if d := decode[MkdirData](t, res); res.Output != "would create the directories:\np\np/q" || !slices.Equal(d.CreatedDirs, []string{"p", "p/q"}) {
+	tooltest.WantOK(t, res)
+	if d := tooltest.Decode[MkdirData](t, res); res.Output != "would create the directories:\np\np/q" || !slices.Equal(d.CreatedDirs, []string{"p", "p/q"}) {
 		t.Fatalf("%q %+v", res.Output, d)
 	}
 	wantCode(t, fsDry(t, g, "fs_mkdir", map[string]any{"path": "a", "exist_ok": false}), runtime.CodeAlreadyExists)
-	if treeChecksum(t, ws) != before {
+	if tooltest.TreeChecksum(t, ws) != before {
 		t.Fatal("dry run changed the workspace")
 	}
 
 	_, g2, _ := testWS(t, "version: 1\ngrants: [\"fs.write:a/**\"]\n")
-	wantOK(t, fsCall(t, g2, "fs_mkdir", map[string]any{"path": "a/b"}))
+	tooltest.WantOK(t, fsCall(t, g2, "fs_mkdir", map[string]any{"path": "a/b"}))
 	wantCode(t, fsCall(t, g2, "fs_mkdir", map[string]any{"path": "b/c"}), runtime.CodeCapabilityDenied)
 
 	checkRedaction(t, g, audit, "fs_mkdir", func(p string) map[string]any { return map[string]any{"path": p} })
@@ -620,48 +596,48 @@ func TestFSRemove(t *testing.T) {
 	os.Symlink("target.txt", filepath.Join(ws, "link"))
 	os.Mkdir(filepath.Join(ws, "empty"), 0o755)
 
-	before := treeChecksum(t, ws)
+	before := tooltest.TreeChecksum(t, ws)
 	res := fsDry(t, g, "fs_remove", map[string]any{"path": "tree", "recursive": true})
-	wantOK(t, res)
-	d := decode[RemoveData](t, res)
+	tooltest.WantOK(t, res)
+	d := tooltest.Decode[RemoveData](t, res)
 	if d.Files != 3 || d.Dirs != 2 || !slices.Equal(d.Entries, []string{"tree/a", "tree/a/1.txt", "tree/a/2.txt", "tree/b.txt"}) ||
 		!strings.HasPrefix(res.Output, "would remove tree and everything under it: 3 files, 2 directories\n") ||
 		!strings.Contains(strings.Join(res.Warnings, "|"), "RECURSIVE DELETE: tree") {
 		t.Fatalf("%q %+v %v", res.Output, d, res.Warnings)
 	}
-	wantOK(t, fsDry(t, g, "fs_remove", map[string]any{"path": "f.txt"}))
+	tooltest.WantOK(t, fsDry(t, g, "fs_remove", map[string]any{"path": "f.txt"}))
 	wantCode(t, fsDry(t, g, "fs_remove", map[string]any{"path": "tree"}), runtime.CodeInvalidInput)
-	if treeChecksum(t, ws) != before {
+	if tooltest.TreeChecksum(t, ws) != before {
 		t.Fatal("dry run changed the workspace")
 	}
 
 	res = fsCall(t, g, "fs_remove", map[string]any{"path": "f.txt"})
-	wantOK(t, res)
-	if d := decode[RemoveData](t, res); !d.Removed || d.Type != "file" || len(res.Warnings) != 1 || res.Warnings[0] != "deletes f.txt (file)" {
+	tooltest.WantOK(t, res)
+	if d := tooltest.Decode[RemoveData](t, res); !d.Removed || d.Type != "file" || len(res.Warnings) != 1 || res.Warnings[0] != "deletes f.txt (file)" {
 		t.Fatalf("%+v %v", d, res.Warnings)
 	}
 	res = fsCall(t, g, "fs_remove", map[string]any{"path": "link"})
-	wantOK(t, res)
-	if decode[RemoveData](t, res).Type != "symlink" || readBack(t, filepath.Join(ws, "target.txt")) != "target" {
+	tooltest.WantOK(t, res)
+	if tooltest.Decode[RemoveData](t, res).Type != "symlink" || tooltest.ReadFile(t, filepath.Join(ws, "target.txt")) != "target" {
 		t.Fatal("removing a symlink must leave its target")
 	}
 	if _, err := os.Lstat(filepath.Join(ws, "link")); !os.IsNotExist(err) {
 		t.Fatal("link still there")
 	}
-	wantOK(t, fsCall(t, g, "fs_remove", map[string]any{"path": "empty"}))
+	tooltest.WantOK(t, fsCall(t, g, "fs_remove", map[string]any{"path": "empty"}))
 	res = fsCall(t, g, "fs_remove", map[string]any{"path": "tree"})
 	wantCode(t, res, runtime.CodeInvalidInput)
 	if !strings.Contains(res.Error.Hint, "recursive") {
 		t.Errorf("hint %q", res.Error.Hint)
 	}
 	res = fsCall(t, g, "fs_remove", map[string]any{"path": "tree", "recursive": true})
-	wantOK(t, res)
+	tooltest.WantOK(t, res)
 	if _, err := os.Lstat(filepath.Join(ws, "tree")); !os.IsNotExist(err) {
 		t.Fatal("tree still there")
 	}
 	res = fsCall(t, g, "fs_remove", map[string]any{"path": "gone", "force": true})
-	wantOK(t, res)
-	if decode[RemoveData](t, res).Removed || len(res.Warnings) != 0 {
+	tooltest.WantOK(t, res)
+	if tooltest.Decode[RemoveData](t, res).Removed || len(res.Warnings) != 0 {
 		t.Fatalf("%s", res.Data)
 	}
 	tests := []struct {
@@ -680,7 +656,7 @@ func TestFSRemove(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { wantCode(t, fsCall(t, g, "fs_remove", tt.args), tt.code) })
 	}
-	if readBack(t, filepath.Join(ws, "repo/src/main.go")) != "package main" {
+	if tooltest.ReadFile(t, filepath.Join(ws, "repo/src/main.go")) != "package main" {
 		t.Fatal("a refused recursive delete removed something")
 	}
 	_, g2, _ := testWS(t, testRO)
@@ -701,24 +677,24 @@ func TestFSGlob(t *testing.T) {
 	os.Symlink(outside, filepath.Join(ws, "src/outdir"))
 
 	res := fsCall(t, g, "fs_glob", map[string]any{"pattern": "**/*.go"})
-	wantOK(t, res)
-	d := decode[GlobData](t, res)
+	tooltest.WantOK(t, res)
+	d := tooltest.Decode[GlobData](t, res)
 	if !slices.Equal(d.Matches, []string{"main.go", "src/a.go", "src/deep/b.go"}) || d.Count != 3 || d.OmittedByGrants != 1 || d.Truncated {
 		t.Fatalf("%+v", d)
 	}
 	res = fsCall(t, g, "fs_glob", map[string]any{"pattern": "src/*.go"})
-	wantOK(t, res)
-	if d := decode[GlobData](t, res); !slices.Equal(d.Matches, []string{"src/a.go"}) || res.Output != "src/a.go\n" {
+	tooltest.WantOK(t, res)
+	if d := tooltest.Decode[GlobData](t, res); !slices.Equal(d.Matches, []string{"src/a.go"}) || res.Output != "src/a.go\n" {
 		t.Fatalf("%+v", d)
 	}
 	res = fsCall(t, g, "fs_glob", map[string]any{"pattern": "src/{a,c}.*"})
-	wantOK(t, res)
-	if d := decode[GlobData](t, res); len(d.Matches) != 2 {
+	tooltest.WantOK(t, res)
+	if d := tooltest.Decode[GlobData](t, res); len(d.Matches) != 2 {
 		t.Fatalf("%+v", d)
 	}
 	res = fsCall(t, g, "fs_glob", map[string]any{"pattern": "nothing/here/*"})
-	wantOK(t, res)
-	if d := decode[GlobData](t, res); d.Count != 0 {
+	tooltest.WantOK(t, res)
+	if d := tooltest.Decode[GlobData](t, res); d.Count != 0 {
 		t.Fatalf("%+v", d)
 	}
 	tests := []struct {
@@ -736,9 +712,9 @@ func TestFSGlob(t *testing.T) {
 	for _, tt := range tests {
 		wantCode(t, fsCall(t, g, "fs_glob", map[string]any{"pattern": tt.pattern}), tt.code)
 	}
-	before := treeChecksum(t, ws)
-	wantOK(t, fsDry(t, g, "fs_glob", map[string]any{"pattern": "**"}))
-	if treeChecksum(t, ws) != before {
+	before := tooltest.TreeChecksum(t, ws)
+	tooltest.WantOK(t, fsDry(t, g, "fs_glob", map[string]any{"pattern": "**"}))
+	if tooltest.TreeChecksum(t, ws) != before {
 		t.Fatal("dry run changed the workspace")
 	}
 	checkRedaction(t, g, audit, "fs_glob", func(p string) map[string]any { return map[string]any{"pattern": p + "/*"} })
@@ -752,8 +728,8 @@ func TestFSGlob(t *testing.T) {
 			f.Close()
 		}
 		res := fsCall(t, g, "fs_glob", map[string]any{"pattern": "src/*.txt"})
-		wantOK(t, res)
-		if d := decode[GlobData](t, res); !d.Truncated || d.Count != maxGlobResults || len(res.Warnings) != 1 {
+		tooltest.WantOK(t, res)
+		if d := tooltest.Decode[GlobData](t, res); !d.Truncated || d.Count != maxGlobResults || len(res.Warnings) != 1 {
 			t.Fatalf("count %d truncated %v", d.Count, d.Truncated)
 		}
 	})
@@ -762,8 +738,8 @@ func TestFSGlob(t *testing.T) {
 		writeFile(t, filepath.Join(ws, "docs/a.md"), "")
 		writeFile(t, filepath.Join(ws, "docs/b.txt"), "")
 		res := fsCall(t, g, "fs_glob", map[string]any{"pattern": "docs/*"})
-		wantOK(t, res)
-		if d := decode[GlobData](t, res); !slices.Equal(d.Matches, []string{"docs/a.md"}) || d.OmittedByGrants != 1 {
+		tooltest.WantOK(t, res)
+		if d := tooltest.Decode[GlobData](t, res); !slices.Equal(d.Matches, []string{"docs/a.md"}) || d.OmittedByGrants != 1 {
 			t.Fatalf("%+v", d)
 		}
 	})
@@ -778,8 +754,8 @@ func TestFSReadFiles(t *testing.T) {
 	os.Symlink("loop2", filepath.Join(ws, "loop1"))
 	os.Symlink("loop1", filepath.Join(ws, "loop2"))
 	res := fsCall(t, g, "read_files", map[string]any{"file_paths": []string{"a.txt", "missing", "b.txt", "bin", "dir", "loop1"}})
-	wantOK(t, res)
-	d := decode[ReadFilesData](t, res)
+	tooltest.WantOK(t, res)
+	d := tooltest.Decode[ReadFilesData](t, res)
 	if res.Output != "==> a.txt <==\nA\n==> b.txt <==\nB\n" || d.FilesReadCount != 2 || len(d.Files) != 2 || d.Files[1] != (ReadFilesEntry{"b.txt", 1}) {
 		t.Fatalf("%q %+v", res.Output, d)
 	}
@@ -800,9 +776,9 @@ func TestFSReadFiles(t *testing.T) {
 	wantCode(t, fsCall(t, g, "read_files", map[string]any{"file_paths": []string{"a\x00"}}), runtime.CodeInvalidInput)
 	wantCode(t, fsCall(t, g, "read_files", map[string]any{"file_paths": []string{}}), runtime.CodeInvalidInput)
 	wantCode(t, fsCall(t, g, "read_files", map[string]any{"file_paths": "a.txt"}), runtime.CodeInvalidInput)
-	before := treeChecksum(t, ws)
-	wantOK(t, fsDry(t, g, "read_files", map[string]any{"file_paths": []string{"a.txt"}}))
-	if treeChecksum(t, ws) != before {
+	before := tooltest.TreeChecksum(t, ws)
+	tooltest.WantOK(t, fsDry(t, g, "read_files", map[string]any{"file_paths": []string{"a.txt"}}))
+	if tooltest.TreeChecksum(t, ws) != before {
 		t.Fatal("dry run changed the workspace")
 	}
 	checkRedaction(t, g, audit, "read_files", func(p string) map[string]any { return map[string]any{"file_paths": []string{"a.txt", p}} })
@@ -812,8 +788,8 @@ func TestFSReadFiles(t *testing.T) {
 		writeFile(t, filepath.Join(ws, "h1"), half)
 		writeFile(t, filepath.Join(ws, "h2"), half)
 		res := fsCall(t, g, "read_files", map[string]any{"file_paths": []string{"h1", "h2", "a.txt"}})
-		wantOK(t, res)
-		d := decode[ReadFilesData](t, res)
+		tooltest.WantOK(t, res)
+		d := tooltest.Decode[ReadFilesData](t, res)
 		if d.FilesReadCount != 2 || len(d.SkippedFiles) != 1 || d.SkippedFiles[0].Code != runtime.CodeTooLarge || d.SkippedFiles[0].Path != "h2" {
 			t.Fatalf("%+v", d.SkippedFiles)
 		}

@@ -6,18 +6,21 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/wardenrt/warden/builtin/internal/tooltest"
+	"github.com/wardenrt/warden/runtime/runtimetest"
 )
 
 // BenchmarkGitStatus: git_status through the gate (hardened git, the config
 // scan for filter drivers, porcelain v2 parsing, audit in memory) against
-// plain `git status --porcelain=v2`, on a repository of 10,000 committed
+// tooltest.GitPlain `git status --porcelain=v2`, on a repository of 10,000 committed
 // files with a few modified and one untracked.
 func BenchmarkGitStatus(b *testing.B) {
 	ws, err := filepath.EvalSymlinks(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}
-	plain(b, ws, "init", "-q", "-b", "main")
+	tooltest.GitPlain(b, ws, "init", "-q", "-b", "main")
 	for d := 0; d < 100; d++ {
 		dir := filepath.Join(ws, fmt.Sprintf("d%02d", d))
 		if err := os.Mkdir(dir, 0o755); err != nil {
@@ -29,21 +32,21 @@ func BenchmarkGitStatus(b *testing.B) {
 			}
 		}
 	}
-	plain(b, ws, "add", "-A")
-	plain(b, ws, "commit", "-q", "-m", "10,000 files")
+	tooltest.GitPlain(b, ws, "add", "-A")
+	tooltest.GitPlain(b, ws, "commit", "-q", "-m", "10,000 files")
 	for _, p := range []string{"d00/f00.txt", "d10/f10.txt", "d50/f50.txt", "d99/f99.txt"} {
-		write(b, ws, p, "modified\n")
+		runtimetest.WriteFile(b, ws, p, "modified\n")
 	}
-	write(b, ws, "untracked.txt", "new\n")
+	runtimetest.WriteFile(b, ws, "untracked.txt", "new\n")
 	// Settle the index once, as a user's repository would be.
-	plain(b, ws, "status", "-s")
+	tooltest.GitPlain(b, ws, "status", "-s")
 
-	bin := testBinary(b)
+	bin := tooltest.GitBinary(b)
 	b.Run("git", func(b *testing.B) {
 		for b.Loop() {
 			cmd := exec.Command(bin, "status", "--porcelain=v2")
 			cmd.Dir = ws
-			cmd.Env = plainEnv()
+			cmd.Env = tooltest.GitPlainEnv()
 			if err := cmd.Run(); err != nil {
 				b.Fatal(err)
 			}
@@ -52,7 +55,7 @@ func BenchmarkGitStatus(b *testing.B) {
 	b.Run("tool", func(b *testing.B) {
 		g, _ := gate(b, policyRead, ws)
 		for b.Loop() {
-			res := callTool(b, g, "git_status", `{}`)
+			res := tooltest.Call(b, g, "git_status", `{}`)
 			if !res.Success {
 				b.Fatal(res.Error)
 			}

@@ -10,7 +10,9 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/wardenrt/warden/builtin/internal/tooltest"
 	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/runtimetest"
 )
 
 // The confinement suite: a workspace whose repository reaches another
@@ -18,7 +20,7 @@ import (
 // commondir, alternates, symlinks inside .git — is refused with PATH_ESCAPE
 // by every git tool, with git.read alone and with commits fully allowed; the
 // outside repository is neither changed (checksum) nor read (an object only
-// it holds is not shown). Each case first shows that plain git, in the same
+// it holds is not shown). Each case first shows that tooltest.GitPlain git, in the same
 // workspace, does use the outside repository, so the test is armed.
 
 // gitOutside is a repository outside the workspace, with a commit and a
@@ -29,14 +31,14 @@ type gitOutside struct {
 
 func newGitOutside(t *testing.T) gitOutside {
 	t.Helper()
-	dir := fixture(t)
+	dir := tooltest.GitFixture(t)
 	secret := "OUTSIDE-ONLY-CONTENT-7f3a\n"
-	write(t, dir, "secret.txt", secret)
-	plain(t, dir, "add", "secret.txt")
-	plain(t, dir, "commit", "-q", "-m", "outside only")
+	runtimetest.WriteFile(t, dir, "secret.txt", secret)
+	tooltest.GitPlain(t, dir, "add", "secret.txt")
+	tooltest.GitPlain(t, dir, "commit", "-q", "-m", "outside only")
 	return gitOutside{
 		dir: dir, head: gitHead(t, dir), secret: secret,
-		blob: strings.TrimSpace(plain(t, dir, "rev-parse", "HEAD:secret.txt")),
+		blob: strings.TrimSpace(tooltest.GitPlain(t, dir, "rev-parse", "HEAD:secret.txt")),
 	}
 }
 
@@ -45,12 +47,12 @@ func newGitOutside(t *testing.T) gitOutside {
 // unchanged, and none of its content in any result.
 func confineRefused(t *testing.T, ws string, out gitOutside, why string) {
 	t.Helper()
-	before := treeChecksum(t, out.dir)
+	before := tooltest.TreeChecksum(t, out.dir)
 	// Something to commit, should a commit get through.
-	write(t, ws, "a.txt", "changed in the workspace\n")
+	runtimetest.WriteFile(t, ws, "a.txt", "changed in the workspace\n")
 	gr, _ := gate(t, policyRead, ws)
 	gw, _ := gate(t, policyWrite, ws)
-	patch := gitArgs(t, map[string]any{"patch": "--- a/dir/b.txt\n+++ b/dir/b.txt\n@@ -1 +1 @@\n-bee\n+BEE\n"})
+	patch := tooltest.JSON(t, map[string]any{"patch": "--- a/dir/b.txt\n+++ b/dir/b.txt\n@@ -1 +1 @@\n-bee\n+BEE\n"})
 	calls := []struct {
 		tool, args string
 		g          *runtime.Gate
@@ -71,7 +73,7 @@ func confineRefused(t *testing.T, ws string, out gitOutside, why string) {
 		{"git_show", `{"ref":"` + out.blob + `"}`, gw, false},
 	}
 	for _, c := range calls {
-		res := callToolReq(t, c.g, runtime.Request{Tool: c.tool, Args: json.RawMessage(c.args), Principal: []string{"test"}, DryRun: c.dry})
+		res := tooltest.CallReq(t, c.g, runtime.Request{Tool: c.tool, Args: json.RawMessage(c.args), Principal: []string{"test"}, DryRun: c.dry})
 		if res.Success || res.Error == nil || res.Error.Code != runtime.CodePathEscape {
 			t.Fatalf("%s: %s %s (dry run %v): want PATH_ESCAPE, got success=%v error=%+v output=%.300s", why, c.tool, c.args, c.dry, res.Success, res.Error, res.Output)
 		}
@@ -83,7 +85,7 @@ func confineRefused(t *testing.T, ws string, out gitOutside, why string) {
 			t.Fatalf("%s: %s showed the outside repository's content: %s", why, c.tool, blob)
 		}
 	}
-	if after := treeChecksum(t, out.dir); after != before {
+	if after := tooltest.TreeChecksum(t, out.dir); after != before {
 		t.Fatalf("%s: the outside repository changed", why)
 	}
 	if gitHead(t, out.dir) != out.head {
@@ -91,23 +93,23 @@ func confineRefused(t *testing.T, ws string, out gitOutside, why string) {
 	}
 }
 
-// workspaceTree is a workspace with the fixture's files and no .git.
+// workspaceTree is a workspace with the tooltest.GitFixture's files and no .git.
 func workspaceTree(t *testing.T) string {
 	t.Helper()
 	ws, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	write(t, ws, "a.txt", "one\ntwo\nthree\nfour\n")
-	write(t, ws, "dir/b.txt", "bee\n")
+	runtimetest.WriteFile(t, ws, "a.txt", "one\ntwo\nthree\nfour\n")
+	runtimetest.WriteFile(t, ws, "dir/b.txt", "bee\n")
 	return ws
 }
 
-// gitArmed asserts that plain git in ws sees the outside repository's
+// gitArmed asserts that tooltest.GitPlain git in ws sees the outside repository's
 // commit (or object), so the refusal below is not vacuous.
 func gitArmed(t *testing.T, ws string, out gitOutside) {
 	t.Helper()
-	if got := plain(t, ws, "cat-file", "-p", out.blob); got != out.secret {
+	if got := tooltest.GitPlain(t, ws, "cat-file", "-p", out.blob); got != out.secret {
 		t.Fatalf("fixture not armed: plain git in the workspace does not read the outside object (%q)", got)
 	}
 }
@@ -117,15 +119,15 @@ func gitArmed(t *testing.T, ws string, out gitOutside) {
 func TestGitConfineDotGitFile(t *testing.T) {
 	out := newGitOutside(t)
 	ws := workspaceTree(t)
-	write(t, ws, ".git", "gitdir: "+filepath.Join(out.dir, ".git")+"\n")
+	runtimetest.WriteFile(t, ws, ".git", "gitdir: "+filepath.Join(out.dir, ".git")+"\n")
 	gitArmed(t, ws, out)
 	confineRefused(t, ws, out, ".git file")
-	res := callTool(t, mustGitGate(t, policyRead, ws), "git_status", `{}`)
+	res := tooltest.Call(t, mustGitGate(t, policyRead, ws), "git_status", `{}`)
 	if !strings.Contains(res.Error.Message, "is a file") || !strings.Contains(res.Error.Message, "gitdir:") {
 		t.Errorf("message %q", res.Error.Message)
 	}
 	// A relative gitdir is refused the same way.
-	write(t, ws, ".git", "gitdir: ../"+filepath.Base(out.dir)+"/.git\n")
+	runtimetest.WriteFile(t, ws, ".git", "gitdir: ../"+filepath.Base(out.dir)+"/.git\n")
 	confineRefused(t, ws, out, "relative .git file")
 }
 
@@ -139,7 +141,7 @@ func TestGitConfineDotGitSymlink(t *testing.T) {
 	}
 	gitArmed(t, ws, out)
 	confineRefused(t, ws, out, ".git symlink")
-	res := callTool(t, mustGitGate(t, policyRead, ws), "git_status", `{}`)
+	res := tooltest.Call(t, mustGitGate(t, policyRead, ws), "git_status", `{}`)
 	if !strings.Contains(res.Error.Message, "is a symlink") {
 		t.Errorf("message %q", res.Error.Message)
 	}
@@ -160,11 +162,11 @@ func TestGitConfineCommondir(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			write(t, ws, ".git/HEAD", "ref: refs/heads/main\n")
-			write(t, ws, ".git/commondir", commondir+"\n")
+			runtimetest.WriteFile(t, ws, ".git/HEAD", "ref: refs/heads/main\n")
+			runtimetest.WriteFile(t, ws, ".git/commondir", commondir+"\n")
 			gitArmed(t, ws, out)
 			confineRefused(t, ws, out, "commondir")
-			res := callTool(t, mustGitGate(t, policyRead, ws), "git_status", `{}`)
+			res := tooltest.Call(t, mustGitGate(t, policyRead, ws), "git_status", `{}`)
 			// warden's check names the common directory; under the
 			// sandbox git cannot even read it to report where it is.
 			if !strings.Contains(res.Error.Message, "common directory") && !strings.Contains(res.Error.Message, "lies outside the workspace") {
@@ -185,31 +187,31 @@ func TestGitConfineAlternates(t *testing.T) {
 		name  string
 		setup func(ws string)
 	}{
-		{"absolute", func(ws string) { write(t, ws, ".git/objects/info/alternates", outObjs+"\n") }},
+		{"absolute", func(ws string) { runtimetest.WriteFile(t, ws, ".git/objects/info/alternates", outObjs+"\n") }},
 		{"after a comment and a blank line", func(ws string) {
-			write(t, ws, ".git/objects/info/alternates", "# shared\n\n"+outObjs+"\n")
+			runtimetest.WriteFile(t, ws, ".git/objects/info/alternates", "# shared\n\n"+outObjs+"\n")
 		}},
 		{"relative", func(ws string) {
 			rel, err := filepath.Rel(filepath.Join(ws, ".git", "objects"), outObjs)
 			if err != nil {
 				t.Fatal(err)
 			}
-			write(t, ws, ".git/objects/info/alternates", rel+"\n")
+			runtimetest.WriteFile(t, ws, ".git/objects/info/alternates", rel+"\n")
 		}},
 		{"chained through the workspace", func(ws string) {
 			store := filepath.Join(ws, "store", "objects")
-			write(t, ws, "store/objects/info/alternates", outObjs+"\n")
-			write(t, ws, ".git/objects/info/alternates", store+"\n")
+			runtimetest.WriteFile(t, ws, "store/objects/info/alternates", outObjs+"\n")
+			runtimetest.WriteFile(t, ws, ".git/objects/info/alternates", store+"\n")
 		}},
 		{"through a symlink in the workspace", func(ws string) {
 			if err := os.Symlink(outObjs, filepath.Join(ws, "objlink")); err != nil {
 				t.Fatal(err)
 			}
-			write(t, ws, ".git/objects/info/alternates", filepath.Join(ws, "objlink")+"\n")
+			runtimetest.WriteFile(t, ws, ".git/objects/info/alternates", filepath.Join(ws, "objlink")+"\n")
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ws := fixture(t)
+			ws := tooltest.GitFixture(t)
 			tc.setup(ws)
 			gitArmed(t, ws, out)
 			confineRefused(t, ws, out, "alternates")
@@ -218,22 +220,22 @@ func TestGitConfineAlternates(t *testing.T) {
 
 	// A quoted entry is refused (warden does not parse git's quoting), and
 	// an alternates FIFO is refused without hanging.
-	ws := fixture(t)
-	write(t, ws, ".git/objects/info/alternates", `"`+outObjs+`"`+"\n")
+	ws := tooltest.GitFixture(t)
+	runtimetest.WriteFile(t, ws, ".git/objects/info/alternates", `"`+outObjs+`"`+"\n")
 	gitArmed(t, ws, out)
 	confineRefused(t, ws, out, "quoted alternates")
-	ws = fixture(t)
+	ws = tooltest.GitFixture(t)
 	os.MkdirAll(filepath.Join(ws, ".git", "objects", "info"), 0o755)
 	if err := syscall.Mkfifo(filepath.Join(ws, ".git", "objects", "info", "alternates"), 0o644); err != nil {
 		t.Skip("no FIFOs here")
 	}
-	wantCode(t, callTool(t, mustGitGate(t, policyRead, ws), "git_status", `{}`), runtime.CodePathEscape)
+	tooltest.WantCode(t, tooltest.Call(t, mustGitGate(t, policyRead, ws), "git_status", `{}`), runtime.CodePathEscape)
 }
 
 // TestGitConfineAlternatesInside: an alternate object store inside the
-// workspace is the workspace's own data, and is allowed.
+// workspace is the workspace's own tooltest.Decode, and is allowed.
 func TestGitConfineAlternatesInside(t *testing.T) {
-	ws := fixture(t)
+	ws := tooltest.GitFixture(t)
 	// Move the repository's objects into a store in the workspace, and
 	// point alternates at it.
 	src := filepath.Join(ws, ".git", "objects")
@@ -242,11 +244,11 @@ func TestGitConfineAlternatesInside(t *testing.T) {
 	if err := os.Rename(src, filepath.Join(store, "objects")); err != nil {
 		t.Fatal(err)
 	}
-	write(t, ws, ".git/objects/info/alternates", "../../store/objects\n")
+	runtimetest.WriteFile(t, ws, ".git/objects/info/alternates", "../../store/objects\n")
 	os.MkdirAll(filepath.Join(ws, ".git", "objects", "pack"), 0o755)
 	g, _ := gate(t, policyRead, ws)
-	res := callTool(t, g, "git_show", `{"ref":"HEAD"}`)
-	wantOK(t, res)
+	res := tooltest.Call(t, g, "git_show", `{"ref":"HEAD"}`)
+	tooltest.WantOK(t, res)
 	if !strings.Contains(res.Output, "second") {
 		t.Fatalf("output %s", res.Output)
 	}
@@ -268,21 +270,21 @@ func TestGitConfineSymlinksInGitDir(t *testing.T) {
 		}
 	}
 	t.Run("objects", func(t *testing.T) {
-		ws := fixture(t)
+		ws := tooltest.GitFixture(t)
 		relink(t, ws, "objects", filepath.Join(out.dir, ".git", "objects"))
 		gitArmed(t, ws, out)
 		confineRefused(t, ws, out, "objects symlink")
 	})
 	t.Run("refs", func(t *testing.T) {
-		ws := fixture(t)
+		ws := tooltest.GitFixture(t)
 		relink(t, ws, "refs", filepath.Join(out.dir, ".git", "refs"))
-		if got := strings.TrimSpace(plain(t, ws, "rev-parse", "refs/heads/main")); got != out.head {
+		if got := strings.TrimSpace(tooltest.GitPlain(t, ws, "rev-parse", "refs/heads/main")); got != out.head {
 			t.Fatalf("fixture not armed: plain git reads refs/heads/main as %s, not the outside %s", got, out.head)
 		}
 		confineRefused(t, ws, out, "refs symlink")
 	})
 	t.Run("loose object directory", func(t *testing.T) {
-		ws := fixture(t)
+		ws := tooltest.GitFixture(t)
 		dir := out.blob[:2]
 		src := filepath.Join(out.dir, ".git", "objects", dir)
 		if _, err := os.Stat(src); err != nil {
@@ -293,34 +295,34 @@ func TestGitConfineSymlinksInGitDir(t *testing.T) {
 		confineRefused(t, ws, out, "objects/xx symlink")
 	})
 	t.Run("index to an outside file", func(t *testing.T) {
-		ws := fixture(t)
+		ws := tooltest.GitFixture(t)
 		relink(t, ws, "index", filepath.Join(out.dir, ".git", "index"))
 		confineRefused(t, ws, out, "index symlink")
 	})
 	t.Run("HEAD to a file inside", func(t *testing.T) {
-		ws := fixture(t)
+		ws := tooltest.GitFixture(t)
 		relink(t, ws, "HEAD", "refs/heads/main") // core.preferSymlinkRefs' form
 		g, _ := gate(t, policyRead, ws)
-		wantOK(t, callTool(t, g, "git_status", `{}`))
+		tooltest.WantOK(t, tooltest.Call(t, g, "git_status", `{}`))
 	})
 }
 
 // TestGitConfineBareWorkspace: a workspace laid out as a bare repository
 // (with alternates leading out) and an empty .git is not taken for a
-// repository: plain git skips the broken .git and uses the workspace itself.
+// repository: tooltest.GitPlain git skips the broken .git and uses the workspace itself.
 func TestGitConfineBareWorkspace(t *testing.T) {
 	out := newGitOutside(t)
 	ws := workspaceTree(t)
-	plain(t, ws, "init", "-q", "--bare", "-b", "main")
-	write(t, ws, "objects/info/alternates", filepath.Join(out.dir, ".git", "objects")+"\n")
+	tooltest.GitPlain(t, ws, "init", "-q", "--bare", "-b", "main")
+	runtimetest.WriteFile(t, ws, "objects/info/alternates", filepath.Join(out.dir, ".git", "objects")+"\n")
 	if err := os.Mkdir(filepath.Join(ws, ".git"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	gitArmed(t, ws, out)
 	g, _ := gate(t, policyRead, ws)
 	for _, c := range []struct{ tool, args string }{{"git_show", `{"ref":"` + out.blob + `"}`}, {"git_status", `{}`}} {
-		res := callTool(t, g, c.tool, c.args)
-		wantCode(t, res, runtime.CodeNotFound)
+		res := tooltest.Call(t, g, c.tool, c.args)
+		tooltest.WantCode(t, res, runtime.CodeNotFound)
 		if strings.Contains(res.Output, "OUTSIDE") {
 			t.Fatalf("%s read the outside object", c.tool)
 		}

@@ -9,13 +9,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wardenrt/warden/builtin/internal/tooltest"
 	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/runtimetest"
 )
 
 // The hostile suite: a repository whose .git/config, .gitattributes and
-// hooks try to make git run programs, patches that try to write outside the
+// hooks try to make git run programs, patches that try to runtimetest.WriteFile outside the
 // working tree, and refs that try to become options. Each planted program
-// writes a marker file; every case first shows that plain git (no warden)
+// writes a marker file; every case first shows that tooltest.GitPlain git (no warden)
 // does run it — so the test is armed — then that no git tool does.
 
 // markers is a directory for marker files and the scripts that make them.
@@ -69,7 +71,7 @@ func (m *markers) clear() {
 	}
 }
 
-// armed asserts that plain git ran the planted program(s), then clears.
+// armed asserts that tooltest.GitPlain git ran the planted program(s), then clears.
 func (m *markers) armed(what string) {
 	m.t.Helper()
 	if len(m.fired()) == 0 {
@@ -90,7 +92,7 @@ func (m *markers) none(after string) {
 // planted program has every chance to run.
 func callAll(t *testing.T, g *runtime.Gate, ws string, m *markers) {
 	t.Helper()
-	write(t, ws, "a.txt", "ONE\ntwo\nthree\nfour\n") // same size: git must look at the content
+	runtimetest.WriteFile(t, ws, "a.txt", "ONE\ntwo\nthree\nfour\n") // same size: git must look at the content
 	past := time.Now().Add(-time.Hour)
 	os.Chtimes(filepath.Join(ws, "a.txt"), past, past)
 	calls := []struct {
@@ -106,13 +108,13 @@ func callAll(t *testing.T, g *runtime.Gate, ws string, m *markers) {
 		{"git_show", `{"ref":"HEAD:a.txt"}`, false},
 		{"git_branches", `{"all":true}`, false},
 		{"git_commit", `{"message":"preview","all":true}`, true},
-		{"git_apply_patch", gitArgs(t, map[string]any{"patch": "--- a/dir/b.txt\n+++ b/dir/b.txt\n@@ -1 +1 @@\n-bee\n+BEE\n"}), true},
-		{"git_apply_patch", gitArgs(t, map[string]any{"patch": "--- a/dir/b.txt\n+++ b/dir/b.txt\n@@ -1 +1 @@\n-bee\n+BEE\n"}), false},
+		{"git_apply_patch", tooltest.JSON(t, map[string]any{"patch": "--- a/dir/b.txt\n+++ b/dir/b.txt\n@@ -1 +1 @@\n-bee\n+BEE\n"}), true},
+		{"git_apply_patch", tooltest.JSON(t, map[string]any{"patch": "--- a/dir/b.txt\n+++ b/dir/b.txt\n@@ -1 +1 @@\n-bee\n+BEE\n"}), false},
 		{"git_commit", `{"message":"hostile","all":true}`, false},
 		{"git_show", `{"ref":"HEAD"}`, false},
 	}
 	for _, c := range calls {
-		res := callToolReq(t, g, runtime.Request{Tool: c.tool, Args: json.RawMessage(c.args), Principal: []string{"test"}, DryRun: c.dry})
+		res := tooltest.CallReq(t, g, runtime.Request{Tool: c.tool, Args: json.RawMessage(c.args), Principal: []string{"test"}, DryRun: c.dry})
 		if !res.Success {
 			t.Fatalf("%s %s: %+v", c.tool, c.args, res.Error)
 		}
@@ -121,10 +123,10 @@ func callAll(t *testing.T, g *runtime.Gate, ws string, m *markers) {
 }
 
 func TestGitHostileFSMonitor(t *testing.T) {
-	ws := fixture(t)
+	ws := tooltest.GitFixture(t)
 	m := newGitMarkers(t)
-	plain(t, ws, "config", "core.fsmonitor", m.script("fsmonitor", "exit 0"))
-	plain(t, ws, "status")
+	tooltest.GitPlain(t, ws, "config", "core.fsmonitor", m.script("fsmonitor", "exit 0"))
+	tooltest.GitPlain(t, ws, "status")
 	m.armed("core.fsmonitor")
 	g, _ := gate(t, policyWrite, ws)
 	callAll(t, g, ws, m)
@@ -135,12 +137,12 @@ func TestGitHostileHooks(t *testing.T) {
 		"post-index-change", "reference-transaction", "pre-auto-gc", "post-rewrite", "pre-applypatch", "post-applypatch"}
 	for _, via := range []string{".git/hooks", "core.hooksPath"} {
 		t.Run(via, func(t *testing.T) {
-			ws := fixture(t)
+			ws := tooltest.GitFixture(t)
 			m := newGitMarkers(t)
 			dir := filepath.Join(ws, ".git", "hooks")
 			if via == "core.hooksPath" {
 				dir = filepath.Join(m.dir, "hooks")
-				plain(t, ws, "config", "core.hooksPath", dir)
+				tooltest.GitPlain(t, ws, "config", "core.hooksPath", dir)
 			}
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				t.Fatal(err)
@@ -150,13 +152,13 @@ func TestGitHostileHooks(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			write(t, ws, "arm.txt", "x\n")
-			plain(t, ws, "add", "arm.txt")
-			plain(t, ws, "commit", "-q", "-m", "arm")
+			runtimetest.WriteFile(t, ws, "arm.txt", "x\n")
+			tooltest.GitPlain(t, ws, "add", "arm.txt")
+			tooltest.GitPlain(t, ws, "commit", "-q", "-m", "arm")
 			m.armed("hooks in " + via)
 			g, _ := gate(t, policyWrite, ws)
 			callAll(t, g, ws, m)
-			if !strings.Contains(plain(t, ws, "log", "-1", "--format=%s"), "hostile") {
+			if !strings.Contains(tooltest.GitPlain(t, ws, "log", "-1", "--format=%s"), "hostile") {
 				t.Fatal("the commit should have been made, without its hooks")
 			}
 		})
@@ -167,13 +169,13 @@ func TestGitHostileHooks(t *testing.T) {
 // .gitattributes and defined in .git/config (one through an include, one
 // with "=" in its name, all required) never run; the tools still work.
 func TestGitHostileFilters(t *testing.T) {
-	ws := fixture(t)
+	ws := tooltest.GitFixture(t)
 	m := newGitMarkers(t)
-	write(t, ws, ".gitattributes", "*.txt filter=evil\n*.dat filter=a=b\n*.md filter=inc\n")
-	write(t, ws, "x.dat", "dat\n")
-	write(t, ws, "x.md", "md\n")
-	plain(t, ws, "add", "-A")
-	plain(t, ws, "commit", "-q", "-m", "attributes, before the filters are planted")
+	runtimetest.WriteFile(t, ws, ".gitattributes", "*.txt filter=evil\n*.dat filter=a=b\n*.md filter=inc\n")
+	runtimetest.WriteFile(t, ws, "x.dat", "dat\n")
+	runtimetest.WriteFile(t, ws, "x.md", "md\n")
+	tooltest.GitPlain(t, ws, "add", "-A")
+	tooltest.GitPlain(t, ws, "commit", "-q", "-m", "attributes, before the filters are planted")
 	extra := filepath.Join(ws, ".git", "extra.config")
 	if err := os.WriteFile(extra, []byte("[filter \"inc\"]\n\tclean = "+m.script("inc-clean", "")+"\n\trequired = true\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -188,7 +190,7 @@ func TestGitHostileFilters(t *testing.T) {
 	f.WriteString(cfg)
 	f.Close()
 	for _, name := range []string{"a.txt", "x.dat", "x.md"} {
-		write(t, ws, name, strings.ToUpper(read(t, ws, name)))
+		runtimetest.WriteFile(t, ws, name, strings.ToUpper(read(t, ws, name)))
 		plainMayFail(t, ws, "diff", "--", name)
 	}
 	if got := strings.Join(m.fired(), ","); got != "clean,inc-clean,process" {
@@ -198,20 +200,20 @@ func TestGitHostileFilters(t *testing.T) {
 	g, _ := gate(t, policyWrite, ws)
 	callAll(t, g, ws, m)
 	// The filters being off, git sees the files as they are.
-	st := data[Status](t, callTool(t, g, "git_status", `{}`))
+	st := tooltest.Decode[Status](t, tooltest.Call(t, g, "git_status", `{}`))
 	if !st.Clean {
 		t.Fatalf("after commit -a the tree should be clean: %+v", st.Entries)
 	}
 	m.none("git_status")
 }
 
-// plainMayFail runs plain git and ignores its failure (a planted program
+// plainMayFail runs tooltest.GitPlain git and ignores its failure (a planted program
 // may make it fail after it ran).
 func plainMayFail(t testing.TB, dir string, args ...string) {
 	t.Helper()
-	cmd := exec.Command(testBinary(t), args...)
+	cmd := exec.Command(tooltest.GitBinary(t), args...)
 	cmd.Dir = dir
-	cmd.Env = plainEnv()
+	cmd.Env = tooltest.GitPlainEnv()
 	_ = cmd.Run()
 }
 
@@ -223,21 +225,21 @@ func TestGitHostileSubmodule(t *testing.T) {
 	m := newGitMarkers(t)
 	lib := filepath.Join(m.dir, "lib")
 	os.Mkdir(lib, 0o755)
-	plain(t, lib, "init", "-q", "-b", "main")
-	write(t, lib, "l.txt", "lib\n")
-	write(t, lib, ".gitattributes", "*.txt filter=subevil\n")
-	plain(t, lib, "add", "-A")
-	plain(t, lib, "commit", "-q", "-m", "lib")
-	ws := fixture(t)
-	plain(t, ws, "-c", "protocol.file.allow=always", "submodule", "-q", "add", lib, "sub")
-	plain(t, ws, "commit", "-q", "-m", "add submodule")
+	tooltest.GitPlain(t, lib, "init", "-q", "-b", "main")
+	runtimetest.WriteFile(t, lib, "l.txt", "lib\n")
+	runtimetest.WriteFile(t, lib, ".gitattributes", "*.txt filter=subevil\n")
+	tooltest.GitPlain(t, lib, "add", "-A")
+	tooltest.GitPlain(t, lib, "commit", "-q", "-m", "lib")
+	ws := tooltest.GitFixture(t)
+	tooltest.GitPlain(t, ws, "-c", "protocol.file.allow=always", "submodule", "-q", "add", lib, "sub")
+	tooltest.GitPlain(t, ws, "commit", "-q", "-m", "add submodule")
 	subGit := filepath.Join(ws, ".git", "modules", "sub")
-	plain(t, subGit, "config", "filter.subevil.clean", m.script("sub-clean", ""))
-	plain(t, subGit, "config", "core.fsmonitor", m.script("sub-fsmonitor", "exit 0"))
-	write(t, ws, "sub/l.txt", "LIB\n")
+	tooltest.GitPlain(t, subGit, "config", "filter.subevil.clean", m.script("sub-clean", ""))
+	tooltest.GitPlain(t, subGit, "config", "core.fsmonitor", m.script("sub-fsmonitor", "exit 0"))
+	runtimetest.WriteFile(t, ws, "sub/l.txt", "LIB\n")
 	past := time.Now().Add(-time.Hour)
 	os.Chtimes(filepath.Join(ws, "sub/l.txt"), past, past)
-	plain(t, ws, "status")
+	tooltest.GitPlain(t, ws, "status")
 	m.armed("filter and fsmonitor in a submodule")
 	g, _ := gate(t, policyWrite, ws)
 	callAll(t, g, ws, m)
@@ -246,23 +248,23 @@ func TestGitHostileSubmodule(t *testing.T) {
 // TestGitHostileDiffDrivers: diff.external, a diff driver's command and
 // textconv never run for git_diff, git_show or a commit preview.
 func TestGitHostileDiffDrivers(t *testing.T) {
-	ws := fixture(t)
+	ws := tooltest.GitFixture(t)
 	m := newGitMarkers(t)
-	plain(t, ws, "config", "diff.external", m.script("external", "exit 0"))
-	plain(t, ws, "config", "diff.evil.command", m.script("command", "exit 0"))
-	plain(t, ws, "config", "diff.evil.textconv", m.script("textconv", `cat "$1"`))
-	write(t, ws, ".gitattributes", "*.txt diff=evil\n")
-	plain(t, ws, "add", ".gitattributes")
-	plain(t, ws, "commit", "-q", "--no-verify", "-m", "attributes")
-	write(t, ws, "a.txt", "changed\n")
-	plain(t, ws, "diff")
-	plain(t, ws, "show", "HEAD:a.txt")
+	tooltest.GitPlain(t, ws, "config", "diff.external", m.script("external", "exit 0"))
+	tooltest.GitPlain(t, ws, "config", "diff.evil.command", m.script("command", "exit 0"))
+	tooltest.GitPlain(t, ws, "config", "diff.evil.textconv", m.script("textconv", `cat "$1"`))
+	runtimetest.WriteFile(t, ws, ".gitattributes", "*.txt diff=evil\n")
+	tooltest.GitPlain(t, ws, "add", ".gitattributes")
+	tooltest.GitPlain(t, ws, "commit", "-q", "--no-verify", "-m", "attributes")
+	runtimetest.WriteFile(t, ws, "a.txt", "changed\n")
+	tooltest.GitPlain(t, ws, "diff")
+	tooltest.GitPlain(t, ws, "show", "HEAD:a.txt")
 	m.armed("diff drivers")
-	write(t, ws, "a.txt", "one\ntwo\nthree\nfour\n")
+	runtimetest.WriteFile(t, ws, "a.txt", "one\ntwo\nthree\nfour\n")
 	g, _ := gate(t, policyWrite, ws)
 	callAll(t, g, ws, m)
-	res := callTool(t, g, "git_show", `{"ref":"HEAD~2"}`)
-	wantOK(t, res)
+	res := tooltest.Call(t, g, "git_show", `{"ref":"HEAD~2"}`)
+	tooltest.WantOK(t, res)
 	if !strings.Contains(res.Output, "+four") {
 		t.Fatalf("show without the drivers should be a plain patch: %s", res.Output)
 	}
@@ -270,16 +272,16 @@ func TestGitHostileDiffDrivers(t *testing.T) {
 }
 
 // TestGitHostilePager: pagers in the config never run (git only pages to a
-// terminal, so plain git cannot arm this one without one; the tools also
+// terminal, so tooltest.GitPlain git cannot arm this one without one; the tools also
 // pass --no-pager and set GIT_PAGER=cat).
 func TestGitHostilePager(t *testing.T) {
-	ws := fixture(t)
+	ws := tooltest.GitFixture(t)
 	m := newGitMarkers(t)
-	plain(t, ws, "config", "core.pager", m.script("core-pager", ""))
+	tooltest.GitPlain(t, ws, "config", "core.pager", m.script("core-pager", ""))
 	for _, c := range []string{"diff", "show", "status", "branch", "log", "apply", "commit"} {
-		plain(t, ws, "config", "pager."+c, m.script("pager-"+c, ""))
+		tooltest.GitPlain(t, ws, "config", "pager."+c, m.script("pager-"+c, ""))
 	}
-	plain(t, ws, "config", "core.editor", m.script("editor", "exit 0"))
+	tooltest.GitPlain(t, ws, "config", "core.editor", m.script("editor", "exit 0"))
 	g, _ := gate(t, policyWrite, ws)
 	callAll(t, g, ws, m)
 }
@@ -287,24 +289,24 @@ func TestGitHostilePager(t *testing.T) {
 // TestGitHostileSigning: commit.gpgSign with a planted gpg.program, and
 // log.showSignature on a signed-looking commit.
 func TestGitHostileSigning(t *testing.T) {
-	ws := fixture(t)
+	ws := tooltest.GitFixture(t)
 	m := newGitMarkers(t)
-	plain(t, ws, "config", "gpg.program", m.script("gpg", "exit 1"))
-	plain(t, ws, "config", "gpg.ssh.program", m.script("gpg-ssh", "exit 1"))
-	plain(t, ws, "config", "commit.gpgSign", "true")
-	plain(t, ws, "config", "log.showSignature", "true")
+	tooltest.GitPlain(t, ws, "config", "gpg.program", m.script("gpg", "exit 1"))
+	tooltest.GitPlain(t, ws, "config", "gpg.ssh.program", m.script("gpg-ssh", "exit 1"))
+	tooltest.GitPlain(t, ws, "config", "commit.gpgSign", "true")
+	tooltest.GitPlain(t, ws, "config", "log.showSignature", "true")
 	// A commit carrying a (fake) signature, so show would verify it.
-	raw := plain(t, ws, "cat-file", "commit", "HEAD")
+	raw := tooltest.GitPlain(t, ws, "cat-file", "commit", "HEAD")
 	signed := strings.Replace(raw, "\n\n", "\ngpgsig -----BEGIN PGP SIGNATURE-----\n \n AAAA\n -----END PGP SIGNATURE-----\n\n", 1)
 	path := filepath.Join(m.dir, "commit")
 	os.WriteFile(path, []byte(signed), 0o644)
-	oid := strings.TrimSpace(plain(t, ws, "hash-object", "-t", "commit", "-w", path))
-	plain(t, ws, "update-ref", "refs/heads/main", oid)
-	plain(t, ws, "show", "-s", "HEAD")
+	oid := strings.TrimSpace(tooltest.GitPlain(t, ws, "hash-object", "-t", "commit", "-w", path))
+	tooltest.GitPlain(t, ws, "update-ref", "refs/heads/main", oid)
+	tooltest.GitPlain(t, ws, "show", "-s", "HEAD")
 	m.armed("gpg.program via log.showSignature")
 	g, _ := gate(t, policyWrite, ws)
 	callAll(t, g, ws, m)
-	if strings.Contains(plain(t, ws, "cat-file", "commit", "HEAD"), "gpgsig") {
+	if strings.Contains(tooltest.GitPlain(t, ws, "cat-file", "commit", "HEAD"), "gpgsig") {
 		t.Fatal("git_commit signed the commit")
 	}
 }
@@ -315,29 +317,29 @@ func TestGitHostileLazyFetch(t *testing.T) {
 	m := newGitMarkers(t)
 	origin := filepath.Join(m.dir, "origin")
 	os.Mkdir(origin, 0o755)
-	plain(t, origin, "init", "-q", "-b", "main")
-	write(t, origin, "h.txt", "hello\n")
-	plain(t, origin, "add", ".")
-	plain(t, origin, "commit", "-q", "-m", "one")
-	plain(t, origin, "config", "uploadpack.allowFilter", "true")
+	tooltest.GitPlain(t, origin, "init", "-q", "-b", "main")
+	runtimetest.WriteFile(t, origin, "h.txt", "hello\n")
+	tooltest.GitPlain(t, origin, "add", ".")
+	tooltest.GitPlain(t, origin, "commit", "-q", "-m", "one")
+	tooltest.GitPlain(t, origin, "config", "uploadpack.allowFilter", "true")
 	clone := func() string {
 		ws, _ := filepath.EvalSymlinks(t.TempDir())
-		plain(t, ws, "clone", "-q", "--no-local", "--filter=blob:none", "--no-checkout", "file://"+origin, ".")
-		plain(t, ws, "config", "remote.origin.uploadpack", m.script("upload-pack", "exec git-upload-pack \"$@\""))
+		tooltest.GitPlain(t, ws, "clone", "-q", "--no-local", "--filter=blob:none", "--no-checkout", "file://"+origin, ".")
+		tooltest.GitPlain(t, ws, "config", "remote.origin.uploadpack", m.script("upload-pack", "exec git-upload-pack \"$@\""))
 		return ws
 	}
 	armed := clone()
-	plain(t, armed, "show", "HEAD:h.txt")
+	tooltest.GitPlain(t, armed, "show", "HEAD:h.txt")
 	m.armed("remote.origin.uploadpack by a lazy fetch")
 	ws := clone()
 	g, _ := gate(t, policyRead, ws)
-	res := callTool(t, g, "git_show", `{"ref":"HEAD:h.txt"}`)
+	res := tooltest.Call(t, g, "git_show", `{"ref":"HEAD:h.txt"}`)
 	if res.Success {
 		t.Fatalf("the object should be missing, not fetched: %s", res.Output)
 	}
 	m.none("git_show of a missing object")
 	for _, tool := range []string{"git_status", "git_diff", "git_branches"} {
-		callTool(t, g, tool, `{}`)
+		tooltest.Call(t, g, tool, `{}`)
 		m.none(tool)
 	}
 }
@@ -345,20 +347,20 @@ func TestGitHostileLazyFetch(t *testing.T) {
 // TestGitHostileWorktree: core.worktree in the repository's config cannot
 // move the work tree out of the workspace.
 func TestGitHostileWorktree(t *testing.T) {
-	ws := fixture(t)
+	ws := tooltest.GitFixture(t)
 	outside := t.TempDir()
-	write(t, outside, "a.txt", "one\ntwo\nthree\nfour\n")
-	plain(t, ws, "config", "core.worktree", outside)
-	if !strings.Contains(plain(t, ws, "rev-parse", "--show-toplevel"), outside) {
+	runtimetest.WriteFile(t, outside, "a.txt", "one\ntwo\nthree\nfour\n")
+	tooltest.GitPlain(t, ws, "config", "core.worktree", outside)
+	if !strings.Contains(tooltest.GitPlain(t, ws, "rev-parse", "--show-toplevel"), outside) {
 		t.Fatal("fixture not armed: core.worktree is not honoured by plain git")
 	}
-	before := treeChecksum(t, outside)
+	before := tooltest.TreeChecksum(t, outside)
 	g, _ := gate(t, policyWrite, ws)
-	wantOK(t, callTool(t, g, "git_apply_patch", gitArgs(t, map[string]any{"patch": unoPatch})))
-	if treeChecksum(t, outside) != before || !strings.HasPrefix(read(t, ws, "a.txt"), "uno\n") {
+	tooltest.WantOK(t, tooltest.Call(t, g, "git_apply_patch", tooltest.JSON(t, map[string]any{"patch": unoPatch})))
+	if tooltest.TreeChecksum(t, outside) != before || !strings.HasPrefix(read(t, ws, "a.txt"), "uno\n") {
 		t.Fatal("the patch went to core.worktree, not the workspace")
 	}
-	st := data[Status](t, callTool(t, g, "git_status", `{}`))
+	st := tooltest.Decode[Status](t, tooltest.Call(t, g, "git_status", `{}`))
 	if len(st.Entries) != 1 || st.Entries[0].Path != "a.txt" {
 		t.Fatalf("status %+v", st.Entries)
 	}
@@ -367,8 +369,8 @@ func TestGitHostileWorktree(t *testing.T) {
 // TestGitHostileEnvironment: warden's own environment (GIT_DIR,
 // GIT_CONFIG_PARAMETERS, GIT_EXTERNAL_DIFF, …) never reaches git.
 func TestGitHostileEnvironment(t *testing.T) {
-	ws := fixture(t)
-	other := fixture(t)
+	ws := tooltest.GitFixture(t)
+	other := tooltest.GitFixture(t)
 	m := newGitMarkers(t)
 	t.Setenv("GIT_DIR", filepath.Join(other, ".git"))
 	t.Setenv("GIT_WORK_TREE", other)
@@ -381,7 +383,7 @@ func TestGitHostileEnvironment(t *testing.T) {
 	otherHead := gitHead(t, other)
 	g, _ := gate(t, policyWrite, ws)
 	callAll(t, g, ws, m)
-	if gitHead(t, other) != otherHead || !strings.Contains(plain(t, ws, "log", "-1", "--format=%s"), "hostile") {
+	if gitHead(t, other) != otherHead || !strings.Contains(tooltest.GitPlain(t, ws, "log", "-1", "--format=%s"), "hostile") {
 		t.Fatal("the tools worked on GIT_DIR instead of the workspace")
 	}
 }
@@ -390,9 +392,9 @@ func TestGitHostileEnvironment(t *testing.T) {
 // into .git/ or .warden/, or plants a symlink is PATCH_REJECTED — applied or
 // only checked — and nothing is written, in the workspace or outside it.
 func TestGitHostilePatches(t *testing.T) {
-	ws := fixture(t)
+	ws := tooltest.GitFixture(t)
 	outside, _ := filepath.EvalSymlinks(t.TempDir())
-	write(t, outside, "target.txt", "one\ntwo\nthree\nfour\n")
+	runtimetest.WriteFile(t, outside, "target.txt", "one\ntwo\nthree\nfour\n")
 	// A directory symlink and a file symlink planted in the working tree.
 	os.Symlink(outside, filepath.Join(ws, "linkdir"))
 	os.Symlink(filepath.Join(outside, "target.txt"), filepath.Join(ws, "linkfile.txt"))
@@ -425,12 +427,12 @@ func TestGitHostilePatches(t *testing.T) {
 	g, audit := gate(t, policyWrite, ws)
 	for _, tc := range patches {
 		for _, check := range []bool{false, true} {
-			wsBefore, outBefore := treeChecksum(t, ws), treeChecksum(t, outside)
-			res := callTool(t, g, "git_apply_patch", gitArgs(t, map[string]any{"patch": tc.patch, "check": check}))
+			wsBefore, outBefore := tooltest.TreeChecksum(t, ws), tooltest.TreeChecksum(t, outside)
+			res := tooltest.Call(t, g, "git_apply_patch", tooltest.JSON(t, map[string]any{"patch": tc.patch, "check": check}))
 			if res.Success || res.Error.Code != runtime.CodePatchRejected || !strings.Contains(res.Error.Message, tc.reason) {
 				t.Errorf("%s (check=%v): want PATCH_REJECTED (%s), got %+v", tc.name, check, tc.reason, res.Error)
 			}
-			if treeChecksum(t, ws) != wsBefore || treeChecksum(t, outside) != outBefore {
+			if tooltest.TreeChecksum(t, ws) != wsBefore || tooltest.TreeChecksum(t, outside) != outBefore {
 				t.Fatalf("%s (check=%v): something was written", tc.name, check)
 			}
 		}
@@ -439,7 +441,7 @@ func TestGitHostilePatches(t *testing.T) {
 		t.Fatal("escape.txt was created")
 	}
 	// Refused before anything ran: the audit log has no intent for them.
-	if n := audit.contains(`"phase":"intent"`); n != 0 {
+	if n := tooltest.Count(audit, `"phase":"intent"`); n != 0 {
 		t.Fatalf("%d rejected patches reached execution", n)
 	}
 }
@@ -447,18 +449,18 @@ func TestGitHostilePatches(t *testing.T) {
 // TestGitHostileOptionRefs: a ref or rev that starts with '-' is refused
 // (INVALID_INPUT) and git never writes the file the option names.
 func TestGitHostileOptionRefs(t *testing.T) {
-	ws := fixture(t)
+	ws := tooltest.GitFixture(t)
 	out := filepath.Join(t.TempDir(), "x")
 	g, _ := gate(t, policyRead, ws)
 	calls := []struct{ tool, args string }{
-		{"git_show", gitArgs(t, map[string]string{"ref": "--output=" + out})},
-		{"git_show", gitArgs(t, map[string]string{"ref": "-o" + out})},
-		{"git_diff", gitArgs(t, map[string]string{"rev": "--output=" + out})},
-		{"git_diff", gitArgs(t, map[string]any{"rev": "--no-index", "paths": []string{"/etc/passwd", out}})},
-		{"git_diff", gitArgs(t, map[string]any{"paths": []string{"/etc/passwd", "/etc/hostname"}})},
+		{"git_show", tooltest.JSON(t, map[string]string{"ref": "--output=" + out})},
+		{"git_show", tooltest.JSON(t, map[string]string{"ref": "-o" + out})},
+		{"git_diff", tooltest.JSON(t, map[string]string{"rev": "--output=" + out})},
+		{"git_diff", tooltest.JSON(t, map[string]any{"rev": "--no-index", "paths": []string{"/etc/passwd", out}})},
+		{"git_diff", tooltest.JSON(t, map[string]any{"paths": []string{"/etc/passwd", "/etc/hostname"}})},
 	}
 	for _, c := range calls {
-		res := callTool(t, g, c.tool, c.args)
+		res := tooltest.Call(t, g, c.tool, c.args)
 		if res.Success || (res.Error.Code != runtime.CodeInvalidInput && res.Error.Code != runtime.CodePathEscape) {
 			t.Errorf("%s %s: %+v", c.tool, c.args, res.Error)
 		}
@@ -468,8 +470,8 @@ func TestGitHostileOptionRefs(t *testing.T) {
 	}
 	// A path that merely looks like an option is a path (after --).
 	for _, p := range []string{"--output=x", "--output=" + out} {
-		res := callTool(t, g, "git_diff", gitArgs(t, map[string]any{"paths": []string{p}}))
-		wantOK(t, res)
+		res := tooltest.Call(t, g, "git_diff", tooltest.JSON(t, map[string]any{"paths": []string{p}}))
+		tooltest.WantOK(t, res)
 		if _, err := os.Stat(filepath.Join(ws, "x")); err == nil {
 			t.Fatalf("%s was read as an option", p)
 		}

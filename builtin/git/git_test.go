@@ -3,70 +3,22 @@ package git
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/wardenrt/warden/builtin/internal/tooltest"
 	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/runtimetest"
 )
 
 // Policies for the git tests.
 const (
 	policyRead = "version: 1\ngrants: [\"git.read\"]\n"
-	// policyWrite allows commits: git.write and a rule for git_commit.
+	// policyWrite allows commits: git.runtimetest.WriteFile and a rule for git_commit.
 	policyWrite = "version: 1\ngrants: [\"git.read\", \"git.write\", \"fs.write:**\"]\nrules:\n  - {tool: git_commit, action: allow}\n"
-	gitSecret      = "ghp_0123456789abcdefghijABCDEFGHIJ012345"
 )
-
-// plainEnv is the environment of the fixture's own git commands: no
-// system or global config (this machine's ~/.gitconfig stays out), and a
-// committer identity for fixture commits only.
-func plainEnv() []string {
-	return []string{
-		"PATH=/usr/bin:/bin", "HOME=/nonexistent", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
-		"GIT_AUTHOR_NAME=Fixture", "GIT_AUTHOR_EMAIL=fixture@example.com",
-		"GIT_COMMITTER_NAME=Fixture", "GIT_COMMITTER_EMAIL=fixture@example.com",
-		"GIT_AUTHOR_DATE=2024-01-02T03:04:05Z", "GIT_COMMITTER_DATE=2024-01-02T03:04:05Z",
-	}
-}
-
-// testBinary is the real git, found as the tools find it (never through
-// PATH, which a hostile test may change).
-func testBinary(t testing.TB) string {
-	t.Helper()
-	bin, e := (&runner{}).binary()
-	if e != nil {
-		t.Skip("git is not installed")
-	}
-	return bin
-}
-
-// plain runs the real git, unhardened, in dir (fixture setup and the
-// hostile suite's proof that a planted program does run without warden).
-func plain(t testing.TB, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command(testBinary(t), args...)
-	cmd.Dir = dir
-	cmd.Env = plainEnv()
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
-
-func write(t testing.TB, dir, rel, content string) {
-	t.Helper()
-	p := filepath.Join(dir, rel)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
 
 func read(t testing.TB, dir, rel string) string {
 	t.Helper()
@@ -77,67 +29,14 @@ func read(t testing.TB, dir, rel string) string {
 	return string(b)
 }
 
-// fixture makes a repository with two commits on main and the identity
-// in its own config (which is what git_commit uses).
-func fixture(t testing.TB) string {
+func gate(t testing.TB, policy, ws string) (*runtime.Gate, *runtimetest.Audit) {
 	t.Helper()
-	ws, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	plain(t, ws, "init", "-q", "-b", "main")
-	plain(t, ws, "config", "user.name", "Repo User")
-	plain(t, ws, "config", "user.email", "repo@example.com")
-	write(t, ws, "a.txt", "one\ntwo\nthree\n")
-	write(t, ws, "dir/b.txt", "bee\n")
-	write(t, ws, ".gitignore", "*.log\n")
-	plain(t, ws, "add", "-A")
-	plain(t, ws, "commit", "-q", "-m", "first")
-	write(t, ws, "a.txt", "one\ntwo\nthree\nfour\n")
-	plain(t, ws, "commit", "-q", "-am", "second: add four")
-	return ws
-}
-
-func gate(t testing.TB, policy, ws string) (*runtime.Gate, *memAudit) {
-	t.Helper()
-	return newTestGate(t, policy, ws, Tools(Config{})...)
-}
-
-func data[T any](t testing.TB, res runtime.Result) T {
-	t.Helper()
-	var v T
-	if err := json.Unmarshal(res.Data, &v); err != nil {
-		t.Fatalf("data %s: %v", res.Data, err)
-	}
-	return v
-}
-
-func wantOK(t testing.TB, res runtime.Result) {
-	t.Helper()
-	if !res.Success {
-		t.Fatalf("%s failed: %+v\noutput: %s", res.Tool, res.Error, res.Output)
-	}
-}
-
-func wantCode(t testing.TB, res runtime.Result, code runtime.Code) {
-	t.Helper()
-	if res.Success || res.Error == nil || res.Error.Code != code {
-		t.Fatalf("%s: want %s, got success=%v error=%+v output=%s", res.Tool, code, res.Success, res.Error, res.Output)
-	}
-}
-
-func gitArgs(t testing.TB, v any) string {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+	return tooltest.Gate(t, policy, ws, Tools(Config{})...)
 }
 
 func gitHead(t testing.TB, ws string) string {
 	t.Helper()
-	return strings.TrimSpace(plain(t, ws, "rev-parse", "HEAD"))
+	return strings.TrimSpace(tooltest.GitPlain(t, ws, "rev-parse", "HEAD"))
 }
 
 func TestGitToolsRegister(t *testing.T) {
@@ -158,18 +57,18 @@ func TestGitToolsRegister(t *testing.T) {
 }
 
 func TestGitStatus(t *testing.T) {
-	ws := fixture(t)
-	plain(t, ws, "branch", "base", "HEAD~1")
-	plain(t, ws, "branch", "--set-upstream-to=base")
-	write(t, ws, "a.txt", "changed\n")                   // unstaged
-	write(t, ws, "new.txt", "new\n")                     // untracked
-	write(t, ws, "debug.log", "x\n")                     // ignored
-	plain(t, ws, "mv", "dir/b.txt", "dir/renamed b.txt") // staged rename, name with a space
+	ws := tooltest.GitFixture(t)
+	tooltest.GitPlain(t, ws, "branch", "base", "HEAD~1")
+	tooltest.GitPlain(t, ws, "branch", "--set-upstream-to=base")
+	runtimetest.WriteFile(t, ws, "a.txt", "changed\n")               // unstaged
+	runtimetest.WriteFile(t, ws, "new.txt", "new\n")                 // untracked
+	runtimetest.WriteFile(t, ws, "debug.log", "x\n")                 // ignored
+	tooltest.GitPlain(t, ws, "mv", "dir/b.txt", "dir/renamed b.txt") // staged rename, name with a space
 	g, _ := gate(t, policyRead, ws)
 
-	res := callTool(t, g, "git_status", `{}`)
-	wantOK(t, res)
-	st := data[Status](t, res)
+	res := tooltest.Call(t, g, "git_status", `{}`)
+	tooltest.WantOK(t, res)
+	st := tooltest.Decode[Status](t, res)
 	if st.Branch.Head != "main" || st.Branch.Upstream != "base" || st.Branch.Ahead != 1 || st.Branch.Behind != 0 || len(st.Branch.OID) != 40 {
 		t.Fatalf("branch %+v", st.Branch)
 	}
@@ -193,30 +92,30 @@ func TestGitStatus(t *testing.T) {
 		t.Errorf("output %s", res.Output)
 	}
 
-	wantCode(t, callTool(t, g, "git_status", `{"ignored":"yes"}`), runtime.CodeInvalidInput)
-	wantCode(t, callTool(t, g, "git_status", `{"path":"."}`), runtime.CodeInvalidInput)
+	tooltest.WantCode(t, tooltest.Call(t, g, "git_status", `{"ignored":"yes"}`), runtime.CodeInvalidInput)
+	tooltest.WantCode(t, tooltest.Call(t, g, "git_status", `{"path":"."}`), runtime.CodeInvalidInput)
 
-	res = callTool(t, g, "git_status", `{"ignored":true}`)
-	wantOK(t, res)
-	if st := data[Status](t, res); st.Ignored != 1 {
+	res = tooltest.Call(t, g, "git_status", `{"ignored":true}`)
+	tooltest.WantOK(t, res)
+	if st := tooltest.Decode[Status](t, res); st.Ignored != 1 {
 		t.Errorf("ignored %+v", st)
 	}
 
 	// A fresh repository: no commit yet.
 	fresh, _ := filepath.EvalSymlinks(t.TempDir())
-	plain(t, fresh, "init", "-q", "-b", "trunk")
+	tooltest.GitPlain(t, fresh, "init", "-q", "-b", "trunk")
 	g2, _ := gate(t, policyRead, fresh)
-	res = callTool(t, g2, "git_status", `{}`)
-	wantOK(t, res)
-	if st := data[Status](t, res); !st.Branch.Initial || st.Branch.Head != "trunk" || !st.Clean {
+	res = tooltest.Call(t, g2, "git_status", `{}`)
+	tooltest.WantOK(t, res)
+	if st := tooltest.Decode[Status](t, res); !st.Branch.Initial || st.Branch.Head != "trunk" || !st.Clean {
 		t.Fatalf("fresh %+v", st)
 	}
 
 	// Detached HEAD.
-	plain(t, ws, "stash", "-q", "-u")
-	plain(t, ws, "checkout", "-q", "--detach", "HEAD~1")
-	res = callTool(t, g, "git_status", `{}`)
-	if st := data[Status](t, res); !st.Branch.Detached || !st.Clean {
+	tooltest.GitPlain(t, ws, "stash", "-q", "-u")
+	tooltest.GitPlain(t, ws, "checkout", "-q", "--detach", "HEAD~1")
+	res = tooltest.Call(t, g, "git_status", `{}`)
+	if st := tooltest.Decode[Status](t, res); !st.Branch.Detached || !st.Clean {
 		t.Fatalf("detached %+v", st)
 	}
 }
@@ -234,7 +133,7 @@ func TestGitErrors(t *testing.T) {
 		{"git_commit", `{"message":"m"}`},
 	}
 	notRepo := t.TempDir()
-	repo := fixture(t)
+	repo := tooltest.GitFixture(t)
 	sub := filepath.Join(repo, "dir")
 	slow := filepath.Join(t.TempDir(), "git")
 	// A shell loop, not sleep: the sandbox lets git's box execute git
@@ -263,13 +162,13 @@ func TestGitErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			g, _ := newTestGate(t, tc.policy, tc.ws, Tools(tc.opts)...)
+			g, _ := tooltest.Gate(t, tc.policy, tc.ws, Tools(tc.opts)...)
 			for _, c := range calls {
 				if tc.code == runtime.CodeCapabilityDenied && c.tool == "git_apply_patch" {
-					continue // needs fs.write too; covered in TestGitApplyPatch
+					continue // needs fs.runtimetest.WriteFile too; covered in TestGitApplyPatch
 				}
-				res := callTool(t, g, c.tool, c.args)
-				wantCode(t, res, tc.code)
+				res := tooltest.Call(t, g, c.tool, c.args)
+				tooltest.WantCode(t, res, tc.code)
 				if tc.code == runtime.CodeNotFound && !strings.Contains(res.Error.Hint, "--workspace") {
 					t.Errorf("%s: hint %q", c.tool, res.Error.Hint)
 				}
@@ -277,34 +176,34 @@ func TestGitErrors(t *testing.T) {
 		})
 	}
 	// A corrupt index: git's own failure, with its message.
-	bad := fixture(t)
+	bad := tooltest.GitFixture(t)
 	if err := os.WriteFile(filepath.Join(bad, ".git", "index"), []byte("garbage, not an index"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	g, _ := gate(t, policyRead, bad)
-	res := callTool(t, g, "git_status", `{}`)
-	wantCode(t, res, runtime.CodeCommandFailed)
+	res := tooltest.Call(t, g, "git_status", `{}`)
+	tooltest.WantCode(t, res, runtime.CodeCommandFailed)
 	if !strings.Contains(res.Error.Message, "index") {
 		t.Errorf("message %q", res.Error.Message)
 	}
 }
 
 func TestGitDiff(t *testing.T) {
-	ws := fixture(t)
-	write(t, ws, "a.txt", "one\nTWO\nthree\nfour\n")
-	write(t, ws, "dir/b.txt", "bee\nsting\n")
-	plain(t, ws, "add", "dir/b.txt") // staged: shown against HEAD too
+	ws := tooltest.GitFixture(t)
+	runtimetest.WriteFile(t, ws, "a.txt", "one\nTWO\nthree\nfour\n")
+	runtimetest.WriteFile(t, ws, "dir/b.txt", "bee\nsting\n")
+	tooltest.GitPlain(t, ws, "add", "dir/b.txt") // staged: shown against HEAD too
 	outside := t.TempDir()
 	if err := os.Symlink(outside, filepath.Join(ws, "out")); err != nil {
 		t.Fatal(err)
 	}
 	past := time.Now().Add(-time.Hour)
-	os.Chtimes(filepath.Join(ws, ".gitignore"), past, past) // stat data only: not a change
+	os.Chtimes(filepath.Join(ws, ".gitignore"), past, past) // stat tooltest.Decode only: not a change
 	g, _ := gate(t, policyRead, ws)
 
-	res := callTool(t, g, "git_diff", `{}`)
-	wantOK(t, res)
-	d := data[Diff](t, res)
+	res := tooltest.Call(t, g, "git_diff", `{}`)
+	tooltest.WantOK(t, res)
+	d := tooltest.Decode[Diff](t, res)
 	if d.Rev != "HEAD" || len(d.Files) != 2 || d.Added != 2 || d.Deleted != 1 || d.Truncated {
 		t.Fatalf("diff %+v", d)
 	}
@@ -334,13 +233,13 @@ func TestGitDiff(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			res := callTool(t, g, "git_diff", gitArgs(t, tc.args))
+			res := tooltest.Call(t, g, "git_diff", tooltest.JSON(t, tc.args))
 			if tc.code != "" {
-				wantCode(t, res, tc.code)
+				tooltest.WantCode(t, res, tc.code)
 				return
 			}
-			wantOK(t, res)
-			d := data[Diff](t, res)
+			tooltest.WantOK(t, res)
+			d := tooltest.Decode[Diff](t, res)
 			var got []string
 			for _, f := range d.Files {
 				got = append(got, f.Path)
@@ -353,42 +252,42 @@ func TestGitDiff(t *testing.T) {
 
 	// Before the first commit, the default diff shows what is staged.
 	fresh, _ := filepath.EvalSymlinks(t.TempDir())
-	plain(t, fresh, "init", "-q")
-	write(t, fresh, "n.txt", "new\n")
-	plain(t, fresh, "add", "n.txt")
+	tooltest.GitPlain(t, fresh, "init", "-q")
+	runtimetest.WriteFile(t, fresh, "n.txt", "new\n")
+	tooltest.GitPlain(t, fresh, "add", "n.txt")
 	g2, _ := gate(t, policyRead, fresh)
-	res = callTool(t, g2, "git_diff", `{}`)
-	wantOK(t, res)
-	if d := data[Diff](t, res); len(d.Files) != 1 || d.Files[0].Status != "A" || !strings.Contains(res.Output, "+new") {
+	res = tooltest.Call(t, g2, "git_diff", `{}`)
+	tooltest.WantOK(t, res)
+	if d := tooltest.Decode[Diff](t, res); len(d.Files) != 1 || d.Files[0].Status != "A" || !strings.Contains(res.Output, "+new") {
 		t.Fatalf("unborn %+v %s", d, res.Output)
 	}
 }
 
 func TestGitDiffTruncated(t *testing.T) {
-	ws := fixture(t)
-	write(t, ws, "a.txt", strings.Repeat("a long changed line\n", 2000))
-	g, _ := newTestGate(t, policyRead, ws, Tools(Config{MaxOutput: 1000})...)
-	res := callTool(t, g, "git_diff", `{}`)
-	wantOK(t, res)
-	d := data[Diff](t, res)
+	ws := tooltest.GitFixture(t)
+	runtimetest.WriteFile(t, ws, "a.txt", strings.Repeat("a long changed line\n", 2000))
+	g, _ := tooltest.Gate(t, policyRead, ws, Tools(Config{MaxOutput: 1000})...)
+	res := tooltest.Call(t, g, "git_diff", `{}`)
+	tooltest.WantOK(t, res)
+	d := tooltest.Decode[Diff](t, res)
 	if !d.Truncated || len(res.Output) > 1200 || !strings.Contains(res.Output, "truncated") || len(d.Files) != 1 || d.Files[0].Added != 2000 {
 		t.Fatalf("%+v %d", d, len(res.Output))
 	}
 }
 
 func TestGitShow(t *testing.T) {
-	ws := fixture(t)
+	ws := tooltest.GitFixture(t)
 	if err := os.WriteFile(filepath.Join(ws, "bin.dat"), []byte{0, 1, 2, 0xff}, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	plain(t, ws, "add", "bin.dat")
-	plain(t, ws, "commit", "-q", "-m", "binary")
-	plain(t, ws, "tag", "-a", "v1", "-m", "release one", "HEAD~1")
+	tooltest.GitPlain(t, ws, "add", "bin.dat")
+	tooltest.GitPlain(t, ws, "commit", "-q", "-m", "binary")
+	tooltest.GitPlain(t, ws, "tag", "-a", "v1", "-m", "release one", "HEAD~1")
 	g, _ := gate(t, policyRead, ws)
 
-	res := callTool(t, g, "git_show", `{"ref":"HEAD~1"}`)
-	wantOK(t, res)
-	sh := data[Show](t, res)
+	res := tooltest.Call(t, g, "git_show", `{"ref":"HEAD~1"}`)
+	tooltest.WantOK(t, res)
+	sh := tooltest.Decode[Show](t, res)
 	if sh.Type != "commit" || sh.Subject != "second: add four" || sh.Author != "Fixture <fixture@example.com>" || len(sh.Parents) != 1 || len(sh.OID) != 40 {
 		t.Fatalf("%+v", sh)
 	}
@@ -413,13 +312,13 @@ func TestGitShow(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.ref, func(t *testing.T) {
-			res := callTool(t, g, "git_show", gitArgs(t, map[string]string{"ref": tc.ref}))
+			res := tooltest.Call(t, g, "git_show", tooltest.JSON(t, map[string]string{"ref": tc.ref}))
 			if tc.code != "" {
-				wantCode(t, res, tc.code)
+				tooltest.WantCode(t, res, tc.code)
 				return
 			}
-			wantOK(t, res)
-			if sh := data[Show](t, res); sh.Type != tc.typ || !strings.Contains(res.Output, tc.want) {
+			tooltest.WantOK(t, res)
+			if sh := tooltest.Decode[Show](t, res); sh.Type != tc.typ || !strings.Contains(res.Output, tc.want) {
 				t.Fatalf("%+v %q", sh, res.Output)
 			}
 		})
@@ -427,19 +326,19 @@ func TestGitShow(t *testing.T) {
 }
 
 func TestGitBranches(t *testing.T) {
-	ws := fixture(t)
-	plain(t, ws, "branch", "feature", "HEAD~1")
-	plain(t, ws, "update-ref", "refs/remotes/origin/main", "HEAD~1")
-	plain(t, ws, "symbolic-ref", "refs/remotes/origin/HEAD", "refs/remotes/origin/main")
-	plain(t, ws, "config", "remote.origin.url", "https://example.invalid/repo.git")
-	plain(t, ws, "config", "remote.origin.fetch", "+refs/heads/*:refs/remotes/origin/*")
-	plain(t, ws, "config", "branch.main.remote", "origin")
-	plain(t, ws, "config", "branch.main.merge", "refs/heads/main")
+	ws := tooltest.GitFixture(t)
+	tooltest.GitPlain(t, ws, "branch", "feature", "HEAD~1")
+	tooltest.GitPlain(t, ws, "update-ref", "refs/remotes/origin/main", "HEAD~1")
+	tooltest.GitPlain(t, ws, "symbolic-ref", "refs/remotes/origin/HEAD", "refs/remotes/origin/main")
+	tooltest.GitPlain(t, ws, "config", "remote.origin.url", "https://example.invalid/repo.git")
+	tooltest.GitPlain(t, ws, "config", "remote.origin.fetch", "+refs/heads/*:refs/remotes/origin/*")
+	tooltest.GitPlain(t, ws, "config", "branch.main.remote", "origin")
+	tooltest.GitPlain(t, ws, "config", "branch.main.merge", "refs/heads/main")
 	g, _ := gate(t, policyRead, ws)
 
-	res := callTool(t, g, "git_branches", `{}`)
-	wantOK(t, res)
-	bs := data[Branches](t, res)
+	res := tooltest.Call(t, g, "git_branches", `{}`)
+	tooltest.WantOK(t, res)
+	bs := tooltest.Decode[Branches](t, res)
 	if bs.Current != "main" || bs.Detached || len(bs.Branches) != 2 {
 		t.Fatalf("%+v", bs)
 	}
@@ -451,22 +350,22 @@ func TestGitBranches(t *testing.T) {
 		t.Fatalf("output %s", res.Output)
 	}
 
-	res = callTool(t, g, "git_branches", `{"all":true}`)
-	wantOK(t, res)
-	bs = data[Branches](t, res)
+	res = tooltest.Call(t, g, "git_branches", `{"all":true}`)
+	tooltest.WantOK(t, res)
+	bs = tooltest.Decode[Branches](t, res)
 	if len(bs.Branches) != 3 || !bs.Branches[2].Remote || bs.Branches[2].Name != "origin/main" {
 		t.Fatalf("all %+v", bs.Branches)
 	}
-	wantCode(t, callTool(t, g, "git_branches", `{"all":"yes"}`), runtime.CodeInvalidInput)
+	tooltest.WantCode(t, tooltest.Call(t, g, "git_branches", `{"all":"yes"}`), runtime.CodeInvalidInput)
 
-	plain(t, ws, "checkout", "-q", "--detach")
-	bs = data[Branches](t, callTool(t, g, "git_branches", `{}`))
+	tooltest.GitPlain(t, ws, "checkout", "-q", "--detach")
+	bs = tooltest.Decode[Branches](t, tooltest.Call(t, g, "git_branches", `{}`))
 	if !bs.Detached || bs.Current != "" {
 		t.Fatalf("detached %+v", bs)
 	}
 }
 
-// unoPatch changes the fixture's a.txt.
+// unoPatch changes the tooltest.GitFixture's a.txt.
 const unoPatch = "--- a/a.txt\n+++ b/a.txt\n@@ -1,4 +1,4 @@\n-one\n+uno\n two\n three\n four\n"
 
 const goodPatch = `diff --git a/a.txt b/a.txt
@@ -492,26 +391,26 @@ new file mode 100644
 `
 
 func TestGitApplyPatch(t *testing.T) {
-	ws := fixture(t)
+	ws := tooltest.GitFixture(t)
 	// A line that starts with "-- " inside a hunk is content, not a header.
-	write(t, ws, "a.txt", "one\n-- two\nthree\nfour\n")
+	runtimetest.WriteFile(t, ws, "a.txt", "one\n-- two\nthree\nfour\n")
 	g, _ := gate(t, policyWrite, ws)
 
 	// check only: nothing changes.
-	before := treeChecksum(t, ws)
-	res := callTool(t, g, "git_apply_patch", gitArgs(t, map[string]any{"patch": goodPatch, "check": true}))
-	wantOK(t, res)
-	pr := data[PatchResult](t, res)
+	before := tooltest.TreeChecksum(t, ws)
+	res := tooltest.Call(t, g, "git_apply_patch", tooltest.JSON(t, map[string]any{"patch": goodPatch, "check": true}))
+	tooltest.WantOK(t, res)
+	pr := tooltest.Decode[PatchResult](t, res)
 	if !pr.CheckOnly || pr.Applied || !pr.Applies || len(pr.Files) != 3 {
 		t.Fatalf("%+v", pr)
 	}
-	if treeChecksum(t, ws) != before {
+	if tooltest.TreeChecksum(t, ws) != before {
 		t.Fatal("check:true changed the tree")
 	}
 
-	res = callTool(t, g, "git_apply_patch", gitArgs(t, map[string]any{"patch": goodPatch}))
-	wantOK(t, res)
-	pr = data[PatchResult](t, res)
+	res = tooltest.Call(t, g, "git_apply_patch", tooltest.JSON(t, map[string]any{"patch": goodPatch}))
+	tooltest.WantOK(t, res)
+	pr = tooltest.Decode[PatchResult](t, res)
 	if !pr.Applied || pr.ReturnCode != 0 || len(pr.Files) != 3 {
 		t.Fatalf("%+v", pr)
 	}
@@ -532,37 +431,37 @@ func TestGitApplyPatch(t *testing.T) {
 	}
 
 	// Applying it again does not apply: git's message, PATCH_REJECTED.
-	res = callTool(t, g, "git_apply_patch", gitArgs(t, map[string]any{"patch": goodPatch}))
-	wantCode(t, res, runtime.CodePatchRejected)
+	res = tooltest.Call(t, g, "git_apply_patch", tooltest.JSON(t, map[string]any{"patch": goodPatch}))
+	tooltest.WantCode(t, res, runtime.CodePatchRejected)
 	if !strings.Contains(res.Error.Message, "does not apply") && !strings.Contains(res.Error.Message, "already exists") {
 		t.Fatalf("message %q", res.Error.Message)
 	}
 
 	// A traditional diff -u patch, one leading directory.
 	trad := "--- orig/a.txt\t2024-01-01 00:00:00\n+++ new/a.txt\t2024-01-01 00:00:01\n@@ -1,4 +1,4 @@\n-one\n+ONE\n two!\n three\n four\n"
-	wantOK(t, callTool(t, g, "git_apply_patch", gitArgs(t, map[string]any{"patch": trad})))
+	tooltest.WantOK(t, tooltest.Call(t, g, "git_apply_patch", tooltest.JSON(t, map[string]any{"patch": trad})))
 	if !strings.HasPrefix(read(t, ws, "a.txt"), "ONE\n") {
 		t.Fatal("traditional patch not applied")
 	}
 
 	// Delete.
 	del := "diff --git a/.gitignore b/.gitignore\ndeleted file mode 100644\n--- a/.gitignore\n+++ /dev/null\n@@ -1 +0,0 @@\n-*.log\n"
-	res = callTool(t, g, "git_apply_patch", gitArgs(t, map[string]any{"patch": del}))
-	wantOK(t, res)
+	res = tooltest.Call(t, g, "git_apply_patch", tooltest.JSON(t, map[string]any{"patch": del}))
+	tooltest.WantOK(t, res)
 	if _, err := os.Stat(filepath.Join(ws, ".gitignore")); !os.IsNotExist(err) || !strings.Contains(strings.Join(res.Warnings, ";"), "deletes .gitignore") {
 		t.Fatalf("delete: %v %v", err, res.Warnings)
 	}
 
 	// Malformed arguments.
-	wantCode(t, callTool(t, g, "git_apply_patch", `{}`), runtime.CodeInvalidInput)
-	wantCode(t, callTool(t, g, "git_apply_patch", `{"patch":""}`), runtime.CodeInvalidInput)
-	wantCode(t, callTool(t, g, "git_apply_patch", `{"patch":"x","check":1}`), runtime.CodeInvalidInput)
+	tooltest.WantCode(t, tooltest.Call(t, g, "git_apply_patch", `{}`), runtime.CodeInvalidInput)
+	tooltest.WantCode(t, tooltest.Call(t, g, "git_apply_patch", `{"patch":""}`), runtime.CodeInvalidInput)
+	tooltest.WantCode(t, tooltest.Call(t, g, "git_apply_patch", `{"patch":"x","check":1}`), runtime.CodeInvalidInput)
 	// Not a patch at all.
-	wantCode(t, callTool(t, g, "git_apply_patch", `{"patch":"hello world\n"}`), runtime.CodePatchRejected)
+	tooltest.WantCode(t, tooltest.Call(t, g, "git_apply_patch", `{"patch":"hello world\n"}`), runtime.CodePatchRejected)
 }
 
 func TestGitApplyPatchCapabilities(t *testing.T) {
-	ws := fixture(t)
+	ws := tooltest.GitFixture(t)
 	patch := unoPatch
 	tests := []struct {
 		name, policy string
@@ -578,15 +477,15 @@ func TestGitApplyPatchCapabilities(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			g, _ := gate(t, tc.policy, ws)
-			res := callTool(t, g, "git_apply_patch", gitArgs(t, map[string]any{"patch": patch, "check": tc.check}))
+			res := tooltest.Call(t, g, "git_apply_patch", tooltest.JSON(t, map[string]any{"patch": patch, "check": tc.check}))
 			if tc.code != "" {
-				wantCode(t, res, tc.code)
+				tooltest.WantCode(t, res, tc.code)
 				if !strings.Contains(res.Error.Hint, tc.hint) {
 					t.Fatalf("hint %q", res.Error.Hint)
 				}
 				return
 			}
-			wantOK(t, res)
+			tooltest.WantOK(t, res)
 		})
 	}
 	if !strings.HasPrefix(read(t, ws, "a.txt"), "uno\n") {
@@ -595,14 +494,14 @@ func TestGitApplyPatchCapabilities(t *testing.T) {
 }
 
 func TestGitCommit(t *testing.T) {
-	ws := fixture(t)
+	ws := tooltest.GitFixture(t)
 	head := gitHead(t, ws)
 
-	// Commits need git.write and a rule written for git_commit. Without
+	// Commits need git.runtimetest.WriteFile and a rule written for git_commit. Without
 	// either: success, one warning naming exactly what is missing, nothing
 	// committed.
-	write(t, ws, "a.txt", "rewritten\n")
-	plain(t, ws, "add", "a.txt")
+	runtimetest.WriteFile(t, ws, "a.txt", "rewritten\n")
+	tooltest.GitPlain(t, ws, "add", "a.txt")
 	grants := "version: 1\ngrants: [\"git.read\", \"git.write\"]\n"
 	for _, tc := range []struct {
 		name, policy string
@@ -618,9 +517,9 @@ func TestGitCommit(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g, _ := gate(t, tc.policy, ws)
-			res := callTool(t, g, "git_commit", `{"message":"not allowed"}`)
-			wantOK(t, res)
-			cr := data[CommitResult](t, res)
+			res := tooltest.Call(t, g, "git_commit", `{"message":"not allowed"}`)
+			tooltest.WantOK(t, res)
+			cr := tooltest.Decode[CommitResult](t, res)
 			if cr.Committed || cr.Allowed || len(res.Warnings) != 1 || gitHead(t, ws) != head || !strings.HasPrefix(res.Warnings[0], "no commit made") {
 				t.Fatalf("%+v %v", cr, res.Warnings)
 			}
@@ -641,69 +540,69 @@ func TestGitCommit(t *testing.T) {
 	}
 	// A deny rule is the gate's: POLICY_DENIED, nothing committed.
 	gd, _ := gate(t, grants+"rules:\n  - {tool: git_commit, action: deny}\n", ws)
-	wantCode(t, callTool(t, gd, "git_commit", `{"message":"denied"}`), runtime.CodePolicyDenied)
+	tooltest.WantCode(t, tooltest.Call(t, gd, "git_commit", `{"message":"denied"}`), runtime.CodePolicyDenied)
 	if gitHead(t, ws) != head {
 		t.Fatal("a denied commit was made")
 	}
 	// A rule for the git family counts, and so does the default policy's
-	// rule with git.write added (approval is automatic in these tests).
-	defYAML, err := os.ReadFile(filepath.Join("..", "runtime", "default_policy.yaml"))
+	// rule with git.runtimetest.WriteFile added (approval is automatic in these tests).
+	defYAML, err := os.ReadFile(filepath.Join("..", "..", "runtime", "default_policy.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	withWrite := strings.Replace(string(defYAML), "grants:\n", "grants:\n  - \"git.write\"\n", 1)
 	gdef, _ := gate(t, withWrite, ws)
-	res := callToolReq(t, gdef, runtime.Request{Tool: "git_commit", Args: json.RawMessage(`{"message":"m"}`), Principal: []string{"test"}, DryRun: true})
-	wantOK(t, res)
-	if cr := data[CommitResult](t, res); !cr.Allowed || strings.Contains(strings.Join(res.Warnings, ";"), "no commit") {
+	res := tooltest.CallReq(t, gdef, runtime.Request{Tool: "git_commit", Args: json.RawMessage(`{"message":"m"}`), Principal: []string{"test"}, DryRun: true})
+	tooltest.WantOK(t, res)
+	if cr := tooltest.Decode[CommitResult](t, res); !cr.Allowed || strings.Contains(strings.Join(res.Warnings, ";"), "no commit") {
 		t.Fatalf("default policy + git.write: %+v %v", cr, res.Warnings)
 	}
 	gf, _ := gate(t, grants+"rules:\n  - {tool: \"git_*\", action: allow}\n", ws)
-	res = callToolReq(t, gf, runtime.Request{Tool: "git_commit", Args: json.RawMessage(`{"message":"m"}`), Principal: []string{"test"}, DryRun: true})
-	wantOK(t, res)
-	if cr := data[CommitResult](t, res); !cr.Allowed || len(cr.Missing) != 0 || strings.Contains(strings.Join(res.Warnings, ";"), "no commit") {
+	res = tooltest.CallReq(t, gf, runtime.Request{Tool: "git_commit", Args: json.RawMessage(`{"message":"m"}`), Principal: []string{"test"}, DryRun: true})
+	tooltest.WantOK(t, res)
+	if cr := tooltest.Decode[CommitResult](t, res); !cr.Allowed || len(cr.Missing) != 0 || strings.Contains(strings.Join(res.Warnings, ";"), "no commit") {
 		t.Fatalf("git_* rule: %+v %v", cr, res.Warnings)
 	}
 
 	gw, _ := gate(t, policyWrite, ws)
-	res = callTool(t, gw, "git_commit", `{"message":"third: rewrite a\n\nbody line\n# not a comment"}`)
-	wantOK(t, res)
-	cr := data[CommitResult](t, res)
+	res = tooltest.Call(t, gw, "git_commit", `{"message":"third: rewrite a\n\nbody line\n# not a comment"}`)
+	tooltest.WantOK(t, res)
+	cr := tooltest.Decode[CommitResult](t, res)
 	if !cr.Committed || cr.Branch != "main" || len(cr.Commit) != 40 || cr.Commit == head || len(cr.Files) != 1 || cr.Files[0].Path != "a.txt" {
 		t.Fatalf("%+v", cr)
 	}
 	if gitHead(t, ws) != cr.Commit || !strings.Contains(res.Output, "third: rewrite a") {
 		t.Fatalf("output %s", res.Output)
 	}
-	msg := plain(t, ws, "log", "-1", "--format=%B%x00%an <%ae>")
+	msg := tooltest.GitPlain(t, ws, "log", "-1", "--format=%B%x00%an <%ae>")
 	if !strings.Contains(msg, "# not a comment") || !strings.Contains(msg, "Repo User <repo@example.com>") {
 		t.Fatalf("commit %q", msg)
 	}
 
 	// Nothing staged: COMMAND_FAILED with a hint; all:true commits tracked changes.
-	write(t, ws, "dir/b.txt", "changed\n")
-	res = callTool(t, gw, "git_commit", `{"message":"nothing staged"}`)
-	wantCode(t, res, runtime.CodeCommandFailed)
+	runtimetest.WriteFile(t, ws, "dir/b.txt", "changed\n")
+	res = tooltest.Call(t, gw, "git_commit", `{"message":"nothing staged"}`)
+	tooltest.WantCode(t, res, runtime.CodeCommandFailed)
 	if !strings.Contains(res.Error.Hint, "all:true") {
 		t.Fatalf("hint %q", res.Error.Hint)
 	}
-	res = callTool(t, gw, "git_commit", `{"message":"all","all":true}`)
-	wantOK(t, res)
-	if cr := data[CommitResult](t, res); !cr.Committed || len(cr.Files) != 1 || cr.Files[0].Path != "dir/b.txt" {
+	res = tooltest.Call(t, gw, "git_commit", `{"message":"all","all":true}`)
+	tooltest.WantOK(t, res)
+	if cr := tooltest.Decode[CommitResult](t, res); !cr.Committed || len(cr.Files) != 1 || cr.Files[0].Path != "dir/b.txt" {
 		t.Fatalf("%+v", cr)
 	}
 
 	for _, args := range []string{`{"message":"   \n"}`, `{"message":""}`, `{"message":"a\u0000b"}`, `{}`, `{"message":"m","amend":true}`} {
-		wantCode(t, callTool(t, gw, "git_commit", args), runtime.CodeInvalidInput)
+		tooltest.WantCode(t, tooltest.Call(t, gw, "git_commit", args), runtime.CodeInvalidInput)
 	}
 
 	// No identity in the repository's config (the global one is ignored).
-	plain(t, ws, "config", "--unset", "user.name")
-	plain(t, ws, "config", "--unset", "user.email")
-	plain(t, ws, "config", "user.useConfigOnly", "true")
-	write(t, ws, "a.txt", "again\n")
-	res = callTool(t, gw, "git_commit", `{"message":"who","all":true}`)
-	wantCode(t, res, runtime.CodeCommandFailed)
+	tooltest.GitPlain(t, ws, "config", "--unset", "user.name")
+	tooltest.GitPlain(t, ws, "config", "--unset", "user.email")
+	tooltest.GitPlain(t, ws, "config", "user.useConfigOnly", "true")
+	runtimetest.WriteFile(t, ws, "a.txt", "again\n")
+	res = tooltest.Call(t, gw, "git_commit", `{"message":"who","all":true}`)
+	tooltest.WantCode(t, res, runtime.CodeCommandFailed)
 	if !strings.Contains(res.Error.Hint, "user.name") {
 		t.Fatalf("hint %q", res.Error.Hint)
 	}
@@ -713,15 +612,15 @@ func TestGitCommit(t *testing.T) {
 // nothing, and read calls (run normally in a dry run) change nothing either,
 // .git included.
 func TestGitDryRun(t *testing.T) {
-	ws := fixture(t)
-	write(t, ws, "a.txt", "one\ntwo\nthree\nfour\nfive\n")
-	write(t, ws, "dir/b.txt", "staged\n")
-	plain(t, ws, "add", "dir/b.txt")
-	// Make the index stat data stale, so a status that could refresh the
-	// index would write it.
+	ws := tooltest.GitFixture(t)
+	runtimetest.WriteFile(t, ws, "a.txt", "one\ntwo\nthree\nfour\nfive\n")
+	runtimetest.WriteFile(t, ws, "dir/b.txt", "staged\n")
+	tooltest.GitPlain(t, ws, "add", "dir/b.txt")
+	// Make the index stat tooltest.Decode stale, so a status that could refresh the
+	// index would runtimetest.WriteFile it.
 	past := time.Now().Add(-time.Hour)
 	os.Chtimes(filepath.Join(ws, "a.txt"), past, past)
-	os.Chtimes(filepath.Join(ws, ".gitignore"), past, past) // same content, new stat data
+	os.Chtimes(filepath.Join(ws, ".gitignore"), past, past) // same content, new stat tooltest.Decode
 	gw, _ := gate(t, policyWrite, ws)
 	gr, _ := gate(t, policyRead, ws)
 	patch := "--- a/a.txt\n+++ b/a.txt\n@@ -1,5 +1,5 @@\n-one\n+uno\n two\n three\n four\n five\n"
@@ -731,8 +630,8 @@ func TestGitDryRun(t *testing.T) {
 		want             []string
 		warn             string
 	}{
-		{"apply", "git_apply_patch", gitArgs(t, map[string]any{"patch": patch}), gw, []string{"would apply", "modify a.txt", "1 file changed", "+uno", "git --no-pager"}, ""},
-		{"apply check", "git_apply_patch", gitArgs(t, map[string]any{"patch": patch, "check": true}), gr, []string{"would check"}, ""},
+		{"apply", "git_apply_patch", tooltest.JSON(t, map[string]any{"patch": patch}), gw, []string{"would apply", "modify a.txt", "1 file changed", "+uno", "git --no-pager"}, ""},
+		{"apply check", "git_apply_patch", tooltest.JSON(t, map[string]any{"patch": patch, "check": true}), gr, []string{"would check"}, ""},
 		{"commit", "git_commit", `{"message":"preview me"}`, gw, []string{"would run", "commit --no-verify --no-gpg-sign --file=-", "preview me", "dir/b.txt", "1 file(s) would be committed"}, ""},
 		{"commit all", "git_commit", `{"message":"all","all":true}`, gw, []string{"--all", "a.txt", "dir/b.txt", "2 file(s)"}, ""},
 		{"commit not allowed", "git_commit", `{"message":"m"}`, gr, []string{"no commit would be made"}, "no commit would be made"},
@@ -743,9 +642,9 @@ func TestGitDryRun(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			before := treeChecksum(t, ws)
-			res := callToolReq(t, tc.g, runtime.Request{Tool: tc.tool, Args: json.RawMessage(tc.args), Principal: []string{"test"}, DryRun: true})
-			wantOK(t, res)
+			before := tooltest.TreeChecksum(t, ws)
+			res := tooltest.CallReq(t, tc.g, runtime.Request{Tool: tc.tool, Args: json.RawMessage(tc.args), Principal: []string{"test"}, DryRun: true})
+			tooltest.WantOK(t, res)
 			if !res.DryRun {
 				t.Fatal("not a dry run")
 			}
@@ -757,44 +656,44 @@ func TestGitDryRun(t *testing.T) {
 			if tc.warn != "" && !strings.Contains(strings.Join(res.Warnings, ";"), tc.warn) {
 				t.Errorf("warnings %v", res.Warnings)
 			}
-			if after := treeChecksum(t, ws); after != before {
+			if after := tooltest.TreeChecksum(t, ws); after != before {
 				t.Fatal("the dry run changed the workspace")
 			}
 		})
 	}
 	// A patch that does not apply fails its preview too.
-	res := callToolReq(t, gw, runtime.Request{Tool: "git_apply_patch", Args: json.RawMessage(gitArgs(t, map[string]any{"patch": strings.Replace(patch, "-one", "-uno", 1)})), Principal: []string{"test"}, DryRun: true})
-	wantCode(t, res, runtime.CodePatchRejected)
+	res := tooltest.CallReq(t, gw, runtime.Request{Tool: "git_apply_patch", Args: json.RawMessage(tooltest.JSON(t, map[string]any{"patch": strings.Replace(patch, "-one", "-uno", 1)})), Principal: []string{"test"}, DryRun: true})
+	tooltest.WantCode(t, res, runtime.CodePatchRejected)
 }
 
 // TestGitRedaction: a secret in the arguments reaches neither the result nor
 // the audit log, whether the tool echoes it (commit message, patch), git
 // reports it in an error (an unknown ref), or a preview shows it.
 func TestGitRedaction(t *testing.T) {
-	ws := fixture(t)
-	write(t, ws, "a.txt", "changed\n")
+	ws := tooltest.GitFixture(t)
+	runtimetest.WriteFile(t, ws, "a.txt", "changed\n")
 	gw, audit := gate(t, policyWrite, ws)
-	patch := "--- a/dir/b.txt\n+++ b/dir/b.txt\n@@ -1 +1 @@\n-bee\n+token=" + gitSecret + "\n"
+	patch := "--- a/dir/b.txt\n+++ b/dir/b.txt\n@@ -1 +1 @@\n-bee\n+token=" + tooltest.Secret + "\n"
 	calls := []struct {
 		tool string
 		args any
 		dry  bool
 	}{
-		{"git_commit", map[string]any{"message": "add token " + gitSecret, "all": true}, true},
+		{"git_commit", map[string]any{"message": "add token " + tooltest.Secret, "all": true}, true},
 		{"git_apply_patch", map[string]any{"patch": patch}, true},
 		{"git_apply_patch", map[string]any{"patch": patch}, false},
 		{"git_diff", map[string]any{}, false},
-		{"git_commit", map[string]any{"message": "add token " + gitSecret, "all": true}, false},
+		{"git_commit", map[string]any{"message": "add token " + tooltest.Secret, "all": true}, false},
 		{"git_show", map[string]any{"ref": "HEAD"}, false},
-		{"git_show", map[string]any{"ref": gitSecret}, false},
-		{"git_diff", map[string]any{"rev": gitSecret}, false},
-		{"git_diff", map[string]any{"paths": []string{gitSecret + ".txt"}}, false},
+		{"git_show", map[string]any{"ref": tooltest.Secret}, false},
+		{"git_diff", map[string]any{"rev": tooltest.Secret}, false},
+		{"git_diff", map[string]any{"paths": []string{tooltest.Secret + ".txt"}}, false},
 	}
 	for _, c := range calls {
-		res := callToolReq(t, gw, runtime.Request{Tool: c.tool, Args: json.RawMessage(gitArgs(t, c.args)), Principal: []string{"test"}, DryRun: c.dry})
-		assertNoSecret(t, res, audit, gitSecret)
+		res := tooltest.CallReq(t, gw, runtime.Request{Tool: c.tool, Args: json.RawMessage(tooltest.JSON(t, c.args)), Principal: []string{"test"}, DryRun: c.dry})
+		tooltest.AssertNoSecret(t, res, audit, tooltest.Secret)
 	}
-	if !strings.Contains(plain(t, ws, "log", "-1", "--format=%s"), gitSecret) {
+	if !strings.Contains(tooltest.GitPlain(t, ws, "log", "-1", "--format=%s"), tooltest.Secret) {
 		t.Fatal("the commit itself should hold the message as given")
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 
+	"github.com/wardenrt/warden/builtin/internal/tooltest"
 	"github.com/wardenrt/warden/runtime"
 )
 
@@ -213,7 +214,7 @@ func TestAskUserTerminal(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newAskPTY(t)
 			before := p.termios(t)
-			g, audit := newTestGate(t, askPolicy, t.TempDir(), &AskUser{Config: Config{TTY: p.tty}})
+			g, audit := tooltest.Gate(t, askPolicy, t.TempDir(), &AskUser{Config: Config{TTY: p.tty}})
 			ch := askStart(context.Background(), g, tc.args)
 			for _, s := range tc.steps {
 				p.waitFor(t, s.want, s.count)
@@ -239,10 +240,10 @@ func TestAskUserTerminal(t *testing.T) {
 				}
 			}
 			if tc.code != "" {
-				textExpect(t, res, tc.code)
+				tooltest.Expect(t, res, tc.code)
 				return
 			}
-			textExpect(t, res, "")
+			tooltest.Expect(t, res, "")
 			d := askData(t, res)
 			if d.Value != tc.value || d.Validated != tc.validated || d.DefaultUsed != tc.defUsed || d.Attempts != tc.attempts {
 				t.Errorf("data %+v, want value %q validated %v default %v attempts %d", d, tc.value, tc.validated, tc.defUsed, tc.attempts)
@@ -254,7 +255,7 @@ func TestAskUserTerminal(t *testing.T) {
 				if strings.Contains(res.Output, tc.value) {
 					t.Errorf("password in the output: %q", res.Output)
 				}
-				if audit.contains(tc.value) > 0 {
+				if tooltest.Count(audit, tc.value) > 0 {
 					t.Error("password in the audit log")
 				}
 			} else if !strings.Contains(res.Output, tc.value) {
@@ -270,16 +271,13 @@ func TestAskUserPasswordDigest(t *testing.T) {
 	var digests []string
 	for range 2 {
 		p := newAskPTY(t)
-		g, audit := newTestGate(t, askPolicy, t.TempDir(), &AskUser{Config: Config{TTY: p.tty}})
+		g, audit := tooltest.Gate(t, askPolicy, t.TempDir(), &AskUser{Config: Config{TTY: p.tty}})
 		ch := askStart(context.Background(), g, `{"prompt":"PIN?","password":true}`)
 		p.waitFor(t, "> ", 1)
 		p.master.Write([]byte("1234\r"))
-		textExpect(t, askWait(t, ch), "")
-		var ev struct {
-			Digest string `json:"output_digest"`
-		}
-		json.Unmarshal([]byte(audit.raw[len(audit.raw)-1]), &ev)
-		digests = append(digests, ev.Digest)
+		tooltest.Expect(t, askWait(t, ch), "")
+		evs := audit.Events()
+		digests = append(digests, evs[len(evs)-1].Digest)
 	}
 	if digests[0] == "" || digests[0] == digests[1] {
 		t.Errorf("digests %q", digests)
@@ -314,7 +312,7 @@ func TestAskUserCancel(t *testing.T) {
 				t.Cleanup(func() { tty.Close() })
 			}
 			before := p.termios(t)
-			g, _ := newTestGate(t, askPolicy, t.TempDir(), &AskUser{Config: Config{TTY: tty}})
+			g, _ := tooltest.Gate(t, askPolicy, t.TempDir(), &AskUser{Config: Config{TTY: tty}})
 			ctx, cancel := context.WithCancel(context.Background())
 			if tc.deadline {
 				ctx, cancel = context.WithTimeout(context.Background(), 300*time.Millisecond)
@@ -327,7 +325,7 @@ func TestAskUserCancel(t *testing.T) {
 				cancel()
 			}
 			res := askWait(t, ch)
-			textExpect(t, res, tc.code)
+			tooltest.Expect(t, res, tc.code)
 			if after := p.termios(t); after != before {
 				t.Errorf("the terminal was left in raw mode: lflag %#x → %#x", before.Lflag, after.Lflag)
 			}
@@ -338,7 +336,7 @@ func TestAskUserCancel(t *testing.T) {
 			p.waitFor(t, "> ", 2)
 			p.master.Write([]byte("ok\r"))
 			res = askWait(t, ch)
-			textExpect(t, res, "")
+			tooltest.Expect(t, res, "")
 			if d := askData(t, res); !strings.HasSuffix(d.Value, "ok") {
 				t.Errorf("second answer %q", d.Value)
 			}
@@ -348,11 +346,11 @@ func TestAskUserCancel(t *testing.T) {
 
 func TestAskUserTerminalGone(t *testing.T) {
 	p := newAskPTY(t)
-	g, _ := newTestGate(t, askPolicy, t.TempDir(), &AskUser{Config: Config{TTY: p.tty}})
+	g, _ := tooltest.Gate(t, askPolicy, t.TempDir(), &AskUser{Config: Config{TTY: p.tty}})
 	ch := askStart(context.Background(), g, `{"prompt":"Name?"}`)
 	p.waitFor(t, "> ", 1)
 	p.master.Close() // hang-up
-	textExpect(t, askWait(t, ch), runtime.CodeUserCancelled)
+	tooltest.Expect(t, askWait(t, ch), runtime.CodeUserCancelled)
 }
 
 func TestAskUserNoTerminal(t *testing.T) {
@@ -375,9 +373,9 @@ func TestAskUserNoTerminal(t *testing.T) {
 		tty  *os.File
 	}{{"nil", nil}, {"regular file", regular}, {"pipe", pr}, {"dev null", devnull}} {
 		t.Run(tc.name, func(t *testing.T) {
-			g, _ := newTestGate(t, askPolicy, t.TempDir(), &AskUser{Config: Config{TTY: tc.tty}})
+			g, _ := tooltest.Gate(t, askPolicy, t.TempDir(), &AskUser{Config: Config{TTY: tc.tty}})
 			res := askWait(t, askStart(context.Background(), g, `{"prompt":"Name?"}`))
-			textExpect(t, res, runtime.CodeUserCancelled)
+			tooltest.Expect(t, res, runtime.CodeUserCancelled)
 			if !strings.Contains(res.Error.Hint, "terminal") {
 				t.Errorf("hint %q", res.Error.Hint)
 			}
@@ -390,7 +388,7 @@ func TestAskUserGate(t *testing.T) {
 		p := newAskPTY(t)
 		var out bytes.Buffer
 		var mu sync.Mutex
-		g, _ := newTestGate(t, askPolicy, t.TempDir(), &AskUser{Config: Config{TTY: p.tty, Out: askLockedWriter{&mu, &out}}})
+		g, _ := tooltest.Gate(t, askPolicy, t.TempDir(), &AskUser{Config: Config{TTY: p.tty, Out: askLockedWriter{&mu, &out}}})
 		ch := askStart(context.Background(), g, `{"prompt":"Name?"}`)
 		deadline := time.Now().Add(20 * time.Second)
 		for {
@@ -406,30 +404,30 @@ func TestAskUserGate(t *testing.T) {
 			time.Sleep(2 * time.Millisecond)
 		}
 		p.master.Write([]byte("Carol\r"))
-		textExpect(t, askWait(t, ch), "")
+		tooltest.Expect(t, askWait(t, ch), "")
 		if strings.Contains(p.shown(), "Name?") {
 			t.Error("the prompt went to the tty instead of Out")
 		}
 	})
 	t.Run("no grant", func(t *testing.T) {
 		p := newAskPTY(t)
-		g, _ := newTestGate(t, "version: 1\n", t.TempDir(), &AskUser{Config: Config{TTY: p.tty}})
+		g, _ := tooltest.Gate(t, "version: 1\n", t.TempDir(), &AskUser{Config: Config{TTY: p.tty}})
 		res := askWait(t, askStart(context.Background(), g, `{"prompt":"Name?"}`))
-		textExpect(t, res, runtime.CodeCapabilityDenied)
+		tooltest.Expect(t, res, runtime.CodeCapabilityDenied)
 		if !slices.Contains(res.Error.Missing, "user.ask") || p.shown() != "" {
 			t.Errorf("missing %q, terminal shows %q", res.Error.Missing, p.shown())
 		}
 	})
 	t.Run("invalid input", func(t *testing.T) {
 		p := newAskPTY(t)
-		g, _ := newTestGate(t, askPolicy, t.TempDir(), &AskUser{Config: Config{TTY: p.tty}})
+		g, _ := tooltest.Gate(t, askPolicy, t.TempDir(), &AskUser{Config: Config{TTY: p.tty}})
 		for _, args := range []string{
 			`{}`, `{"prompt":""}`, `{"prompt":"   "}`, `{"prompt":"x","validation":{"pattern":"("}}`,
 			`{"prompt":"x","validation":{"min_length":5,"max_length":2}}`, `{"prompt":"x","validation":{"regex":"a"}}`,
 			`{"prompt":"x","timeout":5}`, `{"prompt":"x","password":"yes"}`,
 		} {
 			res := askWait(t, askStart(context.Background(), g, args))
-			textExpect(t, res, runtime.CodeInvalidInput)
+			tooltest.Expect(t, res, runtime.CodeInvalidInput)
 		}
 		if p.shown() != "" {
 			t.Errorf("an invalid call prompted: %q", p.shown())
@@ -438,34 +436,34 @@ func TestAskUserGate(t *testing.T) {
 	t.Run("dry run asks nothing", func(t *testing.T) {
 		p := newAskPTY(t)
 		ws := t.TempDir()
-		g, _ := newTestGate(t, askPolicy, ws, &AskUser{Config: Config{TTY: p.tty}})
-		before := treeChecksum(t, ws)
-		res := callToolReq(t, g, runtime.Request{Tool: "ask_user", Args: json.RawMessage(`{"prompt":"Deploy?","default":"no"}`), Principal: []string{"test"}, DryRun: true})
-		textExpect(t, res, "")
+		g, _ := tooltest.Gate(t, askPolicy, ws, &AskUser{Config: Config{TTY: p.tty}})
+		before := tooltest.TreeChecksum(t, ws)
+		res := tooltest.CallReq(t, g, runtime.Request{Tool: "ask_user", Args: json.RawMessage(`{"prompt":"Deploy?","default":"no"}`), Principal: []string{"test"}, DryRun: true})
+		tooltest.Expect(t, res, "")
 		if !res.DryRun || !strings.Contains(res.Output, "would ask") || !strings.Contains(res.Output, "Deploy?") {
 			t.Errorf("preview %q", res.Output)
 		}
-		if p.shown() != "" || treeChecksum(t, ws) != before {
+		if p.shown() != "" || tooltest.TreeChecksum(t, ws) != before {
 			t.Errorf("dry run prompted %q or changed the workspace", p.shown())
 		}
 	})
 	t.Run("dry run without terminal warns", func(t *testing.T) {
-		g, _ := newTestGate(t, askPolicy, t.TempDir(), &AskUser{})
-		res := callToolReq(t, g, runtime.Request{Tool: "ask_user", Args: json.RawMessage(`{"prompt":"Deploy?"}`), Principal: []string{"test"}, DryRun: true})
-		textExpect(t, res, "")
+		g, _ := tooltest.Gate(t, askPolicy, t.TempDir(), &AskUser{})
+		res := tooltest.CallReq(t, g, runtime.Request{Tool: "ask_user", Args: json.RawMessage(`{"prompt":"Deploy?"}`), Principal: []string{"test"}, DryRun: true})
+		tooltest.Expect(t, res, "")
 		if !strings.Contains(strings.Join(res.Warnings, " "), "USER_CANCELLED") {
 			t.Errorf("warnings %v", res.Warnings)
 		}
 	})
 	t.Run("secrets in arguments and answer", func(t *testing.T) {
 		p := newAskPTY(t)
-		g, audit := newTestGate(t, askPolicy, t.TempDir(), &AskUser{Config: Config{TTY: p.tty}})
-		ch := askStart(context.Background(), g, fmt.Sprintf(`{"prompt":"Is %s your token?","default":"%s"}`, textSecret, textSecret))
+		g, audit := tooltest.Gate(t, askPolicy, t.TempDir(), &AskUser{Config: Config{TTY: p.tty}})
+		ch := askStart(context.Background(), g, fmt.Sprintf(`{"prompt":"Is %s your token?","default":"%s"}`, tooltest.Secret, tooltest.Secret))
 		p.waitFor(t, "> ", 1)
-		p.master.Write([]byte(textSecret + "\r"))
+		p.master.Write([]byte(tooltest.Secret + "\r"))
 		res := askWait(t, ch)
-		textExpect(t, res, "")
-		assertNoSecret(t, res, audit, textSecret)
+		tooltest.Expect(t, res, "")
+		tooltest.AssertNoSecret(t, res, audit, tooltest.Secret)
 	})
 }
 

@@ -18,6 +18,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/wardenrt/warden/builtin/internal/tooltest"
 	"github.com/wardenrt/warden/runtime"
 )
 
@@ -198,7 +199,7 @@ func (m *fake) holds(s string) bool {
 
 func memoryCall(t *testing.T, g *runtime.Gate, tool, args string) runtime.Result {
 	t.Helper()
-	return callToolReq(t, g, runtime.Request{Tool: tool, Args: json.RawMessage(args), Principal: []string{"test"}, RunID: "run-1"})
+	return tooltest.CallReq(t, g, runtime.Request{Tool: tool, Args: json.RawMessage(args), Principal: []string{"test"}, RunID: "run-1"})
 }
 
 func writeFiles(t *testing.T, dir string, files map[string]string) {
@@ -233,22 +234,22 @@ func TestMemoryWrite(t *testing.T) {
 		{name: "dot segment", args: `{"key":"k","value":"v","namespace":"notes/../x"}`, code: runtime.CodeInvalidInput},
 		{name: "space in namespace", args: `{"key":"k","value":"v","namespace":"my notes"}`, code: runtime.CodeInvalidInput},
 		{name: "empty namespace", args: `{"key":"k","value":"v","namespace":""}`, code: runtime.CodeInvalidInput},
-		{name: "secret key", args: fmt.Sprintf(`{"key":"%s","value":"v"}`, textSecret), code: runtime.CodeInvalidInput},
+		{name: "secret key", args: fmt.Sprintf(`{"key":"%s","value":"v"}`, tooltest.Secret), code: runtime.CodeInvalidInput},
 		{name: "control key", args: `{"key":"a\u001b[2Jb","value":"v"}`, code: runtime.CodeInvalidInput},
 		{name: "missing value", args: `{"key":"k"}`, code: runtime.CodeInvalidInput},
 		{name: "unknown field", args: `{"key":"k","value":"v","ttl":5}`, code: runtime.CodeInvalidInput},
 		{name: "too large", args: fmt.Sprintf(`{"key":"k","value":"%s"}`, strings.Repeat("x", maxValueBytes+1)), code: runtime.CodeTooLarge},
-		{name: "secret value is masked before storing", args: fmt.Sprintf(`{"key":"creds","value":"token %s","namespace":"notes"}`, textSecret),
+		{name: "secret value is masked before storing", args: fmt.Sprintf(`{"key":"creds","value":"token %s","namespace":"notes"}`, tooltest.Secret),
 			ns: "notes", key: "creds", stored: "token [REDACTED]", warn: "masked"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			mem := newMemoryFake()
-			g, audit := newTestGate(t, policy, t.TempDir(), Tools(Config{Memory: mem})...)
+			g, audit := tooltest.Gate(t, policy, t.TempDir(), Tools(Config{Memory: mem})...)
 			res := memoryCall(t, g, "write_memory", tc.args)
-			textExpect(t, res, tc.code)
-			assertNoSecret(t, res, audit, textSecret)
-			if mem.holds(textSecret) {
+			tooltest.Expect(t, res, tc.code)
+			tooltest.AssertNoSecret(t, res, audit, tooltest.Secret)
+			if mem.holds(tooltest.Secret) {
 				t.Error("the secret reached the store")
 			}
 			if tc.code != "" {
@@ -266,7 +267,7 @@ func TestMemoryWrite(t *testing.T) {
 		})
 	}
 	t.Run("hint names the grant", func(t *testing.T) {
-		g, _ := newTestGate(t, policy, t.TempDir(), Tools(Config{Memory: newMemoryFake()})...)
+		g, _ := tooltest.Gate(t, policy, t.TempDir(), Tools(Config{Memory: newMemoryFake()})...)
 		res := memoryCall(t, g, "write_memory", `{"key":"k","value":"v","namespace":"other"}`)
 		if !slices.Contains(res.Error.Missing, "memory.write:other") || !strings.Contains(res.Error.Hint, "needs the grant memory.write:other") {
 			t.Errorf("missing %q, hint %q", res.Error.Missing, res.Error.Hint)
@@ -274,10 +275,10 @@ func TestMemoryWrite(t *testing.T) {
 	})
 	t.Run("overwrite warns", func(t *testing.T) {
 		mem := newMemoryFake()
-		g, _ := newTestGate(t, policy, t.TempDir(), Tools(Config{Memory: mem})...)
-		textExpect(t, memoryCall(t, g, "write_memory", `{"key":"k","value":"one"}`), "")
+		g, _ := tooltest.Gate(t, policy, t.TempDir(), Tools(Config{Memory: mem})...)
+		tooltest.Expect(t, memoryCall(t, g, "write_memory", `{"key":"k","value":"one"}`), "")
 		res := memoryCall(t, g, "write_memory", `{"key":"k","value":"two"}`)
-		textExpect(t, res, "")
+		tooltest.Expect(t, res, "")
 		var d WriteResult
 		json.Unmarshal(res.Data, &d)
 		if !d.Overwrote || !strings.Contains(strings.Join(res.Warnings, " "), "overwrites") {
@@ -291,26 +292,26 @@ func TestMemoryWrite(t *testing.T) {
 		mem := newMemoryFake()
 		mem.PutMemory(context.Background(), "notes", "k", "old")
 		ws := t.TempDir()
-		g, _ := newTestGate(t, policy, ws, Tools(Config{Memory: mem})...)
-		before, puts := treeChecksum(t, ws), mem.putCount()
-		res := callToolReq(t, g, runtime.Request{Tool: "write_memory", Args: json.RawMessage(`{"key":"k","value":"new","namespace":"notes"}`), Principal: []string{"test"}, DryRun: true})
-		textExpect(t, res, "")
+		g, _ := tooltest.Gate(t, policy, ws, Tools(Config{Memory: mem})...)
+		before, puts := tooltest.TreeChecksum(t, ws), mem.putCount()
+		res := tooltest.CallReq(t, g, runtime.Request{Tool: "write_memory", Args: json.RawMessage(`{"key":"k","value":"new","namespace":"notes"}`), Principal: []string{"test"}, DryRun: true})
+		tooltest.Expect(t, res, "")
 		if !strings.Contains(res.Output, "would replace memory entry notes/k") || !strings.Contains(strings.Join(res.Warnings, " "), "overwrites") {
 			t.Errorf("preview %q %v", res.Output, res.Warnings)
 		}
-		if v, _ := mem.value("notes", "k"); v != "old" || mem.putCount() != puts || treeChecksum(t, ws) != before {
+		if v, _ := mem.value("notes", "k"); v != "old" || mem.putCount() != puts || tooltest.TreeChecksum(t, ws) != before {
 			t.Error("the dry run changed something")
 		}
 	})
 	t.Run("store failure", func(t *testing.T) {
 		mem := newMemoryFake()
 		mem.fail = errors.New("store is locked")
-		g, _ := newTestGate(t, policy, t.TempDir(), Tools(Config{Memory: mem})...)
-		textExpect(t, memoryCall(t, g, "write_memory", `{"key":"k","value":"v"}`), runtime.CodeToolError)
+		g, _ := tooltest.Gate(t, policy, t.TempDir(), Tools(Config{Memory: mem})...)
+		tooltest.Expect(t, memoryCall(t, g, "write_memory", `{"key":"k","value":"v"}`), runtime.CodeToolError)
 	})
 	t.Run("no store", func(t *testing.T) {
-		g, _ := newTestGate(t, policy, t.TempDir(), Tools(Config{Memory: nil})...)
-		textExpect(t, memoryCall(t, g, "write_memory", `{"key":"k","value":"v"}`), runtime.CodeToolError)
+		g, _ := tooltest.Gate(t, policy, t.TempDir(), Tools(Config{Memory: nil})...)
+		tooltest.Expect(t, memoryCall(t, g, "write_memory", `{"key":"k","value":"v"}`), runtime.CodeToolError)
 	})
 }
 
@@ -366,9 +367,9 @@ func TestMemoryQuery(t *testing.T) {
 			if tc.policy != "" {
 				p = tc.policy
 			}
-			g, _ := newTestGate(t, p, t.TempDir(), Tools(Config{Memory: queryFixture()})...)
+			g, _ := tooltest.Gate(t, p, t.TempDir(), Tools(Config{Memory: queryFixture()})...)
 			res := memoryCall(t, g, "query_memory", tc.args)
-			textExpect(t, res, tc.code)
+			tooltest.Expect(t, res, tc.code)
 			if tc.code != "" {
 				return
 			}
@@ -394,25 +395,25 @@ func TestMemoryQuery(t *testing.T) {
 	t.Run("dry run runs read-only", func(t *testing.T) {
 		ws := t.TempDir()
 		mem := queryFixture()
-		g, _ := newTestGate(t, policy, ws, Tools(Config{Memory: mem})...)
-		before, puts := treeChecksum(t, ws), mem.putCount()
-		res := callToolReq(t, g, runtime.Request{Tool: "query_memory", Args: json.RawMessage(`{"query":"gate"}`), Principal: []string{"test"}, DryRun: true})
-		textExpect(t, res, "")
-		if treeChecksum(t, ws) != before || mem.putCount() != puts {
+		g, _ := tooltest.Gate(t, policy, ws, Tools(Config{Memory: mem})...)
+		before, puts := tooltest.TreeChecksum(t, ws), mem.putCount()
+		res := tooltest.CallReq(t, g, runtime.Request{Tool: "query_memory", Args: json.RawMessage(`{"query":"gate"}`), Principal: []string{"test"}, DryRun: true})
+		tooltest.Expect(t, res, "")
+		if tooltest.TreeChecksum(t, ws) != before || mem.putCount() != puts {
 			t.Error("the dry run changed something")
 		}
 	})
 	t.Run("secret in query", func(t *testing.T) {
-		g, audit := newTestGate(t, policy, t.TempDir(), Tools(Config{Memory: queryFixture()})...)
-		res := memoryCall(t, g, "query_memory", fmt.Sprintf(`{"query":"gate %s"}`, textSecret))
-		textExpect(t, res, "")
-		assertNoSecret(t, res, audit, textSecret)
+		g, audit := tooltest.Gate(t, policy, t.TempDir(), Tools(Config{Memory: queryFixture()})...)
+		res := memoryCall(t, g, "query_memory", fmt.Sprintf(`{"query":"gate %s"}`, tooltest.Secret))
+		tooltest.Expect(t, res, "")
+		tooltest.AssertNoSecret(t, res, audit, tooltest.Secret)
 	})
 	t.Run("store failure", func(t *testing.T) {
 		mem := queryFixture()
 		mem.fail = errors.New("store is locked")
-		g, _ := newTestGate(t, policy, t.TempDir(), Tools(Config{Memory: mem})...)
-		textExpect(t, memoryCall(t, g, "query_memory", `{"query":"gate"}`), runtime.CodeToolError)
+		g, _ := tooltest.Gate(t, policy, t.TempDir(), Tools(Config{Memory: mem})...)
+		tooltest.Expect(t, memoryCall(t, g, "query_memory", `{"query":"gate"}`), runtime.CodeToolError)
 	})
 }
 
@@ -427,7 +428,7 @@ func memoryWorkspace(t *testing.T) (ws, outside string) {
 		"docs/gate.md":        "# The gate\n\nThe gate checks every grant before a tool runs.\nGate, gate, gate.\n",
 		"docs/audit.md":       "# Audit\n\nThe audit log is hash chained and append only.\n",
 		"src/main.go":         "package main\n\n// main wires the audit log and the store.\nfunc main() {}\n",
-		"secret/keys.txt":     "deploy key " + textSecret + "\n",
+		"secret/keys.txt":     "deploy key " + tooltest.Secret + "\n",
 		"big.txt":             strings.Repeat("gate ", 2000),
 		".git/config":         "[core]\n\tgate = audit\n",
 		".warden/policy.yaml": "version: 1\n",
@@ -473,7 +474,7 @@ func TestMemoryIndexWorkspace(t *testing.T) {
 			t.Errorf("%s was indexed", p)
 		}
 	}
-	if mem.holds(textSecret) || mem.holds("OUTSIDE") {
+	if mem.holds(tooltest.Secret) || mem.holds("OUTSIDE") {
 		t.Error("a secret or a file outside the workspace reached the index")
 	}
 	if v, _ := mem.value(textNS, "secret/keys.txt"); !strings.Contains(v, "deploy key [REDACTED]") {
@@ -576,9 +577,9 @@ func TestMemoryGetContext(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			g, _ := newTestGate(t, tc.policy, ws, Tools(Config{Memory: mem})...)
+			g, _ := tooltest.Gate(t, tc.policy, ws, Tools(Config{Memory: mem})...)
 			res := memoryCall(t, g, "get_context", tc.args)
-			textExpect(t, res, tc.code)
+			tooltest.Expect(t, res, tc.code)
 			if tc.code != "" {
 				return
 			}
@@ -612,7 +613,7 @@ func TestMemoryGetContext(t *testing.T) {
 		})
 	}
 	t.Run("snippet", func(t *testing.T) {
-		g, _ := newTestGate(t, all, ws, Tools(Config{Memory: mem})...)
+		g, _ := tooltest.Gate(t, all, ws, Tools(Config{Memory: mem})...)
 		res := memoryCall(t, g, "get_context", `{"query":"grant"}`)
 		var d ContextResult
 		json.Unmarshal(res.Data, &d)
@@ -621,19 +622,19 @@ func TestMemoryGetContext(t *testing.T) {
 		}
 	})
 	t.Run("indexed secret stays masked", func(t *testing.T) {
-		g, audit := newTestGate(t, all, ws, Tools(Config{Memory: mem})...)
+		g, audit := tooltest.Gate(t, all, ws, Tools(Config{Memory: mem})...)
 		res := memoryCall(t, g, "get_context", `{"query":"deploy key"}`)
-		textExpect(t, res, "")
+		tooltest.Expect(t, res, "")
 		if !strings.Contains(string(res.Data), "secret/keys.txt") {
 			t.Errorf("data %s", res.Data)
 		}
-		assertNoSecret(t, res, audit, textSecret)
+		tooltest.AssertNoSecret(t, res, audit, tooltest.Secret)
 	})
 	t.Run("secret in query", func(t *testing.T) {
-		g, audit := newTestGate(t, all, ws, Tools(Config{Memory: mem})...)
-		res := memoryCall(t, g, "get_context", fmt.Sprintf(`{"query":"gate %s","history":"%s"}`, textSecret, textSecret))
-		textExpect(t, res, "")
-		assertNoSecret(t, res, audit, textSecret)
+		g, audit := tooltest.Gate(t, all, ws, Tools(Config{Memory: mem})...)
+		res := memoryCall(t, g, "get_context", fmt.Sprintf(`{"query":"gate %s","history":"%s"}`, tooltest.Secret, tooltest.Secret))
+		tooltest.Expect(t, res, "")
+		tooltest.AssertNoSecret(t, res, audit, tooltest.Secret)
 	})
 	t.Run("stale and deleted since indexing", func(t *testing.T) {
 		ws, _ := memoryWorkspace(t)
@@ -641,9 +642,9 @@ func TestMemoryGetContext(t *testing.T) {
 		IndexWorkspace(ctx, mem, ws, &IndexOptions{MaxFileBytes: 4096, Now: later})
 		writeFiles(t, ws, map[string]string{"docs/gate.md": "# The gate\n\nchanged gate text, longer than before\n"})
 		os.Remove(filepath.Join(ws, "docs/audit.md"))
-		g, _ := newTestGate(t, all, ws, Tools(Config{Memory: mem})...)
+		g, _ := tooltest.Gate(t, all, ws, Tools(Config{Memory: mem})...)
 		res := memoryCall(t, g, "get_context", `{"query":"gate audit"}`)
-		textExpect(t, res, "")
+		tooltest.Expect(t, res, "")
 		var d ContextResult
 		json.Unmarshal(res.Data, &d)
 		if slices.Contains(d.FilePaths, "docs/audit.md") || d.Gone != 1 {
@@ -660,35 +661,35 @@ func TestMemoryGetContext(t *testing.T) {
 		IndexWorkspace(ctx, mem, ws, &IndexOptions{MaxFileBytes: 4096, Now: later})
 		os.Remove(filepath.Join(ws, "docs/gate.md"))
 		os.Symlink(filepath.Join(outside, "secret.txt"), filepath.Join(ws, "docs/gate.md"))
-		g, _ := newTestGate(t, all, ws, Tools(Config{Memory: mem})...)
+		g, _ := tooltest.Gate(t, all, ws, Tools(Config{Memory: mem})...)
 		res := memoryCall(t, g, "get_context", `{"query":"gate"}`)
-		textExpect(t, res, "")
+		tooltest.Expect(t, res, "")
 		if strings.Contains(res.Output, "docs/gate.md") || strings.Contains(string(res.Data), "OUTSIDE") {
 			t.Errorf("a path now leading outside was returned: %s", res.Data)
 		}
 	})
 	t.Run("empty index warns", func(t *testing.T) {
-		g, _ := newTestGate(t, all, t.TempDir(), Tools(Config{Memory: newMemoryFake()})...)
+		g, _ := tooltest.Gate(t, all, t.TempDir(), Tools(Config{Memory: newMemoryFake()})...)
 		res := memoryCall(t, g, "get_context", `{"query":"gate"}`)
-		textExpect(t, res, "")
+		tooltest.Expect(t, res, "")
 		if !strings.Contains(strings.Join(res.Warnings, " "), "warden memory index") {
 			t.Errorf("warnings %v", res.Warnings)
 		}
 	})
 	t.Run("dry run", func(t *testing.T) {
-		g, _ := newTestGate(t, all, ws, Tools(Config{Memory: mem})...)
-		before, puts := treeChecksum(t, ws), mem.putCount()
-		res := callToolReq(t, g, runtime.Request{Tool: "get_context", Args: json.RawMessage(`{"query":"gate"}`), Principal: []string{"test"}, DryRun: true})
-		textExpect(t, res, "")
-		if treeChecksum(t, ws) != before || mem.putCount() != puts {
+		g, _ := tooltest.Gate(t, all, ws, Tools(Config{Memory: mem})...)
+		before, puts := tooltest.TreeChecksum(t, ws), mem.putCount()
+		res := tooltest.CallReq(t, g, runtime.Request{Tool: "get_context", Args: json.RawMessage(`{"query":"gate"}`), Principal: []string{"test"}, DryRun: true})
+		tooltest.Expect(t, res, "")
+		if tooltest.TreeChecksum(t, ws) != before || mem.putCount() != puts {
 			t.Error("the dry run changed something")
 		}
 	})
 	t.Run("store failure", func(t *testing.T) {
 		bad := newMemoryFake()
 		bad.fail = errors.New("store is locked")
-		g, _ := newTestGate(t, all, ws, Tools(Config{Memory: bad})...)
-		textExpect(t, memoryCall(t, g, "get_context", `{"query":"gate"}`), runtime.CodeToolError)
+		g, _ := tooltest.Gate(t, all, ws, Tools(Config{Memory: bad})...)
+		tooltest.Expect(t, memoryCall(t, g, "get_context", `{"query":"gate"}`), runtime.CodeToolError)
 	})
 }
 
@@ -707,7 +708,7 @@ func TestMemoryPrimeClear(t *testing.T) {
 		{name: "same file twice", args: `{"files":["docs/gate.md","./docs/../docs/gate.md"]}`, keys: []string{"file:docs/gate.md"}},
 		{name: "big file truncated", args: `{"files":["big.txt"]}`, keys: []string{"file:big.txt"}, warn: "64 KiB"},
 		{name: "secret file masked", args: `{"files":["secret/keys.txt"]}`, keys: []string{"file:secret/keys.txt"}, warn: "masked"},
-		{name: "secret text masked", args: fmt.Sprintf(`{"text":"token %s"}`, textSecret), keys: []string{"text:"}, warn: "masked"},
+		{name: "secret text masked", args: fmt.Sprintf(`{"text":"token %s"}`, tooltest.Secret), keys: []string{"text:"}, warn: "masked"},
 		{name: "nothing", args: `{}`, code: runtime.CodeInvalidInput},
 		{name: "blank text", args: `{"text":"  "}`, code: runtime.CodeInvalidInput},
 		{name: "text too large", args: fmt.Sprintf(`{"text":"%s"}`, strings.Repeat("x", primeMaxText+1)), code: runtime.CodeTooLarge},
@@ -727,11 +728,11 @@ func TestMemoryPrimeClear(t *testing.T) {
 			ws, _ := memoryWorkspace(t)
 			writeFiles(t, ws, map[string]string{"big.txt": strings.Repeat("gate ", 20000)})
 			mem := newMemoryFake()
-			g, audit := newTestGate(t, policy, ws, Tools(Config{Memory: mem})...)
+			g, audit := tooltest.Gate(t, policy, ws, Tools(Config{Memory: mem})...)
 			res := memoryCall(t, g, "prime_context", tc.args)
-			textExpect(t, res, tc.code)
-			assertNoSecret(t, res, audit, textSecret)
-			if mem.holds(textSecret) || mem.holds("OUTSIDE") {
+			tooltest.Expect(t, res, tc.code)
+			tooltest.AssertNoSecret(t, res, audit, tooltest.Secret)
+			if mem.holds(tooltest.Secret) || mem.holds("OUTSIDE") {
 				t.Error("a secret or an outside file reached the store")
 			}
 			es, err := RunContext(ctx, mem, "run-1")
@@ -763,23 +764,23 @@ func TestMemoryPrimeClear(t *testing.T) {
 	t.Run("cli run id, clear, dry runs", func(t *testing.T) {
 		ws, _ := memoryWorkspace(t)
 		mem := newMemoryFake()
-		g, _ := newTestGate(t, policy, ws, Tools(Config{Memory: mem})...)
+		g, _ := tooltest.Gate(t, policy, ws, Tools(Config{Memory: mem})...)
 		call := func(tool, args string, dry bool, run string) runtime.Result {
-			return callToolReq(t, g, runtime.Request{Tool: tool, Args: json.RawMessage(args), Principal: []string{"test"}, RunID: run, DryRun: dry})
+			return tooltest.CallReq(t, g, runtime.Request{Tool: tool, Args: json.RawMessage(args), Principal: []string{"test"}, RunID: run, DryRun: dry})
 		}
-		before := treeChecksum(t, ws)
+		before := tooltest.TreeChecksum(t, ws)
 		res := call("prime_context", `{"files":["docs/gate.md"]}`, true, "")
-		textExpect(t, res, "")
+		tooltest.Expect(t, res, "")
 		if !strings.Contains(res.Output, "would prime") || mem.putCount() != 0 {
 			t.Errorf("dry run: %q, %d writes", res.Output, mem.putCount())
 		}
-		textExpect(t, call("prime_context", `{"files":["docs/gate.md"],"text":"x y"}`, false, ""), "")
-		textExpect(t, call("prime_context", `{"text":"other run"}`, false, "run-2"), "")
+		tooltest.Expect(t, call("prime_context", `{"files":["docs/gate.md"],"text":"x y"}`, false, ""), "")
+		tooltest.Expect(t, call("prime_context", `{"text":"other run"}`, false, "run-2"), "")
 		if es, _ := RunContext(ctx, mem, ""); len(es) != 2 || es[0].Namespace != "_context/cli" {
 			t.Fatalf("cli context %+v", es)
 		}
 		res = call("clear_context", `{}`, true, "")
-		textExpect(t, res, "")
+		tooltest.Expect(t, res, "")
 		if !strings.Contains(res.Output, "would remove 2") {
 			t.Errorf("clear preview %q", res.Output)
 		}
@@ -787,15 +788,15 @@ func TestMemoryPrimeClear(t *testing.T) {
 			t.Error("the clear dry run removed entries")
 		}
 		res = call("clear_context", `{}`, false, "")
-		textExpect(t, res, "")
+		tooltest.Expect(t, res, "")
 		if es, _ := RunContext(ctx, mem, ""); len(es) != 0 {
 			t.Errorf("%d entries left after clear", len(es))
 		}
 		if es, _ := RunContext(ctx, mem, "run-2"); len(es) != 1 {
 			t.Error("clear_context touched another run")
 		}
-		textExpect(t, call("clear_context", `{"all":true}`, false, ""), runtime.CodeInvalidInput)
-		if treeChecksum(t, ws) != before {
+		tooltest.Expect(t, call("clear_context", `{"all":true}`, false, ""), runtime.CodeInvalidInput)
+		if tooltest.TreeChecksum(t, ws) != before {
 			t.Error("the workspace changed")
 		}
 	})
@@ -808,9 +809,9 @@ func TestMemoryPrimeClear(t *testing.T) {
 		ws, _ := memoryWorkspace(t)
 		mem := newMemoryFake()
 		mem.fail = errors.New("store is locked")
-		g, _ := newTestGate(t, policy, ws, Tools(Config{Memory: mem})...)
-		textExpect(t, memoryCall(t, g, "prime_context", `{"text":"x"}`), runtime.CodeToolError)
-		textExpect(t, memoryCall(t, g, "clear_context", `{}`), runtime.CodeToolError)
+		g, _ := tooltest.Gate(t, policy, ws, Tools(Config{Memory: mem})...)
+		tooltest.Expect(t, memoryCall(t, g, "prime_context", `{"text":"x"}`), runtime.CodeToolError)
+		tooltest.Expect(t, memoryCall(t, g, "clear_context", `{}`), runtime.CodeToolError)
 	})
 }
 
@@ -828,7 +829,7 @@ func TestMemoryPrimeSymlinkRace(t *testing.T) {
 	}
 	os.Symlink("ok.txt", filepath.Join(ws, "pub/link"))
 	mem := newMemoryFake()
-	g, _ := newTestGate(t, "version: 1\ngrants: [\"fs.read:pub/**\"]\n", ws, Tools(Config{Memory: mem})...)
+	g, _ := tooltest.Gate(t, "version: 1\ngrants: [\"fs.read:pub/**\"]\n", ws, Tools(Config{Memory: mem})...)
 	var stop atomic.Bool
 	done := make(chan struct{})
 	go func() {
@@ -896,9 +897,9 @@ func TestMemoryStoreErrorCodes(t *testing.T) {
 				mem := queryFixture()
 				puts := mem.putCount()
 				mem.fail = f.err
-				g, _ := newTestGate(t, policy, t.TempDir(), Tools(Config{Memory: mem})...)
+				g, _ := tooltest.Gate(t, policy, t.TempDir(), Tools(Config{Memory: mem})...)
 				res := memoryCall(t, g, c.tool, c.args)
-				textExpect(t, res, f.code)
+				tooltest.Expect(t, res, f.code)
 				if !strings.Contains(res.Error.Message, c.tool) {
 					t.Errorf("message %q does not name the tool", res.Error.Message)
 				}

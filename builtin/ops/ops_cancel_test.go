@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wardenrt/warden/builtin/internal/tooltest"
 	"github.com/wardenrt/warden/runtime"
 )
 
@@ -63,7 +64,7 @@ func TestOpsCancelled(t *testing.T) {
 			if strings.Contains(res.Error.Message, "did not finish in time") {
 				t.Errorf("a cancellation reported as a timeout: %+v", res.Error)
 			}
-			if e.audit.contains(`"TOOL_ERROR"`) == 0 {
+			if tooltest.Count(e.audit, `"TOOL_ERROR"`) == 0 {
 				t.Error("the audit log does not record the failure")
 			}
 		})

@@ -23,11 +23,11 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/wardenrt/warden/builtin/internal/tooltest"
 	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/runtimetest"
 	"github.com/wardenrt/warden/runtime/sandbox"
 )
-
-const secret = "ghp_0123456789abcdefghijABCDEFGHIJ012345"
 
 // ---- fixtures -------------------------------------------------------------
 
@@ -59,14 +59,14 @@ func newFixture(t testing.TB) *fixture {
 		t.Fatal(err)
 	}
 	journal := filepath.Join(dir, "journal.json")
-	write(t, journal, opsJournal, 0o644)
-	write(t, fx.state, "100\n", 0o644)
+	tooltest.WriteFile(t, journal, opsJournal, 0o644)
+	tooltest.WriteFile(t, fx.state, "100\n", 0o644)
 	record := `printf '%s' "$0" >> '` + fx.log + `'
 for a in "$@"; do printf ' [%s]' "$a" >> '` + fx.log + `'; done
 printf '\n' >> '` + fx.log + `'
 for last; do :; done
 `
-	write(t, filepath.Join(fx.bin, "journalctl"), `#!/bin/sh
+	tooltest.WriteFile(t, filepath.Join(fx.bin, "journalctl"), `#!/bin/sh
 `+record+`case "$last" in
 --unit=broken.service) echo "Failed to open journal: boom" >&2; exit 1;;
 --unit=slow.service) exec sleep 30;;
@@ -74,11 +74,11 @@ for last; do :; done
 --unit=flood.service) head -c 18000000 /dev/zero | tr '\0' x; exit 0;;
 --unit=many.service) i=0; while [ $i -lt 300 ]; do i=$((i+1)); printf '{"MESSAGE":"m%d","PRIORITY":"6"}\n' $i; done; exit 0;;
 --unit=env.service) env > '`+fx.envFile+`'; exit 0;;
---unit=secret.service) printf '{"MESSAGE":"token=%s","PRIORITY":"6"}\n' '`+secret+`'; exit 0;;
+--unit=secret.service) printf '{"MESSAGE":"token=%s","PRIORITY":"6"}\n' '`+tooltest.Secret+`'; exit 0;;
 esac
 cat '`+journal+`'
 `, 0o755)
-	write(t, filepath.Join(fx.bin, "systemctl"), `#!/bin/sh
+	tooltest.WriteFile(t, filepath.Join(fx.bin, "systemctl"), `#!/bin/sh
 `+record+`case "$1" in
 show)
   case "$last" in
@@ -136,28 +136,6 @@ func (fx *fixture) pid(t testing.TB) string {
 	return strings.TrimSpace(string(b))
 }
 
-func write(t testing.TB, p, content string, mode os.FileMode) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(content), mode); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(p, mode); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func opsRead(t testing.TB, p string) string {
-	t.Helper()
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
 // fakeArtifacts is an in-memory runtime.Artifacts.
 type fakeArtifacts struct {
 	mu    sync.Mutex
@@ -202,7 +180,7 @@ type opsEnv struct {
 	arts             *fakeArtifacts
 	ops              *Config
 	g                *runtime.Gate
-	audit            *memAudit
+	audit            *runtimetest.Audit
 }
 
 const appConf = "# app\nlisten 80\nworkers 1\nlog /var/log/app.log\n"
@@ -241,9 +219,9 @@ func setup(t testing.TB) *opsEnv {
 		return r
 	}
 	e := &opsEnv{ws: resolve(t.TempDir()), abs: resolve(t.TempDir()), outside: resolve(t.TempDir()), fx: newFixture(t), arts: &fakeArtifacts{}}
-	write(t, filepath.Join(e.ws, "conf", "app.conf"), appConf, 0o640)
-	write(t, filepath.Join(e.abs, "etc", "nginx", "nginx.conf"), nginxConf, 0o644)
-	write(t, filepath.Join(e.outside, "secret.conf"), "OUTSIDE SECRET\n", 0o600)
+	tooltest.WriteFile(t, filepath.Join(e.ws, "conf", "app.conf"), appConf, 0o640)
+	tooltest.WriteFile(t, filepath.Join(e.abs, "etc", "nginx", "nginx.conf"), nginxConf, 0o644)
+	tooltest.WriteFile(t, filepath.Join(e.outside, "secret.conf"), "OUTSIDE SECRET\n", 0o600)
 	e.ops = &Config{Artifacts: e.arts, SearchPath: e.fx.bin + ":" + DefaultSearchPath, Timeout: 20 * time.Second,
 		// The fake programs record their argv and state beside them.
 		Sandbox: sandbox.Spec{Write: []string{filepath.Dir(e.fx.bin)}, Exec: fixtureTools}}
@@ -264,23 +242,23 @@ func (e *opsEnv) timeoutFor(code runtime.Code) {
 // gate (re)builds the gate with a policy.
 func (e *opsEnv) gate(t testing.TB, policy string) {
 	t.Helper()
-	e.g, e.audit = newTestGate(t, policy, e.ws, e.ops.tools()...)
+	e.g, e.audit = tooltest.Gate(t, policy, e.ws, e.ops.tools()...)
 }
 
 func (e *opsEnv) call(t testing.TB, tool, args string) runtime.Result {
 	t.Helper()
-	return callTool(t, e.g, tool, args)
+	return tooltest.Call(t, e.g, tool, args)
 }
 
 func (e *opsEnv) dryRun(t testing.TB, tool, args string) runtime.Result {
 	t.Helper()
-	return callToolReq(t, e.g, runtime.Request{Tool: tool, Args: json.RawMessage(args), Principal: []string{"test"}, DryRun: true})
+	return tooltest.CallReq(t, e.g, runtime.Request{Tool: tool, Args: json.RawMessage(args), Principal: []string{"test"}, DryRun: true})
 }
 
 // checksum covers everything a call could change: the workspace, the
 // absolute and outside directories and the fixture's state.
 func (e *opsEnv) checksum(t testing.TB) string {
-	return treeChecksum(t, e.ws) + treeChecksum(t, e.abs) + treeChecksum(t, e.outside) + e.fx.pid(t)
+	return tooltest.TreeChecksum(t, e.ws) + tooltest.TreeChecksum(t, e.abs) + tooltest.TreeChecksum(t, e.outside) + e.fx.pid(t)
 }
 
 func opsArgs(kv ...any) string {
@@ -290,13 +268,6 @@ func opsArgs(kv ...any) string {
 	}
 	b, _ := json.Marshal(m)
 	return string(b)
-}
-
-func wantOK(t testing.TB, res runtime.Result) {
-	t.Helper()
-	if !res.Success {
-		t.Fatalf("%s failed: %+v\noutput: %s", res.Tool, res.Error, res.Output)
-	}
 }
 
 func wantErr(t testing.TB, res runtime.Result, code runtime.Code, substr string) {
@@ -310,15 +281,6 @@ func wantErr(t testing.TB, res runtime.Result, code runtime.Code, substr string)
 	if substr != "" && !strings.Contains(res.Error.Message+" | "+res.Error.Hint, substr) {
 		t.Fatalf("%s: error %+v does not mention %q", res.Tool, res.Error, substr)
 	}
-}
-
-func opsData[T any](t testing.TB, res runtime.Result) T {
-	t.Helper()
-	var v T
-	if err := json.Unmarshal(res.Data, &v); err != nil {
-		t.Fatalf("data %s: %v", res.Data, err)
-	}
-	return v
 }
 
 func hasWarning(res runtime.Result, substr string) bool {
@@ -382,9 +344,9 @@ func TestOpsUnitNames(t *testing.T) {
 func TestOpsSearchPath(t *testing.T) {
 	fx := newFixture(t)
 	dir := t.TempDir()
-	write(t, filepath.Join(dir, "journalctl"), "#!/bin/sh\necho planted\n", 0o755)
-	write(t, filepath.Join(dir, "rel", "journalctl"), "#!/bin/sh\necho planted\n", 0o755)
-	write(t, filepath.Join(dir, "noexec", "journalctl"), "#!/bin/sh\n", 0o644)
+	tooltest.WriteFile(t, filepath.Join(dir, "journalctl"), "#!/bin/sh\necho planted\n", 0o755)
+	tooltest.WriteFile(t, filepath.Join(dir, "rel", "journalctl"), "#!/bin/sh\necho planted\n", 0o755)
+	tooltest.WriteFile(t, filepath.Join(dir, "noexec", "journalctl"), "#!/bin/sh\n", 0o644)
 	t.Chdir(dir)
 	empty := t.TempDir()
 	for _, sp := range []string{".", "rel", ":.:rel:", "./rel:" + filepath.Join(dir, "noexec"), empty} {
@@ -407,12 +369,12 @@ func TestOpsSearchPath(t *testing.T) {
 
 // Programs see a minimal environment: nothing of warden's own.
 func TestOpsEnvironment(t *testing.T) {
-	t.Setenv("OPS_TEST_API_TOKEN", secret)
+	t.Setenv("OPS_TEST_API_TOKEN", tooltest.Secret)
 	t.Setenv("LD_PRELOAD", "/tmp/evil.so")
 	e := setup(t)
-	wantOK(t, e.call(t, "read_logs", `{"unit":"env.service"}`))
-	env := opsRead(t, e.fx.envFile)
-	if strings.Contains(env, secret) || strings.Contains(env, "LD_PRELOAD") || strings.Contains(env, "OPS_TEST") {
+	tooltest.WantOK(t, e.call(t, "read_logs", `{"unit":"env.service"}`))
+	env := tooltest.ReadFile(t, e.fx.envFile)
+	if strings.Contains(env, tooltest.Secret) || strings.Contains(env, "LD_PRELOAD") || strings.Contains(env, "OPS_TEST") {
 		t.Fatalf("environment leaked:\n%s", env)
 	}
 	allowed := map[string]bool{"PATH": true, "LC_ALL": true, "SYSTEMD_PAGER": true, "SYSTEMD_COLORS": true, "SYSTEMD_URLIFY": true,
@@ -434,8 +396,8 @@ func TestOpsReadLogs(t *testing.T) {
 	e := setup(t)
 	before := e.checksum(t)
 	res := e.call(t, "read_logs", `{"unit":"nginx"}`)
-	wantOK(t, res)
-	d := opsData[Logs](t, res)
+	tooltest.WantOK(t, res)
+	d := tooltest.Decode[Logs](t, res)
 	jc := filepath.Join(e.fx.bin, "journalctl")
 	wantArgv := []string{jc, "--no-pager", "--output=json", "--lines=100", "--unit=nginx.service"}
 	if fmt.Sprint(d.Argv) != fmt.Sprint(wantArgv) {
@@ -464,27 +426,27 @@ func TestOpsReadLogs(t *testing.T) {
 
 	// Filters, as separate --opt=value arguments.
 	res = e.call(t, "read_logs", `{"unit":"nginx.service","lines":5,"since":"-1h","priority":"err"}`)
-	wantOK(t, res)
-	if got := opsData[Logs](t, res).Argv; fmt.Sprint(got[1:]) != "[--no-pager --output=json --lines=5 --since=-1h --priority=err --unit=nginx.service]" {
+	tooltest.WantOK(t, res)
+	if got := tooltest.Decode[Logs](t, res).Argv; fmt.Sprint(got[1:]) != "[--no-pager --output=json --lines=5 --since=-1h --priority=err --unit=nginx.service]" {
 		t.Errorf("argv %q", got)
 	}
 	res = e.call(t, "read_logs", `{"unit":"nginx","since":"2024-05-01 10:00:00","priority":"3","lines":5000}`)
-	wantOK(t, res)
-	if got := opsData[Logs](t, res).Argv; got[3] != "--lines=5000" || got[4] != "--since=2024-05-01 10:00:00" || got[5] != "--priority=3" {
+	tooltest.WantOK(t, res)
+	if got := tooltest.Decode[Logs](t, res).Argv; got[3] != "--lines=5000" || got[4] != "--since=2024-05-01 10:00:00" || got[5] != "--priority=3" {
 		t.Errorf("argv %q", got)
 	}
 
 	// No entries: success with a warning, and journalctl's stderr as a warning.
 	res = e.call(t, "read_logs", `{"unit":"empty.service"}`)
-	wantOK(t, res)
-	if d := opsData[Logs](t, res); d.Count != 0 || d.Entries == nil || !hasWarning(res, "no journal entries") || !hasWarning(res, "not seeing messages") {
+	tooltest.WantOK(t, res)
+	if d := tooltest.Decode[Logs](t, res); d.Count != 0 || d.Entries == nil || !hasWarning(res, "no journal entries") || !hasWarning(res, "not seeing messages") {
 		t.Errorf("empty: %+v %q", d, res.Warnings)
 	}
 
 	// Read-only: a dry run reads the journal too and changes nothing.
 	res = e.dryRun(t, "read_logs", `{"unit":"nginx"}`)
-	wantOK(t, res)
-	if !res.DryRun || opsData[Logs](t, res).Count != 3 || e.checksum(t) != before {
+	tooltest.WantOK(t, res)
+	if !res.DryRun || tooltest.Decode[Logs](t, res).Count != 3 || e.checksum(t) != before {
 		t.Errorf("dry run %+v", res)
 	}
 }
@@ -539,14 +501,14 @@ func TestOpsReadLogsErrors(t *testing.T) {
 func TestOpsReadLogsFlood(t *testing.T) {
 	e := setup(t)
 	res := e.call(t, "read_logs", `{"unit":"flood"}`)
-	wantOK(t, res)
-	d := opsData[Logs](t, res)
+	tooltest.WantOK(t, res)
+	d := tooltest.Decode[Logs](t, res)
 	if !d.Truncated || d.Count != 0 || !hasWarning(res, "more than 16 MiB") || len(res.Output) > 1000 {
 		t.Fatalf("truncated %v count %d skipped %d warnings %q", d.Truncated, d.Count, d.Skipped, res.Warnings)
 	}
 	res = e.call(t, "read_logs", `{"unit":"many","lines":100}`)
-	wantOK(t, res)
-	d = opsData[Logs](t, res)
+	tooltest.WantOK(t, res)
+	d = tooltest.Decode[Logs](t, res)
 	if !d.Truncated || d.Count != 100 || d.Entries[0].Message != "m201" || d.Entries[99].Message != "m300" || !hasWarning(res, "300 entries") {
 		t.Fatalf("truncated %v count %d warnings %q", d.Truncated, d.Count, res.Warnings)
 	}
@@ -558,8 +520,8 @@ func TestOpsServiceStatus(t *testing.T) {
 	e := setup(t)
 	before := e.checksum(t)
 	res := e.call(t, "service_status", `{"unit":"nginx"}`)
-	wantOK(t, res)
-	st := opsData[ServiceStatus](t, res)
+	tooltest.WantOK(t, res)
+	st := tooltest.Decode[ServiceStatus](t, res)
 	sc := filepath.Join(e.fx.bin, "systemctl")
 	wantCall := sc + " [show] [--no-pager] [--property=Id,Description,LoadState,LoadError,ActiveState,SubState,UnitFileState,MainPID," +
 		"ExecMainStatus,Result,NRestarts,ActiveEnterTimestamp,StateChangeTimestamp,MemoryCurrent,FragmentPath] [--] [nginx.service]"
@@ -577,19 +539,19 @@ func TestOpsServiceStatus(t *testing.T) {
 	}
 	// The seed's argument name.
 	res = e.call(t, "service_status", `{"service":"docker.socket"}`)
-	wantOK(t, res)
-	if st := opsData[ServiceStatus](t, res); st.Unit != "docker.socket" {
+	tooltest.WantOK(t, res)
+	if st := tooltest.Decode[ServiceStatus](t, res); st.Unit != "docker.socket" {
 		t.Errorf("service: %+v", st)
 	}
 	// systemd's \x2d escapes and template instances pass the schema.
 	res = e.call(t, "service_status", opsArgs("unit", `systemd-fsck@dev-disk-by\x2duuid-1`))
-	wantOK(t, res)
-	if st := opsData[ServiceStatus](t, res); st.Unit != `systemd-fsck@dev-disk-by\x2duuid-1.service` {
+	tooltest.WantOK(t, res)
+	if st := tooltest.Decode[ServiceStatus](t, res); st.Unit != `systemd-fsck@dev-disk-by\x2duuid-1.service` {
 		t.Errorf("escaped: %+v", st)
 	}
 	// Read-only: a dry run shows the status and changes nothing.
 	res = e.dryRun(t, "service_status", `{"unit":"nginx"}`)
-	wantOK(t, res)
+	tooltest.WantOK(t, res)
 	if e.checksum(t) != before || e.fx.restarts(t) != 0 {
 		t.Error("dry run changed something")
 	}
@@ -634,8 +596,8 @@ func TestOpsRestartService(t *testing.T) {
 	e := setup(t)
 	sc := filepath.Join(e.fx.bin, "systemctl")
 	res := e.call(t, "restart_service", `{"unit":"nginx"}`)
-	wantOK(t, res)
-	d := opsData[Restart](t, res)
+	tooltest.WantOK(t, res)
+	d := tooltest.Decode[Restart](t, res)
 	if !d.Restarted || d.Unit != "nginx.service" || fmt.Sprint(d.Argv) != fmt.Sprint([]string{sc, "restart", "--no-ask-password", "--", "nginx.service"}) ||
 		d.Before.MainPID != 100 || d.After == nil || d.After.MainPID != 101 {
 		t.Fatalf("data %+v", d)
@@ -654,12 +616,12 @@ func TestOpsRestartService(t *testing.T) {
 		t.Errorf("output %q warnings %q", res.Output, res.Warnings)
 	}
 	// The audit's intent record holds the preview shown before approval.
-	if e.audit.contains("would run: "+sc+" restart --no-ask-password -- nginx.service") != 1 {
-		t.Errorf("audit has no preview: %q", e.audit.raw)
+	if tooltest.Count(e.audit, "would run: "+sc+" restart --no-ask-password -- nginx.service") != 1 {
+		t.Errorf("audit has no preview: %q", tooltest.Events(e.audit))
 	}
 	// The seed's argument name; critical units are called out.
 	res = e.call(t, "restart_service", `{"service":"sshd"}`)
-	wantOK(t, res)
+	tooltest.WantOK(t, res)
 	if !hasWarning(res, "critical") || e.fx.restarts(t) != 2 {
 		t.Errorf("sshd: %q", res.Warnings)
 	}
@@ -670,8 +632,8 @@ func TestOpsRestartServiceDryRun(t *testing.T) {
 	sc := filepath.Join(e.fx.bin, "systemctl")
 	before := e.checksum(t)
 	res := e.dryRun(t, "restart_service", `{"unit":"nginx.service"}`)
-	wantOK(t, res)
-	d := opsData[Restart](t, res)
+	tooltest.WantOK(t, res)
+	d := tooltest.Decode[Restart](t, res)
 	if !res.DryRun || d.Restarted || d.After != nil || d.Before.MainPID != 100 ||
 		fmt.Sprint(d.Argv) != fmt.Sprint([]string{sc, "restart", "--no-ask-password", "--", "nginx.service"}) {
 		t.Fatalf("%+v", d)
@@ -729,7 +691,7 @@ func TestOpsRestartServiceErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	audit := &memAudit{}
+	audit := &runtimetest.Audit{}
 	reg := runtime.NewRegistry()
 	if err := reg.Register(e.ops.tools()...); err != nil {
 		t.Fatal(err)
@@ -738,7 +700,7 @@ func TestOpsRestartServiceErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := callTool(t, g, "restart_service", `{"unit":"nginx"}`)
+	res := tooltest.Call(t, g, "restart_service", `{"unit":"nginx"}`)
 	wantErr(t, res, runtime.CodeApprovalRequired, "")
 	if e.fx.restarts(t) != 2 || e.fx.pid(t) != "100" {
 		t.Error("restarted without approval")
@@ -748,7 +710,7 @@ func TestOpsRestartServiceErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantErr(t, callTool(t, g, "restart_service", `{"unit":"nginx"}`), runtime.CodeCapabilityDenied, "needs the grant exec:systemctl")
+	wantErr(t, tooltest.Call(t, g, "restart_service", `{"unit":"nginx"}`), runtime.CodeCapabilityDenied, "needs the grant exec:systemctl")
 	var r *runtime.Rule
 	for i, x := range runtime.DefaultPolicy().Rules {
 		if x.Tool == "restart_service" {
@@ -772,8 +734,8 @@ func TestOpsReadConfig(t *testing.T) {
 	e := setup(t)
 	before := e.checksum(t)
 	res := e.call(t, "read_config", `{"path":"conf/app.conf"}`)
-	wantOK(t, res)
-	d := opsData[ConfigFile](t, res)
+	tooltest.WantOK(t, res)
+	d := tooltest.Decode[ConfigFile](t, res)
 	sum := sha256.Sum256([]byte(appConf))
 	if d.Path != filepath.Join(e.ws, "conf", "app.conf") || d.Content != appConf || d.Lines != 4 || d.Bytes != len(appConf) ||
 		d.Mode != "0640" || d.SHA256 != "sha256:"+hex.EncodeToString(sum[:]) {
@@ -786,8 +748,8 @@ func TestOpsReadConfig(t *testing.T) {
 	// An absolute path under a granted absolute base.
 	nginx := filepath.Join(e.abs, "etc", "nginx", "nginx.conf")
 	res = e.call(t, "read_config", opsArgs("path", nginx))
-	wantOK(t, res)
-	if d := opsData[ConfigFile](t, res); d.Content != nginxConf || d.Path != nginx || d.Lines != 3 {
+	tooltest.WantOK(t, res)
+	if d := tooltest.Decode[ConfigFile](t, res); d.Content != nginxConf || d.Path != nginx || d.Lines != 3 {
 		t.Errorf("absolute: %+v", d)
 	}
 	// A symlink inside the granted tree is followed to its target.
@@ -795,20 +757,20 @@ func TestOpsReadConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	res = e.call(t, "read_config", `{"path":"conf/alias.conf"}`)
-	wantOK(t, res)
-	if d := opsData[ConfigFile](t, res); d.Path != filepath.Join(e.ws, "conf", "app.conf") {
+	tooltest.WantOK(t, res)
+	if d := tooltest.Decode[ConfigFile](t, res); d.Path != filepath.Join(e.ws, "conf", "app.conf") {
 		t.Errorf("symlink: %+v", d)
 	}
 	// CRLF and no final newline.
-	write(t, filepath.Join(e.ws, "crlf.ini"), "[a]\r\nb=1", 0o644)
+	tooltest.WriteFile(t, filepath.Join(e.ws, "crlf.ini"), "[a]\r\nb=1", 0o644)
 	res = e.call(t, "read_config", `{"path":"crlf.ini"}`)
-	wantOK(t, res)
-	if d := opsData[ConfigFile](t, res); d.Lines != 2 || d.Content != "[a]\r\nb=1" || !strings.Contains(res.Output, "     1\t[a]\n     2\tb=1\n") {
+	tooltest.WantOK(t, res)
+	if d := tooltest.Decode[ConfigFile](t, res); d.Lines != 2 || d.Content != "[a]\r\nb=1" || !strings.Contains(res.Output, "     1\t[a]\n     2\tb=1\n") {
 		t.Errorf("crlf: %+v %q", d, res.Output)
 	}
 	before = e.checksum(t)
 	res = e.dryRun(t, "read_config", `{"path":"conf/app.conf"}`)
-	wantOK(t, res)
+	tooltest.WantOK(t, res)
 	if e.checksum(t) != before {
 		t.Error("dry run changed something")
 	}
@@ -817,9 +779,9 @@ func TestOpsReadConfig(t *testing.T) {
 func TestOpsReadConfigErrors(t *testing.T) {
 	e := setup(t)
 	conf := filepath.Join(e.ws, "conf")
-	write(t, filepath.Join(conf, "bin.conf"), "a\x00b\n", 0o644)
-	write(t, filepath.Join(conf, "latin1.conf"), "caf\xe9\n", 0o644)
-	write(t, filepath.Join(conf, "big.conf"), strings.Repeat("x", maxConfigBytes+1), 0o644)
+	tooltest.WriteFile(t, filepath.Join(conf, "bin.conf"), "a\x00b\n", 0o644)
+	tooltest.WriteFile(t, filepath.Join(conf, "latin1.conf"), "caf\xe9\n", 0o644)
+	tooltest.WriteFile(t, filepath.Join(conf, "big.conf"), strings.Repeat("x", maxConfigBytes+1), 0o644)
 	if err := syscall.Mkfifo(filepath.Join(conf, "fifo.conf"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -879,8 +841,8 @@ func TestOpsReadConfigErrors(t *testing.T) {
 	// As root (the tests run as root here) the call runs on a thread without
 	// the capabilities that bypass file permissions, so it is refused the
 	// same way.
-	write(t, filepath.Join(conf, "private.conf"), "x\n", 0o000)
-	write(t, filepath.Join(conf, "locked", "x.conf"), "x\n", 0o644)
+	tooltest.WriteFile(t, filepath.Join(conf, "private.conf"), "x\n", 0o000)
+	tooltest.WriteFile(t, filepath.Join(conf, "locked", "x.conf"), "x\n", 0o644)
 	if err := os.Chmod(filepath.Join(conf, "locked"), 0o000); err != nil {
 		t.Fatal(err)
 	}
@@ -973,7 +935,7 @@ func TestOpsConfigSymlinkRace(t *testing.T) {
 		{"file", "conf/race.conf", func(t *testing.T, e *opsEnv) func(int) {
 			conf := filepath.Join(e.ws, "conf")
 			target := filepath.Join(conf, "race.conf")
-			write(t, target, "inside\n", 0o644)
+			tooltest.WriteFile(t, target, "inside\n", 0o644)
 			return func(i int) {
 				l, r := filepath.Join(conf, fmt.Sprintf(".l%d", i)), filepath.Join(conf, fmt.Sprintf(".r%d", i))
 				_ = os.Symlink(filepath.Join(e.outside, "race.conf"), l)
@@ -984,7 +946,7 @@ func TestOpsConfigSymlinkRace(t *testing.T) {
 		}},
 		{"directory", "conf/d/race.conf", func(t *testing.T, e *opsEnv) func(int) {
 			d, link := filepath.Join(e.ws, "conf", "d"), filepath.Join(e.ws, "conf", "dlink")
-			write(t, filepath.Join(d, "race.conf"), "inside\n", 0o644)
+			tooltest.WriteFile(t, filepath.Join(d, "race.conf"), "inside\n", 0o644)
 			if err := os.Symlink(e.outside, link); err != nil {
 				t.Fatal(err)
 			}
@@ -997,7 +959,7 @@ func TestOpsConfigSymlinkRace(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := setup(t)
 			outsideFile := filepath.Join(e.outside, "race.conf")
-			write(t, outsideFile, "OUTSIDE\n", 0o644)
+			tooltest.WriteFile(t, outsideFile, "OUTSIDE\n", 0o644)
 			swap := tt.setup(t, e)
 			var stop atomic.Bool
 			var wg sync.WaitGroup
@@ -1034,7 +996,7 @@ func TestOpsConfigSymlinkRace(t *testing.T) {
 			}
 			stop.Store(true)
 			wg.Wait()
-			if got := opsRead(t, outsideFile); got != "OUTSIDE\n" {
+			if got := tooltest.ReadFile(t, outsideFile); got != "OUTSIDE\n" {
 				t.Fatalf("outside file changed: %q", got)
 			}
 			if ents, _ := os.ReadDir(e.outside); len(ents) != 2 {
@@ -1051,13 +1013,13 @@ func TestOpsModifyConfig(t *testing.T) {
 	e := setup(t)
 	app := filepath.Join(e.ws, "conf", "app.conf")
 	res := e.call(t, "modify_config", `{"path":"conf/app.conf","changes":[{"line":3,"old":"workers 1","new":"workers 4"}]}`)
-	wantOK(t, res)
-	d := opsData[ConfigEdit](t, res)
+	tooltest.WantOK(t, res)
+	d := tooltest.Decode[ConfigEdit](t, res)
 	wantDiff := "--- " + app + "\n+++ " + app + "\n@@ -1,4 +1,4 @@\n # app\n listen 80\n-workers 1\n+workers 4\n log /var/log/app.log\n"
 	if d.Diff != wantDiff {
 		t.Errorf("diff\n%s\nwant\n%s", d.Diff, wantDiff)
 	}
-	if got := opsRead(t, app); got != "# app\nlisten 80\nworkers 4\nlog /var/log/app.log\n" {
+	if got := tooltest.ReadFile(t, app); got != "# app\nlisten 80\nworkers 4\nlog /var/log/app.log\n" {
 		t.Errorf("file %q", got)
 	}
 	fi, err := os.Stat(app)
@@ -1078,7 +1040,7 @@ func TestOpsModifyConfig(t *testing.T) {
 		t.Errorf("directory holds %v", ents)
 	}
 	// The audit's intent record holds the diff shown before approval.
-	if e.audit.contains("+workers 4") == 0 {
+	if tooltest.Count(e.audit, "+workers 4") == 0 {
 		t.Error("no preview in the audit")
 	}
 
@@ -1086,7 +1048,7 @@ func TestOpsModifyConfig(t *testing.T) {
 	// a line that becomes two; the owner is kept.
 	nginx := filepath.Join(e.abs, "etc", "nginx", "nginx.conf")
 	long := "l1\nl2\nl3\nl4\nl5\nl6\nl7\nl8\nl9\nl10\nl11\nl12\n"
-	write(t, nginx, long, 0o600)
+	tooltest.WriteFile(t, nginx, long, 0o600)
 	if os.Getuid() == 0 {
 		if err := os.Chown(nginx, 1234, 5678); err != nil {
 			t.Fatal(err)
@@ -1095,15 +1057,15 @@ func TestOpsModifyConfig(t *testing.T) {
 	res = e.call(t, "modify_config", opsArgs("path", nginx, "changes", []ConfigChange{
 		{Line: 12, Old: "l12", New: "L12"}, {Line: 1, Old: "l1", New: "L1a\nL1b"},
 	}))
-	wantOK(t, res)
-	d = opsData[ConfigEdit](t, res)
+	tooltest.WantOK(t, res)
+	d = tooltest.Decode[ConfigEdit](t, res)
 	wantDiff = "--- " + nginx + "\n+++ " + nginx + "\n" +
 		"@@ -1,4 +1,5 @@\n-l1\n+L1a\n+L1b\n l2\n l3\n l4\n" +
 		"@@ -9,4 +10,4 @@\n l9\n l10\n l11\n-l12\n+L12\n"
 	if d.Diff != wantDiff || fmt.Sprint(d.ChangedLines) != "[1 12]" {
 		t.Errorf("diff\n%s\nwant\n%s", d.Diff, wantDiff)
 	}
-	if got := opsRead(t, nginx); got != "L1a\nL1b\nl2\nl3\nl4\nl5\nl6\nl7\nl8\nl9\nl10\nl11\nL12\n" {
+	if got := tooltest.ReadFile(t, nginx); got != "L1a\nL1b\nl2\nl3\nl4\nl5\nl6\nl7\nl8\nl9\nl10\nl11\nL12\n" {
 		t.Errorf("file %q", got)
 	}
 	fi, _ = os.Stat(nginx)
@@ -1119,8 +1081,8 @@ func TestOpsModifyConfig(t *testing.T) {
 	n := e.arts.len()
 	before := e.checksum(t)
 	res = e.call(t, "modify_config", `{"path":"conf/app.conf","changes":[{"line":1,"old":"# app","new":"# app"}]}`)
-	wantOK(t, res)
-	if d := opsData[ConfigEdit](t, res); d.Written || d.Artifact != "" || len(d.ChangedLines) != 0 || !hasWarning(res, "nothing to write") {
+	tooltest.WantOK(t, res)
+	if d := tooltest.Decode[ConfigEdit](t, res); d.Written || d.Artifact != "" || len(d.ChangedLines) != 0 || !hasWarning(res, "nothing to write") {
 		t.Errorf("no-op %+v", d)
 	}
 	if e.checksum(t) != before || e.arts.len() != n {
@@ -1155,21 +1117,21 @@ func TestOpsModifyConfigDiffApplies(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := setup(t)
 			p := filepath.Join(e.ws, "conf", "t.conf")
-			write(t, p, tt.old, 0o644)
+			tooltest.WriteFile(t, p, tt.old, 0o644)
 			res := e.call(t, "modify_config", opsArgs("path", "conf/t.conf", "changes", tt.changes))
-			wantOK(t, res)
-			if got := opsRead(t, p); got != tt.want {
+			tooltest.WantOK(t, res)
+			if got := tooltest.ReadFile(t, p); got != tt.want {
 				t.Fatalf("file %q, want %q", got, tt.want)
 			}
-			d := opsData[ConfigEdit](t, res)
+			d := tooltest.Decode[ConfigEdit](t, res)
 			dir := t.TempDir()
-			write(t, filepath.Join(dir, "old"), tt.old, 0o644)
+			tooltest.WriteFile(t, filepath.Join(dir, "old"), tt.old, 0o644)
 			cmd := exec.Command(patch, "-s", "-o", filepath.Join(dir, "new"), filepath.Join(dir, "old"))
 			cmd.Stdin = strings.NewReader(d.Diff)
 			if out, err := cmd.CombinedOutput(); err != nil {
 				t.Fatalf("patch: %v\n%s\ndiff:\n%s", err, out, d.Diff)
 			}
-			if got := opsRead(t, filepath.Join(dir, "new")); got != tt.want {
+			if got := tooltest.ReadFile(t, filepath.Join(dir, "new")); got != tt.want {
 				t.Fatalf("patched %q, want %q\ndiff:\n%s", got, tt.want, d.Diff)
 			}
 		})
@@ -1181,8 +1143,8 @@ func TestOpsModifyConfigDryRun(t *testing.T) {
 	app := filepath.Join(e.ws, "conf", "app.conf")
 	before := e.checksum(t)
 	res := e.dryRun(t, "modify_config", `{"path":"conf/app.conf","changes":[{"line":2,"old":"listen 80","new":"listen 8080"}]}`)
-	wantOK(t, res)
-	d := opsData[ConfigEdit](t, res)
+	tooltest.WantOK(t, res)
+	d := tooltest.Decode[ConfigEdit](t, res)
 	sum := sha256.Sum256([]byte(appConf))
 	if d.Written || d.Artifact != "sha256:"+hex.EncodeToString(sum[:]) || !strings.Contains(d.Diff, "-listen 80\n+listen 8080\n") {
 		t.Errorf("preview %+v", d)
@@ -1204,22 +1166,22 @@ func TestOpsModifyConfigDryRun(t *testing.T) {
 func TestOpsModifyConfigErrors(t *testing.T) {
 	e := setup(t)
 	conf := filepath.Join(e.ws, "conf")
-	write(t, filepath.Join(conf, "bin.conf"), "a\x00b\n", 0o644)
-	write(t, filepath.Join(conf, "big.conf"), strings.Repeat("x\n", maxConfigBytes/2+1), 0o644)
+	tooltest.WriteFile(t, filepath.Join(conf, "bin.conf"), "a\x00b\n", 0o644)
+	tooltest.WriteFile(t, filepath.Join(conf, "big.conf"), strings.Repeat("x\n", maxConfigBytes/2+1), 0o644)
 	if err := syscall.Mkfifo(filepath.Join(conf, "fifo.conf"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	write(t, filepath.Join(e.outside, "other.conf"), "a\n", 0o644)
+	tooltest.WriteFile(t, filepath.Join(e.outside, "other.conf"), "a\n", 0o644)
 	if err := os.Link(filepath.Join(e.outside, "other.conf"), filepath.Join(conf, "hardlink.conf")); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Symlink(filepath.Join(e.outside, "other.conf"), filepath.Join(conf, "out.conf")); err != nil {
 		t.Fatal(err)
 	}
-	write(t, filepath.Join(e.ws, "readme.txt"), "a\n", 0o644)
-	write(t, filepath.Join(e.ws, ".git", "config"), "[core]\n", 0o644)
-	write(t, filepath.Join(e.ws, ".warden", "policy.yaml"), "version: 1\n", 0o644)
-	write(t, filepath.Join(e.ws, "conf", ".git", "hooks", "pre-commit"), "#!/bin/sh\n", 0o755)
+	tooltest.WriteFile(t, filepath.Join(e.ws, "readme.txt"), "a\n", 0o644)
+	tooltest.WriteFile(t, filepath.Join(e.ws, ".git", "config"), "[core]\n", 0o644)
+	tooltest.WriteFile(t, filepath.Join(e.ws, ".warden", "policy.yaml"), "version: 1\n", 0o644)
+	tooltest.WriteFile(t, filepath.Join(e.ws, "conf", ".git", "hooks", "pre-commit"), "#!/bin/sh\n", 0o755)
 	ch := func(line int, old, new string) string {
 		b, _ := json.Marshal([]ConfigChange{{line, old, new}})
 		return string(b)
@@ -1261,7 +1223,7 @@ func TestOpsModifyConfigErrors(t *testing.T) {
 			}
 		})
 	}
-	// A policy granting fs.write:** still cannot reach .git or .warden.
+	// A policy granting fs.tooltest.WriteFile:** still cannot reach .git or .warden.
 	e.gate(t, e.policy("fs.write:**"))
 	wantErr(t, e.call(t, "modify_config", `{"path":".git/config","changes":`+ch(1, "[core]", "x")+`}`), runtime.CodePolicyDenied, "")
 	wantErr(t, e.call(t, "modify_config", `{"path":".warden/policy.yaml","changes":`+ch(1, "version: 1", "x")+`}`), runtime.CodePolicyDenied, "")
@@ -1292,11 +1254,11 @@ func TestOpsModifyConfigErrors(t *testing.T) {
 	if err := reg.Register(e.ops.tools()...); err != nil {
 		t.Fatal(err)
 	}
-	g, err := runtime.NewGate(runtime.GateOptions{Registry: reg, Policy: p, Workspace: e.ws, Audit: &memAudit{}, Approval: runtime.ApproveNever})
+	g, err := runtime.NewGate(runtime.GateOptions{Registry: reg, Policy: p, Workspace: e.ws, Audit: &runtimetest.Audit{}, Approval: runtime.ApproveNever})
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantErr(t, callTool(t, g, "modify_config", `{"path":"conf/app.conf","changes":`+ch(3, "workers 1", "workers 2")+`}`), runtime.CodeApprovalRequired, "")
+	wantErr(t, tooltest.Call(t, g, "modify_config", `{"path":"conf/app.conf","changes":`+ch(3, "workers 1", "workers 2")+`}`), runtime.CodeApprovalRequired, "")
 	if e.checksum(t) != before {
 		t.Fatal("written without approval")
 	}
@@ -1314,11 +1276,11 @@ func TestOpsModifyConfigConcurrentChange(t *testing.T) {
 	}
 	defer ed.tg.Close()
 	app := filepath.Join(e.ws, "conf", "app.conf")
-	write(t, app, "someone else's edit\n", 0o640)
+	tooltest.WriteFile(t, app, "someone else's edit\n", 0o640)
 	if _, err := ed.write(); err == nil || err.Code != runtime.CodePatchRejected {
 		t.Fatalf("%v", err)
 	}
-	if got := opsRead(t, app); got != "someone else's edit\n" {
+	if got := tooltest.ReadFile(t, app); got != "someone else's edit\n" {
 		t.Fatalf("file %q", got)
 	}
 	if ents, _ := os.ReadDir(filepath.Dir(app)); len(ents) != 1 {
@@ -1328,27 +1290,27 @@ func TestOpsModifyConfigConcurrentChange(t *testing.T) {
 
 // ---- redaction ------------------------------------------------------------
 
-// A secret in the arguments (and in what the tools read) appears neither in
+// A tooltest.Secret in the arguments (and in what the tools read) appears neither in
 // the result nor in the audit; the kept old version is masked too.
 func TestOpsRedaction(t *testing.T) {
 	e := setup(t)
-	write(t, filepath.Join(e.ws, "conf", "tok.conf"), "token = "+secret+"\nport = 1\n", 0o600)
-	write(t, filepath.Join(e.ws, "conf", secret+".conf"), "a\n", 0o644)
+	tooltest.WriteFile(t, filepath.Join(e.ws, "conf", "tok.conf"), "token = "+tooltest.Secret+"\nport = 1\n", 0o600)
+	tooltest.WriteFile(t, filepath.Join(e.ws, "conf", tooltest.Secret+".conf"), "a\n", 0o644)
 	tests := []struct {
 		name, tool, args string
 		dry              bool
 	}{
-		{"read_logs unit", "read_logs", `{"unit":"` + secret + `"}`, false},
+		{"read_logs unit", "read_logs", `{"unit":"` + tooltest.Secret + `"}`, false},
 		{"read_logs message", "read_logs", `{"unit":"secret"}`, false},
-		{"read_logs since", "read_logs", `{"unit":"nginx","since":"` + secret + `"}`, false},
-		{"service_status", "service_status", `{"unit":"` + secret + `.service"}`, false},
-		{"restart_service", "restart_service", `{"service":"` + secret + `"}`, false},
-		{"restart_service dry run", "restart_service", `{"unit":"` + secret + `"}`, true},
-		{"read_config path", "read_config", `{"path":"conf/` + secret + `.conf"}`, false},
+		{"read_logs since", "read_logs", `{"unit":"nginx","since":"` + tooltest.Secret + `"}`, false},
+		{"service_status", "service_status", `{"unit":"` + tooltest.Secret + `.service"}`, false},
+		{"restart_service", "restart_service", `{"service":"` + tooltest.Secret + `"}`, false},
+		{"restart_service dry run", "restart_service", `{"unit":"` + tooltest.Secret + `"}`, true},
+		{"read_config path", "read_config", `{"path":"conf/` + tooltest.Secret + `.conf"}`, false},
 		{"read_config content", "read_config", `{"path":"conf/tok.conf"}`, false},
-		{"read_config missing", "read_config", `{"path":"conf/` + secret + `.missing"}`, false},
-		{"modify_config new", "modify_config", `{"path":"conf/app.conf","changes":[{"line":1,"old":"# app","new":"# key ` + secret + `"}]}`, false},
-		{"modify_config stale old", "modify_config", `{"path":"conf/app.conf","changes":[{"line":2,"old":"` + secret + `","new":"x"}]}`, false},
+		{"read_config missing", "read_config", `{"path":"conf/` + tooltest.Secret + `.missing"}`, false},
+		{"modify_config new", "modify_config", `{"path":"conf/app.conf","changes":[{"line":1,"old":"# app","new":"# key ` + tooltest.Secret + `"}]}`, false},
+		{"modify_config stale old", "modify_config", `{"path":"conf/app.conf","changes":[{"line":2,"old":"` + tooltest.Secret + `","new":"x"}]}`, false},
 		{"modify_config dry run", "modify_config", `{"path":"conf/tok.conf","changes":[{"line":2,"old":"port = 1","new":"port = 2"}]}`, true},
 		{"modify_config old version", "modify_config", `{"path":"conf/tok.conf","changes":[{"line":2,"old":"port = 1","new":"port = 2"}]}`, false},
 	}
@@ -1361,26 +1323,26 @@ func TestOpsRedaction(t *testing.T) {
 			} else {
 				res = e.call(t, tt.tool, tt.args)
 			}
-			assertNoSecret(t, res, e.audit, secret)
-			if blob, _ := json.Marshal(res); e.audit.contains("[REDACTED") == 0 && !strings.Contains(string(blob), "[REDACTED") {
+			tooltest.AssertNoSecret(t, res, e.audit, tooltest.Secret)
+			if blob, _ := json.Marshal(res); tooltest.Count(e.audit, "[REDACTED") == 0 && !strings.Contains(string(blob), "[REDACTED") {
 				t.Error("nothing was redacted")
 			}
 		})
 	}
 	for d, b := range e.arts.blobs {
-		if strings.Contains(string(b), secret) {
+		if strings.Contains(string(b), tooltest.Secret) {
 			t.Errorf("secret in artifact %s", d)
 		}
 	}
 	// The tok.conf change kept a masked old version and said so.
 	res := e.call(t, "modify_config", `{"path":"conf/tok.conf","changes":[{"line":2,"old":"port = 2","new":"port = 3"}]}`)
-	wantOK(t, res)
-	d := opsData[ConfigEdit](t, res)
+	tooltest.WantOK(t, res)
+	d := tooltest.Decode[ConfigEdit](t, res)
 	if old, _ := e.arts.get(d.Artifact); !d.ArtifactRedacted || string(old) != "token = [REDACTED]\nport = 2\n" || !hasWarning(res, "not a byte-exact copy") {
 		t.Errorf("artifact %q %+v", old, d)
 	}
-	// The file itself keeps its secret.
-	if got := opsRead(t, filepath.Join(e.ws, "conf", "tok.conf")); got != "token = "+secret+"\nport = 3\n" {
+	// The file itself keeps its tooltest.Secret.
+	if got := tooltest.ReadFile(t, filepath.Join(e.ws, "conf", "tok.conf")); got != "token = "+tooltest.Secret+"\nport = 3\n" {
 		t.Errorf("file %q", got)
 	}
 }

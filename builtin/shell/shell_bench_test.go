@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/wardenrt/warden/builtin/internal/proc"
+	"github.com/wardenrt/warden/builtin/internal/tooltest"
 	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/sandbox"
 )
@@ -27,7 +28,7 @@ func BenchmarkShellTrue(b *testing.B) {
 	// re-executed: limits, Landlock, execve) with a process group: the
 	// launcher's cost is this minus exec.Command.
 	b.Run("runProc-sandboxed", func(b *testing.B) {
-		box := sandbox.Spec{Read: []string{shellWS(b)}}
+		box := sandbox.Spec{Read: []string{tooltest.WS(b)}}
 		for b.Loop() {
 			if code, err := proc.Run(context.Background(), proc.Spec{Path: "/bin/true", Args: []string{"true"}, Box: box}); err != nil || code != 0 {
 				b.Fatal(code, err)
@@ -58,8 +59,8 @@ func BenchmarkShellTrue(b *testing.B) {
 }
 
 func benchCall(b *testing.B, args string) {
-	ws := shellWS(b)
-	g, _ := gate(b, nil, ws, "fs.read:**", "exec:true")
+	ws := tooltest.WS(b)
+	g, _ := tooltest.ShellGate(b, &Shell{}, ws, "fs.read:**", "exec:true")
 	req := runtime.Request{Tool: "shell", Args: json.RawMessage(args), Principal: []string{"bench"}}
 	for b.Loop() {
 		res, err := g.Call(context.Background(), req)

@@ -5,14 +5,13 @@ package shell
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/wardenrt/warden/builtin/internal/tooltest"
 	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/sandbox"
 )
@@ -35,20 +34,7 @@ type hostileCase struct {
 // plant writes an executable script that creates the marker.
 func plant(t *testing.T, path, mark string) {
 	t.Helper()
-	shellWrite(t, path, "#!/bin/sh\ntouch '"+mark+"'\n", 0o755)
-}
-
-// gitInit makes ws a git repository (with the test's own git).
-func gitInit(t testing.TB, ws string) {
-	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
-	cmd := exec.Command("git", "init", "-q", ws)
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("git init: %v %s", err, out)
-	}
+	tooltest.WriteFile(t, path, "#!/bin/sh\ntouch '"+mark+"'\n", 0o755)
 }
 
 func shellAppend(t *testing.T, path, text string) {
@@ -95,7 +81,7 @@ func TestShellHostile(t *testing.T) {
 		{name: "process substitution (refused)", cmd: "x=touch; cat <($x MARK)", grants: base, code: runtime.CodeInvalidInput, msg: "process substitution"},
 		{name: "process substitution via eval", cmd: "p='<'; eval \"cat $p(touch MARK)\"", grants: with("exec:touch"),
 			check: func(t *testing.T, ws string, res runtime.Result) {
-				if d := dataOf(t, res); !strings.Contains(d.Stderr, "cannot create fifo") {
+				if d := tooltest.Decode[Result](t, res); !strings.Contains(d.Stderr, "cannot create fifo") {
 					t.Fatalf("%+v", d)
 				}
 			}},
@@ -109,11 +95,11 @@ func TestShellHostile(t *testing.T) {
 		{name: "in a function shadowing a granted name", cmd: "cat() { x=touch; $x MARK; }; cat", grants: base, code: denied},
 		{name: "via source", cmd: "source s.sh", grants: base, code: denied, msg: "program touch",
 			setup: func(t *testing.T, ws, mark string) {
-				shellWrite(t, filepath.Join(ws, "s.sh"), "touch '"+mark+"'\n", 0o644)
+				tooltest.WriteFile(t, filepath.Join(ws, "s.sh"), "touch '"+mark+"'\n", 0o644)
 			}},
 		{name: "via . ./file", cmd: ". ./s.sh", grants: base, code: denied,
 			setup: func(t *testing.T, ws, mark string) {
-				shellWrite(t, filepath.Join(ws, "s.sh"), "touch '"+mark+"'\n", 0o644)
+				tooltest.WriteFile(t, filepath.Join(ws, "s.sh"), "touch '"+mark+"'\n", 0o644)
 			}},
 		{name: "via $0", cmd: "$0 -c 'touch MARK'", grants: base, code: denied},
 		{name: "command builtin", cmd: "command touch MARK", grants: base, code: denied},
@@ -152,7 +138,7 @@ func TestShellHostile(t *testing.T) {
 		{name: "read outside with $(<file)", cmd: "echo $(</etc/passwd)", grants: base, code: denied},
 		{name: "write into .git", cmd: "echo x > .git/config", grants: base, code: denied, msg: ".git",
 			setup: func(t *testing.T, ws, _ string) {
-				shellWrite(t, filepath.Join(ws, ".git", "config"), "[core]\n", 0o644)
+				tooltest.WriteFile(t, filepath.Join(ws, ".git", "config"), "[core]\n", 0o644)
 			},
 			check: func(t *testing.T, ws string, _ runtime.Result) {
 				if b, _ := os.ReadFile(filepath.Join(ws, ".git", "config")); string(b) != "[core]\n" {
@@ -160,7 +146,9 @@ func TestShellHostile(t *testing.T) {
 				}
 			}},
 		{name: "write into .warden (run time)", cmd: "d=.warden; echo 'grants: [exec:*]' > $d/policy.yaml", grants: base, code: denied,
-			setup: func(t *testing.T, ws, _ string) { shellWrite(t, filepath.Join(ws, ".warden", "keep"), "", 0o644) },
+			setup: func(t *testing.T, ws, _ string) {
+				tooltest.WriteFile(t, filepath.Join(ws, ".warden", "keep"), "", 0o644)
+			},
 			check: func(t *testing.T, ws string, _ runtime.Result) {
 				absent(t, filepath.Join(ws, ".warden", "policy.yaml"))
 			}},
@@ -177,7 +165,7 @@ func TestShellHostile(t *testing.T) {
 		{name: "cd / ; then run", cmd: "cd /; touch MARK", grants: with("exec:touch"), code: denied},
 		{name: "glob outside is not expanded", cmd: "echo /etc/pass*", grants: base,
 			check: func(t *testing.T, ws string, res runtime.Result) {
-				if d := dataOf(t, res); d.Stdout != "/etc/pass*\n" {
+				if d := tooltest.Decode[Result](t, res); d.Stdout != "/etc/pass*\n" {
 					t.Fatalf("stdout %q", d.Stdout)
 				}
 			}},
@@ -187,7 +175,7 @@ func TestShellHostile(t *testing.T) {
 		{name: "LD_PRELOAD=… prefix", cmd: "LD_PRELOAD=/nonexistent.so touch MARK", grants: with("exec:touch"), code: denied},
 		{name: "export LD_PRELOAD (run time)", cmd: "eval 'export LD_PRELOAD=/nonexistent.so'; touch MARK", grants: with("exec:touch"), code: denied, msg: "LD_PRELOAD"},
 		{name: "export GIT_CONFIG_COUNT", cmd: "v=GIT_CONFIG_COUNT; export $v=1 GIT_CONFIG_KEY_0=core.fsmonitor GIT_CONFIG_VALUE_0='touch MARK'; git status", grants: with("exec:git"), code: denied,
-			setup: func(t *testing.T, ws, _ string) { gitInit(t, ws) }},
+			setup: func(t *testing.T, ws, _ string) { tooltest.GitInit(t, ws) }},
 		{name: "HOME moved to the workspace", cmd: "HOME=$PWD git status", grants: with("exec:git"), code: denied, msg: "HOME"},
 		{name: "BASH_ENV in env", cmd: "true", env: map[string]string{"BASH_ENV": "s.sh"}, grants: base, code: denied},
 
@@ -225,12 +213,12 @@ func TestShellHostile(t *testing.T) {
 		{name: "git config write", cmd: "git config core.fsmonitor 'touch MARK'", grants: with("exec:git"), code: denied},
 		{name: "git alias from .git/config", cmd: "git x", grants: with("exec:git"), code: denied, msg: "not a git command",
 			setup: func(t *testing.T, ws, mark string) {
-				gitInit(t, ws)
+				tooltest.GitInit(t, ws)
 				shellAppend(t, filepath.Join(ws, ".git", "config"), "[alias]\n\tx = !touch '"+mark+"'\n")
 			}},
 		{name: "fsmonitor planted in .git/config", cmd: "git status --short", grants: with("exec:git"),
 			setup: func(t *testing.T, ws, mark string) {
-				gitInit(t, ws)
+				tooltest.GitInit(t, ws)
 				plant(t, filepath.Join(filepath.Dir(mark), "evil.sh"), mark)
 				shellAppend(t, filepath.Join(ws, ".git", "config"), "[core]\n\tfsmonitor = "+filepath.Join(filepath.Dir(mark), "evil.sh")+"\n\tpager = "+filepath.Join(filepath.Dir(mark), "evil.sh")+"\n")
 			}},
@@ -239,7 +227,7 @@ func TestShellHostile(t *testing.T) {
 		{name: "hook planted, commit runs without it", cmd: "git commit -q --allow-empty -m x", grants: with("exec:git"), code: commitCode,
 			env: map[string]string{"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@b", "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@b"},
 			setup: func(t *testing.T, ws, mark string) {
-				gitInit(t, ws)
+				tooltest.GitInit(t, ws)
 				plant(t, filepath.Join(ws, ".git", "hooks", "pre-commit"), mark)
 			}},
 
@@ -248,7 +236,7 @@ func TestShellHostile(t *testing.T) {
 		{name: "find -execdir (run time)", cmd: `x=-execdir; find . $x touch MARK \;`, grants: with("exec:find"), code: denied},
 		{name: "find -ok", cmd: `find . -ok touch MARK \;`, grants: with("exec:find"), code: denied},
 		{name: "find -delete", cmd: `find . -name keep -delete`, grants: with("exec:find"), code: denied,
-			setup: func(t *testing.T, ws, _ string) { shellWrite(t, filepath.Join(ws, "keep"), "k", 0o644) },
+			setup: func(t *testing.T, ws, _ string) { tooltest.WriteFile(t, filepath.Join(ws, "keep"), "k", 0o644) },
 			check: func(t *testing.T, ws string, _ runtime.Result) {
 				if _, err := os.Stat(filepath.Join(ws, "keep")); err != nil {
 					t.Fatal("find -delete ran")
@@ -274,11 +262,11 @@ func TestShellHostile(t *testing.T) {
 			outside := cleanDir(t)
 			mark := filepath.Join(outside, "marker")
 			out := filepath.Join(outside, "out")
-			shellWrite(t, filepath.Join(ws, "in.txt"), "a\n", 0o644)
+			tooltest.WriteFile(t, filepath.Join(ws, "in.txt"), "a\n", 0o644)
 			if tc.setup != nil {
 				tc.setup(t, ws, mark)
 			}
-			g, _ := gate(t, nil, ws, tc.grants...)
+			g, _ := tooltest.ShellGate(t, &Shell{}, ws, tc.grants...)
 			cmd := strings.ReplaceAll(strings.ReplaceAll(tc.cmd, "MARK", mark), "OUT", out)
 			timeout := 20000
 			if tc.timeout > 0 {
@@ -288,8 +276,8 @@ func TestShellHostile(t *testing.T) {
 			if tc.env != nil {
 				args["env"] = tc.env
 			}
-			res := do(t, g, args)
-			if shellCode(res) != tc.code {
+			res := tooltest.ShellDo(t, g, args)
+			if tooltest.Code(res) != tc.code {
 				t.Fatalf("want %q, got %+v\n%s", tc.code, res.Error, res.Data)
 			}
 			if tc.msg != "" && !strings.Contains(res.Error.Message+" "+res.Error.Hint, tc.msg) {
@@ -333,11 +321,11 @@ func absent(t *testing.T, p string) {
 // time is refused with CAPABILITY_DENIED naming it and the grant, exit 126,
 // and the refusal is on the command's stderr.
 func TestShellHostileRunTimeDenialNamesTheProgram(t *testing.T) {
-	ws := shellWS(t)
-	g, _ := gate(t, nil, ws, "fs.read:**")
-	res := do(t, g, map[string]any{"command": "echo before; $(echo rm) -rf .; echo after"})
-	d := dataOf(t, res)
-	if shellCode(res) != runtime.CodeCapabilityDenied || res.Error.Hint != "needs the grant exec:rm" || !slices.Equal(res.Error.Missing, []string{"exec:rm"}) || !strings.Contains(res.Error.Message, "program rm is not granted") {
+	ws := tooltest.WS(t)
+	g, _ := tooltest.ShellGate(t, &Shell{}, ws, "fs.read:**")
+	res := tooltest.ShellDo(t, g, map[string]any{"command": "echo before; $(echo rm) -rf .; echo after"})
+	d := tooltest.Decode[Result](t, res)
+	if tooltest.Code(res) != runtime.CodeCapabilityDenied || res.Error.Hint != "needs the grant exec:rm" || !slices.Equal(res.Error.Missing, []string{"exec:rm"}) || !strings.Contains(res.Error.Message, "program rm is not granted") {
 		t.Fatalf("%+v", res.Error)
 	}
 	if d.ExitCode != 126 || d.Stdout != "before\n" || !strings.Contains(d.Stderr, "CAPABILITY_DENIED") {
@@ -351,10 +339,10 @@ func TestShellHostileRunTimeDenialNamesTheProgram(t *testing.T) {
 // no process behind: neither those whose PIDs the shells wrote down nor any
 // other, found by the unique argument every sleep of the command gets.
 func TestShellHostileTimeoutKillsEverything(t *testing.T) {
-	ws := shellWS(t)
+	ws := tooltest.WS(t)
 	// The programs append to pids: it exists, so the sandbox opens it.
-	shellWrite(t, filepath.Join(ws, "pids"), "", 0o644)
-	g, _ := gate(t, nil, ws, "fs.read:**", "fs.write:pids", "exec:sh", "exec:sleep")
+	tooltest.WriteFile(t, filepath.Join(ws, "pids"), "", 0o644)
+	g, _ := tooltest.ShellGate(t, &Shell{}, ws, "fs.read:**", "fs.write:pids", "exec:sh", "exec:sleep")
 	// 100.<9 digits> seconds: a sleep of this test run and no other.
 	arg := fmt.Sprintf("100.%09d", time.Now().UnixNano()%1_000_000_000)
 	cmd := strings.ReplaceAll(`sh -c 'echo $$ >> pids; exec sleep SECS' &
@@ -366,13 +354,13 @@ sh -c 'echo $$ >> pids; exec sleep SECS'`, "SECS", arg)
 	during := make(chan []string, 1)
 	go func() {
 		time.Sleep(timeout / 2)
-		during <- procsWith(arg)
+		during <- tooltest.ProcsWith(arg)
 	}()
 	start := time.Now()
-	res := do(t, g, map[string]any{"command": cmd, "timeout_ms": timeout.Milliseconds()})
+	res := tooltest.ShellDo(t, g, map[string]any{"command": cmd, "timeout_ms": timeout.Milliseconds()})
 	elapsed := time.Since(start)
-	d := dataOf(t, res)
-	if shellCode(res) != runtime.CodeCommandTimeout || !d.TimedOut || d.ExitCode != -1 {
+	d := tooltest.Decode[Result](t, res)
+	if tooltest.Code(res) != runtime.CodeCommandTimeout || !d.TimedOut || d.ExitCode != -1 {
 		t.Fatalf("%+v %+v", res.Error, d)
 	}
 	if elapsed > timeout+time.Second {
@@ -386,10 +374,10 @@ sh -c 'echo $$ >> pids; exec sleep SECS'`, "SECS", arg)
 	if err != nil || len(strings.Fields(string(data))) != 5 {
 		t.Fatalf("pids %q %v", data, err)
 	}
-	assertGone(t, filepath.Join(ws, "pids"))
+	tooltest.AssertGone(t, filepath.Join(ws, "pids"))
 	deadline := time.Now().Add(2 * time.Second)
 	for {
-		left := procsWith(arg)
+		left := tooltest.ProcsWith(arg)
 		if len(left) == 0 {
 			break
 		}
@@ -400,32 +388,14 @@ sh -c 'echo $$ >> pids; exec sleep SECS'`, "SECS", arg)
 	}
 }
 
-// procsWith lists the live processes ("pid: argv") whose command line
-// contains s. Zombies have an empty command line: they do not count.
-func procsWith(s string) []string {
-	ents, _ := os.ReadDir("/proc")
-	var out []string
-	for _, e := range ents {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err != nil || !strings.Contains(string(b), s) {
-			continue
-		}
-		out = append(out, e.Name()+": "+strings.ReplaceAll(strings.TrimRight(string(b), "\x00"), "\x00", " "))
-	}
-	return out
-}
-
 // TestShellHostileOutputFlood: an endless writer is capped and killed at the
 // deadline; a writer whose reader exits is killed as SIGPIPE would.
 func TestShellHostileOutputFlood(t *testing.T) {
-	ws := shellWS(t)
-	g, _ := gate(t, nil, ws, "fs.read:**", "exec:yes", "exec:head")
-	res := do(t, g, map[string]any{"command": "yes", "timeout_ms": 1000})
-	d := dataOf(t, res)
-	if shellCode(res) != runtime.CodeCommandTimeout || !d.TimedOut {
+	ws := tooltest.WS(t)
+	g, _ := tooltest.ShellGate(t, &Shell{}, ws, "fs.read:**", "exec:yes", "exec:head")
+	res := tooltest.ShellDo(t, g, map[string]any{"command": "yes", "timeout_ms": 1000})
+	d := tooltest.Decode[Result](t, res)
+	if tooltest.Code(res) != runtime.CodeCommandTimeout || !d.TimedOut {
 		t.Fatalf("%+v", res.Error)
 	}
 	if !strings.Contains(d.Stdout, "[truncated: 1048576 of") || len(d.Stdout) > maxOutput+200 {
@@ -434,8 +404,8 @@ func TestShellHostileOutputFlood(t *testing.T) {
 	if len(res.Output) > runtime.MaxOutputBytes+200 {
 		t.Fatalf("output is %d bytes", len(res.Output))
 	}
-	res = do(t, g, map[string]any{"command": "yes | head -c 3000000; yes 2>&1 | head -n 1", "timeout_ms": 20000})
-	d = dataOf(t, res)
+	res = tooltest.ShellDo(t, g, map[string]any{"command": "yes | head -c 3000000; yes 2>&1 | head -n 1", "timeout_ms": 20000})
+	d = tooltest.Decode[Result](t, res)
 	if !res.Success || !strings.Contains(d.Stdout, "[truncated: 1048576 of 3000002 bytes kept]") {
 		t.Fatalf("%+v %q", res.Error, d.Stdout[len(d.Stdout)-80:])
 	}

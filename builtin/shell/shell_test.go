@@ -11,81 +11,17 @@ import (
 
 	"mvdan.cc/sh/v3/syntax"
 
+	"github.com/wardenrt/warden/builtin/internal/tooltest"
 	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/sandbox"
 )
 
-// shellWS returns a fresh workspace, symlinks resolved.
-func shellWS(t testing.TB) string {
-	t.Helper()
-	ws, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ws
-}
-
-// gate builds a gate over ws with the shell tool, the given grants and
-// the default policy's rule for shell (approval, given automatically).
-func gate(t testing.TB, sh *Shell, ws string, grants ...string) (*runtime.Gate, *memAudit) {
-	t.Helper()
-	var b strings.Builder
-	b.WriteString("version: 1\ngrants: [")
-	for i, g := range grants {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		fmt.Fprintf(&b, "%q", g)
-	}
-	b.WriteString("]\nrules:\n  - { tool: shell, action: allow, require_approval: true }\n")
-	if sh == nil {
-		sh = &Shell{}
-	}
-	return newTestGate(t, b.String(), ws, sh)
-}
-
-// do calls the shell tool with args (a map or a struct).
-func do(t testing.TB, g *runtime.Gate, args any) runtime.Result {
-	t.Helper()
-	raw, err := json.Marshal(args)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return callTool(t, g, "shell", string(raw))
-}
-
-func dataOf(t testing.TB, res runtime.Result) Result {
-	t.Helper()
-	var d Result
-	if err := json.Unmarshal(res.Data, &d); err != nil {
-		t.Fatalf("data %s: %v", res.Data, err)
-	}
-	return d
-}
-
-func shellCode(res runtime.Result) runtime.Code {
-	if res.Error == nil {
-		return ""
-	}
-	return res.Error.Code
-}
-
-func shellWrite(t testing.TB, path, content string, mode os.FileMode) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), mode); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestShellHappyPath(t *testing.T) {
-	ws := shellWS(t)
-	shellWrite(t, filepath.Join(ws, "in.txt"), "b\na\nc\n", 0o644)
-	shellWrite(t, filepath.Join(ws, "sub", "x.txt"), "x\n", 0o644)
+	ws := tooltest.WS(t)
+	tooltest.WriteFile(t, filepath.Join(ws, "in.txt"), "b\na\nc\n", 0o644)
+	tooltest.WriteFile(t, filepath.Join(ws, "sub", "x.txt"), "x\n", 0o644)
 	grants := []string{"fs.read:**", "fs.write:out/**", "exec:sort", "exec:cat", "exec:tr", "exec:printenv", "exec:true", "exec:false", "exec:ls"}
-	g, _ := gate(t, nil, ws, grants...)
+	g, _ := tooltest.ShellGate(t, &Shell{}, ws, grants...)
 
 	tests := []struct {
 		name   string
@@ -119,11 +55,11 @@ func TestShellHappyPath(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res := do(t, g, tt.args)
+			res := tooltest.ShellDo(t, g, tt.args)
 			if !res.Success {
 				t.Fatalf("%+v\n%s", res.Error, res.Data)
 			}
-			d := dataOf(t, res)
+			d := tooltest.Decode[Result](t, res)
 			if d.Stdout != tt.stdout || d.Stderr != tt.stderr || d.ExitCode != tt.exit || d.TimedOut {
 				t.Fatalf("got %+v", d)
 			}
@@ -143,9 +79,9 @@ func which(t testing.TB, name string) string {
 }
 
 func TestShellErrorCodes(t *testing.T) {
-	ws := shellWS(t)
-	shellWrite(t, filepath.Join(ws, "in.txt"), "a\n", 0o644)
-	g, _ := gate(t, &Shell{MaxTimeout: time.Minute}, ws,
+	ws := tooltest.WS(t)
+	tooltest.WriteFile(t, filepath.Join(ws, "in.txt"), "a\n", 0o644)
+	g, _ := tooltest.ShellGate(t, &Shell{MaxTimeout: time.Minute}, ws,
 		"fs.read:**", "exec:cat", "exec:sleep", "exec:warden-no-such-program", "exec:true")
 	tests := []struct {
 		name string
@@ -174,7 +110,7 @@ func TestShellErrorCodes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res := do(t, g, tt.args)
+			res := tooltest.ShellDo(t, g, tt.args)
 			if res.Success || res.Error.Code != tt.code {
 				t.Fatalf("want %s, got %+v", tt.code, res.Error)
 			}
@@ -184,50 +120,50 @@ func TestShellErrorCodes(t *testing.T) {
 			if tt.exit == -2 {
 				return
 			}
-			d := dataOf(t, res)
+			d := tooltest.Decode[Result](t, res)
 			if d.ExitCode != tt.exit || d.TimedOut != (tt.code == runtime.CodeCommandTimeout) {
 				t.Fatalf("data %+v", d)
 			}
 		})
 	}
 	// COMMAND_FAILED keeps the data.
-	res := do(t, g, map[string]any{"command": "echo partial; echo bad >&2; exit 3"})
-	if d := dataOf(t, res); d.Stdout != "partial\n" || d.Stderr != "bad\n" || !strings.Contains(res.Error.Message, ": bad") {
+	res := tooltest.ShellDo(t, g, map[string]any{"command": "echo partial; echo bad >&2; exit 3"})
+	if d := tooltest.Decode[Result](t, res); d.Stdout != "partial\n" || d.Stderr != "bad\n" || !strings.Contains(res.Error.Message, ": bad") {
 		t.Fatalf("%+v %+v", d, res.Error)
 	}
 	// A program not found that the command recovers from is no failure.
-	res = do(t, g, map[string]any{"command": "warden-no-such-program || echo fallback"})
-	if !res.Success || dataOf(t, res).Stdout != "fallback\n" {
+	res = tooltest.ShellDo(t, g, map[string]any{"command": "warden-no-such-program || echo fallback"})
+	if !res.Success || tooltest.Decode[Result](t, res).Stdout != "fallback\n" {
 		t.Fatalf("%+v %s", res.Error, res.Data)
 	}
 }
 
 func TestShellSilent(t *testing.T) {
-	ws := shellWS(t)
-	g, _ := gate(t, nil, ws, "fs.read:**", "exec:cat")
-	res := do(t, g, map[string]any{"command": "echo out; echo err >&2", "silent": true})
-	d := dataOf(t, res)
+	ws := tooltest.WS(t)
+	g, _ := tooltest.ShellGate(t, &Shell{}, ws, "fs.read:**", "exec:cat")
+	res := tooltest.ShellDo(t, g, map[string]any{"command": "echo out; echo err >&2", "silent": true})
+	d := tooltest.Decode[Result](t, res)
 	if !res.Success || d.Stdout != "" || d.Stderr != "" || strings.Contains(res.Output, "out\n") {
 		t.Fatalf("%+v %q", d, res.Output)
 	}
-	res = do(t, g, map[string]any{"command": "echo out; cat missing", "silent": true})
-	d = dataOf(t, res)
+	res = tooltest.ShellDo(t, g, map[string]any{"command": "echo out; cat missing", "silent": true})
+	d = tooltest.Decode[Result](t, res)
 	if res.Success || d.Stdout != "" || !strings.Contains(d.Stderr, "missing") || d.ExitCode != 1 {
 		t.Fatalf("%+v", d)
 	}
 }
 
 func TestShellDryRun(t *testing.T) {
-	ws := shellWS(t)
-	shellWrite(t, filepath.Join(ws, "data", "a.txt"), "a\n", 0o644)
-	g, _ := gate(t, nil, ws, "fs.read:**", "fs.write:**", "exec:rm", "exec:git", "exec:sort", "exec:touch", "exec:date")
-	before := treeChecksum(t, ws)
+	ws := tooltest.WS(t)
+	tooltest.WriteFile(t, filepath.Join(ws, "data", "a.txt"), "a\n", 0o644)
+	g, _ := tooltest.ShellGate(t, &Shell{}, ws, "fs.read:**", "fs.write:**", "exec:rm", "exec:git", "exec:sort", "exec:touch", "exec:date")
+	before := tooltest.TreeChecksum(t, ws)
 	cmd := "sort data/a.txt > out.txt && rm -rf data; touch $(echo marker) 2>/dev/null | git status --short\necho `date` >> log.txt"
-	res := callToolReq(t, g, runtime.Request{Tool: "shell", Args: json.RawMessage(fmt.Sprintf(`{"command":%q}`, cmd)), Principal: []string{"test"}, DryRun: true})
+	res := tooltest.CallReq(t, g, runtime.Request{Tool: "shell", Args: json.RawMessage(fmt.Sprintf(`{"command":%q}`, cmd)), Principal: []string{"test"}, DryRun: true})
 	if !res.Success || !res.DryRun {
 		t.Fatalf("%+v", res.Error)
 	}
-	if after := treeChecksum(t, ws); after != before {
+	if after := tooltest.TreeChecksum(t, ws); after != before {
 		t.Fatal("the dry run changed the workspace")
 	}
 	for _, want := range []string{
@@ -249,44 +185,44 @@ func TestShellDryRun(t *testing.T) {
 		t.Fatalf("warnings %q", res.Warnings)
 	}
 	// A dry run refuses what the real run would refuse, before anything.
-	res = callToolReq(t, g, runtime.Request{Tool: "shell", Args: json.RawMessage(`{"command":"curl -s example.com"}`), Principal: []string{"test"}, DryRun: true})
-	if shellCode(res) != runtime.CodeCapabilityDenied {
+	res = tooltest.CallReq(t, g, runtime.Request{Tool: "shell", Args: json.RawMessage(`{"command":"curl -s example.com"}`), Principal: []string{"test"}, DryRun: true})
+	if tooltest.Code(res) != runtime.CodeCapabilityDenied {
 		t.Fatalf("%+v", res.Error)
 	}
 }
 
 func TestShellRedactsSecrets(t *testing.T) {
 	const secret = "ghp_0123456789abcdefghijABCDEFGHIJ012345"
-	ws := shellWS(t)
-	g, audit := gate(t, nil, ws, "fs.read:**", "exec:printenv")
+	ws := tooltest.WS(t)
+	g, audit := tooltest.ShellGate(t, &Shell{}, ws, "fs.read:**", "exec:printenv")
 	for _, args := range []map[string]any{
 		{"command": "echo " + secret},
 		{"command": "printenv TOKEN_X", "env": map[string]string{"TOKEN_X": secret}},
 		{"command": "echo " + secret + " >&2; exit 2"},
 		{"command": "rm " + secret}, // refused: the secret is in the refusal's message
 	} {
-		res := do(t, g, args)
-		assertNoSecret(t, res, audit, secret)
+		res := tooltest.ShellDo(t, g, args)
+		tooltest.AssertNoSecret(t, res, audit, secret)
 	}
 	// A dry run too.
-	res := callToolReq(t, g, runtime.Request{Tool: "shell", Args: json.RawMessage(`{"command":"echo ` + secret + `"}`), Principal: []string{"test"}, DryRun: true})
-	assertNoSecret(t, res, audit, secret)
+	res := tooltest.CallReq(t, g, runtime.Request{Tool: "shell", Args: json.RawMessage(`{"command":"echo ` + secret + `"}`), Principal: []string{"test"}, DryRun: true})
+	tooltest.AssertNoSecret(t, res, audit, secret)
 }
 
 func TestShellEnvironment(t *testing.T) {
-	ws := shellWS(t)
+	ws := tooltest.WS(t)
 	host := []string{
 		"HOME=/home/someone", "LANG=C.UTF-8", "PATH=/opt/evil:.", "GOPATH=/go", "GOFLAGS=-mod=mod",
 		"API_KEY=k-123", "MY_SECRET=s-123", "GITHUB_TOKEN=t-123", "DB_PASSWORD=p-123", "LD_PRELOAD=/tmp/x.so",
 		"UNRELATED=u", "GIT_DIR=/elsewhere",
 	}
 	sh := &Shell{Environ: func() []string { return host }}
-	g, _ := gate(t, sh, ws, "fs.read:**", "exec:env", "env:GO*", "env:API_KEY", "env:GIT*", "env:MY*")
-	res := do(t, g, map[string]any{"command": "env"})
+	g, _ := tooltest.ShellGate(t, sh, ws, "fs.read:**", "exec:env", "env:GO*", "env:API_KEY", "env:GIT*", "env:MY*")
+	res := tooltest.ShellDo(t, g, map[string]any{"command": "env"})
 	if !res.Success {
 		t.Fatalf("%+v", res.Error)
 	}
-	out := dataOf(t, res).Stdout
+	out := tooltest.Decode[Result](t, res).Stdout
 	// HOME is one the sandbox does not reach: programs see none.
 	for _, want := range []string{"HOME=" + sandbox.NoHome, "LANG=C.UTF-8", "PATH=" + defaultPath, "GOPATH=/go", "GOFLAGS=-mod=mod", "API_KEY=", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_KEY_0=core.fsmonitor"} {
 		if !strings.Contains(out, want) {
@@ -299,41 +235,41 @@ func TestShellEnvironment(t *testing.T) {
 		}
 	}
 	// An exact grant opens a secret-looking or guarded host variable.
-	g, _ = gate(t, sh, ws, "fs.read:**", "exec:env", "env:GITHUB_TOKEN", "env:GIT_DIR")
-	out = dataOf(t, do(t, g, map[string]any{"command": "env"})).Stdout
+	g, _ = tooltest.ShellGate(t, sh, ws, "fs.read:**", "exec:env", "env:GITHUB_TOKEN", "env:GIT_DIR")
+	out = tooltest.Decode[Result](t, tooltest.ShellDo(t, g, map[string]any{"command": "env"})).Stdout
 	if !strings.Contains(out, "GITHUB_TOKEN=") || !strings.Contains(out, "GIT_DIR=/elsewhere\n") {
 		t.Errorf("exact grants: %s", out)
 	}
 	// The call's env argument may set guarded names only with an exact grant.
-	res = do(t, g, map[string]any{"command": "env", "env": map[string]string{"GIT_DIR": "/x", "NODE_ENV": "production"}})
-	out = dataOf(t, res).Stdout
+	res = tooltest.ShellDo(t, g, map[string]any{"command": "env", "env": map[string]string{"GIT_DIR": "/x", "NODE_ENV": "production"}})
+	out = tooltest.Decode[Result](t, res).Stdout
 	if !res.Success || !strings.Contains(out, "GIT_DIR=/x\n") || !strings.Contains(out, "NODE_ENV=production\n") {
 		t.Fatalf("%+v %s", res.Error, out)
 	}
-	res = do(t, g, map[string]any{"command": "env", "env": map[string]string{"GIT_CONFIG_GLOBAL": "/x"}})
-	if shellCode(res) != runtime.CodeCapabilityDenied || !strings.Contains(res.Error.Hint, "env:GIT_CONFIG_GLOBAL") {
+	res = tooltest.ShellDo(t, g, map[string]any{"command": "env", "env": map[string]string{"GIT_CONFIG_GLOBAL": "/x"}})
+	if tooltest.Code(res) != runtime.CodeCapabilityDenied || !strings.Contains(res.Error.Hint, "env:GIT_CONFIG_GLOBAL") {
 		t.Fatalf("%+v", res.Error)
 	}
 	// Identity variables of git are not guarded.
-	res = do(t, g, map[string]any{"command": "env", "env": map[string]string{"GIT_AUTHOR_NAME": "A"}})
+	res = tooltest.ShellDo(t, g, map[string]any{"command": "env", "env": map[string]string{"GIT_AUTHOR_NAME": "A"}})
 	if !res.Success {
 		t.Fatalf("%+v", res.Error)
 	}
 	// TMPDIR reaches the command and its programs unchanged (the
 	// interpreter's own temporary directory is not it).
 	sh = &Shell{Environ: func() []string { return []string{"TMPDIR=/tmp/it's here"} }}
-	g, _ = gate(t, sh, ws, "fs.read:**", "exec:printenv")
-	res = do(t, g, map[string]any{"command": `echo "$TMPDIR"; printenv TMPDIR`})
-	if out := dataOf(t, res).Stdout; !res.Success || out != "/tmp/it's here\n/tmp/it's here\n" {
+	g, _ = tooltest.ShellGate(t, sh, ws, "fs.read:**", "exec:printenv")
+	res = tooltest.ShellDo(t, g, map[string]any{"command": `echo "$TMPDIR"; printenv TMPDIR`})
+	if out := tooltest.Decode[Result](t, res).Stdout; !res.Success || out != "/tmp/it's here\n/tmp/it's here\n" {
 		t.Fatalf("%+v %q", res.Error, out)
 	}
 }
 
 func TestShellWarnings(t *testing.T) {
-	ws := shellWS(t)
-	shellWrite(t, filepath.Join(ws, "junk", "f"), "x", 0o644)
-	g, _ := gate(t, nil, ws, "fs.read:**", "fs.write:**", "exec:rm", "exec:sh", "exec:true")
-	res := do(t, g, map[string]any{"command": "rm -rf junk && sh -c true"})
+	ws := tooltest.WS(t)
+	tooltest.WriteFile(t, filepath.Join(ws, "junk", "f"), "x", 0o644)
+	g, _ := tooltest.ShellGate(t, &Shell{}, ws, "fs.read:**", "fs.write:**", "exec:rm", "exec:sh", "exec:true")
+	res := tooltest.ShellDo(t, g, map[string]any{"command": "rm -rf junk && sh -c true"})
 	if !res.Success {
 		t.Fatalf("%+v", res.Error)
 	}
@@ -347,10 +283,10 @@ func TestShellWarnings(t *testing.T) {
 }
 
 func TestShellOutputCap(t *testing.T) {
-	ws := shellWS(t)
-	g, _ := gate(t, &Shell{MaxOutput: 1000}, ws, "fs.read:**", "exec:head", "exec:yes")
-	res := do(t, g, map[string]any{"command": "yes | head -c 5000"})
-	d := dataOf(t, res)
+	ws := tooltest.WS(t)
+	g, _ := tooltest.ShellGate(t, &Shell{MaxOutput: 1000}, ws, "fs.read:**", "exec:head", "exec:yes")
+	res := tooltest.ShellDo(t, g, map[string]any{"command": "yes | head -c 5000"})
+	d := tooltest.Decode[Result](t, res)
 	if !res.Success || !strings.HasPrefix(d.Stdout, "y\ny\n") || !strings.Contains(d.Stdout, "[truncated: 1000 of 5000 bytes kept]") {
 		t.Fatalf("%+v %q", res.Error, d.Stdout)
 	}

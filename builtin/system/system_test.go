@@ -9,18 +9,19 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wardenrt/warden/builtin/internal/tooltest"
 	"github.com/wardenrt/warden/runtime"
 )
 
 func newGate(t testing.TB, sys *System, policy *runtime.Policy) *runtime.Gate {
 	t.Helper()
-	g, _ := newTestGateWith(t, policy, t.TempDir(), sys)
+	g, _ := tooltest.GateWith(t, policy, t.TempDir(), sys)
 	return g
 }
 
 func callSystem(t testing.TB, g *runtime.Gate, args string) runtime.Result {
 	t.Helper()
-	return callTool(t, g, "system", args)
+	return tooltest.Call(t, g, "system", args)
 }
 
 func TestSystemGetInfo(t *testing.T) {

@@ -13,10 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wardenrt/warden/builtin/internal/tooltest"
 	"github.com/wardenrt/warden/runtime"
 )
-
-const secret = "ghp_0123456789abcdefghijABCDEFGHIJ012345"
 
 func TestTextAnalyzeStats(t *testing.T) {
 	cases := []struct {
@@ -66,7 +65,7 @@ func TestTextAnalyzeStats(t *testing.T) {
 func TestTextAnalyzeGate(t *testing.T) {
 	ws := t.TempDir()
 	// No grants at all: analyze needs none.
-	g, audit := newTestGate(t, "version: 1\n", ws, Tools(Config{})...)
+	g, audit := tooltest.Gate(t, "version: 1\n", ws, Tools(Config{})...)
 	cases := []struct {
 		name, args string
 		code       runtime.Code
@@ -79,25 +78,25 @@ func TestTextAnalyzeGate(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			res := callTool(t, g, "analyze", tc.args)
-			expect(t, res, tc.code)
+			res := tooltest.Call(t, g, "analyze", tc.args)
+			tooltest.Expect(t, res, tc.code)
 			if tc.want != "" && !strings.Contains(res.Output, tc.want) {
 				t.Errorf("output %q does not contain %q", res.Output, tc.want)
 			}
 		})
 	}
 	t.Run("dry run", func(t *testing.T) {
-		before := treeChecksum(t, ws)
-		res := callToolReq(t, g, runtime.Request{Tool: "analyze", Args: json.RawMessage(`{"text":"a b c"}`), Principal: []string{"test"}, DryRun: true})
-		expect(t, res, "")
-		if treeChecksum(t, ws) != before {
+		before := tooltest.TreeChecksum(t, ws)
+		res := tooltest.CallReq(t, g, runtime.Request{Tool: "analyze", Args: json.RawMessage(`{"text":"a b c"}`), Principal: []string{"test"}, DryRun: true})
+		tooltest.Expect(t, res, "")
+		if tooltest.TreeChecksum(t, ws) != before {
 			t.Error("dry run changed the workspace")
 		}
 	})
 	t.Run("secret in text", func(t *testing.T) {
-		res := callTool(t, g, "analyze", fmt.Sprintf(`{"text":"token %s token"}`, secret))
-		expect(t, res, "")
-		assertNoSecret(t, res, audit, secret)
+		res := tooltest.Call(t, g, "analyze", fmt.Sprintf(`{"text":"token %s token"}`, tooltest.Secret))
+		tooltest.Expect(t, res, "")
+		tooltest.AssertNoSecret(t, res, audit, tooltest.Secret)
 		// Not even a fragment of it becomes a top term.
 		blob, _ := json.Marshal(res)
 		if strings.Contains(strings.ToLower(string(blob)), "0123456789abcdefghij") {
@@ -212,31 +211,15 @@ func longText(n int) string {
 	return b.String()
 }
 
-func expect(t *testing.T, res runtime.Result, code runtime.Code) {
-	t.Helper()
-	if code == "" {
-		if !res.Success {
-			t.Fatalf("want success, got %+v", res.Error)
-		}
-		return
-	}
-	if res.Success || res.Error == nil || res.Error.Code != code {
-		t.Fatalf("want %s, got success=%v error=%+v output=%q", code, res.Success, res.Error, res.Output)
-	}
-	if res.Error.Hint == "" && code != runtime.CodeInvalidInput {
-		t.Errorf("%s without a hint: %+v", code, res.Error)
-	}
-}
-
 func TestTextSummarize(t *testing.T) {
 	const policy = "version: 1\ngrants: [llm]\n"
 	t.Run("single chunk", func(t *testing.T) {
 		f := newTextFakeLLM(t)
 		cfg := f.config()
 		cfg.APIKey = "sk-test-local-0000"
-		g, _ := newTestGate(t, policy, t.TempDir(), Tools(cfg)...)
-		res := callTool(t, g, "summarize", `{"text":"Warden is a gate for tools. Everything goes through it.","max_tokens":100,"style":"one line"}`)
-		expect(t, res, "")
+		g, _ := tooltest.Gate(t, policy, t.TempDir(), Tools(cfg)...)
+		res := tooltest.Call(t, g, "summarize", `{"text":"Warden is a gate for tools. Everything goes through it.","max_tokens":100,"style":"one line"}`)
+		tooltest.Expect(t, res, "")
 		if res.Output != "SUMMARY OF THE WHOLE TEXT" {
 			t.Errorf("output %q", res.Output)
 		}
@@ -261,15 +244,15 @@ func TestTextSummarize(t *testing.T) {
 	})
 	t.Run("multi chunk", func(t *testing.T) {
 		f := newTextFakeLLM(t)
-		g, _ := newTestGate(t, policy, t.TempDir(), Tools(f.config())...)
+		g, _ := tooltest.Gate(t, policy, t.TempDir(), Tools(f.config())...)
 		text := longText(30000)
 		n := len(Chunks(text, chunkChars))
 		if n < 3 {
 			t.Fatalf("test text gives %d chunks", n)
 		}
 		args, _ := json.Marshal(map[string]any{"text": text})
-		res := callTool(t, g, "summarize", string(args))
-		expect(t, res, "")
+		res := tooltest.Call(t, g, "summarize", string(args))
+		tooltest.Expect(t, res, "")
 		reqs := f.requests()
 		if len(reqs) != n+1 {
 			t.Fatalf("server saw %d requests, want %d chunks + 1 merge", len(reqs), n)
@@ -306,9 +289,9 @@ func TestTextSummarize(t *testing.T) {
 		for _, status := range []int{500, 401, 429} {
 			f := newTextFakeLLM(t)
 			f.status = status
-			g, _ := newTestGate(t, policy, t.TempDir(), Tools(f.config())...)
-			res := callTool(t, g, "summarize", `{"text":"some text"}`)
-			expect(t, res, runtime.CodeLLMError)
+			g, _ := tooltest.Gate(t, policy, t.TempDir(), Tools(f.config())...)
+			res := tooltest.Call(t, g, "summarize", `{"text":"some text"}`)
+			tooltest.Expect(t, res, runtime.CodeLLMError)
 			if !strings.Contains(res.Error.Message, fmt.Sprint(status)) {
 				t.Errorf("%d: message %q", status, res.Error.Message)
 			}
@@ -317,22 +300,22 @@ func TestTextSummarize(t *testing.T) {
 	t.Run("server error in one chunk", func(t *testing.T) {
 		f := newTextFakeLLM(t)
 		f.status = 503
-		g, _ := newTestGate(t, policy, t.TempDir(), Tools(f.config())...)
+		g, _ := tooltest.Gate(t, policy, t.TempDir(), Tools(f.config())...)
 		args, _ := json.Marshal(map[string]any{"text": longText(30000)})
-		res := callTool(t, g, "summarize", string(args))
-		expect(t, res, runtime.CodeLLMError)
+		res := tooltest.Call(t, g, "summarize", string(args))
+		tooltest.Expect(t, res, runtime.CodeLLMError)
 	})
 	t.Run("unreachable endpoint", func(t *testing.T) {
 		f := newTextFakeLLM(t)
 		cfg := f.config()
 		f.srv.Close()
-		g, _ := newTestGate(t, policy, t.TempDir(), Tools(cfg)...)
-		expect(t, callTool(t, g, "summarize", `{"text":"some text"}`), runtime.CodeLLMError)
+		g, _ := tooltest.Gate(t, policy, t.TempDir(), Tools(cfg)...)
+		tooltest.Expect(t, tooltest.Call(t, g, "summarize", `{"text":"some text"}`), runtime.CodeLLMError)
 	})
 	t.Run("no model configured", func(t *testing.T) {
-		g, _ := newTestGate(t, policy, t.TempDir(), Tools(Config{})...)
-		res := callTool(t, g, "summarize", `{"text":"some text"}`)
-		expect(t, res, runtime.CodeLLMError)
+		g, _ := tooltest.Gate(t, policy, t.TempDir(), Tools(Config{})...)
+		res := tooltest.Call(t, g, "summarize", `{"text":"some text"}`)
+		tooltest.Expect(t, res, runtime.CodeLLMError)
 		for _, v := range []string{"OPENAI_API_KEY", "OPENAI_BASE_URL", "WARDEN_MODEL"} {
 			if !strings.Contains(res.Error.Hint, v) {
 				t.Errorf("hint %q does not mention %s", res.Error.Hint, v)
@@ -341,32 +324,32 @@ func TestTextSummarize(t *testing.T) {
 	})
 	t.Run("endpoint without model", func(t *testing.T) {
 		f := newTextFakeLLM(t)
-		g, _ := newTestGate(t, policy, t.TempDir(), Tools(Config{BaseURL: f.srv.URL + "/v1"})...)
-		res := callTool(t, g, "summarize", `{"text":"some text"}`)
-		expect(t, res, runtime.CodeLLMError)
+		g, _ := tooltest.Gate(t, policy, t.TempDir(), Tools(Config{BaseURL: f.srv.URL + "/v1"})...)
+		res := tooltest.Call(t, g, "summarize", `{"text":"some text"}`)
+		tooltest.Expect(t, res, runtime.CodeLLMError)
 		if !strings.Contains(res.Error.Hint, "WARDEN_MODEL") || len(f.requests()) != 0 {
 			t.Errorf("hint %q, %d requests", res.Error.Hint, len(f.requests()))
 		}
 	})
 	t.Run("bad endpoint URL", func(t *testing.T) {
-		g, _ := newTestGate(t, policy, t.TempDir(), Tools(Config{BaseURL: "file:///etc/passwd", Model: "m"})...)
-		expect(t, callTool(t, g, "summarize", `{"text":"some text"}`), runtime.CodeLLMError)
+		g, _ := tooltest.Gate(t, policy, t.TempDir(), Tools(Config{BaseURL: "file:///etc/passwd", Model: "m"})...)
+		tooltest.Expect(t, tooltest.Call(t, g, "summarize", `{"text":"some text"}`), runtime.CodeLLMError)
 	})
 	t.Run("no llm grant", func(t *testing.T) {
 		f := newTextFakeLLM(t)
-		g, _ := newTestGate(t, "version: 1\ngrants: [\"fs.read:**\"]\n", t.TempDir(), Tools(f.config())...)
-		res := callTool(t, g, "summarize", `{"text":"some text"}`)
-		expect(t, res, runtime.CodeCapabilityDenied)
+		g, _ := tooltest.Gate(t, "version: 1\ngrants: [\"fs.read:**\"]\n", t.TempDir(), Tools(f.config())...)
+		res := tooltest.Call(t, g, "summarize", `{"text":"some text"}`)
+		tooltest.Expect(t, res, runtime.CodeCapabilityDenied)
 		if !slices.Contains(res.Error.Missing, "llm") || len(f.requests()) != 0 {
 			t.Errorf("missing %q, %d requests", res.Error.Missing, len(f.requests()))
 		}
 	})
 	t.Run("invalid input", func(t *testing.T) {
 		f := newTextFakeLLM(t)
-		g, _ := newTestGate(t, policy, t.TempDir(), Tools(f.config())...)
+		g, _ := tooltest.Gate(t, policy, t.TempDir(), Tools(f.config())...)
 		for _, args := range []string{`{}`, `{"text":"   \n"}`, `{"text":"x","max_tokens":0}`, `{"text":"x","max_tokens":"9"}`,
 			`{"text":"x","style":"a\u001b[2Jb"}`, `{"text":"x","url":"http://evil.example"}`} {
-			expect(t, callTool(t, g, "summarize", args), runtime.CodeInvalidInput)
+			tooltest.Expect(t, tooltest.Call(t, g, "summarize", args), runtime.CodeInvalidInput)
 		}
 		if len(f.requests()) != 0 {
 			t.Errorf("server saw %d requests", len(f.requests()))
@@ -375,26 +358,26 @@ func TestTextSummarize(t *testing.T) {
 	t.Run("dry run", func(t *testing.T) {
 		f := newTextFakeLLM(t)
 		ws := t.TempDir()
-		g, _ := newTestGate(t, policy, ws, Tools(f.config())...)
-		before := treeChecksum(t, ws)
+		g, _ := tooltest.Gate(t, policy, ws, Tools(f.config())...)
+		before := tooltest.TreeChecksum(t, ws)
 		args, _ := json.Marshal(map[string]any{"text": longText(20000)})
-		res := callToolReq(t, g, runtime.Request{Tool: "summarize", Args: args, Principal: []string{"test"}, DryRun: true})
-		expect(t, res, "")
+		res := tooltest.CallReq(t, g, runtime.Request{Tool: "summarize", Args: args, Principal: []string{"test"}, DryRun: true})
+		tooltest.Expect(t, res, "")
 		if !res.DryRun || !strings.Contains(res.Output, "would send") || !strings.Contains(res.Output, "local-model") {
 			t.Errorf("preview %q", res.Output)
 		}
-		if len(f.requests()) != 0 || treeChecksum(t, ws) != before {
+		if len(f.requests()) != 0 || tooltest.TreeChecksum(t, ws) != before {
 			t.Errorf("dry run sent %d requests or changed the workspace", len(f.requests()))
 		}
 	})
 	t.Run("secret redacted before sending", func(t *testing.T) {
 		f := newTextFakeLLM(t)
-		g, audit := newTestGate(t, policy, t.TempDir(), Tools(f.config())...)
-		res := callTool(t, g, "summarize", fmt.Sprintf(`{"text":"deploy with token %s then restart"}`, secret))
-		expect(t, res, "")
-		assertNoSecret(t, res, audit, secret)
+		g, audit := tooltest.Gate(t, policy, t.TempDir(), Tools(f.config())...)
+		res := tooltest.Call(t, g, "summarize", fmt.Sprintf(`{"text":"deploy with token %s then restart"}`, tooltest.Secret))
+		tooltest.Expect(t, res, "")
+		tooltest.AssertNoSecret(t, res, audit, tooltest.Secret)
 		for _, r := range f.requests() {
-			if strings.Contains(r.user(), secret) {
+			if strings.Contains(r.user(), tooltest.Secret) {
 				t.Error("the model endpoint received the secret")
 			}
 		}
@@ -405,9 +388,9 @@ func TestTextSummarize(t *testing.T) {
 	t.Run("cut at max_tokens", func(t *testing.T) {
 		f := newTextFakeLLM(t)
 		f.finish = "length"
-		g, _ := newTestGate(t, policy, t.TempDir(), Tools(f.config())...)
-		res := callTool(t, g, "summarize", `{"text":"some text","max_tokens":16}`)
-		expect(t, res, "")
+		g, _ := tooltest.Gate(t, policy, t.TempDir(), Tools(f.config())...)
+		res := tooltest.Call(t, g, "summarize", `{"text":"some text","max_tokens":16}`)
+		tooltest.Expect(t, res, "")
 		if !strings.Contains(strings.Join(res.Warnings, " "), "max_tokens") {
 			t.Errorf("warnings %v", res.Warnings)
 		}
@@ -415,14 +398,14 @@ func TestTextSummarize(t *testing.T) {
 	t.Run("deadline", func(t *testing.T) {
 		f := newTextFakeLLM(t)
 		f.block = true
-		g, _ := newTestGate(t, policy, t.TempDir(), Tools(f.config())...)
+		g, _ := tooltest.Gate(t, policy, t.TempDir(), Tools(f.config())...)
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		defer cancel()
 		res, err := g.Call(ctx, runtime.Request{Tool: "summarize", Args: json.RawMessage(`{"text":"some text"}`), Principal: []string{"test"}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		expect(t, res, runtime.CodeTimeout)
+		tooltest.Expect(t, res, runtime.CodeTimeout)
 	})
 	t.Run("redirect to another host refused", func(t *testing.T) {
 		other := newTextFakeLLM(t)
@@ -430,8 +413,8 @@ func TestTextSummarize(t *testing.T) {
 			http.Redirect(w, r, other.srv.URL+r.URL.Path, http.StatusTemporaryRedirect)
 		}))
 		t.Cleanup(redirector.Close)
-		g, _ := newTestGate(t, policy, t.TempDir(), Tools(Config{BaseURL: redirector.URL + "/v1", Model: "m", APIKey: "sk-test-local-0000"})...)
-		expect(t, callTool(t, g, "summarize", `{"text":"some text"}`), runtime.CodeLLMError)
+		g, _ := tooltest.Gate(t, policy, t.TempDir(), Tools(Config{BaseURL: redirector.URL + "/v1", Model: "m", APIKey: "sk-test-local-0000"})...)
+		tooltest.Expect(t, tooltest.Call(t, g, "summarize", `{"text":"some text"}`), runtime.CodeLLMError)
 		if len(other.requests()) != 0 {
 			t.Error("the request followed a redirect to another host")
 		}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wardenrt/warden/builtin/internal/tooltest"
 	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/capability"
 )
@@ -21,7 +22,7 @@ import (
 
 func httpGet(t *testing.T, g *runtime.Gate, url string) runtime.Result {
 	t.Helper()
-	return callTool(t, g, "http", httpArgsJSON(t, map[string]any{"method": "GET", "url": url, "timeout": 10}))
+	return tooltest.Call(t, g, "http", httpArgsJSON(t, map[string]any{"method": "GET", "url": url, "timeout": 10}))
 }
 
 // Issue case 1: a redirect to a host the grants do not name.
@@ -287,14 +288,14 @@ func TestHTTPHostileCredentialsAndHostHeader(t *testing.T) {
 		http.Redirect(w, r, other.at("other.test", "/"), http.StatusFound)
 	})
 	g, _ := httpGate(t, httpNewTool(httpNewResolver(httpTestNames())), "net:allowed.test", "net:other.test", "net:127.0.0.1")
-	r := callTool(t, g, "http", httpArgsJSON(t, map[string]any{"method": "GET", "url": origin.at("allowed.test", "/?q=private"),
+	r := tooltest.Call(t, g, "http", httpArgsJSON(t, map[string]any{"method": "GET", "url": origin.at("allowed.test", "/?q=private"),
 		"headers": map[string]string{"Authorization": "Bearer abc"}}))
 	d := httpResult(t, r)
 	if *d.Body != `auth="" referer=""` {
 		t.Fatalf("the other host got %s", *d.Body)
 	}
 	for _, name := range []string{"Host", "host", "Transfer-Encoding", "Content-Length", "Connection"} {
-		r := callTool(t, g, "http", httpArgsJSON(t, map[string]any{"method": "GET", "url": origin.at("allowed.test", "/"),
+		r := tooltest.Call(t, g, "http", httpArgsJSON(t, map[string]any{"method": "GET", "url": origin.at("allowed.test", "/"),
 			"headers": map[string]string{name: "evil.test"}}))
 		httpWantError(t, r, runtime.CodeInvalidInput, "cannot be set", "warden sets it")
 	}

@@ -19,7 +19,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/wardenrt/warden/builtin/internal/tooltest"
 	"github.com/wardenrt/warden/runtime"
+	"github.com/wardenrt/warden/runtime/runtimetest"
 )
 
 // httpTestServer is a local server that counts the requests it gets.
@@ -123,9 +125,9 @@ func httpPolicy(grants ...string) string {
 }
 
 // httpGate is a gate over tool with the given grants.
-func httpGate(t testing.TB, tool runtime.Tool, grants ...string) (*runtime.Gate, *memAudit) {
+func httpGate(t testing.TB, tool runtime.Tool, grants ...string) (*runtime.Gate, *runtimetest.Audit) {
 	t.Helper()
-	return newTestGate(t, httpPolicy(grants...), t.TempDir(), tool)
+	return tooltest.Gate(t, httpPolicy(grants...), t.TempDir(), tool)
 }
 
 func httpArgsJSON(t testing.TB, args map[string]any) string {
@@ -287,7 +289,7 @@ func TestHTTPHappyPaths(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			r := callTool(t, g, "http", httpArgsJSON(t, tc.args))
+			r := tooltest.Call(t, g, "http", httpArgsJSON(t, tc.args))
 			tc.check(t, r, httpResult(t, r))
 		})
 	}
@@ -310,7 +312,7 @@ func TestHTTPErrors(t *testing.T) {
 
 	grants := []string{"net:allowed.test", "net:nowhere.test", "net:127.0.0.1"}
 	g, _ := httpGate(t, httpNewTool(httpNewResolver(httpTestNames())), grants...)
-	denyAll, _ := newTestGate(t, httpPolicy("net:allowed.test")+"rules:\n  - { tool: http, action: deny }\n", t.TempDir(), httpNewTool(httpNewResolver(httpTestNames())))
+	denyAll, _ := tooltest.Gate(t, httpPolicy("net:allowed.test")+"rules:\n  - { tool: http, action: deny }\n", t.TempDir(), httpNewTool(httpNewResolver(httpTestNames())))
 	big := strings.Repeat("x", httpMaxRequestBody+1)
 
 	cases := []struct {
@@ -343,7 +345,7 @@ func TestHTTPErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			res := callTool(t, tc.gate, "http", httpArgsJSON(t, tc.args))
+			res := tooltest.Call(t, tc.gate, "http", httpArgsJSON(t, tc.args))
 			httpWantError(t, res, tc.code, tc.msgHas, tc.hintH)
 		})
 	}
@@ -364,13 +366,13 @@ func TestHTTPTLSVerifiedWithInjectedCA(t *testing.T) {
 
 	// Trusted CA, name in the certificate (by IP and by name).
 	for _, u := range []string{srv.URL + "/ip", srv.at("example.com", "/name")} {
-		d := httpResult(t, callTool(t, g, "http", httpArgsJSON(t, map[string]any{"method": "GET", "url": u})))
+		d := httpResult(t, tooltest.Call(t, g, "http", httpArgsJSON(t, map[string]any{"method": "GET", "url": u})))
 		if d.StatusCode != 200 || d.JSON == nil {
 			t.Fatalf("%s: %+v", u, d)
 		}
 	}
 	// Trusted CA, but the certificate does not name allowed.test.
-	res := callTool(t, g, "http", httpArgsJSON(t, map[string]any{"method": "GET", "url": srv.at("allowed.test", "/")}))
+	res := tooltest.Call(t, g, "http", httpArgsJSON(t, map[string]any{"method": "GET", "url": srv.at("allowed.test", "/")}))
 	httpWantError(t, res, runtime.CodeNetworkError, "TLS verification failed", "never skips")
 	if n := srv.hits.Load(); n != 2 {
 		t.Fatalf("server hits %d, want 2", n)
@@ -381,9 +383,9 @@ func TestHTTPDryRun(t *testing.T) {
 	srv := httpServe(t, httpEcho)
 	res := httpNewResolver(httpTestNames())
 	ws := t.TempDir()
-	g, _ := newTestGate(t, httpPolicy("net:allowed.test", "net:127.0.0.1"), ws, httpNewTool(res))
-	before := treeChecksum(t, ws)
-	r := callToolReq(t, g, runtime.Request{Tool: "http", DryRun: true, Principal: []string{"test"}, Args: json.RawMessage(httpArgsJSON(t, map[string]any{
+	g, _ := tooltest.Gate(t, httpPolicy("net:allowed.test", "net:127.0.0.1"), ws, httpNewTool(res))
+	before := tooltest.TreeChecksum(t, ws)
+	r := tooltest.CallReq(t, g, runtime.Request{Tool: "http", DryRun: true, Principal: []string{"test"}, Args: json.RawMessage(httpArgsJSON(t, map[string]any{
 		"method": "post", "url": srv.at("ALLOWED.test.", "/items?x=1"), "params": map[string]string{"y": "2"},
 		"json": map[string]any{"name": "n"}, "headers": map[string]string{"X-Custom": "v"}, "timeout": 7,
 	}))})
@@ -400,7 +402,7 @@ func TestHTTPDryRun(t *testing.T) {
 	if err := json.Unmarshal(r.Data, &p); err != nil || p.Method != "POST" || p.URL != wantURL || p.BodyBytes != 12 || p.Need != fmt.Sprintf("net:allowed.test:%d", srv.port) {
 		t.Fatalf("%s %v", r.Data, err)
 	}
-	if treeChecksum(t, ws) != before {
+	if tooltest.TreeChecksum(t, ws) != before {
 		t.Fatal("dry run changed the workspace")
 	}
 	if srv.hits.Load() != 0 || res.count("allowed.test") != 0 {
@@ -419,20 +421,20 @@ func TestHTTPRedactsSecrets(t *testing.T) {
 	g, audit := httpGate(t, httpNewTool(httpNewResolver(httpTestNames())), "net:allowed.test", "net:127.0.0.1")
 	args := httpArgsJSON(t, map[string]any{"method": "GET", "url": srv.at("allowed.test", "/?access_token="+secret),
 		"headers": map[string]string{"Authorization": "Bearer " + secret}})
-	res := callTool(t, g, "http", args)
+	res := tooltest.Call(t, g, "http", args)
 	if !res.Success {
 		t.Fatalf("%+v", res.Error)
 	}
 	if got := seen.Load(); got != "Bearer "+secret+"|"+secret {
 		t.Fatalf("the server got %q: credentials must pass through", got)
 	}
-	assertNoSecret(t, res, audit, secret)
+	tooltest.AssertNoSecret(t, res, audit, secret)
 
-	dry := callToolReq(t, g, runtime.Request{Tool: "http", DryRun: true, Args: json.RawMessage(args), Principal: []string{"test"}})
-	assertNoSecret(t, dry, audit, secret)
-	denied := callTool(t, g, "http", httpArgsJSON(t, map[string]any{"method": "GET", "url": "http://ungranted.test/?token=" + secret}))
+	dry := tooltest.CallReq(t, g, runtime.Request{Tool: "http", DryRun: true, Args: json.RawMessage(args), Principal: []string{"test"}})
+	tooltest.AssertNoSecret(t, dry, audit, secret)
+	denied := tooltest.Call(t, g, "http", httpArgsJSON(t, map[string]any{"method": "GET", "url": "http://ungranted.test/?token=" + secret}))
 	httpWantError(t, denied, runtime.CodeCapabilityDenied, "", "")
-	assertNoSecret(t, denied, audit, secret)
+	tooltest.AssertNoSecret(t, denied, audit, secret)
 }
 
 func TestHTTPNoCookiesAcrossCalls(t *testing.T) {
@@ -442,7 +444,7 @@ func TestHTTPNoCookiesAcrossCalls(t *testing.T) {
 	})
 	g, _ := httpGate(t, httpNewTool(httpNewResolver(httpTestNames())), "net:allowed.test", "net:127.0.0.1")
 	for i := 0; i < 2; i++ {
-		d := httpResult(t, callTool(t, g, "http", httpArgsJSON(t, map[string]any{"method": "GET", "url": srv.at("allowed.test", "/")})))
+		d := httpResult(t, tooltest.Call(t, g, "http", httpArgsJSON(t, map[string]any{"method": "GET", "url": srv.at("allowed.test", "/")})))
 		var got map[string]any
 		json.Unmarshal(d.JSON, &got)
 		if got["cookie_len"] != float64(0) {
@@ -458,7 +460,7 @@ func TestHTTPIgnoresProxyEnvironment(t *testing.T) {
 	t.Setenv("NO_PROXY", "")
 	srv := httpServe(t, httpEcho)
 	g, _ := httpGate(t, httpNewTool(httpNewResolver(httpTestNames())), "net:allowed.test", "net:127.0.0.1")
-	d := httpResult(t, callTool(t, g, "http", httpArgsJSON(t, map[string]any{"method": "GET", "url": srv.at("allowed.test", "/")})))
+	d := httpResult(t, tooltest.Call(t, g, "http", httpArgsJSON(t, map[string]any{"method": "GET", "url": srv.at("allowed.test", "/")})))
 	if d.JSON == nil || proxy.hits.Load() != 0 || srv.hits.Load() != 1 {
 		t.Fatalf("proxy hits %d, server hits %d: %+v", proxy.hits.Load(), srv.hits.Load(), d)
 	}
@@ -488,7 +490,7 @@ func BenchmarkHTTPGet(b *testing.B) {
 	args := httpArgsJSON(b, map[string]any{"method": "GET", "url": srv.at("allowed.test", "/")})
 	b.Run("tool_via_gate", func(b *testing.B) {
 		for b.Loop() {
-			if res := callTool(b, g, "http", args); !res.Success {
+			if res := tooltest.Call(b, g, "http", args); !res.Success {
 				b.Fatal(res.Error)
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wardenrt/warden/builtin/internal/tooltest"
 	"github.com/wardenrt/warden/runtime"
 )
 
@@ -118,7 +119,7 @@ func TestSearchSearXNG(t *testing.T) {
 		args string
 		n    int
 	}{{`{"query":"golang"}`, 5}, {`{"query":"golang","num_results":3}`, 3}, {`{"query":"golang","num_results":20}`, 7}} {
-		res := callTool(t, g, "search", tc.args)
+		res := tooltest.Call(t, g, "search", tc.args)
 		d := searchData(t, res)
 		if d.Backend != "searxng" || d.Query != "golang" || len(d.Results) != tc.n {
 			t.Fatalf("%s: %+v", tc.args, d)
@@ -139,7 +140,7 @@ func TestSearchBrave(t *testing.T) {
 	srv := searchBraveServer(t)
 	tool := searchNewTool(SearchConfig{Backend: "brave", BraveAPIKey: searchTestKey, BraveURL: srv.at("brave.test", "/res/v1/web/search")}, &searchWaits{})
 	g, audit := httpGate(t, tool, "net:brave.test", fmt.Sprintf("net:127.0.0.1:%d", srv.port))
-	res := callTool(t, g, "search", `{"query":"go language","num_results":1}`)
+	res := tooltest.Call(t, g, "search", `{"query":"go language","num_results":1}`)
 	d := searchData(t, res)
 	if d.Backend != "brave" || len(d.Results) != 1 {
 		t.Fatalf("%+v", d)
@@ -147,18 +148,18 @@ func TestSearchBrave(t *testing.T) {
 	if r := d.Results[0]; r.Title != "The Go Programming Language" || r.URL != "https://go.dev/" || r.Snippet != "Go is an open source language" {
 		t.Fatalf("%+v", r)
 	}
-	assertNoSecret(t, res, audit, searchTestKey)
+	tooltest.AssertNoSecret(t, res, audit, searchTestKey)
 
 	// A wrong key is a configuration error with a hint naming the variable.
 	bad := searchNewTool(SearchConfig{Backend: "brave", BraveAPIKey: "wrong-key-value", BraveURL: srv.at("brave.test", "/res/v1/web/search")}, &searchWaits{})
 	g2, _ := httpGate(t, bad, "net:brave.test", fmt.Sprintf("net:127.0.0.1:%d", srv.port))
-	httpWantError(t, callTool(t, g2, "search", `{"query":"x"}`), runtime.CodeToolError, "401", "BRAVE_API_KEY")
+	httpWantError(t, tooltest.Call(t, g2, "search", `{"query":"x"}`), runtime.CodeToolError, "401", "BRAVE_API_KEY")
 }
 
 func TestSearchBraveDefaultEndpointNeed(t *testing.T) {
 	tool := &SearchTool{Config: SearchConfig{BraveAPIKey: searchTestKey}}
 	g, _ := httpGate(t, tool)
-	res := callToolReq(t, g, runtime.Request{Tool: "search", Args: json.RawMessage(`{"query":"x"}`), DryRun: true})
+	res := tooltest.CallReq(t, g, runtime.Request{Tool: "search", Args: json.RawMessage(`{"query":"x"}`), DryRun: true})
 	httpWantError(t, res, runtime.CodeCapabilityDenied, "net:api.search.brave.com:443", "needs the grant net:api.search.brave.com:443")
 }
 
@@ -190,7 +191,7 @@ func TestSearchRateLimit(t *testing.T) {
 			w := &searchWaits{}
 			g, _ := httpGate(t, searchNewTool(SearchConfig{Backend: "searxng", SearXNGURL: srv.at("searx.test", "/searx")}, w),
 				"net:searx.test", fmt.Sprintf("net:127.0.0.1:%d", srv.port))
-			res := callTool(t, g, "search", `{"query":"q"}`)
+			res := tooltest.Call(t, g, "search", `{"query":"q"}`)
 			if tc.code == "" {
 				d := searchData(t, res)
 				if len(d.Results) != 5 || !strings.Contains(strings.Join(res.Warnings, "|"), "rate limited") != !tc.warnRetry {
@@ -257,12 +258,12 @@ func TestSearchErrors(t *testing.T) {
 			if tc.grants != nil {
 				g, _ = httpGate(t, searchNewTool(tc.cfg, &searchWaits{}), tc.grants...)
 			}
-			httpWantError(t, callTool(t, g, "search", tc.args), tc.code, tc.msgHas, tc.hintH)
+			httpWantError(t, tooltest.Call(t, g, "search", tc.args), tc.code, tc.msgHas, tc.hintH)
 		})
 	}
 	// Brave answering without a web section (e.g. only news) has no results.
 	g := gateFor(SearchConfig{BraveAPIKey: searchTestKey, BraveURL: braveEmpty.at("brave.test", "/")})
-	if d := searchData(t, callTool(t, g, "search", `{"query":"x"}`)); len(d.Results) != 0 || d.Results == nil {
+	if d := searchData(t, tooltest.Call(t, g, "search", `{"query":"x"}`)); len(d.Results) != 0 || d.Results == nil {
 		t.Fatalf("%+v", d)
 	}
 }
@@ -273,7 +274,7 @@ func TestSearchFollowsRedirectsOnlyToGrantedHosts(t *testing.T) {
 		http.Redirect(w, r, target.at("evil.test", "/searx/search?"+r.URL.RawQuery), http.StatusFound)
 	})
 	g, _ := httpGate(t, searchNewTool(SearchConfig{SearXNGURL: origin.at("searx.test", "/")}, &searchWaits{}), "net:searx.test", "net:127.0.0.1")
-	httpWantError(t, callTool(t, g, "search", `{"query":"x"}`), runtime.CodeCapabilityDenied, "redirect to evil.test refused", "needs the grant net:evil.test:")
+	httpWantError(t, tooltest.Call(t, g, "search", `{"query":"x"}`), runtime.CodeCapabilityDenied, "redirect to evil.test refused", "needs the grant net:evil.test:")
 	if target.hits.Load() != 0 {
 		t.Fatalf("the ungranted host got %d requests", target.hits.Load())
 	}
@@ -283,9 +284,9 @@ func TestSearchDryRun(t *testing.T) {
 	srv := searchBraveServer(t)
 	ws := t.TempDir()
 	tool := searchNewTool(SearchConfig{BraveAPIKey: searchTestKey, BraveURL: srv.at("brave.test", "/res/v1/web/search")}, &searchWaits{})
-	g, audit := newTestGate(t, httpPolicy("net:brave.test", "net:127.0.0.1"), ws, tool)
-	before := treeChecksum(t, ws)
-	res := callToolReq(t, g, runtime.Request{Tool: "search", DryRun: true, Principal: []string{"test"}, Args: json.RawMessage(`{"query":"go lang","num_results":4}`)})
+	g, audit := tooltest.Gate(t, httpPolicy("net:brave.test", "net:127.0.0.1"), ws, tool)
+	before := tooltest.TreeChecksum(t, ws)
+	res := tooltest.CallReq(t, g, runtime.Request{Tool: "search", DryRun: true, Principal: []string{"test"}, Args: json.RawMessage(`{"query":"go lang","num_results":4}`)})
 	if !res.Success || !res.DryRun {
 		t.Fatalf("%+v", res)
 	}
@@ -293,10 +294,10 @@ func TestSearchDryRun(t *testing.T) {
 	if !strings.Contains(res.Output, want) || !strings.Contains(res.Output, "would search brave") || !strings.Contains(res.Output, "nothing was sent") {
 		t.Fatalf("preview %q lacks %q", res.Output, want)
 	}
-	if srv.hits.Load() != 0 || treeChecksum(t, ws) != before {
+	if srv.hits.Load() != 0 || tooltest.TreeChecksum(t, ws) != before {
 		t.Fatalf("dry run sent %d requests or changed the workspace", srv.hits.Load())
 	}
-	assertNoSecret(t, res, audit, searchTestKey)
+	tooltest.AssertNoSecret(t, res, audit, searchTestKey)
 }
 
 func TestSearchRedactsSecrets(t *testing.T) {
@@ -304,13 +305,13 @@ func TestSearchRedactsSecrets(t *testing.T) {
 	srv := searchSearXNGServer(t, nil, "")
 	g, audit := httpGate(t, searchNewTool(SearchConfig{SearXNGURL: srv.at("searx.test", "/searx")}, &searchWaits{}), "net:searx.test", "net:127.0.0.1")
 	// The mock echoes the query in every title, as a search engine might.
-	res := callTool(t, g, "search", `{"query":"token `+secret+`"}`)
+	res := tooltest.Call(t, g, "search", `{"query":"token `+secret+`"}`)
 	if d := searchData(t, res); len(d.Results) != 5 {
 		t.Fatalf("%+v", d)
 	}
-	assertNoSecret(t, res, audit, secret)
-	dry := callToolReq(t, g, runtime.Request{Tool: "search", DryRun: true, Args: json.RawMessage(`{"query":"` + secret + `"}`)})
-	assertNoSecret(t, dry, audit, secret)
+	tooltest.AssertNoSecret(t, res, audit, secret)
+	dry := tooltest.CallReq(t, g, runtime.Request{Tool: "search", DryRun: true, Args: json.RawMessage(`{"query":"` + secret + `"}`)})
+	tooltest.AssertNoSecret(t, dry, audit, secret)
 }
 
 func TestSearchConfigFromEnv(t *testing.T) {
@@ -418,7 +419,7 @@ func TestSearchTimeout(t *testing.T) {
 			if strings.Contains(res.Error.Hint, "raise timeout") {
 				t.Errorf("hint %q names an argument search does not have", res.Error.Hint)
 			}
-			if audit.contains(`"TIMEOUT"`) == 0 {
+			if tooltest.Count(audit, `"TIMEOUT"`) == 0 {
 				t.Error("the audit log does not record the timeout")
 			}
 			if tc.srv.hits.Load() != 1 {

@@ -14,7 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wardenrt/warden/builtin"
+	fstools "github.com/wardenrt/warden/builtin/fs"
+	"github.com/wardenrt/warden/builtin/text"
 	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/runtimetest"
 	"github.com/wardenrt/warden/runtime/workflow"
@@ -36,7 +37,7 @@ func newEnv(t *testing.T, grants string) *env {
 		t.Fatal(err)
 	}
 	reg := runtime.NewRegistry()
-	if err := reg.Register(append(builtin.FSTools(), builtin.TextTools(builtin.LLMConfig{})...)...); err != nil {
+	if err := reg.Register(append(fstools.Tools(), text.Tools(text.Config{})...)...); err != nil {
 		t.Fatal(err)
 	}
 	p, err := runtime.ParsePolicy("test", []byte("version: 1\ngrants: ["+grants+"]\n"))

@@ -6,13 +6,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"os"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/wardenrt/warden/builtin/internal/tooltest"
 	"github.com/wardenrt/warden/runtime/sandbox"
 )
 
@@ -48,7 +47,7 @@ func TestRunProcKillsTheGroup(t *testing.T) {
 	if d := time.Since(start); d > 300*time.Millisecond+time.Second {
 		t.Fatalf("returned after %v", d)
 	}
-	assertGone(t, pidfile)
+	tooltest.AssertGone(t, pidfile)
 
 	// A program that exits normally leaves its background children to be killed too.
 	pidfile2 := dir + "/pids2"
@@ -56,39 +55,7 @@ func TestRunProcKillsTheGroup(t *testing.T) {
 	if err != nil || code != 0 {
 		t.Fatalf("code=%d err=%v", code, err)
 	}
-	assertGone(t, pidfile2)
-}
-
-func assertGone(t *testing.T, pidfile string) {
-	t.Helper()
-	data, err := os.ReadFile(pidfile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range strings.Fields(string(data)) {
-		pid, _ := strconv.Atoi(f)
-		deadline := time.Now().Add(2 * time.Second)
-		for {
-			// Signal 0 probes; a zombie awaiting its reaper (init) counts as gone.
-			if err := syscall.Kill(pid, 0); err != nil || isZombie(pid) {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("process %d is still alive", pid)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
-}
-
-func isZombie(pid int) bool {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && i+2 < len(s) && s[i+2] == 'Z'
+	tooltest.AssertGone(t, pidfile2)
 }
 
 func TestCappedBuffer(t *testing.T) {
