@@ -650,7 +650,7 @@ type readFilesArgs struct {
 
 // ReadFilesData is read_files' data.
 type ReadFilesData struct {
-	FilesReadCount int                `json:"files_read_count"`
+	FilesReadCount int              `json:"files_read_count"`
 	Files          []ReadFilesEntry `json:"files"`
 	SkippedFiles   []SkippedFile    `json:"skipped_files"`
 }

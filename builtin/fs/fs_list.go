@@ -69,11 +69,11 @@ type listArgs struct {
 
 // ListData is fs_list's data.
 type ListData struct {
-	Path         string        `json:"path"`
-	ResolvedPath string        `json:"resolved_path"`
+	Path         string      `json:"path"`
+	ResolvedPath string      `json:"resolved_path"`
 	Entries      []ListEntry `json:"entries"`
-	Count        int           `json:"count"`
-	Truncated    bool          `json:"truncated"`
+	Count        int         `json:"count"`
+	Truncated    bool        `json:"truncated"`
 }
 
 // ListEntry is one directory entry.

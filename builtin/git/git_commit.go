@@ -118,15 +118,15 @@ type CommitResult struct {
 	Committed bool `json:"committed"`
 	// Allowed is whether the policy allows commits; when it does not,
 	// Missing lists what it lacks (the git.runtimetest.WriteFile grant, a rule).
-	Allowed bool          `json:"allowed"`
-	Missing []string      `json:"missing,omitempty"`
-	Commit  string        `json:"commit,omitempty"`
-	Branch  string        `json:"branch,omitempty"`
-	Message string        `json:"message"`
-	All     bool          `json:"all"`
+	Allowed bool       `json:"allowed"`
+	Missing []string   `json:"missing,omitempty"`
+	Commit  string     `json:"commit,omitempty"`
+	Branch  string     `json:"branch,omitempty"`
+	Message string     `json:"message"`
+	All     bool       `json:"all"`
 	Files   []FileStat `json:"files"`
-	Stat    string        `json:"stat,omitempty"`
-	Argv    []string      `json:"argv"`
+	Stat    string     `json:"stat,omitempty"`
+	Argv    []string   `json:"argv"`
 }
 
 func commitArgv(all bool) []string {

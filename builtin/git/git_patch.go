@@ -116,13 +116,13 @@ type PatchFile struct {
 
 // PatchResult is git_apply_patch's tooltest.Decode.
 type PatchResult struct {
-	Applied    bool           `json:"applied"`
-	CheckOnly  bool           `json:"check_only"`
-	Applies    bool           `json:"applies"`
+	Applied    bool        `json:"applied"`
+	CheckOnly  bool        `json:"check_only"`
+	Applies    bool        `json:"applies"`
 	Files      []PatchFile `json:"files"`
-	Stat       string         `json:"stat,omitempty"`
-	ReturnCode int            `json:"returncode"`
-	Argv       []string       `json:"argv"`
+	Stat       string      `json:"stat,omitempty"`
+	ReturnCode int         `json:"returncode"`
+	Argv       []string    `json:"argv"`
 }
 
 // prepare parses and vets the patch, then asks git how it reads it and

@@ -85,14 +85,14 @@ type StatusEntry struct {
 type Status struct {
 	Branch    BranchStatus  `json:"branch"`
 	Entries   []StatusEntry `json:"entries"`
-	Clean     bool             `json:"clean"`
-	Staged    int              `json:"staged"`
-	Unstaged  int              `json:"unstaged"`
-	Untracked int              `json:"untracked"`
-	Ignored   int              `json:"ignored"`
-	Unmerged  int              `json:"unmerged"`
-	Total     int              `json:"total"`
-	Truncated bool             `json:"truncated"`
+	Clean     bool          `json:"clean"`
+	Staged    int           `json:"staged"`
+	Unstaged  int           `json:"unstaged"`
+	Untracked int           `json:"untracked"`
+	Ignored   int           `json:"ignored"`
+	Unmerged  int           `json:"unmerged"`
+	Total     int           `json:"total"`
+	Truncated bool          `json:"truncated"`
 }
 
 func (t *statusTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
@@ -371,13 +371,13 @@ type FileStat struct {
 
 // Diff is git_diff's tooltest.Decode.
 type Diff struct {
-	Rev       string        `json:"rev"`
-	Paths     []string      `json:"paths"`
+	Rev       string     `json:"rev"`
+	Paths     []string   `json:"paths"`
 	Files     []FileStat `json:"files"`
-	Added     int           `json:"added"`
-	Deleted   int           `json:"deleted"`
-	Truncated bool          `json:"truncated"`
-	Argv      []string      `json:"argv"`
+	Added     int        `json:"added"`
+	Deleted   int        `json:"deleted"`
+	Truncated bool       `json:"truncated"`
+	Argv      []string   `json:"argv"`
 }
 
 // patchFlags make git's patch output tooltest.GitPlain, re-appliable and free of
@@ -811,10 +811,10 @@ type Branch struct {
 
 // Branches is git_branches's tooltest.Decode.
 type Branches struct {
-	Current   string      `json:"current"` // "" when detached
-	Detached  bool        `json:"detached"`
+	Current   string   `json:"current"` // "" when detached
+	Detached  bool     `json:"detached"`
 	Branches  []Branch `json:"branches"`
-	Truncated bool        `json:"truncated"`
+	Truncated bool     `json:"truncated"`
 }
 
 func (t *branchesTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {

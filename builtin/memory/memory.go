@@ -396,10 +396,10 @@ func (t *queryTool) Preview(ctx context.Context, c *runtime.Call) runtime.Outcom
 
 // QueryResult is query_memory's data.
 type QueryResult struct {
-	Query   string           `json:"query"`
-	Scope   string           `json:"scope"`
+	Query   string     `json:"query"`
+	Scope   string     `json:"scope"`
 	Results []QueryHit `json:"results"`
-	Count   int              `json:"count"`
+	Count   int        `json:"count"`
 	// Searched lists the namespaces searched (those the grants allow).
 	Searched []string `json:"namespaces_searched"`
 	// Hidden counts matching namespaces the grants do not allow reading.
@@ -880,10 +880,10 @@ type ContextMatch struct {
 // ContextResult is get_context's data (the seed's notes: file_paths
 // and context_summary).
 type ContextResult struct {
-	FilePaths      []string             `json:"file_paths"`
+	FilePaths      []string       `json:"file_paths"`
 	Matches        []ContextMatch `json:"matches"`
-	ContextSummary string               `json:"context_summary"`
-	IndexedFiles   int                  `json:"indexed_files"`
+	ContextSummary string         `json:"context_summary"`
+	IndexedFiles   int            `json:"indexed_files"`
 	// HiddenFiles counts matching files the grants do not allow reading
 	// or the policy hides.
 	HiddenFiles int `json:"hidden_files"`
@@ -1124,10 +1124,10 @@ type Primed struct {
 
 // PrimeResult is prime_context's data.
 type PrimeResult struct {
-	Namespace string         `json:"namespace"`
-	RunID     string         `json:"run_id"`
+	Namespace string   `json:"namespace"`
+	RunID     string   `json:"run_id"`
 	Entries   []Primed `json:"entries"`
-	Bytes     int            `json:"bytes"`
+	Bytes     int      `json:"bytes"`
 }
 
 type primeEntry struct {

@@ -412,7 +412,7 @@ type ConfigChange struct {
 }
 
 type modifyArgs struct {
-	Path    string            `json:"path"`
+	Path    string         `json:"path"`
 	Changes []ConfigChange `json:"changes"`
 }
 

@@ -44,10 +44,10 @@ type readLogsArgs struct {
 
 // Logs is read_logs' data.
 type Logs struct {
-	Unit    string        `json:"unit"`
-	Argv    []string      `json:"argv"`
+	Unit    string     `json:"unit"`
+	Argv    []string   `json:"argv"`
 	Entries []LogEntry `json:"entries"`
-	Count   int           `json:"count"`
+	Count   int        `json:"count"`
 	// Truncated is set when journalctl printed more than warden keeps; the
 	// entries are the first complete ones.
 	Truncated bool `json:"truncated"`
@@ -444,7 +444,7 @@ type Restart struct {
 	// Argv is exactly what runs (or would run, in a dry run).
 	Argv []string `json:"argv"`
 	// Restarted is false in a dry run.
-	Restarted bool             `json:"restarted"`
+	Restarted bool          `json:"restarted"`
 	Before    ServiceStatus `json:"before"`
 	// After is the state once systemctl restart returned (absent in a dry run).
 	After *ServiceStatus `json:"after,omitempty"`

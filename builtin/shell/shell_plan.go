@@ -19,12 +19,12 @@ import (
 
 // Plan is the shell tool's dry-run data: what the command would run.
 type Plan struct {
-	Cwd       string             `json:"cwd"`
-	TimeoutMS int64              `json:"timeout_ms"`
-	Path      string             `json:"path"`
-	Env       []string           `json:"env,omitempty"`
+	Cwd       string        `json:"cwd"`
+	TimeoutMS int64         `json:"timeout_ms"`
+	Path      string        `json:"path"`
+	Env       []string      `json:"env,omitempty"`
 	Commands  []PlanCommand `json:"commands"`
-	Needs     []string           `json:"needs"`
+	Needs     []string      `json:"needs"`
 }
 
 // PlanCommand is one simple command (or a redirected compound command)
@@ -40,8 +40,8 @@ type PlanCommand struct {
 	Dynamic bool     `json:"dynamic,omitempty"`
 	// Context says where the command sits: "$(…)", "`…`", "<(…)", "eval",
 	// "pipe", "background" (or empty at the top level).
-	Context   string              `json:"context,omitempty"`
-	Assigns   []string            `json:"assigns,omitempty"`
+	Context   string         `json:"context,omitempty"`
+	Assigns   []string       `json:"assigns,omitempty"`
 	Redirects []PlanRedirect `json:"redirects,omitempty"`
 	// Need is the exec grant the program needs ("" for builtins).
 	Need string `json:"need,omitempty"`

@@ -151,16 +151,16 @@ func (t *analyzeTool) Run(_ context.Context, c *runtime.Call) runtime.Outcome {
 
 // Stats is analyze's data.
 type Stats struct {
-	Words              int             `json:"words"`
-	Sentences          int             `json:"sentences"`
-	Paragraphs         int             `json:"paragraphs"`
-	Lines              int             `json:"lines"`
-	Characters         int             `json:"characters"`
-	CharactersNoSpaces int             `json:"characters_no_spaces"`
-	ReadingTimeMinutes float64         `json:"reading_time_minutes"`
-	AvgWordLength      float64         `json:"avg_word_length"`
-	AvgSentenceWords   float64         `json:"avg_sentence_words"`
-	UniqueTerms        int             `json:"unique_terms"`
+	Words              int         `json:"words"`
+	Sentences          int         `json:"sentences"`
+	Paragraphs         int         `json:"paragraphs"`
+	Lines              int         `json:"lines"`
+	Characters         int         `json:"characters"`
+	CharactersNoSpaces int         `json:"characters_no_spaces"`
+	ReadingTimeMinutes float64     `json:"reading_time_minutes"`
+	AvgWordLength      float64     `json:"avg_word_length"`
+	AvgSentenceWords   float64     `json:"avg_sentence_words"`
+	UniqueTerms        int         `json:"unique_terms"`
 	TopTerms           []TermCount `json:"top_terms"`
 }
 
@@ -499,15 +499,15 @@ func (t *summarizeTool) Preview(_ context.Context, c *runtime.Call) runtime.Outc
 
 // Summary is summarize's data.
 type Summary struct {
-	Summary      string    `json:"summary"`
-	Model        string    `json:"model"`
-	Chunks       int       `json:"chunks"`
-	Requests     int       `json:"requests"`
-	MergeRounds  int       `json:"merge_rounds"`
-	MaxTokens    int       `json:"max_tokens"`
-	Style        string    `json:"style,omitempty"`
-	FinishReason string    `json:"finish_reason,omitempty"`
-	Usage        Usage `json:"usage"`
+	Summary      string `json:"summary"`
+	Model        string `json:"model"`
+	Chunks       int    `json:"chunks"`
+	Requests     int    `json:"requests"`
+	MergeRounds  int    `json:"merge_rounds"`
+	MaxTokens    int    `json:"max_tokens"`
+	Style        string `json:"style,omitempty"`
+	FinishReason string `json:"finish_reason,omitempty"`
+	Usage        Usage  `json:"usage"`
 }
 
 // Usage sums the token usage the endpoint reported.
