@@ -51,7 +51,7 @@ const (
 	maxParse = 16 << 20
 	// maxStderr caps what is kept of git's error output.
 	maxStderr = 16 << 10
-	// maxEntries caps the entries listed in a result's tooltest.Decode.
+	// maxEntries caps the entries listed in a result's data.
 	maxEntries = 5000
 )
 
@@ -286,7 +286,7 @@ func (s *session) close() { s.cancel() }
 // ---- confinement: the workspace's own repository, and nothing outside ----
 //
 // A repository can name another repository's files in several ways, each of
-// which would let a git.read call read, or a git.runtimetest.WriteFile call change, a
+// which would let a git.read call read, or a git.write call change, a
 // repository outside the workspace that no grant names:
 //
 //   - .git as a "gitdir: /elsewhere" file (linked worktrees, submodule
@@ -303,7 +303,7 @@ func (s *session) close() { s.cancel() }
 // to another repository's copy of it, would be followed by git; a
 // symlinked objects/xx directory is refused. Between these checks and
 // the git process that follows, something else writing the workspace could
-// still swap .git; warden's own tools cannot runtimetest.WriteFile under .git.
+// still swap .git; warden's own tools cannot write under .git.
 
 // confineHint is the hint of every confinement refusal.
 const confineHint = "the git tools work only on the workspace's own repository: .git must be a directory inside the workspace, " +

@@ -13,7 +13,7 @@ import (
 
 // BenchmarkGitStatus: git_status through the gate (hardened git, the config
 // scan for filter drivers, porcelain v2 parsing, audit in memory) against
-// tooltest.GitPlain `git status --porcelain=v2`, on a repository of 10,000 committed
+// plain `git status --porcelain=v2`, on a repository of 10,000 committed
 // files with a few modified and one untracked.
 func BenchmarkGitStatus(b *testing.B) {
 	ws, err := filepath.EvalSymlinks(b.TempDir())

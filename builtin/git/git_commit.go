@@ -13,11 +13,11 @@ import (
 // ---- git_commit -----------------------------------------------------------
 
 // commitTool is git_commit. As designed ("no-op with a warning
-// unless the policy allows commits: git.runtimetest.WriteFile and a rule"), a call is never
+// unless the policy allows commits: git.write and a rule"), a call is never
 // refused for want of either: the gate lets it through on git.read, and Run
 // commits only when
 //
-//   - the call's grants allow git.runtimetest.WriteFile, and
+//   - the call's grants allow git.write, and
 //   - the policy rule that matched the call (runtime.Call.Rule) is an
 //     allow rule written for the git tools: its tool pattern starts with
 //     "git" (git_commit itself, git_*, …).
@@ -33,7 +33,7 @@ import (
 // POLICY_DENIED.
 //
 // Otherwise the call succeeds, changes nothing, and says exactly what is
-// missing in a warning and in tooltest.Decode (committed=false, allowed=false,
+// missing in a warning and in data (committed=false, allowed=false,
 // missing). So a model is told why nothing happened instead of meeting a
 // denial it may try to route around.
 type commitTool struct{ g *runner }
@@ -101,7 +101,7 @@ func (a *commitArgs) check() *runtime.Error {
 	return nil
 }
 
-// Needs is git.read only; git.runtimetest.WriteFile is checked in Run (see commitTool).
+// Needs is git.read only; git.write is checked in Run (see commitTool).
 func (t *commitTool) Needs(c *runtime.Call) ([]capability.Need, error) {
 	var a commitArgs
 	if e := bind(c, &a); e != nil {
@@ -113,11 +113,11 @@ func (t *commitTool) Needs(c *runtime.Call) ([]capability.Need, error) {
 	return readNeeds(), nil
 }
 
-// CommitResult is git_commit's tooltest.Decode.
+// CommitResult is git_commit's data.
 type CommitResult struct {
 	Committed bool `json:"committed"`
 	// Allowed is whether the policy allows commits; when it does not,
-	// Missing lists what it lacks (the git.runtimetest.WriteFile grant, a rule).
+	// Missing lists what it lacks (the git.write grant, a rule).
 	Allowed bool       `json:"allowed"`
 	Missing []string   `json:"missing,omitempty"`
 	Commit  string     `json:"commit,omitempty"`

@@ -20,7 +20,7 @@ import (
 // commondir, alternates, symlinks inside .git — is refused with PATH_ESCAPE
 // by every git tool, with git.read alone and with commits fully allowed; the
 // outside repository is neither changed (checksum) nor read (an object only
-// it holds is not shown). Each case first shows that tooltest.GitPlain git, in the same
+// it holds is not shown). Each case first shows that plain git, in the same
 // workspace, does use the outside repository, so the test is armed.
 
 // gitOutside is a repository outside the workspace, with a commit and a
@@ -93,7 +93,7 @@ func confineRefused(t *testing.T, ws string, out gitOutside, why string) {
 	}
 }
 
-// workspaceTree is a workspace with the tooltest.GitFixture's files and no .git.
+// workspaceTree is a workspace with the fixture's files and no .git.
 func workspaceTree(t *testing.T) string {
 	t.Helper()
 	ws, err := filepath.EvalSymlinks(t.TempDir())
@@ -105,7 +105,7 @@ func workspaceTree(t *testing.T) string {
 	return ws
 }
 
-// gitArmed asserts that tooltest.GitPlain git in ws sees the outside repository's
+// gitArmed asserts that plain git in ws sees the outside repository's
 // commit (or object), so the refusal below is not vacuous.
 func gitArmed(t *testing.T, ws string, out gitOutside) {
 	t.Helper()
@@ -233,7 +233,7 @@ func TestGitConfineAlternates(t *testing.T) {
 }
 
 // TestGitConfineAlternatesInside: an alternate object store inside the
-// workspace is the workspace's own tooltest.Decode, and is allowed.
+// workspace is the workspace's own data, and is allowed.
 func TestGitConfineAlternatesInside(t *testing.T) {
 	ws := tooltest.GitFixture(t)
 	// Move the repository's objects into a store in the workspace, and
@@ -309,7 +309,7 @@ func TestGitConfineSymlinksInGitDir(t *testing.T) {
 
 // TestGitConfineBareWorkspace: a workspace laid out as a bare repository
 // (with alternates leading out) and an empty .git is not taken for a
-// repository: tooltest.GitPlain git skips the broken .git and uses the workspace itself.
+// repository: plain git skips the broken .git and uses the workspace itself.
 func TestGitConfineBareWorkspace(t *testing.T) {
 	out := newGitOutside(t)
 	ws := workspaceTree(t)

@@ -15,9 +15,9 @@ import (
 )
 
 // The hostile suite: a repository whose .git/config, .gitattributes and
-// hooks try to make git run programs, patches that try to runtimetest.WriteFile outside the
+// hooks try to make git run programs, patches that try to write outside the
 // working tree, and refs that try to become options. Each planted program
-// writes a marker file; every case first shows that tooltest.GitPlain git (no warden)
+// writes a marker file; every case first shows that plain git (no warden)
 // does run it — so the test is armed — then that no git tool does.
 
 // markers is a directory for marker files and the scripts that make them.
@@ -71,7 +71,7 @@ func (m *markers) clear() {
 	}
 }
 
-// armed asserts that tooltest.GitPlain git ran the planted program(s), then clears.
+// armed asserts that plain git ran the planted program(s), then clears.
 func (m *markers) armed(what string) {
 	m.t.Helper()
 	if len(m.fired()) == 0 {
@@ -207,7 +207,7 @@ func TestGitHostileFilters(t *testing.T) {
 	m.none("git_status")
 }
 
-// plainMayFail runs tooltest.GitPlain git and ignores its failure (a planted program
+// plainMayFail runs plain git and ignores its failure (a planted program
 // may make it fail after it ran).
 func plainMayFail(t testing.TB, dir string, args ...string) {
 	t.Helper()
@@ -272,7 +272,7 @@ func TestGitHostileDiffDrivers(t *testing.T) {
 }
 
 // TestGitHostilePager: pagers in the config never run (git only pages to a
-// terminal, so tooltest.GitPlain git cannot arm this one without one; the tools also
+// terminal, so plain git cannot arm this one without one; the tools also
 // pass --no-pager and set GIT_PAGER=cat).
 func TestGitHostilePager(t *testing.T) {
 	ws := tooltest.GitFixture(t)

@@ -44,8 +44,8 @@ type applyPatchArgs struct {
 	Check bool   `json:"check"`
 }
 
-// Needs: check only reads (git.read). Applying needs git.runtimetest.WriteFile and, since
-// it writes files of the working tree, fs.runtimetest.WriteFile on every path the patch
+// Needs: check only reads (git.read). Applying needs git.write and, since
+// it writes files of the working tree, fs.write on every path the patch
 // creates, modifies, deletes or renames (both sides), resolved like every fs
 // need. A patch that fails the path checks is refused here, before anything
 // runs.
@@ -114,7 +114,7 @@ type PatchFile struct {
 	Deleted int    `json:"deleted"`
 }
 
-// PatchResult is git_apply_patch's tooltest.Decode.
+// PatchResult is git_apply_patch's data.
 type PatchResult struct {
 	Applied    bool        `json:"applied"`
 	CheckOnly  bool        `json:"check_only"`
@@ -304,7 +304,7 @@ type patchFile struct {
 // gitPatch is warden's reading of a patch.
 type gitPatch struct {
 	Files []patchFile
-	// Written is every path the patch may runtimetest.WriteFile (create, modify, delete,
+	// Written is every path the patch may write (create, modify, delete,
 	// both sides of a rename), sorted.
 	Written []string
 	// Names is every file name git may take from the patch (Written plus
@@ -817,7 +817,7 @@ func isDotGit(el string) bool {
 
 // patchTargets resolves every path the patch writes (symlinks followed)
 // and refuses any that leaves the workspace. It returns the absolute paths,
-// for the fs.runtimetest.WriteFile needs.
+// for the fs.write needs.
 func patchTargets(ws string, p *gitPatch) ([]string, *runtime.Error) {
 	abs := make([]string, 0, len(p.Written))
 	for _, rel := range p.Written {

@@ -52,7 +52,7 @@ func (t *statusTool) Preview(ctx context.Context, c *runtime.Call) runtime.Outco
 	return t.Run(ctx, c)
 }
 
-// BranchStatus is the branch part of git_status's tooltest.Decode.
+// BranchStatus is the branch part of git_status's data.
 type BranchStatus struct {
 	OID      string `json:"oid,omitempty"` // "" before the first commit
 	Head     string `json:"head"`          // branch name, or "(detached)"
@@ -63,7 +63,7 @@ type BranchStatus struct {
 	Behind   int    `json:"behind"`
 }
 
-// StatusEntry is one path in git_status's tooltest.Decode.
+// StatusEntry is one path in git_status's data.
 type StatusEntry struct {
 	// Kind is changed, renamed, copied, unmerged, untracked or ignored.
 	Kind string `json:"kind"`
@@ -81,7 +81,7 @@ type StatusEntry struct {
 	ModeWork  string `json:"mode_worktree,omitempty"`
 }
 
-// Status is git_status's tooltest.Decode.
+// Status is git_status's data.
 type Status struct {
 	Branch    BranchStatus  `json:"branch"`
 	Entries   []StatusEntry `json:"entries"`
@@ -369,7 +369,7 @@ type FileStat struct {
 	Binary  bool   `json:"binary"`
 }
 
-// Diff is git_diff's tooltest.Decode.
+// Diff is git_diff's data.
 type Diff struct {
 	Rev       string     `json:"rev"`
 	Paths     []string   `json:"paths"`
@@ -380,7 +380,7 @@ type Diff struct {
 	Argv      []string   `json:"argv"`
 }
 
-// patchFlags make git's patch output tooltest.GitPlain, re-appliable and free of
+// patchFlags make git's patch output plain, re-appliable and free of
 // external programs.
 var patchFlags = []string{"--no-color", "--no-ext-diff", "--no-textconv", "--submodule=short",
 	"--ignore-submodules=dirty", "--src-prefix=a/", "--dst-prefix=b/", "-M"}
@@ -474,7 +474,7 @@ func (t *diffTool) Run(ctx context.Context, c *runtime.Call) runtime.Outcome {
 // parseRawNumstat parses `git diff -z --raw --numstat [-p]` output: raw
 // records, numstat records, then (with -p) an empty record and the patch
 // text. Numstat decides which files changed: without index refresh, raw
-// also lists files whose stat tooltest.Decode alone changed, and numstat leaves those
+// also lists files whose stat data alone changed, and numstat leaves those
 // out. complete is false when the output was cut inside the records.
 func parseRawNumstat(b []byte) (files []FileStat, patch []byte, complete bool) {
 	files = []FileStat{}
@@ -589,7 +589,7 @@ func (t *showTool) Preview(ctx context.Context, c *runtime.Call) runtime.Outcome
 	return t.Run(ctx, c)
 }
 
-// Show is git_show's tooltest.Decode.
+// Show is git_show's data.
 type Show struct {
 	Ref  string `json:"ref"`
 	OID  string `json:"oid"`
@@ -795,7 +795,7 @@ func (t *branchesTool) Preview(ctx context.Context, c *runtime.Call) runtime.Out
 	return t.Run(ctx, c)
 }
 
-// Branch is one branch in git_branches's tooltest.Decode.
+// Branch is one branch in git_branches's data.
 type Branch struct {
 	Name     string `json:"name"`
 	Ref      string `json:"ref"`
@@ -809,7 +809,7 @@ type Branch struct {
 	Subject  string `json:"subject"`
 }
 
-// Branches is git_branches's tooltest.Decode.
+// Branches is git_branches's data.
 type Branches struct {
 	Current   string   `json:"current"` // "" when detached
 	Detached  bool     `json:"detached"`

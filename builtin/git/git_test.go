@@ -16,7 +16,7 @@ import (
 // Policies for the git tests.
 const (
 	policyRead = "version: 1\ngrants: [\"git.read\"]\n"
-	// policyWrite allows commits: git.runtimetest.WriteFile and a rule for git_commit.
+	// policyWrite allows commits: git.write and a rule for git_commit.
 	policyWrite = "version: 1\ngrants: [\"git.read\", \"git.write\", \"fs.write:**\"]\nrules:\n  - {tool: git_commit, action: allow}\n"
 )
 
@@ -165,7 +165,7 @@ func TestGitErrors(t *testing.T) {
 			g, _ := tooltest.Gate(t, tc.policy, tc.ws, Tools(tc.opts)...)
 			for _, c := range calls {
 				if tc.code == runtime.CodeCapabilityDenied && c.tool == "git_apply_patch" {
-					continue // needs fs.runtimetest.WriteFile too; covered in TestGitApplyPatch
+					continue // needs fs.write too; covered in TestGitApplyPatch
 				}
 				res := tooltest.Call(t, g, c.tool, c.args)
 				tooltest.WantCode(t, res, tc.code)
@@ -198,7 +198,7 @@ func TestGitDiff(t *testing.T) {
 		t.Fatal(err)
 	}
 	past := time.Now().Add(-time.Hour)
-	os.Chtimes(filepath.Join(ws, ".gitignore"), past, past) // stat tooltest.Decode only: not a change
+	os.Chtimes(filepath.Join(ws, ".gitignore"), past, past) // stat data only: not a change
 	g, _ := gate(t, policyRead, ws)
 
 	res := tooltest.Call(t, g, "git_diff", `{}`)
@@ -365,7 +365,7 @@ func TestGitBranches(t *testing.T) {
 	}
 }
 
-// unoPatch changes the tooltest.GitFixture's a.txt.
+// unoPatch changes the fixture's a.txt.
 const unoPatch = "--- a/a.txt\n+++ b/a.txt\n@@ -1,4 +1,4 @@\n-one\n+uno\n two\n three\n four\n"
 
 const goodPatch = `diff --git a/a.txt b/a.txt
@@ -497,7 +497,7 @@ func TestGitCommit(t *testing.T) {
 	ws := tooltest.GitFixture(t)
 	head := gitHead(t, ws)
 
-	// Commits need git.runtimetest.WriteFile and a rule written for git_commit. Without
+	// Commits need git.write and a rule written for git_commit. Without
 	// either: success, one warning naming exactly what is missing, nothing
 	// committed.
 	runtimetest.WriteFile(t, ws, "a.txt", "rewritten\n")
@@ -545,7 +545,7 @@ func TestGitCommit(t *testing.T) {
 		t.Fatal("a denied commit was made")
 	}
 	// A rule for the git family counts, and so does the default policy's
-	// rule with git.runtimetest.WriteFile added (approval is automatic in these tests).
+	// rule with git.write added (approval is automatic in these tests).
 	defYAML, err := os.ReadFile(filepath.Join("..", "..", "runtime", "default_policy.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -616,11 +616,11 @@ func TestGitDryRun(t *testing.T) {
 	runtimetest.WriteFile(t, ws, "a.txt", "one\ntwo\nthree\nfour\nfive\n")
 	runtimetest.WriteFile(t, ws, "dir/b.txt", "staged\n")
 	tooltest.GitPlain(t, ws, "add", "dir/b.txt")
-	// Make the index stat tooltest.Decode stale, so a status that could refresh the
-	// index would runtimetest.WriteFile it.
+	// Make the index stat data stale, so a status that could refresh the
+	// index would write it.
 	past := time.Now().Add(-time.Hour)
 	os.Chtimes(filepath.Join(ws, "a.txt"), past, past)
-	os.Chtimes(filepath.Join(ws, ".gitignore"), past, past) // same content, new stat tooltest.Decode
+	os.Chtimes(filepath.Join(ws, ".gitignore"), past, past) // same content, new stat data
 	gw, _ := gate(t, policyWrite, ws)
 	gr, _ := gate(t, policyRead, ws)
 	patch := "--- a/a.txt\n+++ b/a.txt\n@@ -1,5 +1,5 @@\n-one\n+uno\n two\n three\n four\n five\n"

@@ -53,13 +53,13 @@ const (
 //     policy rule requires approval and shows the dry run first)
 //   - read_config      a text file (fs.read:PATH)
 //   - modify_config    line changes checked against the current file, written
-//     atomically, the old version kept as an artifact (fs.read and fs.tooltest.WriteFile:PATH)
+//     atomically, the old version kept as an artifact (fs.read and fs.write:PATH)
 //
-// The zero value is usable except that modify_config refuses to tooltest.WriteFile
+// The zero value is usable except that modify_config refuses to write
 // without Artifacts. The tools are safe for concurrent calls.
 type Config struct {
 	// Artifacts keeps the old version of every file modify_config changes.
-	// modify_config refuses to tooltest.WriteFile when it is nil.
+	// modify_config refuses to write when it is nil.
 	Artifacts runtime.Artifacts
 	// Redactor masks secrets in the old versions before they are kept as
 	// artifacts (nothing is written unmasked: docs/redaction.md). nil means
@@ -71,7 +71,7 @@ type Config struct {
 	// Empty and relative entries (".") are ignored; the absolute ones are
 	// also the PATH the programs are started with.
 	SearchPath string
-	// Sandbox adds to what journalctl and systemctl may read, tooltest.WriteFile and
+	// Sandbox adds to what journalctl and systemctl may read, write and
 	// execute (a journal kept elsewhere; tests' fake programs that record
 	// what they were asked, with the programs those scripts run).
 	Sandbox sandbox.Spec

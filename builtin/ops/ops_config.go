@@ -664,7 +664,7 @@ func (t *modifyConfig) Run(ctx context.Context, c *runtime.Call) runtime.Outcome
 	return runtime.Outcome{Output: out, Data: e.data, Warnings: warnings}
 }
 
-// tooltest.WriteFile replaces the file atomically: a temporary file in the same directory
+// write replaces the file atomically: a temporary file in the same directory
 // (through the same root) with the old mode and owner, synced, renamed over
 // the file, and the directory synced. It refuses if the file changed since
 // it was read. It returns a warning when the owner could not be kept.

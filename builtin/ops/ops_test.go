@@ -1223,7 +1223,7 @@ func TestOpsModifyConfigErrors(t *testing.T) {
 			}
 		})
 	}
-	// A policy granting fs.tooltest.WriteFile:** still cannot reach .git or .warden.
+	// A policy granting fs.write:** still cannot reach .git or .warden.
 	e.gate(t, e.policy("fs.write:**"))
 	wantErr(t, e.call(t, "modify_config", `{"path":".git/config","changes":`+ch(1, "[core]", "x")+`}`), runtime.CodePolicyDenied, "")
 	wantErr(t, e.call(t, "modify_config", `{"path":".warden/policy.yaml","changes":`+ch(1, "version: 1", "x")+`}`), runtime.CodePolicyDenied, "")
@@ -1290,7 +1290,7 @@ func TestOpsModifyConfigConcurrentChange(t *testing.T) {
 
 // ---- redaction ------------------------------------------------------------
 
-// A tooltest.Secret in the arguments (and in what the tools read) appears neither in
+// A secret in the arguments (and in what the tools read) appears neither in
 // the result nor in the audit; the kept old version is masked too.
 func TestOpsRedaction(t *testing.T) {
 	e := setup(t)
@@ -1341,7 +1341,7 @@ func TestOpsRedaction(t *testing.T) {
 	if old, _ := e.arts.get(d.Artifact); !d.ArtifactRedacted || string(old) != "token = [REDACTED]\nport = 2\n" || !hasWarning(res, "not a byte-exact copy") {
 		t.Errorf("artifact %q %+v", old, d)
 	}
-	// The file itself keeps its tooltest.Secret.
+	// The file itself keeps its secret.
 	if got := tooltest.ReadFile(t, filepath.Join(e.ws, "conf", "tok.conf")); got != "token = "+tooltest.Secret+"\nport = 3\n" {
 		t.Errorf("file %q", got)
 	}
