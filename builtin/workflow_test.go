@@ -29,16 +29,6 @@ func workflowGate(t *testing.T, grants string) (*runtime.Gate, string, *runtimet
 	return g, ws, runs
 }
 
-func writeWS(t *testing.T, ws, name, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(filepath.Join(ws, name)), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(ws, name), []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 const toolWorkflow = `version: 1
 name: notes
 grants: ["fs.read:**", "fs.write:out/**"]
@@ -56,8 +46,8 @@ outputs:
 // its steps are the caller's calls, and it is recorded.
 func TestWorkflowTools(t *testing.T) {
 	g, ws, runs := workflowGate(t, `"fs.read:**", "fs.write:**"`)
-	writeWS(t, ws, "w.yaml", toolWorkflow)
-	writeWS(t, ws, "bad.yaml", "version: 1\nname: bad\nsteps:\n  - {id: a, tool: nope}\n")
+	runtimetest.WriteFile(t, ws, "w.yaml", toolWorkflow)
+	runtimetest.WriteFile(t, ws, "bad.yaml", "version: 1\nname: bad\nsteps:\n  - {id: a, tool: nope}\n")
 
 	res := tooltest.Call(t, g, "workflow_validate", `{"path":"bad.yaml"}`)
 	var vd automation.WorkflowValidateData
@@ -98,19 +88,19 @@ func TestWorkflowTools(t *testing.T) {
 // from a workflow.
 func TestWorkflowRunWithinCallersGrants(t *testing.T) {
 	g, ws, _ := workflowGate(t, `"fs.read:**"`)
-	writeWS(t, ws, "w.yaml", toolWorkflow)
+	runtimetest.WriteFile(t, ws, "w.yaml", toolWorkflow)
 	res := tooltest.Call(t, g, "workflow_run", `{"path":"w.yaml","params":{"text":"x"}}`)
 	if res.Success || res.Error.Code != runtime.CodeCapabilityDenied || !strings.Contains(res.Error.Message, "fs.write:out/**") {
 		t.Fatalf("%+v", res.Error)
 	}
-	writeWS(t, ws, "loop.yaml", "version: 1\nname: loop\nsteps:\n  - {id: again, tool: workflow_run, args: {path: loop.yaml}}\n")
+	runtimetest.WriteFile(t, ws, "loop.yaml", "version: 1\nname: loop\nsteps:\n  - {id: again, tool: workflow_run, args: {path: loop.yaml}}\n")
 	res = tooltest.Call(t, g, "workflow_run", `{"path":"loop.yaml"}`)
 	if res.Success || res.Error.Code != runtime.CodeOperationNotSupported || !strings.Contains(res.Error.Message, "step again failed: workflow_run cannot be called from a workflow") {
 		t.Fatalf("%+v", res.Error)
 	}
 	// Reading the workflow file needs fs.read of it.
 	g2, ws2, _ := workflowGate(t, `"fs.read:docs/**"`)
-	writeWS(t, ws2, "w.yaml", toolWorkflow)
+	runtimetest.WriteFile(t, ws2, "w.yaml", toolWorkflow)
 	if res := tooltest.Call(t, g2, "workflow_run", `{"path":"w.yaml"}`); res.Error == nil || res.Error.Code != runtime.CodeCapabilityDenied {
 		t.Fatalf("%+v", res.Error)
 	}

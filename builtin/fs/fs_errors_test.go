@@ -70,7 +70,7 @@ func (c *countdownCtx) Err() error {
 func TestFSWriteAppendTooLarge(t *testing.T) {
 	ws, g, _ := testWS(t, testRW)
 	name := filepath.Join(ws, "big.log")
-	writeFile(t, name, "")
+	tooltest.WriteFile(t, name, "", 0o644)
 	if err := os.Truncate(name, maxAppendBase+1); err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestFSWriteAppendTooLarge(t *testing.T) {
 		} else {
 			res = fsCall(t, g, "fs_write", args)
 		}
-		wantCode(t, res, runtime.CodeTooLarge)
+		tooltest.WantCode(t, res, runtime.CodeTooLarge)
 		if !strings.Contains(res.Error.Hint, "append to files of at most 64 MiB") {
 			t.Errorf("dry=%v: hint %q", dry, res.Error.Hint)
 		}
@@ -110,14 +110,14 @@ func TestFSWriteAppendTooLarge(t *testing.T) {
 func TestFSGlobCancelled(t *testing.T) {
 	ws, g, _ := testWS(t, testRO)
 	for i := range 5 {
-		writeFile(t, filepath.Join(ws, "src", fmt.Sprintf("f%d.go", i)), "")
+		tooltest.WriteFile(t, filepath.Join(ws, "src", fmt.Sprintf("f%d.go", i)), "", 0o644)
 	}
 	args := map[string]any{"pattern": "src/*.go"}
 	tooltest.WantOK(t, fsCall(t, g, "fs_glob", args)) // a live context finds them
 	for name, ctx := range endedContexts(t) {
 		t.Run(name, func(t *testing.T) {
 			res := callCtx(t, ctx, g, "fs_glob", args)
-			wantCode(t, res, runtime.CodeTimeout)
+			tooltest.WantCode(t, res, runtime.CodeTimeout)
 			if !strings.Contains(res.Error.Message, "cancelled after 0 matches") || res.Output != "" {
 				t.Errorf("%q %q", res.Error.Message, res.Output)
 			}
@@ -125,7 +125,7 @@ func TestFSGlobCancelled(t *testing.T) {
 	}
 	t.Run("mid-walk", func(t *testing.T) {
 		res := callCtx(t, countdown(2), g, "fs_glob", args)
-		wantCode(t, res, runtime.CodeTimeout)
+		tooltest.WantCode(t, res, runtime.CodeTimeout)
 		if !strings.Contains(res.Error.Message, "cancelled after 2 matches") || res.Output != "" {
 			t.Errorf("%q %q", res.Error.Message, res.Output)
 		}
@@ -138,7 +138,7 @@ func TestFSReadFilesCancelled(t *testing.T) {
 	ws, g, _ := testWS(t, testRO)
 	paths := []string{"a.txt", "b.txt", "c.txt"}
 	for _, p := range paths {
-		writeFile(t, filepath.Join(ws, p), strings.ToUpper(p[:1])+"\n")
+		tooltest.WriteFile(t, filepath.Join(ws, p), strings.ToUpper(p[:1])+"\n", 0o644)
 	}
 	args := map[string]any{"file_paths": paths}
 	check := func(t *testing.T, res runtime.Result, read int) {

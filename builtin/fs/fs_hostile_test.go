@@ -49,8 +49,8 @@ func hostileSetup(t *testing.T) (ws, outside string, g *runtime.Gate, sum string
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, filepath.Join(outside, "canary"), "OUTSIDE-CANARY\n")
-	writeFile(t, filepath.Join(outside, "sub/deep"), "OUTSIDE-DEEP\n")
+	tooltest.WriteFile(t, filepath.Join(outside, "canary"), "OUTSIDE-CANARY\n", 0o644)
+	tooltest.WriteFile(t, filepath.Join(outside, "sub/deep"), "OUTSIDE-DEEP\n", 0o644)
 	return ws, outside, g, tooltest.TreeChecksum(t, outside)
 }
 
@@ -93,7 +93,7 @@ func TestFSHostileDotDot(t *testing.T) {
 		for tool, res := range everyTool(t, g, p) {
 			noLeak(t, tool+" "+p, res)
 			if tool == "read_files" {
-				wantCode(t, res, runtime.CodeCapabilityDenied)
+				tooltest.WantCode(t, res, runtime.CodeCapabilityDenied)
 				continue
 			}
 			if res.Success || res.Error.Code != runtime.CodeCapabilityDenied && res.Error.Code != runtime.CodeInvalidInput {
@@ -154,7 +154,7 @@ func TestFSHostileSymlinkOut(t *testing.T) {
 	}
 	// read_files is refused as a whole when one path resolves outside.
 	os.Symlink(filepath.Join(outside, "canary"), filepath.Join(ws, "absfile2")) // the sweep above removed absfile itself
-	wantCode(t, fsCall(t, g, "read_files", map[string]any{"file_paths": []string{"dir", "absfile2"}}), runtime.CodeCapabilityDenied)
+	tooltest.WantCode(t, fsCall(t, g, "read_files", map[string]any{"file_paths": []string{"dir", "absfile2"}}), runtime.CodeCapabilityDenied)
 	// A glob never walks into or returns a link out.
 	res := fsCall(t, g, "fs_glob", map[string]any{"pattern": "**"})
 	tooltest.WantOK(t, res)
@@ -185,10 +185,10 @@ func TestFSHostileSymlinkOut(t *testing.T) {
 func TestFSHostileSymlinkRace(t *testing.T) {
 	const attempts = 12000
 	ws, outside, g, sum := hostileSetup(t)
-	writeFile(t, filepath.Join(outside, "outside-only.txt"), "OUTSIDE-ONLY\n")
+	tooltest.WriteFile(t, filepath.Join(outside, "outside-only.txt"), "OUTSIDE-ONLY\n", 0o644)
 	sum = tooltest.TreeChecksum(t, outside)
 	dir := filepath.Join(ws, "dir")
-	writeFile(t, filepath.Join(dir, "canary"), "inside\n")
+	tooltest.WriteFile(t, filepath.Join(dir, "canary"), "inside\n", 0o644)
 	rel, _ := filepath.Rel(ws, outside)
 	abslink, rellink := filepath.Join(ws, "abslink"), filepath.Join(ws, "rellink")
 	if err := os.Symlink(outside, abslink); err != nil {
@@ -366,12 +366,12 @@ func TestFSHostileHardLink(t *testing.T) {
 		{"path": "hl", "content": "UFdORUQ=", "encoding": "base64"},
 	} {
 		res := fsCall(t, g, "fs_write", args)
-		wantCode(t, res, runtime.CodePolicyDenied)
+		tooltest.WantCode(t, res, runtime.CodePolicyDenied)
 		if !strings.Contains(res.Error.Message, "2 hard links") {
 			t.Errorf("%+v", res.Error)
 		}
 	}
-	wantCode(t, fsDry(t, g, "fs_write", map[string]any{"path": "hl", "content": "x"}), runtime.CodePolicyDenied)
+	tooltest.WantCode(t, fsDry(t, g, "fs_write", map[string]any{"path": "hl", "content": "x"}), runtime.CodePolicyDenied)
 	if tooltest.TreeChecksum(t, outside) != sum {
 		t.Fatal("the outside file changed")
 	}
@@ -388,9 +388,9 @@ func TestFSHostileHardLink(t *testing.T) {
 
 func TestFSHostileGitConfig(t *testing.T) {
 	ws, g, _ := testWS(t, testRW)
-	writeFile(t, filepath.Join(ws, ".git/config"), "[core]\n")
-	writeFile(t, filepath.Join(ws, "sub/.git"), "gitdir: ../.git/modules/sub\n")
-	writeFile(t, filepath.Join(ws, ".warden/policy.yaml"), "version: 1\n")
+	tooltest.WriteFile(t, filepath.Join(ws, ".git/config"), "[core]\n", 0o644)
+	tooltest.WriteFile(t, filepath.Join(ws, "sub/.git"), "gitdir: ../.git/modules/sub\n", 0o644)
+	tooltest.WriteFile(t, filepath.Join(ws, ".warden/policy.yaml"), "version: 1\n", 0o644)
 	os.Symlink(".git", filepath.Join(ws, "cfg"))
 	os.Symlink(".git/config", filepath.Join(ws, "cfgfile"))
 	os.Symlink(".warden", filepath.Join(ws, "pol"))
@@ -405,12 +405,12 @@ func TestFSHostileGitConfig(t *testing.T) {
 			if tool == "fs_write" {
 				args["content"] = "[core]\n\thooksPath = /tmp/evil\n"
 			}
-			wantCode(t, fsCall(t, g, tool, args), runtime.CodePolicyDenied)
-			wantCode(t, fsDry(t, g, tool, args), runtime.CodePolicyDenied)
+			tooltest.WantCode(t, fsCall(t, g, tool, args), runtime.CodePolicyDenied)
+			tooltest.WantCode(t, fsDry(t, g, tool, args), runtime.CodePolicyDenied)
 		}
 	}
-	wantCode(t, fsCall(t, g, "fs_remove", map[string]any{"path": ".", "recursive": true}), runtime.CodeInvalidInput)
-	wantCode(t, fsCall(t, g, "fs_remove", map[string]any{"path": "sub", "recursive": true}), runtime.CodePolicyDenied)
+	tooltest.WantCode(t, fsCall(t, g, "fs_remove", map[string]any{"path": ".", "recursive": true}), runtime.CodeInvalidInput)
+	tooltest.WantCode(t, fsCall(t, g, "fs_remove", map[string]any{"path": "sub", "recursive": true}), runtime.CodePolicyDenied)
 	if tooltest.TreeChecksum(t, ws) != before {
 		t.Fatal("the workspace changed")
 	}
@@ -424,11 +424,11 @@ func TestFSHostileGitConfig(t *testing.T) {
 
 func TestFSHostileNUL(t *testing.T) {
 	ws, g, _ := testWS(t, testRW)
-	writeFile(t, filepath.Join(ws, "a.txt"), "a")
+	tooltest.WriteFile(t, filepath.Join(ws, "a.txt"), "a", 0o644)
 	before := tooltest.TreeChecksum(t, ws)
 	for _, p := range []string{"a.txt\x00", "a.txt\x00/../../etc/passwd", "\x00", "dir/\x00x"} {
 		for tool, res := range everyTool(t, g, p) {
-			wantCode(t, res, runtime.CodeInvalidInput)
+			tooltest.WantCode(t, res, runtime.CodeInvalidInput)
 			_ = tool
 		}
 	}
@@ -445,7 +445,7 @@ func TestFSHostileLongPath(t *testing.T) {
 	multi := strings.Repeat("é", 2100)    // 2,100 characters, 4,200 bytes
 	for _, p := range []string{long, deep, multi} {
 		for tool, res := range everyTool(t, g, p) {
-			wantCode(t, res, runtime.CodeInvalidInput)
+			tooltest.WantCode(t, res, runtime.CodeInvalidInput)
 			if len(res.Error.Message) > 1000 {
 				t.Errorf("%s: the message repeats the path (%d bytes)", tool, len(res.Error.Message))
 			}
@@ -453,7 +453,7 @@ func TestFSHostileLongPath(t *testing.T) {
 	}
 	// A single element over 255 bytes is refused by the file system.
 	res := fsCall(t, g, "fs_write", map[string]any{"path": strings.Repeat("b", 300), "content": "x"})
-	wantCode(t, res, runtime.CodeInvalidInput)
+	tooltest.WantCode(t, res, runtime.CodeInvalidInput)
 	if tooltest.TreeChecksum(t, ws) != before {
 		t.Fatal("the workspace changed")
 	}
@@ -485,15 +485,15 @@ func TestFSHostileFIFO(t *testing.T) {
 	noHang(t, "fs tools on a FIFO", func() {
 		for _, p := range []string{"fifo", "tofifo"} {
 			res := fsCall(t, g, "fs_read", map[string]any{"path": p})
-			wantCode(t, res, runtime.CodeInvalidInput)
+			tooltest.WantCode(t, res, runtime.CodeInvalidInput)
 			if !strings.Contains(res.Error.Message, "fifo") {
 				t.Errorf("%+v", res.Error)
 			}
-			wantCode(t, fsCall(t, g, "fs_read", map[string]any{"path": p, "encoding": "base64"}), runtime.CodeInvalidInput)
-			wantCode(t, fsCall(t, g, "fs_write", map[string]any{"path": p, "content": "x"}), runtime.CodeInvalidInput)
-			wantCode(t, fsCall(t, g, "fs_write", map[string]any{"path": p, "content": "x", "append": true}), runtime.CodeInvalidInput)
-			wantCode(t, fsDry(t, g, "fs_write", map[string]any{"path": p, "content": "x"}), runtime.CodeInvalidInput)
-			wantCode(t, fsCall(t, g, "fs_list", map[string]any{"path": p}), runtime.CodeInvalidInput)
+			tooltest.WantCode(t, fsCall(t, g, "fs_read", map[string]any{"path": p, "encoding": "base64"}), runtime.CodeInvalidInput)
+			tooltest.WantCode(t, fsCall(t, g, "fs_write", map[string]any{"path": p, "content": "x"}), runtime.CodeInvalidInput)
+			tooltest.WantCode(t, fsCall(t, g, "fs_write", map[string]any{"path": p, "content": "x", "append": true}), runtime.CodeInvalidInput)
+			tooltest.WantCode(t, fsDry(t, g, "fs_write", map[string]any{"path": p, "content": "x"}), runtime.CodeInvalidInput)
+			tooltest.WantCode(t, fsCall(t, g, "fs_list", map[string]any{"path": p}), runtime.CodeInvalidInput)
 			res = fsCall(t, g, "read_files", map[string]any{"file_paths": []string{p}})
 			tooltest.WantOK(t, res)
 			if d := tooltest.Decode[ReadFilesData](t, res); len(d.SkippedFiles) != 1 || d.SkippedFiles[0].Code != runtime.CodeInvalidInput {
@@ -534,13 +534,13 @@ func TestFSHostileSymlinkLoop(t *testing.T) {
 					}
 					continue
 				}
-				wantCode(t, res, runtime.CodeInvalidInput)
+				tooltest.WantCode(t, res, runtime.CodeInvalidInput)
 				if !strings.Contains(res.Error.Message, "symbolic links") {
 					t.Errorf("%s %s: %+v", tool, p, res.Error)
 				}
 			}
 			if p == "a/x" || p == "c/x/y" {
-				wantCode(t, fsCall(t, g, "fs_remove", map[string]any{"path": p}), runtime.CodeInvalidInput)
+				tooltest.WantCode(t, fsCall(t, g, "fs_remove", map[string]any{"path": p}), runtime.CodeInvalidInput)
 			}
 		}
 		tooltest.WantOK(t, fsCall(t, g, "fs_glob", map[string]any{"pattern": "**"}))
@@ -559,7 +559,7 @@ func TestFSHostileSymlinkLoop(t *testing.T) {
 
 func TestFSHostileDotSegments(t *testing.T) {
 	ws, g, _ := testWS(t, testRW)
-	writeFile(t, filepath.Join(ws, "dir/file"), "content\n")
+	tooltest.WriteFile(t, filepath.Join(ws, "dir/file"), "content\n", 0o644)
 	for _, p := range []string{"dir/./file", "dir//file", "./dir/../dir/file", "dir/./././file", "./dir/file"} {
 		res := fsCall(t, g, "fs_read", map[string]any{"path": p})
 		tooltest.WantOK(t, res)
@@ -568,13 +568,13 @@ func TestFSHostileDotSegments(t *testing.T) {
 		}
 	}
 	for _, p := range []string{"dir/file/", "dir/file/.", "dir/file/..", "dir/file//"} {
-		wantCode(t, fsCall(t, g, "fs_read", map[string]any{"path": p}), runtime.CodeInvalidInput)
+		tooltest.WantCode(t, fsCall(t, g, "fs_read", map[string]any{"path": p}), runtime.CodeInvalidInput)
 	}
 	for _, p := range []string{"dir/", "dir/.", "./dir/", "dir/..", "dir/../dir//"} {
 		tooltest.WantOK(t, fsCall(t, g, "fs_list", map[string]any{"path": p}))
 	}
 	for _, p := range []string{"dir/.", "dir/..", ".", "dir/new/"} {
-		wantCode(t, fsCall(t, g, "fs_write", map[string]any{"path": p, "content": "x"}), runtime.CodeInvalidInput)
+		tooltest.WantCode(t, fsCall(t, g, "fs_write", map[string]any{"path": p, "content": "x"}), runtime.CodeInvalidInput)
 	}
 	tooltest.WantOK(t, fsCall(t, g, "fs_write", map[string]any{"path": "dir/./sub/../file2", "content": "x"}))
 	if tooltest.ReadFile(t, filepath.Join(ws, "dir/file2")) != "x" {
@@ -585,7 +585,7 @@ func TestFSHostileDotSegments(t *testing.T) {
 	}
 	tooltest.WantOK(t, fsCall(t, g, "fs_mkdir", map[string]any{"path": "new/./a/"}))
 	for _, p := range []string{"dir/.", "dir/..", "dir/file/.", "new/a/.."} {
-		wantCode(t, fsCall(t, g, "fs_remove", map[string]any{"path": p, "recursive": true}), runtime.CodeInvalidInput)
+		tooltest.WantCode(t, fsCall(t, g, "fs_remove", map[string]any{"path": p, "recursive": true}), runtime.CodeInvalidInput)
 	}
 	tooltest.WantOK(t, fsCall(t, g, "fs_remove", map[string]any{"path": "new/a/", "recursive": true}))
 	if _, err := os.Stat(filepath.Join(ws, "dir/file")); err != nil {
@@ -605,7 +605,7 @@ func TestFSHostileGitCase(t *testing.T) {
 				args["content"] = "x"
 			}
 			res := fsCall(t, g, tool, args)
-			wantCode(t, res, runtime.CodePolicyDenied)
+			tooltest.WantCode(t, res, runtime.CodePolicyDenied)
 		}
 	}
 	if tooltest.TreeChecksum(t, ws) != before {
@@ -677,8 +677,8 @@ func TestFSHostileVerifyNarrowGrant(t *testing.T) {
 	if _, err := os.Stat("/proc/self/fd"); err != nil {
 		t.Skip("no /proc: this layer is skipped there")
 	}
-	writeFile(t, filepath.Join(ws, "notes/a.md"), "# a\n")
-	writeFile(t, filepath.Join(ws, "notes/secret.txt"), "OUTSIDE-GRANT\n")
+	tooltest.WriteFile(t, filepath.Join(ws, "notes/a.md"), "# a\n", 0o644)
+	tooltest.WriteFile(t, filepath.Join(ws, "notes/secret.txt"), "OUTSIDE-GRANT\n", 0o644)
 	os.Symlink("secret.txt", filepath.Join(ws, "notes/b.md"))
 	set := capability.NewSet(ws, capability.MustParse("fs.read:notes/*.md"), capability.MustParse("fs.write:notes/*.md"))
 	c := &runtime.Call{Grants: set, Workspace: ws}
@@ -700,6 +700,6 @@ func TestFSHostileVerifyNarrowGrant(t *testing.T) {
 	}
 	// Through the gate, the resolution already refuses it.
 	g, _ := tooltest.Gate(t, "version: 1\ngrants: [\"fs.read:notes/*.md\"]\n", ws, Tools()...)
-	wantCode(t, fsCall(t, g, "fs_read", map[string]any{"path": "notes/b.md"}), runtime.CodeCapabilityDenied)
+	tooltest.WantCode(t, fsCall(t, g, "fs_read", map[string]any{"path": "notes/b.md"}), runtime.CodeCapabilityDenied)
 	tooltest.WantOK(t, fsCall(t, g, "fs_read", map[string]any{"path": "notes/a.md"}))
 }

@@ -57,26 +57,6 @@ func fsDry(t testing.TB, g *runtime.Gate, tool string, args map[string]any) runt
 	return tooltest.CallReq(t, g, runtime.Request{Tool: tool, Args: raw, Principal: []string{"test"}, DryRun: true})
 }
 
-func wantCode(t testing.TB, res runtime.Result, code runtime.Code) {
-	t.Helper()
-	if res.Success || res.Error == nil || res.Error.Code != code {
-		t.Fatalf("%s: want %s, got success=%v error=%+v output=%q", res.Tool, code, res.Success, res.Error, res.Output)
-	}
-	if res.Error.Message == "" || (res.Error.Hint == "" && !code.Denial()) {
-		t.Errorf("%s: %s without a message or a hint: %+v", res.Tool, code, res.Error)
-	}
-}
-
-func writeFile(t testing.TB, name, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(name, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // noTemps fails if a temporary file of fs_write is left under dir.
 func noTemps(t testing.TB, dir string) {
 	t.Helper()
@@ -96,7 +76,7 @@ func noTemps(t testing.TB, dir string) {
 func checkRedaction(t *testing.T, g *runtime.Gate, audit *runtimetest.Audit, tool string, args func(p string) map[string]any) {
 	t.Helper()
 	res := fsCall(t, g, tool, args("d/"+tooltest.Secret+"\x00"))
-	wantCode(t, res, runtime.CodeInvalidInput)
+	tooltest.WantCode(t, res, runtime.CodeInvalidInput)
 	tooltest.AssertNoSecret(t, res, audit, tooltest.Secret)
 	res = fsCall(t, g, tool, args("d/"+tooltest.Secret))
 	tooltest.AssertNoSecret(t, res, audit, tooltest.Secret)
@@ -126,13 +106,13 @@ func TestFSToolsRegister(t *testing.T) {
 
 func TestFSRead(t *testing.T) {
 	ws, g, _ := testWS(t, testRO)
-	writeFile(t, filepath.Join(ws, "notes/a.txt"), "héllo\nworld\n")
-	writeFile(t, filepath.Join(ws, "bin.dat"), "ab\x00cd")
-	writeFile(t, filepath.Join(ws, "latin1.txt"), "caf\xe9")
-	writeFile(t, filepath.Join(ws, "empty.txt"), "")
+	tooltest.WriteFile(t, filepath.Join(ws, "notes/a.txt"), "héllo\nworld\n", 0o644)
+	tooltest.WriteFile(t, filepath.Join(ws, "bin.dat"), "ab\x00cd", 0o644)
+	tooltest.WriteFile(t, filepath.Join(ws, "latin1.txt"), "caf\xe9", 0o644)
+	tooltest.WriteFile(t, filepath.Join(ws, "empty.txt"), "", 0o644)
 	big := strings.Repeat("x", maxReadBytes+1)
-	writeFile(t, filepath.Join(ws, "big.txt"), big)
-	writeFile(t, filepath.Join(ws, "big64.dat"), big[:maxReadBase64+1])
+	tooltest.WriteFile(t, filepath.Join(ws, "big.txt"), big, 0o644)
+	tooltest.WriteFile(t, filepath.Join(ws, "big64.dat"), big[:maxReadBase64+1], 0o644)
 	if err := os.Symlink("notes/a.txt", filepath.Join(ws, "link.txt")); err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +169,7 @@ func TestFSRead(t *testing.T) {
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
 				res := fsCall(t, g, "fs_read", tt.args)
-				wantCode(t, res, tt.code)
+				tooltest.WantCode(t, res, tt.code)
 				if !strings.Contains(res.Error.Message, tt.msg) {
 					t.Errorf("message %q lacks %q", res.Error.Message, tt.msg)
 				}
@@ -214,7 +194,7 @@ func TestFSRead(t *testing.T) {
 	})
 	t.Run("redaction", func(t *testing.T) {
 		ws, g, audit := testWS(t, testRO)
-		writeFile(t, filepath.Join(ws, "cfg.txt"), "token="+tooltest.Secret+"\n")
+		tooltest.WriteFile(t, filepath.Join(ws, "cfg.txt"), "token="+tooltest.Secret+"\n", 0o644)
 		res := fsCall(t, g, "fs_read", map[string]any{"path": "cfg.txt"})
 		tooltest.WantOK(t, res)
 		tooltest.AssertNoSecret(t, res, audit, tooltest.Secret)
@@ -231,8 +211,8 @@ func TestFSReadAbsoluteGrant(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, filepath.Join(etc, "nginx/nginx.conf"), "worker_processes 1;\n")
-	writeFile(t, filepath.Join(etc, "shadow"), "root:x\n")
+	tooltest.WriteFile(t, filepath.Join(etc, "nginx/nginx.conf"), "worker_processes 1;\n", 0o644)
+	tooltest.WriteFile(t, filepath.Join(etc, "shadow"), "root:x\n", 0o644)
 	g, _ := tooltest.Gate(t, fmt.Sprintf("version: 1\ngrants: [%q]\n", "fs.read:"+etc+"/nginx/**"), ws, Tools()...)
 	res := fsCall(t, g, "fs_read", map[string]any{"path": filepath.Join(etc, "nginx/nginx.conf")})
 	tooltest.WantOK(t, res)
@@ -240,7 +220,7 @@ func TestFSReadAbsoluteGrant(t *testing.T) {
 		t.Fatalf("%q", res.Output)
 	}
 	for _, p := range []string{filepath.Join(etc, "shadow"), filepath.Join(etc, "nginx/../shadow")} {
-		wantCode(t, fsCall(t, g, "fs_read", map[string]any{"path": p}), runtime.CodeCapabilityDenied)
+		tooltest.WantCode(t, fsCall(t, g, "fs_read", map[string]any{"path": p}), runtime.CodeCapabilityDenied)
 	}
 	res = fsCall(t, g, "fs_list", map[string]any{"path": filepath.Join(etc, "nginx")})
 	tooltest.WantOK(t, res)
@@ -257,9 +237,9 @@ func TestFSReadAbsoluteGrant(t *testing.T) {
 // open.
 func TestFSRestrictedGrants(t *testing.T) {
 	ws, g, _ := testWS(t, testRW)
-	writeFile(t, filepath.Join(ws, "notes/a.md"), "# a\n")
-	writeFile(t, filepath.Join(ws, "notes/b.txt"), "b\n")
-	writeFile(t, filepath.Join(ws, "other/c.md"), "c\n")
+	tooltest.WriteFile(t, filepath.Join(ws, "notes/a.md"), "# a\n", 0o644)
+	tooltest.WriteFile(t, filepath.Join(ws, "notes/b.txt"), "b\n", 0o644)
+	tooltest.WriteFile(t, filepath.Join(ws, "other/c.md"), "c\n", 0o644)
 	restrict, err := capability.ParseSet(ws, []string{"fs.read:notes/**", "fs.write:notes/**"})
 	if err != nil {
 		t.Fatal(err)
@@ -275,10 +255,10 @@ func TestFSRestrictedGrants(t *testing.T) {
 	}
 	res := call("fs_read", map[string]any{"path": "notes/a.md"})
 	tooltest.WantOK(t, res)
-	wantCode(t, call("fs_read", map[string]any{"path": "notes/b.txt"}), runtime.CodeCapabilityDenied)
-	wantCode(t, call("fs_read", map[string]any{"path": "other/c.md"}), runtime.CodeCapabilityDenied)
+	tooltest.WantCode(t, call("fs_read", map[string]any{"path": "notes/b.txt"}), runtime.CodeCapabilityDenied)
+	tooltest.WantCode(t, call("fs_read", map[string]any{"path": "other/c.md"}), runtime.CodeCapabilityDenied)
 	tooltest.WantOK(t, call("fs_write", map[string]any{"path": "notes/new.md", "content": "n\n"}))
-	wantCode(t, call("fs_write", map[string]any{"path": "notes/new.txt", "content": "n\n"}), runtime.CodeCapabilityDenied)
+	tooltest.WantCode(t, call("fs_write", map[string]any{"path": "notes/new.txt", "content": "n\n"}), runtime.CodeCapabilityDenied)
 	if tooltest.ReadFile(t, filepath.Join(ws, "notes/new.md")) != "n\n" {
 		t.Fatal("write did not land")
 	}
@@ -301,7 +281,7 @@ func TestFSWrite(t *testing.T) {
 	t.Run("overwrite warns and keeps the mode", func(t *testing.T) {
 		ws, g, _ := testWS(t, testRW)
 		name := filepath.Join(ws, "f.sh")
-		writeFile(t, name, "old\n")
+		tooltest.WriteFile(t, name, "old\n", 0o644)
 		if err := os.Chmod(name, 0o750); err != nil {
 			t.Fatal(err)
 		}
@@ -322,7 +302,7 @@ func TestFSWrite(t *testing.T) {
 	t.Run("append", func(t *testing.T) {
 		ws, g, _ := testWS(t, testRW)
 		name := filepath.Join(ws, "log.txt")
-		writeFile(t, name, "one\n")
+		tooltest.WriteFile(t, name, "one\n", 0o644)
 		res := fsCall(t, g, "fs_write", map[string]any{"path": "log.txt", "content": "two\n", "append": true, "overwrite": false})
 		tooltest.WantOK(t, res)
 		d := tooltest.Decode[WriteData](t, res)
@@ -337,7 +317,7 @@ func TestFSWrite(t *testing.T) {
 	})
 	t.Run("through a symlink in the workspace", func(t *testing.T) {
 		ws, g, _ := testWS(t, testRW)
-		writeFile(t, filepath.Join(ws, "real/t.txt"), "old\n")
+		tooltest.WriteFile(t, filepath.Join(ws, "real/t.txt"), "old\n", 0o644)
 		os.Symlink("real/t.txt", filepath.Join(ws, "ln"))
 		os.Symlink("real", filepath.Join(ws, "lndir"))
 		res := fsCall(t, g, "fs_write", map[string]any{"path": "ln", "content": "via link\n"})
@@ -364,9 +344,9 @@ func TestFSWrite(t *testing.T) {
 	})
 	t.Run("errors", func(t *testing.T) {
 		ws, g, _ := testWS(t, testRW)
-		writeFile(t, filepath.Join(ws, "exists.txt"), "keep\n")
-		writeFile(t, filepath.Join(ws, "dir/x"), "")
-		writeFile(t, filepath.Join(ws, "linked.txt"), "shared\n")
+		tooltest.WriteFile(t, filepath.Join(ws, "exists.txt"), "keep\n", 0o644)
+		tooltest.WriteFile(t, filepath.Join(ws, "dir/x"), "", 0o644)
+		tooltest.WriteFile(t, filepath.Join(ws, "linked.txt"), "shared\n", 0o644)
 		if err := os.Link(filepath.Join(ws, "linked.txt"), filepath.Join(ws, "dir/linked2.txt")); err != nil {
 			t.Fatal(err)
 		}
@@ -394,7 +374,7 @@ func TestFSWrite(t *testing.T) {
 		before := tooltest.TreeChecksum(t, ws)
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				wantCode(t, fsCall(t, g, "fs_write", tt.args), tt.code)
+				tooltest.WantCode(t, fsCall(t, g, "fs_write", tt.args), tt.code)
 			})
 		}
 		if tooltest.TreeChecksum(t, ws) != before {
@@ -402,7 +382,7 @@ func TestFSWrite(t *testing.T) {
 		}
 		_, g2, _ := testWS(t, testRO)
 		res := fsCall(t, g2, "fs_write", map[string]any{"path": "x.txt", "content": "x"})
-		wantCode(t, res, runtime.CodeCapabilityDenied)
+		tooltest.WantCode(t, res, runtime.CodeCapabilityDenied)
 		if !slices.Equal(res.Error.Missing, []string{"fs.write:x.txt"}) || res.Error.Hint != "needs the grant fs.write:x.txt" {
 			t.Errorf("missing %q, hint %q", res.Error.Missing, res.Error.Hint)
 		}
@@ -413,15 +393,15 @@ func TestFSWrite(t *testing.T) {
 			t.Fatal(err)
 		}
 		tooltest.WantOK(t, fsCall(t, g, "fs_write", map[string]any{"path": "notes/a.md", "content": "# a\n"}))
-		wantCode(t, fsCall(t, g, "fs_write", map[string]any{"path": "notes/a.txt", "content": "x"}), runtime.CodeCapabilityDenied)
-		wantCode(t, fsCall(t, g, "fs_write", map[string]any{"path": "notes/sub/b.md", "content": "x"}), runtime.CodeCapabilityDenied)
+		tooltest.WantCode(t, fsCall(t, g, "fs_write", map[string]any{"path": "notes/a.txt", "content": "x"}), runtime.CodeCapabilityDenied)
+		tooltest.WantCode(t, fsCall(t, g, "fs_write", map[string]any{"path": "notes/sub/b.md", "content": "x"}), runtime.CodeCapabilityDenied)
 		if _, err := os.Stat(filepath.Join(ws, "notes/sub")); !os.IsNotExist(err) {
 			t.Fatal("a refused write created a directory")
 		}
 	})
 	t.Run("dry run", func(t *testing.T) {
 		ws, g, _ := testWS(t, testRW)
-		writeFile(t, filepath.Join(ws, "f.txt"), "a\nb\nc\nd\ne\nf\ng\nh\n")
+		tooltest.WriteFile(t, filepath.Join(ws, "f.txt"), "a\nb\nc\nd\ne\nf\ng\nh\n", 0o644)
 		before := tooltest.TreeChecksum(t, ws)
 		res := fsDry(t, g, "fs_write", map[string]any{"path": "f.txt", "content": "a\nb\nc\nD\ne\nf\ng\nh\n"})
 		tooltest.WantOK(t, res)
@@ -450,14 +430,14 @@ func TestFSWrite(t *testing.T) {
 			t.Fatalf("%q", res.Output)
 		}
 		// The preview refuses what the write would refuse.
-		wantCode(t, fsDry(t, g, "fs_write", map[string]any{"path": "f.txt", "content": "x", "overwrite": false}), runtime.CodeAlreadyExists)
+		tooltest.WantCode(t, fsDry(t, g, "fs_write", map[string]any{"path": "f.txt", "content": "x", "overwrite": false}), runtime.CodeAlreadyExists)
 		if tooltest.TreeChecksum(t, ws) != before {
 			t.Fatal("the dry run changed the workspace")
 		}
 	})
 	t.Run("dry run without read grant hides the old content", func(t *testing.T) {
 		ws, g, _ := testWS(t, "version: 1\ngrants: [\"fs.write:**\"]\n")
-		writeFile(t, filepath.Join(ws, "s.txt"), "PRIVATE OLD CONTENT\n")
+		tooltest.WriteFile(t, filepath.Join(ws, "s.txt"), "PRIVATE OLD CONTENT\n", 0o644)
 		for _, app := range []bool{false, true} {
 			res := fsDry(t, g, "fs_write", map[string]any{"path": "s.txt", "content": "new\n", "append": app})
 			tooltest.WantOK(t, res)
@@ -483,8 +463,8 @@ func TestFSWrite(t *testing.T) {
 
 func TestFSList(t *testing.T) {
 	ws, g, audit := testWS(t, testRO)
-	writeFile(t, filepath.Join(ws, "b.txt"), "12345")
-	writeFile(t, filepath.Join(ws, "a/x"), "")
+	tooltest.WriteFile(t, filepath.Join(ws, "b.txt"), "12345", 0o644)
+	tooltest.WriteFile(t, filepath.Join(ws, "a/x"), "", 0o644)
 	os.Symlink("b.txt", filepath.Join(ws, "c"))
 	syscall.Mkfifo(filepath.Join(ws, "p"), 0o644)
 	res := fsCall(t, g, "fs_list", map[string]any{"path": "."})
@@ -501,10 +481,10 @@ func TestFSList(t *testing.T) {
 			t.Errorf("%s: %q", p, res.Output)
 		}
 	}
-	wantCode(t, fsCall(t, g, "fs_list", map[string]any{"path": "nope"}), runtime.CodeNotFound)
-	wantCode(t, fsCall(t, g, "fs_list", map[string]any{"path": "b.txt"}), runtime.CodeInvalidInput)
-	wantCode(t, fsCall(t, g, "fs_list", map[string]any{"path": "p"}), runtime.CodeInvalidInput)
-	wantCode(t, fsCall(t, g, "fs_list", map[string]any{"path": ".."}), runtime.CodeCapabilityDenied)
+	tooltest.WantCode(t, fsCall(t, g, "fs_list", map[string]any{"path": "nope"}), runtime.CodeNotFound)
+	tooltest.WantCode(t, fsCall(t, g, "fs_list", map[string]any{"path": "b.txt"}), runtime.CodeInvalidInput)
+	tooltest.WantCode(t, fsCall(t, g, "fs_list", map[string]any{"path": "p"}), runtime.CodeInvalidInput)
+	tooltest.WantCode(t, fsCall(t, g, "fs_list", map[string]any{"path": ".."}), runtime.CodeCapabilityDenied)
 	before := tooltest.TreeChecksum(t, ws)
 	tooltest.WantOK(t, fsDry(t, g, "fs_list", map[string]any{"path": "."}))
 	if tooltest.TreeChecksum(t, ws) != before {
@@ -532,7 +512,7 @@ func TestFSList(t *testing.T) {
 
 func TestFSMkdir(t *testing.T) {
 	ws, g, audit := testWS(t, testRW)
-	writeFile(t, filepath.Join(ws, "file"), "")
+	tooltest.WriteFile(t, filepath.Join(ws, "file"), "", 0o644)
 	res := fsCall(t, g, "fs_mkdir", map[string]any{"path": "a/b/c"})
 	tooltest.WantOK(t, res)
 	d := tooltest.Decode[MkdirData](t, res)
@@ -562,7 +542,7 @@ func TestFSMkdir(t *testing.T) {
 		{"NUL", map[string]any{"path": "a\x00b"}, runtime.CodeInvalidInput},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) { wantCode(t, fsCall(t, g, "fs_mkdir", tt.args), tt.code) })
+		t.Run(tt.name, func(t *testing.T) { tooltest.WantCode(t, fsCall(t, g, "fs_mkdir", tt.args), tt.code) })
 	}
 	tooltest.WantOK(t, fsCall(t, g, "fs_mkdir", map[string]any{"path": "single", "parents": false}))
 
@@ -572,27 +552,27 @@ func TestFSMkdir(t *testing.T) {
 	if d := tooltest.Decode[MkdirData](t, res); res.Output != "would create the directories:\np\np/q" || !slices.Equal(d.CreatedDirs, []string{"p", "p/q"}) {
 		t.Fatalf("%q %+v", res.Output, d)
 	}
-	wantCode(t, fsDry(t, g, "fs_mkdir", map[string]any{"path": "a", "exist_ok": false}), runtime.CodeAlreadyExists)
+	tooltest.WantCode(t, fsDry(t, g, "fs_mkdir", map[string]any{"path": "a", "exist_ok": false}), runtime.CodeAlreadyExists)
 	if tooltest.TreeChecksum(t, ws) != before {
 		t.Fatal("dry run changed the workspace")
 	}
 
 	_, g2, _ := testWS(t, "version: 1\ngrants: [\"fs.write:a/**\"]\n")
 	tooltest.WantOK(t, fsCall(t, g2, "fs_mkdir", map[string]any{"path": "a/b"}))
-	wantCode(t, fsCall(t, g2, "fs_mkdir", map[string]any{"path": "b/c"}), runtime.CodeCapabilityDenied)
+	tooltest.WantCode(t, fsCall(t, g2, "fs_mkdir", map[string]any{"path": "b/c"}), runtime.CodeCapabilityDenied)
 
 	checkRedaction(t, g, audit, "fs_mkdir", func(p string) map[string]any { return map[string]any{"path": p} })
 }
 
 func TestFSRemove(t *testing.T) {
 	ws, g, audit := testWS(t, testRW)
-	writeFile(t, filepath.Join(ws, "f.txt"), "x")
-	writeFile(t, filepath.Join(ws, "tree/a/1.txt"), "1")
-	writeFile(t, filepath.Join(ws, "tree/a/2.txt"), "2")
-	writeFile(t, filepath.Join(ws, "tree/b.txt"), "b")
-	writeFile(t, filepath.Join(ws, "repo/src/main.go"), "package main")
-	writeFile(t, filepath.Join(ws, "repo/.git/HEAD"), "ref: refs/heads/main")
-	writeFile(t, filepath.Join(ws, "target.txt"), "target")
+	tooltest.WriteFile(t, filepath.Join(ws, "f.txt"), "x", 0o644)
+	tooltest.WriteFile(t, filepath.Join(ws, "tree/a/1.txt"), "1", 0o644)
+	tooltest.WriteFile(t, filepath.Join(ws, "tree/a/2.txt"), "2", 0o644)
+	tooltest.WriteFile(t, filepath.Join(ws, "tree/b.txt"), "b", 0o644)
+	tooltest.WriteFile(t, filepath.Join(ws, "repo/src/main.go"), "package main", 0o644)
+	tooltest.WriteFile(t, filepath.Join(ws, "repo/.git/HEAD"), "ref: refs/heads/main", 0o644)
+	tooltest.WriteFile(t, filepath.Join(ws, "target.txt"), "target", 0o644)
 	os.Symlink("target.txt", filepath.Join(ws, "link"))
 	os.Mkdir(filepath.Join(ws, "empty"), 0o755)
 
@@ -606,7 +586,7 @@ func TestFSRemove(t *testing.T) {
 		t.Fatalf("%q %+v %v", res.Output, d, res.Warnings)
 	}
 	tooltest.WantOK(t, fsDry(t, g, "fs_remove", map[string]any{"path": "f.txt"}))
-	wantCode(t, fsDry(t, g, "fs_remove", map[string]any{"path": "tree"}), runtime.CodeInvalidInput)
+	tooltest.WantCode(t, fsDry(t, g, "fs_remove", map[string]any{"path": "tree"}), runtime.CodeInvalidInput)
 	if tooltest.TreeChecksum(t, ws) != before {
 		t.Fatal("dry run changed the workspace")
 	}
@@ -626,7 +606,7 @@ func TestFSRemove(t *testing.T) {
 	}
 	tooltest.WantOK(t, fsCall(t, g, "fs_remove", map[string]any{"path": "empty"}))
 	res = fsCall(t, g, "fs_remove", map[string]any{"path": "tree"})
-	wantCode(t, res, runtime.CodeInvalidInput)
+	tooltest.WantCode(t, res, runtime.CodeInvalidInput)
 	if !strings.Contains(res.Error.Hint, "recursive") {
 		t.Errorf("hint %q", res.Error.Hint)
 	}
@@ -654,13 +634,13 @@ func TestFSRemove(t *testing.T) {
 		{"outside", map[string]any{"path": "../x"}, runtime.CodeCapabilityDenied},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) { wantCode(t, fsCall(t, g, "fs_remove", tt.args), tt.code) })
+		t.Run(tt.name, func(t *testing.T) { tooltest.WantCode(t, fsCall(t, g, "fs_remove", tt.args), tt.code) })
 	}
 	if tooltest.ReadFile(t, filepath.Join(ws, "repo/src/main.go")) != "package main" {
 		t.Fatal("a refused recursive delete removed something")
 	}
 	_, g2, _ := testWS(t, testRO)
-	wantCode(t, fsCall(t, g2, "fs_remove", map[string]any{"path": "x"}), runtime.CodeCapabilityDenied)
+	tooltest.WantCode(t, fsCall(t, g2, "fs_remove", map[string]any{"path": "x"}), runtime.CodeCapabilityDenied)
 
 	checkRedaction(t, g, audit, "fs_remove", func(p string) map[string]any { return map[string]any{"path": p, "force": true} })
 }
@@ -668,11 +648,11 @@ func TestFSRemove(t *testing.T) {
 func TestFSGlob(t *testing.T) {
 	ws, g, audit := testWS(t, testRO)
 	outside, _ := filepath.EvalSymlinks(t.TempDir())
-	writeFile(t, filepath.Join(outside, "secret.go"), "package secret")
-	writeFile(t, filepath.Join(ws, "main.go"), "")
-	writeFile(t, filepath.Join(ws, "src/a.go"), "")
-	writeFile(t, filepath.Join(ws, "src/deep/b.go"), "")
-	writeFile(t, filepath.Join(ws, "src/c.txt"), "")
+	tooltest.WriteFile(t, filepath.Join(outside, "secret.go"), "package secret", 0o644)
+	tooltest.WriteFile(t, filepath.Join(ws, "main.go"), "", 0o644)
+	tooltest.WriteFile(t, filepath.Join(ws, "src/a.go"), "", 0o644)
+	tooltest.WriteFile(t, filepath.Join(ws, "src/deep/b.go"), "", 0o644)
+	tooltest.WriteFile(t, filepath.Join(ws, "src/c.txt"), "", 0o644)
 	os.Symlink(filepath.Join(outside, "secret.go"), filepath.Join(ws, "src/leak.go"))
 	os.Symlink(outside, filepath.Join(ws, "src/outdir"))
 
@@ -710,7 +690,7 @@ func TestFSGlob(t *testing.T) {
 		{"a\x00*", runtime.CodeInvalidInput},
 	}
 	for _, tt := range tests {
-		wantCode(t, fsCall(t, g, "fs_glob", map[string]any{"pattern": tt.pattern}), tt.code)
+		tooltest.WantCode(t, fsCall(t, g, "fs_glob", map[string]any{"pattern": tt.pattern}), tt.code)
 	}
 	before := tooltest.TreeChecksum(t, ws)
 	tooltest.WantOK(t, fsDry(t, g, "fs_glob", map[string]any{"pattern": "**"}))
@@ -735,8 +715,8 @@ func TestFSGlob(t *testing.T) {
 	})
 	t.Run("narrow grant filters matches", func(t *testing.T) {
 		ws, g, _ := testWS(t, "version: 1\ngrants: [\"fs.read:docs\", \"fs.read:docs/*.md\"]\n")
-		writeFile(t, filepath.Join(ws, "docs/a.md"), "")
-		writeFile(t, filepath.Join(ws, "docs/b.txt"), "")
+		tooltest.WriteFile(t, filepath.Join(ws, "docs/a.md"), "", 0o644)
+		tooltest.WriteFile(t, filepath.Join(ws, "docs/b.txt"), "", 0o644)
 		res := fsCall(t, g, "fs_glob", map[string]any{"pattern": "docs/*"})
 		tooltest.WantOK(t, res)
 		if d := tooltest.Decode[GlobData](t, res); !slices.Equal(d.Matches, []string{"docs/a.md"}) || d.OmittedByGrants != 1 {
@@ -747,9 +727,9 @@ func TestFSGlob(t *testing.T) {
 
 func TestFSReadFiles(t *testing.T) {
 	ws, g, audit := testWS(t, testRO)
-	writeFile(t, filepath.Join(ws, "a.txt"), "A\n")
-	writeFile(t, filepath.Join(ws, "b.txt"), "B")
-	writeFile(t, filepath.Join(ws, "bin"), "\x00")
+	tooltest.WriteFile(t, filepath.Join(ws, "a.txt"), "A\n", 0o644)
+	tooltest.WriteFile(t, filepath.Join(ws, "b.txt"), "B", 0o644)
+	tooltest.WriteFile(t, filepath.Join(ws, "bin"), "\x00", 0o644)
 	os.Mkdir(filepath.Join(ws, "dir"), 0o755)
 	os.Symlink("loop2", filepath.Join(ws, "loop1"))
 	os.Symlink("loop1", filepath.Join(ws, "loop2"))
@@ -772,10 +752,10 @@ func TestFSReadFiles(t *testing.T) {
 	if len(res.Warnings) != 1 {
 		t.Errorf("warnings %v", res.Warnings)
 	}
-	wantCode(t, fsCall(t, g, "read_files", map[string]any{"file_paths": []string{"a.txt", "/etc/passwd"}}), runtime.CodeCapabilityDenied)
-	wantCode(t, fsCall(t, g, "read_files", map[string]any{"file_paths": []string{"a\x00"}}), runtime.CodeInvalidInput)
-	wantCode(t, fsCall(t, g, "read_files", map[string]any{"file_paths": []string{}}), runtime.CodeInvalidInput)
-	wantCode(t, fsCall(t, g, "read_files", map[string]any{"file_paths": "a.txt"}), runtime.CodeInvalidInput)
+	tooltest.WantCode(t, fsCall(t, g, "read_files", map[string]any{"file_paths": []string{"a.txt", "/etc/passwd"}}), runtime.CodeCapabilityDenied)
+	tooltest.WantCode(t, fsCall(t, g, "read_files", map[string]any{"file_paths": []string{"a\x00"}}), runtime.CodeInvalidInput)
+	tooltest.WantCode(t, fsCall(t, g, "read_files", map[string]any{"file_paths": []string{}}), runtime.CodeInvalidInput)
+	tooltest.WantCode(t, fsCall(t, g, "read_files", map[string]any{"file_paths": "a.txt"}), runtime.CodeInvalidInput)
 	before := tooltest.TreeChecksum(t, ws)
 	tooltest.WantOK(t, fsDry(t, g, "read_files", map[string]any{"file_paths": []string{"a.txt"}}))
 	if tooltest.TreeChecksum(t, ws) != before {
@@ -785,8 +765,8 @@ func TestFSReadFiles(t *testing.T) {
 
 	t.Run("total cap", func(t *testing.T) {
 		half := strings.Repeat("y", maxReadBytes/2+10)
-		writeFile(t, filepath.Join(ws, "h1"), half)
-		writeFile(t, filepath.Join(ws, "h2"), half)
+		tooltest.WriteFile(t, filepath.Join(ws, "h1"), half, 0o644)
+		tooltest.WriteFile(t, filepath.Join(ws, "h2"), half, 0o644)
 		res := fsCall(t, g, "read_files", map[string]any{"file_paths": []string{"h1", "h2", "a.txt"}})
 		tooltest.WantOK(t, res)
 		d := tooltest.Decode[ReadFilesData](t, res)

@@ -166,11 +166,15 @@ func WantOK(t testing.TB, res runtime.Result) {
 	}
 }
 
-// WantCode fails the test unless the call failed with code.
+// WantCode fails the test unless the call failed with code, with a
+// message and — unless the code is a denial — a hint.
 func WantCode(t testing.TB, res runtime.Result, code runtime.Code) {
 	t.Helper()
 	if res.Success || res.Error == nil || res.Error.Code != code {
 		t.Fatalf("%s: want %s, got success=%v error=%+v output=%q", res.Tool, code, res.Success, res.Error, res.Output)
+	}
+	if res.Error.Message == "" || (res.Error.Hint == "" && !code.Denial()) {
+		t.Errorf("%s: %s without a message or a hint: %+v", res.Tool, code, res.Error)
 	}
 }
 
