@@ -1,3 +1,6 @@
+// Package automation is the automation family: workflow_validate and
+// workflow_run (workflows for the model) and schedule_task (jobs for warden
+// daemon).
 package automation
 
 import (

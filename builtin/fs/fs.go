@@ -1,7 +1,5 @@
-package fs
-
-// The fs family: fs_read, fs_write, fs_list, fs_mkdir, fs_remove, fs_glob and
-// read_files.
+// Package fs is the fs family: fs_read, fs_write, fs_list, fs_mkdir,
+// fs_remove, fs_glob and read_files.
 //
 // How a path is reached — four layers, each enough on its own for the common
 // case, together closing the races:
@@ -81,6 +79,7 @@ package fs
 //     also matches notes) allows deleting everything under it. Paths ending
 //     in "." or "..", the workspace itself and the root of a grant are
 //     refused.
+package fs
 
 import (
 	"bytes"

@@ -1,12 +1,11 @@
-package git
-
-// The git family: git_status, git_diff, git_show, git_branches,
+// Package git is the git family: git_status, git_diff, git_show, git_branches,
 // git_apply_patch and git_commit. Every tool shells out to the real git
 // binary through proc.Run, on the workspace's own repository, with git's
 // configuration hardened so that nothing in the repository — .git/config,
 // .gitattributes, hooks, include files — can make git start a program or
 // reach the network. See hardenArgs and baseEnv for the list and the
 // reasons.
+package git
 
 import (
 	"bytes"

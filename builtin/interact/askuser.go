@@ -1,3 +1,5 @@
+// Package interact is the interact family: ask_user, a question to the
+// person at the terminal.
 package interact
 
 import (

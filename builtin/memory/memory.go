@@ -1,3 +1,6 @@
+// Package memory is the memory family: write_memory, query_memory,
+// get_context, prime_context and clear_context over warden's memory, and
+// the index of the workspace's text files get_context searches.
 package memory
 
 import (

@@ -1,3 +1,5 @@
+// Package ops is the ops family: journald logs, systemd services and
+// configuration files of the machine warden runs on (see Config).
 package ops
 
 import (

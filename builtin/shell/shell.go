@@ -1,7 +1,5 @@
-package shell
-
-// The shell tool. A command is parsed with mvdan.cc/sh/v3/syntax and run by
-// its interpreter (mvdan.cc/sh/v3/interp) inside warden, never by /bin/sh, so
+// Package shell is the shell tool. A command is parsed with
+// mvdan.cc/sh/v3/syntax and run by its interpreter (mvdan.cc/sh/v3/interp) inside warden, never by /bin/sh, so
 // every program the command starts — after && or ;, in a pipe, in $(…) or
 // backticks, in a subshell, through eval, source or a trap — reaches the exec
 // handler (shell_exec.go), which checks it against the exec grants and its
@@ -16,6 +14,7 @@ package shell
 // variable, a sourced file) is checked when it happens; a refusal there stops
 // the whole command (nothing after it runs) and the call fails with
 // CAPABILITY_DENIED naming the program and the grant.
+package shell
 
 import (
 	"context"

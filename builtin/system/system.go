@@ -1,3 +1,5 @@
+// Package system is the system family: the system tool's read-only
+// introspection of the machine and of warden.
 package system
 
 import (

@@ -1,3 +1,5 @@
+// Package text is the text family: analyze (local statistics of a text)
+// and summarize (with the configured model).
 package text
 
 import (

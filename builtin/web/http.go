@@ -1,3 +1,6 @@
+// Package web is the web family: the http tool (one HTTP(S) request, the
+// net grants checked on every hop and every address connected to) and the
+// search tool (a web search through the configured backend).
 package web
 
 import (
