@@ -1,7 +1,8 @@
 // Package shell is the shell tool. A command is parsed with
-// mvdan.cc/sh/v3/syntax and run by its interpreter (mvdan.cc/sh/v3/interp) inside warden, never by /bin/sh, so
-// every program the command starts — after && or ;, in a pipe, in $(…) or
-// backticks, in a subshell, through eval, source or a trap — reaches the exec
+// mvdan.cc/sh/v3/syntax and run by its interpreter (mvdan.cc/sh/v3/interp)
+// inside warden, never by /bin/sh, so every program the command starts —
+// after && or ;, in a pipe, in $(…) or backticks, in a subshell, through
+// eval, source or a trap — reaches the exec
 // handler (shell_exec.go), which checks it against the exec grants and its
 // arguments against the guards (shell_guard.go) at the moment it would start,
 // and every file the shell itself opens (redirections, source, $(<file)) reaches
