@@ -59,6 +59,8 @@ var StopWords = func() map[string]bool {
 	return m
 }()
 
+// Clip trims the space around s and keeps at most its first n bytes (never
+// cutting a UTF-8 sequence), followed by "…" when it cut.
 func Clip(s string, n int) string {
 	s = strings.TrimSpace(s)
 	if len(s) <= n {
