@@ -10,8 +10,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wardenrt/warden/builtin/fs"
+	"github.com/wardenrt/warden/builtin/git"
+	"github.com/wardenrt/warden/builtin/internal/tooltest"
+	"github.com/wardenrt/warden/builtin/ops"
+	"github.com/wardenrt/warden/builtin/shell"
 	"github.com/wardenrt/warden/runtime/gate"
 	"github.com/wardenrt/warden/runtime/redact"
+	"github.com/wardenrt/warden/runtime/runtimetest"
 	"github.com/wardenrt/warden/runtime/tool"
 )
 
@@ -32,16 +38,16 @@ var reMask = regexp.MustCompile(`\[REDACTED:[a-z0-9-]+:[0-9a-f]{4,16}\]`)
 
 // mkSetup returns a workspace holding .env, and a gate over the fs, git,
 // shell and config tools with read and write grants on it.
-func mkSetup(t *testing.T, grants ...string) (string, *gate.Gate, *memAudit) {
+func mkSetup(t *testing.T, grants ...string) (string, *gate.Gate, *runtimetest.Audit) {
 	t.Helper()
 	ws, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	mkWrite(t, ws, ".env", mkEnv)
-	tools := append(FSTools(), GitTools(nil)...)
-	tools = append(tools, &Shell{})
-	tools = append(tools, (&Ops{Artifacts: &opsFakeArtifacts{}}).Tools()...)
+	tools := append(fs.Tools(), git.Tools(git.Config{})...)
+	tools = append(tools, &shell.Shell{})
+	tools = append(tools, ops.Tools(ops.Config{Artifacts: &runtimetest.Artifacts{}})...)
 	policy := `version: 1
 grants: ["fs.read:**", "fs.write:**", "git.read", "git.write", "exec:cat"` + func() string {
 		var b strings.Builder
@@ -50,7 +56,7 @@ grants: ["fs.read:**", "fs.write:**", "git.read", "git.write", "exec:cat"` + fun
 		}
 		return b.String()
 	}() + "]\n"
-	g, audit := newTestGate(t, policy, ws, tools...)
+	g, audit := tooltest.Gate(t, policy, ws, tools...)
 	return ws, g, audit
 }
 
@@ -81,18 +87,18 @@ func mkCall(t *testing.T, g *gate.Gate, v *tool.Vault, tool string, args any) to
 	if err != nil {
 		t.Fatal(err)
 	}
-	return callToolReq(t, g, gate.Request{Tool: tool, Args: raw, Principal: []string{"test"}, Vault: v})
+	return tooltest.CallReq(t, g, gate.Request{Tool: tool, Args: raw, Principal: []string{"test"}, Vault: v})
 }
 
 // mkNoSecret fails if a secret is in the result or any audit record.
-func mkNoSecret(t *testing.T, res tool.Result, audit *memAudit) {
+func mkNoSecret(t *testing.T, res tool.Result, audit *runtimetest.Audit) {
 	t.Helper()
 	blob, _ := json.Marshal(res)
 	for _, s := range mkSecrets {
 		if strings.Contains(string(blob), s) {
 			t.Errorf("secret %s in the result: %s", s, blob)
 		}
-		if n := audit.contains(s); n > 0 {
+		if n := tooltest.Count(audit, s); n > 0 {
 			t.Errorf("secret %s in %d audit records", s, n)
 		}
 	}
@@ -127,11 +133,11 @@ func TestMaskCodeRoundTrip(t *testing.T) {
 	mkWrite(t, ws, "demo.go", code)
 	v := tool.NewVault()
 	res := mkCall(t, g, v, "fs_read", map[string]any{"path": "demo.go"})
-	fsWantOK(t, res)
+	tooltest.WantOK(t, res)
 	if res.Output != code || mkWarning(res) != "" {
 		t.Fatalf("code was altered:\n%s\nwarnings %q", res.Output, res.Warnings)
 	}
-	fsWantOK(t, mkCall(t, g, v, "fs_write", map[string]any{"path": "demo.go", "content": res.Output}))
+	tooltest.WantOK(t, mkCall(t, g, v, "fs_write", map[string]any{"path": "demo.go", "content": res.Output}))
 	if got := mkRead(t, ws, "demo.go"); got != code {
 		t.Fatalf("written back:\n%s", got)
 	}
@@ -144,7 +150,7 @@ func TestMaskEnvRoundTrip(t *testing.T) {
 	ws, g, audit := mkSetup(t)
 	v := tool.NewVault()
 	res := mkCall(t, g, v, "fs_read", map[string]any{"path": ".env"})
-	fsWantOK(t, res)
+	tooltest.WantOK(t, res)
 	mkNoSecret(t, res, audit)
 	masks := reMask.FindAllString(res.Output, -1)
 	if len(masks) != 3 || !strings.Contains(masks[0], ":aws-access-key:") || !strings.Contains(masks[1], ":github-token:") || !strings.Contains(masks[2], ":password:") {
@@ -164,9 +170,9 @@ func TestMaskEnvRoundTrip(t *testing.T) {
 
 	edited := strings.Replace(res.Output, "DEBUG=false", "DEBUG=true", 1)
 	// A dry run shows the diff, masked.
-	dry := callToolReq(t, g, gate.Request{Tool: "fs_write", Args: mkJSON(t, map[string]any{"path": ".env", "content": edited}),
+	dry := tooltest.CallReq(t, g, gate.Request{Tool: "fs_write", Args: mkJSON(t, map[string]any{"path": ".env", "content": edited}),
 		Principal: []string{"test"}, Vault: v, DryRun: true})
-	fsWantOK(t, dry)
+	tooltest.WantOK(t, dry)
 	mkNoSecret(t, dry, audit)
 	if !strings.Contains(string(dry.Data), "+DEBUG=true") {
 		t.Errorf("dry run data %s", dry.Data)
@@ -176,13 +182,13 @@ func TestMaskEnvRoundTrip(t *testing.T) {
 	}
 
 	wr := mkCall(t, g, v, "fs_write", map[string]any{"path": ".env", "content": edited})
-	fsWantOK(t, wr)
+	tooltest.WantOK(t, wr)
 	mkNoSecret(t, wr, audit)
 	if got, want := mkRead(t, ws, ".env"), strings.Replace(mkEnv, "DEBUG=false", "DEBUG=true", 1); got != want {
 		t.Fatalf(".env on disk:\n%s\nwant\n%s", got, want)
 	}
 	// The audit log holds the arguments as sent: masks.
-	if audit.contains(masks[1]) == 0 {
+	if tooltest.Count(audit, masks[1]) == 0 {
 		t.Error("the audit log does not hold the masked arguments")
 	}
 }
@@ -265,12 +271,12 @@ func TestMaskModifyConfigRoundTrip(t *testing.T) {
 	ws, g, audit := mkSetup(t)
 	v := tool.NewVault()
 	res := mkCall(t, g, v, "read_config", map[string]any{"path": ".env"})
-	fsWantOK(t, res)
+	tooltest.WantOK(t, res)
 	mkNoSecret(t, res, audit)
 	if w := mkWarning(res); !strings.Contains(w, "3 in the output") || !strings.Contains(w, "3 in data") {
 		t.Errorf("warning %q", w)
 	}
-	var d OpsConfig
+	var d ops.ConfigFile
 	if err := json.Unmarshal(res.Data, &d); err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +289,7 @@ func TestMaskModifyConfigRoundTrip(t *testing.T) {
 		{"line": 2, "old": "DEBUG=false", "new": "DEBUG=true"},
 		{"line": 5, "old": old, "new": old + " # rotate in May"},
 	}})
-	fsWantOK(t, wr)
+	tooltest.WantOK(t, wr)
 	mkNoSecret(t, wr, audit)
 	want := strings.Replace(strings.Replace(mkEnv, "DEBUG=false", "DEBUG=true", 1), mkPW, mkPW+" # rotate in May", 1)
 	if got := mkRead(t, ws, ".env"); got != want {
@@ -295,29 +301,29 @@ func TestMaskModifyConfigRoundTrip(t *testing.T) {
 // was reset, and keeps the secret.
 func TestMaskGitPatchRoundTrip(t *testing.T) {
 	ws, g, audit := mkSetup(t)
-	gitPlain(t, ws, "init", "-q", "-b", "main")
-	gitPlain(t, ws, "config", "user.name", "Repo User")
-	gitPlain(t, ws, "config", "user.email", "repo@example.com")
+	tooltest.GitPlain(t, ws, "init", "-q", "-b", "main")
+	tooltest.GitPlain(t, ws, "config", "user.name", "Repo User")
+	tooltest.GitPlain(t, ws, "config", "user.email", "repo@example.com")
 	committed := "APP=demo\nDEBUG=false\n"
 	mkWrite(t, ws, ".env", committed)
-	gitPlain(t, ws, "add", "-A")
-	gitPlain(t, ws, "commit", "-q", "-m", "first")
+	tooltest.GitPlain(t, ws, "add", "-A")
+	tooltest.GitPlain(t, ws, "commit", "-q", "-m", "first")
 	changed := "APP=demo\nDEBUG=true\nGITHUB_TOKEN=" + mkGH + "\n"
 	mkWrite(t, ws, ".env", changed)
 
 	v := tool.NewVault()
 	diff := mkCall(t, g, v, "git_diff", map[string]any{})
-	gitWantOK(t, diff)
+	tooltest.WantOK(t, diff)
 	mkNoSecret(t, diff, audit)
 	if !reMask.MatchString(diff.Output) || mkWarning(diff) == "" {
 		t.Fatalf("diff not masked or no warning:\n%s\n%q", diff.Output, diff.Warnings)
 	}
-	gitPlain(t, ws, "checkout", "--", ".env")
+	tooltest.GitPlain(t, ws, "checkout", "--", ".env")
 	if mkRead(t, ws, ".env") != committed {
 		t.Fatal("checkout")
 	}
 	res := mkCall(t, g, v, "git_apply_patch", map[string]any{"patch": diff.Output})
-	gitWantOK(t, res)
+	tooltest.WantOK(t, res)
 	mkNoSecret(t, res, audit)
 	if got := mkRead(t, ws, ".env"); got != changed {
 		t.Fatalf(".env:\n%s\nwant\n%s", got, changed)
@@ -329,7 +335,7 @@ func TestMaskGitPatchRoundTrip(t *testing.T) {
 	mkRefused(t, mkCall(t, g, v, "git_apply_patch", map[string]any{"patch": named}), m)
 	// The same patch bound for another file is refused.
 	mkWrite(t, ws, "other.env", committed)
-	gitPlain(t, ws, "add", "other.env")
+	tooltest.GitPlain(t, ws, "add", "other.env")
 	other := strings.ReplaceAll(diff.Output, ".env", "other.env")
 	mkRefused(t, mkCall(t, g, v, "git_apply_patch", map[string]any{"patch": other}), "")
 	if mkRead(t, ws, "other.env") != committed {
@@ -345,9 +351,9 @@ func TestMaskShellRoundTrip(t *testing.T) {
 	ws, g, audit := mkSetup(t, "exec:git")
 	v := tool.NewVault()
 	res := mkCall(t, g, v, "shell", map[string]any{"command": "cat .env"})
-	fsWantOK(t, res)
+	tooltest.WantOK(t, res)
 	mkNoSecret(t, res, audit)
-	var d ShellResult
+	var d shell.Result
 	if err := json.Unmarshal(res.Data, &d); err != nil {
 		t.Fatal(err)
 	}
@@ -356,7 +362,7 @@ func TestMaskShellRoundTrip(t *testing.T) {
 	}
 	edited := strings.Replace(d.Stdout, "DEBUG=false", "DEBUG=true", 1)
 	wr := mkCall(t, g, v, "shell", map[string]any{"command": "cat > .env <<'EOF'\n" + edited + "EOF\n"})
-	fsWantOK(t, wr)
+	tooltest.WantOK(t, wr)
 	mkNoSecret(t, wr, audit)
 	want := strings.Replace(mkEnv, "DEBUG=false", "DEBUG=true", 1)
 	if got := mkRead(t, ws, ".env"); got != want {
@@ -364,7 +370,7 @@ func TestMaskShellRoundTrip(t *testing.T) {
 	}
 	gh := reMask.FindAllString(d.Stdout, -1)[1]
 	// echo >> a file that holds it: restored.
-	fsWantOK(t, mkCall(t, g, v, "shell", map[string]any{"command": `echo "BACKUP_TOKEN=` + gh + `" >> .env`}))
+	tooltest.WantOK(t, mkCall(t, g, v, "shell", map[string]any{"command": `echo "BACKUP_TOKEN=` + gh + `" >> .env`}))
 	if got := mkRead(t, ws, ".env"); got != want+"BACKUP_TOKEN="+mkGH+"\n" {
 		t.Fatalf(".env:\n%s", got)
 	}
@@ -403,7 +409,7 @@ func TestMaskShellInjection(t *testing.T) {
 		before := mkRead(t, ws, tt.file)
 		out := mkCall(t, g, v, "shell", map[string]any{"command": strings.Replace(tt.command, "%s", m, 1)})
 		mkRefused(t, out, m)
-		if strings.Contains(out.Error.Message, "it's") || audit.contains("it's-a-s3cret") > 0 {
+		if strings.Contains(out.Error.Message, "it's") || tooltest.Count(audit, "it's-a-s3cret") > 0 {
 			t.Errorf("the refusal shows the secret: %s", out.Error.Message)
 		}
 		if mkRead(t, ws, tt.file) != before {
@@ -426,7 +432,7 @@ func TestMaskLiteralText(t *testing.T) {
 	if res.Output != doc || mkWarning(res) != "" {
 		t.Fatalf("output %q warnings %q", res.Output, res.Warnings)
 	}
-	fsWantOK(t, mkCall(t, g, v, "fs_write", map[string]any{"path": "doc.md", "content": res.Output + "More.\n"}))
+	tooltest.WantOK(t, mkCall(t, g, v, "fs_write", map[string]any{"path": "doc.md", "content": res.Output + "More.\n"}))
 	if got := mkRead(t, ws, "doc.md"); got != doc+"More.\n" {
 		t.Fatalf("doc.md %q", got)
 	}
@@ -454,7 +460,7 @@ func TestMaskTextWarned(t *testing.T) {
 	if w := mkWarning(res); !strings.HasPrefix(w, "secrets masked: 1 in the output (mask-text) on line 2.") {
 		t.Fatalf("the rewrite is not in the warning: %q", res.Warnings)
 	}
-	fsWantOK(t, mkCall(t, g, v, "fs_write", map[string]any{"path": "doc.md", "content": res.Output + "More.\n"}))
+	tooltest.WantOK(t, mkCall(t, g, v, "fs_write", map[string]any{"path": "doc.md", "content": res.Output + "More.\n"}))
 	if got := mkRead(t, ws, "doc.md"); got != doc+"More.\n" {
 		t.Fatalf("doc.md %q", got)
 	}
@@ -475,7 +481,7 @@ func TestMaskPlainWritten(t *testing.T) {
 		return ""
 	}
 	res := mkCall(t, g, v, "fs_write", map[string]any{"path": "app.env", "content": "DB_PASSWORD=[REDACTED]\nTOKEN=[REDACTED]\n"})
-	fsWantOK(t, res)
+	tooltest.WantOK(t, res)
 	if w := plainWarning(res); !strings.HasPrefix(w, "plain [REDACTED] written: 2 in app.env.") {
 		t.Fatalf("warnings %q", res.Warnings)
 	}
@@ -484,12 +490,12 @@ func TestMaskPlainWritten(t *testing.T) {
 	}
 	// The same text again, one line added: the file holds both already.
 	res = mkCall(t, g, v, "fs_write", map[string]any{"path": "app.env", "content": "DB_PASSWORD=[REDACTED]\nTOKEN=[REDACTED]\nLOG=info\n"})
-	fsWantOK(t, res)
+	tooltest.WantOK(t, res)
 	if w := plainWarning(res); w != "" {
 		t.Fatalf("a warning for text the file held: %q", w)
 	}
 	// A dry run says so before anything is written.
-	res = callToolReq(t, g, gate.Request{Tool: "fs_write", Args: json.RawMessage(`{"path":"b.env","content":"X=[REDACTED]\n"}`),
+	res = tooltest.CallReq(t, g, gate.Request{Tool: "fs_write", Args: json.RawMessage(`{"path":"b.env","content":"X=[REDACTED]\n"}`),
 		Principal: []string{"test"}, Vault: v, DryRun: true})
 	if w := plainWarning(res); !res.DryRun || !strings.HasPrefix(w, "plain [REDACTED] written: 1 in b.env.") {
 		t.Fatalf("dry run %+v", res)
@@ -522,7 +528,7 @@ func TestMaskRestoredNeverEchoed(t *testing.T) {
 		t.Fatalf("%+v", stale)
 	}
 	blob, _ := json.Marshal(stale)
-	if strings.Contains(string(blob), "pw-9f8e7d") || audit.contains("pw-9f8e7d") > 0 || !strings.Contains(stale.Error.Message, m) {
+	if strings.Contains(string(blob), "pw-9f8e7d") || tooltest.Count(audit, "pw-9f8e7d") > 0 || !strings.Contains(stale.Error.Message, m) {
 		t.Fatalf("the restored original was echoed: %s", blob)
 	}
 }

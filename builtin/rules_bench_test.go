@@ -8,7 +8,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wardenrt/warden/builtin/fs"
+	"github.com/wardenrt/warden/builtin/internal/tooltest"
+	"github.com/wardenrt/warden/builtin/shell"
+	"github.com/wardenrt/warden/builtin/web"
 	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/runtimetest"
 	"github.com/wardenrt/warden/runtime/tool"
 )
 
@@ -63,17 +68,17 @@ func BenchmarkGateRules(b *testing.B) {
 	for _, name := range []string{"5-name-rules", "200-argument-rules"} {
 		ws, _ := filepath.EvalSymlinks(ws)
 		reg := gate.NewRegistry()
-		if err := reg.Register(append(append(ShellTools(), FSTools()...), NetTools(SearchConfig{})...)...); err != nil {
+		if err := reg.Register(append(append(shell.Tools(), fs.Tools()...), web.Tools(web.Config{})...)...); err != nil {
 			b.Fatal(err)
 		}
-		g, err := gate.NewGate(gate.GateOptions{Registry: reg, Policy: pols[name], Workspace: ws, Audit: &memAudit{}, Approval: tool.ApproveAuto})
+		g, err := gate.NewGate(gate.GateOptions{Registry: reg, Policy: pols[name], Workspace: ws, Audit: &runtimetest.Audit{}, Approval: tool.ApproveAuto})
 		if err != nil {
 			b.Fatal(err)
 		}
 		read := gate.Request{Tool: "fs_read", Args: json.RawMessage(`{"path":"a.txt"}`), Principal: []string{"bench"}}
 		b.Run(name+"/fs_read-call", func(b *testing.B) {
 			for b.Loop() {
-				if res := callToolReq(b, g, read); !res.Success {
+				if res := tooltest.CallReq(b, g, read); !res.Success {
 					b.Fatal(res.Error)
 				}
 			}

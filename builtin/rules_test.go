@@ -10,6 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wardenrt/warden/builtin/fs"
+	"github.com/wardenrt/warden/builtin/internal/tooltest"
+	"github.com/wardenrt/warden/builtin/memory"
+	"github.com/wardenrt/warden/builtin/shell"
+	"github.com/wardenrt/warden/builtin/web"
 	"github.com/wardenrt/warden/runtime/gate"
 	"github.com/wardenrt/warden/runtime/runtimetest"
 	"github.com/wardenrt/warden/runtime/tool"
@@ -148,7 +153,7 @@ func TestArgumentRulesAtRunTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := newArgRulesGate(t, p, ws, tool.ApproveAuto)
-	res := callTool(t, g, "shell", `{"command":"x='rm -rf'; eval \"$x victim\""}`)
+	res := tooltest.Call(t, g, "shell", `{"command":"x='rm -rf'; eval \"$x victim\""}`)
 	if res.Error == nil || res.Error.Code != tool.CodePolicyDenied || !strings.Contains(res.Error.Message, "no-rm-rf") {
 		t.Fatalf("eval of rm -rf: %+v", res)
 	}
@@ -156,7 +161,7 @@ func TestArgumentRulesAtRunTime(t *testing.T) {
 		t.Fatalf("the victim is gone: %v", err)
 	}
 	// A program the rules allow runs.
-	res = callTool(t, g, "shell", `{"command":"c=status; eval \"git $c\" >/dev/null 2>&1; echo done"}`)
+	res = tooltest.Call(t, g, "shell", `{"command":"c=status; eval \"git $c\" >/dev/null 2>&1; echo done"}`)
 	if res.Error != nil && res.Error.Code == tool.CodePolicyDenied {
 		t.Fatalf("git status refused: %+v", res.Error)
 	}
@@ -169,14 +174,14 @@ func newArgRulesGate(t *testing.T, p *gate.Policy, ws string, mode tool.Approval
 		t.Fatal(err)
 	}
 	reg := gate.NewRegistry()
-	tools := append(append(append(ShellTools(), FSTools()...), NetTools(SearchConfig{})...), MemoryTools(nil)...)
+	tools := append(append(append(shell.Tools(), fs.Tools()...), web.Tools(web.Config{})...), memory.Tools(memory.Config{Memory: nil})...)
 	if err := reg.Register(tools...); err != nil {
 		t.Fatal(err)
 	}
 	if err := reg.Alias("run", "shell"); err != nil {
 		t.Fatal(err)
 	}
-	g, err := gate.NewGate(gate.GateOptions{Registry: reg, Policy: p, Workspace: ws, Audit: &memAudit{}, Approval: mode})
+	g, err := gate.NewGate(gate.GateOptions{Registry: reg, Policy: p, Workspace: ws, Audit: &runtimetest.Audit{}, Approval: mode})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +206,7 @@ func TestArgumentRulesPathsAtRunTime(t *testing.T) {
 	}
 	g := newArgRulesGate(t, p, ws, tool.ApproveAuto)
 	for _, cmd := range []string{`x=.env; read -r line < $x; echo "$line"`, `echo pwn > $(echo secrets/new)`, `cd secrets && echo x > k`} {
-		res := callTool(t, g, "shell", `{"command":`+strconv.Quote(cmd)+`}`)
+		res := tooltest.Call(t, g, "shell", `{"command":`+strconv.Quote(cmd)+`}`)
 		if res.Error == nil || res.Error.Code != tool.CodePolicyDenied || strings.Contains(res.Output, "SECRET_ENV") {
 			t.Errorf("%s: %+v", cmd, res)
 		}
@@ -209,7 +214,7 @@ func TestArgumentRulesPathsAtRunTime(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(ws, "secrets", "new")); err == nil {
 		t.Error("secrets/new was written")
 	}
-	if res := callTool(t, g, "shell", `{"command":"x=ok.txt; read -r line < $x; echo \"$line\""}`); !res.Success || !strings.Contains(res.Output, "fine") {
+	if res := tooltest.Call(t, g, "shell", `{"command":"x=ok.txt; read -r line < $x; echo \"$line\""}`); !res.Success || !strings.Contains(res.Output, "fine") {
 		t.Errorf("an allowed path: %+v", res)
 	}
 }
@@ -252,28 +257,28 @@ rules:
 		t.Fatal(err)
 	}
 	reg := gate.NewRegistry()
-	if err := reg.Register(ShellTools()...); err != nil {
+	if err := reg.Register(shell.Tools()...); err != nil {
 		t.Fatal(err)
 	}
 	grants := &runtimetest.Grants{}
 	ap := &scriptedApprover{hour: true}
-	g, err := gate.NewGate(gate.GateOptions{Registry: reg, Policy: p, Workspace: ws, Audit: &memAudit{},
+	g, err := gate.NewGate(gate.GateOptions{Registry: reg, Policy: p, Workspace: ws, Audit: &runtimetest.Audit{},
 		Approval: tool.ApproveAsk, Approver: ap, Grants: grants})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res := callTool(t, g, "shell", `{"command":"echo hi"}`); !res.Success || len(ap.asked) != 1 || !ap.asked[0].CanRemember {
+	if res := tooltest.Call(t, g, "shell", `{"command":"echo hi"}`); !res.Success || len(ap.asked) != 1 || !ap.asked[0].CanRemember {
 		t.Fatalf("first echo: %+v, asked %d", res, len(ap.asked))
 	}
-	if res := callTool(t, g, "shell", `{"command":"echo again"}`); !res.Success || len(ap.asked) != 1 {
+	if res := tooltest.Call(t, g, "shell", `{"command":"echo again"}`); !res.Success || len(ap.asked) != 1 {
 		t.Fatalf("the remembered approval did not cover echo: asked %d", len(ap.asked))
 	}
 	ap.hour = false
-	callTool(t, g, "shell", `{"command":"echo hi; rm -r victim"}`)
+	tooltest.Call(t, g, "shell", `{"command":"echo hi; rm -r victim"}`)
 	if len(ap.asked) != 2 {
 		t.Fatalf("echo; rm was not asked about (asked %d)", len(ap.asked))
 	}
-	callTool(t, g, "shell", `{"command":"$(printf rm) -r victim2"}`)
+	tooltest.Call(t, g, "shell", `{"command":"$(printf rm) -r victim2"}`)
 	if len(ap.asked) != 3 || ap.asked[2].Lasting || ap.asked[2].CanRemember {
 		t.Fatalf("a command known only at run time: asked %d, %+v", len(ap.asked), ap.asked[len(ap.asked)-1])
 	}

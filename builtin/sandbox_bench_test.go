@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wardenrt/warden/builtin/internal/proc"
+	"github.com/wardenrt/warden/builtin/internal/tooltest"
 	"github.com/wardenrt/warden/runtime/capability"
 	"github.com/wardenrt/warden/runtime/sandbox"
 	"github.com/wardenrt/warden/runtime/tool"
@@ -33,13 +35,13 @@ import (
 //   - full-proxy: full, with the call's egress proxy handed its listener
 //     and a bridge.
 func BenchmarkSandboxStart(b *testing.B) {
-	ws := shellWS(b)
-	shellGitInit(b, ws)
+	ws := tooltest.WS(b)
+	tooltest.GitInit(b, ws)
 	call := &tool.Call{Workspace: ws, Grants: capability.NewSet(ws,
 		capability.MustParse("fs.read:**"), capability.MustParse("fs.write:**"), capability.MustParse("exec:true"),
 		capability.MustParse("exec:git"), capability.MustParse("exec:cat"), capability.MustParse("exec:sh"))}
 	dirs := []string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"}
-	box, err := boxFor(call, dirs)
+	box, err := proc.BoxFor(call, dirs)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -48,15 +50,15 @@ func BenchmarkSandboxStart(b *testing.B) {
 	netCall := *call
 	netCall.Grants = call.Grants.Union(capability.NewSet(ws, capability.MustParse("net:127.0.0.1:5432")))
 	full := sandbox.Detect().Namespaces
-	var pn *procNet
+	var pn *proc.Net
 	if full {
-		if pn, err = newProcNet(context.Background(), &netCall, nil); err != nil {
+		if pn, err = proc.NewNet(context.Background(), &netCall, nil); err != nil {
 			b.Fatal(err)
 		}
-		defer pn.close()
+		defer pn.Close()
 	}
-	start := func(box sandbox.Spec, n *procNet) {
-		if code, err := runProc(context.Background(), procSpec{Path: "/usr/bin/true", Args: []string{"true"}, Dir: ws, Box: box, Net: n}); err != nil || code != 0 {
+	start := func(box sandbox.Spec, n *proc.Net) {
+		if code, err := proc.Run(context.Background(), proc.Spec{Path: "/usr/bin/true", Args: []string{"true"}, Dir: ws, Box: box, Net: n}); err != nil || code != 0 {
 			b.Fatal(code, err)
 		}
 	}
@@ -120,18 +122,18 @@ func BenchmarkSandboxCurlDownload(b *testing.B) {
 	go srv.Serve(ln)
 	defer srv.Close()
 	url := "http://" + ln.Addr().String() + "/big"
-	ws := shellWS(b)
+	ws := tooltest.WS(b)
 	call := &tool.Call{Workspace: ws, Grants: capability.NewSet(ws, capability.MustParse("fs.read:**"),
 		capability.MustParse("exec:curl"), capability.MustParse("net:"+ln.Addr().String()))}
-	box, err := boxFor(call, []string{"/usr/bin", "/bin"})
+	box, err := proc.BoxFor(call, []string{"/usr/bin", "/bin"})
 	if err != nil {
 		b.Fatal(err)
 	}
-	n, err := newProcNet(context.Background(), call, nil)
+	n, err := proc.NewNet(context.Background(), call, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer n.close()
+	defer n.Close()
 	curl, _ := exec.LookPath("curl")
 	ways := []func(){
 		func() {
@@ -140,8 +142,8 @@ func BenchmarkSandboxCurlDownload(b *testing.B) {
 			}
 		},
 		func() {
-			stderr := &cappedBuffer{Max: 4096}
-			if code, err := runProc(context.Background(), procSpec{Path: curl, Args: []string{"curl", "-sS", "-o", "/dev/null", url}, Dir: ws, Box: box, Net: n, Stderr: stderr}); err != nil || code != 0 {
+			stderr := &proc.CappedBuffer{Max: 4096}
+			if code, err := proc.Run(context.Background(), proc.Spec{Path: curl, Args: []string{"curl", "-sS", "-o", "/dev/null", url}, Dir: ws, Box: box, Net: n, Stderr: stderr}); err != nil || code != 0 {
 				b.Fatal(code, err, stderr.String())
 			}
 		},

@@ -13,7 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wardenrt/warden/builtin/git"
+	"github.com/wardenrt/warden/builtin/internal/tooltest"
+	"github.com/wardenrt/warden/builtin/shell"
 	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/runtimetest"
 	"github.com/wardenrt/warden/runtime/sandbox"
 	"github.com/wardenrt/warden/runtime/tool"
 )
@@ -29,18 +33,18 @@ func needLandlock(t *testing.T, abi int) {
 // sandboxWorld is a workspace with inside/a.txt, and a directory outside
 // it with secret.txt.
 func sandboxWorld(t *testing.T) (ws, outside string) {
-	ws = shellWS(t)
-	outside = shellWS(t)
-	shellWrite(t, filepath.Join(ws, "inside", "a.txt"), "inside text\n", 0o644)
-	shellWrite(t, filepath.Join(outside, "secret.txt"), "TOP-SECRET\n", 0o644)
+	ws = tooltest.WS(t)
+	outside = tooltest.WS(t)
+	tooltest.WriteFile(t, filepath.Join(ws, "inside", "a.txt"), "inside text\n", 0o644)
+	tooltest.WriteFile(t, filepath.Join(outside, "secret.txt"), "TOP-SECRET\n", 0o644)
 	return ws, outside
 }
 
 // wantDenied: the command failed as a program does when the kernel says no.
 func wantDenied(t *testing.T, res tool.Result, what string) {
 	t.Helper()
-	d := shellDataOf(t, res)
-	if shellCode(res) != tool.CodeCommandFailed || !strings.Contains(d.Stderr, "Permission denied") || strings.Contains(d.Stdout, "TOP-SECRET") {
+	d := tooltest.Decode[shell.Result](t, res)
+	if tooltest.Code(res) != tool.CodeCommandFailed || !strings.Contains(d.Stderr, "Permission denied") || strings.Contains(d.Stdout, "TOP-SECRET") {
 		t.Errorf("%s: %+v stdout %q stderr %q", what, res.Error, d.Stdout, d.Stderr)
 	}
 }
@@ -55,24 +59,24 @@ func TestSandboxFilesystem(t *testing.T) {
 	ws, outside := sandboxWorld(t)
 	secret, target := filepath.Join(outside, "secret.txt"), filepath.Join(outside, "written")
 
-	g, audit := shellGate(t, nil, ws, "fs.read:**", "fs.write:inside/**", "exec:cat", "exec:sh", "exec:cp")
-	res := shellDo(t, g, map[string]any{"command": "cat inside/a.txt"})
-	if !res.Success || shellDataOf(t, res).Stdout != "inside text\n" {
+	g, audit := tooltest.ShellGate(t, &shell.Shell{}, ws, "fs.read:**", "fs.write:inside/**", "exec:cat", "exec:sh", "exec:cp")
+	res := tooltest.ShellDo(t, g, map[string]any{"command": "cat inside/a.txt"})
+	if !res.Success || tooltest.Decode[shell.Result](t, res).Stdout != "inside text\n" {
 		t.Fatalf("cat inside: %+v", res.Error)
 	}
 	level := sandbox.Detect().Level()
-	if res.Sandbox != level || audit.contains(`"sandbox":"`+level+`"`) != 1 {
-		t.Errorf("sandbox %q in the result, %d audit records say %s", res.Sandbox, audit.contains(`"sandbox":"`+level+`"`), level)
+	if res.Sandbox != level || tooltest.Count(audit, `"sandbox":"`+level+`"`) != 1 {
+		t.Errorf("sandbox %q in the result, %d audit records say %s", res.Sandbox, tooltest.Count(audit, `"sandbox":"`+level+`"`), level)
 	}
-	wantDenied(t, shellDo(t, g, map[string]any{"command": "cat " + secret}), "cat outside")
-	wantDenied(t, shellDo(t, g, map[string]any{"command": "sh -c 'cat " + secret + "'"}), "sh -c cat outside")
-	wantDenied(t, shellDo(t, g, map[string]any{"command": "sh -c 'echo x > " + target + "'"}), "sh -c write outside")
-	wantDenied(t, shellDo(t, g, map[string]any{"command": "cp inside/a.txt " + target}), "cp outside")
+	wantDenied(t, tooltest.ShellDo(t, g, map[string]any{"command": "cat " + secret}), "cat outside")
+	wantDenied(t, tooltest.ShellDo(t, g, map[string]any{"command": "sh -c 'cat " + secret + "'"}), "sh -c cat outside")
+	wantDenied(t, tooltest.ShellDo(t, g, map[string]any{"command": "sh -c 'echo x > " + target + "'"}), "sh -c write outside")
+	wantDenied(t, tooltest.ShellDo(t, g, map[string]any{"command": "cp inside/a.txt " + target}), "cp outside")
 	if _, err := os.Stat(target); err == nil {
 		t.Fatal("a write outside the fs.write scopes happened")
 	}
 	// Inside, the same script works.
-	res = shellDo(t, g, map[string]any{"command": "sh -c 'cat inside/a.txt; echo new > inside/b.txt'"})
+	res = tooltest.ShellDo(t, g, map[string]any{"command": "sh -c 'cat inside/a.txt; echo new > inside/b.txt'"})
 	if !res.Success {
 		t.Fatalf("sh -c inside: %+v", res.Error)
 	}
@@ -80,10 +84,10 @@ func TestSandboxFilesystem(t *testing.T) {
 		t.Fatalf("inside/b.txt: %q %v", b, err)
 	}
 	// Read-only scopes stay read-only; the home directory is not reached.
-	g, _ = shellGate(t, nil, ws, "fs.read:**", "exec:sh")
-	wantDenied(t, shellDo(t, g, map[string]any{"command": "sh -c 'echo x > inside/c.txt'"}), "write under fs.read only")
+	g, _ = tooltest.ShellGate(t, &shell.Shell{}, ws, "fs.read:**", "exec:sh")
+	wantDenied(t, tooltest.ShellDo(t, g, map[string]any{"command": "sh -c 'echo x > inside/c.txt'"}), "write under fs.read only")
 	if home, err := os.UserHomeDir(); err == nil {
-		d := shellDataOf(t, shellDo(t, g, map[string]any{"command": "sh -c 'ls " + home + "; echo HOME=$HOME'"}))
+		d := tooltest.Decode[shell.Result](t, tooltest.ShellDo(t, g, map[string]any{"command": "sh -c 'ls " + home + "; echo HOME=$HOME'"}))
 		if !strings.Contains(d.Stderr, "Permission denied") || !strings.Contains(d.Stdout, "HOME="+sandbox.NoHome) {
 			t.Errorf("home: %+v", d)
 		}
@@ -110,31 +114,31 @@ func TestSandboxTCP(t *testing.T) {
 			}
 			rec := newRecordingListener(t, "tcp", "127.0.0.1:0")
 			port := rec.port()
-			ws := shellWS(t)
+			ws := tooltest.WS(t)
 			cmd := fmt.Sprintf("bash -c 'exec 3<>/dev/tcp/127.0.0.1/%d && echo connected'", port)
 			refused := func(res tool.Result, what string, netNS bool) {
 				t.Helper()
-				d := shellDataOf(t, res)
+				d := tooltest.Decode[shell.Result](t, res)
 				want := "Permission denied"
 				if netNS {
 					want = "Connection refused"
 				}
-				if shellCode(res) != tool.CodeCommandFailed || !strings.Contains(d.Stderr, want) {
+				if tooltest.Code(res) != tool.CodeCommandFailed || !strings.Contains(d.Stderr, want) {
 					t.Errorf("%s: %+v %+v", what, res.Error, d)
 				}
 			}
-			g, _ := shellGate(t, nil, ws, "fs.read:**", "exec:bash")
+			g, _ := tooltest.ShellGate(t, &shell.Shell{}, ws, "fs.read:**", "exec:bash")
 			// Without a net grant no network namespace is needed: Landlock
 			// refuses every TCP connect, seccomp every other socket.
-			refused(shellDo(t, g, map[string]any{"command": cmd}), "connect without a net grant", false)
-			g, _ = shellGate(t, nil, ws, "fs.read:**", "exec:bash", fmt.Sprintf("net:127.0.0.1:%d", port+1))
-			refused(shellDo(t, g, map[string]any{"command": cmd}), "connect with a grant for another port", ns)
+			refused(tooltest.ShellDo(t, g, map[string]any{"command": cmd}), "connect without a net grant", false)
+			g, _ = tooltest.ShellGate(t, &shell.Shell{}, ws, "fs.read:**", "exec:bash", fmt.Sprintf("net:127.0.0.1:%d", port+1))
+			refused(tooltest.ShellDo(t, g, map[string]any{"command": cmd}), "connect with a grant for another port", ns)
 			if n := rec.count(); n != 0 {
 				t.Fatalf("%d connections arrived", n)
 			}
-			g, _ = shellGate(t, nil, ws, "fs.read:**", "exec:bash", fmt.Sprintf("net:127.0.0.1:%d", port))
-			if res := shellDo(t, g, map[string]any{"command": cmd}); !res.Success || !strings.Contains(shellDataOf(t, res).Stdout, "connected") {
-				t.Fatalf("connect with the grant: %+v %+v", res.Error, shellDataOf(t, res))
+			g, _ = tooltest.ShellGate(t, &shell.Shell{}, ws, "fs.read:**", "exec:bash", fmt.Sprintf("net:127.0.0.1:%d", port))
+			if res := tooltest.ShellDo(t, g, map[string]any{"command": cmd}); !res.Success || !strings.Contains(tooltest.Decode[shell.Result](t, res).Stdout, "connected") {
+				t.Fatalf("connect with the grant: %+v %+v", res.Error, tooltest.Decode[shell.Result](t, res))
 			}
 		})
 	}
@@ -144,9 +148,10 @@ func TestSandboxTCP(t *testing.T) {
 // repository, under the sandbox.
 func TestSandboxGitStatus(t *testing.T) {
 	needLandlock(t, 1)
-	ws := gitFixture(t)
-	gitWrite(t, ws, "a.txt", "changed\n")
-	res := callTool(t, mustGitGate(t, gitPolicyRead, ws), "git_status", `{}`)
+	ws := tooltest.GitFixture(t)
+	runtimetest.WriteFile(t, ws, "a.txt", "changed\n")
+	g, _ := tooltest.Gate(t, "version: 1\ngrants: [\"git.read\"]\n", ws, git.Tools(git.Config{})...)
+	res := tooltest.Call(t, g, "git_status", `{}`)
 	if !res.Success || !strings.Contains(res.Output, "a.txt") || res.Sandbox != sandbox.Detect().Level() {
 		t.Fatalf("git_status: %+v %q sandbox %q", res.Error, res.Output, res.Sandbox)
 	}
@@ -160,7 +165,7 @@ func limitsGate(t *testing.T, ws, limits string, grants ...string) *gate.Gate {
 		policy += fmt.Sprintf(", %q", g)
 	}
 	policy += "]\nrules:\n  - { tool: shell, action: allow, limits: " + limits + " }\n"
-	g, _ := newTestGate(t, policy, ws, &Shell{})
+	g, _ := tooltest.Gate(t, policy, ws, &shell.Shell{})
 	return g
 }
 
@@ -171,7 +176,7 @@ func TestSandboxLimits(t *testing.T) {
 	if how, ok := sandbox.ProcessLimit(); !ok {
 		t.Skipf("the process limit is not held on this machine: %s", how)
 	}
-	ws := shellWS(t)
+	ws := tooltest.WS(t)
 	marker := fmt.Sprintf("200.%09d", time.Now().UnixNano()%1_000_000_000)
 	for _, tc := range []struct {
 		name, limits, command, want string
@@ -185,11 +190,11 @@ func TestSandboxLimits(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := limitsGate(t, ws, tc.limits, tc.grants...)
 			start := time.Now()
-			res := shellDo(t, g, map[string]any{"command": tc.command, "timeout_ms": 20000})
-			if shellCode(res) != tool.CodeResourceLimit || !strings.Contains(res.Error.Message, tc.want) {
-				t.Fatalf("after %v: %+v %+v", time.Since(start), res.Error, shellDataOf(t, res))
+			res := tooltest.ShellDo(t, g, map[string]any{"command": tc.command, "timeout_ms": 20000})
+			if tooltest.Code(res) != tool.CodeResourceLimit || !strings.Contains(res.Error.Message, tc.want) {
+				t.Fatalf("after %v: %+v %+v", time.Since(start), res.Error, tooltest.Decode[shell.Result](t, res))
 			}
-			if left := shellProcsWith(marker); len(left) > 0 {
+			if left := tooltest.ProcsWith(marker); len(left) > 0 {
 				t.Errorf("processes left: %q", left)
 			}
 		})
@@ -202,25 +207,25 @@ func TestSandboxLimits(t *testing.T) {
 func TestSandboxUnavailable(t *testing.T) {
 	defer sandbox.SimulateABI(0)()
 	ws, outside := sandboxWorld(t)
-	g, audit := shellGate(t, nil, ws, "fs.read:**", "exec:cat")
-	res := shellDo(t, g, map[string]any{"command": "cat " + filepath.Join(outside, "secret.txt")})
-	if !res.Success || res.Sandbox != sandbox.LevelOff || audit.contains(`"sandbox":"off"`) != 1 {
+	g, audit := tooltest.ShellGate(t, &shell.Shell{}, ws, "fs.read:**", "exec:cat")
+	res := tooltest.ShellDo(t, g, map[string]any{"command": "cat " + filepath.Join(outside, "secret.txt")})
+	if !res.Success || res.Sandbox != sandbox.LevelOff || tooltest.Count(audit, `"sandbox":"off"`) != 1 {
 		t.Fatalf("without Landlock: %+v sandbox %q", res.Error, res.Sandbox)
 	}
 	p := "version: 1\nrequire_sandbox: true\ngrants: [\"fs.read:**\", \"exec:sh\"]\nrules:\n  - { tool: shell, action: allow }\n"
-	g, _ = newTestGate(t, p, ws, &Shell{})
-	res = shellDo(t, g, map[string]any{"command": "sh -c 'echo ran > inside/ran.txt'"})
-	if shellCode(res) != tool.CodePolicyDenied || !strings.Contains(res.Error.Message, "requires a sandbox") || !strings.Contains(res.Error.Message, "off") {
+	g, _ = tooltest.Gate(t, p, ws, &shell.Shell{})
+	res = tooltest.ShellDo(t, g, map[string]any{"command": "sh -c 'echo ran > inside/ran.txt'"})
+	if tooltest.Code(res) != tool.CodePolicyDenied || !strings.Contains(res.Error.Message, "requires a sandbox") || !strings.Contains(res.Error.Message, "off") {
 		t.Fatalf("require_sandbox: %+v", res.Error)
 	}
 	if _, err := os.Stat(filepath.Join(ws, "inside", "ran.txt")); err == nil {
 		t.Fatal("the program ran")
 	}
 	// git under require_sandbox too.
-	gws := gitFixture(t)
+	gws := tooltest.GitFixture(t)
 	gp := "version: 1\nrequire_sandbox: true\ngrants: [\"fs.read:**\", \"git.read\"]\n"
-	gg, _ := newTestGate(t, gp, gws, GitTools(nil)...)
-	if res := callTool(t, gg, "git_status", `{}`); shellCode(res) != tool.CodePolicyDenied {
+	gg, _ := tooltest.Gate(t, gp, gws, git.Tools(git.Config{})...)
+	if res := tooltest.Call(t, gg, "git_status", `{}`); tooltest.Code(res) != tool.CodePolicyDenied {
 		t.Fatalf("git_status under require_sandbox: %+v", res.Error)
 	}
 }

@@ -2,7 +2,7 @@
 // reach outside its sandbox. Each piece is a thin adapter onto the gate in
 // package runtime, so a guest reaches core tools only through the same
 // decoding, policy, capability, approval and audit steps as every other
-// caller, acting with the run's grants ∩ the tool's grants (runtime.Guest)
+// caller, acting with the run's grants ∩ the tool's grants (gate.Guest)
 // and recorded with the principal chain run → wasm:<tool> → core tool.
 //
 // There are two ways out of a guest, both here:
@@ -17,8 +17,8 @@
 //     into a call of the core http tool (grants checked on the URL, on
 //     every redirect hop and on every address connected to; audited).
 //
-// Both find the guest in the call's context (runtime.GuestFrom), which the
-// wasm tool sets with runtime.WithGuest before it calls into the module. A
+// Both find the guest in the call's context (gate.GuestFrom), which the
+// wasm tool sets with gate.WithGuest before it calls into the module. A
 // core call made for a guest runs with a context in which no guest is set
 // any more, so the core tool acts as itself (under the guest's grants),
 // never as the guest again.

@@ -15,7 +15,9 @@ import (
 	extism "github.com/extism/go-sdk"
 	"github.com/tetratelabs/wazero"
 
-	"github.com/wardenrt/warden/builtin"
+	"github.com/wardenrt/warden/builtin/memory"
+	"github.com/wardenrt/warden/builtin/system"
+	"github.com/wardenrt/warden/builtin/web"
 	"github.com/wardenrt/warden/hostfuncs"
 	"github.com/wardenrt/warden/internal/wasmfixture"
 	"github.com/wardenrt/warden/runtime/capability"
@@ -116,9 +118,9 @@ func newEnv(t testing.TB, gateGrants []string, extra ...tool.Tool) *env {
 	}
 	e := &env{audit: &memAudit{}, mem: &runtimetest.Memory{}, ws: ws}
 	reg := gate.NewRegistry()
-	tools := append([]tool.Tool{&builtin.System{Version: "test"}}, builtin.NetTools(builtin.SearchConfig{})...)
+	tools := append(system.Tools(system.Config{Version: "test"}), web.Tools(web.Config{})...)
 	if !hasTool(extra, "write_memory") {
-		tools = append(tools, builtin.MemoryTools(e.mem)...)
+		tools = append(tools, memory.Tools(memory.Config{Memory: e.mem})...)
 	}
 	tools = append(tools, extra...)
 	if err := reg.Register(tools...); err != nil {

@@ -83,7 +83,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return guestRoundTrip(g, req)
 }
 
-// httpData is the part of the http tool's data (builtin.HTTPResponse) a
+// httpData is the part of the http tool's data (web.HTTPResponse) a
 // response is built from.
 type httpData struct {
 	StatusCode   int               `json:"status_code"`

@@ -19,6 +19,13 @@ import (
 	"golang.org/x/term"
 
 	"github.com/wardenrt/warden/builtin"
+	"github.com/wardenrt/warden/builtin/automation"
+	"github.com/wardenrt/warden/builtin/interact"
+	"github.com/wardenrt/warden/builtin/memory"
+	"github.com/wardenrt/warden/builtin/ops"
+	"github.com/wardenrt/warden/builtin/system"
+	"github.com/wardenrt/warden/builtin/text"
+	"github.com/wardenrt/warden/builtin/web"
 	"github.com/wardenrt/warden/hostfuncs"
 	"github.com/wardenrt/warden/runtime/capability"
 	"github.com/wardenrt/warden/runtime/gate"
@@ -387,26 +394,24 @@ func (e *env) coreTools() []tool.Tool {
 	if e.core != nil {
 		return e.core
 	}
-	// Every built-in tool warden can run is listed here, and only here.
+	// Every built-in tool warden can run is configured here, and only here;
+	// builtin.Core lists them.
 	st := lazyStore{open: e.store}
-	var tools []tool.Tool
-	tools = append(tools, &builtin.System{Version: version, Started: e.started, State: e.runtimeState})
-	tools = append(tools, builtin.FSTools()...)
-	tools = append(tools, builtin.ShellTools()...)
-	tools = append(tools, builtin.GitTools(nil)...)
-	tools = append(tools, builtin.NetTools(builtin.SearchConfigFromEnv(os.Getenv))...)
-	tools = append(tools, (&builtin.AskUser{TTY: e.terminal(), Out: e.stderr}).Tools()...)
-	tools = append(tools, builtin.MemoryTools(st)...)
-	tools = append(tools, builtin.WorkflowTools(st)...)
-	tools = append(tools, &builtin.ScheduleTask{Jobs: st})
-	tools = append(tools, builtin.TextTools(builtin.LLMConfig{
-		BaseURL: os.Getenv("OPENAI_BASE_URL"), APIKey: os.Getenv("OPENAI_API_KEY"), Model: os.Getenv("WARDEN_MODEL"),
-	})...)
-	// WARDEN_OPS_PATH: where the ops tools look for journalctl and systemctl
-	// (absolute directories; default the system bin directories).
-	tools = append(tools, (&builtin.Ops{Artifacts: st, Redactor: e.redactor, SearchPath: os.Getenv("WARDEN_OPS_PATH")}).Tools()...)
-	e.core = tools
-	return tools
+	e.core = builtin.Core(builtin.Config{
+		System:     system.Config{Version: version, Started: e.started, State: e.runtimeState},
+		Web:        web.Config{Search: web.SearchConfigFromEnv(os.Getenv)},
+		Interact:   interact.Config{TTY: e.terminal(), Out: e.stderr},
+		Memory:     memory.Config{Memory: st},
+		Automation: automation.Config{Runs: st, Jobs: st},
+		Text: text.Config{
+			BaseURL: os.Getenv("OPENAI_BASE_URL"), APIKey: os.Getenv("OPENAI_API_KEY"), Model: os.Getenv("WARDEN_MODEL"),
+		},
+		// WARDEN_OPS_PATH: where the ops tools look for journalctl and
+		// systemctl (absolute directories; default the system bin
+		// directories).
+		Ops: ops.Config{Artifacts: st, Redactor: e.redactor, SearchPath: os.Getenv("WARDEN_OPS_PATH")},
+	})
+	return e.core
 }
 
 // coreAlias is the one alias of a core tool: `run` is `shell`.

@@ -110,3 +110,25 @@ func NoWords(t testing.TB, words []string, dirs ...string) {
 		t.Fatalf("no source file under %v", dirs)
 	}
 }
+
+// Imports returns the packages pkg imports directly (its test files
+// aside) for the GOOS and GOARCH the test runs on, excluding the standard
+// library.
+func Imports(t testing.TB, pkg string) []string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-f", `{{join .Imports "\n"}}`, pkg).Output()
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			t.Fatalf("go list %s: %v\n%s", pkg, err, ee.Stderr)
+		}
+		t.Fatalf("go list %s: %v", pkg, err)
+	}
+	var imps []string
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		// A standard-library path has no dot in its first element.
+		if first, _, _ := strings.Cut(l, "/"); strings.Contains(first, ".") {
+			imps = append(imps, l)
+		}
+	}
+	return imps
+}

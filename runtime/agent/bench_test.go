@@ -10,7 +10,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/wardenrt/warden/builtin"
+	"github.com/wardenrt/warden/builtin/fs"
 	"github.com/wardenrt/warden/runtime/agent"
 	"github.com/wardenrt/warden/runtime/gate"
 	"github.com/wardenrt/warden/runtime/runtimetest"
@@ -57,7 +57,7 @@ func BenchmarkLoopStep(b *testing.B) {
 			b.Fatal(err)
 		}
 		reg := gate.NewRegistry()
-		if err := reg.Register(builtin.FSTools()...); err != nil {
+		if err := reg.Register(fs.Tools()...); err != nil {
 			b.Fatal(err)
 		}
 		for i := range 20 {

@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wardenrt/warden/builtin"
+	"github.com/wardenrt/warden/builtin/fs"
+	"github.com/wardenrt/warden/builtin/memory"
+	"github.com/wardenrt/warden/builtin/shell"
 	"github.com/wardenrt/warden/internal/llmtest"
 	"github.com/wardenrt/warden/runtime/agent"
 	"github.com/wardenrt/warden/runtime/gate"
@@ -64,8 +66,8 @@ func newEnv(t *testing.T) *env {
 	}
 	e := &env{t: t, ws: ws, audit: &runtimetest.Audit{}, runs: &runtimetest.Runs{}, arts: &runtimetest.Artifacts{}, mem: &runtimetest.Memory{}}
 	e.reg = gate.NewRegistry()
-	tools := append(builtin.FSTools(), builtin.ShellTools()...)
-	tools = append(tools, builtin.MemoryTools(e.mem)...)
+	tools := append(fs.Tools(), shell.Tools()...)
+	tools = append(tools, memory.Tools(memory.Config{Memory: e.mem})...)
 	if err := e.reg.Register(tools...); err != nil {
 		t.Fatal(err)
 	}

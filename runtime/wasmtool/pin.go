@@ -14,7 +14,7 @@ import (
 
 // Pins is where approvals are kept (the store's pins bucket): one JSON
 // document per module name. Pin returns an error wrapping
-// runtime.ErrNotFound for a module never approved.
+// gate.ErrNotFound for a module never approved.
 type Pins interface {
 	Pin(ctx context.Context, name string) (json.RawMessage, error)
 	PutPin(ctx context.Context, name string, doc json.RawMessage) error

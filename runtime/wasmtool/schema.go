@@ -54,7 +54,7 @@ func (r *SchemaReport) empty() bool {
 //     map declared with an additionalProperties schema — since its keys
 //     are data, not parameters.
 //
-// The result still has to compile (runtime.CompileSchema); enforceSchema
+// The result still has to compile (tool.CompileSchema); enforceSchema
 // does not validate it against the metaschema.
 func enforceSchema(raw json.RawMessage) (json.RawMessage, SchemaReport, error) {
 	var rep SchemaReport

@@ -15,7 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wardenrt/warden/builtin"
+	"github.com/wardenrt/warden/builtin/memory"
+	"github.com/wardenrt/warden/builtin/system"
+	"github.com/wardenrt/warden/builtin/web"
 	"github.com/wardenrt/warden/hostfuncs"
 	"github.com/wardenrt/warden/internal/wasmfixture"
 	"github.com/wardenrt/warden/runtime/gate"
@@ -128,9 +130,9 @@ type env struct {
 }
 
 func coreTools() []tool.Tool {
-	tools := []tool.Tool{&builtin.System{Version: "test", Started: time.Now()}}
-	tools = append(tools, builtin.MemoryTools(&runtimetest.Memory{})...)
-	tools = append(tools, builtin.NetTools(builtin.SearchConfig{})...)
+	tools := system.Tools(system.Config{Version: "test", Started: time.Now()})
+	tools = append(tools, memory.Tools(memory.Config{Memory: &runtimetest.Memory{}})...)
+	tools = append(tools, web.Tools(web.Config{})...)
 	return tools
 }
 

@@ -14,7 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wardenrt/warden/builtin"
+	fstools "github.com/wardenrt/warden/builtin/fs"
+	"github.com/wardenrt/warden/builtin/text"
 	"github.com/wardenrt/warden/runtime/gate"
 	"github.com/wardenrt/warden/runtime/runtimetest"
 	"github.com/wardenrt/warden/runtime/tool"
@@ -37,7 +38,7 @@ func newEnv(t *testing.T, grants string) *env {
 		t.Fatal(err)
 	}
 	reg := gate.NewRegistry()
-	if err := reg.Register(append(builtin.FSTools(), builtin.TextTools(builtin.LLMConfig{})...)...); err != nil {
+	if err := reg.Register(append(fstools.Tools(), text.Tools(text.Config{})...)...); err != nil {
 		t.Fatal(err)
 	}
 	p, err := gate.ParsePolicy("test", []byte("version: 1\ngrants: ["+grants+"]\n"))

@@ -13,7 +13,7 @@
 // taken from a bounded pool (per module and pool key; an instance is
 // discarded after any error or a large payload) and maps every outcome to
 // a runtime error code (TIMEOUT, WASM_TRAP, WASM_LIMIT, TOOL_ERROR,
-// INVALID_INPUT, or the *runtime.Error a host function or warden's HTTP
+// INVALID_INPUT, or the *tool.Error a host function or warden's HTTP
 // transport returned); [Module.RunCommand] runs a WASI command's _start in
 // a fresh instance. Host functions are passed through as given; the gate
 // integration lives elsewhere.

@@ -1,0 +1,17 @@
+package ops
+
+import (
+	"os"
+	"testing"
+
+	"github.com/wardenrt/warden/runtime/sandbox"
+)
+
+// TestMain: the programs the tests start (through the ops tools) are started
+// through this test binary, which is their sandbox launcher.
+func TestMain(m *testing.M) {
+	if sandbox.Main() {
+		return
+	}
+	os.Exit(m.Run())
+}

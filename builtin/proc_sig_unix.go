@@ -1,8 +1,0 @@
-//go:build unix && !linux
-
-package builtin
-
-import "syscall"
-
-// The signals sent at the CPU and file size limits.
-const sigXCPU, sigXFSZ = syscall.SIGXCPU, syscall.SIGXFSZ

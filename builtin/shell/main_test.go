@@ -1,0 +1,17 @@
+package shell
+
+import (
+	"os"
+	"testing"
+
+	"github.com/wardenrt/warden/runtime/sandbox"
+)
+
+// TestMain: the programs the tests start (through the shell tool) are started
+// through this test binary, which is their sandbox launcher.
+func TestMain(m *testing.M) {
+	if sandbox.Main() {
+		return
+	}
+	os.Exit(m.Run())
+}

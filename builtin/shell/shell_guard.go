@@ -1,0 +1,659 @@
+package shell
+
+// Argument and environment guards of the shell tool. An exec grant lets a
+// program run; it does not let it run other programs, read its configuration
+// from where the caller chooses, or load code through the environment. The
+// guards refuse the options of common programs that do that. Programs that
+// exist to run other programs (shells, interpreters, launchers such as env,
+// xargs, timeout, nice) are not guarded here: the sandbox holds what they
+// start to the call's exec grants (Landlock's execute right per file), and
+// warden warns when a command uses a shell or an interpreter, which
+// computes anything itself (capability.Grant.Broad).
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/wardenrt/warden/runtime/capability"
+)
+
+// guardResult is a guard's verdict on one argv.
+type guardResult struct {
+	reason string   // non-empty: refused
+	hint   string   // what to do instead
+	writes []string // files the program will write (sed -i): they need fs.write
+}
+
+// guard checks the arguments of program name (a base name).
+func guard(name string, args []string) guardResult {
+	switch name {
+	case "git":
+		return guardGit(args)
+	case "find":
+		for _, a := range args {
+			switch {
+			case a == "-exec" || a == "-execdir" || a == "-ok" || a == "-okdir":
+				return guardResult{reason: "find " + a + " runs programs outside the shell's checks", hint: "pipe find's output into the program instead (find … -print0 | …), with an exec grant for it"}
+			case a == "-delete":
+				return guardResult{reason: "find -delete removes files outside the shell's checks", hint: "list the files with find and remove them with fs_remove"}
+			case strings.HasPrefix(a, "-fprint") || a == "-fls":
+				return guardResult{reason: "find " + a + " writes a file outside the shell's checks", hint: "use -print and a redirection (> file) instead"}
+			}
+		}
+	case "rg":
+		for _, a := range args {
+			if a == "--" {
+				break
+			}
+			if a == "--pre" || strings.HasPrefix(a, "--pre=") {
+				return guardResult{reason: "rg --pre runs a program on every file searched", hint: "search without --pre"}
+			}
+		}
+	case "sed":
+		return guardSed(args)
+	case "tar":
+		return guardTar(args)
+	case "sort":
+		for _, a := range args {
+			if a == "--compress-program" || strings.HasPrefix(a, "--compress-program=") {
+				return guardResult{reason: "sort --compress-program runs a program", hint: "sort without --compress-program"}
+			}
+		}
+	case "rsync":
+		for _, a := range args {
+			if a == "-e" || strings.HasPrefix(a, "--rsh") || strings.HasPrefix(a, "--rsync-path") ||
+				(strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "e")) {
+				return guardResult{reason: "rsync -e / --rsh / --rsync-path name programs rsync runs", hint: "copy local files with cp, or grant ssh/rsync as a launcher and use a shell yourself"}
+			}
+		}
+	case "scp":
+		for _, a := range args {
+			if strings.HasPrefix(a, "-S") || strings.HasPrefix(a, "-o") || strings.HasPrefix(a, "-F") {
+				return guardResult{reason: "scp " + a[:2] + " names a program or ssh options (ProxyCommand) scp runs", hint: "use scp without -S, -o and -F"}
+			}
+		}
+	case "zip":
+		for _, a := range args {
+			if a == "-TT" || strings.HasPrefix(a, "--unzip-command") {
+				return guardResult{reason: "zip -TT runs a program to test the archive", hint: "test the archive with unzip -t"}
+			}
+		}
+	}
+	return guardResult{}
+}
+
+// gitCommands are the git subcommands the shell runs. Anything else —
+// aliases (which can be "!program"), difftool, mergetool, filter-branch,
+// submodule foreach, send-email, maintenance, help (a browser or man viewer
+// from the configuration) — is refused: each can run a program that git's
+// configuration or arguments name.
+var gitCommands = map[string]bool{
+	"add": true, "am": true, "annotate": true, "apply": true, "archive": true, "bisect": true, "blame": true,
+	"branch": true, "bundle": true, "cat-file": true, "check-attr": true, "check-ignore": true,
+	"check-mailmap": true, "check-ref-format": true, "checkout": true, "checkout-index": true, "cherry": true,
+	"cherry-pick": true, "clean": true, "clone": true, "column": true, "commit": true, "commit-graph": true,
+	"commit-tree": true, "config": true, "count-objects": true, "describe": true, "diff": true, "diff-files": true,
+	"diff-index": true, "diff-tree": true, "fetch": true, "fmt-merge-msg": true, "for-each-ref": true,
+	"format-patch": true, "fsck": true, "gc": true, "get-tar-commit-id": true, "grep": true, "hash-object": true,
+	"init": true, "interpret-trailers": true, "log": true, "ls-files": true, "ls-remote": true, "ls-tree": true,
+	"mailinfo": true, "mailsplit": true, "merge": true, "merge-base": true, "merge-file": true, "merge-tree": true,
+	"mktag": true, "mktree": true, "mv": true, "name-rev": true, "notes": true, "patch-id": true, "prune": true,
+	"pull": true, "push": true, "range-diff": true, "read-tree": true, "rebase": true, "reflog": true,
+	"remote": true, "repack": true, "replace": true, "request-pull": true, "rerere": true, "reset": true,
+	"restore": true, "rev-list": true, "rev-parse": true, "revert": true, "rm": true, "shortlog": true,
+	"show": true, "show-branch": true, "show-ref": true, "sparse-checkout": true, "stash": true, "status": true,
+	"stripspace": true, "switch": true, "symbolic-ref": true, "tag": true, "update-index": true,
+	"update-ref": true, "var": true, "verify-commit": true, "verify-pack": true, "verify-tag": true,
+	"version": true, "whatchanged": true, "worktree": true, "write-tree": true,
+}
+
+// guardGit refuses git options that make git run a program or read a
+// configuration the caller chooses. The shell also hardens every program's
+// environment (hardening): core.fsmonitor, core.hooksPath, the pager and
+// editors, credential helpers and askpass are neutralised at command scope, so
+// a repository's own .git/config cannot make them run code either.
+func guardGit(args []string) guardResult {
+	cfg := func(opt string) guardResult {
+		return guardResult{
+			reason: "git " + opt + " sets configuration, and git configuration can name programs git runs (core.pager, core.fsmonitor, core.sshCommand, alias.*=!…)",
+			hint:   "run git without " + opt,
+		}
+	}
+	i := 0
+global:
+	for ; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "-c" || strings.HasPrefix(a, "-c"):
+			return cfg("-c")
+		case a == "--config-env" || strings.HasPrefix(a, "--config-env="):
+			return cfg("--config-env")
+		case strings.HasPrefix(a, "--exec-path="):
+			return guardResult{reason: "git --exec-path=DIR runs git's helper programs from DIR", hint: "run git without --exec-path"}
+		case a == "-C":
+			return guardResult{reason: "git -C moves git to another directory outside the shell's checks", hint: "set cwd, or cd into the directory first"}
+		case a == "--git-dir" || strings.HasPrefix(a, "--git-dir=") || a == "--work-tree" || strings.HasPrefix(a, "--work-tree="):
+			return guardResult{reason: "git " + strings.SplitN(a, "=", 2)[0] + " points git at another repository, whose configuration is not checked", hint: "set cwd to the repository instead"}
+		case a == "--namespace" || a == "--super-prefix" || a == "--attr-source":
+			i++
+		case a == "--":
+			i++
+			break global
+		case strings.HasPrefix(a, "-"):
+		default:
+			break global
+		}
+	}
+	if i >= len(args) {
+		return guardResult{}
+	}
+	sub, rest := args[i], args[i+1:]
+	if !gitCommands[sub] {
+		return guardResult{
+			reason: fmt.Sprintf("git %s is not a git command the shell runs (aliases, difftool, mergetool, filter-branch, submodule, help and other helpers can run programs)", sub),
+			hint:   "spell out the git command the alias stands for, or use the git tools",
+		}
+	}
+	short := func(a string, letters string) bool {
+		return strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.ContainsAny(a[1:], letters)
+	}
+	for j, a := range rest {
+		if a == "--" {
+			break
+		}
+		opt := a
+		if k := strings.IndexByte(a, '='); k > 0 && strings.HasPrefix(a, "--") {
+			opt = a[:k]
+		}
+		switch opt {
+		case "--output":
+			return guardResult{reason: "git --output writes a file outside the shell's redirection checks", hint: "redirect git's output with > file instead"}
+		case "--ext-diff", "--textconv":
+			return guardResult{reason: "git " + opt + " runs the diff programs the configuration names", hint: "run git without " + opt + " (or with --no-" + opt[2:] + ")"}
+		case "--upload-pack", "--receive-pack", "--exec":
+			return guardResult{reason: "git " + opt + " names a program git runs", hint: "run git without " + opt}
+		case "--open-files-in-pager":
+			return guardResult{reason: "git grep --open-files-in-pager runs a program", hint: "run git grep without -O"}
+		}
+		switch sub {
+		case "clone", "init":
+			if opt == "--config" || opt == "--template" || (sub == "clone" && short(a, "cu")) {
+				return guardResult{reason: "git " + sub + " " + a + " sets configuration, templates (hooks) or the upload-pack program", hint: "run git " + sub + " without it"}
+			}
+		case "rebase":
+			if short(a, "x") {
+				return guardResult{reason: "git rebase -x runs a command after each commit", hint: "rebase without -x / --exec"}
+			}
+		case "grep":
+			if short(a, "O") {
+				return guardResult{reason: "git grep -O runs a pager program", hint: "run git grep without -O"}
+			}
+		case "bisect":
+			if j == 0 && a == "run" {
+				return guardResult{reason: "git bisect run runs a command", hint: "run the bisect steps one by one"}
+			}
+		}
+	}
+	if sub == "config" && !gitConfigRead(rest) {
+		return guardResult{reason: "git config can only be read from the shell: a written key can make git run a program (core.fsmonitor, alias.*=!…, diff.external)", hint: "change git configuration outside warden"}
+	}
+	return guardResult{}
+}
+
+// gitConfigRead reports whether git config's arguments only read.
+func gitConfigRead(rest []string) bool {
+	if len(rest) > 0 && (rest[0] == "get" || rest[0] == "list") {
+		for _, a := range rest[1:] {
+			if a == "-e" || a == "--edit" {
+				return false
+			}
+		}
+		return true
+	}
+	read := false
+	for _, a := range rest {
+		opt, _, _ := strings.Cut(a, "=")
+		switch opt {
+		case "--get", "--get-all", "--get-regexp", "--get-urlmatch", "--get-color", "--get-colorbool", "-l", "--list":
+			read = true
+		case "-e", "--edit", "--add", "--replace-all", "--unset", "--unset-all", "--rename-section", "--remove-section":
+			return false
+		}
+	}
+	return read
+}
+
+// guardTar refuses tar options that run programs.
+func guardTar(args []string) guardResult {
+	refuse := guardResult{reason: "tar's --to-command, -I / --use-compress-program, --checkpoint-action, --rsh-command, -F / --info-script and --new-volume-script run programs", hint: "use tar with its built-in compression options (-z, -j, -J) only"}
+	for i, a := range args {
+		opt, _, _ := strings.Cut(a, "=")
+		switch opt {
+		case "--to-command", "--use-compress-program", "--checkpoint-action", "--rsh-command", "--info-script", "--new-volume-script":
+			return refuse
+		}
+		if strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.ContainsAny(a[1:], "IF") {
+			return refuse
+		}
+		// Old-style letters (tar xvf …) in the first argument.
+		if i == 0 && !strings.HasPrefix(a, "-") && strings.ContainsAny(a, "IF") {
+			return refuse
+		}
+	}
+	return guardResult{}
+}
+
+// guardSed refuses sed scripts with the e and w/W commands or the e and w
+// flags of s (which run programs and write files outside the shell's
+// checks), and scripts from files (-f), which cannot be checked. In-place
+// edits (-i) are allowed: the files they write are returned for fs.write
+// checks.
+func guardSed(args []string) guardResult {
+	var scripts, files []string
+	inPlace, haveScript := false, false
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			files = append(files, args[i+1:]...)
+			i = len(args)
+		case a == "-e" || a == "--expression":
+			if i+1 < len(args) {
+				i++
+				scripts = append(scripts, args[i])
+			}
+			haveScript = true
+		case strings.HasPrefix(a, "--expression="):
+			scripts = append(scripts, strings.TrimPrefix(a, "--expression="))
+			haveScript = true
+		case a == "-f" || a == "--file" || strings.HasPrefix(a, "--file="):
+			return guardResult{reason: "sed -f reads its script from a file warden cannot check", hint: "pass the script with -e"}
+		case a == "--in-place" || strings.HasPrefix(a, "--in-place="):
+			inPlace = true
+		case a == "-l" || a == "--line-length":
+			i++
+		case strings.HasPrefix(a, "--"):
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+		cluster:
+			for k := 1; k < len(a); k++ {
+				switch a[k] {
+				case 'i':
+					inPlace = true
+					break cluster // the rest is the backup suffix
+				case 'e':
+					if k+1 < len(a) {
+						scripts = append(scripts, a[k+1:])
+					} else if i+1 < len(args) {
+						i++
+						scripts = append(scripts, args[i])
+					}
+					haveScript = true
+					break cluster
+				case 'f':
+					return guardResult{reason: "sed -f reads its script from a file warden cannot check", hint: "pass the script with -e"}
+				case 'l':
+					if k+1 == len(a) {
+						i++
+					}
+					break cluster
+				}
+			}
+		default:
+			if !haveScript {
+				scripts = append(scripts, a)
+				haveScript = true
+			} else {
+				files = append(files, a)
+			}
+		}
+	}
+	if why := sedScriptRefusal(strings.Join(scripts, "\n")); why != "" {
+		return guardResult{reason: why, hint: "remove the e / w commands and the s///e and s///w flags; write output with a redirection"}
+	}
+	if inPlace {
+		return guardResult{writes: files}
+	}
+	return guardResult{}
+}
+
+// sedScriptRefusal reads a (GNU) sed script and returns why it is
+// refused: it has an e, w or W command or an s command with the e or w flag,
+// or it cannot be read with certainty.
+func sedScriptRefusal(s string) string {
+	i := 0
+	n := len(s)
+	skipSpace := func() {
+		for i < n && (s[i] == ' ' || s[i] == '\t') {
+			i++
+		}
+	}
+	toEOL := func() {
+		for i < n && s[i] != '\n' {
+			i++
+		}
+	}
+	toEnd := func() { // a label: ends at ; or newline
+		for i < n && s[i] != '\n' && s[i] != ';' {
+			i++
+		}
+	}
+	// delimited reads a delimited part starting after its opening delimiter.
+	delimited := func(d byte) bool {
+		for i < n {
+			switch {
+			case s[i] == '\\' && i+1 < n:
+				i += 2
+			case s[i] == d:
+				i++
+				return true
+			case s[i] == '\n' && d != '\n':
+				return false
+			default:
+				i++
+			}
+		}
+		return false
+	}
+	address := func() bool {
+		switch {
+		case i < n && s[i] >= '0' && s[i] <= '9':
+			for i < n && (s[i] >= '0' && s[i] <= '9' || s[i] == '~') {
+				i++
+			}
+		case i < n && s[i] == '$':
+			i++
+		case i < n && s[i] == '/':
+			i++
+			if !delimited('/') {
+				return false
+			}
+		case i+1 < n && s[i] == '\\':
+			d := s[i+1]
+			i += 2
+			if !delimited(d) {
+				return false
+			}
+		case i < n && (s[i] == '+' || s[i] == '~'):
+			i++
+			for i < n && s[i] >= '0' && s[i] <= '9' {
+				i++
+			}
+		default:
+			return true
+		}
+		for i < n && (s[i] == 'I' || s[i] == 'M') {
+			i++
+		}
+		return true
+	}
+	for {
+		for i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == ';') {
+			i++
+		}
+		if i >= n {
+			return ""
+		}
+		if s[i] == '#' {
+			toEOL()
+			continue
+		}
+		if !address() {
+			return "warden cannot read this sed script (an unterminated address)"
+		}
+		skipSpace()
+		if i < n && s[i] == ',' {
+			i++
+			skipSpace()
+			if !address() {
+				return "warden cannot read this sed script (an unterminated address)"
+			}
+			skipSpace()
+		}
+		for i < n && (s[i] == '!' || s[i] == ' ' || s[i] == '\t') {
+			i++
+		}
+		if i >= n {
+			return ""
+		}
+		c := s[i]
+		i++
+		switch c {
+		case '{', '}', '=', 'd', 'D', 'g', 'G', 'h', 'H', 'n', 'N', 'p', 'P', 'x', 'z', 'F':
+		case 'l', 'q', 'Q', 'L':
+			skipSpace()
+			for i < n && s[i] >= '0' && s[i] <= '9' {
+				i++
+			}
+		case 'a', 'i', 'c':
+			// Text up to an unescaped end of line.
+			for i < n && s[i] != '\n' {
+				if s[i] == '\\' && i+1 < n {
+					i++
+				}
+				i++
+			}
+		case ':', 'b', 't', 'T', 'v':
+			toEnd()
+		case 'r', 'R':
+			toEOL()
+		case 'e':
+			return "the sed e command runs a program"
+		case 'w', 'W':
+			return "the sed " + string(c) + " command writes a file outside the shell's checks"
+		case 's':
+			if i >= n || s[i] == '\\' || s[i] == '\n' {
+				return "warden cannot read this sed script (an s command without a delimiter)"
+			}
+			d := s[i]
+			i++
+			if !delimited(d) || !delimited(d) {
+				return "warden cannot read this sed script (an unterminated s command)"
+			}
+			for i < n {
+				f := s[i]
+				switch {
+				case f == 'e':
+					return "the e flag of the sed s command runs the pattern space as a program"
+				case f == 'w':
+					return "the w flag of the sed s command writes a file outside the shell's checks"
+				case f == 'g' || f == 'p' || f == 'i' || f == 'I' || f == 'm' || f == 'M' || f >= '0' && f <= '9':
+					i++
+					continue
+				}
+				break
+			}
+		case 'y':
+			if i >= n || s[i] == '\\' || s[i] == '\n' {
+				return "warden cannot read this sed script (a y command without a delimiter)"
+			}
+			d := s[i]
+			i++
+			if !delimited(d) || !delimited(d) {
+				return "warden cannot read this sed script (an unterminated y command)"
+			}
+		default:
+			return fmt.Sprintf("warden cannot read this sed script (unknown command %q)", c)
+		}
+	}
+}
+
+// riskWarnings returns the warnings people expect: destructive rm
+// and git commands.
+func riskWarnings(name string, args []string) []string {
+	has := func(opts ...string) bool {
+		for _, a := range args {
+			for _, o := range opts {
+				if a == o {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	shortHas := func(letters string) bool {
+		for _, a := range args {
+			if strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.ContainsAny(a[1:], letters) {
+				return true
+			}
+		}
+		return false
+	}
+	switch name {
+	case "rm":
+		if shortHas("rRf") || has("--recursive", "--force") {
+			return []string{"rm " + strings.Join(flags(args), " ") + " deletes files without asking and cannot be undone"}
+		}
+	case "git":
+		sub := ""
+		var rest []string
+		for i, a := range args {
+			if !strings.HasPrefix(a, "-") {
+				sub, rest = a, args[i+1:]
+				break
+			}
+		}
+		args = rest
+		switch {
+		case sub == "reset" && has("--hard", "--merge", "--keep"):
+			return []string{"git reset --hard discards uncommitted changes"}
+		case sub == "clean" && (shortHas("fdxX") || has("--force")):
+			return []string{"git clean deletes untracked files"}
+		case sub == "push" && (shortHas("fd") || has("--force", "--force-with-lease", "--mirror", "--delete", "--prune")):
+			return []string{"git push " + strings.Join(flags(args), " ") + " rewrites or deletes remote history"}
+		case sub == "branch" && (shortHas("D") || has("--force") && has("--delete")):
+			return []string{"git branch -D deletes a branch even if it is not merged"}
+		case (sub == "checkout" || sub == "switch") && (shortHas("f") || has("--force", "--discard-changes", ".", "--")):
+			return []string{"git " + sub + " can overwrite uncommitted changes"}
+		case sub == "restore" && !has("--staged", "-S"):
+			return []string{"git restore discards uncommitted changes in the working tree"}
+		case sub == "stash" && len(args) > 0 && (args[0] == "drop" || args[0] == "clear"):
+			return []string{"git stash " + args[0] + " deletes stashed changes"}
+		case sub == "rebase" || sub == "commit" && has("--amend"):
+			return []string{"git " + sub + " rewrites history"}
+		case sub == "update-ref" && shortHas("d"):
+			return []string{"git update-ref -d deletes a ref"}
+		}
+	}
+	return nil
+}
+
+func flags(args []string) []string {
+	var out []string
+	for _, a := range args {
+		if strings.HasPrefix(a, "-") {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// envAllow are the host variables every command gets (when set).
+var envAllow = []string{
+	"HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "LC_COLLATE",
+	"LC_NUMERIC", "LC_TIME", "TZ", "TERM", "TMPDIR",
+}
+
+// envGuardedNames change what code a program (or the programs it runs)
+// loads, where it reads its configuration, or which helper it starts. They
+// reach a program only with the value warden itself set, or through an
+// exact env:NAME grant (never env:* or a prefix grant).
+var envGuardedNames = map[string]string{
+	"PATH": "it decides which programs run", "HOME": "programs read their configuration from it (.gitconfig, .npmrc, …)",
+	"XDG_CONFIG_HOME": "programs read their configuration from it",
+	"BASH_ENV":        "shells run the file it names", "ENV": "shells run the file it names", "IFS": "it changes how shells split words",
+	"CDPATH": "it changes where cd goes", "PS4": "shells expand it", "SHELLOPTS": "it sets shell options", "BASHOPTS": "it sets shell options",
+	"PROMPT_COMMAND": "shells run it", "GLOBIGNORE": "it changes globbing",
+	"PYTHONPATH": "Python loads modules from it", "PYTHONHOME": "Python loads modules from it", "PYTHONSTARTUP": "Python runs the file it names",
+	"PYTHONINSPECT": "it changes how Python runs", "PYTHONUSERBASE": "Python loads modules from it",
+	"NODE_OPTIONS": "Node.js loads code it names (--require)", "NODE_PATH": "Node.js loads modules from it",
+	"PERL5OPT": "Perl loads modules it names", "PERL5LIB": "Perl loads modules from it", "PERLLIB": "Perl loads modules from it", "PERL5DB": "Perl runs it",
+	"RUBYOPT": "Ruby loads code it names", "RUBYLIB": "Ruby loads code from it",
+	"JAVA_TOOL_OPTIONS": "the JVM loads agents it names", "_JAVA_OPTIONS": "the JVM loads agents it names", "JDK_JAVA_OPTIONS": "the JVM loads agents it names",
+	"CLASSPATH": "the JVM loads classes from it", "LUA_INIT": "Lua runs it", "LUA_PATH": "Lua loads modules from it", "LUA_CPATH": "Lua loads modules from it",
+	"TCLLIBPATH": "Tcl loads code from it",
+	"PAGER":      "programs run it", "MANPAGER": "man runs it", "EDITOR": "programs run it", "VISUAL": "programs run it",
+	"LESSOPEN": "less runs it", "LESSCLOSE": "less runs it", "SSH_ASKPASS": "ssh runs it", "SUDO_ASKPASS": "sudo runs it",
+	"GCONV_PATH": "glibc loads code from it", "HOSTALIASES": "it redirects name resolution", "LOCPATH": "glibc loads locale data from it",
+	"NLSPATH": "it changes which message catalogues load", "GLIBC_TUNABLES": "it changes how glibc behaves",
+	"RIPGREP_CONFIG_PATH": "rg reads options (such as --pre) from it", "TAR_OPTIONS": "tar reads options (such as --to-command) from it",
+	"ZIPOPT": "zip reads options (such as -TT) from it", "GREP_OPTIONS": "grep reads options from it",
+	"CURL_HOME": "curl reads its configuration from it", "WGETRC": "wget reads its configuration from it",
+	"MAKEFLAGS": "make reads options from it", "GNUPGHOME": "gpg reads its configuration from it",
+}
+
+// envGuardedPrefixes are guarded as families.
+var envGuardedPrefixes = []struct{ prefix, why string }{
+	{"LD_", "the dynamic loader reads it (LD_PRELOAD loads code into every program)"},
+	{"DYLD_", "the dynamic loader reads it"},
+	{"BASH_FUNC_", "bash imports functions from it"},
+	{"GIT_", "git reads its configuration, helper programs and repository location from it"},
+	{"RSYNC_", "rsync runs programs it names"},
+}
+
+// gitIdentity are the GIT_ variables that only set names and dates.
+var gitIdentity = map[string]bool{
+	"GIT_AUTHOR_NAME": true, "GIT_AUTHOR_EMAIL": true, "GIT_AUTHOR_DATE": true,
+	"GIT_COMMITTER_NAME": true, "GIT_COMMITTER_EMAIL": true, "GIT_COMMITTER_DATE": true,
+}
+
+// envGuarded returns why a variable is guarded, or "".
+func envGuarded(name string) string {
+	if why, ok := envGuardedNames[name]; ok {
+		return why
+	}
+	if gitIdentity[name] {
+		return ""
+	}
+	for _, p := range envGuardedPrefixes {
+		if strings.HasPrefix(name, p.prefix) {
+			return p.why
+		}
+	}
+	return ""
+}
+
+// secretName reports host variable names that look like secrets; they
+// are passed only through an exact env:NAME grant.
+func secretName(name string) bool {
+	u := strings.ToUpper(name)
+	for _, w := range []string{"KEY", "SECRET", "TOKEN", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "PRIVATE"} {
+		if strings.Contains(u, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// exactEnvGrant reports whether the grants hold env:NAME exactly.
+func exactEnvGrant(s capability.Set, name string) bool {
+	if !s.Allows(capability.Need{Kind: capability.Env, Resource: name}) {
+		return false
+	}
+	for _, g := range s.Grants() {
+		if g.Kind() == capability.Env && g.Scope() == name {
+			return true
+		}
+	}
+	return false
+}
+
+// hardening is added to every program's environment, last, so nothing
+// overrides it: no system git configuration; at command scope (above the
+// repository's own .git/config) no fsmonitor, no hooks, cat as pager, no
+// credential helper or askpass program, no ext:: transport; editors that fail
+// instead of waiting for a terminal; no terminal prompts.
+var hardening = []string{
+	"GIT_CONFIG_NOSYSTEM=1",
+	"GIT_TERMINAL_PROMPT=0",
+	"GIT_PAGER=cat",
+	"GIT_EDITOR=false",
+	"GIT_SEQUENCE_EDITOR=false",
+	"GIT_CONFIG_COUNT=6",
+	"GIT_CONFIG_KEY_0=core.fsmonitor", "GIT_CONFIG_VALUE_0=false",
+	"GIT_CONFIG_KEY_1=core.hooksPath", "GIT_CONFIG_VALUE_1=/dev/null",
+	"GIT_CONFIG_KEY_2=core.pager", "GIT_CONFIG_VALUE_2=cat",
+	"GIT_CONFIG_KEY_3=credential.helper", "GIT_CONFIG_VALUE_3=",
+	"GIT_CONFIG_KEY_4=core.askPass", "GIT_CONFIG_VALUE_4=",
+	"GIT_CONFIG_KEY_5=protocol.ext.allow", "GIT_CONFIG_VALUE_5=never",
+	"PAGER=cat",
+}

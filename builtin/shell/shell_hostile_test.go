@@ -1,0 +1,413 @@
+//go:build unix
+
+package shell
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wardenrt/warden/builtin/internal/tooltest"
+	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/sandbox"
+	"github.com/wardenrt/warden/runtime/tool"
+)
+
+// hostileCase is one hostile command: it must end with code (usually
+// CAPABILITY_DENIED) and the marker file must not exist afterwards.
+type hostileCase struct {
+	name   string
+	cmd    string // MARK is replaced by the marker's absolute path, OUT by a path outside the workspace
+	env    map[string]string
+	grants []string
+	code   tool.Code // "" = success
+	msg    string    // in the error message (optional)
+	setup  func(t *testing.T, ws, mark string)
+	check  func(t *testing.T, ws string, res tool.Result)
+	// timeout in ms; 0 means 20 s
+	timeout int
+}
+
+// plant writes an executable script that creates the marker.
+func plant(t *testing.T, path, mark string) {
+	t.Helper()
+	tooltest.WriteFile(t, path, "#!/bin/sh\ntouch '"+mark+"'\n", 0o755)
+}
+
+func shellAppend(t *testing.T, path, text string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(text); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestShellHostile(t *testing.T) {
+	base := []string{"fs.read:**", "fs.write:**", "exec:true", "exec:cat"}
+	with := func(extra ...string) []string { return append(append([]string{}, base...), extra...) }
+	denied := tool.CodeCapabilityDenied
+	commitCode := tool.Code("")
+	if sandbox.Detect().Namespaces {
+		commitCode = tool.CodeCommandFailed
+	}
+	cases := []hostileCase{
+		// 1. An ungranted program after &&.
+		{name: "after && (static)", cmd: "true && touch MARK", grants: base, code: denied, msg: "exec:touch"},
+		{name: "after && (run time)", cmd: "true && $(printf touch) MARK", grants: base, code: denied, msg: "program touch is not granted"},
+		{name: "after ;", cmd: "true; x=touch; $x MARK", grants: base, code: denied},
+		// 2. In $(…).
+		{name: "in $(…) (static)", cmd: "echo $(touch MARK)", grants: base, code: denied, msg: "exec:touch"},
+		{name: "in $(…) (run time)", cmd: "x=touch; echo $($x MARK)", grants: base, code: denied},
+		{name: "in nested $(…)", cmd: "echo $(echo $(t=touch; $t MARK))", grants: base, code: denied},
+		// 3. In backticks.
+		{name: "in backticks (static)", cmd: "echo `touch MARK`", grants: base, code: denied},
+		{name: "in backticks (run time)", cmd: "x=touch; echo `$x MARK`", grants: base, code: denied},
+		// 4. Via eval.
+		{name: "eval (static)", cmd: `eval "touch MARK"`, grants: base, code: denied, msg: "exec:touch"},
+		{name: "eval (run time)", cmd: `x=tou; eval "${x}ch MARK"`, grants: base, code: denied},
+		{name: "eval nested", cmd: `eval 'eval "touch MARK"'`, grants: base, code: denied},
+		// 5. In a pipe.
+		{name: "in a pipe (static)", cmd: "echo hi | touch MARK", grants: base, code: denied},
+		{name: "in a pipe (run time)", cmd: "x=touch; echo hi | $x MARK", grants: base, code: denied},
+		{name: "in a subshell", cmd: "(x=touch; $x MARK)", grants: base, code: denied},
+		{name: "in a background job", cmd: "x=touch; $x MARK & wait", grants: base, code: denied},
+		{name: "process substitution (refused)", cmd: "x=touch; cat <($x MARK)", grants: base, code: tool.CodeInvalidInput, msg: "process substitution"},
+		{name: "process substitution via eval", cmd: "p='<'; eval \"cat $p(touch MARK)\"", grants: with("exec:touch"),
+			check: func(t *testing.T, ws string, res tool.Result) {
+				if d := tooltest.Decode[Result](t, res); !strings.Contains(d.Stderr, "cannot create fifo") {
+					t.Fatalf("%+v", d)
+				}
+			}},
+		{name: "interpreter FIFO name in the temporary directory", cmd: "echo x > " + filepath.Join(os.TempDir(), "sh-interp-warden-test"), grants: base, code: denied,
+			check: func(t *testing.T, ws string, _ tool.Result) {
+				absent(t, filepath.Join(os.TempDir(), "sh-interp-warden-test"))
+			}},
+		{name: "interpreter FIFO name under TMPDIR (run time)", cmd: "echo x > $TMPDIR/sh-interp-warden-test", grants: base, code: denied},
+		{name: "busy builtin loop stops at the deadline", cmd: "while :; do :; done", grants: base, code: tool.CodeCommandTimeout, timeout: 300},
+		{name: "in an EXIT trap", cmd: "x=touch; trap '$x MARK' EXIT; true", grants: base, code: denied},
+		{name: "in a function shadowing a granted name", cmd: "cat() { x=touch; $x MARK; }; cat", grants: base, code: denied},
+		{name: "via source", cmd: "source s.sh", grants: base, code: denied, msg: "program touch",
+			setup: func(t *testing.T, ws, mark string) {
+				tooltest.WriteFile(t, filepath.Join(ws, "s.sh"), "touch '"+mark+"'\n", 0o644)
+			}},
+		{name: "via . ./file", cmd: ". ./s.sh", grants: base, code: denied,
+			setup: func(t *testing.T, ws, mark string) {
+				tooltest.WriteFile(t, filepath.Join(ws, "s.sh"), "touch '"+mark+"'\n", 0o644)
+			}},
+		{name: "via $0", cmd: "$0 -c 'touch MARK'", grants: base, code: denied},
+		{name: "command builtin", cmd: "command touch MARK", grants: base, code: denied},
+		{name: "exec builtin", cmd: "exec touch MARK", grants: base, code: denied},
+		{name: "builtin builtin", cmd: "builtin touch MARK", grants: base, code: tool.CodeCommandFailed},
+		{name: `backslash \touch`, cmd: `\touch MARK`, grants: base, code: denied, msg: "exec:touch"},
+		{name: `quoted "tou"ch`, cmd: `"tou"ch MARK`, grants: base, code: denied, msg: "exec:touch"},
+		{name: "alias (not expanded)", cmd: "alias t=true; t MARK", grants: with("exec:touch"), code: denied, msg: "exec:t"},
+		{name: "absolute path of an ungranted program", cmd: "/usr/bin/touch MARK", grants: base, code: denied, msg: "exec:touch"},
+		{name: "launcher xargs not granted", cmd: "echo MARK | xargs touch", grants: with("exec:touch"), code: denied, msg: "exec:xargs"},
+		{name: "launcher env not granted", cmd: "env touch MARK", grants: with("exec:touch"), code: denied, msg: "exec:env"},
+		{name: "a refusal stops the rest", cmd: "true; $(echo rm) x; touch MARK", grants: with("exec:touch"), code: denied},
+		{name: "a refusal in the background stops the rest", cmd: "$(echo rm) x & wait; touch MARK", grants: with("exec:touch"), code: denied},
+
+		// 6. Redirections outside the workspace.
+		{name: "redirect to an absolute path outside", cmd: "echo x > OUT", grants: base, code: denied, msg: "fs.write"},
+		{name: "redirect to ../x", cmd: "echo x > ../x", grants: base, code: denied,
+			check: func(t *testing.T, ws string, _ tool.Result) { absent(t, filepath.Join(filepath.Dir(ws), "x")) }},
+		{name: "redirect to ../x (run time)", cmd: "d=..; echo x > $d/x", grants: base, code: denied,
+			check: func(t *testing.T, ws string, _ tool.Result) { absent(t, filepath.Join(filepath.Dir(ws), "x")) }},
+		{name: "append outside", cmd: "echo x >> OUT", grants: base, code: denied},
+		{name: "&> outside", cmd: "x=OUT; echo x &> $x", grants: base, code: denied},
+		{name: "redirect through a symlink out", cmd: "echo x > link/f", grants: base, code: denied,
+			setup: func(t *testing.T, ws, mark string) {
+				if err := os.Symlink(filepath.Dir(mark), filepath.Join(ws, "link")); err != nil {
+					t.Fatal(err)
+				}
+			},
+			check: func(t *testing.T, ws string, _ tool.Result) { absent(t, filepath.Join(filepath.Dir(ws), "f")) }},
+		{name: "read outside", cmd: "cat < /etc/passwd", grants: base, code: denied, msg: "fs.read",
+			check: func(t *testing.T, ws string, res tool.Result) {
+				if strings.Contains(string(res.Data), "root:") {
+					t.Fatal("read /etc/passwd")
+				}
+			}},
+		{name: "read outside with $(<file)", cmd: "echo $(</etc/passwd)", grants: base, code: denied},
+		{name: "write into .git", cmd: "echo x > .git/config", grants: base, code: denied, msg: ".git",
+			setup: func(t *testing.T, ws, _ string) {
+				tooltest.WriteFile(t, filepath.Join(ws, ".git", "config"), "[core]\n", 0o644)
+			},
+			check: func(t *testing.T, ws string, _ tool.Result) {
+				if b, _ := os.ReadFile(filepath.Join(ws, ".git", "config")); string(b) != "[core]\n" {
+					t.Fatal(".git/config changed")
+				}
+			}},
+		{name: "write into .warden (run time)", cmd: "d=.warden; echo 'grants: [exec:*]' > $d/policy.yaml", grants: base, code: denied,
+			setup: func(t *testing.T, ws, _ string) {
+				tooltest.WriteFile(t, filepath.Join(ws, ".warden", "keep"), "", 0o644)
+			},
+			check: func(t *testing.T, ws string, _ tool.Result) {
+				absent(t, filepath.Join(ws, ".warden", "policy.yaml"))
+			}},
+		{name: "cd out, then write", cmd: "cd .. && echo x > rel", grants: base, code: denied, msg: "fs.read",
+			check: func(t *testing.T, ws string, _ tool.Result) {
+				absent(t, filepath.Join(filepath.Dir(ws), "rel"))
+				absent(t, filepath.Join(ws, "rel"))
+			}},
+		{name: "cd out (run time)", cmd: "d=..; cd $d; echo x > rel", grants: base, code: denied, msg: "cd to ..",
+			check: func(t *testing.T, ws string, _ tool.Result) {
+				absent(t, filepath.Join(filepath.Dir(ws), "rel"))
+			}},
+		{name: "pushd out (run time)", cmd: "d=/; pushd $d && touch MARK", grants: with("exec:touch"), code: denied, msg: "cd to /"},
+		{name: "cd / ; then run", cmd: "cd /; touch MARK", grants: with("exec:touch"), code: denied},
+		{name: "glob outside is not expanded", cmd: "echo /etc/pass*", grants: base,
+			check: func(t *testing.T, ws string, res tool.Result) {
+				if d := tooltest.Decode[Result](t, res); d.Stdout != "/etc/pass*\n" {
+					t.Fatalf("stdout %q", d.Stdout)
+				}
+			}},
+
+		// 7. LD_PRELOAD and friends in the environment.
+		{name: "LD_PRELOAD in env", cmd: "touch MARK", env: map[string]string{"LD_PRELOAD": "/nonexistent.so"}, grants: with("exec:touch", "env:*"), code: denied, msg: "LD_PRELOAD"},
+		{name: "LD_PRELOAD=… prefix", cmd: "LD_PRELOAD=/nonexistent.so touch MARK", grants: with("exec:touch"), code: denied},
+		{name: "export LD_PRELOAD (run time)", cmd: "eval 'export LD_PRELOAD=/nonexistent.so'; touch MARK", grants: with("exec:touch"), code: denied, msg: "LD_PRELOAD"},
+		{name: "export GIT_CONFIG_COUNT", cmd: "v=GIT_CONFIG_COUNT; export $v=1 GIT_CONFIG_KEY_0=core.fsmonitor GIT_CONFIG_VALUE_0='touch MARK'; git status", grants: with("exec:git"), code: denied,
+			setup: func(t *testing.T, ws, _ string) { tooltest.GitInit(t, ws) }},
+		{name: "HOME moved to the workspace", cmd: "HOME=$PWD git status", grants: with("exec:git"), code: denied, msg: "HOME"},
+		{name: "BASH_ENV in env", cmd: "true", env: map[string]string{"BASH_ENV": "s.sh"}, grants: base, code: denied},
+
+		// 8. PATH smuggling.
+		{name: "env PATH=.", cmd: "git status", env: map[string]string{"PATH": "."}, grants: with("exec:git"), code: tool.CodeInvalidInput,
+			setup: func(t *testing.T, ws, mark string) { plant(t, filepath.Join(ws, "git"), mark) }},
+		{name: "PATH=. git", cmd: "PATH=. git status", grants: with("exec:git"), code: denied, msg: "PATH",
+			setup: func(t *testing.T, ws, mark string) { plant(t, filepath.Join(ws, "git"), mark) }},
+		{name: "export PATH", cmd: "export PATH=.:$PATH; git status", grants: with("exec:git"), code: denied,
+			setup: func(t *testing.T, ws, mark string) { plant(t, filepath.Join(ws, "git"), mark) }},
+		{name: "PATH changed at run time", cmd: "eval 'PATH=.'; git status", grants: with("exec:git"), code: denied, msg: "PATH",
+			setup: func(t *testing.T, ws, mark string) { plant(t, filepath.Join(ws, "git"), mark) }},
+
+		// 9. A ./git planted in the workspace, exec:git granted.
+		{name: "./git", cmd: "./git status", grants: with("exec:git"), code: denied, msg: "relative path",
+			setup: func(t *testing.T, ws, mark string) { plant(t, filepath.Join(ws, "git"), mark) }},
+		{name: "./git (run time)", cmd: "p=./git; $p status", grants: with("exec:git"), code: denied,
+			setup: func(t *testing.T, ws, mark string) { plant(t, filepath.Join(ws, "git"), mark) }},
+		{name: "absolute path of a planted git", cmd: "$PWD/git status", grants: with("exec:git"), code: denied, msg: "is not the git",
+			setup: func(t *testing.T, ws, mark string) { plant(t, filepath.Join(ws, "git"), mark) }},
+		{name: "plain git with a planted ./git runs the real one", cmd: "git --version", grants: with("exec:git"),
+			setup: func(t *testing.T, ws, mark string) { plant(t, filepath.Join(ws, "git"), mark) }},
+
+		// 10. git -c and other ways to make git run a program.
+		{name: "git -c core.pager", cmd: "git -c core.pager='touch MARK' log", grants: with("exec:git"), code: denied, msg: "git -c"},
+		{name: "git -c alias", cmd: "git -c alias.x='!touch MARK' x", grants: with("exec:git"), code: denied},
+		{name: "git -c (run time)", cmd: "o=-c; git $o core.pager='touch MARK' log", grants: with("exec:git"), code: denied, msg: "git -c"},
+		{name: "git --config-env", cmd: "git --config-env=core.pager=EDITOR log", grants: with("exec:git"), code: denied},
+		{name: "git --exec-path", cmd: "git --exec-path=. status", grants: with("exec:git"), code: denied},
+		{name: "git -C", cmd: "git -C / status", grants: with("exec:git"), code: denied},
+		{name: "git diff --ext-diff", cmd: "git diff --ext-diff", grants: with("exec:git"), code: denied},
+		{name: "git log --output", cmd: "git log --output=OUT", grants: with("exec:git"), code: denied},
+		{name: "git fetch --upload-pack", cmd: "git fetch --upload-pack='touch MARK' origin", grants: with("exec:git"), code: denied},
+		{name: "git rebase -x", cmd: "git rebase -x 'touch MARK' HEAD", grants: with("exec:git"), code: denied},
+		{name: "git config write", cmd: "git config core.fsmonitor 'touch MARK'", grants: with("exec:git"), code: denied},
+		{name: "git alias from .git/config", cmd: "git x", grants: with("exec:git"), code: denied, msg: "not a git command",
+			setup: func(t *testing.T, ws, mark string) {
+				tooltest.GitInit(t, ws)
+				shellAppend(t, filepath.Join(ws, ".git", "config"), "[alias]\n\tx = !touch '"+mark+"'\n")
+			}},
+		{name: "fsmonitor planted in .git/config", cmd: "git status --short", grants: with("exec:git"),
+			setup: func(t *testing.T, ws, mark string) {
+				tooltest.GitInit(t, ws)
+				plant(t, filepath.Join(filepath.Dir(mark), "evil.sh"), mark)
+				shellAppend(t, filepath.Join(ws, ".git", "config"), "[core]\n\tfsmonitor = "+filepath.Join(filepath.Dir(mark), "evil.sh")+"\n\tpager = "+filepath.Join(filepath.Dir(mark), "evil.sh")+"\n")
+			}},
+		// With namespaces .git is read-only to programs: the commit fails
+		// (git_commit is the way to commit); either way no hook runs.
+		{name: "hook planted, commit runs without it", cmd: "git commit -q --allow-empty -m x", grants: with("exec:git"), code: commitCode,
+			env: map[string]string{"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@b", "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@b"},
+			setup: func(t *testing.T, ws, mark string) {
+				tooltest.GitInit(t, ws)
+				plant(t, filepath.Join(ws, ".git", "hooks", "pre-commit"), mark)
+			}},
+
+		// 11. find -exec and friends.
+		{name: "find -exec", cmd: `find . -exec touch MARK \;`, grants: with("exec:find"), code: denied, msg: "find -exec"},
+		{name: "find -execdir (run time)", cmd: `x=-execdir; find . $x touch MARK \;`, grants: with("exec:find"), code: denied},
+		{name: "find -ok", cmd: `find . -ok touch MARK \;`, grants: with("exec:find"), code: denied},
+		{name: "find -delete", cmd: `find . -name keep -delete`, grants: with("exec:find"), code: denied,
+			setup: func(t *testing.T, ws, _ string) { tooltest.WriteFile(t, filepath.Join(ws, "keep"), "k", 0o644) },
+			check: func(t *testing.T, ws string, _ tool.Result) {
+				if _, err := os.Stat(filepath.Join(ws, "keep")); err != nil {
+					t.Fatal("find -delete ran")
+				}
+			}},
+		{name: "find -fprint", cmd: `find . -fprint OUT`, grants: with("exec:find"), code: denied},
+
+		// Other guarded programs.
+		{name: "rg --pre", cmd: "rg --pre ./git x", grants: with("exec:rg"), code: denied, msg: "rg --pre",
+			setup: func(t *testing.T, ws, mark string) { plant(t, filepath.Join(ws, "git"), mark) }},
+		{name: "sed e command", cmd: "sed -e '1e touch MARK' in.txt", grants: with("exec:sed"), code: denied, msg: "sed e"},
+		{name: "sed s///e", cmd: "sed 's|.*|touch MARK|e' in.txt", grants: with("exec:sed"), code: denied, msg: "e flag"},
+		{name: "sed w command", cmd: "sed -n 'w OUT' in.txt", grants: with("exec:sed"), code: denied, msg: "w command"},
+		{name: "sed s///w (run time)", cmd: "s='s/a/b/w OUT'; sed \"$s\" in.txt", grants: with("exec:sed"), code: denied},
+		{name: "sed -f", cmd: "sed -f script.sed in.txt", grants: with("exec:sed"), code: denied},
+		{name: "sed -i outside the grants", cmd: "sed -i s/a/b/ OUT", grants: []string{"fs.read:**", "exec:sed"}, code: denied, msg: "fs.write"},
+		{name: "tar --to-command", cmd: "tar -xf a.tar --to-command='touch MARK'", grants: with("exec:tar"), code: denied},
+		{name: "sort --compress-program", cmd: "sort --compress-program=./git in.txt", grants: with("exec:sort"), code: denied},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ws := cleanDir(t)
+			outside := cleanDir(t)
+			mark := filepath.Join(outside, "marker")
+			out := filepath.Join(outside, "out")
+			tooltest.WriteFile(t, filepath.Join(ws, "in.txt"), "a\n", 0o644)
+			if tc.setup != nil {
+				tc.setup(t, ws, mark)
+			}
+			g, _ := tooltest.ShellGate(t, &Shell{}, ws, tc.grants...)
+			cmd := strings.ReplaceAll(strings.ReplaceAll(tc.cmd, "MARK", mark), "OUT", out)
+			timeout := 20000
+			if tc.timeout > 0 {
+				timeout = tc.timeout
+			}
+			args := map[string]any{"command": cmd, "timeout_ms": timeout}
+			if tc.env != nil {
+				args["env"] = tc.env
+			}
+			res := tooltest.ShellDo(t, g, args)
+			if tooltest.Code(res) != tc.code {
+				t.Fatalf("want %q, got %+v\n%s", tc.code, res.Error, res.Data)
+			}
+			if tc.msg != "" && !strings.Contains(res.Error.Message+" "+res.Error.Hint, tc.msg) {
+				t.Fatalf("error %+v lacks %q", res.Error, tc.msg)
+			}
+			if tc.code == tool.CodeCapabilityDenied && res.Error.Hint == "" {
+				t.Fatalf("no hint: %+v", res.Error)
+			}
+			absent(t, mark)
+			absent(t, out)
+			if tc.check != nil {
+				tc.check(t, ws, res)
+			}
+		})
+	}
+}
+
+// cleanDir is a temporary directory whose path needs no shell quoting.
+func cleanDir(t *testing.T) string {
+	t.Helper()
+	d, err := os.MkdirTemp("", "warden-shell-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	d, err = filepath.EvalSymlinks(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func absent(t *testing.T, p string) {
+	t.Helper()
+	if _, err := os.Lstat(p); err == nil {
+		t.Fatalf("%s exists: the refused step ran", p)
+	}
+}
+
+// TestShellHostileRunTimeDenialNamesTheProgram: a program only known at run
+// time is refused with CAPABILITY_DENIED naming it and the grant, exit 126,
+// and the refusal is on the command's stderr.
+func TestShellHostileRunTimeDenialNamesTheProgram(t *testing.T) {
+	ws := tooltest.WS(t)
+	g, _ := tooltest.ShellGate(t, &Shell{}, ws, "fs.read:**")
+	res := tooltest.ShellDo(t, g, map[string]any{"command": "echo before; $(echo rm) -rf .; echo after"})
+	d := tooltest.Decode[Result](t, res)
+	if tooltest.Code(res) != tool.CodeCapabilityDenied || res.Error.Hint != "needs the grant exec:rm" || !slices.Equal(res.Error.Missing, []string{"exec:rm"}) || !strings.Contains(res.Error.Message, "program rm is not granted") {
+		t.Fatalf("%+v", res.Error)
+	}
+	if d.ExitCode != 126 || d.Stdout != "before\n" || !strings.Contains(d.Stderr, "CAPABILITY_DENIED") {
+		t.Fatalf("%+v", d)
+	}
+}
+
+// TestShellHostileTimeoutKillsEverything: a command that times out with
+// background children — the interpreter's own background jobs and the
+// children of a granted shell — returns within the timeout + 1 s and leaves
+// no process behind: neither those whose PIDs the shells wrote down nor any
+// other, found by the unique argument every sleep of the command gets.
+func TestShellHostileTimeoutKillsEverything(t *testing.T) {
+	ws := tooltest.WS(t)
+	// The programs append to pids: it exists, so the sandbox opens it.
+	tooltest.WriteFile(t, filepath.Join(ws, "pids"), "", 0o644)
+	g, _ := tooltest.ShellGate(t, &Shell{}, ws, "fs.read:**", "fs.write:pids", "exec:sh", "exec:sleep")
+	// 100.<9 digits> seconds: a sleep of this test run and no other.
+	arg := fmt.Sprintf("100.%09d", time.Now().UnixNano()%1_000_000_000)
+	cmd := strings.ReplaceAll(`sh -c 'echo $$ >> pids; exec sleep SECS' &
+sh -c 'sleep SECS & echo $! >> pids; sleep SECS & echo $! >> pids; echo $$ >> pids; wait' &
+sleep SECS & sleep SECS &
+sh -c 'echo $$ >> pids; exec sleep SECS'`, "SECS", arg)
+	const timeout = 1500 * time.Millisecond
+	// Halfway through, the scan sees the command's processes: it can tell.
+	during := make(chan []string, 1)
+	go func() {
+		time.Sleep(timeout / 2)
+		during <- tooltest.ProcsWith(arg)
+	}()
+	start := time.Now()
+	res := tooltest.ShellDo(t, g, map[string]any{"command": cmd, "timeout_ms": timeout.Milliseconds()})
+	elapsed := time.Since(start)
+	d := tooltest.Decode[Result](t, res)
+	if tooltest.Code(res) != tool.CodeCommandTimeout || !d.TimedOut || d.ExitCode != -1 {
+		t.Fatalf("%+v %+v", res.Error, d)
+	}
+	if elapsed > timeout+time.Second {
+		t.Fatalf("returned after %v", elapsed)
+	}
+	// 6 sleeps (2 of the interpreter's own jobs) and the shell that waits.
+	if seen := <-during; len(seen) < 6 {
+		t.Errorf("halfway, the scan found %d of the command's 7 processes: %q", len(seen), seen)
+	}
+	data, err := os.ReadFile(filepath.Join(ws, "pids"))
+	if err != nil || len(strings.Fields(string(data))) != 5 {
+		t.Fatalf("pids %q %v", data, err)
+	}
+	tooltest.AssertGone(t, filepath.Join(ws, "pids"))
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		left := tooltest.ProcsWith(arg)
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d processes left 2 s after the call returned: %q", len(left), left)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestShellHostileOutputFlood: an endless writer is capped and killed at the
+// deadline; a writer whose reader exits is killed as SIGPIPE would.
+func TestShellHostileOutputFlood(t *testing.T) {
+	ws := tooltest.WS(t)
+	g, _ := tooltest.ShellGate(t, &Shell{}, ws, "fs.read:**", "exec:yes", "exec:head")
+	res := tooltest.ShellDo(t, g, map[string]any{"command": "yes", "timeout_ms": 1000})
+	d := tooltest.Decode[Result](t, res)
+	if tooltest.Code(res) != tool.CodeCommandTimeout || !d.TimedOut {
+		t.Fatalf("%+v", res.Error)
+	}
+	if !strings.Contains(d.Stdout, "[truncated: 1048576 of") || len(d.Stdout) > maxOutput+200 {
+		t.Fatalf("stdout is %d bytes: %q", len(d.Stdout), d.Stdout[len(d.Stdout)-100:])
+	}
+	if len(res.Output) > gate.MaxOutputBytes+200 {
+		t.Fatalf("output is %d bytes", len(res.Output))
+	}
+	res = tooltest.ShellDo(t, g, map[string]any{"command": "yes | head -c 3000000; yes 2>&1 | head -n 1", "timeout_ms": 20000})
+	d = tooltest.Decode[Result](t, res)
+	if !res.Success || !strings.Contains(d.Stdout, "[truncated: 1048576 of 3000002 bytes kept]") {
+		t.Fatalf("%+v %q", res.Error, d.Stdout[len(d.Stdout)-80:])
+	}
+}
