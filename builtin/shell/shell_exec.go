@@ -31,6 +31,7 @@ import (
 	"github.com/wardenrt/warden/builtin/internal/proc"
 	"github.com/wardenrt/warden/runtime/capability"
 	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/resource"
 	"github.com/wardenrt/warden/runtime/sandbox"
 	"github.com/wardenrt/warden/runtime/tool"
 )
@@ -75,7 +76,7 @@ type run struct {
 	ws       string
 	rtCall   *tool.Call
 	ctx      context.Context // the call's (where its connections are noted)
-	limits   sandbox.Limits  // the call's
+	limits   resource.Limits // the call's
 	needBox  bool            // require_sandbox
 	path     string
 	pathDirs []string

@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/wardenrt/warden/builtin"
+	"github.com/wardenrt/warden/runtime/resource"
 	"github.com/wardenrt/warden/runtime/sandbox"
 	"github.com/wardenrt/warden/runtime/tool"
 )
@@ -34,7 +35,7 @@ func sandboxCommand() *cli.Command {
 							"abi": s.ABI, "level": s.Level(), "why": s.Why, "simulated": s.Simulated,
 							"namespaces": s.Namespaces, "namespaces_why": s.NamespacesWhy, "namespaces_simulated": s.NamespacesSimulated,
 							"points": s.Points(), "features": s.Features(), "process_limit": how, "process_limit_held": held,
-							"default_limits": sandbox.DefaultLimits, "probe": probe,
+							"default_limits": resource.Default, "probe": probe,
 							"require_sandbox": p.RequireSandbox, "policy": p.Source,
 						})
 					}
@@ -71,7 +72,7 @@ func sandboxCommand() *cli.Command {
 						fmt.Fprintf(e.stdout, "  %s  %s (%s)\n", mark(f.On), f.What, f.Why)
 					}
 					fmt.Fprintf(e.stdout, "process limit:  %s\n", how)
-					l := sandbox.DefaultLimits
+					l := resource.Default
 					set := "policy: limits:"
 					if !sandbox.LimitsHeld() {
 						set = "not set on " + runtime.GOOS + ": programs start without the launcher"

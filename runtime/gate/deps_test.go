@@ -15,7 +15,8 @@ func TestDependencyDirection(t *testing.T) {
 			"github.com/wardenrt/warden/hostfuncs", "go.etcd.io/bbolt", "github.com/urfave/cli")
 	}
 	archtest.Forbid(t, "github.com/wardenrt/warden/runtime/tool", "github.com/wardenrt/warden/runtime/gate",
-		"github.com/wardenrt/warden/runtime/agent", "github.com/wardenrt/warden/runtime/workflow", "github.com/wardenrt/warden/runtime/wasmtool")
+		"github.com/wardenrt/warden/runtime/agent", "github.com/wardenrt/warden/runtime/workflow", "github.com/wardenrt/warden/runtime/wasmtool",
+		"github.com/wardenrt/warden/runtime/sandbox") // the contract names resource limits, not the sandbox
 }
 
 // TestNoCLIFlags: no string or comment under runtime/ or builtin/ names a

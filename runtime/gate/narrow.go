@@ -5,10 +5,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/wardenrt/warden/runtime/resource"
 	"github.com/wardenrt/warden/runtime/tool"
 
 	"github.com/wardenrt/warden/runtime/capability"
-	"github.com/wardenrt/warden/runtime/sandbox"
 )
 
 // A workspace policy (a repository's .warden/policy.yaml) is written by
@@ -67,7 +67,7 @@ func Narrow(base, u *Policy) (*Policy, []Ignored) {
 		if r.Action == ActionAllow && !r.RequireApproval && !r.DryRunFirst {
 			ign = append(ign, Ignored{Line: r.Line, What: fmt.Sprintf("allow rule %d (tool %s)", i+1, r.Tool)})
 		}
-		if r.Limits != (sandbox.Limits{}) {
+		if r.Limits != (resource.Limits{}) {
 			ign = append(ign, Ignored{Line: r.Line, What: fmt.Sprintf("limits of rule %d (a rule's limits apply only from a trusted policy; the policy-wide limits apply where tighter)", i+1)})
 		}
 	}
@@ -85,7 +85,7 @@ func Narrow(base, u *Policy) (*Policy, []Ignored) {
 }
 
 // limitFields lists a Limits' fields by their policy name.
-func limitFields(l *sandbox.Limits) []struct {
+func limitFields(l *resource.Limits) []struct {
 	name string
 	v    *uint64
 } {
@@ -100,7 +100,7 @@ func limitFields(l *sandbox.Limits) []struct {
 
 // tighterLimits returns, field by field, the smaller of a's and b's
 // effective limits (a zero field is the default).
-func tighterLimits(a, b sandbox.Limits) sandbox.Limits {
+func tighterLimits(a, b resource.Limits) resource.Limits {
 	out := a
 	ea, eb := a.WithDefaults(), b.WithDefaults()
 	of, fa, fb := limitFields(&out), limitFields(&ea), limitFields(&eb)
@@ -113,7 +113,7 @@ func tighterLimits(a, b sandbox.Limits) sandbox.Limits {
 }
 
 // looserLimits names the fields b sets looser than a's effective limits.
-func looserLimits(a, b sandbox.Limits) []string {
+func looserLimits(a, b resource.Limits) []string {
 	ea := a.WithDefaults()
 	fa, fb := limitFields(&ea), limitFields(&b)
 	var out []string

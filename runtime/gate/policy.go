@@ -7,6 +7,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/wardenrt/warden/runtime/resource"
 	"github.com/wardenrt/warden/runtime/tool"
 
 	"github.com/goccy/go-yaml/ast"
@@ -14,7 +15,6 @@ import (
 	"github.com/wardenrt/warden/runtime/capability"
 	"github.com/wardenrt/warden/runtime/decode"
 	"github.com/wardenrt/warden/runtime/pathrule"
-	"github.com/wardenrt/warden/runtime/sandbox"
 )
 
 // Rule is one policy rule. Rules are matched in order against the tool name
@@ -31,7 +31,7 @@ type Rule struct {
 	DryRunFirst     bool   `yaml:"dry_run_first"`
 	// Limits override the policy's resource limits for the programs the
 	// tool starts (zero fields: the policy's).
-	Limits sandbox.Limits `yaml:"limits"`
+	Limits resource.Limits `yaml:"limits"`
 
 	// Matchers: a rule with matchers applies only to calls all of them
 	// match; within one matcher any pattern may match.
@@ -79,8 +79,8 @@ type Policy struct {
 	// kernel cannot give every sandbox protection.
 	RequireSandbox bool `yaml:"require_sandbox"`
 	// Limits are the resource limits of every program a tool starts (zero
-	// fields: sandbox.DefaultLimits).
-	Limits sandbox.Limits `yaml:"limits"`
+	// fields: resource.Default).
+	Limits resource.Limits `yaml:"limits"`
 	// Tests are calls and the verdicts the policy must give them (warden
 	// policy test).
 	Tests []PolicyTest `yaml:"tests"`

@@ -17,6 +17,7 @@ import (
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"github.com/wardenrt/warden/runtime/resource"
 	"golang.org/x/sys/unix"
 )
 
@@ -169,7 +170,7 @@ func hardLimit(resource int) uint64 {
 // RLIMIT_NPROC counts every process of the user, so the limit is what the
 // user runs now plus Processes; root is not bound by it (its pids cgroup
 // holds the limit), so its processes are not counted.
-func setLimits(l Limits) error {
+func setLimits(l resource.Limits) error {
 	nproc := uint64(0)
 	if os.Getuid() != 0 {
 		var err error

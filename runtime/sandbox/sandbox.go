@@ -41,6 +41,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/wardenrt/warden/runtime/resource"
 )
 
 // Levels a result and an audit record report.
@@ -267,46 +269,6 @@ func SimulateNoNamespaces() (restore func()) {
 	}
 }
 
-// Limits are the resource limits of one program (and, for processes, of
-// what it starts). Zero means the default; see DefaultLimits.
-type Limits struct {
-	CPUSeconds     uint64 `json:"cpu_seconds,omitempty" yaml:"cpu_seconds"`
-	AddressSpaceMB uint64 `json:"address_space_mb,omitempty" yaml:"address_space_mb"`
-	OpenFiles      uint64 `json:"open_files,omitempty" yaml:"open_files"`
-	Processes      uint64 `json:"processes,omitempty" yaml:"processes"`
-	FileSizeMB     uint64 `json:"file_size_mb,omitempty" yaml:"file_size_mb"`
-}
-
-// DefaultLimits apply where a policy rule says nothing: generous for
-// builds and tests, tight enough to stop a runaway.
-var DefaultLimits = Limits{
-	CPUSeconds:     300,
-	AddressSpaceMB: 16 << 10,
-	OpenFiles:      4096,
-	Processes:      512,
-	FileSizeMB:     4 << 10,
-}
-
-// WithDefaults fills the zero fields from DefaultLimits.
-func (l Limits) WithDefaults() Limits { return l.Over(DefaultLimits) }
-
-// Over returns l with its zero fields taken from base.
-func (l Limits) Over(base Limits) Limits {
-	pick := func(v, b uint64) uint64 {
-		if v != 0 {
-			return v
-		}
-		return b
-	}
-	return Limits{
-		CPUSeconds:     pick(l.CPUSeconds, base.CPUSeconds),
-		AddressSpaceMB: pick(l.AddressSpaceMB, base.AddressSpaceMB),
-		OpenFiles:      pick(l.OpenFiles, base.OpenFiles),
-		Processes:      pick(l.Processes, base.Processes),
-		FileSizeMB:     pick(l.FileSizeMB, base.FileSizeMB),
-	}
-}
-
 // Spec is what one program may do. Paths are absolute; a path that does
 // not exist is left out.
 type Spec struct {
@@ -341,8 +303,8 @@ type Spec struct {
 	// Proxy is the URL programs get in HTTP_PROXY, HTTPS_PROXY and
 	// ALL_PROXY (and the lowercase forms); the proxy variables of the
 	// environment are dropped either way.
-	Proxy  string `json:"-"`
-	Limits Limits `json:"limits"`
+	Proxy  string          `json:"-"`
+	Limits resource.Limits `json:"limits"`
 	// UnixSockets allows the program to create unix sockets (systemctl
 	// talks to systemd over one); otherwise seccomp refuses them.
 	UnixSockets bool `json:"unix_sockets,omitempty"`

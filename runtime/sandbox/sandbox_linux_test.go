@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/wardenrt/warden/runtime/resource"
 )
 
 // TestCommand: the launcher is warden's own binary with the hidden
@@ -34,7 +36,7 @@ func TestCommand(t *testing.T) {
 		t.Fatalf("launcher env %q", out)
 	}
 	var s Spec
-	if err := json.Unmarshal([]byte(strings.TrimPrefix(out[0], specEnv+"=")), &s); err != nil || s.Limits != DefaultLimits || s.ABI != Detect().ABI {
+	if err := json.Unmarshal([]byte(strings.TrimPrefix(out[0], specEnv+"=")), &s); err != nil || s.Limits != resource.Default || s.ABI != Detect().ABI {
 		t.Fatalf("spec %+v %v", s, err)
 	}
 	if want := []string{"PATH=/usr/bin", "HOME=" + NoHome, "LD_PRELOAD=/x.so"}; !slices.Equal(s.Env, want) {
@@ -65,7 +67,7 @@ func TestLauncher(t *testing.T) {
 		b, err := cmd.CombinedOutput()
 		return string(b), err
 	}
-	got, err := run(Spec{Read: []string{in}, Limits: Limits{OpenFiles: 77, CPUSeconds: 9}}, `echo "$0"; env; ulimit -n; ulimit -t; cat `+in)
+	got, err := run(Spec{Read: []string{in}, Limits: resource.Limits{OpenFiles: 77, CPUSeconds: 9}}, `echo "$0"; env; ulimit -n; ulimit -t; cat `+in)
 	if err != nil || !strings.HasPrefix(got, "sh\n") || strings.Contains(got, specEnv) || !strings.Contains(got, "PATH=/usr/bin:/bin") || !strings.Contains(got, "77\n9\nin\n") {
 		t.Fatalf("%v\n%s", err, got)
 	}
@@ -93,7 +95,7 @@ func TestLauncherExecFails(t *testing.T) {
 	if err := os.WriteFile(prog, b, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := launcherCmd(t, prog, []string{"true"}, nil, Spec{Limits: Limits{AddressSpaceMB: 64}})
+	cmd := launcherCmd(t, prog, []string{"true"}, nil, Spec{Limits: resource.Limits{AddressSpaceMB: 64}})
 	out, err := cmd.CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != ExitLaunchFailed || string(out) != "warden sandbox: "+prog+": permission denied\n" {
 		t.Fatalf("%v %q", err, out)

@@ -18,17 +18,6 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func TestLimitsOver(t *testing.T) {
-	rule := Limits{CPUSeconds: 5}
-	policy := Limits{CPUSeconds: 60, Processes: 10}
-	got := rule.Over(policy).WithDefaults()
-	want := DefaultLimits
-	want.CPUSeconds, want.Processes = 5, 10
-	if got != want {
-		t.Fatalf("%+v, want %+v", got, want)
-	}
-}
-
 func TestLevels(t *testing.T) {
 	for _, tc := range []struct {
 		abi  int

@@ -8,7 +8,7 @@ import (
 
 	"github.com/wardenrt/warden/runtime/capability"
 	"github.com/wardenrt/warden/runtime/pathrule"
-	"github.com/wardenrt/warden/runtime/sandbox"
+	"github.com/wardenrt/warden/runtime/resource"
 )
 
 // Tool is one thing warden can do. Every tool is reached only through the
@@ -82,8 +82,8 @@ type Call struct {
 	// sandbox protection (require_sandbox).
 	RequireSandbox bool
 	// Limits are the resource limits of the programs the call starts: the
-	// rule's, over the policy's, over sandbox.DefaultLimits.
-	Limits sandbox.Limits
+	// rule's, over the policy's, over resource.Default.
+	Limits resource.Limits
 	// Protect and Hide are the policy's protect: and hide: lists: paths
 	// no program may change, and paths no program or tool may read,
 	// whatever the grants. The gate refuses needs they match; tools that

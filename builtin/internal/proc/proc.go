@@ -22,6 +22,7 @@ import (
 
 	"github.com/wardenrt/warden/runtime/capability"
 	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/resource"
 	"github.com/wardenrt/warden/runtime/sandbox"
 	"github.com/wardenrt/warden/runtime/tool"
 )
@@ -528,7 +529,7 @@ func (l *LimitWatch) text() string {
 // the program's pids cgroup, or — where nothing else can tell — what a
 // program printed last, with a non-zero exit, when fork, allocation or open
 // failed.
-func LimitHit(code int, end End, stderr *LimitWatch, lim sandbox.Limits) string {
+func LimitHit(code int, end End, stderr *LimitWatch, lim resource.Limits) string {
 	switch {
 	case !sandbox.LimitsHeld():
 		return "" // no limit was set: none stopped it
