@@ -22,120 +22,135 @@ func grantCommand() *cli.Command {
 		Name:  "grant",
 		Usage: "grants that expire: add one for a while, list them, remove one",
 		Subcommands: []*cli.Command{
-			{
-				Name: "add", ArgsUsage: "CAP",
-				Usage: "remember a grant for this workspace until it expires (--for 8h)",
-				Flags: []cli.Flag{
-					&cli.DurationFlag{Name: "for", Usage: "how long it lasts (required; at most 720h)"},
-					&cli.StringFlag{Name: "workspace", Usage: "the workspace it applies in (default: the current one)"},
-					&cli.StringFlag{Name: "tool", Usage: "only calls of this tool"},
-					jsonFlag,
-				},
-				Action: withEnv(func(ctx context.Context, e *env) error {
-					if e.c.NArg() != 1 {
-						return usageErr("usage: warden grant add CAP --for 8h [--workspace DIR] [--tool T]", "grant add needs one capability")
-					}
-					g, err := capability.Parse(e.c.Args().First())
-					if err != nil {
-						return usageErr("see README \"Capabilities\" for the grammar", "%v", err)
-					}
-					d := e.c.Duration("for")
-					if d <= 0 || d > runtime.MaxTimedGrant {
-						return usageErr("say how long with --for (e.g. --for 8h; at most 720h)", "grant add needs --for between 1s and %s", runtime.MaxTimedGrant)
-					}
-					ws := e.workspace
-					if dir := e.c.String("workspace"); dir != "" {
-						if ws, err = filepath.Abs(dir); err == nil {
-							ws, err = filepath.EvalSymlinks(ws)
-						}
-						if err != nil {
-							return usageErr("name an existing directory", "--workspace: %v", err)
-						}
-					}
-					tool := e.c.String("tool")
-					if tool != "" {
-						reg, err := e.registry()
-						if err != nil {
-							return err
-						}
-						if !reg.Has(tool) {
-							return usageErr("name a tool as `warden tools` lists it", "--tool %q: no such tool", tool)
-						}
-						tool = reg.Names(tool)[0] // an alias stands for its tool
-					}
-					if why := g.Broad(); why != "" {
-						fmt.Fprintf(e.stderr, "warden: warning: %s: %s\n", g, why)
-					}
-					now := time.Now().UTC()
-					t := runtime.TimedGrant{ID: "g-" + runtime.NewID(), Kind: runtime.TimedGrantKind, Grant: g.String(), Tool: tool,
-						Workspace: ws, Added: now, Expires: now.Add(d), By: grantOwner()}
-					if err := e.audit(ctx, "grant.add", t); err != nil {
-						return err
-					}
-					if err := (lazyStore{open: e.store}).PutGrant(ctx, t); err != nil {
-						return err
-					}
-					if e.json {
-						return e.printJSON(t)
-					}
-					fmt.Fprintf(e.stdout, "%s: %s in %s until %s\n", t.ID, describeGrant(t), ws, t.Expires.Format(time.RFC3339))
-					return nil
-				}),
-			},
-			{
-				Name: "ls", Usage: "the grants and approvals remembered with an expiry, in every workspace (expired ones are not listed)",
-				Flags: []cli.Flag{jsonFlag},
-				Action: withEnv(func(ctx context.Context, e *env) error {
-					all, err := lazyStore{open: e.store}.ListGrants(ctx)
-					if err != nil {
-						return err
-					}
-					now := time.Now()
-					live := []runtime.TimedGrant{}
-					for _, t := range all {
-						if now.Before(t.Expires) {
-							live = append(live, t)
-							continue
-						}
-						// Expired: removed, and on the record (once: another
-						// process may have done both).
-						if err := (lazyStore{open: e.store}).DeleteGrant(ctx, t.ID); err == nil {
-							if err := e.auditAs(ctx, []string{"warden"}, runtime.PhaseAdmin, "grant", map[string]string{"id": t.ID, "expired": t.String()}); err != nil {
-								return err
-							}
-						}
-					}
-					if e.json {
-						return e.printJSON(live)
-					}
-					if len(live) == 0 {
-						fmt.Fprintln(e.stdout, "no grants with an expiry")
-					}
-					for _, t := range live {
-						fmt.Fprintf(e.stdout, "%s  %-40s  %s  until %s (%s left)\n", t.ID, describeGrant(t), t.Workspace,
-							t.Expires.UTC().Format(time.RFC3339), time.Until(t.Expires).Round(time.Second))
-					}
-					return nil
-				}),
-			},
-			{
-				Name: "rm", ArgsUsage: "ID", Usage: "remove a remembered grant or approval now",
-				Action: withEnv(func(ctx context.Context, e *env) error {
-					if e.c.NArg() != 1 {
-						return usageErr("usage: warden grant rm ID (see `warden grant ls`)", "grant rm needs one id")
-					}
-					id := e.c.Args().First()
-					if err := (lazyStore{open: e.store}).DeleteGrant(ctx, id); err != nil {
-						return err
-					}
-					if err := e.audit(ctx, "grant.rm", map[string]string{"id": id}); err != nil {
-						return err
-					}
-					fmt.Fprintf(e.stdout, "removed %s\n", id)
-					return nil
-				}),
-			},
+			grantAddCommand(),
+			grantLsCommand(),
+			grantRmCommand(),
 		},
+	}
+}
+
+// grantAddCommand is `warden grant add`.
+func grantAddCommand() *cli.Command {
+	return &cli.Command{
+		Name: "add", ArgsUsage: "CAP",
+		Usage: "remember a grant for this workspace until it expires (--for 8h)",
+		Flags: []cli.Flag{
+			&cli.DurationFlag{Name: "for", Usage: "how long it lasts (required; at most 720h)"},
+			&cli.StringFlag{Name: "workspace", Usage: "the workspace it applies in (default: the current one)"},
+			&cli.StringFlag{Name: "tool", Usage: "only calls of this tool"},
+			jsonFlag,
+		},
+		Action: withEnv(func(ctx context.Context, e *env) error {
+			if e.c.NArg() != 1 {
+				return usageErr("usage: warden grant add CAP --for 8h [--workspace DIR] [--tool T]", "grant add needs one capability")
+			}
+			g, err := capability.Parse(e.c.Args().First())
+			if err != nil {
+				return usageErr("see README \"Capabilities\" for the grammar", "%v", err)
+			}
+			d := e.c.Duration("for")
+			if d <= 0 || d > runtime.MaxTimedGrant {
+				return usageErr("say how long with --for (e.g. --for 8h; at most 720h)", "grant add needs --for between 1s and %s", runtime.MaxTimedGrant)
+			}
+			ws := e.workspace
+			if dir := e.c.String("workspace"); dir != "" {
+				if ws, err = filepath.Abs(dir); err == nil {
+					ws, err = filepath.EvalSymlinks(ws)
+				}
+				if err != nil {
+					return usageErr("name an existing directory", "--workspace: %v", err)
+				}
+			}
+			tool := e.c.String("tool")
+			if tool != "" {
+				reg, err := e.registry()
+				if err != nil {
+					return err
+				}
+				if !reg.Has(tool) {
+					return usageErr("name a tool as `warden tools` lists it", "--tool %q: no such tool", tool)
+				}
+				tool = reg.Names(tool)[0] // an alias stands for its tool
+			}
+			if why := g.Broad(); why != "" {
+				fmt.Fprintf(e.stderr, "warden: warning: %s: %s\n", g, why)
+			}
+			now := time.Now().UTC()
+			t := runtime.TimedGrant{ID: "g-" + runtime.NewID(), Kind: runtime.TimedGrantKind, Grant: g.String(), Tool: tool,
+				Workspace: ws, Added: now, Expires: now.Add(d), By: grantOwner()}
+			if err := e.audit(ctx, "grant.add", t); err != nil {
+				return err
+			}
+			if err := (lazyStore{open: e.store}).PutGrant(ctx, t); err != nil {
+				return err
+			}
+			if e.json {
+				return e.printJSON(t)
+			}
+			fmt.Fprintf(e.stdout, "%s: %s in %s until %s\n", t.ID, describeGrant(t), ws, t.Expires.Format(time.RFC3339))
+			return nil
+		}),
+	}
+}
+
+// grantLsCommand is `warden grant ls`.
+func grantLsCommand() *cli.Command {
+	return &cli.Command{
+		Name: "ls", Usage: "the grants and approvals remembered with an expiry, in every workspace (expired ones are not listed)",
+		Flags: []cli.Flag{jsonFlag},
+		Action: withEnv(func(ctx context.Context, e *env) error {
+			all, err := lazyStore{open: e.store}.ListGrants(ctx)
+			if err != nil {
+				return err
+			}
+			now := time.Now()
+			live := []runtime.TimedGrant{}
+			for _, t := range all {
+				if now.Before(t.Expires) {
+					live = append(live, t)
+					continue
+				}
+				// Expired: removed, and on the record (once: another
+				// process may have done both).
+				if err := (lazyStore{open: e.store}).DeleteGrant(ctx, t.ID); err == nil {
+					if err := e.auditAs(ctx, []string{"warden"}, runtime.PhaseAdmin, "grant", map[string]string{"id": t.ID, "expired": t.String()}); err != nil {
+						return err
+					}
+				}
+			}
+			if e.json {
+				return e.printJSON(live)
+			}
+			if len(live) == 0 {
+				fmt.Fprintln(e.stdout, "no grants with an expiry")
+			}
+			for _, t := range live {
+				fmt.Fprintf(e.stdout, "%s  %-40s  %s  until %s (%s left)\n", t.ID, describeGrant(t), t.Workspace,
+					t.Expires.UTC().Format(time.RFC3339), time.Until(t.Expires).Round(time.Second))
+			}
+			return nil
+		}),
+	}
+}
+
+// grantRmCommand is `warden grant rm`.
+func grantRmCommand() *cli.Command {
+	return &cli.Command{
+		Name: "rm", ArgsUsage: "ID", Usage: "remove a remembered grant or approval now",
+		Action: withEnv(func(ctx context.Context, e *env) error {
+			if e.c.NArg() != 1 {
+				return usageErr("usage: warden grant rm ID (see `warden grant ls`)", "grant rm needs one id")
+			}
+			id := e.c.Args().First()
+			if err := (lazyStore{open: e.store}).DeleteGrant(ctx, id); err != nil {
+				return err
+			}
+			if err := e.audit(ctx, "grant.rm", map[string]string{"id": id}); err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "removed %s\n", id)
+			return nil
+		}),
 	}
 }
 

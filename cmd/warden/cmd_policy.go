@@ -17,109 +17,8 @@ func policyCommand() *cli.Command {
 		Name:  "policy",
 		Usage: "check, test, explain and trust policies",
 		Subcommands: append(append([]*cli.Command{
-			{
-				Name: "check", Usage: "validate a policy file; every problem with its line and column", ArgsUsage: "FILE",
-				Flags: []cli.Flag{jsonFlag},
-				Action: withEnv(func(ctx context.Context, e *env) error {
-					if e.c.NArg() != 1 {
-						return usageErr("usage: warden policy check FILE", "policy check needs one file")
-					}
-					file := e.c.Args().First()
-					data, err := decode.ReadFile(file, runtime.MaxPolicyBytes)
-					if err != nil {
-						return readFailure(err, "check the path")
-					}
-					p, err := runtime.ParsePolicy(file, data)
-					if err != nil {
-						return policyProblems(e, file, err)
-					}
-					if err := runPolicyTests(e, file, p, false); err != nil {
-						return err
-					}
-					if e.json {
-						return e.printJSON(map[string]any{"file": file, "valid": true, "grants": p.Grants, "rules": len(p.Rules), "approval": p.Approval})
-					}
-					fmt.Fprintf(e.stdout, "%s: OK (%d grants, %d rules", file, len(p.Grants), len(p.Rules))
-					if len(p.Tests) > 0 {
-						fmt.Fprintf(e.stdout, ", %d tests pass", len(p.Tests))
-					}
-					if p.Approval != "" {
-						fmt.Fprintf(e.stdout, ", approval %s", p.Approval)
-					}
-					fmt.Fprintln(e.stdout, ")")
-					for _, g := range p.GrantList() {
-						if why := g.Broad(); why != "" {
-							fmt.Fprintf(e.stdout, "  note: %s: %s\n", g, why)
-						}
-					}
-					return nil
-				}),
-			},
-			{
-				Name: "explain", Usage: "say which rule and which grants decide a call, and why", ArgsUsage: "TOOL",
-				Flags: []cli.Flag{&cli.StringFlag{Name: "args", Usage: "the call's arguments as JSON"}, jsonFlag},
-				Action: withEnv(func(ctx context.Context, e *env) error {
-					if e.c.NArg() != 1 {
-						return usageErr("usage: warden policy explain TOOL --args JSON", "policy explain needs one tool name")
-					}
-					pf, err := e.policyInForce()
-					if err != nil {
-						return err
-					}
-					g, err := e.gate()
-					if err != nil {
-						return err
-					}
-					x := g.Explain(runtime.Request{Tool: e.c.Args().First(), Args: []byte(e.c.String("args")), Principal: []string{"cli"}})
-					x.Error = cliError(x.Error)
-					for i, n := range x.Needs {
-						if n.GrantedBy == "" && n.Grant != "" {
-							x.Needs[i].Hint = "--grant " + n.Grant
-						}
-					}
-					trust := policyTrustLine(pf)
-					if e.json {
-						return e.printJSON(struct {
-							runtime.Explanation
-							Trust string `json:"trust"`
-						}{x, trust})
-					}
-					fmt.Fprintf(e.stdout, "tool:     %s\n", x.Tool)
-					fmt.Fprintf(e.stdout, "policy:   %s\n", x.Policy)
-					fmt.Fprintf(e.stdout, "trust:    %s\n", trust)
-					grants := strings.Join(x.Grants, ", ")
-					if grants == "" {
-						grants = "(none)"
-					}
-					fmt.Fprintf(e.stdout, "grants:   %s\n", grants)
-					if x.Rule != "" {
-						fmt.Fprintf(e.stdout, "rule:     %s\n", x.Rule)
-					}
-					if x.Matched != "" {
-						fmt.Fprintf(e.stdout, "matched:  %s\n", printable(x.Matched))
-					}
-					for _, n := range x.Needs {
-						if n.GrantedBy != "" {
-							fmt.Fprintf(e.stdout, "needs:    %s — allowed by %s\n", n.Need, n.GrantedBy)
-						} else {
-							hint := n.Hint
-							if hint == "" {
-								hint = "no grant can allow it"
-							}
-							fmt.Fprintf(e.stdout, "needs:    %s — NOT granted (%s)\n", n.Need, hint)
-						}
-					}
-					fmt.Fprintf(e.stdout, "approval: %s\n", x.Approval)
-					fmt.Fprintf(e.stdout, "verdict:  %s\n", x.Verdict)
-					if x.Error != nil {
-						fmt.Fprintf(e.stdout, "why:      %s: %s\n", x.Error.Code, x.Error.Message)
-						if x.Error.Hint != "" {
-							fmt.Fprintf(e.stdout, "to allow: %s\n", x.Error.Hint)
-						}
-					}
-					return nil
-				}),
-			},
+			policyCheckCommand(),
+			policyExplainCommand(),
 		}, policyTrustCommands()...), []*cli.Command{
 			{
 				Name: "default", Usage: "print the built-in default policy", Flags: []cli.Flag{jsonFlag},
@@ -135,6 +34,117 @@ func policyCommand() *cli.Command {
 			},
 			policyPublishCommand(),
 		}...),
+	}
+}
+
+// policyCheckCommand is `warden policy check`.
+func policyCheckCommand() *cli.Command {
+	return &cli.Command{
+		Name: "check", Usage: "validate a policy file; every problem with its line and column", ArgsUsage: "FILE",
+		Flags: []cli.Flag{jsonFlag},
+		Action: withEnv(func(ctx context.Context, e *env) error {
+			if e.c.NArg() != 1 {
+				return usageErr("usage: warden policy check FILE", "policy check needs one file")
+			}
+			file := e.c.Args().First()
+			data, err := decode.ReadFile(file, runtime.MaxPolicyBytes)
+			if err != nil {
+				return readFailure(err, "check the path")
+			}
+			p, err := runtime.ParsePolicy(file, data)
+			if err != nil {
+				return policyProblems(e, file, err)
+			}
+			if err := runPolicyTests(e, file, p, false); err != nil {
+				return err
+			}
+			if e.json {
+				return e.printJSON(map[string]any{"file": file, "valid": true, "grants": p.Grants, "rules": len(p.Rules), "approval": p.Approval})
+			}
+			fmt.Fprintf(e.stdout, "%s: OK (%d grants, %d rules", file, len(p.Grants), len(p.Rules))
+			if len(p.Tests) > 0 {
+				fmt.Fprintf(e.stdout, ", %d tests pass", len(p.Tests))
+			}
+			if p.Approval != "" {
+				fmt.Fprintf(e.stdout, ", approval %s", p.Approval)
+			}
+			fmt.Fprintln(e.stdout, ")")
+			for _, g := range p.GrantList() {
+				if why := g.Broad(); why != "" {
+					fmt.Fprintf(e.stdout, "  note: %s: %s\n", g, why)
+				}
+			}
+			return nil
+		}),
+	}
+}
+
+// policyExplainCommand is `warden policy explain`.
+func policyExplainCommand() *cli.Command {
+	return &cli.Command{
+		Name: "explain", Usage: "say which rule and which grants decide a call, and why", ArgsUsage: "TOOL",
+		Flags: []cli.Flag{&cli.StringFlag{Name: "args", Usage: "the call's arguments as JSON"}, jsonFlag},
+		Action: withEnv(func(ctx context.Context, e *env) error {
+			if e.c.NArg() != 1 {
+				return usageErr("usage: warden policy explain TOOL --args JSON", "policy explain needs one tool name")
+			}
+			pf, err := e.policyInForce()
+			if err != nil {
+				return err
+			}
+			g, err := e.gate()
+			if err != nil {
+				return err
+			}
+			x := g.Explain(runtime.Request{Tool: e.c.Args().First(), Args: []byte(e.c.String("args")), Principal: []string{"cli"}})
+			x.Error = cliError(x.Error)
+			for i, n := range x.Needs {
+				if n.GrantedBy == "" && n.Grant != "" {
+					x.Needs[i].Hint = "--grant " + n.Grant
+				}
+			}
+			trust := policyTrustLine(pf)
+			if e.json {
+				return e.printJSON(struct {
+					runtime.Explanation
+					Trust string `json:"trust"`
+				}{x, trust})
+			}
+			fmt.Fprintf(e.stdout, "tool:     %s\n", x.Tool)
+			fmt.Fprintf(e.stdout, "policy:   %s\n", x.Policy)
+			fmt.Fprintf(e.stdout, "trust:    %s\n", trust)
+			grants := strings.Join(x.Grants, ", ")
+			if grants == "" {
+				grants = "(none)"
+			}
+			fmt.Fprintf(e.stdout, "grants:   %s\n", grants)
+			if x.Rule != "" {
+				fmt.Fprintf(e.stdout, "rule:     %s\n", x.Rule)
+			}
+			if x.Matched != "" {
+				fmt.Fprintf(e.stdout, "matched:  %s\n", printable(x.Matched))
+			}
+			for _, n := range x.Needs {
+				if n.GrantedBy != "" {
+					fmt.Fprintf(e.stdout, "needs:    %s — allowed by %s\n", n.Need, n.GrantedBy)
+				} else {
+					hint := n.Hint
+					if hint == "" {
+						hint = "no grant can allow it"
+					}
+					fmt.Fprintf(e.stdout, "needs:    %s — NOT granted (%s)\n", n.Need, hint)
+				}
+			}
+			fmt.Fprintf(e.stdout, "approval: %s\n", x.Approval)
+			fmt.Fprintf(e.stdout, "verdict:  %s\n", x.Verdict)
+			if x.Error != nil {
+				fmt.Fprintf(e.stdout, "why:      %s: %s\n", x.Error.Code, x.Error.Message)
+				if x.Error.Hint != "" {
+					fmt.Fprintf(e.stdout, "to allow: %s\n", x.Error.Hint)
+				}
+			}
+			return nil
+		}),
 	}
 }
 

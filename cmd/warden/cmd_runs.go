@@ -37,144 +37,164 @@ func runsCommand() *cli.Command {
 		Name:  "runs",
 		Usage: "recorded agent and workflow runs",
 		Subcommands: []*cli.Command{
-			{
-				Name: "ls", Usage: "list runs, newest first",
-				Flags: []cli.Flag{&cli.IntFlag{Name: "limit", Value: 50}, jsonFlag},
-				Action: withEnv(func(ctx context.Context, e *env) error {
-					st, err := e.store()
-					if err != nil {
-						return err
-					}
-					docs, err := st.ListRuns(ctx, e.c.Int("limit"))
-					if err != nil {
-						return err
-					}
-					if e.json {
-						if docs == nil {
-							docs = []json.RawMessage{}
-						}
-						return e.printJSON(docs)
-					}
-					if len(docs) == 0 {
-						fmt.Fprintln(e.stdout, "no runs yet: `warden run TASK` and `warden workflow run FILE` record theirs here")
-						return nil
-					}
-					tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-					fmt.Fprintln(tw, "ID\tKIND\tSTATUS\tSTARTED\tSTEPS\tTASK")
-					for _, d := range docs {
-						var r runSummary
-						_ = json.Unmarshal(d, &r)
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", r.ID, r.Kind, r.Status, r.Started, r.Steps, oneLine(r.Task, 50))
-					}
-					return tw.Flush()
-				}),
-			},
-			{
-				Name: "show", Usage: "show one run: status, usage, each tool call with its audit record, the final answer (--json: the whole record)", ArgsUsage: "ID",
-				Flags: []cli.Flag{jsonFlag},
-				Action: withEnv(func(ctx context.Context, e *env) error {
-					doc, err := e.runDoc(ctx, "warden runs show ID (see `warden runs ls`)")
-					if err != nil {
-						return err
-					}
-					if e.json {
-						return e.printJSON(doc)
-					}
-					if runKind(doc) == "workflow" {
-						var wr workflow.Record
-						if err := json.Unmarshal(doc, &wr); err != nil {
-							return fail(runtime.CodeStoreCorrupt, exitFailed, "", "run %s: %v", e.c.Args().First(), err)
-						}
-						showWorkflowRun(e.stdout, &wr)
-						return nil
-					}
-					var rec agent.Record
-					if err := json.Unmarshal(doc, &rec); err != nil {
-						return fail(runtime.CodeStoreCorrupt, exitFailed, "", "run %s: %v", e.c.Args().First(), err)
-					}
-					showRun(e.stdout, &rec)
-					return nil
-				}),
-			},
-			{
-				Name: "export", Usage: "write a run to DIR/<run_id>/: run.json, audit.jsonl, and transcript.jsonl, final.md, tool-outputs/ (agent runs) or steps.jsonl, outputs.json (workflow runs)", ArgsUsage: "ID",
-				Flags: []cli.Flag{&cli.StringFlag{Name: "dir", Value: "artifacts", Usage: "parent directory"}, jsonFlag},
-				Action: withEnv(func(ctx context.Context, e *env) error {
-					doc, err := e.runDoc(ctx, "warden runs export ID [--dir artifacts]")
-					if err != nil {
-						return err
-					}
-					id := e.c.Args().First()
-					if filepath.Base(id) != id || id == "." || id == ".." {
-						return usageErr("", "invalid run id %q", id)
-					}
-					st, err := e.store()
-					if err != nil {
-						return err
-					}
-					dir := filepath.Join(e.c.String("dir"), id)
-					n, err := exportRun(ctx, st, e.redactor, id, doc, dir)
-					if err != nil {
-						return err
-					}
-					if e.json {
-						return e.printJSON(map[string]any{"dir": dir, "audit_records": n})
-					}
-					fmt.Fprintf(e.stdout, "exported run %s to %s (%d audit records)\n", id, dir, n)
-					return nil
-				}),
-			},
-			{
-				Name: "replay", Usage: "re-run a recorded agent run offline: the recorded model answers, their tool calls through today's gate (dry runs unless --live); reports where results differ", ArgsUsage: "ID",
-				Flags: []cli.Flag{&cli.BoolFlag{Name: "live", Usage: "execute the calls instead of previewing them (with the arguments as recorded: redacted secrets stay redacted)"}, jsonFlag},
-				Action: withEnv(func(ctx context.Context, e *env) error {
-					doc, err := e.runDoc(ctx, "warden runs replay ID [--live]")
-					if err != nil {
-						return err
-					}
-					st, err := e.store()
-					if err != nil {
-						return err
-					}
-					var rec agent.Record
-					if err := json.Unmarshal(doc, &rec); err != nil {
-						return fail(runtime.CodeStoreCorrupt, exitFailed, "", "run %s: %v", e.c.Args().First(), err)
-					}
-					if len(rec.Responses) == 0 {
-						return usageErr("only agent runs (warden run) record model answers", "run %s has no recorded model answers to replay", rec.ID)
-					}
-					g, err := e.gate()
-					if err != nil {
-						return err
-					}
-					view := newRunView(e.stdout, e.stderr, !e.json)
-					defer view.stop()
-					mem := lazyStore{open: e.store}
-					out, err := agent.Replay(ctx, &rec, agent.Options{
-						Gate: g, DryRun: !e.c.Bool("live"), Principal: []string{"cli", "replay"}, RunID: runtime.NewID(),
-						Runs: st, Artifacts: mem, Memory: mem, Redactor: e.redactor, Events: view.event,
-					})
-					view.stop()
-					if err != nil {
-						return err
-					}
-					if e.json {
-						if err := e.printJSON(runSummaryOf(out)); err != nil {
-							return err
-						}
-					} else {
-						fmt.Fprintf(e.stdout, "replay %s of run %s: %s, %d tool call(s), %d difference(s)\n", out.ID, rec.ID, out.Status, len(out.ToolCalls), len(out.Diffs))
-						for _, d := range out.Diffs {
-							fmt.Fprintf(e.stdout, "  %s\n", printable(d.String()))
-						}
-					}
-					if len(out.Diffs) > 0 {
-						return fail(runtime.CodeToolError, exitFailed, "see `warden runs show "+out.ID+"`", "the replay differs from run %s in %d place(s)", rec.ID, len(out.Diffs))
-					}
-					return nil
-				}),
-			},
+			runsLsCommand(),
+			runsShowCommand(),
+			runsExportCommand(),
+			runsReplayCommand(),
 		},
+	}
+}
+
+// runsLsCommand is `warden runs ls`.
+func runsLsCommand() *cli.Command {
+	return &cli.Command{
+		Name: "ls", Usage: "list runs, newest first",
+		Flags: []cli.Flag{&cli.IntFlag{Name: "limit", Value: 50}, jsonFlag},
+		Action: withEnv(func(ctx context.Context, e *env) error {
+			st, err := e.store()
+			if err != nil {
+				return err
+			}
+			docs, err := st.ListRuns(ctx, e.c.Int("limit"))
+			if err != nil {
+				return err
+			}
+			if e.json {
+				if docs == nil {
+					docs = []json.RawMessage{}
+				}
+				return e.printJSON(docs)
+			}
+			if len(docs) == 0 {
+				fmt.Fprintln(e.stdout, "no runs yet: `warden run TASK` and `warden workflow run FILE` record theirs here")
+				return nil
+			}
+			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tKIND\tSTATUS\tSTARTED\tSTEPS\tTASK")
+			for _, d := range docs {
+				var r runSummary
+				_ = json.Unmarshal(d, &r)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", r.ID, r.Kind, r.Status, r.Started, r.Steps, oneLine(r.Task, 50))
+			}
+			return tw.Flush()
+		}),
+	}
+}
+
+// runsShowCommand is `warden runs show`.
+func runsShowCommand() *cli.Command {
+	return &cli.Command{
+		Name: "show", Usage: "show one run: status, usage, each tool call with its audit record, the final answer (--json: the whole record)", ArgsUsage: "ID",
+		Flags: []cli.Flag{jsonFlag},
+		Action: withEnv(func(ctx context.Context, e *env) error {
+			doc, err := e.runDoc(ctx, "warden runs show ID (see `warden runs ls`)")
+			if err != nil {
+				return err
+			}
+			if e.json {
+				return e.printJSON(doc)
+			}
+			if runKind(doc) == "workflow" {
+				var wr workflow.Record
+				if err := json.Unmarshal(doc, &wr); err != nil {
+					return fail(runtime.CodeStoreCorrupt, exitFailed, "", "run %s: %v", e.c.Args().First(), err)
+				}
+				showWorkflowRun(e.stdout, &wr)
+				return nil
+			}
+			var rec agent.Record
+			if err := json.Unmarshal(doc, &rec); err != nil {
+				return fail(runtime.CodeStoreCorrupt, exitFailed, "", "run %s: %v", e.c.Args().First(), err)
+			}
+			showRun(e.stdout, &rec)
+			return nil
+		}),
+	}
+}
+
+// runsExportCommand is `warden runs export`.
+func runsExportCommand() *cli.Command {
+	return &cli.Command{
+		Name: "export", Usage: "write a run to DIR/<run_id>/: run.json, audit.jsonl, and transcript.jsonl, final.md, tool-outputs/ (agent runs) or steps.jsonl, outputs.json (workflow runs)", ArgsUsage: "ID",
+		Flags: []cli.Flag{&cli.StringFlag{Name: "dir", Value: "artifacts", Usage: "parent directory"}, jsonFlag},
+		Action: withEnv(func(ctx context.Context, e *env) error {
+			doc, err := e.runDoc(ctx, "warden runs export ID [--dir artifacts]")
+			if err != nil {
+				return err
+			}
+			id := e.c.Args().First()
+			if filepath.Base(id) != id || id == "." || id == ".." {
+				return usageErr("", "invalid run id %q", id)
+			}
+			st, err := e.store()
+			if err != nil {
+				return err
+			}
+			dir := filepath.Join(e.c.String("dir"), id)
+			n, err := exportRun(ctx, st, e.redactor, id, doc, dir)
+			if err != nil {
+				return err
+			}
+			if e.json {
+				return e.printJSON(map[string]any{"dir": dir, "audit_records": n})
+			}
+			fmt.Fprintf(e.stdout, "exported run %s to %s (%d audit records)\n", id, dir, n)
+			return nil
+		}),
+	}
+}
+
+// runsReplayCommand is `warden runs replay`.
+func runsReplayCommand() *cli.Command {
+	return &cli.Command{
+		Name: "replay", Usage: "re-run a recorded agent run offline: the recorded model answers, their tool calls through today's gate (dry runs unless --live); reports where results differ", ArgsUsage: "ID",
+		Flags: []cli.Flag{&cli.BoolFlag{Name: "live", Usage: "execute the calls instead of previewing them (with the arguments as recorded: redacted secrets stay redacted)"}, jsonFlag},
+		Action: withEnv(func(ctx context.Context, e *env) error {
+			doc, err := e.runDoc(ctx, "warden runs replay ID [--live]")
+			if err != nil {
+				return err
+			}
+			st, err := e.store()
+			if err != nil {
+				return err
+			}
+			var rec agent.Record
+			if err := json.Unmarshal(doc, &rec); err != nil {
+				return fail(runtime.CodeStoreCorrupt, exitFailed, "", "run %s: %v", e.c.Args().First(), err)
+			}
+			if len(rec.Responses) == 0 {
+				return usageErr("only agent runs (warden run) record model answers", "run %s has no recorded model answers to replay", rec.ID)
+			}
+			g, err := e.gate()
+			if err != nil {
+				return err
+			}
+			view := newRunView(e.stdout, e.stderr, !e.json)
+			defer view.stop()
+			mem := lazyStore{open: e.store}
+			out, err := agent.Replay(ctx, &rec, agent.Options{
+				Gate: g, DryRun: !e.c.Bool("live"), Principal: []string{"cli", "replay"}, RunID: runtime.NewID(),
+				Runs: st, Artifacts: mem, Memory: mem, Redactor: e.redactor, Events: view.event,
+			})
+			view.stop()
+			if err != nil {
+				return err
+			}
+			if e.json {
+				if err := e.printJSON(runSummaryOf(out)); err != nil {
+					return err
+				}
+			} else {
+				fmt.Fprintf(e.stdout, "replay %s of run %s: %s, %d tool call(s), %d difference(s)\n", out.ID, rec.ID, out.Status, len(out.ToolCalls), len(out.Diffs))
+				for _, d := range out.Diffs {
+					fmt.Fprintf(e.stdout, "  %s\n", printable(d.String()))
+				}
+			}
+			if len(out.Diffs) > 0 {
+				return fail(runtime.CodeToolError, exitFailed, "see `warden runs show "+out.ID+"`", "the replay differs from run %s in %d place(s)", rec.ID, len(out.Diffs))
+			}
+			return nil
+		}),
 	}
 }
 

@@ -34,194 +34,237 @@ func toolCommand() *cli.Command {
 	nameFlag := &cli.StringFlag{Name: "name", Usage: "the module's name (default: the sidecar's name, else the file's)"}
 	prefixFlag := &cli.StringFlag{Name: "prefix", Usage: "expose each of the module's tools as PREFIX + its own name (the module still gets its own names)"}
 	aliasFlag := &cli.StringSliceFlag{Name: "alias", Usage: "expose the module's tool OWN as NEW: OWN=NEW (repeatable; wins over --prefix)"}
-	needArgs := func(e *env, min int, usage string) error {
-		if e.c.NArg() < min {
-			return usageErr("usage: warden tool "+usage, "wrong number of arguments")
-		}
-		return nil
-	}
 	return &cli.Command{
 		Name:  "tool",
 		Usage: "the owner's management of wasm tools in <home>/tools: install, approve, grant, inspect, remove",
 		Subcommands: []*cli.Command{
-			{
-				Name: "install", Usage: "check a module (and the NAME.tool.yaml beside it), copy it into <home>/tools and approve it",
-				ArgsUsage: "FILE.wasm",
-				Flags:     []cli.Flag{nameFlag, grantFlag, prefixFlag, aliasFlag, jsonFlag},
-				Action: withEnv(func(ctx context.Context, e *env) error {
-					if e.c.NArg() != 1 {
-						return usageErr("usage: warden tool install FILE.wasm [--name N] [--grant CAP ...] [--prefix P] [--alias OWN=NEW ...]", "install needs exactly one module file")
-					}
-					file := e.c.Args().First()
-					if fi, err := os.Stat(file); err != nil || !fi.Mode().IsRegular() {
-						if err == nil {
-							err = fmt.Errorf("%s is not a regular file", file)
-						}
-						return usageErr("give the path of a .wasm file", "%v", err)
-					}
-					return installModule(ctx, e, file, "")
-				}),
-			},
-			{
-				Name: "build", Usage: "build a Go tool for wasip1 (go build, GOOS=wasip1 GOARCH=wasm) and install it",
-				ArgsUsage: "DIR",
-				Flags: []cli.Flag{nameFlag, grantFlag, prefixFlag, aliasFlag, jsonFlag,
-					&cli.BoolFlag{Name: "command", Usage: "build a WASI command (_start; the default when the sidecar says abi: wasi-command) instead of an Extism plugin (-buildmode=c-shared)"},
-				},
-				Action: withEnv(func(ctx context.Context, e *env) error {
-					if e.c.NArg() != 1 {
-						return usageErr("usage: warden tool build DIR [--name N] [--grant CAP ...] [--command]", "build needs exactly one directory")
-					}
-					return buildModule(ctx, e, e.c.Args().First())
-				}),
-			},
-			{
-				Name: "ls", Usage: "list the modules in <home>/tools: state (ok, unapproved, changed, missing, error), tools, and why one is not loaded",
-				Flags: []cli.Flag{jsonFlag},
-				Action: withEnv(func(ctx context.Context, e *env) error {
-					h, core, err := e.toolHost()
-					if err != nil {
-						return err
-					}
-					_, statuses, err := h.Load(ctx, core.Has)
-					if err != nil {
-						return toolFailure(err)
-					}
-					for i := range statuses {
-						checkStatus(h, &statuses[i])
-					}
-					if e.json {
-						if statuses == nil {
-							statuses = []wasmtool.Status{}
-						}
-						return e.printJSON(statuses)
-					}
-					if len(statuses) == 0 {
-						fmt.Fprintf(e.stdout, "no wasm modules in %s: install one with `warden tool install FILE.wasm`\n", h.Dir())
-						return nil
-					}
-					tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-					fmt.Fprintln(tw, "MODULE\tSTATE\tTOOLS\tREASON")
-					for _, s := range statuses {
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Module, s.State, orDash(strings.Join(s.Tools, ",")), s.Reason)
-					}
-					return tw.Flush()
-				}),
-			},
-			{
-				Name: "inspect", Usage: "describe a module: exports, imports, memory, requested and granted capabilities, limits, sha256, and what changed since approved",
-				ArgsUsage: "NAME",
-				Flags:     []cli.Flag{jsonFlag},
-				Action: withEnv(func(ctx context.Context, e *env) error {
-					if e.c.NArg() != 1 {
-						return usageErr("usage: warden tool inspect NAME", "inspect needs exactly one module name")
-					}
-					h, core, err := e.toolHost()
-					if err != nil {
-						return err
-					}
-					in, err := h.Inspect(ctx, e.c.Args().First(), core.Has)
-					if err != nil {
-						return toolFailure(err)
-					}
-					return e.printInspection(in)
-				}),
-			},
-			{
-				Name: "approve", Usage: "show how a module's files differ from what was approved (requested capabilities, tools and schemas), then approve them",
-				ArgsUsage: "NAME",
-				Flags: []cli.Flag{jsonFlag, prefixFlag, aliasFlag,
-					&cli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "approve without asking (needed when stdin is not a terminal)"},
-				},
-				Action: withEnv(func(ctx context.Context, e *env) error {
-					if e.c.NArg() != 1 {
-						return usageErr("usage: warden tool approve NAME [--yes] [--prefix P] [--alias OWN=NEW ...]", "approve needs exactly one module name")
-					}
-					return approveModule(ctx, e, e.c.Args().First())
-				}),
-			},
+			toolInstallCommand(nameFlag, grantFlag, prefixFlag, aliasFlag),
+			toolBuildCommand(nameFlag, grantFlag, prefixFlag, aliasFlag),
+			toolLsCommand(),
+			toolInspectCommand(),
+			toolApproveCommand(prefixFlag, aliasFlag),
 			toolConfigCommand(),
-			{
-				Name: "grant", Usage: "grant a module capabilities (its tools act with the run's grants ∩ the module's)",
-				ArgsUsage: "NAME CAP...",
-				Flags:     []cli.Flag{jsonFlag},
-				Action: withEnv(func(ctx context.Context, e *env) error {
-					if err := needArgs(e, 2, "grant NAME CAP..."); err != nil {
-						return err
-					}
-					name, caps := e.c.Args().First(), e.c.Args().Tail()
-					if err := e.checkGrants(caps, "warden tool grant"); err != nil {
-						return err
-					}
-					h, _, err := e.toolHost()
-					if err != nil {
-						return err
-					}
-					p, warnings, err := h.Grant(ctx, name, caps)
-					if err != nil {
-						return toolFailure(err)
-					}
-					if err := e.audit(ctx, "tool.grant", map[string]any{"module": name, "grants": caps, "granted": p.Granted}); err != nil {
-						return err
-					}
-					return e.printGrants(p, "granted", caps, warnings)
-				}),
-			},
-			{
-				Name: "revoke", Usage: "take capabilities back from a module",
-				ArgsUsage: "NAME CAP...",
-				Flags:     []cli.Flag{jsonFlag},
-				Action: withEnv(func(ctx context.Context, e *env) error {
-					if err := needArgs(e, 2, "revoke NAME CAP..."); err != nil {
-						return err
-					}
-					name, caps := e.c.Args().First(), e.c.Args().Tail()
-					for _, s := range caps {
-						if _, err := capability.Parse(s); err != nil {
-							return usageErr("see docs/capabilities.md for the grammar", "%v", err)
-						}
-					}
-					h, _, err := e.toolHost()
-					if err != nil {
-						return err
-					}
-					p, err := h.Revoke(ctx, name, caps)
-					if err != nil {
-						return toolFailure(err)
-					}
-					if err := e.audit(ctx, "tool.revoke", map[string]any{"module": name, "grants": caps, "granted": p.Granted}); err != nil {
-						return err
-					}
-					return e.printGrants(p, "revoked", caps, nil)
-				}),
-			},
-			{
-				Name: "rm", Usage: "remove a module: its files in <home>/tools and its approval",
-				ArgsUsage: "NAME",
-				Flags:     []cli.Flag{jsonFlag},
-				Action: withEnv(func(ctx context.Context, e *env) error {
-					if e.c.NArg() != 1 {
-						return usageErr("usage: warden tool rm NAME", "rm needs exactly one module name")
-					}
-					name := e.c.Args().First()
-					h, _, err := e.toolHost()
-					if err != nil {
-						return err
-					}
-					if err := h.Remove(ctx, name); err != nil {
-						return toolFailure(err)
-					}
-					if err := e.audit(ctx, "tool.rm", map[string]any{"module": name}); err != nil {
-						return err
-					}
-					if e.json {
-						return e.printJSON(map[string]any{"module": name, "removed": true})
-					}
-					fmt.Fprintf(e.stdout, "removed module %s\n", name)
-					return nil
-				}),
-			},
+			toolGrantCommand(),
+			toolRevokeCommand(),
+			toolRmCommand(),
 		},
+	}
+}
+
+// toolArgs checks that a tool subcommand got at least min arguments; usage
+// is its synopsis after `warden tool`.
+func toolArgs(e *env, min int, usage string) error {
+	if e.c.NArg() < min {
+		return usageErr("usage: warden tool "+usage, "wrong number of arguments")
+	}
+	return nil
+}
+
+// toolInstallCommand is `warden tool install`.
+func toolInstallCommand(nameFlag, grantFlag, prefixFlag, aliasFlag cli.Flag) *cli.Command {
+	return &cli.Command{
+		Name: "install", Usage: "check a module (and the NAME.tool.yaml beside it), copy it into <home>/tools and approve it",
+		ArgsUsage: "FILE.wasm",
+		Flags:     []cli.Flag{nameFlag, grantFlag, prefixFlag, aliasFlag, jsonFlag},
+		Action: withEnv(func(ctx context.Context, e *env) error {
+			if e.c.NArg() != 1 {
+				return usageErr("usage: warden tool install FILE.wasm [--name N] [--grant CAP ...] [--prefix P] [--alias OWN=NEW ...]", "install needs exactly one module file")
+			}
+			file := e.c.Args().First()
+			if fi, err := os.Stat(file); err != nil || !fi.Mode().IsRegular() {
+				if err == nil {
+					err = fmt.Errorf("%s is not a regular file", file)
+				}
+				return usageErr("give the path of a .wasm file", "%v", err)
+			}
+			return installModule(ctx, e, file, "")
+		}),
+	}
+}
+
+// toolBuildCommand is `warden tool build`.
+func toolBuildCommand(nameFlag, grantFlag, prefixFlag, aliasFlag cli.Flag) *cli.Command {
+	return &cli.Command{
+		Name: "build", Usage: "build a Go tool for wasip1 (go build, GOOS=wasip1 GOARCH=wasm) and install it",
+		ArgsUsage: "DIR",
+		Flags: []cli.Flag{nameFlag, grantFlag, prefixFlag, aliasFlag, jsonFlag,
+			&cli.BoolFlag{Name: "command", Usage: "build a WASI command (_start; the default when the sidecar says abi: wasi-command) instead of an Extism plugin (-buildmode=c-shared)"},
+		},
+		Action: withEnv(func(ctx context.Context, e *env) error {
+			if e.c.NArg() != 1 {
+				return usageErr("usage: warden tool build DIR [--name N] [--grant CAP ...] [--command]", "build needs exactly one directory")
+			}
+			return buildModule(ctx, e, e.c.Args().First())
+		}),
+	}
+}
+
+// toolLsCommand is `warden tool ls`.
+func toolLsCommand() *cli.Command {
+	return &cli.Command{
+		Name: "ls", Usage: "list the modules in <home>/tools: state (ok, unapproved, changed, missing, error), tools, and why one is not loaded",
+		Flags: []cli.Flag{jsonFlag},
+		Action: withEnv(func(ctx context.Context, e *env) error {
+			h, core, err := e.toolHost()
+			if err != nil {
+				return err
+			}
+			_, statuses, err := h.Load(ctx, core.Has)
+			if err != nil {
+				return toolFailure(err)
+			}
+			for i := range statuses {
+				checkStatus(h, &statuses[i])
+			}
+			if e.json {
+				if statuses == nil {
+					statuses = []wasmtool.Status{}
+				}
+				return e.printJSON(statuses)
+			}
+			if len(statuses) == 0 {
+				fmt.Fprintf(e.stdout, "no wasm modules in %s: install one with `warden tool install FILE.wasm`\n", h.Dir())
+				return nil
+			}
+			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "MODULE\tSTATE\tTOOLS\tREASON")
+			for _, s := range statuses {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Module, s.State, orDash(strings.Join(s.Tools, ",")), s.Reason)
+			}
+			return tw.Flush()
+		}),
+	}
+}
+
+// toolInspectCommand is `warden tool inspect`.
+func toolInspectCommand() *cli.Command {
+	return &cli.Command{
+		Name: "inspect", Usage: "describe a module: exports, imports, memory, requested and granted capabilities, limits, sha256, and what changed since approved",
+		ArgsUsage: "NAME",
+		Flags:     []cli.Flag{jsonFlag},
+		Action: withEnv(func(ctx context.Context, e *env) error {
+			if e.c.NArg() != 1 {
+				return usageErr("usage: warden tool inspect NAME", "inspect needs exactly one module name")
+			}
+			h, core, err := e.toolHost()
+			if err != nil {
+				return err
+			}
+			in, err := h.Inspect(ctx, e.c.Args().First(), core.Has)
+			if err != nil {
+				return toolFailure(err)
+			}
+			return e.printInspection(in)
+		}),
+	}
+}
+
+// toolApproveCommand is `warden tool approve`.
+func toolApproveCommand(prefixFlag, aliasFlag cli.Flag) *cli.Command {
+	return &cli.Command{
+		Name: "approve", Usage: "show how a module's files differ from what was approved (requested capabilities, tools and schemas), then approve them",
+		ArgsUsage: "NAME",
+		Flags: []cli.Flag{jsonFlag, prefixFlag, aliasFlag,
+			&cli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "approve without asking (needed when stdin is not a terminal)"},
+		},
+		Action: withEnv(func(ctx context.Context, e *env) error {
+			if e.c.NArg() != 1 {
+				return usageErr("usage: warden tool approve NAME [--yes] [--prefix P] [--alias OWN=NEW ...]", "approve needs exactly one module name")
+			}
+			return approveModule(ctx, e, e.c.Args().First())
+		}),
+	}
+}
+
+// toolGrantCommand is `warden tool grant`.
+func toolGrantCommand() *cli.Command {
+	return &cli.Command{
+		Name: "grant", Usage: "grant a module capabilities (its tools act with the run's grants ∩ the module's)",
+		ArgsUsage: "NAME CAP...",
+		Flags:     []cli.Flag{jsonFlag},
+		Action: withEnv(func(ctx context.Context, e *env) error {
+			if err := toolArgs(e, 2, "grant NAME CAP..."); err != nil {
+				return err
+			}
+			name, caps := e.c.Args().First(), e.c.Args().Tail()
+			if err := e.checkGrants(caps, "warden tool grant"); err != nil {
+				return err
+			}
+			h, _, err := e.toolHost()
+			if err != nil {
+				return err
+			}
+			p, warnings, err := h.Grant(ctx, name, caps)
+			if err != nil {
+				return toolFailure(err)
+			}
+			if err := e.audit(ctx, "tool.grant", map[string]any{"module": name, "grants": caps, "granted": p.Granted}); err != nil {
+				return err
+			}
+			return e.printGrants(p, "granted", caps, warnings)
+		}),
+	}
+}
+
+// toolRevokeCommand is `warden tool revoke`.
+func toolRevokeCommand() *cli.Command {
+	return &cli.Command{
+		Name: "revoke", Usage: "take capabilities back from a module",
+		ArgsUsage: "NAME CAP...",
+		Flags:     []cli.Flag{jsonFlag},
+		Action: withEnv(func(ctx context.Context, e *env) error {
+			if err := toolArgs(e, 2, "revoke NAME CAP..."); err != nil {
+				return err
+			}
+			name, caps := e.c.Args().First(), e.c.Args().Tail()
+			for _, s := range caps {
+				if _, err := capability.Parse(s); err != nil {
+					return usageErr("see docs/capabilities.md for the grammar", "%v", err)
+				}
+			}
+			h, _, err := e.toolHost()
+			if err != nil {
+				return err
+			}
+			p, err := h.Revoke(ctx, name, caps)
+			if err != nil {
+				return toolFailure(err)
+			}
+			if err := e.audit(ctx, "tool.revoke", map[string]any{"module": name, "grants": caps, "granted": p.Granted}); err != nil {
+				return err
+			}
+			return e.printGrants(p, "revoked", caps, nil)
+		}),
+	}
+}
+
+// toolRmCommand is `warden tool rm`.
+func toolRmCommand() *cli.Command {
+	return &cli.Command{
+		Name: "rm", Usage: "remove a module: its files in <home>/tools and its approval",
+		ArgsUsage: "NAME",
+		Flags:     []cli.Flag{jsonFlag},
+		Action: withEnv(func(ctx context.Context, e *env) error {
+			if e.c.NArg() != 1 {
+				return usageErr("usage: warden tool rm NAME", "rm needs exactly one module name")
+			}
+			name := e.c.Args().First()
+			h, _, err := e.toolHost()
+			if err != nil {
+				return err
+			}
+			if err := h.Remove(ctx, name); err != nil {
+				return toolFailure(err)
+			}
+			if err := e.audit(ctx, "tool.rm", map[string]any{"module": name}); err != nil {
+				return err
+			}
+			if e.json {
+				return e.printJSON(map[string]any{"module": name, "removed": true})
+			}
+			fmt.Fprintf(e.stdout, "removed module %s\n", name)
+			return nil
+		}),
 	}
 }
 
