@@ -17,6 +17,12 @@ import (
 // store on first use, so listing tools does not touch it.
 type lazyStore struct{ open func() (store.Backend, error) }
 
+// LazyStore is lazyStore, for the commands.
+type LazyStore = lazyStore
+
+// NewLazyStore adapts the store open opens, on first use.
+func NewLazyStore(open func() (store.Backend, error)) LazyStore { return lazyStore{open: open} }
+
 var (
 	_ runtime.Memory    = lazyStore{}
 	_ runtime.Artifacts = lazyStore{}
@@ -54,7 +60,7 @@ func (m lazyStore) GetMemory(ctx context.Context, ns, key string) (runtime.Memor
 	}
 	e, err := st.GetMemory(ctx, ns, key)
 	if err != nil {
-		return runtime.MemoryEntry{}, notFound(err)
+		return runtime.MemoryEntry{}, NotFound(err)
 	}
 	return memoryEntry(e), nil
 }
@@ -64,7 +70,7 @@ func (m lazyStore) DeleteMemory(ctx context.Context, ns, key string) error {
 	if err != nil {
 		return err
 	}
-	return notFound(st.DeleteMemory(ctx, ns, key))
+	return NotFound(st.DeleteMemory(ctx, ns, key))
 }
 
 func (m lazyStore) ListMemory(ctx context.Context, ns string, limit int) ([]runtime.MemoryEntry, error) {
@@ -103,8 +109,8 @@ func memoryEntry(e store.MemoryEntry) runtime.MemoryEntry {
 	return runtime.MemoryEntry{Namespace: e.Namespace, Key: e.Key, Value: e.Value, Created: e.Created, Updated: e.Updated}
 }
 
-// notFound re-wraps the store's not-found error as runtime's.
-func notFound(err error) error {
+// NotFound re-wraps the store's not-found error as runtime's.
+func NotFound(err error) error {
 	if errors.Is(err, store.ErrNotFound) {
 		return fmt.Errorf("%w: %v", runtime.ErrNotFound, err)
 	}
@@ -120,7 +126,7 @@ func (m lazyStore) Pin(ctx context.Context, name string) (json.RawMessage, error
 		return nil, err
 	}
 	doc, err := st.Pin(ctx, name)
-	return doc, notFound(err)
+	return doc, NotFound(err)
 }
 
 func (m lazyStore) PutPin(ctx context.Context, name string, doc json.RawMessage) error {
@@ -136,7 +142,7 @@ func (m lazyStore) DeletePin(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	return notFound(st.DeletePin(ctx, name))
+	return NotFound(st.DeletePin(ctx, name))
 }
 
 func (m lazyStore) ListPins(ctx context.Context) (map[string]json.RawMessage, error) {
@@ -159,7 +165,7 @@ func (m lazyStore) TrustRecord(ctx context.Context, path string) (runtime.TrustR
 	if err != nil {
 		return runtime.TrustRecord{}, false, err
 	}
-	doc, err := st.Trust(ctx, trustKey(path))
+	doc, err := st.Trust(ctx, TrustKey(path))
 	if errors.Is(err, store.ErrNotFound) {
 		return runtime.TrustRecord{}, false, nil
 	}
@@ -173,9 +179,9 @@ func (m lazyStore) TrustRecord(ctx context.Context, path string) (runtime.TrustR
 	return r, true, nil
 }
 
-// trustKey is the store key of a policy file's trust record: the sha256 of
+// TrustKey is the store key of a policy file's trust record: the sha256 of
 // its path (paths can be longer than a key may be).
-func trustKey(path string) string { return "sha256:" + runtime.SHA256Hex([]byte(path)) }
+func TrustKey(path string) string { return "sha256:" + runtime.SHA256Hex([]byte(path)) }
 
 func (m lazyStore) ListGrants(ctx context.Context) ([]runtime.TimedGrant, error) {
 	st, err := m.open()
@@ -215,5 +221,5 @@ func (m lazyStore) DeleteGrant(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	return notFound(st.DeleteGrant(ctx, id))
+	return NotFound(st.DeleteGrant(ctx, id))
 }

@@ -12,14 +12,14 @@ import (
 	"github.com/wardenrt/warden/runtime"
 )
 
-// terminalApprover asks the person at the terminal. It shows the tool, the
+// TerminalApprover asks the person at the terminal. It shows the tool, the
 // redacted arguments, what the call needs and, for dry_run_first rules, the
 // preview; the answer approves this call once, the calls of the tool the
 // same rule asks about for the rest of this run (this process) or for an
 // hour (remembered in the store, for this workspace), or refuses it.
-type terminalApprover struct {
-	in  io.Reader
-	out io.Writer
+type TerminalApprover struct {
+	In  io.Reader
+	Out io.Writer
 
 	mu     sync.Mutex
 	r      *bufio.Reader
@@ -29,36 +29,36 @@ type terminalApprover struct {
 // rememberFor is how long "allow for 1 hour" lasts.
 const rememberFor = time.Hour
 
-func (a *terminalApprover) Approve(ctx context.Context, r runtime.ApprovalRequest) (runtime.Approval, error) {
+func (a *TerminalApprover) Approve(ctx context.Context, r runtime.ApprovalRequest) (runtime.Approval, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	key := r.Tool + "\x00" + r.Rule
 	if r.Lasting && a.always[key] {
-		fmt.Fprintf(a.out, "warden: %s approved for the rest of this run\n", printable(r.Tool))
+		fmt.Fprintf(a.Out, "warden: %s approved for the rest of this run\n", Printable(r.Tool))
 		return runtime.Approval{Approved: true, By: "user (rest of run)"}, nil
 	}
 	if a.r == nil {
-		a.r = bufio.NewReader(a.in)
+		a.r = bufio.NewReader(a.In)
 	}
-	fmt.Fprintf(a.out, "\nwarden: %s wants to call %s\n", printable(strings.Join(r.Principal, " → ")), printable(r.Tool))
-	fmt.Fprintf(a.out, "  arguments: %s\n", printable(string(r.Args)))
+	fmt.Fprintf(a.Out, "\nwarden: %s wants to call %s\n", Printable(strings.Join(r.Principal, " → ")), Printable(r.Tool))
+	fmt.Fprintf(a.Out, "  arguments: %s\n", Printable(string(r.Args)))
 	if len(r.Needs) > 0 {
-		fmt.Fprintf(a.out, "  needs:     %s\n", printable(strings.Join(r.Needs, ", ")))
+		fmt.Fprintf(a.Out, "  needs:     %s\n", Printable(strings.Join(r.Needs, ", ")))
 	}
-	fmt.Fprintf(a.out, "  rule:      %s\n", printable(r.Rule))
+	fmt.Fprintf(a.Out, "  rule:      %s\n", Printable(r.Rule))
 	if r.Matched != "" {
-		fmt.Fprintf(a.out, "  matched:   %s\n", printable(r.Matched))
+		fmt.Fprintf(a.Out, "  matched:   %s\n", Printable(r.Matched))
 	}
 	if r.Preview != nil {
-		fmt.Fprintf(a.out, "  preview:\n%s\n", indent(r.Preview.Output, "    "))
+		fmt.Fprintf(a.Out, "  preview:\n%s\n", Indent(r.Preview.Output, "    "))
 	}
 	switch {
 	case r.CanRemember:
-		fmt.Fprint(a.out, "Approve? [y]es once, [a]lways for the rest of this run, [h] for 1 hour (what this rule asks about, in this workspace), [N]o: ")
+		fmt.Fprint(a.Out, "Approve? [y]es once, [a]lways for the rest of this run, [h] for 1 hour (what this rule asks about, in this workspace), [N]o: ")
 	case r.Lasting:
-		fmt.Fprint(a.out, "Approve? [y]es once, [a]lways for the rest of this run, [N]o: ")
+		fmt.Fprint(a.Out, "Approve? [y]es once, [a]lways for the rest of this run, [N]o: ")
 	default:
-		fmt.Fprint(a.out, "Approve? [y]es, once (its words are only known when it runs, or an untrusted policy asks), [N]o: ")
+		fmt.Fprint(a.Out, "Approve? [y]es, once (its words are only known when it runs, or an untrusted policy asks), [N]o: ")
 	}
 	type answer struct {
 		line string
@@ -72,11 +72,11 @@ func (a *terminalApprover) Approve(ctx context.Context, r runtime.ApprovalReques
 	}()
 	select {
 	case <-ctx.Done():
-		fmt.Fprintln(a.out)
+		fmt.Fprintln(a.Out)
 		return runtime.Approval{}, runtime.ErrCancelled
 	case ans := <-ch:
 		if ans.err != nil && ans.line == "" {
-			fmt.Fprintln(a.out)
+			fmt.Fprintln(a.Out)
 			return runtime.Approval{}, runtime.ErrCancelled
 		}
 		switch strings.ToLower(strings.TrimSpace(ans.line)) {
@@ -100,8 +100,8 @@ func (a *terminalApprover) Approve(ctx context.Context, r runtime.ApprovalReques
 	}
 }
 
-func indent(s, prefix string) string {
-	lines := strings.Split(strings.TrimRight(printable(s), "\n"), "\n")
+func Indent(s, prefix string) string {
+	lines := strings.Split(strings.TrimRight(Printable(s), "\n"), "\n")
 	for i, l := range lines {
 		lines[i] = prefix + l
 	}

@@ -14,7 +14,7 @@ import (
 // answers piped in one after another are each read once.
 func TestTerminalApproverAnswers(t *testing.T) {
 	var out bytes.Buffer
-	a := &terminalApprover{in: strings.NewReader("y\nn\na\n"), out: &out}
+	a := &TerminalApprover{In: strings.NewReader("y\nn\na\n"), Out: &out}
 	ask := func(tool string) runtime.Approval {
 		t.Helper()
 		ap, err := a.Approve(context.Background(), runtime.ApprovalRequest{Tool: tool, Principal: []string{"cli", "model"}, Args: []byte(`{}`), Lasting: true})
@@ -43,7 +43,7 @@ func TestTerminalApproverAnswers(t *testing.T) {
 	}
 	// "always" is not offered, nor honoured, for what cannot last (words
 	// known only at run time, an untrusted policy's rule).
-	b := &terminalApprover{in: strings.NewReader("a\n"), out: &out}
+	b := &TerminalApprover{In: strings.NewReader("a\n"), Out: &out}
 	if ap, err := b.Approve(context.Background(), runtime.ApprovalRequest{Tool: "shell"}); err != nil || ap.Approved {
 		t.Errorf("always for a call that cannot last: %+v %v", ap, err)
 	}

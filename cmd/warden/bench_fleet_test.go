@@ -31,7 +31,7 @@ func BenchmarkJobClaim(b *testing.B) {
 					b.Fatal(err)
 				}
 				st = s
-				leases = schedule.LocalLeases(lazyStore{open: func() (store.Backend, error) { return s, nil }}, time.Now, func(schedule.Running) bool { return true })
+				leases = schedule.LocalLeases(NewLazyStore(func() (store.Backend, error) { return s, nil }), time.Now, func(schedule.Running) bool { return true })
 			} else {
 				srv := pgtest.Shared(b, pgtest.Config{Durable: true})
 				url := srv.URL(srv.Database(b))
@@ -46,7 +46,7 @@ func BenchmarkJobClaim(b *testing.B) {
 				leases = pgLeases{st: s, holder: "bench"}
 			}
 			defer st.Close()
-			js := lazyStore{open: func() (store.Backend, error) { return st, nil }}
+			js := NewLazyStore(func() (store.Backend, error) { return st, nil })
 			t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 			if err := js.CreateJob(ctx, schedule.Job{ID: "j", Kind: schedule.KindAgent, Task: "t", Spec: schedule.Spec{Every: "1s"}, Created: t0, Anchor: t0}); err != nil {
 				b.Fatal(err)

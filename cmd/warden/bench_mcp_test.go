@@ -68,8 +68,8 @@ func BenchmarkMCPRoundTrip(b *testing.B) {
 	b.Run("gate-only", func(b *testing.B) {
 		home := filepath.Join(dir, "home-gate")
 		app := newApp(strings.NewReader(""), io.Discard, io.Discard)
-		app.Commands = append(app.Commands, &cli.Command{Name: "bench", Action: withEnv(func(ctx context.Context, e *env) error {
-			g, err := e.gate()
+		app.Commands = append(app.Commands, &cli.Command{Name: "bench", Action: With(func(ctx context.Context, e *Env) error {
+			g, err := e.Gate()
 			if err != nil {
 				return err
 			}

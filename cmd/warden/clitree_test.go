@@ -35,7 +35,7 @@ func TestCommandTreeUsageHints(t *testing.T) {
 	n := 0
 	for _, path := range leaves(app.Commands, "") {
 		code, _, errs := runWS(t, home, ws, append(strings.Fields(path), "--no-such-flag")...)
-		if code != exitUsage {
+		if code != ExitUsage {
 			t.Errorf("%s --no-such-flag: exit %d\n%s", path, code, errs)
 			continue
 		}
@@ -45,7 +45,7 @@ func TestCommandTreeUsageHints(t *testing.T) {
 			continue
 		}
 		args := strings.Fields(m[1])[1:]
-		if code, out, errs := runWS(t, home, ws, args...); code != exitOK || out == "" {
+		if code, out, errs := runWS(t, home, ws, args...); code != ExitOK || out == "" {
 			t.Errorf("%s: its hint %q does not work: exit %d %s", path, m[1], code, errs)
 		}
 		n++
@@ -69,7 +69,7 @@ func TestCommandTreeJSON(t *testing.T) {
 	for _, c := range cmds {
 		for _, args := range [][]string{append([]string{"--json"}, c...), append(append([]string{}, c...), "--json")} {
 			code, out, errs := runWS(t, home, ws, args...)
-			if code != exitOK || !json.Valid([]byte(out)) {
+			if code != ExitOK || !json.Valid([]byte(out)) {
 				t.Errorf("warden %s: exit %d, not JSON:\n%s\n%s", strings.Join(args, " "), code, out, errs)
 			}
 		}
@@ -103,7 +103,7 @@ func TestCommandTreeJSON(t *testing.T) {
 			}
 			code, out, errs := runWS(t, home, ws, args...)
 			var v map[string]any
-			if code != exitOK || json.Unmarshal([]byte(out), &v) != nil || v["job"] != "j" && v["id"] != "j" {
+			if code != ExitOK || json.Unmarshal([]byte(out), &v) != nil || v["job"] != "j" && v["id"] != "j" {
 				t.Errorf("warden %s: exit %d, not JSON naming the job:\n%s\n%s", strings.Join(args, " "), code, out, errs)
 			}
 		}

@@ -17,7 +17,7 @@ import (
 	"github.com/wardenrt/warden/store"
 )
 
-func auditCommand() *cli.Command {
+func AuditCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "audit",
 		Usage: "read and check the tamper-evident audit log",
@@ -29,21 +29,21 @@ func auditCommand() *cli.Command {
 					&cli.StringFlag{Name: "run", Usage: "only records of this run id"},
 					&cli.StringFlag{Name: "tool", Usage: "only records of this tool"},
 					&cli.IntFlag{Name: "limit", Value: 0, Usage: "at most this many records, newest last (0 = all)"},
-					jsonFlag,
+					JSONFlag,
 				},
-				Action: withEnv(auditLs),
+				Action: With(auditLs),
 			},
 			{
 				Name:      "show",
 				Usage:     "show one audit record in full",
 				ArgsUsage: "SEQ",
-				Flags:     []cli.Flag{jsonFlag},
-				Action: withEnv(func(ctx context.Context, e *env) error {
-					seq, err := strconv.ParseUint(e.c.Args().First(), 10, 64)
-					if err != nil || e.c.NArg() != 1 {
-						return usageErr("usage: warden audit show SEQ (see `warden audit ls`)", "audit show needs one sequence number")
+				Flags:     []cli.Flag{JSONFlag},
+				Action: With(func(ctx context.Context, e *Env) error {
+					seq, err := strconv.ParseUint(e.CLI().Args().First(), 10, 64)
+					if err != nil || e.CLI().NArg() != 1 {
+						return UsageErr("usage: warden audit show SEQ (see `warden audit ls`)", "audit show needs one sequence number")
 					}
-					st, err := e.store()
+					st, err := e.Store()
 					if err != nil {
 						return err
 					}
@@ -51,33 +51,33 @@ func auditCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					return e.printJSON(rec)
+					return e.PrintJSON(rec)
 				}),
 			},
 			{
 				Name:  "verify",
 				Usage: "check the hash chain and the head anchor; name the first bad record",
-				Flags: []cli.Flag{jsonFlag},
-				Action: withEnv(func(ctx context.Context, e *env) error {
-					st, err := e.store()
+				Flags: []cli.Flag{JSONFlag},
+				Action: With(func(ctx context.Context, e *Env) error {
+					st, err := e.Store()
 					if err != nil {
 						return err
 					}
 					rep, err := st.VerifyAudit(ctx)
-					if e.json {
-						if perr := e.printJSON(rep); perr != nil {
+					if e.JSON() {
+						if perr := e.PrintJSON(rep); perr != nil {
 							return perr
 						}
 					}
 					if err != nil {
 						if errors.Is(err, store.ErrTampered) {
-							return fail(runtime.CodeAuditTampered, exitFailed, "the log was altered after it was written; keep warden.db and audit.head for investigation",
+							return Fail(runtime.CodeAuditTampered, ExitFailed, "the log was altered after it was written; keep warden.db and audit.head for investigation",
 								"audit log tampered: first bad record #%d: %s", rep.FirstBad, rep.Reason)
 						}
 						return err
 					}
-					if !e.json {
-						fmt.Fprintf(e.stdout, "audit log OK: %d records, head #%d %s (anchor #%d)\n", rep.Records, rep.HeadSeq, short(rep.HeadHash), rep.AnchorSeq)
+					if !e.JSON() {
+						fmt.Fprintf(e.Stdout(), "audit log OK: %d records, head #%d %s (anchor #%d)\n", rep.Records, rep.HeadSeq, short(rep.HeadHash), rep.AnchorSeq)
 					}
 					return nil
 				}),
@@ -85,27 +85,27 @@ func auditCommand() *cli.Command {
 			{
 				Name:  "reanchor",
 				Usage: "after investigating a tampering report, accept the current log as the new head (refused if the records themselves do not verify)",
-				Flags: []cli.Flag{jsonFlag},
-				Action: withEnv(func(ctx context.Context, e *env) error {
-					st, err := e.store()
+				Flags: []cli.Flag{JSONFlag},
+				Action: With(func(ctx context.Context, e *Env) error {
+					st, err := e.Store()
 					if err != nil {
 						return err
 					}
 					rep, err := st.Reanchor(ctx)
 					if err != nil {
 						if errors.Is(err, store.ErrTampered) {
-							return fail(runtime.CodeAuditTampered, exitFailed, "records themselves are altered; restore warden.db from a backup",
+							return Fail(runtime.CodeAuditTampered, ExitFailed, "records themselves are altered; restore warden.db from a backup",
 								"cannot reanchor: first bad record #%d: %s", rep.FirstBad, rep.Reason)
 						}
 						return err
 					}
-					if err := e.audit(ctx, "audit.reanchor", map[string]any{"head_seq": rep.HeadSeq, "head_hash": rep.HeadHash}); err != nil {
+					if err := e.Audit(ctx, "audit.reanchor", map[string]any{"head_seq": rep.HeadSeq, "head_hash": rep.HeadHash}); err != nil {
 						return err
 					}
-					if e.json {
-						return e.printJSON(rep)
+					if e.JSON() {
+						return e.PrintJSON(rep)
 					}
-					fmt.Fprintf(e.stdout, "audit anchor moved to head #%d %s\n", rep.HeadSeq, short(rep.HeadHash))
+					fmt.Fprintf(e.Stdout(), "audit anchor moved to head #%d %s\n", rep.HeadSeq, short(rep.HeadHash))
 					return nil
 				}),
 			},
@@ -113,16 +113,16 @@ func auditCommand() *cli.Command {
 				Name:  "export",
 				Usage: "write the whole audit log as JSON Lines",
 				Flags: []cli.Flag{&cli.StringFlag{Name: "out", Usage: "file to write (default: stdout)"}},
-				Action: withEnv(func(ctx context.Context, e *env) error {
-					st, err := e.store()
+				Action: With(func(ctx context.Context, e *Env) error {
+					st, err := e.Store()
 					if err != nil {
 						return err
 					}
-					var w io.Writer = e.stdout
-					if out := e.c.String("out"); out != "" {
+					var w io.Writer = e.Stdout()
+					if out := e.CLI().String("out"); out != "" {
 						f, err := os.OpenFile(out, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 						if err != nil {
-							return usageErr("choose a writable --out path", "%v", err)
+							return UsageErr("choose a writable --out path", "%v", err)
 						}
 						defer f.Close()
 						w = f
@@ -134,25 +134,25 @@ func auditCommand() *cli.Command {
 	}
 }
 
-func auditLs(ctx context.Context, e *env) error {
-	st, err := e.store()
+func auditLs(ctx context.Context, e *Env) error {
+	st, err := e.Store()
 	if err != nil {
 		return err
 	}
-	recs, err := st.ListAudit(ctx, store.AuditFilter{RunID: e.c.String("run"), Tool: e.c.String("tool")})
+	recs, err := st.ListAudit(ctx, store.AuditFilter{RunID: e.CLI().String("run"), Tool: e.CLI().String("tool")})
 	if err != nil {
 		return err
 	}
-	if n := e.c.Int("limit"); n > 0 && len(recs) > n {
+	if n := e.CLI().Int("limit"); n > 0 && len(recs) > n {
 		recs = recs[len(recs)-n:]
 	}
-	if e.json {
+	if e.JSON() {
 		if recs == nil {
 			recs = []store.AuditRecord{}
 		}
-		return e.printJSON(recs)
+		return e.PrintJSON(recs)
 	}
-	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(e.Stdout(), 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SEQ\tTIME\tPHASE\tTOOL\tPRINCIPAL\tDECISION\tOUTCOME")
 	for _, r := range recs {
 		var ev runtime.AuditEvent

@@ -16,33 +16,33 @@ import (
 	"github.com/wardenrt/warden/runtime/wasmtool"
 )
 
-func toolsCommand() *cli.Command {
+func ToolsCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "tools",
 		Usage:     "list every tool, built-in and wasm, with its description, input schema and the capabilities it can need (with NAME: one tool in full)",
 		ArgsUsage: "[NAME]",
-		Flags:     []cli.Flag{jsonFlag},
-		Action: withEnv(func(ctx context.Context, e *env) error {
-			if e.c.NArg() > 1 {
-				return usageErr("usage: warden tools [NAME] [--json]", "tools takes at most one tool name")
+		Flags:     []cli.Flag{JSONFlag},
+		Action: With(func(ctx context.Context, e *Env) error {
+			if e.CLI().NArg() > 1 {
+				return UsageErr("usage: warden tools [NAME] [--json]", "tools takes at most one tool name")
 			}
-			reg, err := e.registry()
+			reg, err := e.Registry()
 			if err != nil {
 				return err
 			}
 			specs := reg.Specs()
-			if name := e.c.Args().First(); name != "" {
+			if name := e.CLI().Args().First(); name != "" {
 				t, ok := reg.Lookup(name)
 				if !ok {
 					hint := "list the tools with `warden tools`"
-					if s, ok := e.moduleStatus(name); ok {
+					if s, ok := e.ModuleStatus(name); ok {
 						hint = s.Reason
 					}
-					return fail(runtime.CodeUnknownTool, exitFailed, hint, "no tool named %q", name)
+					return Fail(runtime.CodeUnknownTool, ExitFailed, hint, "no tool named %q", name)
 				}
 				specs = []runtime.Spec{t.Spec()}
 			}
-			if e.json {
+			if e.JSON() {
 				type toolJSON struct {
 					Name         string          `json:"name"`
 					Description  string          `json:"description"`
@@ -56,39 +56,39 @@ func toolsCommand() *cli.Command {
 				for _, s := range specs {
 					out = append(out, toolJSON{s.Name, s.Description, s.InputSchema, capNames(s), s.ReadOnly, s.Wasm})
 				}
-				if e.c.NArg() == 1 {
-					return e.printJSON(out[0])
+				if e.CLI().NArg() == 1 {
+					return e.PrintJSON(out[0])
 				}
-				return e.printJSON(out)
+				return e.PrintJSON(out)
 			}
-			if e.c.NArg() == 1 {
+			if e.CLI().NArg() == 1 {
 				s := specs[0]
 				var schema bytes.Buffer
 				if err := json.Indent(&schema, s.InputSchema, "  ", "  "); err != nil {
 					schema.Write(s.InputSchema)
 				}
-				fmt.Fprintf(e.stdout, "%s (%s)\n%s\n", s.Name, source(s), indent(s.Description, "  "))
-				fmt.Fprintf(e.stdout, "capabilities: %s\n", orNoneList(capNames(s)))
-				fmt.Fprintf(e.stdout, "input schema:\n  %s\n", schema.String())
+				fmt.Fprintf(e.Stdout(), "%s (%s)\n%s\n", s.Name, source(s), Indent(s.Description, "  "))
+				fmt.Fprintf(e.Stdout(), "capabilities: %s\n", orNoneList(capNames(s)))
+				fmt.Fprintf(e.Stdout(), "input schema:\n  %s\n", schema.String())
 				return nil
 			}
-			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+			tw := tabwriter.NewWriter(e.Stdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "TOOL\tCAPABILITIES\tSOURCE\tDESCRIPTION")
 			for _, s := range specs {
-				desc, _, _ := strings.Cut(oneLine(s.Description, 200), ". ")
+				desc, _, _ := strings.Cut(OneLine(s.Description, 200), ". ")
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Name, strings.Join(capNames(s), ","), source(s), desc)
 			}
 			if err := tw.Flush(); err != nil {
 				return err
 			}
 			var off []string
-			for _, s := range e.wasmStatus {
+			for _, s := range e.WasmStatus() {
 				if s.State != wasmtool.StateOK {
 					off = append(off, s.Module+" ("+s.State+")")
 				}
 			}
 			if len(off) > 0 {
-				fmt.Fprintf(e.stderr, "warden: wasm modules not loaded: %s — see `warden tool ls`\n", strings.Join(off, ", "))
+				fmt.Fprintf(e.Stderr(), "warden: wasm modules not loaded: %s — see `warden tool ls`\n", strings.Join(off, ", "))
 			}
 			return nil
 		}),
@@ -112,7 +112,7 @@ func source(s runtime.Spec) string {
 	return "core"
 }
 
-func callCommand() *cli.Command {
+func CallCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "call",
 		Usage:     "call one tool through the gate and print its result envelope",
@@ -121,29 +121,29 @@ func callCommand() *cli.Command {
 			&cli.StringFlag{Name: "args", Usage: "arguments as one JSON object"},
 			&cli.StringFlag{Name: "args-file", Usage: "read the arguments object from a file (- for stdin)"},
 			&cli.StringSliceFlag{Name: "arg", Aliases: []string{"a"}, Usage: "one argument as key=value (repeatable; a value is JSON when the schema's type is not string, else text)"},
-			jsonFlag,
+			JSONFlag,
 		},
-		Action: withEnv(func(ctx context.Context, e *env) error {
-			if e.c.NArg() != 1 {
-				return usageErr("usage: warden call TOOL [--args JSON] [-a key=value ...]; list tools with `warden tools`", "call needs exactly one tool name")
+		Action: With(func(ctx context.Context, e *Env) error {
+			if e.CLI().NArg() != 1 {
+				return UsageErr("usage: warden call TOOL [--args JSON] [-a key=value ...]; list tools with `warden tools`", "call needs exactly one tool name")
 			}
-			name := e.c.Args().First()
-			g, err := e.gate()
+			name := e.CLI().Args().First()
+			g, err := e.Gate()
 			if err != nil {
 				return err
 			}
-			argsJSON := e.c.String("args")
-			if f := e.c.String("args-file"); f != "" {
+			argsJSON := e.CLI().String("args")
+			if f := e.CLI().String("args-file"); f != "" {
 				if argsJSON != "" {
-					return usageErr("give the arguments once", "--args and --args-file are exclusive")
+					return UsageErr("give the arguments once", "--args and --args-file are exclusive")
 				}
 				data, err := readArgsFile(e, f)
 				if err != nil {
-					return usageErr("check the path", "--args-file: %v", err)
+					return UsageErr("check the path", "--args-file: %v", err)
 				}
 				argsJSON = string(data)
 			}
-			args, err := buildArgs(g.Registry(), name, argsJSON, e.c.StringSlice("arg"))
+			args, err := buildArgs(g.Registry(), name, argsJSON, e.CLI().StringSlice("arg"))
 			if err != nil {
 				return err
 			}
@@ -154,11 +154,11 @@ func callCommand() *cli.Command {
 			if !res.Success && res.Error != nil && res.Error.Code == runtime.CodeUnknownTool {
 				// A wasm module that provides the tool but is not loaded
 				// (changed, unapproved, colliding) says why and what to do.
-				if s, ok := e.moduleStatus(name); ok {
+				if s, ok := e.ModuleStatus(name); ok {
 					res.Error.Hint = fmt.Sprintf("module %s is %s: %s", s.Module, s.State, s.Reason)
 				}
 			}
-			return e.printResult(res)
+			return printResult(e, res)
 		}),
 	}
 }
@@ -191,7 +191,7 @@ func buildArgs(reg *runtime.Registry, tool, argsJSON string, pairs []string) (js
 		base = "{}"
 	}
 	if !strings.HasPrefix(base, "{") || !strings.HasSuffix(base, "}") {
-		return nil, usageErr(`--args must be a JSON object such as '{"path":"README.md"}'`, "--args is not a JSON object")
+		return nil, UsageErr(`--args must be a JSON object such as '{"path":"README.md"}'`, "--args is not a JSON object")
 	}
 	inner := strings.TrimSpace(base[1 : len(base)-1])
 	b.WriteString("{")
@@ -199,7 +199,7 @@ func buildArgs(reg *runtime.Registry, tool, argsJSON string, pairs []string) (js
 	for i, p := range pairs {
 		k, v, ok := strings.Cut(p, "=")
 		if !ok || k == "" {
-			return nil, usageErr("write -a key=value", "-a %q has no key=value", p)
+			return nil, UsageErr("write -a key=value", "-a %q has no key=value", p)
 		}
 		if inner != "" || i > 0 {
 			b.WriteString(",")
@@ -220,25 +220,25 @@ func buildArgs(reg *runtime.Registry, tool, argsJSON string, pairs []string) (js
 
 // printResult prints an envelope (always as JSON: it is the result) and turns
 // a failed call into the matching exit status.
-func (e *env) printResult(res runtime.Result) error {
-	res.Error = cliError(res.Error)
-	if err := e.printJSON(res); err != nil {
+func printResult(e *Env, res runtime.Result) error {
+	res.Error = CLIError(res.Error)
+	if err := e.PrintJSON(res); err != nil {
 		return err
 	}
 	if res.Success {
 		return nil
 	}
-	exit := exitFailed
+	exit := ExitFailed
 	if res.Error.Code.Denial() {
-		exit = exitDenied
+		exit = ExitDenied
 	}
-	return fail(res.Error.Code, exit, res.Error.Hint, "%s: %s", res.Tool, res.Error.Message)
+	return Fail(res.Error.Code, exit, res.Error.Hint, "%s: %s", res.Tool, res.Error.Message)
 }
 
 // readArgsFile reads at most one byte more than the gate accepts, so an
 // oversized file is refused by the gate with TOO_LARGE, not read whole.
-func readArgsFile(e *env, name string) ([]byte, error) {
-	var r io.Reader = e.stdin
+func readArgsFile(e *Env, name string) ([]byte, error) {
+	var r io.Reader = e.Stdin()
 	if name != "-" {
 		f, err := os.Open(name)
 		if err != nil {

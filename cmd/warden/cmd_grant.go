@@ -17,7 +17,7 @@ import (
 // one workspace (and optionally one tool). Every gate reads them at each
 // call, so one that expires or is removed stops applying at once — also in
 // a running `warden mcp serve` or `warden run`.
-func grantCommand() *cli.Command {
+func GrantCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "grant",
 		Usage: "grants that expire: add one for a while, list them, remove one",
@@ -38,56 +38,56 @@ func grantAddCommand() *cli.Command {
 			&cli.DurationFlag{Name: "for", Usage: "how long it lasts (required; at most 720h)"},
 			&cli.StringFlag{Name: "workspace", Usage: "the workspace it applies in (default: the current one)"},
 			&cli.StringFlag{Name: "tool", Usage: "only calls of this tool"},
-			jsonFlag,
+			JSONFlag,
 		},
-		Action: withEnv(func(ctx context.Context, e *env) error {
-			if e.c.NArg() != 1 {
-				return usageErr("usage: warden grant add CAP --for 8h [--workspace DIR] [--tool T]", "grant add needs one capability")
+		Action: With(func(ctx context.Context, e *Env) error {
+			if e.CLI().NArg() != 1 {
+				return UsageErr("usage: warden grant add CAP --for 8h [--workspace DIR] [--tool T]", "grant add needs one capability")
 			}
-			g, err := capability.Parse(e.c.Args().First())
+			g, err := capability.Parse(e.CLI().Args().First())
 			if err != nil {
-				return usageErr("see README \"Capabilities\" for the grammar", "%v", err)
+				return UsageErr("see README \"Capabilities\" for the grammar", "%v", err)
 			}
-			d := e.c.Duration("for")
+			d := e.CLI().Duration("for")
 			if d <= 0 || d > runtime.MaxTimedGrant {
-				return usageErr("say how long with --for (e.g. --for 8h; at most 720h)", "grant add needs --for between 1s and %s", runtime.MaxTimedGrant)
+				return UsageErr("say how long with --for (e.g. --for 8h; at most 720h)", "grant add needs --for between 1s and %s", runtime.MaxTimedGrant)
 			}
-			ws := e.workspace
-			if dir := e.c.String("workspace"); dir != "" {
+			ws := e.Workspace()
+			if dir := e.CLI().String("workspace"); dir != "" {
 				if ws, err = filepath.Abs(dir); err == nil {
 					ws, err = filepath.EvalSymlinks(ws)
 				}
 				if err != nil {
-					return usageErr("name an existing directory", "--workspace: %v", err)
+					return UsageErr("name an existing directory", "--workspace: %v", err)
 				}
 			}
-			tool := e.c.String("tool")
+			tool := e.CLI().String("tool")
 			if tool != "" {
-				reg, err := e.registry()
+				reg, err := e.Registry()
 				if err != nil {
 					return err
 				}
 				if !reg.Has(tool) {
-					return usageErr("name a tool as `warden tools` lists it", "--tool %q: no such tool", tool)
+					return UsageErr("name a tool as `warden tools` lists it", "--tool %q: no such tool", tool)
 				}
 				tool = reg.Names(tool)[0] // an alias stands for its tool
 			}
 			if why := g.Broad(); why != "" {
-				fmt.Fprintf(e.stderr, "warden: warning: %s: %s\n", g, why)
+				fmt.Fprintf(e.Stderr(), "warden: warning: %s: %s\n", g, why)
 			}
 			now := time.Now().UTC()
 			t := runtime.TimedGrant{ID: "g-" + runtime.NewID(), Kind: runtime.TimedGrantKind, Grant: g.String(), Tool: tool,
 				Workspace: ws, Added: now, Expires: now.Add(d), By: grantOwner()}
-			if err := e.audit(ctx, "grant.add", t); err != nil {
+			if err := e.Audit(ctx, "grant.add", t); err != nil {
 				return err
 			}
-			if err := (lazyStore{open: e.store}).PutGrant(ctx, t); err != nil {
+			if err := NewLazyStore(e.Store).PutGrant(ctx, t); err != nil {
 				return err
 			}
-			if e.json {
-				return e.printJSON(t)
+			if e.JSON() {
+				return e.PrintJSON(t)
 			}
-			fmt.Fprintf(e.stdout, "%s: %s in %s until %s\n", t.ID, describeGrant(t), ws, t.Expires.Format(time.RFC3339))
+			fmt.Fprintf(e.Stdout(), "%s: %s in %s until %s\n", t.ID, describeGrant(t), ws, t.Expires.Format(time.RFC3339))
 			return nil
 		}),
 	}
@@ -97,9 +97,9 @@ func grantAddCommand() *cli.Command {
 func grantLsCommand() *cli.Command {
 	return &cli.Command{
 		Name: "ls", Usage: "the grants and approvals remembered with an expiry, in every workspace (expired ones are not listed)",
-		Flags: []cli.Flag{jsonFlag},
-		Action: withEnv(func(ctx context.Context, e *env) error {
-			all, err := lazyStore{open: e.store}.ListGrants(ctx)
+		Flags: []cli.Flag{JSONFlag},
+		Action: With(func(ctx context.Context, e *Env) error {
+			all, err := NewLazyStore(e.Store).ListGrants(ctx)
 			if err != nil {
 				return err
 			}
@@ -112,20 +112,20 @@ func grantLsCommand() *cli.Command {
 				}
 				// Expired: removed, and on the record (once: another
 				// process may have done both).
-				if err := (lazyStore{open: e.store}).DeleteGrant(ctx, t.ID); err == nil {
-					if err := e.auditAs(ctx, []string{"warden"}, runtime.PhaseAdmin, "grant", map[string]string{"id": t.ID, "expired": t.String()}); err != nil {
+				if err := NewLazyStore(e.Store).DeleteGrant(ctx, t.ID); err == nil {
+					if err := e.AuditAs(ctx, []string{"warden"}, runtime.PhaseAdmin, "grant", map[string]string{"id": t.ID, "expired": t.String()}); err != nil {
 						return err
 					}
 				}
 			}
-			if e.json {
-				return e.printJSON(live)
+			if e.JSON() {
+				return e.PrintJSON(live)
 			}
 			if len(live) == 0 {
-				fmt.Fprintln(e.stdout, "no grants with an expiry")
+				fmt.Fprintln(e.Stdout(), "no grants with an expiry")
 			}
 			for _, t := range live {
-				fmt.Fprintf(e.stdout, "%s  %-40s  %s  until %s (%s left)\n", t.ID, describeGrant(t), t.Workspace,
+				fmt.Fprintf(e.Stdout(), "%s  %-40s  %s  until %s (%s left)\n", t.ID, describeGrant(t), t.Workspace,
 					t.Expires.UTC().Format(time.RFC3339), time.Until(t.Expires).Round(time.Second))
 			}
 			return nil
@@ -137,18 +137,18 @@ func grantLsCommand() *cli.Command {
 func grantRmCommand() *cli.Command {
 	return &cli.Command{
 		Name: "rm", ArgsUsage: "ID", Usage: "remove a remembered grant or approval now",
-		Action: withEnv(func(ctx context.Context, e *env) error {
-			if e.c.NArg() != 1 {
-				return usageErr("usage: warden grant rm ID (see `warden grant ls`)", "grant rm needs one id")
+		Action: With(func(ctx context.Context, e *Env) error {
+			if e.CLI().NArg() != 1 {
+				return UsageErr("usage: warden grant rm ID (see `warden grant ls`)", "grant rm needs one id")
 			}
-			id := e.c.Args().First()
-			if err := (lazyStore{open: e.store}).DeleteGrant(ctx, id); err != nil {
+			id := e.CLI().Args().First()
+			if err := NewLazyStore(e.Store).DeleteGrant(ctx, id); err != nil {
 				return err
 			}
-			if err := e.audit(ctx, "grant.rm", map[string]string{"id": id}); err != nil {
+			if err := e.Audit(ctx, "grant.rm", map[string]string{"id": id}); err != nil {
 				return err
 			}
-			fmt.Fprintf(e.stdout, "removed %s\n", id)
+			fmt.Fprintf(e.Stdout(), "removed %s\n", id)
 			return nil
 		}),
 	}

@@ -20,14 +20,14 @@ import (
 	"github.com/wardenrt/warden/runtime"
 )
 
-// envMCPToken names the environment variable that holds the HTTP bearer
+// EnvMCPToken names the environment variable that holds the HTTP bearer
 // token when the owner chooses it.
-const envMCPToken = "WARDEN_MCP_TOKEN"
+const EnvMCPToken = "WARDEN_MCP_TOKEN"
 
 // minMCPTokenLen is the shortest token accepted from envMCPToken.
 const minMCPTokenLen = 24
 
-func mcpCommand() *cli.Command {
+func MCPCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "mcp",
 		Usage: "warden as an MCP server: every tool, core and wasm, for MCP clients, each call through the gate",
@@ -39,41 +39,43 @@ func mcpCommand() *cli.Command {
 					"and fail closed (APPROVAL_REQUIRED) when it cannot ask; read-only resources warden://audit/… and warden://runs/…",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "http", Usage: "serve streamable HTTP at `ADDR` (host:port; port 0 picks one) instead of stdio, at path /mcp, " +
-						"with a bearer token (from " + envMCPToken + ", or generated and printed when stderr is a terminal)"},
+						"with a bearer token (from " + EnvMCPToken + ", or generated and printed when stderr is a terminal)"},
 					&cli.BoolFlag{Name: "allow-remote", Usage: "with --http, allow an address other than loopback (plain HTTP: put a TLS proxy in front)"},
 					&cli.StringSliceFlag{Name: "allow-host", Usage: "with --http, a further `NAME` clients may use in the Host header (besides localhost, 127.0.0.1, ::1 and the bound address)"},
 					&cli.Int64Flag{Name: "max-request-bytes", Value: mcp.DefaultMaxRequestBodyBytes, Usage: "the largest request accepted: an HTTP request body, or one message on stdio"},
 					&cli.BoolFlag{Name: "resources", Usage: "serve the audit log and the runs as read-only resources (warden://audit/…, warden://runs/…): every principal's recorded calls, to any client; each read is audited"},
 					&cli.DurationFlag{Name: "reload-interval", Value: time.Second, Usage: "how often to look for wasm tools installed, approved, re-granted or removed while serving (0: never)"},
 				},
-				Action: withEnv(func(ctx context.Context, e *env) error {
-					p, err := e.policy()
+				Action: With(func(ctx context.Context, e *Env) error {
+					p, err := e.Policy()
 					if err != nil {
 						return err
 					}
-					if e.approval, err = mcpApprovalMode(e.c.String("approve"), p); err != nil {
+					mode, err := mcpApprovalMode(e.CLI().String("approve"), p)
+					if err != nil {
 						return err
 					}
+					e.SetApproval(mode)
 					var srv *mcpHTTP
-					if addr := e.c.String("http"); addr != "" {
+					if addr := e.CLI().String("http"); addr != "" {
 						// Before the gate is built: the token is redacted
 						// wherever it might appear.
 						if srv, err = newMCPHTTP(e, addr); err != nil {
 							return err
 						}
 						defer srv.ln.Close()
-					} else if len(e.c.StringSlice("allow-host")) > 0 || e.c.Bool("allow-remote") {
-						return usageErr("add --http ADDR", "--allow-remote and --allow-host are for --http")
+					} else if len(e.CLI().StringSlice("allow-host")) > 0 || e.CLI().Bool("allow-remote") {
+						return UsageErr("add --http ADDR", "--allow-remote and --allow-host are for --http")
 					}
-					m, err := newMCPServer(e, mcpOptions{resources: e.c.Bool("resources")})
+					m, err := newMCPServer(e, mcpOptions{resources: e.CLI().Bool("resources")})
 					if err != nil {
 						return err
 					}
 					wctx, stop := context.WithCancel(ctx)
-					if iv := e.c.Duration("reload-interval"); iv > 0 {
+					if iv := e.CLI().Duration("reload-interval"); iv > 0 {
 						m.watch(wctx, iv)
 						// A fleet's store announces changes at once.
-						fleetWatch := e.watchFleet(wctx, func() {
+						fleetWatch := e.WatchFleet(wctx, func() {
 							if err := m.reloadIfChanged(wctx); err != nil && wctx.Err() == nil {
 								m.log.Warn("mcp: reloading after a change in the fleet's store", "err", err.Error())
 							}
@@ -84,13 +86,13 @@ func mcpCommand() *cli.Command {
 					if srv != nil {
 						return srv.serve(ctx, m)
 					}
-					e.logger().Info("mcp serve: stdio", "tools", m.gate.Load().Registry().Len(), "approval", string(e.approval))
-					maxLine := e.c.Int64("max-request-bytes")
+					e.Logger().Info("mcp serve: stdio", "tools", m.gate.Load().Registry().Len(), "approval", string(e.Approval()))
+					maxLine := e.CLI().Int64("max-request-bytes")
 					if maxLine <= 0 {
-						return usageErr("", "--max-request-bytes must be positive")
+						return UsageErr("", "--max-request-bytes must be positive")
 					}
 					if err := m.s.Run(ctx, &mcp.StdioTransport{MaxLineLength: int(maxLine)}); err != nil && ctx.Err() == nil {
-						return fail(runtime.CodeInternal, exitFailed, "", "mcp: %v", err)
+						return Fail(runtime.CodeInternal, ExitFailed, "", "mcp: %v", err)
 					}
 					return nil
 				}),
@@ -113,10 +115,10 @@ func mcpApprovalMode(flag string, p *runtime.Policy) (runtime.ApprovalMode, erro
 	}
 	m, err := runtime.ParseApprovalMode(flag)
 	if err != nil {
-		return "", usageErr("", "--approve: %v", err)
+		return "", UsageErr("", "--approve: %v", err)
 	}
 	if m == runtime.ApproveAuto && os.Getenv("WARDEN_APPROVE") != "" {
-		return "", usageErr("unset WARDEN_APPROVE and give --approve auto on the command line",
+		return "", UsageErr("unset WARDEN_APPROVE and give --approve auto on the command line",
 			"mcp serve takes --approve auto only from its command line, and WARDEN_APPROVE is set")
 	}
 	return m, nil
@@ -127,7 +129,7 @@ func mcpApprovalMode(flag string, p *runtime.Policy) (runtime.ApprovalMode, erro
 // rebinding), browsers' requests (with an Origin header) refused, request
 // bodies bounded.
 type mcpHTTP struct {
-	e        *env
+	e        *Env
 	ln       net.Listener
 	url      string
 	token    []byte // sha256 of the token
@@ -135,25 +137,25 @@ type mcpHTTP struct {
 	maxBytes int64
 }
 
-func newMCPHTTP(e *env, addr string) (*mcpHTTP, error) {
+func newMCPHTTP(e *Env, addr string) (*mcpHTTP, error) {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return nil, usageErr("give host:port, e.g. --http 127.0.0.1:8731", "--http %q: %v", addr, err)
+		return nil, UsageErr("give host:port, e.g. --http 127.0.0.1:8731", "--http %q: %v", addr, err)
 	}
-	if !loopbackHost(host) && !e.c.Bool("allow-remote") {
-		return nil, usageErr("bind to 127.0.0.1, or add --allow-remote (and put a TLS proxy in front)",
+	if !loopbackHost(host) && !e.CLI().Bool("allow-remote") {
+		return nil, UsageErr("bind to 127.0.0.1, or add --allow-remote (and put a TLS proxy in front)",
 			"--http %s is not a loopback address: anyone who can reach it could call warden's tools", addr)
 	}
-	max := e.c.Int64("max-request-bytes")
+	max := e.CLI().Int64("max-request-bytes")
 	if max <= 0 {
-		return nil, usageErr("", "--max-request-bytes must be positive")
+		return nil, UsageErr("", "--max-request-bytes must be positive")
 	}
-	token, generated := os.Getenv(envMCPToken), false
+	token, generated := os.Getenv(EnvMCPToken), false
 	switch {
-	case token == "" && !isTerminal(e.stderr):
+	case token == "" && !IsTerminal(e.Stderr()):
 		// A generated token printed to a log that is not a terminal
 		// would end up on disk.
-		return nil, usageErr(fmt.Sprintf("set %s to a random string of %d characters or more (e.g. openssl rand -base64 32)", envMCPToken, minMCPTokenLen),
+		return nil, UsageErr(fmt.Sprintf("set %s to a random string of %d characters or more (e.g. openssl rand -base64 32)", EnvMCPToken, minMCPTokenLen),
 			"mcp serve --http needs a bearer token: it prints a generated one only on a terminal")
 	case token == "":
 		b := make([]byte, 32)
@@ -162,30 +164,30 @@ func newMCPHTTP(e *env, addr string) (*mcpHTTP, error) {
 		}
 		token, generated = base64.RawURLEncoding.EncodeToString(b), true
 	case len(token) < minMCPTokenLen:
-		return nil, usageErr(fmt.Sprintf("use at least %d random characters", minMCPTokenLen), "%s is too short to be a bearer token", envMCPToken)
+		return nil, UsageErr(fmt.Sprintf("use at least %d random characters", minMCPTokenLen), "%s is too short to be a bearer token", EnvMCPToken)
 	}
-	e.addSecrets(token)
+	e.AddSecrets(token)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, usageErr("", "--http: %v", err)
+		return nil, UsageErr("", "--http: %v", err)
 	}
 	sum := sha256.Sum256([]byte(token))
 	s := &mcpHTTP{e: e, ln: ln, token: sum[:], maxBytes: max, hosts: []string{"localhost", "127.0.0.1", "::1"}}
-	for _, h := range e.c.StringSlice("allow-host") {
+	for _, h := range e.CLI().StringSlice("allow-host") {
 		s.hosts = append(s.hosts, strings.ToLower(strings.Trim(h, "[]")))
 	}
 	if h := hostOnly(ln.Addr().String()); !net.ParseIP(h).IsUnspecified() {
 		s.hosts = append(s.hosts, h)
 	}
 	s.url = "http://" + ln.Addr().String() + "/mcp"
-	fmt.Fprintf(e.stderr, "warden mcp: serving MCP (streamable HTTP) at %s\n", s.url)
+	fmt.Fprintf(e.Stderr(), "warden mcp: serving MCP (streamable HTTP) at %s\n", s.url)
 	if generated {
-		fmt.Fprintf(e.stderr, "warden mcp: bearer token: %s\n", token)
+		fmt.Fprintf(e.Stderr(), "warden mcp: bearer token: %s\n", token)
 	} else {
-		fmt.Fprintf(e.stderr, "warden mcp: bearer token from %s\n", envMCPToken)
+		fmt.Fprintf(e.Stderr(), "warden mcp: bearer token from %s\n", EnvMCPToken)
 	}
 	if !loopbackHost(host) {
-		fmt.Fprintf(e.stderr, "warden mcp: warning: %s is reachable beyond this machine over plain HTTP: the token crosses the network in the clear unless a TLS proxy is in front\n", addr)
+		fmt.Fprintf(e.Stderr(), "warden mcp: warning: %s is reachable beyond this machine over plain HTTP: the token crosses the network in the clear unless a TLS proxy is in front\n", addr)
 	}
 	return s, nil
 }
@@ -208,12 +210,12 @@ func (s *mcpHTTP) serve(ctx context.Context, m *mcpServer) error {
 		MaxHeaderBytes:    64 << 10,
 		IdleTimeout:       2 * time.Minute,
 	}
-	m.log.Info("mcp serve: http", "url", s.url, "tools", m.gate.Load().Registry().Len(), "approval", string(s.e.approval))
+	m.log.Info("mcp serve: http", "url", s.url, "tools", m.gate.Load().Registry().Len(), "approval", string(s.e.Approval()))
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(s.ln) }()
 	select {
 	case err := <-done:
-		return fail(runtime.CodeInternal, exitFailed, "", "mcp: %v", err)
+		return Fail(runtime.CodeInternal, ExitFailed, "", "mcp: %v", err)
 	case <-ctx.Done():
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -16,7 +16,7 @@ import (
 	"github.com/wardenrt/warden/store"
 )
 
-func memoryCommand() *cli.Command {
+func MemoryCommand() *cli.Command {
 	nsFlag := &cli.StringFlag{Name: "ns", Value: "default", Usage: "namespace"}
 	return &cli.Command{
 		Name:  "memory",
@@ -34,9 +34,9 @@ func memoryCommand() *cli.Command {
 
 // memoryArgs checks that a memory subcommand got n arguments; usage is its
 // synopsis after `warden memory`.
-func memoryArgs(e *env, n int, usage string) error {
-	if e.c.NArg() != n {
-		return usageErr("usage: warden memory "+usage, "wrong number of arguments")
+func memoryArgs(e *Env, n int, usage string) error {
+	if e.CLI().NArg() != n {
+		return UsageErr("usage: warden memory "+usage, "wrong number of arguments")
 	}
 	return nil
 }
@@ -45,34 +45,34 @@ func memoryArgs(e *env, n int, usage string) error {
 func memoryPutCommand(nsFlag cli.Flag) *cli.Command {
 	return &cli.Command{
 		Name: "put", Usage: "store a value (secrets in it are redacted first)", ArgsUsage: "KEY VALUE",
-		Flags: []cli.Flag{nsFlag, jsonFlag},
-		Action: withEnv(func(ctx context.Context, e *env) error {
+		Flags: []cli.Flag{nsFlag, JSONFlag},
+		Action: With(func(ctx context.Context, e *Env) error {
 			if err := memoryArgs(e, 2, "put KEY VALUE [--ns NS]"); err != nil {
 				return err
 			}
-			st, err := e.store()
+			st, err := e.Store()
 			if err != nil {
 				return err
 			}
-			ns, key := e.c.String("ns"), e.c.Args().Get(0)
-			if e.redactor.Contains(ns) || e.redactor.Contains(key) {
-				return usageErr("choose a key and namespace that are not secrets (the value is redacted, names are not)", "the key or namespace looks like a secret")
+			ns, key := e.CLI().String("ns"), e.CLI().Args().Get(0)
+			if e.Redactor().Contains(ns) || e.Redactor().Contains(key) {
+				return UsageErr("choose a key and namespace that are not secrets (the value is redacted, names are not)", "the key or namespace looks like a secret")
 			}
-			value := e.redactor.String(e.c.Args().Get(1))
+			value := e.Redactor().String(e.CLI().Args().Get(1))
 			if err := st.PutMemory(ctx, ns, key, value); err != nil {
 				if errors.Is(err, store.ErrInvalid) {
-					return usageErr("namespaces and keys are 1-256 bytes of text without NUL", "%v", err)
+					return UsageErr("namespaces and keys are 1-256 bytes of text without NUL", "%v", err)
 				}
 				return err
 			}
 			sum := sha256.Sum256([]byte(value))
-			if err := e.audit(ctx, "memory.put", map[string]any{"ns": ns, "key": key, "value_sha256": hex.EncodeToString(sum[:]), "value_bytes": len(value)}); err != nil {
+			if err := e.Audit(ctx, "memory.put", map[string]any{"ns": ns, "key": key, "value_sha256": hex.EncodeToString(sum[:]), "value_bytes": len(value)}); err != nil {
 				return err
 			}
-			if e.json {
-				return e.printJSON(map[string]any{"ns": ns, "key": key, "stored": true})
+			if e.JSON() {
+				return e.PrintJSON(map[string]any{"ns": ns, "key": key, "stored": true})
 			}
-			fmt.Fprintf(e.stdout, "stored %s/%s\n", ns, key)
+			fmt.Fprintf(e.Stdout(), "stored %s/%s\n", ns, key)
 			return nil
 		}),
 	}
@@ -82,23 +82,23 @@ func memoryPutCommand(nsFlag cli.Flag) *cli.Command {
 func memoryGetCommand(nsFlag cli.Flag) *cli.Command {
 	return &cli.Command{
 		Name: "get", Usage: "print a value", ArgsUsage: "KEY",
-		Flags: []cli.Flag{nsFlag, jsonFlag},
-		Action: withEnv(func(ctx context.Context, e *env) error {
+		Flags: []cli.Flag{nsFlag, JSONFlag},
+		Action: With(func(ctx context.Context, e *Env) error {
 			if err := memoryArgs(e, 1, "get KEY [--ns NS]"); err != nil {
 				return err
 			}
-			st, err := e.store()
+			st, err := e.Store()
 			if err != nil {
 				return err
 			}
-			m, err := st.GetMemory(ctx, e.c.String("ns"), e.c.Args().First())
+			m, err := st.GetMemory(ctx, e.CLI().String("ns"), e.CLI().Args().First())
 			if err != nil {
 				return err
 			}
-			if e.json {
-				return e.printJSON(m)
+			if e.JSON() {
+				return e.PrintJSON(m)
 			}
-			fmt.Fprintln(e.stdout, m.Value)
+			fmt.Fprintln(e.Stdout(), m.Value)
 			return nil
 		}),
 	}
@@ -111,38 +111,38 @@ func memorySearchCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "ns", Value: "*", Usage: "namespace glob"},
 			&cli.IntFlag{Name: "limit", Value: 10},
-			jsonFlag,
+			JSONFlag,
 		},
-		Action: withEnv(func(ctx context.Context, e *env) error {
-			if e.c.NArg() == 0 {
-				return usageErr("usage: warden memory search QUERY [--ns GLOB] [--limit N]", "search needs a query")
+		Action: With(func(ctx context.Context, e *Env) error {
+			if e.CLI().NArg() == 0 {
+				return UsageErr("usage: warden memory search QUERY [--ns GLOB] [--limit N]", "search needs a query")
 			}
-			st, err := e.store()
+			st, err := e.Store()
 			if err != nil {
 				return err
 			}
-			glob := e.c.String("ns")
+			glob := e.CLI().String("ns")
 			if _, err := path.Match(glob, ""); err != nil {
-				return usageErr("", "--ns %q: %v", glob, err)
+				return UsageErr("", "--ns %q: %v", glob, err)
 			}
 			hits, err := st.SearchMemory(ctx, store.MemoryQuery{
-				Text:      strings.Join(e.c.Args().Slice(), " "),
+				Text:      strings.Join(e.CLI().Args().Slice(), " "),
 				Namespace: func(ns string) bool { ok, _ := path.Match(glob, ns); return ok },
-				Limit:     e.c.Int("limit"),
+				Limit:     e.CLI().Int("limit"),
 			})
 			if err != nil {
 				return err
 			}
-			if e.json {
+			if e.JSON() {
 				if hits == nil {
 					hits = []store.MemoryHit{}
 				}
-				return e.printJSON(hits)
+				return e.PrintJSON(hits)
 			}
-			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+			tw := tabwriter.NewWriter(e.Stdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "SCORE\tNS\tKEY\tVALUE")
 			for _, h := range hits {
-				fmt.Fprintf(tw, "%.3f\t%s\t%s\t%s\n", h.Score, h.Namespace, h.Key, oneLine(h.Value, 60))
+				fmt.Fprintf(tw, "%.3f\t%s\t%s\t%s\n", h.Score, h.Namespace, h.Key, OneLine(h.Value, 60))
 			}
 			return tw.Flush()
 		}),
@@ -153,26 +153,26 @@ func memorySearchCommand() *cli.Command {
 func memoryLsCommand() *cli.Command {
 	return &cli.Command{
 		Name: "ls", Usage: "list entries",
-		Flags: []cli.Flag{&cli.StringFlag{Name: "ns", Usage: "only this namespace (default: all)"}, &cli.IntFlag{Name: "limit"}, jsonFlag},
-		Action: withEnv(func(ctx context.Context, e *env) error {
-			st, err := e.store()
+		Flags: []cli.Flag{&cli.StringFlag{Name: "ns", Usage: "only this namespace (default: all)"}, &cli.IntFlag{Name: "limit"}, JSONFlag},
+		Action: With(func(ctx context.Context, e *Env) error {
+			st, err := e.Store()
 			if err != nil {
 				return err
 			}
-			ms, err := st.ListMemory(ctx, e.c.String("ns"), e.c.Int("limit"))
+			ms, err := st.ListMemory(ctx, e.CLI().String("ns"), e.CLI().Int("limit"))
 			if err != nil {
 				return err
 			}
-			if e.json {
+			if e.JSON() {
 				if ms == nil {
 					ms = []store.MemoryEntry{}
 				}
-				return e.printJSON(ms)
+				return e.PrintJSON(ms)
 			}
-			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+			tw := tabwriter.NewWriter(e.Stdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "NS\tKEY\tUPDATED\tVALUE")
 			for _, m := range ms {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.Namespace, m.Key, m.Updated.Local().Format("2006-01-02 15:04"), oneLine(m.Value, 60))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.Namespace, m.Key, m.Updated.Local().Format("2006-01-02 15:04"), OneLine(m.Value, 60))
 			}
 			return tw.Flush()
 		}),
@@ -183,29 +183,29 @@ func memoryLsCommand() *cli.Command {
 func memoryIndexCommand() *cli.Command {
 	return &cli.Command{
 		Name: "index", Usage: "index the workspace's text files for get_context (incremental: only changed files are read)",
-		Flags: []cli.Flag{jsonFlag},
-		Action: withEnv(func(ctx context.Context, e *env) error {
-			p, err := e.policy()
+		Flags: []cli.Flag{JSONFlag},
+		Action: With(func(ctx context.Context, e *Env) error {
+			p, err := e.Policy()
 			if err != nil {
 				return err
 			}
 			// What the policy hides (an untrusted workspace policy's
 			// list too) and warden's own files are never indexed.
-			_, hide := p.PathRules(e.ownPaths()...)
-			stats, err := builtin.IndexWorkspace(ctx, lazyStore{open: e.store}, e.workspace, &builtin.IndexOptions{Hide: hide})
+			_, hide := p.PathRules(e.OwnPaths()...)
+			stats, err := builtin.IndexWorkspace(ctx, NewLazyStore(e.Store), e.Workspace(), &builtin.IndexOptions{Hide: hide})
 			if err != nil {
 				return err
 			}
-			if err := e.audit(ctx, "memory.index", map[string]any{"workspace": e.workspace, "files": stats.Files}); err != nil {
+			if err := e.Audit(ctx, "memory.index", map[string]any{"workspace": e.Workspace(), "files": stats.Files}); err != nil {
 				return err
 			}
-			if e.json {
-				return e.printJSON(stats)
+			if e.JSON() {
+				return e.PrintJSON(stats)
 			}
-			fmt.Fprintf(e.stdout, "indexed %s: %d files (%d added, %d updated, %d unchanged, %d removed, %d skipped)\n",
+			fmt.Fprintf(e.Stdout(), "indexed %s: %d files (%d added, %d updated, %d unchanged, %d removed, %d skipped)\n",
 				stats.Workspace, stats.Files, stats.Added, stats.Updated, stats.Unchanged, stats.Removed, stats.Skipped)
 			if stats.Truncated {
-				fmt.Fprintln(e.stdout, "note: the file limit was reached; some files are not indexed")
+				fmt.Fprintln(e.Stdout(), "note: the file limit was reached; some files are not indexed")
 			}
 			return nil
 		}),
@@ -216,35 +216,27 @@ func memoryIndexCommand() *cli.Command {
 func memoryRmCommand(nsFlag cli.Flag) *cli.Command {
 	return &cli.Command{
 		Name: "rm", Usage: "remove an entry", ArgsUsage: "KEY",
-		Flags: []cli.Flag{nsFlag, jsonFlag},
-		Action: withEnv(func(ctx context.Context, e *env) error {
+		Flags: []cli.Flag{nsFlag, JSONFlag},
+		Action: With(func(ctx context.Context, e *Env) error {
 			if err := memoryArgs(e, 1, "rm KEY [--ns NS]"); err != nil {
 				return err
 			}
-			st, err := e.store()
+			st, err := e.Store()
 			if err != nil {
 				return err
 			}
-			ns, key := e.c.String("ns"), e.c.Args().First()
+			ns, key := e.CLI().String("ns"), e.CLI().Args().First()
 			if err := st.DeleteMemory(ctx, ns, key); err != nil {
 				return err
 			}
-			if err := e.audit(ctx, "memory.rm", map[string]any{"ns": ns, "key": key}); err != nil {
+			if err := e.Audit(ctx, "memory.rm", map[string]any{"ns": ns, "key": key}); err != nil {
 				return err
 			}
-			if e.json {
-				return e.printJSON(map[string]any{"ns": ns, "key": key, "removed": true})
+			if e.JSON() {
+				return e.PrintJSON(map[string]any{"ns": ns, "key": key, "removed": true})
 			}
-			fmt.Fprintf(e.stdout, "removed %s/%s\n", ns, key)
+			fmt.Fprintf(e.Stdout(), "removed %s/%s\n", ns, key)
 			return nil
 		}),
 	}
-}
-
-func oneLine(s string, n int) string {
-	s = printable(strings.Join(strings.Fields(s), " "))
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
 }

@@ -12,11 +12,10 @@ func versionCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "version",
 		Usage: "print warden's version",
-		Flags: []cli.Flag{jsonFlag},
+		Flags: []cli.Flag{JSONFlag},
 		Action: func(c *cli.Context) error {
-			if wantJSON(c) {
-				e := &env{stdout: c.App.Writer}
-				return e.printJSON(map[string]string{"version": version, "go": goruntime.Version(), "os": goruntime.GOOS, "arch": goruntime.GOARCH})
+			if WantJSON(c) {
+				return WriteJSON(c.App.Writer, map[string]string{"version": version, "go": goruntime.Version(), "os": goruntime.GOOS, "arch": goruntime.GOARCH})
 			}
 			_, err := fmt.Fprintf(c.App.Writer, "warden %s (%s, %s/%s)\n", version, goruntime.Version(), goruntime.GOOS, goruntime.GOARCH)
 			return err
@@ -51,7 +50,7 @@ func completionCommand() *cli.Command {
 				_, err = fmt.Fprint(c.App.Writer, s)
 				return err
 			}
-			return usageErr("usage: warden completion bash|zsh|fish", "unknown shell %q", c.Args().First())
+			return UsageErr("usage: warden completion bash|zsh|fish", "unknown shell %q", c.Args().First())
 		},
 	}
 }

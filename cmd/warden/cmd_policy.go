@@ -12,7 +12,7 @@ import (
 	"github.com/wardenrt/warden/runtime/decode"
 )
 
-func policyCommand() *cli.Command {
+func PolicyCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "policy",
 		Usage: "check, test, explain and trust policies",
@@ -21,12 +21,11 @@ func policyCommand() *cli.Command {
 			policyExplainCommand(),
 		}, policyTrustCommands()...), []*cli.Command{
 			{
-				Name: "default", Usage: "print the built-in default policy", Flags: []cli.Flag{jsonFlag},
+				Name: "default", Usage: "print the built-in default policy", Flags: []cli.Flag{JSONFlag},
 				Action: func(c *cli.Context) error {
-					if wantJSON(c) {
+					if WantJSON(c) {
 						p := runtime.DefaultPolicy()
-						e := &env{stdout: c.App.Writer}
-						return e.printJSON(map[string]any{"source": p.Source, "grants": p.Grants, "rules": p.Rules, "yaml": runtime.DefaultPolicyYAML()})
+						return WriteJSON(c.App.Writer, map[string]any{"source": p.Source, "grants": p.Grants, "rules": p.Rules, "yaml": runtime.DefaultPolicyYAML()})
 					}
 					_, err := fmt.Fprint(c.App.Writer, runtime.DefaultPolicyYAML())
 					return err
@@ -41,15 +40,15 @@ func policyCommand() *cli.Command {
 func policyCheckCommand() *cli.Command {
 	return &cli.Command{
 		Name: "check", Usage: "validate a policy file; every problem with its line and column", ArgsUsage: "FILE",
-		Flags: []cli.Flag{jsonFlag},
-		Action: withEnv(func(ctx context.Context, e *env) error {
-			if e.c.NArg() != 1 {
-				return usageErr("usage: warden policy check FILE", "policy check needs one file")
+		Flags: []cli.Flag{JSONFlag},
+		Action: With(func(ctx context.Context, e *Env) error {
+			if e.CLI().NArg() != 1 {
+				return UsageErr("usage: warden policy check FILE", "policy check needs one file")
 			}
-			file := e.c.Args().First()
+			file := e.CLI().Args().First()
 			data, err := decode.ReadFile(file, runtime.MaxPolicyBytes)
 			if err != nil {
-				return readFailure(err, "check the path")
+				return ReadFailure(err, "check the path")
 			}
 			p, err := runtime.ParsePolicy(file, data)
 			if err != nil {
@@ -58,20 +57,20 @@ func policyCheckCommand() *cli.Command {
 			if err := runPolicyTests(e, file, p, false); err != nil {
 				return err
 			}
-			if e.json {
-				return e.printJSON(map[string]any{"file": file, "valid": true, "grants": p.Grants, "rules": len(p.Rules), "approval": p.Approval})
+			if e.JSON() {
+				return e.PrintJSON(map[string]any{"file": file, "valid": true, "grants": p.Grants, "rules": len(p.Rules), "approval": p.Approval})
 			}
-			fmt.Fprintf(e.stdout, "%s: OK (%d grants, %d rules", file, len(p.Grants), len(p.Rules))
+			fmt.Fprintf(e.Stdout(), "%s: OK (%d grants, %d rules", file, len(p.Grants), len(p.Rules))
 			if len(p.Tests) > 0 {
-				fmt.Fprintf(e.stdout, ", %d tests pass", len(p.Tests))
+				fmt.Fprintf(e.Stdout(), ", %d tests pass", len(p.Tests))
 			}
 			if p.Approval != "" {
-				fmt.Fprintf(e.stdout, ", approval %s", p.Approval)
+				fmt.Fprintf(e.Stdout(), ", approval %s", p.Approval)
 			}
-			fmt.Fprintln(e.stdout, ")")
+			fmt.Fprintln(e.Stdout(), ")")
 			for _, g := range p.GrantList() {
 				if why := g.Broad(); why != "" {
-					fmt.Fprintf(e.stdout, "  note: %s: %s\n", g, why)
+					fmt.Fprintf(e.Stdout(), "  note: %s: %s\n", g, why)
 				}
 			}
 			return nil
@@ -83,64 +82,64 @@ func policyCheckCommand() *cli.Command {
 func policyExplainCommand() *cli.Command {
 	return &cli.Command{
 		Name: "explain", Usage: "say which rule and which grants decide a call, and why", ArgsUsage: "TOOL",
-		Flags: []cli.Flag{&cli.StringFlag{Name: "args", Usage: "the call's arguments as JSON"}, jsonFlag},
-		Action: withEnv(func(ctx context.Context, e *env) error {
-			if e.c.NArg() != 1 {
-				return usageErr("usage: warden policy explain TOOL --args JSON", "policy explain needs one tool name")
+		Flags: []cli.Flag{&cli.StringFlag{Name: "args", Usage: "the call's arguments as JSON"}, JSONFlag},
+		Action: With(func(ctx context.Context, e *Env) error {
+			if e.CLI().NArg() != 1 {
+				return UsageErr("usage: warden policy explain TOOL --args JSON", "policy explain needs one tool name")
 			}
-			pf, err := e.policyInForce()
+			pf, err := e.PolicyInForce()
 			if err != nil {
 				return err
 			}
-			g, err := e.gate()
+			g, err := e.Gate()
 			if err != nil {
 				return err
 			}
-			x := g.Explain(runtime.Request{Tool: e.c.Args().First(), Args: []byte(e.c.String("args")), Principal: []string{"cli"}})
-			x.Error = cliError(x.Error)
+			x := g.Explain(runtime.Request{Tool: e.CLI().Args().First(), Args: []byte(e.CLI().String("args")), Principal: []string{"cli"}})
+			x.Error = CLIError(x.Error)
 			for i, n := range x.Needs {
 				if n.GrantedBy == "" && n.Grant != "" {
 					x.Needs[i].Hint = "--grant " + n.Grant
 				}
 			}
 			trust := policyTrustLine(pf)
-			if e.json {
-				return e.printJSON(struct {
+			if e.JSON() {
+				return e.PrintJSON(struct {
 					runtime.Explanation
 					Trust string `json:"trust"`
 				}{x, trust})
 			}
-			fmt.Fprintf(e.stdout, "tool:     %s\n", x.Tool)
-			fmt.Fprintf(e.stdout, "policy:   %s\n", x.Policy)
-			fmt.Fprintf(e.stdout, "trust:    %s\n", trust)
+			fmt.Fprintf(e.Stdout(), "tool:     %s\n", x.Tool)
+			fmt.Fprintf(e.Stdout(), "policy:   %s\n", x.Policy)
+			fmt.Fprintf(e.Stdout(), "trust:    %s\n", trust)
 			grants := strings.Join(x.Grants, ", ")
 			if grants == "" {
 				grants = "(none)"
 			}
-			fmt.Fprintf(e.stdout, "grants:   %s\n", grants)
+			fmt.Fprintf(e.Stdout(), "grants:   %s\n", grants)
 			if x.Rule != "" {
-				fmt.Fprintf(e.stdout, "rule:     %s\n", x.Rule)
+				fmt.Fprintf(e.Stdout(), "rule:     %s\n", x.Rule)
 			}
 			if x.Matched != "" {
-				fmt.Fprintf(e.stdout, "matched:  %s\n", printable(x.Matched))
+				fmt.Fprintf(e.Stdout(), "matched:  %s\n", Printable(x.Matched))
 			}
 			for _, n := range x.Needs {
 				if n.GrantedBy != "" {
-					fmt.Fprintf(e.stdout, "needs:    %s — allowed by %s\n", n.Need, n.GrantedBy)
+					fmt.Fprintf(e.Stdout(), "needs:    %s — allowed by %s\n", n.Need, n.GrantedBy)
 				} else {
 					hint := n.Hint
 					if hint == "" {
 						hint = "no grant can allow it"
 					}
-					fmt.Fprintf(e.stdout, "needs:    %s — NOT granted (%s)\n", n.Need, hint)
+					fmt.Fprintf(e.Stdout(), "needs:    %s — NOT granted (%s)\n", n.Need, hint)
 				}
 			}
-			fmt.Fprintf(e.stdout, "approval: %s\n", x.Approval)
-			fmt.Fprintf(e.stdout, "verdict:  %s\n", x.Verdict)
+			fmt.Fprintf(e.Stdout(), "approval: %s\n", x.Approval)
+			fmt.Fprintf(e.Stdout(), "verdict:  %s\n", x.Verdict)
 			if x.Error != nil {
-				fmt.Fprintf(e.stdout, "why:      %s: %s\n", x.Error.Code, x.Error.Message)
+				fmt.Fprintf(e.Stdout(), "why:      %s: %s\n", x.Error.Code, x.Error.Message)
 				if x.Error.Hint != "" {
-					fmt.Fprintf(e.stdout, "to allow: %s\n", x.Error.Hint)
+					fmt.Fprintf(e.Stdout(), "to allow: %s\n", x.Error.Hint)
 				}
 			}
 			return nil
@@ -160,11 +159,11 @@ func policyTrustLine(pf *runtime.PolicyInForce) string {
 	case runtime.TrustBuiltIn:
 		return "trusted: the built-in default"
 	case runtime.TrustMissing:
-		return fmt.Sprintf("the workspace policy %s you trusted is gone; what it said still narrows %s (warden policy untrust %s)", pf.File, pf.Policy.Source, shellWord(pf.File))
+		return fmt.Sprintf("the workspace policy %s you trusted is gone; what it said still narrows %s (warden policy untrust %s)", pf.File, pf.Policy.Source, ShellWord(pf.File))
 	case runtime.TrustChanged:
-		return fmt.Sprintf("NOT trusted: the workspace policy %s changed since you trusted it; it only narrows %s (warden policy trust %s)", pf.File, pf.Base.Source, shellWord(pf.File))
+		return fmt.Sprintf("NOT trusted: the workspace policy %s changed since you trusted it; it only narrows %s (warden policy trust %s)", pf.File, pf.Base.Source, ShellWord(pf.File))
 	}
-	return fmt.Sprintf("NOT trusted: the workspace policy %s only narrows %s (warden policy trust %s)", pf.File, pf.Base.Source, shellWord(pf.File))
+	return fmt.Sprintf("NOT trusted: the workspace policy %s only narrows %s (warden policy trust %s)", pf.File, pf.Base.Source, ShellWord(pf.File))
 }
 
 // unjoin splits an errors.Join result into its parts.

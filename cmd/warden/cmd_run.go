@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -17,14 +16,7 @@ import (
 	"github.com/wardenrt/warden/runtime/decode"
 )
 
-// openAIDefaultBase and openAIDefaultModel apply when only OPENAI_API_KEY
-// is set.
-const (
-	openAIDefaultBase  = "https://api.openai.com/v1"
-	openAIDefaultModel = "gpt-4o-mini"
-)
-
-func runCommand() *cli.Command {
+func RunCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "run",
 		Usage:     "run a task with an OpenAI-compatible model; every tool call it makes goes through the gate, and the run is recorded",
@@ -33,7 +25,7 @@ func runCommand() *cli.Command {
 			"(Ollama, vLLM, llama.cpp's server, LM Studio). The run acts with the policy's grants and --grant; nothing the model " +
 			"says changes them. `warden runs show ID` shows the record, `warden runs replay ID` replays it offline.",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "model", EnvVars: []string{"WARDEN_MODEL"}, Usage: "the model's name (default " + openAIDefaultModel + " on OpenAI)"},
+			&cli.StringFlag{Name: "model", EnvVars: []string{"WARDEN_MODEL"}, Usage: "the model's name (default " + OpenAIDefaultModel + " on OpenAI)"},
 			&cli.IntFlag{Name: "max-steps", Value: agent.DefaultMaxSteps, Usage: "the model's turns at most"},
 			&cli.DurationFlag{Name: "timeout", Value: 30 * time.Minute, Usage: "the whole run's time at most"},
 			&cli.IntFlag{Name: "token-budget", Usage: "the run's total tokens at most (0: no budget)"},
@@ -41,113 +33,88 @@ func runCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "tools", Usage: "offer only these tools (repeatable or comma-separated)"},
 			&cli.StringFlag{Name: "system", Usage: "a file whose text is added to the system prompt"},
 			&cli.BoolFlag{Name: "no-stream", Usage: "ask for whole replies instead of streamed text"},
-			jsonFlag,
+			JSONFlag,
 		},
-		Action: withEnv(func(ctx context.Context, e *env) error {
-			if e.c.NArg() == 0 {
-				return usageErr(`usage: warden run "TASK"`, "run needs a task")
+		Action: With(func(ctx context.Context, e *Env) error {
+			if e.CLI().NArg() == 0 {
+				return UsageErr(`usage: warden run "TASK"`, "run needs a task")
 			}
-			task := strings.Join(e.c.Args().Slice(), " ")
-			cfg, err := e.modelConfig()
+			task := strings.Join(e.CLI().Args().Slice(), " ")
+			cfg, err := e.ModelConfig()
 			if err != nil {
 				return err
 			}
-			cfg.Stream = !e.c.Bool("no-stream")
+			cfg.Stream = !e.CLI().Bool("no-stream")
 			model, err := agent.NewOpenAI(cfg)
 			if err != nil {
-				return fail(runtime.CodeLLMError, exitUsage, runtime.AsError(err).Hint, "%s", runtime.AsError(err).Message)
+				return Fail(runtime.CodeLLMError, ExitUsage, runtime.AsError(err).Hint, "%s", runtime.AsError(err).Message)
 			}
 			var system string
-			if f := e.c.String("system"); f != "" {
+			if f := e.CLI().String("system"); f != "" {
 				b, err := decode.ReadFile(f, decode.DefaultMaxBytes)
 				if err != nil {
-					return readFailure(fmt.Errorf("--system: %w", err), "check the path")
+					return ReadFailure(fmt.Errorf("--system: %w", err), "check the path")
 				}
 				system = string(b)
 			}
 			var tools []string
-			for _, t := range e.c.StringSlice("tools") {
+			for _, t := range e.CLI().StringSlice("tools") {
 				for _, name := range strings.Split(t, ",") {
 					if name = strings.TrimSpace(name); name != "" {
 						tools = append(tools, name)
 					}
 				}
 			}
-			g, err := e.gate()
+			g, err := e.Gate()
 			if err != nil {
 				return err
 			}
-			st, err := e.store()
+			st, err := e.Store()
 			if err != nil {
 				return err
 			}
-			ctx, cancel := context.WithTimeout(ctx, e.c.Duration("timeout"))
+			ctx, cancel := context.WithTimeout(ctx, e.CLI().Duration("timeout"))
 			defer cancel()
-			view := newRunView(e.stdout, e.stderr, !e.json)
+			view := newRunView(e.Stdout(), e.Stderr(), !e.JSON())
 			defer view.stop()
-			mem := lazyStore{open: e.store}
+			mem := NewLazyStore(e.Store)
 			o := agent.Options{
 				Gate: g, Model: model, Task: task, ModelName: cfg.Model, Endpoint: model.Host(),
-				Tools: tools, MaxSteps: e.c.Int("max-steps"), MaxCallsPerTurn: e.c.Int("max-calls-per-turn"),
-				TokenBudget: e.c.Int("token-budget"), System: system, Principal: []string{"cli"},
-				RunID: runtime.NewID(), Runs: st, Artifacts: mem, Memory: mem, Redactor: e.redactor,
+				Tools: tools, MaxSteps: e.CLI().Int("max-steps"), MaxCallsPerTurn: e.CLI().Int("max-calls-per-turn"),
+				TokenBudget: e.CLI().Int("token-budget"), System: system, Principal: []string{"cli"},
+				RunID: runtime.NewID(), Runs: st, Artifacts: mem, Memory: mem, Redactor: e.Redactor(),
 				Events: view.event,
 			}
-			fmt.Fprintf(e.stderr, "warden: run %s on %s (%s); Ctrl-C cancels\n", o.RunID, cfg.Model, model.Host())
+			fmt.Fprintf(e.Stderr(), "warden: run %s on %s (%s); Ctrl-C cancels\n", o.RunID, cfg.Model, model.Host())
 			rec, err := agent.Run(ctx, o)
 			view.stop()
 			if err != nil {
 				var rerr *runtime.Error
 				if rerr = runtime.AsError(err); rerr != nil {
-					return fail(rerr.Code, exitUsage, cliHint(rerr), "%s", rerr.Message)
+					return Fail(rerr.Code, ExitUsage, CLIHint(rerr), "%s", rerr.Message)
 				}
 				return err
 			}
-			if e.json {
-				if err := e.printJSON(runSummaryOf(rec)); err != nil {
+			if e.JSON() {
+				if err := e.PrintJSON(runSummaryOf(rec)); err != nil {
 					return err
 				}
 			}
-			fmt.Fprintf(e.stderr, "warden: run %s %s after %d step(s), %d tool call(s), %d tokens — `warden runs show %s`\n",
+			fmt.Fprintf(e.Stderr(), "warden: run %s %s after %d step(s), %d tool call(s), %d tokens — `warden runs show %s`\n",
 				rec.ID, rec.Status, rec.Steps, len(rec.ToolCalls), rec.Usage.Total, rec.ID)
 			if rec.Status == agent.StatusSucceeded {
 				return nil
 			}
 			code, hint, msg := runtime.CodeLLMError, "", "the run "+rec.Status
 			if rec.Error != nil {
-				code, hint, msg = rec.Error.Code, cliHint(rec.Error), rec.Error.Message
+				code, hint, msg = rec.Error.Code, CLIHint(rec.Error), rec.Error.Message
 			}
 			if rec.Status == agent.StatusCancelled {
 				code, hint, msg = runtime.CodeUserCancelled, "", "the run was cancelled; its record is kept"
 			}
-			return fail(code, exitFailed, hint, "%s", msg)
+			return Fail(code, ExitFailed, hint, "%s", msg)
 		}),
 	}
-}
-
-// modelConfig reads the model endpoint from the environment: OPENAI_API_KEY
-// and OPENAI_BASE_URL, the model from --model / WARDEN_MODEL.
-func (e *env) modelConfig() (agent.OpenAIConfig, error) {
-	base, key := os.Getenv("OPENAI_BASE_URL"), os.Getenv("OPENAI_API_KEY")
-	if base == "" && key == "" {
-		return agent.OpenAIConfig{}, fail(runtime.CodeLLMError, exitUsage,
-			"set OPENAI_API_KEY for OpenAI, or OPENAI_BASE_URL for an OpenAI-compatible server (Ollama: http://127.0.0.1:11434/v1)",
-			"no model is configured")
-	}
-	if base == "" {
-		base = openAIDefaultBase
-	}
-	model := e.c.String("model")
-	if model == "" {
-		model = os.Getenv("WARDEN_MODEL") // commands without a --model flag (workflow run)
-	}
-	if model == "" {
-		if base != openAIDefaultBase {
-			return agent.OpenAIConfig{}, usageErr("name it with --model or WARDEN_MODEL", "which model of %s? none is named", base)
-		}
-		model = openAIDefaultModel
-	}
-	return agent.OpenAIConfig{BaseURL: base, APIKey: key, Model: model}, nil
 }
 
 // runSummaryOf is what `warden run --json` prints.
@@ -174,7 +141,7 @@ type runView struct {
 }
 
 func newRunView(out, errw io.Writer, text bool) *runView {
-	return &runView{out: out, err: errw, text: text, tty: isTerminal(errw)}
+	return &runView{out: out, err: errw, text: text, tty: IsTerminal(errw)}
 }
 
 func (v *runView) event(ev agent.Event) {
@@ -190,27 +157,27 @@ func (v *runView) event(ev agent.Event) {
 		}
 	case agent.EventText:
 		if v.text {
-			fmt.Fprint(v.out, printable(ev.Text))
+			fmt.Fprint(v.out, Printable(ev.Text))
 			v.midLine = !strings.HasSuffix(ev.Text, "\n")
 		}
 	case agent.EventAnswer:
 		v.endLine()
 	case agent.EventToolCall:
 		v.endLine()
-		fmt.Fprintf(v.err, "→ %s %s\n", ev.Tool, oneLine(string(ev.Args), 160))
+		fmt.Fprintf(v.err, "→ %s %s\n", ev.Tool, OneLine(string(ev.Args), 160))
 	case agent.EventToolResult:
 		r := ev.Result
 		switch {
 		case r.Success && r.DryRun:
-			fmt.Fprintf(v.err, "  ○ dry run (%d ms): %s\n", r.DurationMS, oneLine(r.Output, 120))
+			fmt.Fprintf(v.err, "  ○ dry run (%d ms): %s\n", r.DurationMS, OneLine(r.Output, 120))
 		case r.Success:
 			fmt.Fprintf(v.err, "  ✓ ok (%d ms)\n", r.DurationMS)
 		default:
-			fmt.Fprintf(v.err, "  ✗ %s: %s\n", r.Error.Code, oneLine(r.Error.Message, 160))
+			fmt.Fprintf(v.err, "  ✗ %s: %s\n", r.Error.Code, OneLine(r.Error.Message, 160))
 		}
 	case agent.EventNote:
 		v.endLine()
-		fmt.Fprintf(v.err, "warden: %s\n", printable(ev.Text))
+		fmt.Fprintf(v.err, "warden: %s\n", Printable(ev.Text))
 	}
 }
 

@@ -21,9 +21,9 @@ import (
 	"github.com/wardenrt/warden/store"
 )
 
-// runSummary is the part of a run record that listings show. Runs are
+// RunSummary is the part of a run record that listings show. Runs are
 // written by `warden run` and `warden workflow run`.
-type runSummary struct {
+type RunSummary struct {
 	ID      string `json:"id"`
 	Kind    string `json:"kind"`
 	Task    string `json:"task"`
@@ -32,7 +32,7 @@ type runSummary struct {
 	Steps   int    `json:"steps"`
 }
 
-func runsCommand() *cli.Command {
+func RunsCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "runs",
 		Usage: "recorded agent and workflow runs",
@@ -49,32 +49,32 @@ func runsCommand() *cli.Command {
 func runsLsCommand() *cli.Command {
 	return &cli.Command{
 		Name: "ls", Usage: "list runs, newest first",
-		Flags: []cli.Flag{&cli.IntFlag{Name: "limit", Value: 50}, jsonFlag},
-		Action: withEnv(func(ctx context.Context, e *env) error {
-			st, err := e.store()
+		Flags: []cli.Flag{&cli.IntFlag{Name: "limit", Value: 50}, JSONFlag},
+		Action: With(func(ctx context.Context, e *Env) error {
+			st, err := e.Store()
 			if err != nil {
 				return err
 			}
-			docs, err := st.ListRuns(ctx, e.c.Int("limit"))
+			docs, err := st.ListRuns(ctx, e.CLI().Int("limit"))
 			if err != nil {
 				return err
 			}
-			if e.json {
+			if e.JSON() {
 				if docs == nil {
 					docs = []json.RawMessage{}
 				}
-				return e.printJSON(docs)
+				return e.PrintJSON(docs)
 			}
 			if len(docs) == 0 {
-				fmt.Fprintln(e.stdout, "no runs yet: `warden run TASK` and `warden workflow run FILE` record theirs here")
+				fmt.Fprintln(e.Stdout(), "no runs yet: `warden run TASK` and `warden workflow run FILE` record theirs here")
 				return nil
 			}
-			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+			tw := tabwriter.NewWriter(e.Stdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tKIND\tSTATUS\tSTARTED\tSTEPS\tTASK")
 			for _, d := range docs {
-				var r runSummary
+				var r RunSummary
 				_ = json.Unmarshal(d, &r)
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", r.ID, r.Kind, r.Status, r.Started, r.Steps, oneLine(r.Task, 50))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", r.ID, r.Kind, r.Status, r.Started, r.Steps, OneLine(r.Task, 50))
 			}
 			return tw.Flush()
 		}),
@@ -85,28 +85,28 @@ func runsLsCommand() *cli.Command {
 func runsShowCommand() *cli.Command {
 	return &cli.Command{
 		Name: "show", Usage: "show one run: status, usage, each tool call with its audit record, the final answer (--json: the whole record)", ArgsUsage: "ID",
-		Flags: []cli.Flag{jsonFlag},
-		Action: withEnv(func(ctx context.Context, e *env) error {
-			doc, err := e.runDoc(ctx, "warden runs show ID (see `warden runs ls`)")
+		Flags: []cli.Flag{JSONFlag},
+		Action: With(func(ctx context.Context, e *Env) error {
+			doc, err := runDoc(ctx, e, "warden runs show ID (see `warden runs ls`)")
 			if err != nil {
 				return err
 			}
-			if e.json {
-				return e.printJSON(doc)
+			if e.JSON() {
+				return e.PrintJSON(doc)
 			}
 			if runKind(doc) == "workflow" {
 				var wr workflow.Record
 				if err := json.Unmarshal(doc, &wr); err != nil {
-					return fail(runtime.CodeStoreCorrupt, exitFailed, "", "run %s: %v", e.c.Args().First(), err)
+					return Fail(runtime.CodeStoreCorrupt, ExitFailed, "", "run %s: %v", e.CLI().Args().First(), err)
 				}
-				showWorkflowRun(e.stdout, &wr)
+				showWorkflowRun(e.Stdout(), &wr)
 				return nil
 			}
 			var rec agent.Record
 			if err := json.Unmarshal(doc, &rec); err != nil {
-				return fail(runtime.CodeStoreCorrupt, exitFailed, "", "run %s: %v", e.c.Args().First(), err)
+				return Fail(runtime.CodeStoreCorrupt, ExitFailed, "", "run %s: %v", e.CLI().Args().First(), err)
 			}
-			showRun(e.stdout, &rec)
+			showRun(e.Stdout(), &rec)
 			return nil
 		}),
 	}
@@ -116,29 +116,29 @@ func runsShowCommand() *cli.Command {
 func runsExportCommand() *cli.Command {
 	return &cli.Command{
 		Name: "export", Usage: "write a run to DIR/<run_id>/: run.json, audit.jsonl, and transcript.jsonl, final.md, tool-outputs/ (agent runs) or steps.jsonl, outputs.json (workflow runs)", ArgsUsage: "ID",
-		Flags: []cli.Flag{&cli.StringFlag{Name: "dir", Value: "artifacts", Usage: "parent directory"}, jsonFlag},
-		Action: withEnv(func(ctx context.Context, e *env) error {
-			doc, err := e.runDoc(ctx, "warden runs export ID [--dir artifacts]")
+		Flags: []cli.Flag{&cli.StringFlag{Name: "dir", Value: "artifacts", Usage: "parent directory"}, JSONFlag},
+		Action: With(func(ctx context.Context, e *Env) error {
+			doc, err := runDoc(ctx, e, "warden runs export ID [--dir artifacts]")
 			if err != nil {
 				return err
 			}
-			id := e.c.Args().First()
+			id := e.CLI().Args().First()
 			if filepath.Base(id) != id || id == "." || id == ".." {
-				return usageErr("", "invalid run id %q", id)
+				return UsageErr("", "invalid run id %q", id)
 			}
-			st, err := e.store()
+			st, err := e.Store()
 			if err != nil {
 				return err
 			}
-			dir := filepath.Join(e.c.String("dir"), id)
-			n, err := exportRun(ctx, st, e.redactor, id, doc, dir)
+			dir := filepath.Join(e.CLI().String("dir"), id)
+			n, err := exportRun(ctx, st, e.Redactor(), id, doc, dir)
 			if err != nil {
 				return err
 			}
-			if e.json {
-				return e.printJSON(map[string]any{"dir": dir, "audit_records": n})
+			if e.JSON() {
+				return e.PrintJSON(map[string]any{"dir": dir, "audit_records": n})
 			}
-			fmt.Fprintf(e.stdout, "exported run %s to %s (%d audit records)\n", id, dir, n)
+			fmt.Fprintf(e.Stdout(), "exported run %s to %s (%d audit records)\n", id, dir, n)
 			return nil
 		}),
 	}
@@ -148,50 +148,50 @@ func runsExportCommand() *cli.Command {
 func runsReplayCommand() *cli.Command {
 	return &cli.Command{
 		Name: "replay", Usage: "re-run a recorded agent run offline: the recorded model answers, their tool calls through today's gate (dry runs unless --live); reports where results differ", ArgsUsage: "ID",
-		Flags: []cli.Flag{&cli.BoolFlag{Name: "live", Usage: "execute the calls instead of previewing them (with the arguments as recorded: redacted secrets stay redacted)"}, jsonFlag},
-		Action: withEnv(func(ctx context.Context, e *env) error {
-			doc, err := e.runDoc(ctx, "warden runs replay ID [--live]")
+		Flags: []cli.Flag{&cli.BoolFlag{Name: "live", Usage: "execute the calls instead of previewing them (with the arguments as recorded: redacted secrets stay redacted)"}, JSONFlag},
+		Action: With(func(ctx context.Context, e *Env) error {
+			doc, err := runDoc(ctx, e, "warden runs replay ID [--live]")
 			if err != nil {
 				return err
 			}
-			st, err := e.store()
+			st, err := e.Store()
 			if err != nil {
 				return err
 			}
 			var rec agent.Record
 			if err := json.Unmarshal(doc, &rec); err != nil {
-				return fail(runtime.CodeStoreCorrupt, exitFailed, "", "run %s: %v", e.c.Args().First(), err)
+				return Fail(runtime.CodeStoreCorrupt, ExitFailed, "", "run %s: %v", e.CLI().Args().First(), err)
 			}
 			if len(rec.Responses) == 0 {
-				return usageErr("only agent runs (warden run) record model answers", "run %s has no recorded model answers to replay", rec.ID)
+				return UsageErr("only agent runs (warden run) record model answers", "run %s has no recorded model answers to replay", rec.ID)
 			}
-			g, err := e.gate()
+			g, err := e.Gate()
 			if err != nil {
 				return err
 			}
-			view := newRunView(e.stdout, e.stderr, !e.json)
+			view := newRunView(e.Stdout(), e.Stderr(), !e.JSON())
 			defer view.stop()
-			mem := lazyStore{open: e.store}
+			mem := NewLazyStore(e.Store)
 			out, err := agent.Replay(ctx, &rec, agent.Options{
-				Gate: g, DryRun: !e.c.Bool("live"), Principal: []string{"cli", "replay"}, RunID: runtime.NewID(),
-				Runs: st, Artifacts: mem, Memory: mem, Redactor: e.redactor, Events: view.event,
+				Gate: g, DryRun: !e.CLI().Bool("live"), Principal: []string{"cli", "replay"}, RunID: runtime.NewID(),
+				Runs: st, Artifacts: mem, Memory: mem, Redactor: e.Redactor(), Events: view.event,
 			})
 			view.stop()
 			if err != nil {
 				return err
 			}
-			if e.json {
-				if err := e.printJSON(runSummaryOf(out)); err != nil {
+			if e.JSON() {
+				if err := e.PrintJSON(runSummaryOf(out)); err != nil {
 					return err
 				}
 			} else {
-				fmt.Fprintf(e.stdout, "replay %s of run %s: %s, %d tool call(s), %d difference(s)\n", out.ID, rec.ID, out.Status, len(out.ToolCalls), len(out.Diffs))
+				fmt.Fprintf(e.Stdout(), "replay %s of run %s: %s, %d tool call(s), %d difference(s)\n", out.ID, rec.ID, out.Status, len(out.ToolCalls), len(out.Diffs))
 				for _, d := range out.Diffs {
-					fmt.Fprintf(e.stdout, "  %s\n", printable(d.String()))
+					fmt.Fprintf(e.Stdout(), "  %s\n", Printable(d.String()))
 				}
 			}
 			if len(out.Diffs) > 0 {
-				return fail(runtime.CodeToolError, exitFailed, "see `warden runs show "+out.ID+"`", "the replay differs from run %s in %d place(s)", rec.ID, len(out.Diffs))
+				return Fail(runtime.CodeToolError, ExitFailed, "see `warden runs show "+out.ID+"`", "the replay differs from run %s in %d place(s)", rec.ID, len(out.Diffs))
 			}
 			return nil
 		}),
@@ -202,13 +202,13 @@ func runsReplayCommand() *cli.Command {
 func showRun(w io.Writer, rec *agent.Record) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	row := func(k, format string, args ...any) {
-		fmt.Fprintf(tw, "%s\t%s\n", k, printable(fmt.Sprintf(format, args...)))
+		fmt.Fprintf(tw, "%s\t%s\n", k, Printable(fmt.Sprintf(format, args...)))
 	}
 	row("run", "%s (%s)", rec.ID, rec.Kind)
 	if rec.ReplayOf != "" {
 		row("replay of", "%s", rec.ReplayOf)
 	}
-	row("task", "%s", oneLine(rec.Task, 200))
+	row("task", "%s", OneLine(rec.Task, 200))
 	row("status", "%s", rec.Status)
 	if rec.Error != nil {
 		row("error", "%s: %s", rec.Error.Code, rec.Error.Message)
@@ -238,20 +238,20 @@ func showRun(w io.Writer, rec *agent.Record) {
 			if c.AuditSeq > 0 {
 				seq = fmt.Sprint(c.AuditSeq)
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", c.Step, seq, printable(c.Tool), outcome, oneLine(string(c.Args), 80))
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", c.Step, seq, Printable(c.Tool), outcome, OneLine(string(c.Args), 80))
 		}
 		tw.Flush()
 		for _, c := range rec.ToolCalls {
 			for _, wn := range c.Warnings {
-				fmt.Fprintf(w, "warning (step %d, %s): %s\n", c.Step, printable(c.Tool), printable(wn))
+				fmt.Fprintf(w, "warning (step %d, %s): %s\n", c.Step, Printable(c.Tool), Printable(wn))
 			}
 		}
 	}
 	for _, d := range rec.Diffs {
-		fmt.Fprintf(w, "difference: %s\n", printable(d.String()))
+		fmt.Fprintf(w, "difference: %s\n", Printable(d.String()))
 	}
 	if rec.Final != "" {
-		fmt.Fprintf(w, "\nfinal answer:\n%s\n", printable(rec.Final))
+		fmt.Fprintf(w, "\nfinal answer:\n%s\n", Printable(rec.Final))
 	}
 }
 
@@ -259,7 +259,7 @@ func showRun(w io.Writer, rec *agent.Record) {
 func showWorkflowRun(w io.Writer, rec *workflow.Record) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	row := func(k, format string, args ...any) {
-		fmt.Fprintf(tw, "%s\t%s\n", k, printable(fmt.Sprintf(format, args...)))
+		fmt.Fprintf(tw, "%s\t%s\n", k, Printable(fmt.Sprintf(format, args...)))
 	}
 	row("run", "%s (workflow)", rec.ID)
 	row("workflow", "%s (%s)", rec.Task, rec.File)
@@ -288,16 +288,16 @@ func showWorkflowRun(w io.Writer, rec *workflow.Record) {
 		for _, s := range r.AuditSeqs {
 			seqs = append(seqs, fmt.Sprint(s))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", printable(r.ID), r.Kind, status, orDash(strings.Join(seqs, ",")), oneLine(r.Output, 60))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", Printable(r.ID), r.Kind, status, OrDash(strings.Join(seqs, ",")), OneLine(r.Output, 60))
 	}
 	tw.Flush()
 	for _, r := range rec.Results {
 		for _, wn := range r.Warnings {
-			fmt.Fprintf(w, "warning (step %s): %s\n", printable(r.ID), printable(wn))
+			fmt.Fprintf(w, "warning (step %s): %s\n", Printable(r.ID), Printable(wn))
 		}
 	}
 	for _, k := range sortedKeysAny(rec.Outputs) {
-		fmt.Fprintf(w, "output %s: %s\n", printable(k), printable(workflowText(rec.Outputs[k])))
+		fmt.Fprintf(w, "output %s: %s\n", Printable(k), Printable(workflowText(rec.Outputs[k])))
 	}
 }
 
@@ -311,19 +311,19 @@ func exportRun(ctx context.Context, st store.Backend, red *redact.Redactor, runI
 	// at DIR/<id> (or below) cannot send the files elsewhere.
 	parent, id := filepath.Dir(dir), filepath.Base(dir)
 	if err := os.MkdirAll(parent, 0o700); err != nil {
-		return 0, usageErr("choose a writable --dir", "%v", err)
+		return 0, UsageErr("choose a writable --dir", "%v", err)
 	}
 	top, err := os.OpenRoot(parent)
 	if err != nil {
-		return 0, usageErr("choose a writable --dir", "%v", err)
+		return 0, UsageErr("choose a writable --dir", "%v", err)
 	}
 	defer top.Close()
 	if err := top.MkdirAll(filepath.Join(id, "tool-outputs"), 0o700); err != nil {
-		return 0, usageErr("choose a writable --dir", "%v", err)
+		return 0, UsageErr("choose a writable --dir", "%v", err)
 	}
 	root, err := top.OpenRoot(id)
 	if err != nil {
-		return 0, usageErr("choose a writable --dir", "%v", err)
+		return 0, UsageErr("choose a writable --dir", "%v", err)
 	}
 	defer root.Close()
 	write := func(name string, data []byte) error {
@@ -410,15 +410,15 @@ func safeName(s string) string {
 
 // runDoc loads the run the command's one argument names; usage is the
 // command's synopsis for a usage error.
-func (e *env) runDoc(ctx context.Context, usage string) (json.RawMessage, error) {
-	if e.c.NArg() != 1 {
-		return nil, usageErr("usage: "+usage, "%s needs one run id", e.c.Command.FullName())
+func runDoc(ctx context.Context, e *Env, usage string) (json.RawMessage, error) {
+	if e.CLI().NArg() != 1 {
+		return nil, UsageErr("usage: "+usage, "%s needs one run id", e.CLI().Command.FullName())
 	}
-	st, err := e.store()
+	st, err := e.Store()
 	if err != nil {
 		return nil, err
 	}
-	return st.Run(ctx, e.c.Args().First())
+	return st.Run(ctx, e.CLI().Args().First())
 }
 
 // runKind is a run record's kind: "agent", "replay" or "workflow".

@@ -1,13 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -24,7 +21,7 @@ import (
 // daemon: jobs in the store, run through the gate under the grants they
 // were scheduled with ∩ the policy in force when they run.
 
-func scheduleCommand() *cli.Command {
+func ScheduleCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "schedule",
 		Usage: "scheduled jobs: a pinned workflow or an agent task, on a schedule, with the grants it was scheduled with (warden daemon runs them)",
@@ -42,21 +39,21 @@ func scheduleCommand() *cli.Command {
 }
 
 // jobArg is the one job name a schedule subcommand takes.
-func jobArg(e *env) (string, error) {
-	if e.c.NArg() != 1 {
-		return "", usageErr("name one job (see `warden schedule ls`)", "one job name is needed")
+func jobArg(e *Env) (string, error) {
+	if e.CLI().NArg() != 1 {
+		return "", UsageErr("name one job (see `warden schedule ls`)", "one job name is needed")
 	}
-	return e.c.Args().First(), nil
+	return e.CLI().Args().First(), nil
 }
 
 // setPaused is the action of schedule pause (true) and resume (false).
 func setPaused(paused bool) cli.ActionFunc {
-	return withEnv(func(ctx context.Context, e *env) error {
+	return With(func(ctx context.Context, e *Env) error {
 		id, err := jobArg(e)
 		if err != nil {
 			return err
 		}
-		if err := (lazyStore{open: e.store}).UpdateJob(ctx, id, func(j *schedule.Job) error {
+		if err := NewLazyStore(e.Store).UpdateJob(ctx, id, func(j *schedule.Job) error {
 			if paused {
 				j.Paused = true
 			} else {
@@ -67,13 +64,13 @@ func setPaused(paused bool) cli.ActionFunc {
 			return jobNotFound(id, err)
 		}
 		verb := map[bool]string{true: "schedule.pause", false: "schedule.resume"}[paused]
-		if err := e.audit(ctx, verb, map[string]string{"job": id}); err != nil {
+		if err := e.Audit(ctx, verb, map[string]string{"job": id}); err != nil {
 			return err
 		}
-		if e.json {
-			return e.printJSON(map[string]any{"job": id, "paused": paused})
+		if e.JSON() {
+			return e.PrintJSON(map[string]any{"job": id, "paused": paused})
 		}
-		fmt.Fprintf(e.stdout, "%s %s\n", id, map[bool]string{true: "paused", false: "resumed"}[paused])
+		fmt.Fprintf(e.Stdout(), "%s %s\n", id, map[bool]string{true: "paused", false: "resumed"}[paused])
 		return nil
 	})
 }
@@ -99,23 +96,23 @@ func scheduleAddCommand() *cli.Command {
 			&cli.StringFlag{Name: "on-failure-args", Value: "{}", Usage: "the arguments of --on-failure-tool, as JSON"},
 			&cli.StringFlag{Name: "on-failure-workflow", Usage: "a workflow `FILE` to run when a run fails, under the job's grants"},
 			&cli.BoolFlag{Name: "yes", Usage: "schedule without asking (for scripts; you have read what it runs)"},
-			jsonFlag,
+			JSONFlag,
 		},
-		Action: withEnv(scheduleAdd),
+		Action: With(scheduleAdd),
 	}
 }
 
 // scheduleLsCommand is `warden schedule ls`.
 func scheduleLsCommand() *cli.Command {
 	return &cli.Command{
-		Name: "ls", Usage: "every job: its schedule, next firing and last outcome", Flags: []cli.Flag{jsonFlag},
-		Action: withEnv(func(ctx context.Context, e *env) error {
-			jobs, err := lazyStore{open: e.store}.ListJobs(ctx)
+		Name: "ls", Usage: "every job: its schedule, next firing and last outcome", Flags: []cli.Flag{JSONFlag},
+		Action: With(func(ctx context.Context, e *Env) error {
+			jobs, err := NewLazyStore(e.Store).ListJobs(ctx)
 			if err != nil {
 				return err
 			}
 			now := time.Now()
-			if e.json {
+			if e.JSON() {
 				type row struct {
 					schedule.Job
 					Next *time.Time `json:"next,omitempty"`
@@ -128,13 +125,13 @@ func scheduleLsCommand() *cli.Command {
 					}
 					out = append(out, r)
 				}
-				return e.printJSON(out)
+				return e.PrintJSON(out)
 			}
 			if len(jobs) == 0 {
-				fmt.Fprintln(e.stdout, "no jobs (add one with `warden schedule add`)")
+				fmt.Fprintln(e.Stdout(), "no jobs (add one with `warden schedule add`)")
 				return nil
 			}
-			tw := tabwriter.NewWriter(e.stdout, 2, 4, 2, ' ', 0)
+			tw := tabwriter.NewWriter(e.Stdout(), 2, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "JOB\tSCHEDULE\tNEXT\tLAST\tRUNS")
 			for _, j := range jobs {
 				sched := "?"
@@ -163,7 +160,7 @@ func scheduleLsCommand() *cli.Command {
 				if j.Running != nil {
 					last = "running (" + j.Running.RunID + ")"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", j.ID, sched, next, printable(last), j.Runs)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", j.ID, sched, next, Printable(last), j.Runs)
 			}
 			return tw.Flush()
 		}),
@@ -173,47 +170,47 @@ func scheduleLsCommand() *cli.Command {
 // scheduleShowCommand is `warden schedule show`.
 func scheduleShowCommand() *cli.Command {
 	return &cli.Command{
-		Name: "show", ArgsUsage: "NAME", Usage: "one job in full, with its next five firings", Flags: []cli.Flag{jsonFlag},
-		Action: withEnv(func(ctx context.Context, e *env) error {
+		Name: "show", ArgsUsage: "NAME", Usage: "one job in full, with its next five firings", Flags: []cli.Flag{JSONFlag},
+		Action: With(func(ctx context.Context, e *Env) error {
 			id, err := jobArg(e)
 			if err != nil {
 				return err
 			}
-			j, err := lazyStore{open: e.store}.GetJob(ctx, id)
+			j, err := NewLazyStore(e.Store).GetJob(ctx, id)
 			if err != nil {
 				return jobNotFound(id, err)
 			}
-			if e.json {
-				return e.printJSON(j)
+			if e.JSON() {
+				return e.PrintJSON(j)
 			}
-			fmt.Fprintln(e.stdout, printable(j.Describe(time.Now(), 5)))
+			fmt.Fprintln(e.Stdout(), Printable(j.Describe(time.Now(), 5)))
 			if j.Paused {
-				fmt.Fprintln(e.stdout, "  paused:   yes (warden schedule resume "+j.ID+")")
+				fmt.Fprintln(e.Stdout(), "  paused:   yes (warden schedule resume "+j.ID+")")
 			}
 			if l := j.Last; l != nil {
-				fmt.Fprintf(e.stdout, "  last:     %s of %s", l.Status, l.Fire.Format(time.RFC3339))
+				fmt.Fprintf(e.Stdout(), "  last:     %s of %s", l.Status, l.Fire.Format(time.RFC3339))
 				if l.RunID != "" {
-					fmt.Fprintf(e.stdout, " (warden runs show %s)", l.RunID)
+					fmt.Fprintf(e.Stdout(), " (warden runs show %s)", l.RunID)
 				}
 				if l.Error != nil {
-					fmt.Fprintf(e.stdout, ": %s: %s", l.Error.Code, printable(l.Error.Message))
+					fmt.Fprintf(e.Stdout(), ": %s: %s", l.Error.Code, Printable(l.Error.Message))
 				}
 				if l.Reason != "" {
-					fmt.Fprintf(e.stdout, ": %s", l.Reason)
+					fmt.Fprintf(e.Stdout(), ": %s", l.Reason)
 				}
 				if r := l.Retry; r != nil {
-					fmt.Fprintf(e.stdout, "; attempt %d, after run %s on %s was lost: %s", l.Attempt, r.RunID, printable(r.Host), printable(r.Reason))
+					fmt.Fprintf(e.Stdout(), "; attempt %d, after run %s on %s was lost: %s", l.Attempt, r.RunID, Printable(r.Host), Printable(r.Reason))
 				}
-				fmt.Fprintln(e.stdout)
+				fmt.Fprintln(e.Stdout())
 			}
 			if r := j.Running; r != nil {
-				fmt.Fprintf(e.stdout, "  running:  run %s on %s (pid %d)", r.RunID, printable(r.Host), r.PID)
+				fmt.Fprintf(e.Stdout(), "  running:  run %s on %s (pid %d)", r.RunID, Printable(r.Host), r.PID)
 				if !r.LeaseUntil.IsZero() {
-					fmt.Fprintf(e.stdout, ", lease until %s", r.LeaseUntil.Local().Format(time.DateTime))
+					fmt.Fprintf(e.Stdout(), ", lease until %s", r.LeaseUntil.Local().Format(time.DateTime))
 				}
-				fmt.Fprintln(e.stdout)
+				fmt.Fprintln(e.Stdout())
 			}
-			fmt.Fprintf(e.stdout, "  runs:     %d, skipped %d; scheduled %s by %s (%s)\n", j.Runs, j.Skipped,
+			fmt.Fprintf(e.Stdout(), "  runs:     %d, skipped %d; scheduled %s by %s (%s)\n", j.Runs, j.Skipped,
 				j.Created.Format(time.RFC3339), strings.Join(j.CreatedBy, ">"), j.Approval)
 			return nil
 		}),
@@ -222,33 +219,33 @@ func scheduleShowCommand() *cli.Command {
 
 // schedulePauseCommand is `warden schedule pause`.
 func schedulePauseCommand() *cli.Command {
-	return &cli.Command{Name: "pause", ArgsUsage: "NAME", Usage: "stop a job firing until resumed", Flags: []cli.Flag{jsonFlag}, Action: setPaused(true)}
+	return &cli.Command{Name: "pause", ArgsUsage: "NAME", Usage: "stop a job firing until resumed", Flags: []cli.Flag{JSONFlag}, Action: setPaused(true)}
 }
 
 // scheduleResumeCommand is `warden schedule resume`.
 func scheduleResumeCommand() *cli.Command {
-	return &cli.Command{Name: "resume", ArgsUsage: "NAME", Usage: "let a paused job fire again (from its next firing)", Flags: []cli.Flag{jsonFlag}, Action: setPaused(false)}
+	return &cli.Command{Name: "resume", ArgsUsage: "NAME", Usage: "let a paused job fire again (from its next firing)", Flags: []cli.Flag{JSONFlag}, Action: setPaused(false)}
 }
 
 // scheduleRmCommand is `warden schedule rm`.
 func scheduleRmCommand() *cli.Command {
 	return &cli.Command{
-		Name: "rm", ArgsUsage: "NAME", Usage: "remove a job", Flags: []cli.Flag{jsonFlag},
-		Action: withEnv(func(ctx context.Context, e *env) error {
+		Name: "rm", ArgsUsage: "NAME", Usage: "remove a job", Flags: []cli.Flag{JSONFlag},
+		Action: With(func(ctx context.Context, e *Env) error {
 			id, err := jobArg(e)
 			if err != nil {
 				return err
 			}
-			if err := (lazyStore{open: e.store}).DeleteJob(ctx, id); err != nil {
+			if err := NewLazyStore(e.Store).DeleteJob(ctx, id); err != nil {
 				return jobNotFound(id, err)
 			}
-			if err := e.audit(ctx, "schedule.rm", map[string]string{"job": id}); err != nil {
+			if err := e.Audit(ctx, "schedule.rm", map[string]string{"job": id}); err != nil {
 				return err
 			}
-			if e.json {
-				return e.printJSON(map[string]any{"job": id, "removed": true})
+			if e.JSON() {
+				return e.PrintJSON(map[string]any{"job": id, "removed": true})
 			}
-			fmt.Fprintf(e.stdout, "removed %s\n", id)
+			fmt.Fprintf(e.Stdout(), "removed %s\n", id)
 			return nil
 		}),
 	}
@@ -258,41 +255,41 @@ func scheduleRmCommand() *cli.Command {
 func scheduleRunNowCommand() *cli.Command {
 	return &cli.Command{
 		Name: "run-now", ArgsUsage: "NAME", Usage: "run a job now, in this process, as the daemon would (one run at a time per job)",
-		Flags: []cli.Flag{jsonFlag},
-		Action: withEnv(func(ctx context.Context, e *env) error {
+		Flags: []cli.Flag{JSONFlag},
+		Action: With(func(ctx context.Context, e *Env) error {
 			id, err := jobArg(e)
 			if err != nil {
 				return err
 			}
-			if e.c.Bool("dry-run") || len(e.c.StringSlice("grant")) > 0 {
-				return usageErr("a job runs as the daemon runs it: with its grants ∩ the policy, approving as the policy says; `warden schedule show` previews it",
+			if e.CLI().Bool("dry-run") || len(e.CLI().StringSlice("grant")) > 0 {
+				return UsageErr("a job runs as the daemon runs it: with its grants ∩ the policy, approving as the policy says; `warden schedule show` previews it",
 					"schedule run-now takes no --dry-run or --grant")
 			}
-			s, err := e.scheduler(ctx)
+			s, err := scheduler(ctx, e)
 			if err != nil {
 				return err
 			}
 			runID, err := s.StartRun(ctx, id, time.Now(), false)
 			if err != nil {
 				if errors.Is(err, schedule.ErrBusy) {
-					return fail(runtime.CodeToolError, exitFailed, "wait for it, or see `warden schedule show "+id+"`", "%s: %v", id, err)
+					return Fail(runtime.CodeToolError, ExitFailed, "wait for it, or see `warden schedule show "+id+"`", "%s: %v", id, err)
 				}
 				return jobNotFound(id, err)
 			}
 			s.Wait()
-			j, err := lazyStore{open: e.store}.GetJob(context.WithoutCancel(ctx), id)
+			j, err := NewLazyStore(e.Store).GetJob(context.WithoutCancel(ctx), id)
 			if err != nil {
 				return err
 			}
-			if e.json {
-				return e.printJSON(j.Last)
+			if e.JSON() {
+				return e.PrintJSON(j.Last)
 			}
-			fmt.Fprintf(e.stderr, "warden: job %s %s (run %s) — `warden runs show %s`\n", id, j.Last.Status, runID, runID)
+			fmt.Fprintf(e.Stderr(), "warden: job %s %s (run %s) — `warden runs show %s`\n", id, j.Last.Status, runID, runID)
 			if j.Last.Status != runtime.RunSucceeded {
 				if le := j.Last.Error; le != nil {
-					return fail(le.Code, exitFailed, le.Hint, "%s", le.Message)
+					return Fail(le.Code, ExitFailed, le.Hint, "%s", le.Message)
 				}
-				return fail(runtime.CodeToolError, exitFailed, "", "the run %s", j.Last.Status)
+				return Fail(runtime.CodeToolError, ExitFailed, "", "the run %s", j.Last.Status)
 			}
 			return nil
 		}),
@@ -304,68 +301,68 @@ func scheduleApproveCommand() *cli.Command {
 	return &cli.Command{
 		Name: "approve", ArgsUsage: "NAME",
 		Usage: "pin a job's workflow again after it changed (shows the old and new sha256, asks)",
-		Flags: []cli.Flag{&cli.BoolFlag{Name: "yes", Usage: "without asking"}, jsonFlag},
-		Action: withEnv(func(ctx context.Context, e *env) error {
+		Flags: []cli.Flag{&cli.BoolFlag{Name: "yes", Usage: "without asking"}, JSONFlag},
+		Action: With(func(ctx context.Context, e *Env) error {
 			id, err := jobArg(e)
 			if err != nil {
 				return err
 			}
-			j, err := lazyStore{open: e.store}.GetJob(ctx, id)
+			j, err := NewLazyStore(e.Store).GetJob(ctx, id)
 			if err != nil {
 				return jobNotFound(id, err)
 			}
 			if j.Kind != schedule.KindWorkflow {
-				return usageErr("", "%s is not a workflow job", id)
+				return UsageErr("", "%s is not a workflow job", id)
 			}
-			_, data, err := openWorkflow("", j.Workflow)
+			_, data, err := OpenWorkflow("", j.Workflow)
 			if err != nil {
-				return usageErr("", "%v", err)
+				return UsageErr("", "%v", err)
 			}
 			sum := runtime.SHA256Hex(data)
 			if sum == j.Digest {
-				if e.json {
-					return e.printJSON(map[string]any{"job": id, "workflow": j.Workflow, "sha256": sum, "grants": orEmpty(j.Grants), "unchanged": true})
+				if e.JSON() {
+					return e.PrintJSON(map[string]any{"job": id, "workflow": j.Workflow, "sha256": sum, "grants": OrEmpty(j.Grants), "unchanged": true})
 				}
-				fmt.Fprintf(e.stdout, "%s: %s is unchanged\n", id, j.Workflow)
+				fmt.Fprintf(e.Stdout(), "%s: %s is unchanged\n", id, j.Workflow)
 				return nil
 			}
-			fmt.Fprintf(e.stderr, "%s changed: sha256 %s → %s\n%s\n", j.Workflow, short16(j.Digest), short16(sum), indent(string(data), "  "))
+			fmt.Fprintf(e.Stderr(), "%s changed: sha256 %s → %s\n%s\n", j.Workflow, Short16(j.Digest), Short16(sum), Indent(string(data), "  "))
 			grants := j.Grants
 			if j.GrantsFromWorkflow {
 				// The job runs with the workflow's own grants: its new
 				// ones, which must be in the policy in force.
-				g, err := e.gate()
+				g, err := e.Gate()
 				if err != nil {
 					return err
 				}
-				w, err := workflow.Parse(j.Workflow, data, workflowOptions(g.Registry()))
+				w, err := workflow.Parse(j.Workflow, data, WorkflowOptions(g.Registry()))
 				if err != nil {
-					return readFailure(err, "fix the workflow; check it with `warden workflow validate "+j.Workflow+"`")
+					return ReadFailure(err, "fix the workflow; check it with `warden workflow validate "+j.Workflow+"`")
 				}
 				grants = w.Grants
 				wider, err := schedule.Within(j.Workspace, grants, g.Grants())
 				if err != nil {
-					return usageErr("", "%v", err)
+					return UsageErr("", "%v", err)
 				}
 				if len(wider) > 0 {
-					return fail(runtime.CodeCapabilityDenied, exitDenied, "add them to the policy in force ("+g.Policy().Source+"), then approve again",
+					return Fail(runtime.CodeCapabilityDenied, ExitDenied, "add them to the policy in force ("+g.Policy().Source+"), then approve again",
 						"the workflow now needs grants the policy does not give: %s", strings.Join(wider, ", "))
 				}
-				fmt.Fprintf(e.stderr, "grants: %s → %s\n", strings.Join(j.Grants, ", "), strings.Join(grants, ", "))
+				fmt.Fprintf(e.Stderr(), "grants: %s → %s\n", strings.Join(j.Grants, ", "), strings.Join(grants, ", "))
 			}
-			if err := e.confirm("Pin it for job "+id+"?", e.c.Bool("yes")); err != nil {
+			if err := e.Confirm("Pin it for job "+id+"?", e.CLI().Bool("yes")); err != nil {
 				return err
 			}
-			if err := e.audit(ctx, "schedule.approve", map[string]any{"job": id, "sha256": sum, "grants": grants}); err != nil {
+			if err := e.Audit(ctx, "schedule.approve", map[string]any{"job": id, "sha256": sum, "grants": grants}); err != nil {
 				return err
 			}
-			if err := (lazyStore{open: e.store}).UpdateJob(ctx, id, func(j *schedule.Job) error { j.Digest, j.Grants = sum, grants; return nil }); err != nil {
+			if err := NewLazyStore(e.Store).UpdateJob(ctx, id, func(j *schedule.Job) error { j.Digest, j.Grants = sum, grants; return nil }); err != nil {
 				return jobNotFound(id, err)
 			}
-			if e.json {
-				return e.printJSON(map[string]any{"job": id, "workflow": j.Workflow, "sha256": sum, "grants": orEmpty(grants), "approved": true})
+			if e.JSON() {
+				return e.PrintJSON(map[string]any{"job": id, "workflow": j.Workflow, "sha256": sum, "grants": OrEmpty(grants), "approved": true})
 			}
-			fmt.Fprintf(e.stdout, "%s: %s pinned again (sha256 %s)\n", id, j.Workflow, short16(sum))
+			fmt.Fprintf(e.Stdout(), "%s: %s pinned again (sha256 %s)\n", id, j.Workflow, Short16(sum))
 			return nil
 		}),
 	}
@@ -373,124 +370,107 @@ func scheduleApproveCommand() *cli.Command {
 
 func jobNotFound(id string, err error) error {
 	if errors.Is(err, runtime.ErrNotFound) {
-		return fail(runtime.CodeNotFound, exitFailed, "see `warden schedule ls`", "no job named %s", id)
+		return Fail(runtime.CodeNotFound, ExitFailed, "see `warden schedule ls`", "no job named %s", id)
 	}
 	return err
 }
 
-// confirm asks on the terminal, or takes --yes.
-func (e *env) confirm(question string, yes bool) error {
-	if yes {
-		return nil
-	}
-	tty := e.terminal()
-	if tty == nil {
-		return fail(runtime.CodeApprovalRequired, exitDenied, "run it on a terminal, or pass --yes once you have read it", "this needs your answer and there is no terminal to ask")
-	}
-	fmt.Fprint(e.stderr, question+" [y/N]: ")
-	line, _ := bufio.NewReader(tty).ReadString('\n')
-	if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
-		return fail(runtime.CodeUserRejected, exitDenied, "", "not done")
-	}
-	return nil
-}
-
-func scheduleAdd(ctx context.Context, e *env) error {
-	if e.c.NArg() != 1 {
-		return usageErr("usage: warden schedule add NAME --workflow FILE|--task TEXT --every D|--cron EXPR|--at TIME", "one job name is needed")
+func scheduleAdd(ctx context.Context, e *Env) error {
+	if e.CLI().NArg() != 1 {
+		return UsageErr("usage: warden schedule add NAME --workflow FILE|--task TEXT --every D|--cron EXPR|--at TIME", "one job name is needed")
 	}
 	req := schedule.Request{
-		Name: e.c.Args().First(), Task: e.c.String("task"), Missed: e.c.String("missed"),
-		TimeoutS: int64(e.c.Duration("timeout") / time.Second),
-		Spec:     schedule.Spec{Every: e.c.String("every"), Cron: e.c.String("cron"), TZ: e.c.String("tz"), At: e.c.String("at")},
+		Name: e.CLI().Args().First(), Task: e.CLI().String("task"), Missed: e.CLI().String("missed"),
+		TimeoutS: int64(e.CLI().Duration("timeout") / time.Second),
+		Spec:     schedule.Spec{Every: e.CLI().String("every"), Cron: e.CLI().String("cron"), TZ: e.CLI().String("tz"), At: e.CLI().String("at")},
 	}
-	if f := e.c.String("workflow"); f != "" {
-		src, data, err := openWorkflow("", f)
+	if f := e.CLI().String("workflow"); f != "" {
+		src, data, err := OpenWorkflow("", f)
 		if err != nil {
-			return usageErr("check the path", "%v", err)
+			return UsageErr("check the path", "%v", err)
 		}
 		req.Workflow, req.Data = src, data
 	}
-	if ps := e.c.StringSlice("param"); len(ps) > 0 {
+	if ps := e.CLI().StringSlice("param"); len(ps) > 0 {
 		req.Params = map[string]any{}
 		for _, p := range ps {
 			k, v, ok := strings.Cut(p, "=")
 			if !ok {
-				return usageErr("write -p KEY=VALUE", "param %q", p)
+				return UsageErr("write -p KEY=VALUE", "param %q", p)
 			}
 			req.Params[k] = v
 		}
 	}
-	if t := e.c.String("on-failure-tool"); t != "" {
-		req.OnFailure = &schedule.Notify{Tool: t, Args: json.RawMessage(e.c.String("on-failure-args"))}
+	if t := e.CLI().String("on-failure-tool"); t != "" {
+		req.OnFailure = &schedule.Notify{Tool: t, Args: json.RawMessage(e.CLI().String("on-failure-args"))}
 	}
-	if f := e.c.String("on-failure-workflow"); f != "" {
-		src, data, err := openWorkflow("", f)
+	if f := e.CLI().String("on-failure-workflow"); f != "" {
+		src, data, err := OpenWorkflow("", f)
 		if err != nil {
-			return usageErr("check the path", "%v", err)
+			return UsageErr("check the path", "%v", err)
 		}
 		req.OnFailure, req.OnFailureData = &schedule.Notify{Workflow: src}, data
 	}
 	// A job runs with its grants ∩ the policy in force when it runs, so
 	// what it may carry is what the policy in force here gives now: a
 	// --grant for this invocation would be gone by then.
-	if len(e.c.StringSlice("grant")) > 0 {
-		return usageErr("name the job's grants with --with; each must be in the policy (jobs run with the grants the policy gives when they run)",
+	if len(e.CLI().StringSlice("grant")) > 0 {
+		return UsageErr("name the job's grants with --with; each must be in the policy (jobs run with the grants the policy gives when they run)",
 			"schedule add takes no --grant")
 	}
-	g, err := e.gate()
+	g, err := e.Gate()
 	if err != nil {
 		return err
 	}
 	held := g.Grants()
-	if with := e.c.StringSlice("with"); len(with) > 0 {
+	if with := e.CLI().StringSlice("with"); len(with) > 0 {
 		req.Grants = with
 	}
-	j, err := schedule.Prepare(req, e.workspace, []string{"cli", "owner"}, held, time.Now(), workflowOptions(g.Registry()))
+	j, err := schedule.Prepare(req, e.Workspace(), []string{"cli", "owner"}, held, time.Now(), WorkflowOptions(g.Registry()))
 	if err != nil {
 		if re := runtime.AsError(err); re != nil {
 			if re.Code == runtime.CodeCapabilityDenied {
 				re.Hint = "add them to the policy in force (" + g.Policy().Source + "): a job runs with its grants ∩ the policy when it runs"
 			}
-			exit := exitFailed
+			exit := ExitFailed
 			if re.Code.Denial() {
-				exit = exitDenied
+				exit = ExitDenied
 			}
-			return fail(re.Code, exit, re.Hint, "%s", re.Message)
+			return Fail(re.Code, exit, re.Hint, "%s", re.Message)
 		}
 		return err
 	}
 	if req.OnFailure != nil && req.OnFailure.Tool != "" {
 		if err := g.Registry().CheckArgs(req.OnFailure.Tool, req.OnFailure.Args); err != nil {
 			re := runtime.AsError(err)
-			return fail(re.Code, exitUsage, re.Hint, "--on-failure-tool: %s", re.Message)
+			return Fail(re.Code, ExitUsage, re.Hint, "--on-failure-tool: %s", re.Message)
 		}
 	}
-	fmt.Fprintln(e.stderr, printable(j.Describe(time.Now(), 5)))
-	if err := e.confirm("Schedule it?", e.c.Bool("yes")); err != nil {
+	fmt.Fprintln(e.Stderr(), Printable(j.Describe(time.Now(), 5)))
+	if err := e.Confirm("Schedule it?", e.CLI().Bool("yes")); err != nil {
 		return err
 	}
 	j.Approval = "user"
-	if e.c.Bool("yes") {
+	if e.CLI().Bool("yes") {
 		j.Approval = "user (--yes)"
 	}
-	if err := e.audit(ctx, "schedule.add", j); err != nil {
+	if err := e.Audit(ctx, "schedule.add", j); err != nil {
 		return err
 	}
-	if err := (lazyStore{open: e.store}).CreateJob(ctx, j); err != nil {
-		return fail(runtime.CodeAlreadyExists, exitFailed, "choose another name, or `warden schedule rm "+j.ID+"` first", "%v", err)
+	if err := NewLazyStore(e.Store).CreateJob(ctx, j); err != nil {
+		return Fail(runtime.CodeAlreadyExists, ExitFailed, "choose another name, or `warden schedule rm "+j.ID+"` first", "%v", err)
 	}
-	if e.json {
-		return e.printJSON(j)
+	if e.JSON() {
+		return e.PrintJSON(j)
 	}
-	fmt.Fprintf(e.stdout, "scheduled %s; `warden daemon` runs it (`warden daemon --print-unit` for a systemd unit)\n", j.ID)
+	fmt.Fprintf(e.Stdout(), "scheduled %s; `warden daemon` runs it (`warden daemon --print-unit` for a systemd unit)\n", j.ID)
 	return nil
 }
 
 // scheduler builds the scheduler over the store, with this process as the
 // one marking its runs.
-func (e *env) scheduler(ctx context.Context) (*schedule.Scheduler, error) {
-	st, err := e.store()
+func scheduler(ctx context.Context, e *Env) (*schedule.Scheduler, error) {
+	st, err := e.Store()
 	if err != nil {
 		return nil, err
 	}
@@ -500,11 +480,16 @@ func (e *env) scheduler(ctx context.Context) (*schedule.Scheduler, error) {
 		leases = pgLeases{st: pg, holder: fmt.Sprintf("%s pid %d", self.Host, self.PID)}
 	}
 	var lease time.Duration
-	if e.c != nil && e.c.IsSet("lease") {
-		lease = e.c.Duration("lease")
+	if e.CLI() != nil && e.CLI().IsSet("lease") {
+		lease = e.CLI().Duration("lease")
 	}
 	return schedule.New(schedule.Options{
-		Store: lazyStore{open: e.store}, Run: e.runJob, Notify: e.notifyJob, Self: self, Alive: processAlive,
+		Store: NewLazyStore(e.Store),
+		Run: func(ctx context.Context, j schedule.Job, runID string) schedule.Outcome {
+			return runJob(ctx, e, j, runID)
+		},
+		Notify: func(ctx context.Context, j schedule.Job, out schedule.Outcome) { notifyJob(ctx, e, j, out) },
+		Self:   self, Alive: processAlive,
 		Leases: leases, Lease: lease,
 		Record: func(ctx context.Context, ev runtime.AuditEvent) error {
 			body, err := json.Marshal(ev)
@@ -515,83 +500,6 @@ func (e *env) scheduler(ctx context.Context) (*schedule.Scheduler, error) {
 			return err
 		},
 		Interrupted: func(ctx context.Context, runID, reason string) error { return markInterrupted(ctx, st, runID, reason) },
-		Log:         e.log,
+		Log:         e.Log(),
 	})
-}
-
-func daemonCommand() *cli.Command {
-	return &cli.Command{
-		Name: "daemon",
-		Usage: "run scheduled jobs when they are due, each through the gate as schedule:<job> with its grants ∩ the policy in force; " +
-			"SIGTERM cancels the running ones and exits",
-		Flags: []cli.Flag{
-			&cli.BoolFlag{Name: "once", Usage: "run what is due now, wait for it, and exit (for cron or CI)"},
-			&cli.BoolFlag{Name: "print-unit", Usage: "print a systemd user unit that runs the daemon, and exit"},
-			&cli.DurationFlag{Name: "poll", Value: schedule.DefaultPoll, Usage: "how often to look for jobs added or changed by other commands"},
-			&cli.DurationFlag{Name: "lease", Value: schedule.DefaultLease, Usage: "how long a run holds its firing unrenewed (renewed every third of it): " +
-				"how long another daemon sharing the store waits before running the firing of a daemon that died"},
-		},
-		Action: withEnv(func(ctx context.Context, e *env) error {
-			if e.c.Bool("print-unit") {
-				return printUnit(e)
-			}
-			if len(e.c.StringSlice("grant")) > 0 {
-				return usageErr("jobs run with the grants they were scheduled with", "the daemon takes no --grant")
-			}
-			s, err := e.scheduler(ctx)
-			if err != nil {
-				return err
-			}
-			if e.c.Bool("once") {
-				return s.Once(ctx)
-			}
-			s.SetPoll(e.c.Duration("poll"))
-			// On a fleet's store: sync what other hosts publish, and load
-			// the wasm tools again when it changes.
-			wctx, stopWatch := context.WithCancel(ctx)
-			watching := e.watchFleet(wctx, func() {
-				if _, err := e.reloadRegistry(); err != nil {
-					e.log.Warn("daemon: reloading the tools", "err", err)
-				}
-			})
-			defer func() { stopWatch(); watching.Wait() }()
-			e.log.Info("daemon started", "pid", os.Getpid(), "home", e.home)
-			fmt.Fprintf(e.stderr, "warden: daemon running (pid %d); jobs: `warden schedule ls`\n", os.Getpid())
-			err = s.Loop(ctx)
-			fmt.Fprintln(e.stderr, "warden: daemon stopped")
-			if err == nil {
-				stoppedCleanly.Store(true)
-			}
-			return err
-		}),
-	}
-}
-
-// printUnit prints a systemd user unit for the daemon.
-func printUnit(e *env) error {
-	exe, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	if exe, err = filepath.EvalSymlinks(exe); err != nil {
-		return err
-	}
-	fmt.Fprintf(e.stdout, `# ~/.config/systemd/user/warden.service — then:
-#   systemctl --user daemon-reload && systemctl --user enable --now warden.service
-[Unit]
-Description=warden: scheduled jobs (warden schedule ls)
-After=network-online.target
-
-[Service]
-Type=simple
-ExecStart=%s --home %s daemon
-Restart=on-failure
-RestartSec=5
-KillSignal=SIGTERM
-TimeoutStopSec=15
-
-[Install]
-WantedBy=default.target
-`, shellWord(exe), shellWord(e.home))
-	return nil
 }

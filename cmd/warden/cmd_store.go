@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
@@ -21,105 +19,7 @@ import (
 // bbolt file <home>/warden.db by default, or a PostgreSQL database shared
 // by a fleet of hosts — and `warden store` migrates, copies and reports.
 
-// storeSpec is a parsed --store value.
-type storeSpec struct {
-	kind string // "bbolt" or "postgres"
-	path string // bbolt: the database file
-	url  string // postgres
-}
-
-// parseStoreSpec reads a --store value: "" or "bbolt" (the file in home),
-// "bbolt:PATH", or a postgres:// (postgresql://) URL.
-func parseStoreSpec(s, home string) (storeSpec, error) {
-	switch {
-	case s == "" || s == "bbolt":
-		return storeSpec{kind: "bbolt", path: filepath.Join(home, "warden.db")}, nil
-	case strings.HasPrefix(s, "bbolt:"):
-		p := strings.TrimPrefix(s, "bbolt:")
-		if p == "" {
-			return storeSpec{}, usageErr("write bbolt:PATH", "--store bbolt: needs a path")
-		}
-		abs, err := filepath.Abs(p)
-		if err != nil {
-			return storeSpec{}, usageErr("", "--store %s: %v", s, err)
-		}
-		return storeSpec{kind: "bbolt", path: abs}, nil
-	case strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://"):
-		return storeSpec{kind: "postgres", url: s}, nil
-	}
-	return storeSpec{}, usageErr("use bbolt, bbolt:PATH or postgres://USER@HOST:PORT/DB", "--store %q: unknown store", redactURL(s))
-}
-
-// storePassword returns the password a --store URL carries, if any, so
-// that it is redacted wherever it might appear.
-func storePassword(s string) []string {
-	u, err := url.Parse(s)
-	if err != nil || u.User == nil {
-		return nil
-	}
-	if pw, ok := u.User.Password(); ok && pw != "" {
-		return []string{pw}
-	}
-	return nil
-}
-
-// redactURL hides a password in a URL-like string.
-func redactURL(s string) string {
-	scheme, rest, ok := strings.Cut(s, "://")
-	if !ok {
-		return s
-	}
-	at := strings.LastIndexByte(rest, '@')
-	if at < 0 {
-		return s
-	}
-	user, _, hasPw := strings.Cut(rest[:at], ":")
-	if !hasPw {
-		return s
-	}
-	return scheme + "://" + user + ":xxxxx" + rest[at:]
-}
-
-func (e *env) storeSpec() (storeSpec, error) {
-	return parseStoreSpec(globalString(e.c, "store"), e.home)
-}
-
-// ownPaths are the files warden keeps for its owner, which no tool and no
-// program may read or change whatever the grants: the home, a bbolt store
-// kept elsewhere (--store bbolt:PATH) and its audit anchor, and a policy
-// named with --policy.
-func (e *env) ownPaths() []string {
-	out := []string{e.home}
-	if spec, err := e.storeSpec(); err == nil && spec.kind != "postgres" && spec.path != "" {
-		out = append(out, spec.path, filepath.Join(filepath.Dir(spec.path), "audit.head"))
-	}
-	if f := globalString(e.c, "policy"); f != "" {
-		if abs, err := filepath.Abs(f); err == nil {
-			out = append(out, abs)
-		}
-	}
-	return out
-}
-
-// openStore opens the store --store names. A PostgreSQL store keeps this
-// host's audit anchors under <home>/anchors; WARDEN_HOST names the host
-// (default: its host name).
-func (e *env) openStore() (store.Backend, error) {
-	spec, err := e.storeSpec()
-	if err != nil {
-		return nil, err
-	}
-	if spec.kind == "postgres" {
-		return postgres.Open(e.ctx(), spec.url, &postgres.Options{AnchorDir: filepath.Join(e.home, "anchors"), Host: os.Getenv("WARDEN_HOST")})
-	}
-	timeout := defaultLockTimeout
-	if e.c != nil {
-		timeout = e.c.Duration("lock-timeout")
-	}
-	return store.OpenContext(e.ctx(), spec.path, &store.Options{Timeout: timeout})
-}
-
-func storeCommand() *cli.Command {
+func StoreCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "store",
 		Usage: "the store backend: status, migrate a PostgreSQL store's schema, copy a bbolt store into PostgreSQL",
@@ -127,8 +27,8 @@ func storeCommand() *cli.Command {
 			{
 				Name:   "status",
 				Usage:  "backend, schema version, size, audit head, and how far this host's anchor lags it",
-				Flags:  []cli.Flag{jsonFlag},
-				Action: withEnv(storeStatus),
+				Flags:  []cli.Flag{JSONFlag},
+				Action: With(storeStatus),
 			},
 			{
 				Name: "migrate",
@@ -136,9 +36,9 @@ func storeCommand() *cli.Command {
 					"and give warden's own role its privileges with --grant-to)",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "grant-to", Usage: "a `ROLE` to grant what warden needs (it may append audit records, never change or remove one)"},
-					jsonFlag,
+					JSONFlag,
 				},
-				Action: withEnv(storeMigrate),
+				Action: With(storeMigrate),
 			},
 			{
 				Name:  "copy",
@@ -146,20 +46,20 @@ func storeCommand() *cli.Command {
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "from", Usage: "the source: bbolt:PATH (default: this home's warden.db)"},
 					&cli.StringFlag{Name: "to", Usage: "the destination: postgres://… (default: --store)"},
-					jsonFlag,
+					JSONFlag,
 				},
-				Action: withEnv(storeCopy),
+				Action: With(storeCopy),
 			},
 		},
 	}
 }
 
-func storeStatus(ctx context.Context, e *env) error {
-	spec, err := e.storeSpec()
+func storeStatus(ctx context.Context, e *Env) error {
+	spec, err := e.StoreSpec()
 	if err != nil {
 		return err
 	}
-	st, err := e.store()
+	st, err := e.Store()
 	if err != nil {
 		return err
 	}
@@ -168,10 +68,10 @@ func storeStatus(ctx context.Context, e *env) error {
 		if err != nil {
 			return err
 		}
-		if e.json {
-			return e.printJSON(s)
+		if e.JSON() {
+			return e.PrintJSON(s)
 		}
-		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+		tw := tabwriter.NewWriter(e.Stdout(), 0, 4, 2, ' ', 0)
 		fmt.Fprintf(tw, "backend\tpostgres (PostgreSQL %s, round trip %s)\n", s.Server, s.Latency)
 		fmt.Fprintf(tw, "store\t%s (id %s, schema version %d)\n", s.URL, s.StoreID, s.SchemaVersion)
 		fmt.Fprintf(tw, "size\t%s\n", humanBytes(s.SizeBytes))
@@ -186,18 +86,18 @@ func storeStatus(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	anchorPath := filepath.Join(filepath.Dir(spec.path), "audit.head")
+	anchorPath := filepath.Join(filepath.Dir(spec.Path), "audit.head")
 	a, found, ok, _ := store.ReadAnchor(anchorPath)
 	status := map[string]any{"backend": "bbolt", "path": s.Path, "format": "warden.store/v1", "size_bytes": s.SizeBytes,
 		"audit_head_seq": s.AuditHeadSeq, "anchor_path": anchorPath, "anchor_seq": a.Seq, "anchor_lag": s.AuditHeadSeq - min(a.Seq, s.AuditHeadSeq)}
-	if e.json {
-		return e.printJSON(status)
+	if e.JSON() {
+		return e.PrintJSON(status)
 	}
 	anchor := fmt.Sprintf("#%d in %s (lag %d)", a.Seq, anchorPath, status["anchor_lag"])
 	if !found || !ok {
 		anchor = anchorPath + " missing or garbled: run `warden audit verify`"
 	}
-	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(e.Stdout(), 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "backend\tbbolt (format warden.store/v1)\nstore\t%s\nsize\t%s\naudit head\t#%d\nanchor\t%s\n", s.Path, humanBytes(s.SizeBytes), s.AuditHeadSeq, anchor)
 	return tw.Flush()
 }
@@ -214,89 +114,89 @@ func humanBytes(n int64) string {
 	return fmt.Sprintf("%d B", n)
 }
 
-func storeMigrate(ctx context.Context, e *env) error {
-	spec, err := e.storeSpec()
+func storeMigrate(ctx context.Context, e *Env) error {
+	spec, err := e.StoreSpec()
 	if err != nil {
 		return err
 	}
-	if spec.kind != "postgres" {
-		return usageErr("name the database: warden --store postgres://USER@HOST:PORT/DB store migrate (or set WARDEN_STORE)",
+	if spec.Kind != "postgres" {
+		return UsageErr("name the database: warden --store postgres://USER@HOST:PORT/DB store migrate (or set WARDEN_STORE)",
 			"a bbolt store needs no migration")
 	}
-	res, err := postgres.Migrate(ctx, spec.url, &postgres.MigrateOptions{GrantTo: e.c.String("grant-to")})
+	res, err := postgres.Migrate(ctx, spec.URL, &postgres.MigrateOptions{GrantTo: e.CLI().String("grant-to")})
 	if err != nil {
 		return err
 	}
-	if e.json {
-		return e.printJSON(res)
+	if e.JSON() {
+		return e.PrintJSON(res)
 	}
 	if len(res.Applied) == 0 {
-		fmt.Fprintf(e.stdout, "schema up to date: version %d (store %s)\n", res.To, res.StoreID)
+		fmt.Fprintf(e.Stdout(), "schema up to date: version %d (store %s)\n", res.To, res.StoreID)
 	} else {
-		fmt.Fprintf(e.stdout, "schema migrated from version %d to %d (store %s)\n", res.From, res.To, res.StoreID)
+		fmt.Fprintf(e.Stdout(), "schema migrated from version %d to %d (store %s)\n", res.From, res.To, res.StoreID)
 	}
-	if g := e.c.String("grant-to"); g != "" {
-		fmt.Fprintf(e.stdout, "granted %s what warden needs: it appends audit records and cannot change or remove them\n", g)
+	if g := e.CLI().String("grant-to"); g != "" {
+		fmt.Fprintf(e.Stdout(), "granted %s what warden needs: it appends audit records and cannot change or remove them\n", g)
 	}
 	return nil
 }
 
-func storeCopy(ctx context.Context, e *env) error {
-	from, to := e.c.String("from"), e.c.String("to")
+func storeCopy(ctx context.Context, e *Env) error {
+	from, to := e.CLI().String("from"), e.CLI().String("to")
 	if from == "" {
 		from = "bbolt"
 	}
 	if to == "" {
-		to = globalString(e.c, "store")
+		to = GlobalString(e.CLI(), "store")
 	}
-	src, err := parseStoreSpec(from, e.home)
+	src, err := ParseStoreSpec(from, e.Home())
 	if err != nil {
 		return err
 	}
-	dst, err := parseStoreSpec(to, e.home)
+	dst, err := ParseStoreSpec(to, e.Home())
 	if err != nil {
 		return err
 	}
-	if src.kind != "bbolt" || dst.kind != "postgres" {
-		return usageErr("warden store copy --from bbolt:PATH --to postgres://USER@HOST:PORT/DB", "copy goes from a bbolt store to a PostgreSQL store")
+	if src.Kind != "bbolt" || dst.Kind != "postgres" {
+		return UsageErr("warden store copy --from bbolt:PATH --to postgres://USER@HOST:PORT/DB", "copy goes from a bbolt store to a PostgreSQL store")
 	}
-	if _, err := os.Stat(src.path); err != nil {
-		return usageErr("name an existing warden.db with --from bbolt:PATH", "%v", err)
+	if _, err := os.Stat(src.Path); err != nil {
+		return UsageErr("name an existing warden.db with --from bbolt:PATH", "%v", err)
 	}
-	s, err := store.Open(src.path, &store.Options{Timeout: e.c.Duration("lock-timeout")})
+	s, err := store.Open(src.Path, &store.Options{Timeout: e.CLI().Duration("lock-timeout")})
 	if err != nil {
-		return storeFailure(err)
+		return StoreFailure(err)
 	}
 	defer s.Close()
-	d, err := postgres.Open(ctx, dst.url, &postgres.Options{AnchorDir: filepath.Join(e.home, "anchors"), Host: os.Getenv("WARDEN_HOST")})
+	d, err := postgres.Open(ctx, dst.URL, &postgres.Options{AnchorDir: filepath.Join(e.Home(), "anchors"), Host: os.Getenv("WARDEN_HOST")})
 	if err != nil {
-		return storeFailure(err)
+		return StoreFailure(err)
 	}
 	defer d.Close()
 	rep, err := d.CopyFrom(ctx, s, func(what string, n int) {
-		if !e.json {
-			fmt.Fprintf(e.stderr, "warden: copied %d %s\n", n, what)
+		if !e.JSON() {
+			fmt.Fprintf(e.Stderr(), "warden: copied %d %s\n", n, what)
 		}
 	})
 	if err != nil {
 		if errors.Is(err, store.ErrTampered) {
-			return fail(runtime.CodeAuditTampered, exitFailed, "run `warden audit verify` on the source; nothing unverified is copied", "%v", err)
+			return Fail(runtime.CodeAuditTampered, ExitFailed, "run `warden audit verify` on the source; nothing unverified is copied", "%v", err)
 		}
 		if errors.Is(err, store.ErrInvalid) {
-			return fail(runtime.CodeInvalidInput, exitFailed, "copy into a new database (warden store migrate creates its schema)", "%v", err)
+			return Fail(runtime.CodeInvalidInput, ExitFailed, "copy into a new database (warden store migrate creates its schema)", "%v", err)
 		}
 		return err
 	}
 	// The copy itself goes on the copy's log.
-	e.st = d
-	if err := e.audit(ctx, "store.copy", map[string]any{"from": src.path, "to": d.URL(), "audit_head_seq": rep.AuditHeadSeq, "audit_head_hash": rep.AuditHeadHash}); err != nil {
+	e.SetStore(d)
+	if err := e.Audit(ctx, "store.copy", map[string]any{"from": src.Path, "to": d.URL(), "audit_head_seq": rep.AuditHeadSeq, "audit_head_hash": rep.AuditHeadHash}); err != nil {
 		return err
 	}
-	e.st = nil
-	if e.json {
-		return e.printJSON(rep)
+	e.SetStore(nil)
+	if e.JSON() {
+		return e.PrintJSON(rep)
 	}
-	fmt.Fprintf(e.stdout, "copied %s to %s: %d audit records (head #%d %s, verified), %d memory entries, %d runs, %d artifacts, %d pins, %d grants, %d trust records, %d jobs\n",
-		src.path, d.URL(), rep.AuditRecords, rep.AuditHeadSeq, short(rep.AuditHeadHash), rep.Memory, rep.Runs, rep.Artifacts, rep.Pins, rep.Grants, rep.Trust, rep.Jobs)
+	fmt.Fprintf(e.Stdout(), "copied %s to %s: %d audit records (head #%d %s, verified), %d memory entries, %d runs, %d artifacts, %d pins, %d grants, %d trust records, %d jobs\n",
+		src.Path, d.URL(), rep.AuditRecords, rep.AuditHeadSeq, short(rep.AuditHeadHash), rep.Memory, rep.Runs, rep.Artifacts, rep.Pins, rep.Grants, rep.Trust, rep.Jobs)
 	return nil
 }

@@ -29,7 +29,7 @@ import (
 // the home directory (the management commands are the owner's; docs/cli.md).
 const approvedBy = "owner"
 
-func toolCommand() *cli.Command {
+func ToolCommand() *cli.Command {
 	grantFlag := &cli.StringSliceFlag{Name: "grant", Usage: "grant the module KIND:SCOPE (repeatable); its tools act with the run's grants ∩ the module's"}
 	nameFlag := &cli.StringFlag{Name: "name", Usage: "the module's name (default: the sidecar's name, else the file's)"}
 	prefixFlag := &cli.StringFlag{Name: "prefix", Usage: "expose each of the module's tools as PREFIX + its own name (the module still gets its own names)"}
@@ -53,9 +53,9 @@ func toolCommand() *cli.Command {
 
 // toolArgs checks that a tool subcommand got at least min arguments; usage
 // is its synopsis after `warden tool`.
-func toolArgs(e *env, min int, usage string) error {
-	if e.c.NArg() < min {
-		return usageErr("usage: warden tool "+usage, "wrong number of arguments")
+func toolArgs(e *Env, min int, usage string) error {
+	if e.CLI().NArg() < min {
+		return UsageErr("usage: warden tool "+usage, "wrong number of arguments")
 	}
 	return nil
 }
@@ -65,17 +65,17 @@ func toolInstallCommand(nameFlag, grantFlag, prefixFlag, aliasFlag cli.Flag) *cl
 	return &cli.Command{
 		Name: "install", Usage: "check a module (and the NAME.tool.yaml beside it), copy it into <home>/tools and approve it",
 		ArgsUsage: "FILE.wasm",
-		Flags:     []cli.Flag{nameFlag, grantFlag, prefixFlag, aliasFlag, jsonFlag},
-		Action: withEnv(func(ctx context.Context, e *env) error {
-			if e.c.NArg() != 1 {
-				return usageErr("usage: warden tool install FILE.wasm [--name N] [--grant CAP ...] [--prefix P] [--alias OWN=NEW ...]", "install needs exactly one module file")
+		Flags:     []cli.Flag{nameFlag, grantFlag, prefixFlag, aliasFlag, JSONFlag},
+		Action: With(func(ctx context.Context, e *Env) error {
+			if e.CLI().NArg() != 1 {
+				return UsageErr("usage: warden tool install FILE.wasm [--name N] [--grant CAP ...] [--prefix P] [--alias OWN=NEW ...]", "install needs exactly one module file")
 			}
-			file := e.c.Args().First()
+			file := e.CLI().Args().First()
 			if fi, err := os.Stat(file); err != nil || !fi.Mode().IsRegular() {
 				if err == nil {
 					err = fmt.Errorf("%s is not a regular file", file)
 				}
-				return usageErr("give the path of a .wasm file", "%v", err)
+				return UsageErr("give the path of a .wasm file", "%v", err)
 			}
 			return installModule(ctx, e, file, "")
 		}),
@@ -87,14 +87,14 @@ func toolBuildCommand(nameFlag, grantFlag, prefixFlag, aliasFlag cli.Flag) *cli.
 	return &cli.Command{
 		Name: "build", Usage: "build a Go tool for wasip1 (go build, GOOS=wasip1 GOARCH=wasm) and install it",
 		ArgsUsage: "DIR",
-		Flags: []cli.Flag{nameFlag, grantFlag, prefixFlag, aliasFlag, jsonFlag,
+		Flags: []cli.Flag{nameFlag, grantFlag, prefixFlag, aliasFlag, JSONFlag,
 			&cli.BoolFlag{Name: "command", Usage: "build a WASI command (_start; the default when the sidecar says abi: wasi-command) instead of an Extism plugin (-buildmode=c-shared)"},
 		},
-		Action: withEnv(func(ctx context.Context, e *env) error {
-			if e.c.NArg() != 1 {
-				return usageErr("usage: warden tool build DIR [--name N] [--grant CAP ...] [--command]", "build needs exactly one directory")
+		Action: With(func(ctx context.Context, e *Env) error {
+			if e.CLI().NArg() != 1 {
+				return UsageErr("usage: warden tool build DIR [--name N] [--grant CAP ...] [--command]", "build needs exactly one directory")
 			}
-			return buildModule(ctx, e, e.c.Args().First())
+			return buildModule(ctx, e, e.CLI().Args().First())
 		}),
 	}
 }
@@ -103,9 +103,9 @@ func toolBuildCommand(nameFlag, grantFlag, prefixFlag, aliasFlag cli.Flag) *cli.
 func toolLsCommand() *cli.Command {
 	return &cli.Command{
 		Name: "ls", Usage: "list the modules in <home>/tools: state (ok, unapproved, changed, missing, error), tools, and why one is not loaded",
-		Flags: []cli.Flag{jsonFlag},
-		Action: withEnv(func(ctx context.Context, e *env) error {
-			h, core, err := e.toolHost()
+		Flags: []cli.Flag{JSONFlag},
+		Action: With(func(ctx context.Context, e *Env) error {
+			h, core, err := toolHost(e)
 			if err != nil {
 				return err
 			}
@@ -116,20 +116,20 @@ func toolLsCommand() *cli.Command {
 			for i := range statuses {
 				checkStatus(h, &statuses[i])
 			}
-			if e.json {
+			if e.JSON() {
 				if statuses == nil {
 					statuses = []wasmtool.Status{}
 				}
-				return e.printJSON(statuses)
+				return e.PrintJSON(statuses)
 			}
 			if len(statuses) == 0 {
-				fmt.Fprintf(e.stdout, "no wasm modules in %s: install one with `warden tool install FILE.wasm`\n", h.Dir())
+				fmt.Fprintf(e.Stdout(), "no wasm modules in %s: install one with `warden tool install FILE.wasm`\n", h.Dir())
 				return nil
 			}
-			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+			tw := tabwriter.NewWriter(e.Stdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "MODULE\tSTATE\tTOOLS\tREASON")
 			for _, s := range statuses {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Module, s.State, orDash(strings.Join(s.Tools, ",")), s.Reason)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Module, s.State, OrDash(strings.Join(s.Tools, ",")), s.Reason)
 			}
 			return tw.Flush()
 		}),
@@ -141,20 +141,20 @@ func toolInspectCommand() *cli.Command {
 	return &cli.Command{
 		Name: "inspect", Usage: "describe a module: exports, imports, memory, requested and granted capabilities, limits, sha256, and what changed since approved",
 		ArgsUsage: "NAME",
-		Flags:     []cli.Flag{jsonFlag},
-		Action: withEnv(func(ctx context.Context, e *env) error {
-			if e.c.NArg() != 1 {
-				return usageErr("usage: warden tool inspect NAME", "inspect needs exactly one module name")
+		Flags:     []cli.Flag{JSONFlag},
+		Action: With(func(ctx context.Context, e *Env) error {
+			if e.CLI().NArg() != 1 {
+				return UsageErr("usage: warden tool inspect NAME", "inspect needs exactly one module name")
 			}
-			h, core, err := e.toolHost()
+			h, core, err := toolHost(e)
 			if err != nil {
 				return err
 			}
-			in, err := h.Inspect(ctx, e.c.Args().First(), core.Has)
+			in, err := h.Inspect(ctx, e.CLI().Args().First(), core.Has)
 			if err != nil {
 				return toolFailure(err)
 			}
-			return e.printInspection(in)
+			return printInspection(e, in)
 		}),
 	}
 }
@@ -164,14 +164,14 @@ func toolApproveCommand(prefixFlag, aliasFlag cli.Flag) *cli.Command {
 	return &cli.Command{
 		Name: "approve", Usage: "show how a module's files differ from what was approved (requested capabilities, tools and schemas), then approve them",
 		ArgsUsage: "NAME",
-		Flags: []cli.Flag{jsonFlag, prefixFlag, aliasFlag,
+		Flags: []cli.Flag{JSONFlag, prefixFlag, aliasFlag,
 			&cli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "approve without asking (needed when stdin is not a terminal)"},
 		},
-		Action: withEnv(func(ctx context.Context, e *env) error {
-			if e.c.NArg() != 1 {
-				return usageErr("usage: warden tool approve NAME [--yes] [--prefix P] [--alias OWN=NEW ...]", "approve needs exactly one module name")
+		Action: With(func(ctx context.Context, e *Env) error {
+			if e.CLI().NArg() != 1 {
+				return UsageErr("usage: warden tool approve NAME [--yes] [--prefix P] [--alias OWN=NEW ...]", "approve needs exactly one module name")
 			}
-			return approveModule(ctx, e, e.c.Args().First())
+			return approveModule(ctx, e, e.CLI().Args().First())
 		}),
 	}
 }
@@ -181,16 +181,16 @@ func toolGrantCommand() *cli.Command {
 	return &cli.Command{
 		Name: "grant", Usage: "grant a module capabilities (its tools act with the run's grants ∩ the module's)",
 		ArgsUsage: "NAME CAP...",
-		Flags:     []cli.Flag{jsonFlag},
-		Action: withEnv(func(ctx context.Context, e *env) error {
+		Flags:     []cli.Flag{JSONFlag},
+		Action: With(func(ctx context.Context, e *Env) error {
 			if err := toolArgs(e, 2, "grant NAME CAP..."); err != nil {
 				return err
 			}
-			name, caps := e.c.Args().First(), e.c.Args().Tail()
-			if err := e.checkGrants(caps, "warden tool grant"); err != nil {
+			name, caps := e.CLI().Args().First(), e.CLI().Args().Tail()
+			if err := checkGrants(e, caps, "warden tool grant"); err != nil {
 				return err
 			}
-			h, _, err := e.toolHost()
+			h, _, err := toolHost(e)
 			if err != nil {
 				return err
 			}
@@ -198,10 +198,10 @@ func toolGrantCommand() *cli.Command {
 			if err != nil {
 				return toolFailure(err)
 			}
-			if err := e.audit(ctx, "tool.grant", map[string]any{"module": name, "grants": caps, "granted": p.Granted}); err != nil {
+			if err := e.Audit(ctx, "tool.grant", map[string]any{"module": name, "grants": caps, "granted": p.Granted}); err != nil {
 				return err
 			}
-			return e.printGrants(p, "granted", caps, warnings)
+			return printGrants(e, p, "granted", caps, warnings)
 		}),
 	}
 }
@@ -211,18 +211,18 @@ func toolRevokeCommand() *cli.Command {
 	return &cli.Command{
 		Name: "revoke", Usage: "take capabilities back from a module",
 		ArgsUsage: "NAME CAP...",
-		Flags:     []cli.Flag{jsonFlag},
-		Action: withEnv(func(ctx context.Context, e *env) error {
+		Flags:     []cli.Flag{JSONFlag},
+		Action: With(func(ctx context.Context, e *Env) error {
 			if err := toolArgs(e, 2, "revoke NAME CAP..."); err != nil {
 				return err
 			}
-			name, caps := e.c.Args().First(), e.c.Args().Tail()
+			name, caps := e.CLI().Args().First(), e.CLI().Args().Tail()
 			for _, s := range caps {
 				if _, err := capability.Parse(s); err != nil {
-					return usageErr("see docs/capabilities.md for the grammar", "%v", err)
+					return UsageErr("see docs/capabilities.md for the grammar", "%v", err)
 				}
 			}
-			h, _, err := e.toolHost()
+			h, _, err := toolHost(e)
 			if err != nil {
 				return err
 			}
@@ -230,10 +230,10 @@ func toolRevokeCommand() *cli.Command {
 			if err != nil {
 				return toolFailure(err)
 			}
-			if err := e.audit(ctx, "tool.revoke", map[string]any{"module": name, "grants": caps, "granted": p.Granted}); err != nil {
+			if err := e.Audit(ctx, "tool.revoke", map[string]any{"module": name, "grants": caps, "granted": p.Granted}); err != nil {
 				return err
 			}
-			return e.printGrants(p, "revoked", caps, nil)
+			return printGrants(e, p, "revoked", caps, nil)
 		}),
 	}
 }
@@ -243,26 +243,26 @@ func toolRmCommand() *cli.Command {
 	return &cli.Command{
 		Name: "rm", Usage: "remove a module: its files in <home>/tools and its approval",
 		ArgsUsage: "NAME",
-		Flags:     []cli.Flag{jsonFlag},
-		Action: withEnv(func(ctx context.Context, e *env) error {
-			if e.c.NArg() != 1 {
-				return usageErr("usage: warden tool rm NAME", "rm needs exactly one module name")
+		Flags:     []cli.Flag{JSONFlag},
+		Action: With(func(ctx context.Context, e *Env) error {
+			if e.CLI().NArg() != 1 {
+				return UsageErr("usage: warden tool rm NAME", "rm needs exactly one module name")
 			}
-			name := e.c.Args().First()
-			h, _, err := e.toolHost()
+			name := e.CLI().Args().First()
+			h, _, err := toolHost(e)
 			if err != nil {
 				return err
 			}
 			if err := h.Remove(ctx, name); err != nil {
 				return toolFailure(err)
 			}
-			if err := e.audit(ctx, "tool.rm", map[string]any{"module": name}); err != nil {
+			if err := e.Audit(ctx, "tool.rm", map[string]any{"module": name}); err != nil {
 				return err
 			}
-			if e.json {
-				return e.printJSON(map[string]any{"module": name, "removed": true})
+			if e.JSON() {
+				return e.PrintJSON(map[string]any{"module": name, "removed": true})
 			}
-			fmt.Fprintf(e.stdout, "removed module %s\n", name)
+			fmt.Fprintf(e.Stdout(), "removed module %s\n", name)
 			return nil
 		}),
 	}
@@ -270,12 +270,12 @@ func toolRmCommand() *cli.Command {
 
 // toolHost opens the wasm tool host and builds the core registry, whose
 // names a module's tools must not take.
-func (e *env) toolHost() (*wasmtool.Host, *runtime.Registry, error) {
-	core, err := e.coreRegistry()
+func toolHost(e *Env) (*wasmtool.Host, *runtime.Registry, error) {
+	core, err := e.CoreRegistry()
 	if err != nil {
 		return nil, nil, err
 	}
-	h, err := e.wasmHost()
+	h, err := e.WasmHost()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -290,43 +290,43 @@ func toolFailure(err error) error {
 	if err == nil {
 		return nil
 	}
-	var f *failure
+	var f *Failure
 	if errors.As(err, &f) {
 		return f
 	}
 	switch {
-	case isStoreError(err):
-		return storeFailure(err)
+	case IsStoreError(err):
+		return StoreFailure(err)
 	case errors.Is(err, runtime.ErrNotFound), errors.Is(err, store.ErrNotFound):
-		return fail(runtime.CodeNotFound, exitFailed, "list the modules with `warden tool ls`", "%v", err)
+		return Fail(runtime.CodeNotFound, ExitFailed, "list the modules with `warden tool ls`", "%v", err)
 	}
 	// wasmtool has no sentinel for these; its messages are stable.
 	if msg := err.Error(); strings.Contains(msg, "is already installed") || strings.Contains(msg, "already exists in") {
-		return fail(runtime.CodeAlreadyExists, exitFailed, "", "%v", err)
+		return Fail(runtime.CodeAlreadyExists, ExitFailed, "", "%v", err)
 	}
 	var pe *fs.PathError
 	if errors.As(err, &pe) && !errors.Is(err, fs.ErrNotExist) {
-		return fail(runtime.CodeInternal, exitFailed, "check the permissions of <home>/tools", "%v", err)
+		return Fail(runtime.CodeInternal, ExitFailed, "check the permissions of <home>/tools", "%v", err)
 	}
 	var rerr *runtime.Error
 	if errors.As(err, &rerr) && rerr.Code != runtime.CodeInvalidInput {
-		return fail(rerr.Code, exitFailed, cliHint(rerr), "%v", err)
+		return Fail(rerr.Code, ExitFailed, CLIHint(rerr), "%v", err)
 	}
 	if errors.Is(err, decode.ErrTooLarge) {
-		return readFailure(err, "")
+		return ReadFailure(err, "")
 	}
-	return fail(runtime.CodeInvalidInput, exitUsage, "", "%v", err)
+	return Fail(runtime.CodeInvalidInput, ExitUsage, "", "%v", err)
 }
 
 // checkGrants parses grants for a module, warning about broad ones.
-func (e *env) checkGrants(specs []string, cmd string) error {
+func checkGrants(e *Env, specs []string, cmd string) error {
 	for _, s := range specs {
 		g, err := capability.Parse(s)
 		if err != nil {
-			return usageErr("see docs/capabilities.md for the grammar", "%s: %v", cmd, err)
+			return UsageErr("see docs/capabilities.md for the grammar", "%s: %v", cmd, err)
 		}
 		if why := g.Broad(); why != "" {
-			fmt.Fprintf(e.stderr, "warden: warning: grant %s: %s\n", g, why)
+			fmt.Fprintf(e.Stderr(), "warden: warning: grant %s: %s\n", g, why)
 		}
 	}
 	return nil
@@ -347,36 +347,36 @@ func checkStatus(h *wasmtool.Host, s *wasmtool.Status) {
 	}
 	if err := h.Check(s.Module); err != nil {
 		if s.State == wasmtool.StateUnapproved {
-			s.State, s.Reason = wasmtool.StateError, "cannot be approved: "+oneLine(err.Error(), 300)
+			s.State, s.Reason = wasmtool.StateError, "cannot be approved: "+OneLine(err.Error(), 300)
 			return
 		}
-		s.Reason += "; the new files cannot be approved: " + oneLine(err.Error(), 300)
+		s.Reason += "; the new files cannot be approved: " + OneLine(err.Error(), 300)
 	}
 }
 
 // installModule installs file (with the sidecar beside it) and prints what
 // was pinned. builtFrom is the source directory for `tool build`.
-func installModule(ctx context.Context, e *env, file, builtFrom string) error {
-	grants := e.c.StringSlice("grant")
-	if err := e.checkGrants(grants, "--grant"); err != nil {
+func installModule(ctx context.Context, e *Env, file, builtFrom string) error {
+	grants := e.CLI().StringSlice("grant")
+	if err := checkGrants(e, grants, "--grant"); err != nil {
 		return err
 	}
 	naming, err := namingFlags(e)
 	if err != nil {
 		return err
 	}
-	h, core, err := e.toolHost()
+	h, core, err := toolHost(e)
 	if err != nil {
 		return err
 	}
-	in, err := h.Install(ctx, file, wasmtool.InstallOptions{Name: e.c.String("name"), Grants: grants, Naming: naming, Taken: core.Has, By: approvedBy})
+	in, err := h.Install(ctx, file, wasmtool.InstallOptions{Name: e.CLI().String("name"), Grants: grants, Naming: naming, Taken: core.Has, By: approvedBy})
 	if err != nil {
 		// Each refusal's hint is the command that resolves it: this one,
 		// as given, with what it lacked.
 		rerun := "warden tool install " + shellQuote(file)
 		if builtFrom != "" {
-			rerun = "warden tool build " + shellQuote(e.c.Args().First())
-			if e.c.Bool("command") {
+			rerun = "warden tool build " + shellQuote(e.CLI().Args().First())
+			if e.CLI().Bool("command") {
 				rerun += " --command"
 			}
 		}
@@ -394,11 +394,11 @@ func installModule(ctx context.Context, e *env, file, builtFrom string) error {
 			if exists.DroppedIn {
 				hint = "review the dropped-in module with `warden tool approve " + exists.Module + "`, or " + hint
 			}
-			return fail(runtime.CodeAlreadyExists, exitFailed, hint, "%v", err)
+			return Fail(runtime.CodeAlreadyExists, ExitFailed, hint, "%v", err)
 		case errors.As(err, &badName) && badName.Fix != "":
-			return fail(runtime.CodeInvalidInput, exitUsage, "name it: "+rerun+" --name "+badName.Fix+withNaming(naming), "%v", err)
+			return Fail(runtime.CodeInvalidInput, ExitUsage, "name it: "+rerun+" --name "+badName.Fix+withNaming(naming), "%v", err)
 		}
-		if n := e.c.String("name"); n != "" {
+		if n := e.CLI().String("name"); n != "" {
 			rerun += " --name " + shellQuote(n)
 		}
 		return namingFailure(err, rerun)
@@ -409,21 +409,21 @@ func installModule(ctx context.Context, e *env, file, builtFrom string) error {
 	if builtFrom != "" {
 		rec["built_from"] = builtFrom
 	}
-	if err := e.audit(ctx, "tool.install", rec); err != nil {
+	if err := e.Audit(ctx, "tool.install", rec); err != nil {
 		return err
 	}
 	for _, w := range in.Warnings {
-		fmt.Fprintf(e.stderr, "warden: warning: %s\n", w)
+		fmt.Fprintf(e.Stderr(), "warden: warning: %s\n", w)
 	}
-	if e.json {
+	if e.JSON() {
 		warnings := in.Warnings
 		if warnings == nil {
 			warnings = []string{}
 		}
-		return e.printJSON(map[string]any{"installed": true, "file": filepath.Join(h.Dir(), p.Module+".wasm"), "pin": p, "warnings": warnings})
+		return e.PrintJSON(map[string]any{"installed": true, "file": filepath.Join(h.Dir(), p.Module+".wasm"), "pin": p, "warnings": warnings})
 	}
-	fmt.Fprintf(e.stdout, "installed module %s\n", p.Module)
-	printPin(e.stdout, h, p)
+	fmt.Fprintf(e.Stdout(), "installed module %s\n", p.Module)
+	printPin(e.Stdout(), h, p)
 	return nil
 }
 
@@ -446,7 +446,7 @@ func printPin(w io.Writer, h *wasmtool.Host, p *wasmtool.Pin) {
 	tw.Flush()
 	for _, t := range p.Tools {
 		for _, n := range t.Notes() {
-			fmt.Fprintf(w, "  tool %s: %s\n", t.Name, printable(n))
+			fmt.Fprintf(w, "  tool %s: %s\n", t.Name, Printable(n))
 		}
 	}
 }
@@ -477,35 +477,28 @@ func orNoneList(s []string) string {
 	return strings.Join(s, ", ")
 }
 
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
 // printGrants prints a module's grants after grant or revoke.
-func (e *env) printGrants(p *wasmtool.Pin, verb string, caps, warnings []string) error {
+func printGrants(e *Env, p *wasmtool.Pin, verb string, caps, warnings []string) error {
 	for _, w := range warnings {
-		fmt.Fprintf(e.stderr, "warden: warning: %s\n", w)
+		fmt.Fprintf(e.Stderr(), "warden: warning: %s\n", w)
 	}
-	if e.json {
-		return e.printJSON(map[string]any{"module": p.Module, verb: caps, "granted": p.Granted, "requested": p.Requested})
+	if e.JSON() {
+		return e.PrintJSON(map[string]any{"module": p.Module, verb: caps, "granted": p.Granted, "requested": p.Requested})
 	}
-	fmt.Fprintf(e.stdout, "%s %s: %s\n", p.Module, verb, strings.Join(caps, ", "))
-	fmt.Fprintf(e.stdout, "  granted now: %s\n", orNoneList(p.Granted))
+	fmt.Fprintf(e.Stdout(), "%s %s: %s\n", p.Module, verb, strings.Join(caps, ", "))
+	fmt.Fprintf(e.Stdout(), "  granted now: %s\n", orNoneList(p.Granted))
 	return nil
 }
 
 // approveModule shows the difference between a module's files and its pin
 // and approves the files after a person confirms (or --yes).
-func approveModule(ctx context.Context, e *env, name string) error {
-	h, core, err := e.toolHost()
+func approveModule(ctx context.Context, e *Env, name string) error {
+	h, core, err := toolHost(e)
 	if err != nil {
 		return err
 	}
 	var naming *wasmtool.Naming
-	if e.c.IsSet("prefix") || e.c.IsSet("alias") {
+	if e.CLI().IsSet("prefix") || e.CLI().IsSet("alias") {
 		n, err := namingFlags(e)
 		if err != nil {
 			return err
@@ -517,40 +510,40 @@ func approveModule(ctx context.Context, e *env, name string) error {
 		return namingFailure(err, "warden tool approve "+shellQuote(name))
 	}
 	out := map[string]any{"module": name, "changed": ch.Changed(), "diff": ch.String(), "sha256": ch.New.SHA256,
-		"requested_added": orEmpty(ch.Added), "requested_removed": orEmpty(ch.Removed),
-		"tools_added": orEmpty(ch.ToolsAdded), "tools_removed": orEmpty(ch.ToolsRemoved), "tools_changed": orEmpty(ch.ToolsChanged)}
+		"requested_added": OrEmpty(ch.Added), "requested_removed": OrEmpty(ch.Removed),
+		"tools_added": OrEmpty(ch.ToolsAdded), "tools_removed": OrEmpty(ch.ToolsRemoved), "tools_changed": OrEmpty(ch.ToolsChanged)}
 	if ch.Old != nil {
 		out["approved_sha256"] = ch.Old.SHA256
 	}
-	if !e.json {
-		fmt.Fprint(e.stdout, ch.String())
+	if !e.JSON() {
+		fmt.Fprint(e.Stdout(), ch.String())
 	}
 	if !ch.Changed() {
 		out["approved"] = true
-		if e.json {
-			return e.printJSON(out)
+		if e.JSON() {
+			return e.PrintJSON(out)
 		}
-		fmt.Fprintln(e.stdout, "nothing to approve")
+		fmt.Fprintln(e.Stdout(), "nothing to approve")
 		return nil
 	}
-	if !e.c.Bool("yes") {
-		tty := e.terminal()
+	if !e.CLI().Bool("yes") {
+		tty := e.Terminal()
 		if tty == nil {
 			out["approved"] = false
-			if e.json {
-				if err := e.printJSON(out); err != nil {
+			if e.JSON() {
+				if err := e.PrintJSON(out); err != nil {
 					return err
 				}
 			}
-			return fail(runtime.CodeApprovalRequired, exitDenied, "review the difference above, then run `warden tool approve "+name+" --yes`",
+			return Fail(runtime.CodeApprovalRequired, ExitDenied, "review the difference above, then run `warden tool approve "+name+" --yes`",
 				"approving module %s needs a person's confirmation and stdin is not a terminal", name)
 		}
-		ok, err := confirm(ctx, tty, e.stderr, fmt.Sprintf("Approve module %s as shown? [y/N] ", name))
+		ok, err := confirm(ctx, tty, e.Stderr(), fmt.Sprintf("Approve module %s as shown? [y/N] ", name))
 		if err != nil {
 			return err
 		}
 		if !ok {
-			return fail(runtime.CodeUserRejected, exitDenied, "", "module %s not approved", name)
+			return Fail(runtime.CodeUserRejected, ExitDenied, "", "module %s not approved", name)
 		}
 	}
 	p, err := h.Approve(ctx, name, ch.New, approvedBy, core.Has)
@@ -558,28 +551,21 @@ func approveModule(ctx context.Context, e *env, name string) error {
 		return namingFailure(err, "warden tool approve "+shellQuote(name)+" --yes")
 	}
 	rec := map[string]any{"module": name, "sha256": p.SHA256, "sidecar_sha256": p.SidecarSHA256, "tools": toolNames(p),
-		"requested_added": orEmpty(ch.Added), "requested_removed": orEmpty(ch.Removed), "granted": p.Granted}
+		"requested_added": OrEmpty(ch.Added), "requested_removed": OrEmpty(ch.Removed), "granted": p.Granted}
 	if ch.Old != nil {
 		rec["previous_sha256"] = ch.Old.SHA256
 	}
-	if err := e.audit(ctx, "tool.approve", rec); err != nil {
+	if err := e.Audit(ctx, "tool.approve", rec); err != nil {
 		return err
 	}
-	if e.json {
+	if e.JSON() {
 		out["approved"] = true
 		out["pin"] = p
-		return e.printJSON(out)
+		return e.PrintJSON(out)
 	}
-	fmt.Fprintf(e.stdout, "approved module %s\n", name)
-	printPin(e.stdout, h, p)
+	fmt.Fprintf(e.Stdout(), "approved module %s\n", name)
+	printPin(e.Stdout(), h, p)
 	return nil
-}
-
-func orEmpty(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
 }
 
 // confirm asks a yes/no question on the terminal; cancelling ctx or the end
@@ -598,11 +584,11 @@ func confirm(ctx context.Context, in io.Reader, out io.Writer, question string) 
 	select {
 	case <-ctx.Done():
 		fmt.Fprintln(out)
-		return false, fail(runtime.CodeUserCancelled, exitFailed, "", "cancelled")
+		return false, Fail(runtime.CodeUserCancelled, ExitFailed, "", "cancelled")
 	case a := <-ch:
 		if a.err != nil && a.line == "" {
 			fmt.Fprintln(out)
-			return false, fail(runtime.CodeUserCancelled, exitFailed, "", "no answer")
+			return false, Fail(runtime.CodeUserCancelled, ExitFailed, "", "no answer")
 		}
 		switch strings.ToLower(strings.TrimSpace(a.line)) {
 		case "y", "yes":
@@ -613,7 +599,7 @@ func confirm(ctx context.Context, in io.Reader, out io.Writer, question string) 
 }
 
 // printInspection prints `tool inspect`.
-func (e *env) printInspection(in *wasmtool.Inspection) error {
+func printInspection(e *Env, in *wasmtool.Inspection) error {
 	pinned := ""
 	if in.Pin != nil {
 		pinned = in.Pin.SHA256
@@ -622,14 +608,14 @@ func (e *env) printInspection(in *wasmtool.Inspection) error {
 	if in.Change != nil {
 		change = in.Change.String()
 	}
-	if e.json {
-		return e.printJSON(struct {
+	if e.JSON() {
+		return e.PrintJSON(struct {
 			*wasmtool.Inspection
 			PinnedSHA256 string `json:"pinned_sha256,omitempty"`
 			Change       string `json:"change,omitempty"`
 		}{in, pinned, change})
 	}
-	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(e.Stdout(), 0, 4, 2, ' ', 0)
 	row := func(k, format string, args ...any) { fmt.Fprintf(tw, "%s\t%s\n", k, fmt.Sprintf(format, args...)) }
 	row("module", "%s", in.Module)
 	row("file", "%s", in.File)
@@ -650,9 +636,9 @@ func (e *env) printInspection(in *wasmtool.Inspection) error {
 	case in.Pin == nil:
 		row("pinned", "not approved")
 	case pinned == in.SHA256:
-		row("pinned", "same, approved %s by %s", in.Pin.ApprovedAt.Local().Format("2006-01-02 15:04"), orDash(in.Pin.ApprovedBy))
+		row("pinned", "same, approved %s by %s", in.Pin.ApprovedAt.Local().Format("2006-01-02 15:04"), OrDash(in.Pin.ApprovedBy))
 	default:
-		row("pinned", "%s (approved %s by %s)", pinned, in.Pin.ApprovedAt.Local().Format("2006-01-02 15:04"), orDash(in.Pin.ApprovedBy))
+		row("pinned", "%s (approved %s by %s)", pinned, in.Pin.ApprovedAt.Local().Format("2006-01-02 15:04"), OrDash(in.Pin.ApprovedBy))
 	}
 	if in.State != wasmtool.StateMissing {
 		row("exports", "%s", orNoneList(in.Exports))
@@ -679,21 +665,21 @@ func (e *env) printInspection(in *wasmtool.Inspection) error {
 			cfg = append(cfg, fmt.Sprintf("%s (%s)", c.Key, c.Source))
 		}
 	}
-	row("config", "%s", printable(orNoneList(cfg)))
+	row("config", "%s", Printable(orNoneList(cfg)))
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	for _, t := range in.ToolSpecs {
-		fmt.Fprintf(e.stdout, "\ntool %s (export %s)\n%s\n  input schema: %s\n", t.Name, t.Export, indent(t.Description, "  "), printable(compact(t.InputSchema)))
+		fmt.Fprintf(e.Stdout(), "\ntool %s (export %s)\n%s\n  input schema: %s\n", t.Name, t.Export, Indent(t.Description, "  "), Printable(compact(t.InputSchema)))
 		if len(t.ModuleSchema) > 0 {
-			fmt.Fprintf(e.stdout, "  module's schema: %s\n", printable(compact(t.ModuleSchema)))
+			fmt.Fprintf(e.Stdout(), "  module's schema: %s\n", Printable(compact(t.ModuleSchema)))
 		}
 		for _, n := range t.Notes() {
-			fmt.Fprintf(e.stdout, "  %s\n", printable(n))
+			fmt.Fprintf(e.Stdout(), "  %s\n", Printable(n))
 		}
 	}
 	if change != "" {
-		fmt.Fprintf(e.stdout, "\n%s", change)
+		fmt.Fprintf(e.Stdout(), "\n%s", change)
 	}
 	return nil
 }
@@ -701,33 +687,33 @@ func (e *env) printInspection(in *wasmtool.Inspection) error {
 // buildModule builds the Go main package in dir for wasip1 into a
 // temporary file named after its sidecar (or the directory), copies the
 // sidecar beside it and installs both.
-func buildModule(ctx context.Context, e *env, dir string) error {
+func buildModule(ctx context.Context, e *Env, dir string) error {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return usageErr("", "%v", err)
+		return UsageErr("", "%v", err)
 	}
 	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
-		return usageErr("give the directory of a Go main package", "%s is not a directory", dir)
+		return UsageErr("give the directory of a Go main package", "%s is not a directory", dir)
 	}
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		return fail(runtime.CodeCommandNotFound, exitFailed, "install Go 1.24 or newer (https://go.dev/dl/) and put it on PATH", "tool build needs the go command: %v", err)
+		return Fail(runtime.CodeCommandNotFound, ExitFailed, "install Go 1.24 or newer (https://go.dev/dl/) and put it on PATH", "tool build needs the go command: %v", err)
 	}
 	sidecars, _ := filepath.Glob(filepath.Join(abs, "*.tool.yaml"))
 	if len(sidecars) > 1 {
-		return usageErr("keep one NAME.tool.yaml in the directory", "%s has %d sidecars", dir, len(sidecars))
+		return UsageErr("keep one NAME.tool.yaml in the directory", "%s has %d sidecars", dir, len(sidecars))
 	}
 	name := filepath.Base(abs)
-	command := e.c.Bool("command")
+	command := e.CLI().Bool("command")
 	var sidecar []byte
 	if len(sidecars) == 1 {
 		name = strings.TrimSuffix(filepath.Base(sidecars[0]), ".tool.yaml")
 		if sidecar, err = decode.ReadFile(sidecars[0], wasmtool.MaxSidecarBytes); err != nil {
-			return readFailure(err, "")
+			return ReadFailure(err, "")
 		}
 		sc, err := wasmtool.ParseSidecar(filepath.Base(sidecars[0]), sidecar)
 		if err != nil {
-			return readFailure(err, "fix the sidecar")
+			return ReadFailure(err, "fix the sidecar")
 		}
 		if sc.ABI == wasmtool.ABICommand {
 			command = true
@@ -752,10 +738,10 @@ func buildModule(ctx context.Context, e *env, dir string) error {
 	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		if ctx.Err() != nil {
-			return storeFailure(ctx.Err())
+			return StoreFailure(ctx.Err())
 		}
-		e.stderr.Write(b)
-		return fail(runtime.CodeCommandFailed, exitFailed, "fix the errors go build printed above",
+		e.Stderr().Write(b)
+		return Fail(runtime.CodeCommandFailed, ExitFailed, "fix the errors go build printed above",
 			"GOOS=wasip1 GOARCH=wasm go %s in %s: %v", strings.Join(args, " "), dir, err)
 	}
 	if sidecar != nil {
@@ -763,12 +749,12 @@ func buildModule(ctx context.Context, e *env, dir string) error {
 			return err
 		}
 	}
-	if !e.json {
+	if !e.JSON() {
 		kind := "Extism plugin"
 		if command {
 			kind = "WASI command"
 		}
-		fmt.Fprintf(e.stdout, "built %s from %s (%s)\n", name+".wasm", dir, kind)
+		fmt.Fprintf(e.Stdout(), "built %s from %s (%s)\n", name+".wasm", dir, kind)
 	}
 	return installModule(ctx, e, out, abs)
 }

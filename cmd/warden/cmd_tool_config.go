@@ -23,27 +23,27 @@ func toolConfigCommand() *cli.Command {
 		Usage: "set a module's config (config_get): KEY=VALUE, or KEY=env:VAR for a secret read from warden's environment " +
 			"at each call (needs env:VAR granted to the module; never stored, logged or audited); no KEY lists the keys",
 		ArgsUsage: "NAME [KEY=VALUE | KEY=env:VAR ...]",
-		Flags: []cli.Flag{jsonFlag,
+		Flags: []cli.Flag{JSONFlag,
 			&cli.StringSliceFlag{Name: "unset", Usage: "remove the owner's KEY (repeatable)"},
 		},
-		Action: withEnv(func(ctx context.Context, e *env) error {
-			if e.c.NArg() < 1 {
-				return usageErr("usage: warden tool config NAME [KEY=VALUE | KEY=env:VAR ...] [--unset KEY]", "config needs a module name")
+		Action: With(func(ctx context.Context, e *Env) error {
+			if e.CLI().NArg() < 1 {
+				return UsageErr("usage: warden tool config NAME [KEY=VALUE | KEY=env:VAR ...] [--unset KEY]", "config needs a module name")
 			}
-			name := e.c.Args().First()
+			name := e.CLI().Args().First()
 			set := map[string]string{}
-			for _, kv := range e.c.Args().Tail() {
+			for _, kv := range e.CLI().Args().Tail() {
 				k, v, ok := strings.Cut(kv, "=")
 				if !ok || k == "" {
-					return usageErr("give KEY=VALUE, or KEY=env:VAR for a secret", "config: %q is not KEY=VALUE", kv)
+					return UsageErr("give KEY=VALUE, or KEY=env:VAR for a secret", "config: %q is not KEY=VALUE", kv)
 				}
 				if _, dup := set[k]; dup {
-					return usageErr("", "config: %s given twice", k)
+					return UsageErr("", "config: %s given twice", k)
 				}
 				set[k] = v
 			}
-			unset := e.c.StringSlice("unset")
-			h, _, err := e.toolHost()
+			unset := e.CLI().StringSlice("unset")
+			h, _, err := toolHost(e)
 			if err != nil {
 				return err
 			}
@@ -53,14 +53,14 @@ func toolConfigCommand() *cli.Command {
 				if err != nil {
 					return toolFailure(err)
 				}
-				return e.printConfig(name, in.Config, nil)
+				return printConfig(e, name, in.Config, nil)
 			}
 			if p, err = h.SetConfig(ctx, name, set, unset); err != nil {
 				return toolFailure(err)
 			}
 			// The audit record names the keys and the variables, never a
 			// secret's value (an env:VAR value is only a reference).
-			if err := e.audit(ctx, "tool.config", map[string]any{"module": name, "set": slices.Sorted(maps.Keys(set)), "unset": orEmpty(unset), "config": configRecord(p)}); err != nil {
+			if err := e.Audit(ctx, "tool.config", map[string]any{"module": name, "set": slices.Sorted(maps.Keys(set)), "unset": OrEmpty(unset), "config": configRecord(p)}); err != nil {
 				return err
 			}
 			in, err := h.Inspect(ctx, name, nil)
@@ -73,7 +73,7 @@ func toolConfigCommand() *cli.Command {
 					warnings = append(warnings, fmt.Sprintf("%s reads env:%s, which %s is not granted: `warden tool grant %s env:%s`", k, v, name, name, v))
 				}
 			}
-			return e.printConfig(name, in.Config, warnings)
+			return printConfig(e, name, in.Config, warnings)
 		}),
 	}
 }
@@ -86,46 +86,46 @@ func configRecord(p *wasmtool.Pin) map[string]string {
 	return out
 }
 
-func (e *env) printConfig(name string, cfg []wasmtool.ConfigEntry, warnings []string) error {
+func printConfig(e *Env, name string, cfg []wasmtool.ConfigEntry, warnings []string) error {
 	for _, w := range warnings {
-		fmt.Fprintf(e.stderr, "warden: warning: %s\n", w)
+		fmt.Fprintf(e.Stderr(), "warden: warning: %s\n", w)
 	}
-	if e.json {
-		return e.printJSON(map[string]any{"module": name, "config": cfg, "warnings": orEmpty(warnings)})
+	if e.JSON() {
+		return e.PrintJSON(map[string]any{"module": name, "config": cfg, "warnings": OrEmpty(warnings)})
 	}
 	if len(cfg) == 0 {
-		fmt.Fprintf(e.stdout, "%s has no config: set one with `warden tool config %s KEY=VALUE`\n", name, name)
+		fmt.Fprintf(e.Stdout(), "%s has no config: set one with `warden tool config %s KEY=VALUE`\n", name, name)
 		return nil
 	}
 	for _, c := range cfg {
 		switch c.Source {
 		case "owner-env":
-			fmt.Fprintf(e.stdout, "%s = env:%s (read from warden's environment at each call)\n", c.Key, c.Env)
+			fmt.Fprintf(e.Stdout(), "%s = env:%s (read from warden's environment at each call)\n", c.Key, c.Env)
 		default:
-			fmt.Fprintf(e.stdout, "%s = %s (%s)\n", c.Key, printable(c.Value), c.Source)
+			fmt.Fprintf(e.Stdout(), "%s = %s (%s)\n", c.Key, Printable(c.Value), c.Source)
 		}
 	}
 	return nil
 }
 
 // namingFlags reads --prefix and --alias OWN=NEW.
-func namingFlags(e *env) (wasmtool.Naming, error) {
-	n := wasmtool.Naming{Prefix: e.c.String("prefix")}
-	for _, a := range e.c.StringSlice("alias") {
+func namingFlags(e *Env) (wasmtool.Naming, error) {
+	n := wasmtool.Naming{Prefix: e.CLI().String("prefix")}
+	for _, a := range e.CLI().StringSlice("alias") {
 		own, alias, ok := strings.Cut(a, "=")
 		if !ok {
-			return n, usageErr("give --alias OWN=NEW, e.g. --alias search=bsky_search", "--alias %q is not OWN=NEW", a)
+			return n, UsageErr("give --alias OWN=NEW, e.g. --alias search=bsky_search", "--alias %q is not OWN=NEW", a)
 		}
 		if n.Aliases == nil {
 			n.Aliases = map[string]string{}
 		}
 		if _, dup := n.Aliases[own]; dup {
-			return n, usageErr("", "--alias: %s given twice", own)
+			return n, UsageErr("", "--alias: %s given twice", own)
 		}
 		n.Aliases[own] = alias
 	}
 	if err := wasmtool.CheckNaming(n); err != nil {
-		return n, usageErr("", "%v", err)
+		return n, UsageErr("", "%v", err)
 	}
 	return n, nil
 }
@@ -140,7 +140,7 @@ func namingFailure(err error, rerun string) error {
 		if ce.Fix != nil {
 			hint = "rename the module's tools: " + rerun + " " + wasmtool.NamingFlags(*ce.Fix)
 		}
-		return fail(runtime.CodeInvalidInput, exitUsage, hint, "%v", err)
+		return Fail(runtime.CodeInvalidInput, ExitUsage, hint, "%v", err)
 	}
 	var ne *wasmtool.ToolNameError
 	if errors.As(err, &ne) {
@@ -148,7 +148,7 @@ func namingFailure(err error, rerun string) error {
 		if ne.Fix != nil {
 			hint = "rename it: " + rerun + " " + wasmtool.NamingFlags(*ne.Fix)
 		}
-		return fail(runtime.CodeInvalidInput, exitUsage, hint, "%v", err)
+		return Fail(runtime.CodeInvalidInput, ExitUsage, hint, "%v", err)
 	}
 	return toolFailure(err)
 }

@@ -28,10 +28,10 @@ func policyTrustCommands() []*cli.Command {
 			Flags: []cli.Flag{
 				&cli.BoolFlag{Name: "yes", Usage: "trust without asking (for scripts; you have read the file)"},
 				&cli.BoolFlag{Name: "list", Usage: "list the trusted policy files and whether each is unchanged"},
-				jsonFlag,
+				JSONFlag,
 			},
-			Action: withEnv(func(ctx context.Context, e *env) error {
-				if e.c.Bool("list") {
+			Action: With(func(ctx context.Context, e *Env) error {
+				if e.CLI().Bool("list") {
 					return trustList(ctx, e)
 				}
 				return trustPolicy(ctx, e)
@@ -40,49 +40,49 @@ func policyTrustCommands() []*cli.Command {
 		{
 			Name: "untrust", ArgsUsage: "[FILE]",
 			Usage: "stop trusting a workspace policy (default <workspace>/.warden/policy.yaml): it can then only narrow",
-			Action: withEnv(func(ctx context.Context, e *env) error {
+			Action: With(func(ctx context.Context, e *Env) error {
 				file, err := policyFileArg(e)
 				if err != nil {
 					return err
 				}
-				st, err := e.store()
+				st, err := e.Store()
 				if err != nil {
 					return err
 				}
-				if err := st.DeleteTrust(ctx, trustKey(file)); err != nil {
+				if err := st.DeleteTrust(ctx, TrustKey(file)); err != nil {
 					if errors.Is(err, store.ErrNotFound) {
-						return fail(runtime.CodeNotFound, exitFailed, "see `warden policy trust --list`", "%s is not trusted", file)
+						return Fail(runtime.CodeNotFound, ExitFailed, "see `warden policy trust --list`", "%s is not trusted", file)
 					}
 					return err
 				}
-				if err := e.audit(ctx, "policy.untrust", map[string]any{"path": file}); err != nil {
+				if err := e.Audit(ctx, "policy.untrust", map[string]any{"path": file}); err != nil {
 					return err
 				}
-				fmt.Fprintf(e.stdout, "%s is no longer trusted: it can only narrow the policy in force\n", file)
+				fmt.Fprintf(e.Stdout(), "%s is no longer trusted: it can only narrow the policy in force\n", file)
 				return nil
 			}),
 		},
 		{
 			Name: "test", ArgsUsage: "[FILE]",
 			Usage: "run a policy's tests (its tests: key) through the gate as dry decisions — nothing runs; exit 1 when one fails (default: the policy in force's file)",
-			Flags: []cli.Flag{jsonFlag},
-			Action: withEnv(func(ctx context.Context, e *env) error {
-				file := e.c.Args().First()
-				if e.c.NArg() > 1 {
-					return usageErr("usage: warden policy test [FILE]", "policy test takes at most one file")
+			Flags: []cli.Flag{JSONFlag},
+			Action: With(func(ctx context.Context, e *Env) error {
+				file := e.CLI().Args().First()
+				if e.CLI().NArg() > 1 {
+					return UsageErr("usage: warden policy test [FILE]", "policy test takes at most one file")
 				}
 				if file == "" {
-					pf, err := e.policyInForce()
+					pf, err := e.PolicyInForce()
 					if err != nil {
 						return err
 					}
 					if file = pf.File; file == "" {
-						return usageErr("name a policy file", "the built-in default policy is in force; it has no tests")
+						return UsageErr("name a policy file", "the built-in default policy is in force; it has no tests")
 					}
 				}
 				data, err := runtime.ReadPolicyFile(file)
 				if err != nil {
-					return usageErr("check the path", "%v", err)
+					return UsageErr("check the path", "%v", err)
 				}
 				p, err := runtime.ParsePolicy(file, data)
 				if err != nil {
@@ -95,45 +95,45 @@ func policyTrustCommands() []*cli.Command {
 }
 
 // policyFileArg is the FILE argument, absolute, or the workspace policy.
-func policyFileArg(e *env) (string, error) {
-	if e.c.NArg() > 1 {
-		return "", usageErr("name one file", "too many arguments")
+func policyFileArg(e *Env) (string, error) {
+	if e.CLI().NArg() > 1 {
+		return "", UsageErr("name one file", "too many arguments")
 	}
-	file := e.c.Args().First()
+	file := e.CLI().Args().First()
 	if file == "" {
-		return runtime.CanonicalPolicyPath(e.policyFiles().Workspace), nil
+		return runtime.CanonicalPolicyPath(e.PolicyFiles().Workspace), nil
 	}
 	return runtime.CanonicalPolicyPath(file), nil
 }
 
-func trustPolicy(ctx context.Context, e *env) error {
+func trustPolicy(ctx context.Context, e *Env) error {
 	file, err := policyFileArg(e)
 	if err != nil {
 		return err
 	}
 	data, err := runtime.ReadPolicyFile(file)
 	if err != nil {
-		return usageErr("write the policy first, or name it", "%v", err)
+		return UsageErr("write the policy first, or name it", "%v", err)
 	}
 	p, err := runtime.ParsePolicy(file, data)
 	if err != nil {
 		return policyProblems(e, file, err)
 	}
 	sum := runtime.SHA256Hex(data)
-	prev, had, err := lazyStore{open: e.store}.TrustRecord(ctx, file)
+	prev, had, err := NewLazyStore(e.Store).TrustRecord(ctx, file)
 	if err != nil {
 		return err
 	}
 	if had && prev.SHA256 == sum {
-		fmt.Fprintf(e.stdout, "%s is already trusted (sha256 %s, since %s)\n", file, sum[:16], prev.TrustedAt.UTC().Format(time.RFC3339))
+		fmt.Fprintf(e.Stdout(), "%s is already trusted (sha256 %s, since %s)\n", file, sum[:16], prev.TrustedAt.UTC().Format(time.RFC3339))
 		return nil
 	}
-	out := e.stderr
+	out := e.Stderr()
 	if had {
 		d, _ := unidiff.Unified("trusted "+prev.TrustedAt.UTC().Format(time.RFC3339), "now", prev.Content, string(data), 64<<10)
-		fmt.Fprintf(out, "%s changed since you trusted it:\n%s\n", file, printable(d))
+		fmt.Fprintf(out, "%s changed since you trusted it:\n%s\n", file, Printable(d))
 	} else {
-		fmt.Fprintf(out, "%s (sha256 %s):\n%s\n", file, sum[:16], indent(string(data), "  "))
+		fmt.Fprintf(out, "%s (sha256 %s):\n%s\n", file, sum[:16], Indent(string(data), "  "))
 	}
 	fmt.Fprintf(out, "In force as written, it gives: grants %s; %d rules", strings.Join(p.Grants, ", "), len(p.Rules))
 	if p.Approval != "" {
@@ -145,16 +145,16 @@ func trustPolicy(ctx context.Context, e *env) error {
 			fmt.Fprintf(out, "  note: %s: %s\n", g, why)
 		}
 	}
-	if !e.c.Bool("yes") {
-		tty := e.terminal()
+	if !e.CLI().Bool("yes") {
+		tty := e.Terminal()
 		if tty == nil {
-			return fail(runtime.CodeApprovalRequired, exitDenied, "run it on a terminal, or pass --yes once you have read the file",
+			return Fail(runtime.CodeApprovalRequired, ExitDenied, "run it on a terminal, or pass --yes once you have read the file",
 				"trusting %s needs your answer and there is no terminal to ask", file)
 		}
 		fmt.Fprint(out, "Trust this policy? [y/N]: ")
 		line, _ := bufio.NewReader(tty).ReadString('\n')
 		if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
-			return fail(runtime.CodeUserRejected, exitDenied, "", "%s was not trusted", file)
+			return Fail(runtime.CodeUserRejected, ExitDenied, "", "%s was not trusted", file)
 		}
 	}
 	rec := runtime.TrustRecord{Path: file, SHA256: sum, Content: string(data), TrustedAt: time.Now().UTC(), By: "user"}
@@ -162,23 +162,23 @@ func trustPolicy(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	st, err := e.store()
+	st, err := e.Store()
 	if err != nil {
 		return err
 	}
 	// On the record first: a trust that is not audited does not happen.
-	if err := e.audit(ctx, "policy.trust", map[string]any{"path": file, "sha256": sum, "previous_sha256": prev.SHA256}); err != nil {
+	if err := e.Audit(ctx, "policy.trust", map[string]any{"path": file, "sha256": sum, "previous_sha256": prev.SHA256}); err != nil {
 		return err
 	}
-	if err := st.PutTrust(ctx, trustKey(file), doc); err != nil {
+	if err := st.PutTrust(ctx, TrustKey(file), doc); err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "trusted %s (sha256 %s); it is untrusted again as soon as it changes\n", file, sum[:16])
+	fmt.Fprintf(e.Stdout(), "trusted %s (sha256 %s); it is untrusted again as soon as it changes\n", file, sum[:16])
 	return nil
 }
 
-func trustList(ctx context.Context, e *env) error {
-	st, err := e.store()
+func trustList(ctx context.Context, e *Env) error {
+	st, err := e.Store()
 	if err != nil {
 		return err
 	}
@@ -208,48 +208,48 @@ func trustList(ctx context.Context, e *env) error {
 		rows = append(rows, row{Path: path, SHA256: r.SHA256, TrustedAt: r.TrustedAt, State: state})
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i].Path < rows[j].Path })
-	if e.json {
-		return e.printJSON(rows)
+	if e.JSON() {
+		return e.PrintJSON(rows)
 	}
 	if len(rows) == 0 {
-		fmt.Fprintln(e.stdout, "no trusted policy files")
+		fmt.Fprintln(e.Stdout(), "no trusted policy files")
 	}
 	for _, r := range rows {
-		fmt.Fprintf(e.stdout, "%s  sha256 %s  trusted %s  %s\n", r.Path, r.SHA256[:16], r.TrustedAt.UTC().Format(time.RFC3339), r.State)
+		fmt.Fprintf(e.Stdout(), "%s  sha256 %s  trusted %s  %s\n", r.Path, r.SHA256[:16], r.TrustedAt.UTC().Format(time.RFC3339), r.State)
 	}
 	return nil
 }
 
 // policyProblems prints a policy's problems and fails.
-func policyProblems(e *env, file string, err error) error {
+func policyProblems(e *Env, file string, err error) error {
 	var problems []string
 	for _, pe := range unjoin(err) {
 		problems = append(problems, pe.Error())
 	}
-	if e.json {
-		_ = e.printJSON(map[string]any{"file": file, "valid": false, "errors": problems})
+	if e.JSON() {
+		_ = e.PrintJSON(map[string]any{"file": file, "valid": false, "errors": problems})
 	} else {
 		for _, s := range problems {
-			fmt.Fprintln(e.stdout, s)
+			fmt.Fprintln(e.Stdout(), s)
 		}
 	}
-	return fail(runtime.CodeInvalidInput, exitFailed, "fix the lines above", "%s: %d problem(s)", file, len(problems))
+	return Fail(runtime.CodeInvalidInput, ExitFailed, "fix the lines above", "%s: %d problem(s)", file, len(problems))
 }
 
 // runPolicyTests runs p's tests against the registry of this warden and
 // reports every failure with its line.
-func runPolicyTests(e *env, file string, p *runtime.Policy, print bool) error {
+func runPolicyTests(e *Env, file string, p *runtime.Policy, print bool) error {
 	if len(p.Tests) == 0 {
-		if print && !e.json {
-			fmt.Fprintf(e.stdout, "%s: no tests\n", file)
+		if print && !e.JSON() {
+			fmt.Fprintf(e.Stdout(), "%s: no tests\n", file)
 		}
 		return nil
 	}
-	reg, err := e.registry()
+	reg, err := e.Registry()
 	if err != nil {
 		return err
 	}
-	results, err := p.RunTests(reg, e.workspace)
+	results, err := p.RunTests(reg, e.Workspace())
 	if err != nil {
 		return err
 	}
@@ -270,7 +270,7 @@ func runPolicyTests(e *env, file string, p *runtime.Policy, print bool) error {
 			continue
 		}
 		failed++
-		if e.json {
+		if e.JSON() {
 			continue
 		}
 		got := r.Got + " by " + r.GotRule
@@ -281,15 +281,15 @@ func runPolicyTests(e *env, file string, p *runtime.Policy, print bool) error {
 		if r.Test.Rule != "" {
 			want += " by rule " + r.Test.Rule
 		}
-		fmt.Fprintf(e.stdout, "%s:%d: test %d FAILED: %s: got %s, want %s\n", file, r.Test.Line, i+1, printable(r.Test.String()), got, want)
+		fmt.Fprintf(e.Stdout(), "%s:%d: test %d FAILED: %s: got %s, want %s\n", file, r.Test.Line, i+1, Printable(r.Test.String()), got, want)
 	}
-	if e.json && print {
-		_ = e.printJSON(map[string]any{"file": file, "tests": js, "failed": failed})
+	if e.JSON() && print {
+		_ = e.PrintJSON(map[string]any{"file": file, "tests": js, "failed": failed})
 	} else if print && failed == 0 {
-		fmt.Fprintf(e.stdout, "%s: %d tests, all pass\n", file, len(results))
+		fmt.Fprintf(e.Stdout(), "%s: %d tests, all pass\n", file, len(results))
 	}
 	if failed > 0 {
-		return fail(runtime.CodeInvalidInput, exitFailed, "fix the policy or the tests at the lines above", "%s: %d of %d policy tests failed", file, failed, len(results))
+		return Fail(runtime.CodeInvalidInput, ExitFailed, "fix the policy or the tests at the lines above", "%s: %d of %d policy tests failed", file, failed, len(results))
 	}
 	return nil
 }

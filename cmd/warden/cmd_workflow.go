@@ -20,7 +20,7 @@ import (
 	"github.com/wardenrt/warden/runtime/workflow"
 )
 
-func workflowCommand() *cli.Command {
+func WorkflowCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "workflow",
 		Usage: "workflows (schema v1): tools called in order, under the workflow's grants, with no model needed",
@@ -34,19 +34,19 @@ func workflowCommand() *cli.Command {
 			},
 			{
 				Name: "validate", Usage: "check a workflow: every error with its line and column (exit 1 when invalid)", ArgsUsage: "FILE",
-				Flags: []cli.Flag{jsonFlag},
-				Action: withEnv(func(ctx context.Context, e *env) error {
-					if e.c.NArg() != 1 {
-						return usageErr("usage: warden workflow validate FILE", "validate needs one file")
+				Flags: []cli.Flag{JSONFlag},
+				Action: With(func(ctx context.Context, e *Env) error {
+					if e.CLI().NArg() != 1 {
+						return UsageErr("usage: warden workflow validate FILE", "validate needs one file")
 					}
-					w, err := e.loadWorkflow(e.c.Args().First())
+					w, err := loadWorkflow(e, e.CLI().Args().First())
 					if err != nil {
 						return err
 					}
-					if e.json {
-						return e.printJSON(map[string]any{"valid": true, "name": w.Name, "steps": len(w.Steps)})
+					if e.JSON() {
+						return e.PrintJSON(map[string]any{"valid": true, "name": w.Name, "steps": len(w.Steps)})
 					}
-					fmt.Fprintf(e.stdout, "%s: valid (workflow %s, %d steps)\n", w.Source, w.Name, len(w.Steps))
+					fmt.Fprintf(e.Stdout(), "%s: valid (workflow %s, %d steps)\n", w.Source, w.Name, len(w.Steps))
 					return nil
 				}),
 			},
@@ -54,62 +54,62 @@ func workflowCommand() *cli.Command {
 				Name: "run", Usage: "run a workflow: each step through the gate, recorded as a run", ArgsUsage: "FILE",
 				Flags: []cli.Flag{
 					&cli.StringSliceFlag{Name: "param", Aliases: []string{"p"}, Usage: "a param as key=value (repeatable)"},
-					jsonFlag,
+					JSONFlag,
 				},
-				Action: withEnv(func(ctx context.Context, e *env) error {
-					if e.c.NArg() != 1 {
-						return usageErr("usage: warden workflow run FILE [-p key=value ...]", "run needs one file")
+				Action: With(func(ctx context.Context, e *Env) error {
+					if e.CLI().NArg() != 1 {
+						return UsageErr("usage: warden workflow run FILE [-p key=value ...]", "run needs one file")
 					}
 					params := map[string]any{}
-					for _, kv := range e.c.StringSlice("param") {
+					for _, kv := range e.CLI().StringSlice("param") {
 						k, v, ok := strings.Cut(kv, "=")
 						if !ok || k == "" {
-							return usageErr("write -p key=value", "-p %q has no key=value", kv)
+							return UsageErr("write -p key=value", "-p %q has no key=value", kv)
 						}
 						params[k] = v
 					}
-					w, err := e.loadWorkflow(e.c.Args().First())
+					w, err := loadWorkflow(e, e.CLI().Args().First())
 					if err != nil {
 						return err
 					}
-					return e.runWorkflow(ctx, w, params, nil)
+					return runWorkflow(ctx, e, w, params, nil)
 				}),
 			},
 			{
 				Name: "resume", Usage: "continue a failed or cancelled workflow run from the step that failed", ArgsUsage: "RUN_ID",
-				Flags: []cli.Flag{jsonFlag},
-				Action: withEnv(func(ctx context.Context, e *env) error {
-					doc, err := e.runDoc(ctx, "warden workflow resume RUN_ID (see `warden runs ls`)")
+				Flags: []cli.Flag{JSONFlag},
+				Action: With(func(ctx context.Context, e *Env) error {
+					doc, err := runDoc(ctx, e, "warden workflow resume RUN_ID (see `warden runs ls`)")
 					if err != nil {
 						return err
 					}
 					var prev workflow.Record
 					if err := json.Unmarshal(doc, &prev); err != nil || runKind(doc) != "workflow" {
-						return usageErr("resume continues workflow runs (`warden runs ls` shows their kind)", "run %s is not a workflow run", e.c.Args().First())
+						return UsageErr("resume continues workflow runs (`warden runs ls` shows their kind)", "run %s is not a workflow run", e.CLI().Args().First())
 					}
 					if prev.Status == workflow.StatusSucceeded || prev.Status == workflow.StatusRunning {
-						return usageErr("only a failed or cancelled run can be resumed", "run %s is %s", prev.ID, prev.Status)
+						return UsageErr("only a failed or cancelled run can be resumed", "run %s is %s", prev.ID, prev.Status)
 					}
-					w, err := e.loadWorkflow(prev.File)
+					w, err := loadWorkflow(e, prev.File)
 					if err != nil {
 						return err
 					}
-					return e.runWorkflow(ctx, w, prev.Params, &prev)
+					return runWorkflow(ctx, e, w, prev.Params, &prev)
 				}),
 			},
 		},
 	}
 }
 
-// workflowOptions checks tools against the registry (their schemas
+// WorkflowOptions checks tools against the registry (their schemas
 // included) and opens nested files relative to the file that names them.
-func workflowOptions(reg *runtime.Registry) workflow.Options {
-	return workflow.Options{Tool: workflow.RegistryTools(reg), Open: openWorkflow}
+func WorkflowOptions(reg *runtime.Registry) workflow.Options {
+	return workflow.Options{Tool: workflow.RegistryTools(reg), Open: OpenWorkflow}
 }
 
-// openWorkflow reads a workflow file: path as written, relative to the
+// OpenWorkflow reads a workflow file: path as written, relative to the
 // directory of from ("" for the command line).
-func openWorkflow(from, path string) (string, []byte, error) {
+func OpenWorkflow(from, path string) (string, []byte, error) {
 	if !filepath.IsAbs(path) && from != "" {
 		path = filepath.Join(filepath.Dir(from), path)
 	}
@@ -123,16 +123,16 @@ func openWorkflow(from, path string) (string, []byte, error) {
 
 // loadWorkflow reads and checks a workflow file; an invalid one fails with
 // every problem on its own line (stdout) and INVALID_INPUT.
-func (e *env) loadWorkflow(path string) (*workflow.Workflow, error) {
-	src, data, err := openWorkflow("", path)
+func loadWorkflow(e *Env, path string) (*workflow.Workflow, error) {
+	src, data, err := OpenWorkflow("", path)
 	if err != nil {
-		return nil, readFailure(err, "check the path")
+		return nil, ReadFailure(err, "check the path")
 	}
-	reg, err := e.registry()
+	reg, err := e.Registry()
 	if err != nil {
 		return nil, err
 	}
-	w, err := workflow.Parse(src, data, workflowOptions(reg))
+	w, err := workflow.Parse(src, data, WorkflowOptions(reg))
 	if err == nil {
 		return w, nil
 	}
@@ -142,7 +142,7 @@ func (e *env) loadWorkflow(path string) (*workflow.Workflow, error) {
 	} else {
 		problems = []error{err}
 	}
-	if e.json {
+	if e.JSON() {
 		var out []map[string]any
 		for _, p := range problems {
 			var pe *runtime.PositionError
@@ -152,96 +152,96 @@ func (e *env) loadWorkflow(path string) (*workflow.Workflow, error) {
 				out = append(out, map[string]any{"message": p.Error()})
 			}
 		}
-		if err := e.printJSON(map[string]any{"valid": false, "errors": out}); err != nil {
+		if err := e.PrintJSON(map[string]any{"valid": false, "errors": out}); err != nil {
 			return nil, err
 		}
 	} else {
 		for _, p := range problems {
-			fmt.Fprintln(e.stdout, printable(p.Error()))
+			fmt.Fprintln(e.Stdout(), Printable(p.Error()))
 		}
 	}
-	return nil, fail(runtime.CodeInvalidInput, exitFailed, "fix the lines above; `warden workflow schema` prints the format",
+	return nil, Fail(runtime.CodeInvalidInput, ExitFailed, "fix the lines above; `warden workflow schema` prints the format",
 		"%s: %d problem(s)", src, len(problems))
 }
 
 // runWorkflow runs (or resumes) w and reports how it went.
-func (e *env) runWorkflow(ctx context.Context, w *workflow.Workflow, params map[string]any, resume *workflow.Record) error {
-	g, err := e.gate()
+func runWorkflow(ctx context.Context, e *Env, w *workflow.Workflow, params map[string]any, resume *workflow.Record) error {
+	g, err := e.Gate()
 	if err != nil {
 		return err
 	}
-	st, err := e.store()
+	st, err := e.Store()
 	if err != nil {
 		return err
 	}
 	reg := g.Registry()
 	o := workflow.RunOptions{
-		Gate: g, Params: params, Principal: []string{"cli"}, DryRun: e.c.Bool("dry-run"),
-		Open: openWorkflow, Check: workflowOptions(reg), Runs: st, Resume: resume, Redactor: e.redactor,
+		Gate: g, Params: params, Principal: []string{"cli"}, DryRun: e.CLI().Bool("dry-run"),
+		Open: OpenWorkflow, Check: WorkflowOptions(reg), Runs: st, Resume: resume, Redactor: e.Redactor(),
 	}
 	// Agent steps: on the configured model; with none configured the
 	// workflow package says the step needs one; a configuration that is
 	// there but wrong says what is wrong.
-	if cfg, err := e.modelConfig(); err == nil {
-		o.Agent = e.agentStep(g, st, cfg, w.Name)
+	if cfg, err := e.ModelConfig(); err == nil {
+		o.Agent = AgentStep(e, g, st, cfg, w.Name)
 	} else if os.Getenv("OPENAI_BASE_URL") != "" || os.Getenv("OPENAI_API_KEY") != "" {
-		var f *failure
+		var f *Failure
 		errors.As(err, &f)
 		o.Agent = func(context.Context, workflow.AgentStep) (string, error) {
 			if f != nil {
-				return "", runtime.Errorf(runtime.CodeLLMError, f.hint, "%s", f.msg)
+				return "", runtime.Errorf(runtime.CodeLLMError, f.Hint, "%s", f.Msg)
 			}
 			return "", err
 		}
 	}
-	view := newWorkflowView(e.stderr)
+	view := newWorkflowView(e.Stderr())
 	o.Events = view.event
 	rec, err := workflow.Run(ctx, w, o)
 	view.stop()
 	if err != nil {
 		if e := runtime.AsError(err); e != nil {
-			return fail(e.Code, exitUsage, cliHint(e), "%s", e.Message)
+			return Fail(e.Code, ExitUsage, CLIHint(e), "%s", e.Message)
 		}
 		return err
 	}
-	if e.json {
-		if err := e.printJSON(rec); err != nil {
+	if e.JSON() {
+		if err := e.PrintJSON(rec); err != nil {
 			return err
 		}
 	} else {
 		for _, name := range sortedKeysAny(rec.Outputs) {
-			fmt.Fprintf(e.stdout, "%s: %s\n", name, printable(workflowText(rec.Outputs[name])))
+			fmt.Fprintf(e.Stdout(), "%s: %s\n", name, Printable(workflowText(rec.Outputs[name])))
 		}
 	}
-	fmt.Fprintf(e.stderr, "warden: workflow %s %s (run %s, %d of %d steps) — `warden runs show %s`\n",
+	fmt.Fprintf(e.Stderr(), "warden: workflow %s %s (run %s, %d of %d steps) — `warden runs show %s`\n",
 		w.Name, rec.Status, rec.ID, len(rec.Results), len(w.Steps), rec.ID)
 	if rec.Status == workflow.StatusSucceeded {
 		return nil
 	}
 	code, hint, msg := runtime.CodeToolError, "", "the workflow "+rec.Status
 	if rec.Error != nil {
-		code, hint, msg = rec.Error.Code, cliHint(rec.Error), rec.Error.Message
+		code, hint, msg = rec.Error.Code, CLIHint(rec.Error), rec.Error.Message
 	}
-	exit := exitFailed
+	exit := ExitFailed
 	if code.Denial() {
-		exit = exitDenied
+		exit = ExitDenied
 	}
-	return fail(code, exit, hint, "%s", msg)
+	return Fail(code, exit, hint, "%s", msg)
 }
 
-// agentStep runs an agent step's task with the configured model, under
+// AgentStep runs an agent step's task with the configured model, under
 // the workflow's grants; the run is recorded as an agent run of its own.
-func (e *env) agentStep(g *runtime.Gate, runs agent.Runs, cfg agent.OpenAIConfig, name string) func(context.Context, workflow.AgentStep) (string, error) {
+func AgentStep(e *Env, g *runtime.Gate, runs agent.Runs, cfg agent.OpenAIConfig, name string) func(context.Context, workflow.AgentStep) (string, error) {
 	return func(ctx context.Context, step workflow.AgentStep) (string, error) {
 		cfg.Stream = false
 		model, err := agent.NewOpenAI(cfg)
 		if err != nil {
 			return "", err
 		}
-		mem := lazyStore{open: e.store}
+		mem := NewLazyStore(e.Store)
 		rec, err := agent.Run(ctx, agent.Options{
 			Gate: g, Model: model, Task: step.Task, ModelName: cfg.Model, Endpoint: model.Host(), Restrict: &step.Grants, DryRun: step.DryRun,
-			Principal: []string{"cli", "workflow:" + name}, Runs: runs, Artifacts: mem, Memory: mem, Redactor: e.redactor, Vault: step.Vault,
+			Principal: []string{"cli", "workflow:" + name}, Runs: runs, Artifacts: mem, Memory: mem, Redactor: e.Redactor(), Vault: step.Vault,
 		})
 		if err != nil {
 			return "", err
@@ -283,7 +283,7 @@ type workflowView struct {
 }
 
 func newWorkflowView(errw io.Writer) *workflowView {
-	return &workflowView{out: errw, tty: isTerminal(errw)}
+	return &workflowView{out: errw, tty: IsTerminal(errw)}
 }
 
 func (v *workflowView) event(ev workflow.Event) {
@@ -318,7 +318,7 @@ func (v *workflowView) event(ev workflow.Event) {
 	}
 	line += fmt.Sprintf(" (%d ms)", r.DurationMS)
 	if r.Error != nil {
-		line += fmt.Sprintf(": %s: %s", r.Error.Code, oneLine(r.Error.Message, 160))
+		line += fmt.Sprintf(": %s: %s", r.Error.Code, OneLine(r.Error.Message, 160))
 	}
 	fmt.Fprintln(v.out, line)
 }

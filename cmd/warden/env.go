@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
-	"golang.org/x/term"
 
 	"github.com/wardenrt/warden/builtin"
 	"github.com/wardenrt/warden/hostfuncs"
@@ -27,11 +26,11 @@ import (
 	"github.com/wardenrt/warden/store"
 )
 
-const defaultLockTimeout = 2 * time.Second
+const DefaultLockTimeout = 2 * time.Second
 
-// env is everything a command needs, built once from the global flags. It is
+// Env is everything a command needs, built once from the global flags. It is
 // the one place that wires store + runtime + builtin together.
-type env struct {
+type Env struct {
 	// approval, when set, overrides the approval mode (mcp serve: never
 	// ask on a terminal whose stdin is the protocol).
 	approval runtime.ApprovalMode
@@ -61,7 +60,7 @@ type env struct {
 	reg   *runtime.Registry
 	// pol is the policy in force, resolved once (policyInForce).
 	pol *runtime.PolicyInForce
-	// wasmStatus is what loading the wasm modules found (registry()).
+	// wasmStatus is what loading the wasm modules found (Registry()).
 	wasmStatus []wasmtool.Status
 	started    time.Time
 
@@ -75,44 +74,44 @@ type env struct {
 
 // newEnv resolves the home and workspace directories and sets up logging.
 // The store is opened lazily by env.store().
-func newEnv(c *cli.Context) (*env, error) {
-	e := &env{c: c, json: wantJSON(c), stdin: c.App.Reader, stdout: c.App.Writer, stderr: c.App.ErrWriter, started: time.Now()}
-	home := globalString(c, "home")
+func newEnv(c *cli.Context) (*Env, error) {
+	e := &Env{c: c, json: WantJSON(c), stdin: c.App.Reader, stdout: c.App.Writer, stderr: c.App.ErrWriter, started: time.Now()}
+	home := GlobalString(c, "home")
 	if home == "" {
 		h, err := homeFor(goruntime.GOOS, os.Getenv, os.UserHomeDir)
 		if err != nil {
-			return nil, usageErr("set --home or WARDEN_HOME", "cannot find a home directory: %v", err)
+			return nil, UsageErr("set --home or WARDEN_HOME", "cannot find a home directory: %v", err)
 		}
 		home = h
 	}
 	home, err := filepath.Abs(home)
 	if err != nil {
-		return nil, usageErr("", "--home: %v", err)
+		return nil, UsageErr("", "--home: %v", err)
 	}
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		if werr := store.Classify(home, err); werr != err {
 			return nil, writeFailure(werr) // a full or read-only file system
 		}
-		return nil, usageErr("choose a writable --home", "cannot create %s: %v", home, err)
+		return nil, UsageErr("choose a writable --home", "cannot create %s: %v", home, err)
 	}
 	e.home = home
-	ws := globalString(c, "workspace")
+	ws := GlobalString(c, "workspace")
 	if ws == "" {
 		if ws, err = os.Getwd(); err != nil {
-			return nil, usageErr("", "current directory: %v", err)
+			return nil, UsageErr("", "current directory: %v", err)
 		}
 	}
 	if ws, err = filepath.Abs(ws); err == nil {
 		ws, err = filepath.EvalSymlinks(ws)
 	}
 	if err != nil {
-		return nil, usageErr("set --workspace to an existing directory", "workspace: %v", err)
+		return nil, UsageErr("set --workspace to an existing directory", "workspace: %v", err)
 	}
 	if fi, err := os.Stat(ws); err != nil || !fi.IsDir() {
-		return nil, usageErr("set --workspace to an existing directory", "workspace %s is not a directory", ws)
+		return nil, UsageErr("set --workspace to an existing directory", "workspace %s is not a directory", ws)
 	}
 	e.workspace = ws
-	e.secrets = storePassword(globalString(c, "store"))
+	e.secrets = storePassword(GlobalString(c, "store"))
 	e.redactor = redact.New(append(secretEnvValues(), e.secrets...)...)
 	if err := e.setupLog(c.String("log-level")); err != nil {
 		return nil, err
@@ -124,9 +123,9 @@ func newEnv(c *cli.Context) (*env, error) {
 	return e, nil
 }
 
-// globalString reads a global flag from the app's own context, so a
+// GlobalString reads a global flag from the app's own context, so a
 // command's flag of the same name (grant add --workspace) does not hide it.
-func globalString(c *cli.Context, name string) string {
+func GlobalString(c *cli.Context, name string) string {
 	return rootContext(c).String(name)
 }
 
@@ -141,9 +140,9 @@ func rootContext(c *cli.Context) *cli.Context {
 	return c
 }
 
-// wantJSON reports whether --json was given, before or after the command
+// WantJSON reports whether --json was given, before or after the command
 // (a command's own --json flag would otherwise hide the global one).
-func wantJSON(c *cli.Context) bool {
+func WantJSON(c *cli.Context) bool {
 	return c.Bool("json") || rootContext(c).Bool("json")
 }
 
@@ -164,10 +163,10 @@ func secretEnvValues() []string {
 	return out
 }
 
-func (e *env) setupLog(level string) error {
+func (e *Env) setupLog(level string) error {
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
-		return usageErr("use debug, info, warn or error", "--log-level %q", level)
+		return UsageErr("use debug, info, warn or error", "--log-level %q", level)
 	}
 	redactAttr := func(_ []string, a slog.Attr) slog.Attr {
 		if a.Value.Kind() == slog.KindString {
@@ -192,23 +191,23 @@ func (e *env) setupLog(level string) error {
 
 // store opens the store on first use: --store (WARDEN_STORE) chooses the
 // backend, the bbolt file <home>/warden.db by default (store_backend.go).
-func (e *env) store() (store.Backend, error) {
+func (e *Env) store() (store.Backend, error) {
 	if e.st != nil {
 		return e.st, nil
 	}
-	e.logger().Debug("opening the store", "home", e.home)
+	e.Logger().Debug("opening the store", "home", e.home)
 	st, err := e.openStore()
 	if err != nil {
-		return nil, storeFailure(err)
+		return nil, StoreFailure(err)
 	}
 	e.st = st
 	return st, nil
 }
 
-func (e *env) close() {
+func (e *Env) Close() {
 	if e.host != nil {
 		if err := e.host.Close(context.Background()); err != nil {
-			e.logger().Warn("closing the wasm tools", "err", err)
+			e.Logger().Warn("closing the wasm tools", "err", err)
 		}
 	}
 	if e.st != nil {
@@ -221,87 +220,76 @@ func (e *env) close() {
 	}
 }
 
-// policy returns the policy in force (resolved once): --policy, else
+// Policy returns the policy in force (resolved once): --policy, else
 // <workspace>/.warden/policy.yaml — as written if its owner trusts it,
 // else only narrowing what follows — else <home>/policy.yaml, else the
 // built-in default. An untrusted workspace policy's ignored parts are
 // warned about on stderr, once.
-func (e *env) policy() (*runtime.Policy, error) {
-	pf, err := e.policyInForce()
+func (e *Env) Policy() (*runtime.Policy, error) {
+	pf, err := e.PolicyInForce()
 	if err != nil {
 		return nil, err
 	}
 	return pf.Policy, nil
 }
 
-// policyFiles are the files policy() looks at.
-func (e *env) policyFiles() runtime.PolicyFiles {
+// PolicyFiles are the files Policy looks at.
+func (e *Env) PolicyFiles() runtime.PolicyFiles {
 	return runtime.PolicyFiles{
-		Explicit:  globalString(e.c, "policy"),
+		Explicit:  GlobalString(e.c, "policy"),
 		Workspace: filepath.Join(e.workspace, ".warden", "policy.yaml"),
 		Home:      filepath.Join(e.home, "policy.yaml"),
 	}
 }
 
-func (e *env) policyInForce() (*runtime.PolicyInForce, error) {
+func (e *Env) PolicyInForce() (*runtime.PolicyInForce, error) {
 	if e.pol != nil {
 		return e.pol, nil
 	}
-	e.fleetSync(e.ctx())
-	pf, err := runtime.ResolvePolicy(e.ctx(), e.policyFiles(), lazyStore{open: e.store})
+	e.fleetSync(e.Context())
+	pf, err := runtime.ResolvePolicy(e.Context(), e.PolicyFiles(), lazyStore{open: e.store})
 	if err != nil {
-		var f *failure
+		var f *Failure
 		if errors.As(err, &f) {
 			return nil, f // the store's, already worded
 		}
-		if isStoreError(err) {
-			return nil, storeFailure(err)
+		if IsStoreError(err) {
+			return nil, StoreFailure(err)
 		}
 		src := "FILE"
 		var pe *runtime.PositionError
 		if errors.As(err, &pe) {
 			src = pe.Source
 		}
-		return nil, readFailure(err, "fix the policy file; check it with `warden policy check "+src+"`")
+		return nil, ReadFailure(err, "fix the policy file; check it with `warden policy check "+src+"`")
 	}
 	e.pol = pf
 	if pf.State == runtime.TrustMissing {
 		fmt.Fprintf(e.stderr, "warden: warning: the workspace policy %s you trusted is gone: what it said still narrows %s — to drop it: warden policy untrust %s\n",
-			printable(pf.File), printable(pf.Policy.Source), shellWord(pf.File))
+			Printable(pf.File), Printable(pf.Policy.Source), ShellWord(pf.File))
 	}
 	if pf.State == runtime.TrustUntrusted || pf.State == runtime.TrustChanged {
-		trust := "review it, then trust it with: warden policy trust " + shellWord(pf.File)
+		trust := "review it, then trust it with: warden policy trust " + ShellWord(pf.File)
 		why := "is not trusted"
 		if pf.State == runtime.TrustChanged {
 			why = "changed since you trusted it"
 		}
-		fmt.Fprintf(e.stderr, "warden: warning: the workspace policy %s %s: it can only narrow %s — %s\n", printable(pf.File), why, printable(pf.Base.Source), trust)
+		fmt.Fprintf(e.stderr, "warden: warning: the workspace policy %s %s: it can only narrow %s — %s\n", Printable(pf.File), why, Printable(pf.Base.Source), trust)
 		for _, ig := range pf.Ignored {
 			at := pf.File
 			if ig.Line > 0 {
 				at = fmt.Sprintf("%s:%d", pf.File, ig.Line)
 			}
-			fmt.Fprintf(e.stderr, "warden: warning: %s: untrusted, so its %s is ignored — %s\n", printable(at), printable(ig.What), trust)
+			fmt.Fprintf(e.stderr, "warden: warning: %s: untrusted, so its %s is ignored — %s\n", Printable(at), Printable(ig.What), trust)
 		}
 	}
 	return pf, nil
 }
 
-// shellWord quotes s for a command line when it needs it.
-func shellWord(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r == '/' || r == '.' || r == '-' || r == '_' || r == ':' || r == '@' || r == '+' ||
-			(r >= '0' && r <= '9') || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z'))
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
 // grants parses the --grant flags, warning about broad grants. A grant
 // written CAP@DURATION (exec:git@30m) expires that long after warden
 // started: it is returned among the timed grants.
-func (e *env) grants() ([]capability.Grant, []runtime.TimedGrant, error) {
+func (e *Env) grants() ([]capability.Grant, []runtime.TimedGrant, error) {
 	var out []capability.Grant
 	var timed []runtime.TimedGrant
 	for i, s := range e.c.StringSlice("grant") {
@@ -311,17 +299,17 @@ func (e *env) grants() ([]capability.Grant, []runtime.TimedGrant, error) {
 		if parts := strings.Split(s, ","); len(parts) > 1 {
 			for _, part := range parts[1:] {
 				if _, perr := capability.Parse(strings.TrimSpace(part)); perr == nil {
-					return nil, nil, usageErr("repeat the flag: --grant "+strings.Join(parts, " --grant "), "--grant %s holds more than one grant", s)
+					return nil, nil, UsageErr("repeat the flag: --grant "+strings.Join(parts, " --grant "), "--grant %s holds more than one grant", s)
 				}
 			}
 		}
 		spec, d, isTimed, err := runtime.ParseTimedGrant(s)
 		if err != nil {
-			return nil, nil, usageErr("CAP@30m makes a grant that expires after 30 minutes", "--grant %s: %v", s, err)
+			return nil, nil, UsageErr("CAP@30m makes a grant that expires after 30 minutes", "--grant %s: %v", s, err)
 		}
 		g, err := capability.Parse(spec)
 		if err != nil {
-			return nil, nil, usageErr("see README \"Capabilities\" for the grammar; CAP@30m makes a grant that expires", "--grant: %v", err)
+			return nil, nil, UsageErr("see README \"Capabilities\" for the grammar; CAP@30m makes a grant that expires", "--grant: %v", err)
 		}
 		if why := g.Broad(); why != "" {
 			fmt.Fprintf(e.stderr, "warden: warning: --grant %s: %s\n", g, why)
@@ -331,12 +319,12 @@ func (e *env) grants() ([]capability.Grant, []runtime.TimedGrant, error) {
 			continue
 		}
 		if d > runtime.MaxTimedGrant {
-			return nil, nil, usageErr("use at most 720h", "--grant %s: %s is longer than %s", s, d, runtime.MaxTimedGrant)
+			return nil, nil, UsageErr("use at most 720h", "--grant %s: %s is longer than %s", s, d, runtime.MaxTimedGrant)
 		}
 		t := runtime.TimedGrant{ID: fmt.Sprintf("flag-%d", i+1), Kind: runtime.TimedGrantKind, Grant: g.String(),
 			Added: e.started, Expires: e.started.Add(d), By: "--grant"}
 		if err := t.Parse(); err != nil {
-			return nil, nil, usageErr("", "--grant %s: %v", s, err)
+			return nil, nil, UsageErr("", "--grant %s: %v", s, err)
 		}
 		timed = append(timed, t)
 	}
@@ -345,14 +333,14 @@ func (e *env) grants() ([]capability.Grant, []runtime.TimedGrant, error) {
 
 // approvalMode resolves --approve, then the policy's setting, then ask on a
 // terminal and never otherwise.
-func (e *env) approvalMode(p *runtime.Policy) (runtime.ApprovalMode, error) {
+func (e *Env) approvalMode(p *runtime.Policy) (runtime.ApprovalMode, error) {
 	if e.approval != "" {
 		return e.approval, nil
 	}
 	if s := e.c.String("approve"); s != "" {
 		m, err := runtime.ParseApprovalMode(s)
 		if err != nil {
-			return "", usageErr("", "--approve: %v", err)
+			return "", UsageErr("", "--approve: %v", err)
 		}
 		return m, nil
 	}
@@ -365,24 +353,18 @@ func (e *env) approvalMode(p *runtime.Policy) (runtime.ApprovalMode, error) {
 	return runtime.ApproveNever, nil
 }
 
-func (e *env) isTTY() bool { return e.terminal() != nil }
+func (e *Env) isTTY() bool { return e.terminal() != nil }
 
 // terminal returns stdin when it is a terminal, for prompts; nil otherwise.
-func (e *env) terminal() *os.File {
-	if isTerminal(e.stdin) {
+func (e *Env) terminal() *os.File {
+	if IsTerminal(e.stdin) {
 		return e.stdin.(*os.File)
 	}
 	return nil
 }
 
-// isTerminal reports whether v (a reader or writer) is a terminal.
-func isTerminal(v any) bool {
-	f, ok := v.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
-}
-
 // coreTools returns warden's built-in tools, built once.
-func (e *env) coreTools() []runtime.Tool {
+func (e *Env) coreTools() []runtime.Tool {
 	if e.core != nil {
 		return e.core
 	}
@@ -411,9 +393,9 @@ func (e *env) coreTools() []runtime.Tool {
 // coreAlias is the one alias of a core tool: `run` is `shell`.
 var coreAlias = [2]string{"run", "shell"}
 
-// coreRegistry is the registry of the core tools only: what a wasm module's
+// CoreRegistry is the registry of the core tools only: what a wasm module's
 // tool names must not collide with.
-func (e *env) coreRegistry() (*runtime.Registry, error) {
+func (e *Env) CoreRegistry() (*runtime.Registry, error) {
 	reg := runtime.NewRegistry()
 	if err := reg.Register(e.coreTools()...); err != nil {
 		return nil, err
@@ -424,7 +406,7 @@ func (e *env) coreRegistry() (*runtime.Registry, error) {
 	return reg, nil
 }
 
-// registry builds the explicit list of enabled tools: the core tools, then
+// Registry builds the explicit list of enabled tools: the core tools, then
 // the tools of the approved wasm modules under <home>/tools. A module that
 // does not load (unapproved, changed, colliding) is left out and never
 // stops warden: `warden tool ls` says why.
@@ -433,7 +415,7 @@ func (e *env) coreRegistry() (*runtime.Registry, error) {
 // compilation of the core tools' schemas: both are on the start-up path of
 // every `warden call`, and neither needs the other (a module's tool names
 // are checked against the core tools' names only).
-func (e *env) registry() (*runtime.Registry, error) {
+func (e *Env) Registry() (*runtime.Registry, error) {
 	e.regMu.Lock()
 	defer e.regMu.Unlock()
 	if e.reg != nil {
@@ -447,14 +429,14 @@ func (e *env) registry() (*runtime.Registry, error) {
 		// (mcp serve) keeps the redactor its gate was built with; a
 		// wasm tool refuses to hand a guest a secret that redactor would
 		// not mask (runtime.Gate.Conceals).
-		e.addSecrets(configSecretValues(e.wasmStatus)...)
+		e.AddSecrets(configSecretValues(e.wasmStatus)...)
 	}
 	return reg, err
 }
 
-// addSecrets makes the redactor also mask vals. Only before anything that
+// AddSecrets makes the redactor also mask vals. Only before anything that
 // runs concurrently has the redactor (start-up).
-func (e *env) addSecrets(vals ...string) {
+func (e *Env) AddSecrets(vals ...string) {
 	if len(vals) == 0 {
 		return
 	}
@@ -474,10 +456,10 @@ func configSecretValues(statuses []wasmtool.Status) []string {
 	return out
 }
 
-// reloadRegistry builds the registry again from what <home>/tools and the
+// ReloadRegistry builds the registry again from what <home>/tools and the
 // pins hold now (mcp serve, after a module was installed, approved,
 // re-granted or removed).
-func (e *env) reloadRegistry() (*runtime.Registry, error) {
+func (e *Env) ReloadRegistry() (*runtime.Registry, error) {
 	e.regMu.Lock()
 	defer e.regMu.Unlock()
 	e.reg, e.wasmStatus = nil, nil
@@ -485,10 +467,10 @@ func (e *env) reloadRegistry() (*runtime.Registry, error) {
 }
 
 // loadRegistry is registry's work, with regMu held.
-func (e *env) loadRegistry() (*runtime.Registry, error) {
-	e.fleetSync(e.ctx())
+func (e *Env) loadRegistry() (*runtime.Registry, error) {
+	e.fleetSync(e.Context())
 	if !e.hasModules() {
-		reg, err := e.coreRegistry()
+		reg, err := e.CoreRegistry()
 		if err != nil {
 			return nil, err
 		}
@@ -508,7 +490,7 @@ func (e *env) loadRegistry() (*runtime.Registry, error) {
 		tools, err := e.loadWasm(func(name string) bool { return core[name] })
 		done <- loaded{tools, err}
 	}()
-	reg, err := e.coreRegistry()
+	reg, err := e.CoreRegistry()
 	l := <-done
 	if err != nil {
 		return nil, err
@@ -524,7 +506,7 @@ func (e *env) loadRegistry() (*runtime.Registry, error) {
 // registerWasm adds the wasm tools module by module: a module one of whose
 // tools the registry refuses (Load checked names and schemas, so this
 // should not happen) is left out whole, and its status says why.
-func (e *env) registerWasm(reg *runtime.Registry, tools []runtime.Tool) {
+func (e *Env) registerWasm(reg *runtime.Registry, tools []runtime.Tool) {
 	var order []string
 	byModule := map[string][]runtime.Tool{}
 	for _, t := range tools {
@@ -546,7 +528,7 @@ func (e *env) registerWasm(reg *runtime.Registry, tools []runtime.Tool) {
 			err = reg.Register(ts...)
 		}
 		if err != nil {
-			e.logger().Warn("wasm module not loaded", "module", m, "err", err.Error())
+			e.Logger().Warn("wasm module not loaded", "module", m, "err", err.Error())
 			for i := range e.wasmStatus {
 				if e.wasmStatus[i].Module == m {
 					e.wasmStatus[i].State, e.wasmStatus[i].Reason = wasmtool.StateError, err.Error()
@@ -558,7 +540,7 @@ func (e *env) registerWasm(reg *runtime.Registry, tools []runtime.Tool) {
 
 // hasModules reports whether <home>/tools holds any .wasm file (without
 // one there is no wasm tool to load, and the store need not be opened).
-func (e *env) hasModules() bool {
+func (e *Env) hasModules() bool {
 	ents, err := os.ReadDir(filepath.Join(e.home, "tools"))
 	if err != nil {
 		return false
@@ -576,24 +558,24 @@ func (e *env) hasModules() bool {
 // other failure (an unsafe cache directory, a pin that does not decode)
 // leaves warden with its core tools and one warning: `warden tool …` says
 // more.
-func (e *env) loadWasm(taken func(string) bool) ([]runtime.Tool, error) {
-	h, err := e.wasmHost()
+func (e *Env) loadWasm(taken func(string) bool) ([]runtime.Tool, error) {
+	h, err := e.WasmHost()
 	if err != nil {
 		msg, hint := err.Error(), ""
-		var f *failure
+		var f *Failure
 		if errors.As(err, &f) {
-			hint = f.hint
+			hint = f.Hint
 		}
-		e.logger().Warn("wasm tools not loaded", "err", msg, "hint", hint)
+		e.Logger().Warn("wasm tools not loaded", "err", msg, "hint", hint)
 		return nil, nil
 	}
-	tools, statuses, err := h.Load(e.ctx(), taken)
+	tools, statuses, err := h.Load(e.Context(), taken)
 	if err != nil {
-		var f *failure
-		if errors.As(err, &f) || isStoreError(err) {
-			return nil, storeFailure(err)
+		var f *Failure
+		if errors.As(err, &f) || IsStoreError(err) {
+			return nil, StoreFailure(err)
 		}
-		e.logger().Warn("wasm tools not loaded: see `warden tool ls`", "err", err.Error())
+		e.Logger().Warn("wasm tools not loaded: see `warden tool ls`", "err", err.Error())
 		return nil, nil
 	}
 	e.wasmStatus = statuses
@@ -603,31 +585,31 @@ func (e *env) loadWasm(taken func(string) bool) ([]runtime.Tool, error) {
 			// stderr is not cluttered by a module the owner has not
 			// approved yet; `warden tool ls` shows it, and a call of one of
 			// its tools says why in its hint.
-			e.logger().Info("wasm module not loaded", "module", s.Module, "state", s.State, "reason", s.Reason)
+			e.Logger().Info("wasm module not loaded", "module", s.Module, "state", s.State, "reason", s.Reason)
 		}
 	}
 	return tools, nil
 }
 
-// isStoreError reports whether err is the store's (locked, corrupt,
+// IsStoreError reports whether err is the store's (locked, corrupt,
 // tampered) or a cancellation.
-func isStoreError(err error) bool {
+func IsStoreError(err error) bool {
 	var we *store.WriteError
 	return errors.Is(err, store.ErrLocked) || errors.Is(err, store.ErrCorrupt) ||
 		errors.Is(err, store.ErrTampered) || errors.Is(err, store.ErrUnavailable) || errors.Is(err, context.Canceled) || errors.As(err, &we)
 }
 
-// wasmHost opens the wasm tool host on first use: modules in <home>/tools,
+// WasmHost opens the wasm tool host on first use: modules in <home>/tools,
 // compiled code cached in <home>/cache, pins in the store. It compiles
 // nothing.
-func (e *env) wasmHost() (*wasmtool.Host, error) {
+func (e *Env) WasmHost() (*wasmtool.Host, error) {
 	if e.host != nil {
 		return e.host, nil
 	}
 	// Before any guest runs: a guest's Extism http_request goes through
 	// the gate (the http tool) instead of straight to the network.
 	hostfuncs.InstallHTTP()
-	h, err := wasmtool.Open(e.ctx(), wasmtool.Options{
+	h, err := wasmtool.Open(e.Context(), wasmtool.Options{
 		Dir:       filepath.Join(e.home, "tools"),
 		CacheDir:  filepath.Join(e.home, "cache"),
 		Pins:      fleetPins{lazyStore{open: e.store}, e},
@@ -636,7 +618,7 @@ func (e *env) wasmHost() (*wasmtool.Host, error) {
 	})
 	if err != nil {
 		if errors.Is(err, wasmtool.ErrUnsafeCacheDir) {
-			return nil, fail(runtime.CodeInternal, exitFailed, "the cache holds native code: make the path named private to you (chmod go-w), or remove "+filepath.Join(e.home, "cache"), "%v", err)
+			return nil, Fail(runtime.CodeInternal, ExitFailed, "the cache holds native code: make the path named private to you (chmod go-w), or remove "+filepath.Join(e.home, "cache"), "%v", err)
 		}
 		return nil, err
 	}
@@ -644,9 +626,9 @@ func (e *env) wasmHost() (*wasmtool.Host, error) {
 	return h, nil
 }
 
-// moduleStatus returns the status of the module that is, or provides, the
+// ModuleStatus returns the status of the module that is, or provides, the
 // tool name, when it was found but not loaded.
-func (e *env) moduleStatus(name string) (wasmtool.Status, bool) {
+func (e *Env) ModuleStatus(name string) (wasmtool.Status, bool) {
 	e.regMu.Lock()
 	defer e.regMu.Unlock()
 	for _, s := range e.wasmStatus {
@@ -660,21 +642,21 @@ func (e *env) moduleStatus(name string) (wasmtool.Status, bool) {
 	return wasmtool.Status{}, false
 }
 
-func (e *env) ctx() context.Context {
+func (e *Env) Context() context.Context {
 	if e.c != nil && e.c.Context != nil {
 		return e.c.Context
 	}
 	return context.Background()
 }
 
-func (e *env) logger() *slog.Logger {
+func (e *Env) Logger() *slog.Logger {
 	if e.log == nil {
 		return slog.New(slog.DiscardHandler)
 	}
 	return e.log
 }
 
-func (e *env) runtimeState(ctx context.Context) (builtin.RuntimeState, error) {
+func (e *Env) runtimeState(ctx context.Context) (builtin.RuntimeState, error) {
 	rs := builtin.RuntimeState{}
 	st, err := e.store()
 	if err != nil {
@@ -686,10 +668,10 @@ func (e *env) runtimeState(ctx context.Context) (builtin.RuntimeState, error) {
 	}
 	rs.StorePath, rs.StoreBytes = s.Path, s.SizeBytes
 	rs.AuditRecords, rs.AuditHeadSeq, rs.AuditHeadHash = s.AuditRecords, s.AuditHeadSeq, s.AuditHeadHash
-	if reg, err := e.registry(); err == nil {
+	if reg, err := e.Registry(); err == nil {
 		rs.ToolsLoaded = reg.Len()
 	}
-	if pf, err := e.policyInForce(); err == nil {
+	if pf, err := e.PolicyInForce(); err == nil {
 		rs.Policy = pf.Policy.Source
 		if pf.State == runtime.TrustUntrusted || pf.State == runtime.TrustChanged {
 			rs.Policy = fmt.Sprintf("%s narrowed by %s (%s)", pf.Policy.Source, pf.File, pf.State)
@@ -698,9 +680,9 @@ func (e *env) runtimeState(ctx context.Context) (builtin.RuntimeState, error) {
 	return rs, nil
 }
 
-// gate builds the gate for a tool-calling command.
-func (e *env) gate() (*runtime.Gate, error) {
-	p, err := e.policy()
+// Gate builds the gate for a tool-calling command.
+func (e *Env) Gate() (*runtime.Gate, error) {
+	p, err := e.Policy()
 	if err != nil {
 		return nil, err
 	}
@@ -712,23 +694,23 @@ func (e *env) gate() (*runtime.Gate, error) {
 	if err != nil {
 		return nil, err
 	}
-	reg, err := e.registry()
+	reg, err := e.Registry()
 	if err != nil {
-		var f *failure
+		var f *Failure
 		if errors.As(err, &f) {
 			return nil, f
 		}
-		return nil, fail(runtime.CodeInternal, exitFailed, "", "%v", err)
+		return nil, Fail(runtime.CodeInternal, ExitFailed, "", "%v", err)
 	}
 	opts := runtime.GateOptions{
 		Registry: reg, Policy: p, Workspace: e.workspace, Extra: extra, Timed: timed,
-		Grants: lazyStore{open: e.store}, Hide: e.ownPaths(),
+		Grants: lazyStore{open: e.store}, Hide: e.OwnPaths(),
 		Approval: mode, DryRun: e.c.Bool("dry-run"), Logger: e.log, Redactor: e.redactor,
 	}
 	if mode == runtime.ApproveAsk {
 		opts.Approver = e.approver
 		if opts.Approver == nil {
-			opts.Approver = &terminalApprover{in: e.stdin, out: e.stderr}
+			opts.Approver = &TerminalApprover{In: e.stdin, Out: e.stderr}
 		}
 	}
 	st, err := e.store()
@@ -739,15 +721,15 @@ func (e *env) gate() (*runtime.Gate, error) {
 	return runtime.NewGate(opts)
 }
 
-// audit records a management command's change (memory put/rm, …), which the
+// Audit records a management command's change (memory put/rm, …), which the
 // policy does not gate but the log must show.
-func (e *env) audit(ctx context.Context, tool string, args any) error {
-	return e.auditAs(ctx, []string{"cli", "owner"}, runtime.PhaseAdmin, tool, args)
+func (e *Env) Audit(ctx context.Context, tool string, args any) error {
+	return e.AuditAs(ctx, []string{"cli", "owner"}, runtime.PhaseAdmin, tool, args)
 }
 
-// auditAs records an event that is not a gate call (a management change,
+// AuditAs records an event that is not a gate call (a management change,
 // an MCP resource read) for principal, in phase.
-func (e *env) auditAs(ctx context.Context, principal []string, phase, tool string, args any) error {
+func (e *Env) AuditAs(ctx context.Context, principal []string, phase, tool string, args any) error {
 	st, err := e.store()
 	if err != nil {
 		return err
@@ -766,27 +748,22 @@ func (e *env) auditAs(ctx context.Context, principal []string, phase, tool strin
 		return err
 	}
 	_, err = st.AppendAudit(ctx, body)
-	return storeFailure(err)
+	return StoreFailure(err)
 }
 
-// printJSON writes v as indented JSON on stdout.
-func (e *env) printJSON(v any) error {
-	enc := json.NewEncoder(e.stdout)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
-}
+// PrintJSON writes v as indented JSON on stdout.
+func (e *Env) PrintJSON(v any) error { return WriteJSON(e.stdout, v) }
 
-// withEnv wraps a command action with env setup and teardown.
-func withEnv(fn func(ctx context.Context, e *env) error) cli.ActionFunc {
+// With wraps a command action with env setup and teardown.
+func With(fn func(ctx context.Context, e *Env) error) cli.ActionFunc {
 	return func(c *cli.Context) error {
 		e, err := newEnv(c)
 		if err != nil {
 			return err
 		}
-		defer e.close()
+		defer e.Close()
 		if err := fn(c.Context, e); err != nil {
-			return storeFailure(err)
+			return StoreFailure(err)
 		}
 		return nil
 	}

@@ -14,8 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/urfave/cli/v2"
-
 	"github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/store"
 	"github.com/wardenrt/warden/store/postgres"
@@ -37,14 +35,14 @@ import (
 // <home>/fleet-synced.json) or that were published from it. The daemon and
 // `mcp serve` LISTEN for changes and sync and reload at once.
 
-const publishedPolicy = "policy.yaml"
+const PublishedPolicy = "policy.yaml"
 
-// pgStore returns the store when it is a PostgreSQL one (opening it), nil
+// PGStore returns the store when it is a PostgreSQL one (opening it), nil
 // for bbolt or when it cannot be opened (the caller's own store() call
 // reports that).
-func (e *env) pgStore() *postgres.Store {
-	spec, err := e.storeSpec()
-	if err != nil || spec.kind != "postgres" {
+func (e *Env) PGStore() *postgres.Store {
+	spec, err := e.StoreSpec()
+	if err != nil || spec.Kind != "postgres" {
 		return nil
 	}
 	st, err := e.store()
@@ -59,11 +57,11 @@ func (e *env) pgStore() *postgres.Store {
 // the home) → sha256.
 type syncManifest map[string]string
 
-func (e *env) manifestPath() string { return filepath.Join(e.home, "fleet-synced.json") }
+func (e *Env) manifestPath() string { return filepath.Join(e.home, "fleet-synced.json") }
 
 var manifestMu sync.Mutex
 
-func (e *env) readManifest() syncManifest {
+func (e *Env) readManifest() syncManifest {
 	m := syncManifest{}
 	if b, err := os.ReadFile(e.manifestPath()); err == nil {
 		_ = json.Unmarshal(b, &m)
@@ -71,7 +69,7 @@ func (e *env) readManifest() syncManifest {
 	return m
 }
 
-func (e *env) writeManifest(m syncManifest) error {
+func (e *Env) writeManifest(m syncManifest) error {
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return err
@@ -108,8 +106,8 @@ func writeFileAtomic(path string, data []byte, mode fs.FileMode) error {
 	return err
 }
 
-// fileSHA256 is the sha256 of a regular file, "" when there is none.
-func fileSHA256(path string) (string, error) {
+// FileSHA256 is the sha256 of a regular file, "" when there is none.
+func FileSHA256(path string) (string, error) {
 	fi, err := os.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
@@ -132,17 +130,17 @@ func fileSHA256(path string) (string, error) {
 // the store is a PostgreSQL one: the policy, and the approved modules.
 // Problems are warnings: a host that cannot sync keeps what it has (its
 // modules still load only while they match their pins).
-func (e *env) fleetSync(ctx context.Context) {
+func (e *Env) fleetSync(ctx context.Context) {
 	if e.fleetSynced {
 		return
 	}
 	e.fleetSynced = true
-	e.fleetResync(ctx)
+	e.FleetResync(ctx)
 }
 
-// fleetResync syncs again (a change was announced).
-func (e *env) fleetResync(ctx context.Context) {
-	pg := e.pgStore()
+// FleetResync syncs again (a change was announced).
+func (e *Env) FleetResync(ctx context.Context) {
+	pg := e.PGStore()
 	if pg == nil {
 		return
 	}
@@ -152,18 +150,18 @@ func (e *env) fleetResync(ctx context.Context) {
 	before := len(m)
 	changed := false
 	if c, err := e.syncPolicy(ctx, pg, m); err != nil {
-		e.logger().Warn("fleet: the published policy could not be synced", "err", err.Error())
+		e.Logger().Warn("fleet: the published policy could not be synced", "err", err.Error())
 	} else {
 		changed = changed || c
 	}
 	if c, err := e.syncModules(ctx, pg, m); err != nil {
-		e.logger().Warn("fleet: the approved modules could not be synced", "err", err.Error())
+		e.Logger().Warn("fleet: the approved modules could not be synced", "err", err.Error())
 	} else {
 		changed = changed || c
 	}
 	if changed || len(m) != before {
 		if err := e.writeManifest(m); err != nil {
-			e.logger().Warn("fleet: writing "+e.manifestPath(), "err", err.Error())
+			e.Logger().Warn("fleet: writing "+e.manifestPath(), "err", err.Error())
 		}
 	}
 }
@@ -174,9 +172,9 @@ var errLocalFile = errors.New("put or edited on this host: left as it is")
 
 // syncFile makes rel (under the home) hold the bytes with sha256 want,
 // fetched by get, unless a file someone else put there is in the way.
-func (e *env) syncFile(m syncManifest, rel, want string, get func() ([]byte, error)) (bool, error) {
+func (e *Env) syncFile(m syncManifest, rel, want string, get func() ([]byte, error)) (bool, error) {
 	path := filepath.Join(e.home, rel)
-	cur, err := fileSHA256(path)
+	cur, err := FileSHA256(path)
 	if err != nil {
 		return false, err
 	}
@@ -185,35 +183,35 @@ func (e *env) syncFile(m syncManifest, rel, want string, get func() ([]byte, err
 		return false, nil
 	}
 	if cur != "" && m[rel] != cur {
-		return false, fmt.Errorf("%s (sha256 %s) was %w", path, short16(cur), errLocalFile)
+		return false, fmt.Errorf("%s (sha256 %s) was %w", path, Short16(cur), errLocalFile)
 	}
 	data, err := get()
 	if err != nil {
 		return false, err
 	}
 	if s := sha256.Sum256(data); hex.EncodeToString(s[:]) != want {
-		return false, fmt.Errorf("the published bytes of %s do not match sha256 %s", rel, short16(want))
+		return false, fmt.Errorf("the published bytes of %s do not match sha256 %s", rel, Short16(want))
 	}
 	if err := writeFileAtomic(path, data, 0o600); err != nil {
 		return false, err
 	}
 	m[rel] = want
-	e.logger().Info("fleet: synced from the store", "file", path, "sha256", want)
+	e.Logger().Info("fleet: synced from the store", "file", path, "sha256", want)
 	return true, nil
 }
 
-func (e *env) syncPolicy(ctx context.Context, pg *postgres.Store, m syncManifest) (bool, error) {
-	p, err := pg.PublishedFile(ctx, publishedPolicy)
+func (e *Env) syncPolicy(ctx context.Context, pg *postgres.Store, m syncManifest) (bool, error) {
+	p, err := pg.PublishedFile(ctx, PublishedPolicy)
 	if errors.Is(err, store.ErrNotFound) {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
-	changed, err := e.syncFile(m, publishedPolicy, p.SHA256, func() ([]byte, error) { return p.Data, nil })
+	changed, err := e.syncFile(m, PublishedPolicy, p.SHA256, func() ([]byte, error) { return p.Data, nil })
 	if errors.Is(err, errLocalFile) {
 		fmt.Fprintf(e.stderr, "warden: warning: %s differs from the policy published to the fleet (sha256 %s, by %s at %s): this host keeps its own — publish it with `warden policy publish`, or remove it to take the fleet's\n",
-			printable(filepath.Join(e.home, publishedPolicy)), short16(p.SHA256), printable(p.By), p.Published.Local().Format(time.DateTime))
+			Printable(filepath.Join(e.home, PublishedPolicy)), Short16(p.SHA256), Printable(p.By), p.Published.Local().Format(time.DateTime))
 		return false, nil
 	}
 	return changed, err
@@ -225,7 +223,7 @@ type pinFiles struct {
 	SidecarSHA256 string `json:"sidecar_sha256"`
 }
 
-func (e *env) syncModules(ctx context.Context, pg *postgres.Store, m syncManifest) (bool, error) {
+func (e *Env) syncModules(ctx context.Context, pg *postgres.Store, m syncManifest) (bool, error) {
 	pins, err := pg.ListPins(ctx)
 	if err != nil {
 		return false, err
@@ -236,7 +234,7 @@ func (e *env) syncModules(ctx context.Context, pg *postgres.Store, m syncManifes
 		return func() ([]byte, error) {
 			b, err := pg.Artifact(ctx, "sha256:"+sum)
 			if errors.Is(err, store.ErrNotFound) {
-				return nil, fmt.Errorf("sha256 %s was approved but never published (approve it again on the host that has it)", short16(sum))
+				return nil, fmt.Errorf("sha256 %s was approved but never published (approve it again on the host that has it)", Short16(sum))
 			}
 			return b, err
 		}
@@ -254,7 +252,7 @@ func (e *env) syncModules(ctx context.Context, pg *postgres.Store, m syncManifes
 			if errors.Is(err, errLocalFile) {
 				// Installed here and not approved yet, most likely:
 				// `warden tool ls` says so.
-				e.logger().Info("fleet: a module file of this host differs from the approved one", "module", name, "err", err.Error())
+				e.Logger().Info("fleet: a module file of this host differs from the approved one", "module", name, "err", err.Error())
 			} else if err != nil {
 				errs = append(errs, fmt.Errorf("module %s: %w", name, err))
 			}
@@ -273,7 +271,7 @@ func (e *env) syncModules(ctx context.Context, pg *postgres.Store, m syncManifes
 			continue
 		}
 		path := filepath.Join(e.home, rel)
-		if cur, err := fileSHA256(path); err == nil && cur == sum {
+		if cur, err := FileSHA256(path); err == nil && cur == sum {
 			if err := os.Remove(path); err == nil {
 				changed = true
 			}
@@ -288,11 +286,11 @@ func (e *env) syncModules(ctx context.Context, pg *postgres.Store, m syncManifes
 // fleet's other hosts can fetch what was approved when they see the pin.
 type fleetPins struct {
 	lazyStore
-	e *env
+	e *Env
 }
 
 func (p fleetPins) PutPin(ctx context.Context, name string, doc json.RawMessage) error {
-	if pg := p.e.pgStore(); pg != nil {
+	if pg := p.e.PGStore(); pg != nil {
 		if err := p.e.publishModule(ctx, pg, name, doc); err != nil {
 			return err
 		}
@@ -300,7 +298,7 @@ func (p fleetPins) PutPin(ctx context.Context, name string, doc json.RawMessage)
 	return p.lazyStore.PutPin(ctx, name, doc)
 }
 
-func (e *env) publishModule(ctx context.Context, pg *postgres.Store, name string, doc json.RawMessage) error {
+func (e *Env) publishModule(ctx context.Context, pg *postgres.Store, name string, doc json.RawMessage) error {
 	var p pinFiles
 	if err := json.Unmarshal(doc, &p); err != nil {
 		return err
@@ -328,89 +326,34 @@ func (e *env) publishModule(ctx context.Context, pg *postgres.Store, name string
 	return e.writeManifest(m)
 }
 
-// watchFleet LISTENs for changes other hosts make (pins, trust, grants,
+// WatchFleet LISTENs for changes other hosts make (pins, trust, grants,
 // the published policy) and calls reload after syncing them into this
 // home, until ctx ends. It does nothing for a bbolt store.
-func (e *env) watchFleet(ctx context.Context, reload func()) *sync.WaitGroup {
+func (e *Env) WatchFleet(ctx context.Context, reload func()) *sync.WaitGroup {
 	var wg sync.WaitGroup
-	pg := e.pgStore()
+	pg := e.PGStore()
 	if pg == nil {
 		return &wg
 	}
 	wg.Go(func() {
 		pg.Watch(ctx, func(table string) {
-			e.logger().Info("fleet: the store changed", "table", table)
-			e.fleetResync(ctx)
+			e.Logger().Info("fleet: the store changed", "table", table)
+			e.FleetResync(ctx)
 			reload()
 		})
 	})
 	return &wg
 }
 
-func policyPublishCommand() *cli.Command {
-	return &cli.Command{
-		Name:      "publish",
-		ArgsUsage: "[FILE]",
-		Usage: "publish a policy (default <home>/policy.yaml) to every host sharing this PostgreSQL store: each writes it as its home policy " +
-			"(unless its own was edited there); daemons use it from their next run, a running mcp serve from its restart",
-		Flags: []cli.Flag{
-			&cli.BoolFlag{Name: "remove", Usage: "stop publishing: hosts keep the policy they have"},
-			jsonFlag,
-		},
-		Action: withEnv(func(ctx context.Context, e *env) error {
-			pg := e.pgStore()
-			if pg == nil {
-				if _, err := e.store(); err != nil {
-					return err
-				}
-				return usageErr("use --store postgres://… (WARDEN_STORE): a fleet shares a PostgreSQL store", "a bbolt store is this host's alone: there is no fleet to publish to")
-			}
-			if e.c.Bool("remove") {
-				if err := pg.Unpublish(ctx, publishedPolicy); err != nil {
-					return err
-				}
-				if err := e.audit(ctx, "policy.unpublish", map[string]string{}); err != nil {
-					return err
-				}
-				fmt.Fprintln(e.stdout, "the policy is no longer published; hosts keep the one they have")
-				return nil
-			}
-			file := e.c.Args().First()
-			if file == "" {
-				file = filepath.Join(e.home, publishedPolicy)
-			}
-			data, err := runtime.ReadPolicyFile(file)
-			if err != nil {
-				return usageErr("name a policy file", "%v", err)
-			}
-			if _, err := runtime.ParsePolicy(file, data); err != nil {
-				return usageErr("fix the policy file; check it with `warden policy check "+file+"`", "%v", err)
-			}
-			p, err := pg.Publish(ctx, publishedPolicy, data)
-			if err != nil {
-				return err
-			}
-			if err := e.audit(ctx, "policy.publish", map[string]string{"file": file, "sha256": p.SHA256}); err != nil {
-				return err
-			}
-			manifestMu.Lock()
-			m := e.readManifest()
-			if file == filepath.Join(e.home, publishedPolicy) {
-				m[publishedPolicy] = p.SHA256
-			}
-			err = e.writeManifest(m)
-			manifestMu.Unlock()
-			if err != nil {
-				return err
-			}
-			if file != filepath.Join(e.home, publishedPolicy) {
-				e.fleetResync(ctx) // this host takes it too
-			}
-			if e.json {
-				return e.printJSON(p)
-			}
-			fmt.Fprintf(e.stdout, "published %s (sha256 %s) to every host of %s\n", file, short16(p.SHA256), pg.URL())
-			return nil
-		}),
+// NotePublishedPolicy records, after the policy file was published with
+// sha256 sum, that the home's policy is the fleet's when file is that
+// policy, so that syncing takes later publications into it.
+func (e *Env) NotePublishedPolicy(file, sum string) error {
+	manifestMu.Lock()
+	defer manifestMu.Unlock()
+	m := e.readManifest()
+	if file == filepath.Join(e.home, PublishedPolicy) {
+		m[PublishedPolicy] = sum
 	}
+	return e.writeManifest(m)
 }

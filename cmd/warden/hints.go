@@ -10,9 +10,9 @@ import (
 // approval it needed) and words its hints for no reader in particular. The
 // CLI and the MCP server word them for their own readers here.
 
-// cliHint is e's hint for a person at warden's command line: the flags
+// CLIHint is e's hint for a person at warden's command line: the flags
 // that would allow the call.
-func cliHint(e *runtime.Error) string {
+func CLIHint(e *runtime.Error) string {
 	switch {
 	case e == nil:
 		return ""
@@ -26,13 +26,13 @@ func cliHint(e *runtime.Error) string {
 	return e.Hint
 }
 
-// cliError is e with its hint worded by cliHint (a copy; nil for nil).
-func cliError(e *runtime.Error) *runtime.Error {
+// CLIError is e with its hint worded by cliHint (a copy; nil for nil).
+func CLIError(e *runtime.Error) *runtime.Error {
 	if e == nil {
 		return nil
 	}
 	out := *e
-	out.Hint = cliHint(e)
+	out.Hint = CLIHint(e)
 	return &out
 }
 
@@ -55,8 +55,8 @@ func mcpHint(e *runtime.Error) string {
 	return e.Hint
 }
 
-// mcpError is e with its hint worded by mcpHint (a copy; nil for nil).
-func mcpError(e *runtime.Error) *runtime.Error {
+// MCPError is e with its hint worded by mcpHint (a copy; nil for nil).
+func MCPError(e *runtime.Error) *runtime.Error {
 	if e == nil {
 		return nil
 	}

@@ -28,14 +28,14 @@ func TestHintsPerReader(t *testing.T) {
 		{plain, "check the path", "check the path"},
 		{nil, "", ""},
 	} {
-		if got := cliHint(tc.err); got != tc.cli {
+		if got := CLIHint(tc.err); got != tc.cli {
 			t.Errorf("cli: %q, want %q", got, tc.cli)
 		}
 		if got := mcpHint(tc.err); !strings.Contains(got, tc.mcp) || strings.Contains(got, "--") {
 			t.Errorf("mcp: %q, want %q", got, tc.mcp)
 		}
 	}
-	if c := cliError(two); c.Hint != cliHint(two) || two.Hint != "needs the grants fs.write:out/**, net:example.com:443" || cliError(nil) != nil {
+	if c := CLIError(two); c.Hint != CLIHint(two) || two.Hint != "needs the grants fs.write:out/**, net:example.com:443" || CLIError(nil) != nil {
 		t.Errorf("cliError: %+v, the original %+v", c, two)
 	}
 }

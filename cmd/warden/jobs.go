@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -22,125 +20,50 @@ import (
 // Scheduled jobs: the store adapter, the gate a job runs through, and the
 // runner the scheduler calls.
 
-var _ schedule.Store = lazyStore{}
-
-func (m lazyStore) ListJobs(ctx context.Context) ([]schedule.Job, error) {
-	st, err := m.open()
-	if err != nil {
-		return nil, err
-	}
-	docs, err := st.ListJobs(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]schedule.Job, 0, len(docs))
-	for _, id := range slices.Sorted(maps.Keys(docs)) {
-		var j schedule.Job
-		if err := json.Unmarshal(docs[id], &j); err != nil || j.ID != id {
-			continue
-		}
-		out = append(out, j)
-	}
-	return out, nil
-}
-
-func (m lazyStore) GetJob(ctx context.Context, id string) (schedule.Job, error) {
-	st, err := m.open()
-	if err != nil {
-		return schedule.Job{}, err
-	}
-	doc, err := st.Job(ctx, id)
-	if err != nil {
-		return schedule.Job{}, notFound(err)
-	}
-	var j schedule.Job
-	if err := json.Unmarshal(doc, &j); err != nil {
-		return schedule.Job{}, fmt.Errorf("job %s: %w", id, err)
-	}
-	return j, nil
-}
-
-func (m lazyStore) CreateJob(ctx context.Context, j schedule.Job) error {
-	st, err := m.open()
-	if err != nil {
-		return err
-	}
-	doc, err := json.Marshal(j)
-	if err != nil {
-		return err
-	}
-	return st.CreateJob(ctx, j.ID, doc)
-}
-
-func (m lazyStore) UpdateJob(ctx context.Context, id string, fn func(*schedule.Job) error) error {
-	st, err := m.open()
-	if err != nil {
-		return err
-	}
-	return notFound(st.UpdateJob(ctx, id, func(doc json.RawMessage) (json.RawMessage, error) {
-		var j schedule.Job
-		if err := json.Unmarshal(doc, &j); err != nil {
-			return nil, fmt.Errorf("job %s: %w", id, err)
-		}
-		if err := fn(&j); err != nil {
-			return nil, err
-		}
-		return json.Marshal(j)
-	}))
-}
-
-func (m lazyStore) DeleteJob(ctx context.Context, id string) error {
-	st, err := m.open()
-	if err != nil {
-		return err
-	}
-	return notFound(st.DeleteJob(ctx, id))
-}
-
 // jobGate is the gate a scheduled job runs through: the policy in force in
 // its workspace now (a workspace policy trusted or only narrowing, as for
 // any command; --policy when the daemon was given one), no --grant flags,
 // the remembered grants, and the policy's approval mode with nobody to ask
 // (ask means never: there is no terminal).
-func (e *env) jobGate(ctx context.Context, ws string) (*runtime.Gate, error) {
+func jobGate(ctx context.Context, e *Env, ws string) (*runtime.Gate, error) {
 	files := runtime.PolicyFiles{
-		Explicit:  globalString(e.c, "policy"),
+		Explicit:  GlobalString(e.CLI(), "policy"),
 		Workspace: filepath.Join(ws, ".warden", "policy.yaml"),
-		Home:      filepath.Join(e.home, "policy.yaml"),
+		Home:      filepath.Join(e.Home(), "policy.yaml"),
 	}
-	pf, err := runtime.ResolvePolicy(ctx, files, lazyStore{open: e.store})
+	pf, err := runtime.ResolvePolicy(ctx, files, NewLazyStore(e.Store))
 	if err != nil {
 		return nil, err
 	}
 	for _, ig := range pf.Ignored {
-		e.log.Warn("untrusted workspace policy: ignored", "file", pf.File, "line", ig.Line, "what", ig.What)
+		e.Log().Warn("untrusted workspace policy: ignored", "file", pf.File, "line", ig.Line, "what", ig.What)
 	}
 	mode := pf.Policy.Approval
 	if mode == "" || mode == runtime.ApproveAsk {
 		mode = runtime.ApproveNever
 	}
-	reg, err := e.registry()
+	reg, err := e.Registry()
 	if err != nil {
 		return nil, err
 	}
-	st, err := e.store()
+	st, err := e.Store()
 	if err != nil {
 		return nil, err
 	}
 	return runtime.NewGate(runtime.GateOptions{
-		Registry: reg, Policy: pf.Policy, Workspace: ws, Grants: lazyStore{open: e.store}, Hide: e.ownPaths(),
-		Approval: mode, Logger: e.log, Redactor: e.redactor, Audit: st,
+		Registry: reg, Policy: pf.Policy, Workspace: ws, Grants: NewLazyStore(e.Store), Hide: e.OwnPaths(),
+		Approval: mode, Logger: e.Log(), Redactor: e.Redactor(), Audit: st,
 	})
 }
 
 // runJob runs one firing of j as run runID: its pinned workflow, or its
 // agent task, with the job's grants ∩ the policy in force now.
-func (e *env) runJob(ctx context.Context, j schedule.Job, runID string) schedule.Outcome {
+func runJob(ctx context.Context, e *Env, j schedule.Job, runID string) schedule.Outcome {
 	failed := func(err error) schedule.Outcome {
 		// A store's failure keeps its code (STORE_LOCKED, STORE_FULL, …).
-		var f *failure
-		if errors.As(storeFailure(err), &f) && f.code != runtime.CodeInternal {
-			return schedule.Outcome{Status: runtime.RunFailed, Error: &runtime.Error{Code: f.code, Message: f.msg, Hint: f.hint}}
+		var f *Failure
+		if errors.As(StoreFailure(err), &f) && f.Code != runtime.CodeInternal {
+			return schedule.Outcome{Status: runtime.RunFailed, Error: &runtime.Error{Code: f.Code, Message: f.Msg, Hint: f.Hint}}
 		}
 		re := runtime.AsError(err)
 		if re == nil || re.Code == runtime.CodeInternal && re.Message == "" {
@@ -148,7 +71,7 @@ func (e *env) runJob(ctx context.Context, j schedule.Job, runID string) schedule
 		}
 		return schedule.Outcome{Status: runtime.RunFailed, Error: re}
 	}
-	g, err := e.jobGate(ctx, j.Workspace)
+	g, err := jobGate(ctx, e, j.Workspace)
 	if err != nil {
 		return failed(err)
 	}
@@ -157,7 +80,7 @@ func (e *env) runJob(ctx context.Context, j schedule.Job, runID string) schedule
 		return failed(err)
 	}
 	base := g.Grants().Intersect(jobSet)
-	st, err := e.store()
+	st, err := e.Store()
 	if err != nil {
 		return failed(err)
 	}
@@ -169,10 +92,10 @@ func (e *env) runJob(ctx context.Context, j schedule.Job, runID string) schedule
 		}
 		o := workflow.RunOptions{
 			Gate: g, Base: &base, Params: j.Params, Principal: j.Principal(), RunID: runID,
-			Open: openWorkflow, Check: workflowOptions(g.Registry()), Runs: st, Redactor: e.redactor,
+			Open: OpenWorkflow, Check: WorkflowOptions(g.Registry()), Runs: st, Redactor: e.Redactor(),
 		}
-		if cfg, err := e.modelConfig(); err == nil {
-			o.Agent = e.agentStep(g, st, cfg, w.Name)
+		if cfg, err := e.ModelConfig(); err == nil {
+			o.Agent = AgentStep(e, g, st, cfg, w.Name)
 		}
 		rec, err := workflow.Run(ctx, w, o)
 		if err != nil {
@@ -185,7 +108,7 @@ func (e *env) runJob(ctx context.Context, j schedule.Job, runID string) schedule
 		}
 		return schedule.Outcome{Status: rec.Status, Error: jobDenied(j, g.Policy().Source, rec.Error, stepErr)}
 	default:
-		cfg, err := e.modelConfig()
+		cfg, err := e.ModelConfig()
 		if err != nil {
 			return failed(err)
 		}
@@ -193,10 +116,10 @@ func (e *env) runJob(ctx context.Context, j schedule.Job, runID string) schedule
 		if err != nil {
 			return failed(err)
 		}
-		mem := lazyStore{open: e.store}
+		mem := NewLazyStore(e.Store)
 		rec, err := agent.Run(ctx, agent.Options{
 			Gate: g, Model: model, Task: j.Task, ModelName: cfg.Model, Endpoint: model.Host(), Restrict: &base,
-			Principal: j.Principal(), RunID: runID, Runs: st, Artifacts: mem, Memory: mem, Redactor: e.redactor,
+			Principal: j.Principal(), RunID: runID, Runs: st, Artifacts: mem, Memory: mem, Redactor: e.Redactor(),
 		})
 		if err != nil {
 			return failed(err)
@@ -239,31 +162,24 @@ func jobDenied(j schedule.Job, policySource string, re, stepErr *runtime.Error) 
 // pinnedWorkflow reads and checks a job's workflow file, refusing one that
 // changed since it was scheduled.
 func pinnedWorkflow(file, digest string, reg *runtime.Registry, job string) (*workflow.Workflow, error) {
-	src, data, err := openWorkflow("", file)
+	src, data, err := OpenWorkflow("", file)
 	if err != nil {
 		return nil, err
 	}
 	if sum := runtime.SHA256Hex(data); sum != digest {
 		return nil, runtime.Errorf(runtime.CodePolicyDenied, "review it, then `warden schedule approve "+job+"`",
-			"%s changed since the job was scheduled (sha256 %s, scheduled %s): refused until approved again", file, short16(sum), short16(digest))
+			"%s changed since the job was scheduled (sha256 %s, scheduled %s): refused until approved again", file, Short16(sum), Short16(digest))
 	}
-	return workflow.Parse(src, data, workflowOptions(reg))
-}
-
-func short16(s string) string {
-	if len(s) > 16 {
-		return s[:16]
-	}
-	return s
+	return workflow.Parse(src, data, WorkflowOptions(reg))
 }
 
 // notifyJob runs a job's on_failure: a tool call or a workflow, under the
 // job's grants, through the gate.
-func (e *env) notifyJob(ctx context.Context, j schedule.Job, out schedule.Outcome) {
+func notifyJob(ctx context.Context, e *Env, j schedule.Job, out schedule.Outcome) {
 	n := j.OnFailure
-	g, err := e.jobGate(ctx, j.Workspace)
+	g, err := jobGate(ctx, e, j.Workspace)
 	if err != nil {
-		e.log.Warn("schedule: on_failure could not run", "job", j.ID, "err", err)
+		e.Log().Warn("schedule: on_failure could not run", "job", j.ID, "err", err)
 		return
 	}
 	jobSet, err := j.GrantSet()
@@ -274,22 +190,22 @@ func (e *env) notifyJob(ctx context.Context, j schedule.Job, out schedule.Outcom
 	if n.Tool != "" {
 		res, err := g.Call(ctx, runtime.Request{Tool: n.Tool, Args: n.Args, Principal: principal, RunID: out.RunID, Restrict: &jobSet})
 		if err != nil || !res.Success {
-			e.log.Warn("schedule: on_failure failed", "job", j.ID, "tool", n.Tool, "err", err, "error", res.Error)
+			e.Log().Warn("schedule: on_failure failed", "job", j.ID, "tool", n.Tool, "err", err, "error", res.Error)
 		}
 		return
 	}
 	w, err := pinnedWorkflow(n.Workflow, n.Digest, g.Registry(), j.ID)
 	if err == nil {
 		base := g.Grants().Intersect(jobSet)
-		st, serr := e.store()
+		st, serr := e.Store()
 		if serr != nil {
 			return
 		}
 		_, err = workflow.Run(ctx, w, workflow.RunOptions{Gate: g, Base: &base, Principal: principal, Runs: st,
-			Params: map[string]any{}, Open: openWorkflow, Check: workflowOptions(g.Registry()), Redactor: e.redactor})
+			Params: map[string]any{}, Open: OpenWorkflow, Check: WorkflowOptions(g.Registry()), Redactor: e.Redactor()})
 	}
 	if err != nil {
-		e.log.Warn("schedule: on_failure workflow failed", "job", j.ID, "err", err)
+		e.Log().Warn("schedule: on_failure workflow failed", "job", j.ID, "err", err)
 	}
 }
 

@@ -60,7 +60,7 @@ func leaseErr(err error) error {
 	case errors.Is(err, postgres.ErrLeaseLost):
 		return fmt.Errorf("%w: %v", schedule.ErrLeaseLost, err)
 	}
-	return notFound(err)
+	return NotFound(err)
 }
 
 // withJob applies fn to a job document.

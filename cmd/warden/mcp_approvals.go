@@ -17,8 +17,8 @@ import (
 	"github.com/wardenrt/warden/runtime"
 )
 
-// approvalInput is the id of warden's one input request.
-const approvalInput = "warden_approval"
+// ApprovalInput is the id of warden's one input request.
+const ApprovalInput = "warden_approval"
 
 // Approval bounds: how long an asked approval can be answered; how many
 // may wait, in all and per session and client; and the largest arguments
@@ -123,7 +123,7 @@ func (a *mcpApprovals) begin(req *mcp.CallToolRequest, g *runtime.Gate, principa
 	rec, ok := a.pending[p.RequestState]
 	delete(a.pending, p.RequestState)
 	a.mu.Unlock()
-	resp, _ := p.InputResponses[approvalInput].(*mcp.ElicitResult)
+	resp, _ := p.InputResponses[ApprovalInput].(*mcp.ElicitResult)
 	switch {
 	case ask.legacy:
 		ask.answerErr = errors.New("an answer sent with the call is not accepted on this protocol version")
@@ -270,14 +270,14 @@ func approvalRequest(r runtime.ApprovalRequest) (*mcp.ElicitParams, error) {
 		return nil, fmt.Errorf("its preview (%d bytes) is too long to show the person in full (at most %d)", len(r.Preview.Output), maxApprovalPreviewLen)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "warden: %s wants to call %s\n", printable(strings.Join(r.Principal, " → ")), printable(r.Tool))
-	fmt.Fprintf(&b, "arguments: %s\n", printable(string(r.Args)))
+	fmt.Fprintf(&b, "warden: %s wants to call %s\n", Printable(strings.Join(r.Principal, " → ")), Printable(r.Tool))
+	fmt.Fprintf(&b, "arguments: %s\n", Printable(string(r.Args)))
 	if len(r.Needs) > 0 {
-		fmt.Fprintf(&b, "needs: %s\n", printable(strings.Join(r.Needs, ", ")))
+		fmt.Fprintf(&b, "needs: %s\n", Printable(strings.Join(r.Needs, ", ")))
 	}
-	fmt.Fprintf(&b, "rule: %s\n", printable(r.Rule))
+	fmt.Fprintf(&b, "rule: %s\n", Printable(r.Rule))
 	if r.Preview != nil {
-		fmt.Fprintf(&b, "preview:\n%s\n", printable(r.Preview.Output))
+		fmt.Fprintf(&b, "preview:\n%s\n", Printable(r.Preview.Output))
 	}
 	b.WriteString("Approve this call once?")
 	return &mcp.ElicitParams{

@@ -29,7 +29,7 @@ import (
 // over the audit log and the runs; and the tool list kept in step with the
 // wasm modules installed, approved, re-granted or removed while it serves.
 type mcpServer struct {
-	e   *env
+	e   *Env
 	s   *mcp.Server
 	log *slog.Logger
 	// gate is the current gate; a reload swaps in one built on the new
@@ -84,19 +84,19 @@ type mcpOptions struct {
 
 // newMCPServer builds the server over the gate e.gate() builds, with e's
 // approver asking through the MCP client.
-func newMCPServer(e *env, o mcpOptions) (*mcpServer, error) {
-	m := &mcpServer{e: e, log: e.logger(), listed: map[string]runtime.Spec{}, approvals: newMCPApprovals()}
-	if e.approval == runtime.ApproveAsk {
-		e.approver = m.approvals
+func newMCPServer(e *Env, o mcpOptions) (*mcpServer, error) {
+	m := &mcpServer{e: e, log: e.Logger(), listed: map[string]runtime.Spec{}, approvals: newMCPApprovals()}
+	if e.Approval() == runtime.ApproveAsk {
+		e.SetApprover(m.approvals)
 	}
 	// The fingerprint first: a module changed while the gate is being
 	// built is then seen by the first look.
-	p, err := m.toolsPrint(e.ctx())
+	p, err := m.toolsPrint(e.Context())
 	if err != nil {
-		return nil, storeFailure(err)
+		return nil, StoreFailure(err)
 	}
 	m.print = p
-	g, err := e.gate()
+	g, err := e.Gate()
 	if err != nil {
 		return nil, err
 	}
@@ -234,12 +234,12 @@ func (m *mcpServer) call(ctx context.Context, name string, req *mcp.CallToolRequ
 	}
 	if ask.elicit != nil {
 		return &mcp.CallToolResult{
-			InputRequests: mcp.InputRequestMap{approvalInput: ask.elicit},
+			InputRequests: mcp.InputRequestMap{ApprovalInput: ask.elicit},
 			RequestState:  ask.state,
 		}, nil
 	}
 	text := res.Output
-	res.Error = mcpError(res.Error)
+	res.Error = MCPError(res.Error)
 	if res.Error != nil {
 		text = fmt.Sprintf("%s: %s", res.Error.Code, res.Error.Message)
 		if res.Error.Hint != "" {
@@ -254,9 +254,9 @@ func (m *mcpServer) call(ctx context.Context, name string, req *mcp.CallToolRequ
 	}, nil
 }
 
-// mcpWarningsHeader separates a result's warnings from its output in the
+// MCPWarningsHeader separates a result's warnings from its output in the
 // text content.
-const mcpWarningsHeader = "--- warden warnings ---"
+const MCPWarningsHeader = "--- warden warnings ---"
 
 // withWarnings appends a result's warnings to its text content, after the
 // output and a line of their own, one a line: a client that passes only
@@ -274,7 +274,7 @@ func withWarnings(text string, warnings []string) string {
 	if text != "" {
 		b.WriteByte('\n')
 	}
-	b.WriteString(mcpWarningsHeader)
+	b.WriteString(MCPWarningsHeader)
 	for _, w := range warnings {
 		b.WriteString("\nwarning: ")
 		b.WriteString(w)
@@ -319,7 +319,7 @@ func principalName(s string) string {
 // grants) in the store.
 func (m *mcpServer) toolsPrint(ctx context.Context) (string, error) {
 	h := sha256.New()
-	dir := filepath.Join(m.e.home, "tools")
+	dir := filepath.Join(m.e.Home(), "tools")
 	ents, err := os.ReadDir(dir)
 	if err != nil && !os.IsNotExist(err) {
 		return "", err
@@ -331,7 +331,7 @@ func (m *mcpServer) toolsPrint(ctx context.Context) (string, error) {
 		}
 		fmt.Fprintf(h, "%s %d %d %v\n", d.Name(), fi.Size(), fi.ModTime().UnixNano(), fi.Mode())
 	}
-	st, err := m.e.store()
+	st, err := m.e.Store()
 	if err != nil {
 		return "", err
 	}
@@ -390,10 +390,10 @@ func (m *mcpServer) reloadIfChanged(ctx context.Context) error {
 	if p == m.print {
 		return nil
 	}
-	reg, rerr := m.e.reloadRegistry()
+	reg, rerr := m.e.ReloadRegistry()
 	if rerr != nil {
 		m.log.Error("mcp: wasm tools not reloaded; serving the core tools only", "err", rerr.Error())
-		if reg, err = m.e.coreRegistry(); err != nil {
+		if reg, err = m.e.CoreRegistry(); err != nil {
 			return err
 		}
 		p = "" // look again next time
@@ -458,9 +458,9 @@ func (m *mcpServer) addResources() {
 		Description: fmt.Sprintf("the last %d agent and workflow runs: id, kind, status, start, steps, task", mcpRecentRuns)},
 		m.readResource(func(ctx context.Context, st store.Backend, _ string) (any, error) {
 			docs, err := st.ListRuns(ctx, mcpRecentRuns)
-			out := make([]runSummary, 0, len(docs))
+			out := make([]RunSummary, 0, len(docs))
 			for _, d := range docs {
-				var r runSummary
+				var r RunSummary
 				_ = json.Unmarshal(d, &r)
 				out = append(out, r)
 			}
@@ -482,10 +482,10 @@ func (m *mcpServer) addResources() {
 func (m *mcpServer) readResource(read func(ctx context.Context, st store.Backend, uri string) (any, error)) mcp.ResourceHandler {
 	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		uri := req.Params.URI
-		if err := m.e.auditAs(ctx, []string{"mcp:" + mcpClientName(req)}, "read", "mcp_resource", map[string]string{"uri": uri}); err != nil {
+		if err := m.e.AuditAs(ctx, []string{"mcp:" + mcpClientName(req)}, "read", "mcp_resource", map[string]string{"uri": uri}); err != nil {
 			return nil, err
 		}
-		st, err := m.e.store()
+		st, err := m.e.Store()
 		if err != nil {
 			return nil, err
 		}

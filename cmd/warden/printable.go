@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// printable makes text that warden did not write itself (a wasm tool's
+// Printable makes text that warden did not write itself (a wasm tool's
 // description or preview, a guest's panic line in an error message, a
 // file name) safe to print on a terminal: control characters other than
 // newline and tab — ESC above all, which starts the sequences that move
@@ -15,7 +15,7 @@ import (
 // reversed) are shown escaped (\x1b, \u009b) instead of being sent.
 // Invalid UTF-8 is shown as U+FFFD. JSON output needs none of this:
 // encoding/json escapes every control character.
-func printable(s string) string {
+func Printable(s string) string {
 	clean := true
 	for _, r := range s {
 		if unsafeRune(r) || r == '\uFFFD' {

@@ -13,7 +13,7 @@ func TestPrintable(t *testing.T) {
 		"bad utf8 \xff":                         "bad utf8 \uFFFD",
 		"rm -rf \u202e/ fo\u2066x":              `rm -rf \u202e/ fo\u2066x`,
 	} {
-		if got := printable(in); got != want {
+		if got := Printable(in); got != want {
 			t.Errorf("printable(%q) = %q, want %q", in, got, want)
 		}
 	}

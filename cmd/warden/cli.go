@@ -1,0 +1,19 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+
+	"github.com/urfave/cli/v2"
+)
+
+// JSONFlag lets --json follow any command, not only precede it.
+var JSONFlag = &cli.BoolFlag{Name: "json", Usage: "machine-readable output on stdout"}
+
+// WriteJSON writes v to w as indented JSON.
+func WriteJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
