@@ -8,6 +8,15 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/wardenrt/warden/cmd/warden/internal/env"
+	"github.com/wardenrt/warden/cmd/warden/internal/jobs"
+	"github.com/wardenrt/warden/cmd/warden/internal/mcpserver"
+	"github.com/wardenrt/warden/cmd/warden/internal/policycmd"
+	"github.com/wardenrt/warden/cmd/warden/internal/runs"
+	"github.com/wardenrt/warden/cmd/warden/internal/statecmd"
+	"github.com/wardenrt/warden/cmd/warden/internal/toolcmd"
+	"github.com/wardenrt/warden/cmd/warden/internal/ui"
 )
 
 // run is main without os.Exit and without its signal handling, for tests.
@@ -21,22 +30,22 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	app := newApp(stdin, stdout, stderr)
 	err := app.RunContext(ctx, reorderArgs(app, args))
 	if err == nil {
-		return ExitOK
+		return env.ExitOK
 	}
-	var f *Failure
+	var f *env.Failure
 	if !errors.As(err, &f) {
 		if ee, ok := err.(cli.ExitCoder); ok && ee.ExitCode() == 0 {
-			return ExitOK
+			return env.ExitOK
 		}
 		// urfave/cli reports bad flags and the like as plain errors.
-		f = UsageErr("see `warden --help`", "%v", err)
+		f = env.UsageErr("see `warden --help`", "%v", err)
 	}
-	if f.Exit != ExitOK {
+	if f.Exit != env.ExitOK {
 		line := fmt.Sprintf("warden: %s: %s", f.Code, f.Msg)
 		if f.Hint != "" {
 			line += " — " + f.Hint
 		}
-		fmt.Fprintln(stderr, Printable(strings.ReplaceAll(line, "\n", " ")))
+		fmt.Fprintln(stderr, ui.Printable(strings.ReplaceAll(line, "\n", " ")))
 	}
 	return f.Exit
 }
@@ -55,21 +64,21 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		Flags:                globalFlags(),
 		ExitErrHandler:       func(*cli.Context, error) {}, // run() prints and exits
 		Commands: []*cli.Command{
-			ToolsCommand(),
-			CallCommand(),
-			RunCommand(),
-			WorkflowCommand(),
-			ScheduleCommand(),
-			DaemonCommand(),
-			MCPCommand(),
+			toolcmd.ToolsCommand(),
+			toolcmd.CallCommand(),
+			runs.RunCommand(),
+			runs.WorkflowCommand(),
+			jobs.ScheduleCommand(),
+			jobs.DaemonCommand(),
+			mcpserver.MCPCommand(),
 			sandboxCommand(),
-			ToolCommand(),
-			AuditCommand(),
-			MemoryCommand(),
-			RunsCommand(),
-			PolicyCommand(),
-			StoreCommand(),
-			GrantCommand(),
+			toolcmd.ToolCommand(),
+			statecmd.AuditCommand(),
+			statecmd.MemoryCommand(),
+			runs.RunsCommand(),
+			policycmd.PolicyCommand(),
+			statecmd.StoreCommand(),
+			policycmd.GrantCommand(),
 			versionCommand(),
 			completionCommand(),
 		},
@@ -79,7 +88,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 	// hold commas. (--tools splits its comma-separated names itself.)
 	app.DisableSliceFlagSeparator = true
 	app.OnUsageError = func(c *cli.Context, err error, _ bool) error {
-		return UsageErr("see `warden "+c.Command.Name+" --help`", "%v", err)
+		return env.UsageErr("see `warden "+c.Command.Name+" --help`", "%v", err)
 	}
 	for _, c := range app.Commands {
 		setUsageErrors(c)
@@ -94,7 +103,7 @@ func setUsageErrors(c *cli.Command) { setUsageErrorsAt(c, "warden") }
 func setUsageErrorsAt(c *cli.Command, path string) {
 	full := path + " " + c.Name
 	c.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
-		return UsageErr("see `"+full+" --help`", "%v", err)
+		return env.UsageErr("see `"+full+" --help`", "%v", err)
 	}
 	for _, s := range c.Subcommands {
 		setUsageErrorsAt(s, full)
@@ -112,7 +121,7 @@ func globalFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "json", Usage: "machine-readable output on stdout"},
 		&cli.StringFlag{Name: "log-level", EnvVars: []string{"WARDEN_LOG_LEVEL"}, Value: "warn", Usage: "stderr log level: debug | info | warn | error (the log file under <home>/logs always gets info)"},
 		&cli.StringFlag{Name: "store", EnvVars: []string{"WARDEN_STORE"}, Usage: "where state is kept: bbolt (the file <home>/warden.db, the default), bbolt:PATH, or postgres://USER@HOST:PORT/DB shared by many hosts (see `warden store`)"},
-		&cli.DurationFlag{Name: "lock-timeout", EnvVars: []string{"WARDEN_LOCK_TIMEOUT"}, Value: DefaultLockTimeout, Usage: "how long to wait for another warden process to release the store"},
+		&cli.DurationFlag{Name: "lock-timeout", EnvVars: []string{"WARDEN_LOCK_TIMEOUT"}, Value: env.DefaultLockTimeout, Usage: "how long to wait for another warden process to release the store"},
 	}
 }
 
@@ -226,3 +235,6 @@ func takesValue(flags []cli.Flag, arg string) bool {
 
 // version is set at build time with -ldflags "-X main.version=…".
 var version = "0.1.0-dev"
+
+// The packages under internal report the version main was built with.
+func init() { env.SetVersion(version) }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wardenrt/warden/cmd/warden/internal/env"
 	"github.com/wardenrt/warden/internal/wasmfixture"
 	"github.com/wardenrt/warden/store"
 )
@@ -97,7 +98,7 @@ func TestStoreLockedExit(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		start := time.Now()
 		code, _, e := runCLI(t, home, "--lock-timeout", "100ms", "audit", "ls")
-		if code != ExitLocked || !strings.HasPrefix(e, "warden: STORE_LOCKED: ") || !strings.Contains(e, "retry") {
+		if code != env.ExitLocked || !strings.HasPrefix(e, "warden: STORE_LOCKED: ") || !strings.Contains(e, "retry") {
 			t.Fatalf("attempt %d: exit %d, stderr %q", i, code, e)
 		}
 		if d := time.Since(start); d > time.Second {
@@ -136,7 +137,7 @@ func TestToolsJSONMatchesRegistry(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &listed); err != nil {
 		t.Fatal(err)
 	}
-	e := ForHome(home, t.TempDir())
+	e := env.ForHome(home, t.TempDir())
 	defer e.Close()
 	reg, err := e.Registry()
 	if err != nil {

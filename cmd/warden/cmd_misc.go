@@ -6,16 +6,18 @@ import (
 	goruntime "runtime"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/wardenrt/warden/cmd/warden/internal/env"
 )
 
 func versionCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "version",
 		Usage: "print warden's version",
-		Flags: []cli.Flag{JSONFlag},
+		Flags: []cli.Flag{env.JSONFlag},
 		Action: func(c *cli.Context) error {
-			if WantJSON(c) {
-				return WriteJSON(c.App.Writer, map[string]string{"version": version, "go": goruntime.Version(), "os": goruntime.GOOS, "arch": goruntime.GOARCH})
+			if env.WantJSON(c) {
+				return env.WriteJSON(c.App.Writer, map[string]string{"version": version, "go": goruntime.Version(), "os": goruntime.GOOS, "arch": goruntime.GOARCH})
 			}
 			_, err := fmt.Fprintf(c.App.Writer, "warden %s (%s, %s/%s)\n", version, goruntime.Version(), goruntime.GOOS, goruntime.GOARCH)
 			return err
@@ -50,7 +52,7 @@ func completionCommand() *cli.Command {
 				_, err = fmt.Fprint(c.App.Writer, s)
 				return err
 			}
-			return UsageErr("usage: warden completion bash|zsh|fish", "unknown shell %q", c.Args().First())
+			return env.UsageErr("usage: warden completion bash|zsh|fish", "unknown shell %q", c.Args().First())
 		},
 	}
 }

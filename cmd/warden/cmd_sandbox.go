@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/wardenrt/warden/builtin"
+	"github.com/wardenrt/warden/cmd/warden/internal/env"
 	wruntime "github.com/wardenrt/warden/runtime"
 	"github.com/wardenrt/warden/runtime/sandbox"
 )
@@ -20,8 +21,8 @@ func sandboxCommand() *cli.Command {
 			{
 				Name:  "check",
 				Usage: "print what this machine supports: the level, the Landlock ABI, namespaces, what a program can reach (yes/no and why), how the process limit is held, and a probe",
-				Flags: []cli.Flag{JSONFlag},
-				Action: With(func(ctx context.Context, e *Env) error {
+				Flags: []cli.Flag{env.JSONFlag},
+				Action: env.With(func(ctx context.Context, e *env.Env) error {
 					s := sandbox.Detect()
 					how, held := sandbox.ProcessLimit()
 					probe := builtin.ProbeSandbox(ctx)
@@ -88,10 +89,10 @@ func sandboxCommand() *cli.Command {
 					}
 					fmt.Fprintf(e.Stdout(), "require_sandbox: %v (%s)\n", p.RequireSandbox, p.Source)
 					if probe.Error != "" {
-						return Fail(wruntime.CodeInternal, ExitFailed, "see the message above; run with --log-level debug", "the sandbox probe failed")
+						return env.Fail(wruntime.CodeInternal, env.ExitFailed, "see the message above; run with --log-level debug", "the sandbox probe failed")
 					}
 					if p.RequireSandbox && !s.Full() {
-						return Fail(wruntime.CodePolicyDenied, ExitDenied, "programs will be refused: the policy requires a sandbox this machine does not give",
+						return env.Fail(wruntime.CodePolicyDenied, env.ExitDenied, "programs will be refused: the policy requires a sandbox this machine does not give",
 							"require_sandbox is set and the level here is %s", s.Level())
 					}
 					return nil

@@ -7,6 +7,8 @@ import (
 	"os"
 	"runtime/debug"
 
+	"github.com/wardenrt/warden/cmd/warden/internal/env"
+	"github.com/wardenrt/warden/cmd/warden/internal/jobs"
 	"github.com/wardenrt/warden/runtime/sandbox"
 )
 
@@ -25,10 +27,10 @@ func main() {
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(gcPercent)
 	}
-	IgnoreWASIOutput()
+	env.IgnoreWASIOutput()
 	ctx, sigs := watchSignals(os.Stderr)
 	code := runContext(ctx, os.Args, os.Stdin, os.Stdout, os.Stderr)
-	if sig := sigs.stop(); sig != 0 && !(code == ExitOK && StoppedCleanly.Load()) {
+	if sig := sigs.stop(); sig != 0 && !(code == env.ExitOK && jobs.StoppedCleanly.Load()) {
 		code = 128 + int(sig) // interrupted: 130 for SIGINT, 143 for SIGTERM
 	}
 	os.Exit(code)
