@@ -27,6 +27,8 @@ import (
 	"github.com/wardenrt/warden/store"
 )
 
+// DefaultLockTimeout is how long a command waits, by default, for another
+// warden process to release the store (--lock-timeout).
 const DefaultLockTimeout = 2 * time.Second
 
 // Env is everything a command needs, built once from the global flags. It is
@@ -191,7 +193,7 @@ func (e *Env) setupLog(level string) error {
 }
 
 // store opens the store on first use: --store (WARDEN_STORE) chooses the
-// backend, the bbolt file <home>/warden.db by default (store_backend.go).
+// backend, the bbolt file <home>/warden.db by default (storespec.go).
 func (e *Env) store() (store.Backend, error) {
 	if e.st != nil {
 		return e.st, nil
@@ -205,6 +207,8 @@ func (e *Env) store() (store.Backend, error) {
 	return st, nil
 }
 
+// Close closes what the command opened: the wasm tools, the store and the
+// log file.
 func (e *Env) Close() {
 	if e.host != nil {
 		if err := e.host.Close(context.Background()); err != nil {
@@ -243,6 +247,8 @@ func (e *Env) PolicyFiles() runtime.PolicyFiles {
 	}
 }
 
+// PolicyInForce is the policy in force with where it comes from and how
+// far its workspace policy is trusted (Policy).
 func (e *Env) PolicyInForce() (*runtime.PolicyInForce, error) {
 	if e.pol != nil {
 		return e.pol, nil
@@ -643,6 +649,7 @@ func (e *Env) ModuleStatus(name string) (wasmtool.Status, bool) {
 	return wasmtool.Status{}, false
 }
 
+// Context is the command's context (background outside a command).
 func (e *Env) Context() context.Context {
 	if e.c != nil && e.c.Context != nil {
 		return e.c.Context
@@ -650,6 +657,7 @@ func (e *Env) Context() context.Context {
 	return context.Background()
 }
 
+// Logger is the command's log, or one that discards when there is none.
 func (e *Env) Logger() *slog.Logger {
 	if e.log == nil {
 		return slog.New(slog.DiscardHandler)

@@ -33,10 +33,12 @@ type Failure struct {
 
 func (f *Failure) Error() string { return f.Msg }
 
+// Fail is a failure with code, exit status and hint, its message formatted.
 func Fail(code runtime.Code, exit int, hint, format string, args ...any) *Failure {
 	return &Failure{Code: code, Exit: exit, Hint: hint, Msg: fmt.Sprintf(format, args...)}
 }
 
+// UsageErr is a usage error (USAGE, exit status 2) with hint.
 func UsageErr(hint, format string, args ...any) *Failure {
 	return Fail("USAGE", ExitUsage, hint, format, args...)
 }

@@ -36,6 +36,8 @@ import (
 // <home>/fleet-synced.json) or that were published from it. The daemon and
 // `mcp serve` LISTEN for changes and sync and reload at once.
 
+// PublishedPolicy is the name a policy is published under, and the file in
+// the home each host writes it to.
 const PublishedPolicy = "policy.yaml"
 
 // PGStore returns the store when it is a PostgreSQL one (opening it), nil

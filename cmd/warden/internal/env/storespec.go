@@ -69,6 +69,7 @@ func redactURL(s string) string {
 	return scheme + "://" + user + ":xxxxx" + rest[at:]
 }
 
+// StoreSpec is the store --store (WARDEN_STORE) names.
 func (e *Env) StoreSpec() (StoreSpec, error) {
 	return ParseStoreSpec(GlobalString(e.c, "store"), e.home)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/wardenrt/warden/runtime/schedule"
 )
 
+// DaemonCommand is `warden daemon`.
 func DaemonCommand() *cli.Command {
 	return &cli.Command{
 		Name: "daemon",

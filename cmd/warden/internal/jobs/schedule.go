@@ -24,6 +24,7 @@ import (
 // daemon: jobs in the store, run through the gate under the grants they
 // were scheduled with ∩ the policy in force when they run.
 
+// ScheduleCommand is `warden schedule`.
 func ScheduleCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "schedule",

@@ -29,6 +29,7 @@ const EnvMCPToken = "WARDEN_MCP_TOKEN"
 // minMCPTokenLen is the shortest token accepted from envMCPToken.
 const minMCPTokenLen = 24
 
+// MCPCommand is `warden mcp`.
 func MCPCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "mcp",

@@ -14,6 +14,7 @@ import (
 	"github.com/wardenrt/warden/runtime/decode"
 )
 
+// PolicyCommand is `warden policy`.
 func PolicyCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "policy",

@@ -18,6 +18,7 @@ import (
 	"github.com/wardenrt/warden/runtime/decode"
 )
 
+// RunCommand is `warden run`.
 func RunCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "run",

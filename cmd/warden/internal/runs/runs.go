@@ -34,6 +34,7 @@ type RunSummary struct {
 	Steps   int    `json:"steps"`
 }
 
+// RunsCommand is `warden runs`.
 func RunsCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "runs",

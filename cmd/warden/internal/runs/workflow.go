@@ -22,6 +22,7 @@ import (
 	"github.com/wardenrt/warden/runtime/workflow"
 )
 
+// WorkflowCommand is `warden workflow`.
 func WorkflowCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "workflow",

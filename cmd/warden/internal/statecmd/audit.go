@@ -18,6 +18,7 @@ import (
 	"github.com/wardenrt/warden/store"
 )
 
+// AuditCommand is `warden audit`.
 func AuditCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "audit",

@@ -18,6 +18,7 @@ import (
 	"github.com/wardenrt/warden/store"
 )
 
+// MemoryCommand is `warden memory`.
 func MemoryCommand() *cli.Command {
 	nsFlag := &cli.StringFlag{Name: "ns", Value: "default", Usage: "namespace"}
 	return &cli.Command{

@@ -20,6 +20,7 @@ import (
 // bbolt file <home>/warden.db by default, or a PostgreSQL database shared
 // by a fleet of hosts — and `warden store` migrates, copies and reports.
 
+// StoreCommand is `warden store`.
 func StoreCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "store",

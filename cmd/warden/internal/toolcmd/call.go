@@ -18,6 +18,7 @@ import (
 	"github.com/wardenrt/warden/runtime/wasmtool"
 )
 
+// ToolsCommand is `warden tools`.
 func ToolsCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "tools",
@@ -114,6 +115,7 @@ func source(s runtime.Spec) string {
 	return "core"
 }
 
+// CallCommand is `warden call`.
 func CallCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "call",

@@ -31,6 +31,7 @@ import (
 // the home directory (the management commands are the owner's; docs/cli.md).
 const approvedBy = "owner"
 
+// ToolCommand is `warden tool`.
 func ToolCommand() *cli.Command {
 	grantFlag := &cli.StringSliceFlag{Name: "grant", Usage: "grant the module KIND:SCOPE (repeatable); its tools act with the run's grants ∩ the module's"}
 	nameFlag := &cli.StringFlag{Name: "name", Usage: "the module's name (default: the sidecar's name, else the file's)"}

@@ -100,6 +100,7 @@ func (a *TerminalApprover) Approve(ctx context.Context, r runtime.ApprovalReques
 	}
 }
 
+// Indent makes s printable and puts prefix before each of its lines.
 func Indent(s, prefix string) string {
 	lines := strings.Split(strings.TrimRight(Printable(s), "\n"), "\n")
 	for i, l := range lines {

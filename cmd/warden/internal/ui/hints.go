@@ -26,7 +26,7 @@ func CLIHint(e *runtime.Error) string {
 	return e.Hint
 }
 
-// CLIError is e with its hint worded by cliHint (a copy; nil for nil).
+// CLIError is e with its hint worded by CLIHint (a copy; nil for nil).
 func CLIError(e *runtime.Error) *runtime.Error {
 	if e == nil {
 		return nil

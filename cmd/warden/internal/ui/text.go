@@ -13,6 +13,7 @@ func ShellWord(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
+// OneLine is s printable on one line of at most n runes (… when cut).
 func OneLine(s string, n int) string {
 	s = Printable(strings.Join(strings.Fields(s), " "))
 	if r := []rune(s); len(r) > n {
@@ -21,6 +22,7 @@ func OneLine(s string, n int) string {
 	return s
 }
 
+// OrDash is s, or - for an empty s (a table's empty cell).
 func OrDash(s string) string {
 	if s == "" {
 		return "-"
@@ -28,6 +30,7 @@ func OrDash(s string) string {
 	return s
 }
 
+// OrEmpty is s, or an empty list for nil (JSON [] rather than null).
 func OrEmpty(s []string) []string {
 	if s == nil {
 		return []string{}
@@ -35,6 +38,7 @@ func OrEmpty(s []string) []string {
 	return s
 }
 
+// Short16 is at most the first 16 bytes of s (a short sha256).
 func Short16(s string) string {
 	if len(s) > 16 {
 		return s[:16]
