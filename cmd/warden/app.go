@@ -19,6 +19,12 @@ import (
 	"github.com/wardenrt/warden/cmd/warden/internal/ui"
 )
 
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "0.1.0-dev"
+
+// The packages under internal report the version main was built with.
+func init() { env.SetVersion(version) }
+
 // run is main without os.Exit and without its signal handling, for tests.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return runContext(context.Background(), args, stdin, stdout, stderr)
@@ -232,9 +238,3 @@ func takesValue(flags []cli.Flag, arg string) bool {
 	}
 	return false
 }
-
-// version is set at build time with -ldflags "-X main.version=…".
-var version = "0.1.0-dev"
-
-// The packages under internal report the version main was built with.
-func init() { env.SetVersion(version) }
