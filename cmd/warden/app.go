@@ -5,124 +5,25 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/wardenrt/warden/runtime/decode"
-	"github.com/wardenrt/warden/runtime/gate"
-	"github.com/wardenrt/warden/runtime/tool"
-	"github.com/wardenrt/warden/store"
-	"github.com/wardenrt/warden/store/postgres"
-)
-
-// Exit statuses (docs/cli.md).
-const (
-	exitOK     = 0
-	exitFailed = 1
-	exitUsage  = 2
-	exitLocked = 75
-	exitDenied = 77
+	"github.com/wardenrt/warden/cmd/warden/internal/env"
+	"github.com/wardenrt/warden/cmd/warden/internal/jobs"
+	"github.com/wardenrt/warden/cmd/warden/internal/mcpserver"
+	"github.com/wardenrt/warden/cmd/warden/internal/policycmd"
+	"github.com/wardenrt/warden/cmd/warden/internal/runs"
+	"github.com/wardenrt/warden/cmd/warden/internal/statecmd"
+	"github.com/wardenrt/warden/cmd/warden/internal/toolcmd"
+	"github.com/wardenrt/warden/cmd/warden/internal/ui"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
 var version = "0.1.0-dev"
 
-// failure is an error that knows its code, exit status and what to do.
-type failure struct {
-	code tool.Code
-	msg  string
-	hint string
-	exit int
-}
-
-func (f *failure) Error() string { return f.msg }
-
-func fail(code tool.Code, exit int, hint, format string, args ...any) *failure {
-	return &failure{code: code, exit: exit, hint: hint, msg: fmt.Sprintf(format, args...)}
-}
-
-func usageErr(hint, format string, args ...any) *failure {
-	return fail("USAGE", exitUsage, hint, format, args...)
-}
-
-// storeFailure maps store errors onto codes and exit statuses.
-func storeFailure(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, store.ErrLocked):
-		return fail(tool.CodeStoreLocked, exitLocked, "another warden process is using the store; retry when it is done, or raise --lock-timeout", "%v", err)
-	case errors.Is(err, store.ErrUnavailable):
-		return fail(tool.CodeStoreUnavailable, exitLocked, "check that the database server is running and reachable from this host, and the --store URL (WARDEN_STORE); `warden store status` shows the connection", "%v", err)
-	case errors.Is(err, postgres.ErrSchema):
-		// What to do, once: in the hint, not also in the message.
-		msg, hint := err.Error(), "run `warden store migrate` as the role that owns the warden schema"
-		var se *postgres.SchemaError
-		if errors.As(err, &se) {
-			msg, hint = strings.Replace(msg, se.Error(), "postgres: "+se.Problem(), 1), se.Remedy()
-		}
-		return fail(tool.CodeStoreUnavailable, exitFailed, hint, "%s", msg)
-	case errors.Is(err, store.ErrCorrupt):
-		return fail(tool.CodeStoreCorrupt, exitFailed, "restore warden.db from a backup, or move it aside to start a new store", "%v", err)
-	case errors.Is(err, store.ErrFull), errors.Is(err, store.ErrReadOnly):
-		return writeFailure(err)
-	case errors.Is(err, store.ErrTampered):
-		return fail(tool.CodeAuditTampered, exitFailed, "the audit log was altered; keep the file for investigation", "%v", err)
-	case errors.Is(err, store.ErrNotFound), errors.Is(err, gate.ErrNotFound):
-		return fail(tool.CodeNotFound, exitFailed, "check the name with the matching ls command (memory ls, runs ls, audit ls, grant ls)", "%v", err)
-	case errors.Is(err, context.Canceled):
-		return fail(tool.CodeUserCancelled, exitFailed, "", "cancelled")
-	}
-	var f *failure
-	if errors.As(err, &f) {
-		return f
-	}
-	return fail(tool.CodeInternal, exitFailed, "run again with --log-level debug and see <home>/logs", "%v", err)
-}
-
-// writeFailure is STORE_FULL or STORE_READONLY, with a hint naming the
-// path that could not be written and what to do about it.
-func writeFailure(err error) *failure {
-	path := "the warden home directory"
-	var we *store.WriteError
-	if errors.As(err, &we) {
-		path = we.Path
-	}
-	dir := path // the directory to free or fix: path's own, or its parent
-	if fi, serr := os.Stat(path); serr != nil || !fi.IsDir() {
-		dir = filepath.Dir(path)
-	}
-	if errors.Is(err, store.ErrFull) {
-		return fail(tool.CodeStoreFull, exitFailed,
-			fmt.Sprintf("free space on the file system holding %s (`df -h %s` shows it), then run the command again; nothing ran without its audit record", path, dir),
-			"%v", err)
-	}
-	return fail(tool.CodeStoreReadOnly, exitFailed,
-		fmt.Sprintf("make %s writable (remount it read-write, or fix its owner and mode), or choose a writable --home; nothing ran without its audit record", dir),
-		"%v", err)
-}
-
-// readFailure maps a failure to read or decode a file someone other than
-// warden wrote (a policy, a sidecar, a workflow): over the decoder's
-// budget is TOO_LARGE, a refused construct or a problem in the file is
-// INVALID_INPUT, anything else (missing, unreadable) a usage error; hint
-// says what to do about the file.
-func readFailure(err error, hint string) error {
-	switch {
-	case errors.Is(err, decode.ErrTooLarge):
-		return fail(tool.CodeTooLarge, exitFailed, "shorten or split the file: warden reads a file it did not write only within a budget (a policy, sidecar or workflow: 1 MiB, 20,000 YAML tokens, 1,000 keys a mapping)", "%v", err)
-	case errors.Is(err, decode.ErrInvalid):
-		return fail(tool.CodeInvalidInput, exitFailed, hint, "%v", err)
-	}
-	var pe *gate.PositionError
-	if errors.As(err, &pe) {
-		return fail(tool.CodeInvalidInput, exitFailed, hint, "%v", err)
-	}
-	return usageErr(hint, "%v", err)
-}
+// The packages under internal report the version main was built with.
+func init() { env.SetVersion(version) }
 
 // run is main without os.Exit and without its signal handling, for tests.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -135,24 +36,24 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	app := newApp(stdin, stdout, stderr)
 	err := app.RunContext(ctx, reorderArgs(app, args))
 	if err == nil {
-		return exitOK
+		return env.ExitOK
 	}
-	var f *failure
+	var f *env.Failure
 	if !errors.As(err, &f) {
 		if ee, ok := err.(cli.ExitCoder); ok && ee.ExitCode() == 0 {
-			return exitOK
+			return env.ExitOK
 		}
 		// urfave/cli reports bad flags and the like as plain errors.
-		f = usageErr("see `warden --help`", "%v", err)
+		f = env.UsageErr("see `warden --help`", "%v", err)
 	}
-	if f.exit != exitOK {
-		line := fmt.Sprintf("warden: %s: %s", f.code, f.msg)
-		if f.hint != "" {
-			line += " — " + f.hint
+	if f.Exit != env.ExitOK {
+		line := fmt.Sprintf("warden: %s: %s", f.Code, f.Msg)
+		if f.Hint != "" {
+			line += " — " + f.Hint
 		}
-		fmt.Fprintln(stderr, printable(strings.ReplaceAll(line, "\n", " ")))
+		fmt.Fprintln(stderr, ui.Printable(strings.ReplaceAll(line, "\n", " ")))
 	}
-	return f.exit
+	return f.Exit
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
@@ -169,21 +70,21 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		Flags:                globalFlags(),
 		ExitErrHandler:       func(*cli.Context, error) {}, // run() prints and exits
 		Commands: []*cli.Command{
-			toolsCommand(),
-			callCommand(),
-			runCommand(),
-			workflowCommand(),
-			scheduleCommand(),
-			daemonCommand(),
-			mcpCommand(),
+			toolcmd.ToolsCommand(),
+			toolcmd.CallCommand(),
+			runs.RunCommand(),
+			runs.WorkflowCommand(),
+			jobs.ScheduleCommand(),
+			jobs.DaemonCommand(),
+			mcpserver.MCPCommand(),
 			sandboxCommand(),
-			toolCommand(),
-			auditCommand(),
-			memoryCommand(),
-			runsCommand(),
-			policyCommand(),
-			storeCommand(),
-			grantCommand(),
+			toolcmd.ToolCommand(),
+			statecmd.AuditCommand(),
+			statecmd.MemoryCommand(),
+			runs.RunsCommand(),
+			policycmd.PolicyCommand(),
+			statecmd.StoreCommand(),
+			policycmd.GrantCommand(),
 			versionCommand(),
 			completionCommand(),
 		},
@@ -193,7 +94,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 	// hold commas. (--tools splits its comma-separated names itself.)
 	app.DisableSliceFlagSeparator = true
 	app.OnUsageError = func(c *cli.Context, err error, _ bool) error {
-		return usageErr("see `warden "+c.Command.Name+" --help`", "%v", err)
+		return env.UsageErr("see `warden "+c.Command.Name+" --help`", "%v", err)
 	}
 	for _, c := range app.Commands {
 		setUsageErrors(c)
@@ -208,7 +109,7 @@ func setUsageErrors(c *cli.Command) { setUsageErrorsAt(c, "warden") }
 func setUsageErrorsAt(c *cli.Command, path string) {
 	full := path + " " + c.Name
 	c.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
-		return usageErr("see `"+full+" --help`", "%v", err)
+		return env.UsageErr("see `"+full+" --help`", "%v", err)
 	}
 	for _, s := range c.Subcommands {
 		setUsageErrorsAt(s, full)
@@ -226,12 +127,9 @@ func globalFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "json", Usage: "machine-readable output on stdout"},
 		&cli.StringFlag{Name: "log-level", EnvVars: []string{"WARDEN_LOG_LEVEL"}, Value: "warn", Usage: "stderr log level: debug | info | warn | error (the log file under <home>/logs always gets info)"},
 		&cli.StringFlag{Name: "store", EnvVars: []string{"WARDEN_STORE"}, Usage: "where state is kept: bbolt (the file <home>/warden.db, the default), bbolt:PATH, or postgres://USER@HOST:PORT/DB shared by many hosts (see `warden store`)"},
-		&cli.DurationFlag{Name: "lock-timeout", EnvVars: []string{"WARDEN_LOCK_TIMEOUT"}, Value: defaultLockTimeout, Usage: "how long to wait for another warden process to release the store"},
+		&cli.DurationFlag{Name: "lock-timeout", EnvVars: []string{"WARDEN_LOCK_TIMEOUT"}, Value: env.DefaultLockTimeout, Usage: "how long to wait for another warden process to release the store"},
 	}
 }
-
-// jsonFlag lets --json follow any command, not only precede it.
-var jsonFlag = &cli.BoolFlag{Name: "json", Usage: "machine-readable output on stdout"}
 
 // reorderArgs moves flags that follow positional arguments in front of them,
 // so `warden call system --args '{}'` works (Go's flag parsing stops at the

@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/urfave/cli/v2"
 
+	"github.com/wardenrt/warden/cmd/warden/internal/env"
 	"github.com/wardenrt/warden/runtime/gate"
 )
 
@@ -68,8 +69,8 @@ func BenchmarkMCPRoundTrip(b *testing.B) {
 	b.Run("gate-only", func(b *testing.B) {
 		home := filepath.Join(dir, "home-gate")
 		app := newApp(strings.NewReader(""), io.Discard, io.Discard)
-		app.Commands = append(app.Commands, &cli.Command{Name: "bench", Action: withEnv(func(ctx context.Context, e *env) error {
-			g, err := e.gate()
+		app.Commands = append(app.Commands, &cli.Command{Name: "bench", Action: env.With(func(ctx context.Context, e *env.Env) error {
+			g, err := e.Gate()
 			if err != nil {
 				return err
 			}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wardenrt/warden/cmd/warden/internal/env"
 	"github.com/wardenrt/warden/internal/wasmfixture"
-	"github.com/wardenrt/warden/runtime/redact"
 	"github.com/wardenrt/warden/store"
 )
 
@@ -99,7 +98,7 @@ func TestStoreLockedExit(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		start := time.Now()
 		code, _, e := runCLI(t, home, "--lock-timeout", "100ms", "audit", "ls")
-		if code != exitLocked || !strings.HasPrefix(e, "warden: STORE_LOCKED: ") || !strings.Contains(e, "retry") {
+		if code != env.ExitLocked || !strings.HasPrefix(e, "warden: STORE_LOCKED: ") || !strings.Contains(e, "retry") {
 			t.Fatalf("attempt %d: exit %d, stderr %q", i, code, e)
 		}
 		if d := time.Since(start); d > time.Second {
@@ -138,9 +137,9 @@ func TestToolsJSONMatchesRegistry(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &listed); err != nil {
 		t.Fatal(err)
 	}
-	e := &env{started: time.Now(), stdin: strings.NewReader(""), stderr: io.Discard, redactor: redact.New(), home: home, workspace: t.TempDir()}
-	defer e.close()
-	reg, err := e.registry()
+	e := env.ForHome(home, t.TempDir())
+	defer e.Close()
+	reg, err := e.Registry()
 	if err != nil {
 		t.Fatal(err)
 	}

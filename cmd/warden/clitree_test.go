@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/wardenrt/warden/cmd/warden/internal/env"
 )
 
 // leaves lists every command that runs something, by its full path.
@@ -35,7 +37,7 @@ func TestCommandTreeUsageHints(t *testing.T) {
 	n := 0
 	for _, path := range leaves(app.Commands, "") {
 		code, _, errs := runWS(t, home, ws, append(strings.Fields(path), "--no-such-flag")...)
-		if code != exitUsage {
+		if code != env.ExitUsage {
 			t.Errorf("%s --no-such-flag: exit %d\n%s", path, code, errs)
 			continue
 		}
@@ -45,7 +47,7 @@ func TestCommandTreeUsageHints(t *testing.T) {
 			continue
 		}
 		args := strings.Fields(m[1])[1:]
-		if code, out, errs := runWS(t, home, ws, args...); code != exitOK || out == "" {
+		if code, out, errs := runWS(t, home, ws, args...); code != env.ExitOK || out == "" {
 			t.Errorf("%s: its hint %q does not work: exit %d %s", path, m[1], code, errs)
 		}
 		n++
@@ -69,7 +71,7 @@ func TestCommandTreeJSON(t *testing.T) {
 	for _, c := range cmds {
 		for _, args := range [][]string{append([]string{"--json"}, c...), append(append([]string{}, c...), "--json")} {
 			code, out, errs := runWS(t, home, ws, args...)
-			if code != exitOK || !json.Valid([]byte(out)) {
+			if code != env.ExitOK || !json.Valid([]byte(out)) {
 				t.Errorf("warden %s: exit %d, not JSON:\n%s\n%s", strings.Join(args, " "), code, out, errs)
 			}
 		}
@@ -103,7 +105,7 @@ func TestCommandTreeJSON(t *testing.T) {
 			}
 			code, out, errs := runWS(t, home, ws, args...)
 			var v map[string]any
-			if code != exitOK || json.Unmarshal([]byte(out), &v) != nil || v["job"] != "j" && v["id"] != "j" {
+			if code != env.ExitOK || json.Unmarshal([]byte(out), &v) != nil || v["job"] != "j" && v["id"] != "j" {
 				t.Errorf("warden %s: exit %d, not JSON naming the job:\n%s\n%s", strings.Join(args, " "), code, out, errs)
 			}
 		}

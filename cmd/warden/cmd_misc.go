@@ -6,17 +6,18 @@ import (
 	goruntime "runtime"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/wardenrt/warden/cmd/warden/internal/env"
 )
 
 func versionCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "version",
 		Usage: "print warden's version",
-		Flags: []cli.Flag{jsonFlag},
+		Flags: []cli.Flag{env.JSONFlag},
 		Action: func(c *cli.Context) error {
-			if wantJSON(c) {
-				e := &env{stdout: c.App.Writer}
-				return e.printJSON(map[string]string{"version": version, "go": goruntime.Version(), "os": goruntime.GOOS, "arch": goruntime.GOARCH})
+			if env.WantJSON(c) {
+				return env.WriteJSON(c.App.Writer, map[string]string{"version": version, "go": goruntime.Version(), "os": goruntime.GOOS, "arch": goruntime.GOARCH})
 			}
 			_, err := fmt.Fprintf(c.App.Writer, "warden %s (%s, %s/%s)\n", version, goruntime.Version(), goruntime.GOOS, goruntime.GOARCH)
 			return err
@@ -51,7 +52,7 @@ func completionCommand() *cli.Command {
 				_, err = fmt.Fprint(c.App.Writer, s)
 				return err
 			}
-			return usageErr("usage: warden completion bash|zsh|fish", "unknown shell %q", c.Args().First())
+			return env.UsageErr("usage: warden completion bash|zsh|fish", "unknown shell %q", c.Args().First())
 		},
 	}
 }

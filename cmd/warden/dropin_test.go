@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/wardenrt/warden/cmd/warden/internal/env"
 	"github.com/wardenrt/warden/internal/llmtest"
 	"github.com/wardenrt/warden/internal/wasmfixture"
 )
@@ -102,7 +103,7 @@ func TestInstallRefusalHintsWork(t *testing.T) {
 	}
 	weather := wasmfixture.Stage(t, "compat/weather", "", false)
 	code, _, errs := runCLI(t, home, "tool", "install", weather, "--grant", "net:127.0.0.1")
-	if code != exitUsage || !strings.Contains(errs, `tool name "fetch" of module weather is already provided by module fetch`) || !strings.Contains(errs, "--grant net:127.0.0.1 --prefix weather_") {
+	if code != env.ExitUsage || !strings.Contains(errs, `tool name "fetch" of module weather is already provided by module fetch`) || !strings.Contains(errs, "--grant net:127.0.0.1 --prefix weather_") {
 		t.Fatalf("exit %d\n%s", code, errs)
 	}
 	runHint(errs)
@@ -113,7 +114,7 @@ func TestInstallRefusalHintsWork(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, errs = runCLI(t, home, "tool", "approve", "w3", "--yes")
-	if code != exitUsage || !strings.Contains(errs, "warden tool approve w3 --yes --prefix w3_") {
+	if code != env.ExitUsage || !strings.Contains(errs, "warden tool approve w3 --yes --prefix w3_") {
 		t.Fatalf("approve w3: exit %d\n%s", code, errs)
 	}
 	runHint(errs)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/wardenrt/warden/cmd/warden/internal/env"
 	"github.com/wardenrt/warden/internal/wasmfixture"
 	"github.com/wardenrt/warden/runtime/gate"
 	"github.com/wardenrt/warden/runtime/schedule"
@@ -638,7 +639,7 @@ func TestFleetPublish(t *testing.T) {
 	if !strings.Contains(out, `"words": 4`) {
 		t.Fatalf("host-b calling the module host-a approved:\n%s", out)
 	}
-	if sum, _ := fileSHA256(filepath.Join(b.home, "tools", "textstats.wasm")); sum == "" {
+	if sum, _ := env.FileSHA256(filepath.Join(b.home, "tools", "textstats.wasm")); sum == "" {
 		t.Fatal("host-b has no textstats.wasm")
 	}
 	// A file changed on host-b is refused, as on any host: the pin holds.
@@ -717,7 +718,7 @@ func TestFleetLiveReload(t *testing.T) {
 	f := newFleet(t)
 	a, b := f.host("host-a"), f.host("host-b")
 	mod := wasmfixture.Stage(t, "examples/textstats", "", false)
-	modSum, err := fileSHA256(mod)
+	modSum, err := env.FileSHA256(mod)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -764,7 +765,7 @@ func TestFleetLiveReload(t *testing.T) {
 
 	a.run("tool", "install", mod)
 	waitFor("tools/textstats.wasm", func() bool {
-		sum, _ := fileSHA256(bModule)
+		sum, _ := env.FileSHA256(bModule)
 		return sum == modSum
 	})
 	a.run("tool", "rm", "textstats")
@@ -788,10 +789,10 @@ func TestStoreSchemaErrors(t *testing.T) {
 	check := func(what, problem, hint string, migrates int) {
 		t.Helper()
 		code, _, stderr := runCLI(t, t.TempDir(), "--store", url, "store", "status")
-		if code != exitFailed || !strings.Contains(stderr, "STORE_UNAVAILABLE: postgres: ") ||
+		if code != env.ExitFailed || !strings.Contains(stderr, "STORE_UNAVAILABLE: postgres: ") ||
 			!strings.Contains(stderr, problem+" — "+hint) || strings.Count(stderr, "warden store migrate") != migrates {
 			t.Errorf("%s: exit %d, stderr:\n%s\nwant exit %d, STORE_UNAVAILABLE, %q — %q, `warden store migrate` %d times",
-				what, code, stderr, exitFailed, problem, hint, migrates)
+				what, code, stderr, env.ExitFailed, problem, hint, migrates)
 		}
 	}
 	check("no schema", "has no warden schema", "create it with `warden store migrate", 1)
@@ -824,7 +825,7 @@ func TestStoreUnavailable(t *testing.T) {
 	home := t.TempDir()
 	t0 := time.Now()
 	code, _, stderr := runCLI(t, home, "--store", "postgres://warden:pw-s3cret-9@"+addr+"/warden", "call", "system", "--args", `{"operation":"get_info"}`)
-	if code != exitLocked || !strings.Contains(stderr, "STORE_UNAVAILABLE") || !strings.Contains(stderr, "check that the database server is running") {
+	if code != env.ExitLocked || !strings.Contains(stderr, "STORE_UNAVAILABLE") || !strings.Contains(stderr, "check that the database server is running") {
 		t.Errorf("exit %d, stderr %s", code, stderr)
 	}
 	if strings.Contains(stderr, "pw-s3cret-9") {
@@ -833,7 +834,7 @@ func TestStoreUnavailable(t *testing.T) {
 	if d := time.Since(t0); d > 10*time.Second {
 		t.Errorf("took %v", d)
 	}
-	if code, _, stderr := runCLI(t, home, "--store", "mysql://x", "store", "status"); code != exitUsage || !strings.Contains(stderr, "unknown store") {
+	if code, _, stderr := runCLI(t, home, "--store", "mysql://x", "store", "status"); code != env.ExitUsage || !strings.Contains(stderr, "unknown store") {
 		t.Errorf("--store mysql://x: exit %d, %s", code, stderr)
 	}
 }

@@ -6,15 +6,11 @@ package main
 import (
 	"os"
 	"runtime/debug"
-	"sync/atomic"
 
+	"github.com/wardenrt/warden/cmd/warden/internal/env"
+	"github.com/wardenrt/warden/cmd/warden/internal/jobs"
 	"github.com/wardenrt/warden/runtime/sandbox"
 )
-
-// stoppedCleanly is set by a service (warden daemon) whose signal is its
-// normal way to stop, once it has stopped and recorded everything: it then
-// exits 0, as a service manager expects.
-var stoppedCleanly atomic.Bool
 
 // gcPercent is the garbage collector's target unless GOGC says otherwise: a
 // warden command is mostly short-lived and allocates its garbage up front
@@ -31,30 +27,11 @@ func main() {
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(gcPercent)
 	}
-	wasiOutputIgnored = unsetWASIOutput()
+	env.IgnoreWASIOutput()
 	ctx, sigs := watchSignals(os.Stderr)
 	code := runContext(ctx, os.Args, os.Stdin, os.Stdout, os.Stderr)
-	if sig := sigs.stop(); sig != 0 && !(code == exitOK && stoppedCleanly.Load()) {
+	if sig := sigs.stop(); sig != 0 && !(code == env.ExitOK && jobs.StoppedCleanly.Load()) {
 		code = 128 + int(sig) // interrupted: 130 for SIGINT, 143 for SIGTERM
 	}
 	os.Exit(code)
-}
-
-// envWASIOutput, when set, makes the Extism SDK send a guest's stdout and
-// stderr to the host's terminal; warden's engine refuses to run guests
-// while it is set, so main unsets it before anything runs.
-const envWASIOutput = "EXTISM_ENABLE_WASI_OUTPUT"
-
-// wasiOutputIgnored records that main unset EXTISM_ENABLE_WASI_OUTPUT, so
-// the command's log can say so.
-var wasiOutputIgnored bool
-
-// unsetWASIOutput removes EXTISM_ENABLE_WASI_OUTPUT from the environment
-// and reports whether it was set.
-func unsetWASIOutput() bool {
-	if _, set := os.LookupEnv(envWASIOutput); !set {
-		return false
-	}
-	os.Unsetenv(envWASIOutput)
-	return true
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/wardenrt/warden/cmd/warden/internal/mcpserver"
 	"github.com/wardenrt/warden/internal/llmtest"
 )
 
@@ -146,7 +147,7 @@ func TestMCPMaskRoundTrip(t *testing.T) {
 	text := resultText(readRes)
 	rest, ok := strings.CutPrefix(text, read.Output)
 	if !ok || len(read.Warnings) != 1 || !strings.HasPrefix(read.Warnings[0], "secrets masked: 3 in the output") ||
-		rest != "\n"+mcpWarningsHeader+"\nwarning: "+read.Warnings[0]+"\n" {
+		rest != "\n"+mcpserver.MCPWarningsHeader+"\nwarning: "+read.Warnings[0]+"\n" {
 		t.Fatalf("fs_read text content does not carry the warning:\n%s\nwarnings %q", text, read.Warnings)
 	}
 	args, _ := json.Marshal(map[string]string{"path": ".env", "content": strings.Replace(read.Output, "DEBUG=false", "DEBUG=true", 1)})

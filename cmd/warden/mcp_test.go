@@ -18,6 +18,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/wardenrt/warden/cmd/warden/internal/env"
+	"github.com/wardenrt/warden/cmd/warden/internal/mcpserver"
 	"github.com/wardenrt/warden/internal/wasmfixture"
 	"github.com/wardenrt/warden/runtime/gate"
 	"github.com/wardenrt/warden/runtime/tool"
@@ -52,7 +54,7 @@ func newMCPWorld(t *testing.T, extra ...string) *mcpWorld {
 func (w *mcpWorld) command(args ...string) *exec.Cmd {
 	all := append([]string{"--home", w.home, "--workspace", w.ws}, w.extraArgs...)
 	cmd := exec.Command(w.bin, append(all, args...)...)
-	cmd.Env = append(os.Environ(), "WARDEN_APPROVE=", "WARDEN_LOG_LEVEL="+mcpTestLogLevel, envMCPToken+"=")
+	cmd.Env = append(os.Environ(), "WARDEN_APPROVE=", "WARDEN_LOG_LEVEL="+mcpTestLogLevel, mcpserver.EnvMCPToken+"=")
 	return cmd
 }
 
@@ -83,7 +85,7 @@ func (w *mcpWorld) httpServe(args ...string) (url, token string) {
 	w.t.Helper()
 	token = "test-token-" + strings.Repeat("x", 24)
 	cmd := w.command(append([]string{"mcp", "serve", "--http", "127.0.0.1:0"}, args...)...)
-	cmd.Env = append(cmd.Env, envMCPToken+"="+token)
+	cmd.Env = append(cmd.Env, mcpserver.EnvMCPToken+"="+token)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		w.t.Fatal(err)
@@ -99,7 +101,7 @@ func (w *mcpWorld) httpServe(args ...string) (url, token string) {
 		if m := reURL.FindStringSubmatch(sc.Text()); m != nil {
 			url = m[1]
 		}
-		fromEnv = fromEnv || strings.Contains(sc.Text(), "bearer token from "+envMCPToken)
+		fromEnv = fromEnv || strings.Contains(sc.Text(), "bearer token from "+mcpserver.EnvMCPToken)
 		if strings.Contains(sc.Text(), token) {
 			w.t.Fatalf("the token was printed: %s", sc.Text())
 		}
@@ -454,11 +456,11 @@ func TestMCPApprovalStateHostile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	el, ok := first.InputRequests[approvalInput].(*mcp.ElicitParams)
+	el, ok := first.InputRequests[mcpserver.ApprovalInput].(*mcp.ElicitParams)
 	if !first.NeedsInput() || !ok || first.RequestState == "" || !strings.Contains(el.Message, "touch good") {
 		t.Fatalf("first pass: needs input %v, %+v", first.NeedsInput(), first)
 	}
-	yes := mcp.InputResponseMap{approvalInput: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}}
+	yes := mcp.InputResponseMap{mcpserver.ApprovalInput: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}}
 	call := func(name string, args json.RawMessage, state string, resp mcp.InputResponseMap) tool.Result {
 		t.Helper()
 		res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args, RequestState: state, InputResponses: resp})
@@ -668,7 +670,7 @@ func TestMCPServeHTTPRefusals(t *testing.T) {
 		want string
 	}{
 		{[]string{"mcp", "serve", "--http", "0.0.0.0:0"}, "", "not a loopback address"},
-		{[]string{"mcp", "serve", "--http", "127.0.0.1:0"}, envMCPToken + "=short", "too short"},
+		{[]string{"mcp", "serve", "--http", "127.0.0.1:0"}, mcpserver.EnvMCPToken + "=short", "too short"},
 		{[]string{"mcp", "serve", "--http", "127.0.0.1:0"}, "", "prints a generated one only on a terminal"},
 		{[]string{"mcp", "serve", "--allow-remote"}, "", "are for --http"},
 		{[]string{"--approve", "auto", "mcp", "serve"}, "WARDEN_APPROVE=auto", "only from its command line"},
@@ -678,7 +680,7 @@ func TestMCPServeHTTPRefusals(t *testing.T) {
 			cmd.Env = append(cmd.Env, tc.env)
 		}
 		out, err := cmd.CombinedOutput()
-		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitUsage || !strings.Contains(string(out), tc.want) {
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != env.ExitUsage || !strings.Contains(string(out), tc.want) {
 			t.Errorf("%v: %v\n%s", tc.args, err, out)
 		}
 	}
@@ -686,8 +688,8 @@ func TestMCPServeHTTPRefusals(t *testing.T) {
 
 // newTestRegistry is the registry `warden tools` shows on a fresh home.
 func newTestRegistry(t *testing.T) (*gate.Registry, error) {
-	e := &env{home: t.TempDir(), workspace: t.TempDir()}
-	return e.coreRegistry()
+	e := env.ForHome(t.TempDir(), t.TempDir())
+	return e.CoreRegistry()
 }
 
 func jsonEqualBytes(a, b []byte) bool {

@@ -12,6 +12,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/wardenrt/warden/cmd/warden/internal/env"
 	"github.com/wardenrt/warden/internal/llmtest"
 )
 
@@ -179,7 +180,7 @@ func TestRunNeedsAModel(t *testing.T) {
 	t.Setenv("OPENAI_BASE_URL", "")
 	t.Setenv("OPENAI_API_KEY", "")
 	code, _, errs := runWS(t, t.TempDir(), t.TempDir(), "run", "hello")
-	if code != exitUsage || !strings.Contains(errs, "LLM_ERROR: no model is configured") || !strings.Contains(errs, "OPENAI_BASE_URL") {
+	if code != env.ExitUsage || !strings.Contains(errs, "LLM_ERROR: no model is configured") || !strings.Contains(errs, "OPENAI_BASE_URL") {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 }
@@ -196,7 +197,7 @@ func TestRunFailsWithLLMError(t *testing.T) {
 	t.Setenv("OPENAI_BASE_URL", srv.URL)
 	t.Setenv("WARDEN_MODEL", "scripted")
 	code, _, errs := runWS(t, home, ws, "run", "hello")
-	if code != exitFailed || !strings.Contains(errs, "LLM_ERROR: the model endpoint failed 5 times") {
+	if code != env.ExitFailed || !strings.Contains(errs, "LLM_ERROR: the model endpoint failed 5 times") {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	_, out, _ := runWS(t, home, ws, "runs", "ls")

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/wardenrt/warden/cmd/warden/internal/env"
 	"github.com/wardenrt/warden/internal/llmtest"
 	"github.com/wardenrt/warden/runtime/gate"
 	"github.com/wardenrt/warden/runtime/tool"
@@ -229,11 +230,11 @@ tests:
 		t.Fatal(err)
 	}
 	code, out, errs = runWS(t, home, ws, "policy", "test", bad)
-	if code != exitFailed || !strings.Contains(out, "bad.yaml:7: test 2 FAILED") || !strings.Contains(out, "got deny") ||
+	if code != env.ExitFailed || !strings.Contains(out, "bad.yaml:7: test 2 FAILED") || !strings.Contains(out, "got deny") ||
 		!strings.Contains(errs, "1 of 3 policy tests failed") {
 		t.Fatalf("a failing test: %d\n%s\n%s", code, out, errs)
 	}
-	if code, out, _ := runWS(t, home, ws, "policy", "check", bad); code != exitFailed || !strings.Contains(out, "bad.yaml:7") {
+	if code, out, _ := runWS(t, home, ws, "policy", "check", bad); code != env.ExitFailed || !strings.Contains(out, "bad.yaml:7") {
 		t.Fatalf("policy check runs the tests too: %d %s", code, out)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wardenrt/warden/cmd/warden/internal/env"
 	"github.com/wardenrt/warden/internal/wasmfixture"
 	"github.com/wardenrt/warden/store"
 )
@@ -102,10 +103,10 @@ func TestWasmStartupFailures(t *testing.T) {
 	if code != 0 || !strings.Contains(errs, "wasm tools not loaded") || !strings.Contains(errs, "chmod go-w") {
 		t.Fatalf("core call with an unsafe cache: exit %d\n%s\n%s", code, out, errs)
 	}
-	if code, out, _ := runCLI(t, home, "call", "textstats", "-a", "text=hi"); code != exitFailed || !strings.Contains(out, "UNKNOWN_TOOL") {
+	if code, out, _ := runCLI(t, home, "call", "textstats", "-a", "text=hi"); code != env.ExitFailed || !strings.Contains(out, "UNKNOWN_TOOL") {
 		t.Fatalf("wasm call with an unsafe cache: exit %d\n%s", code, out)
 	}
-	if code, _, errs := runCLI(t, home, "tool", "ls"); code != exitFailed || !strings.HasPrefix(errs, "warden: INTERNAL: ") || !strings.Contains(errs, "chmod go-w") {
+	if code, _, errs := runCLI(t, home, "tool", "ls"); code != env.ExitFailed || !strings.HasPrefix(errs, "warden: INTERNAL: ") || !strings.Contains(errs, "chmod go-w") {
 		t.Fatalf("tool ls with an unsafe cache: exit %d\n%s", code, errs)
 	}
 	if err := os.Chmod(cache, 0o700); err != nil {
@@ -123,7 +124,7 @@ func TestWasmStartupFailures(t *testing.T) {
 	if _, err := holder.ListPins(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if code, _, errs := runCLI(t, home, "--lock-timeout", "100ms", "tools"); code != exitLocked || !strings.HasPrefix(errs, "warden: STORE_LOCKED: ") {
+	if code, _, errs := runCLI(t, home, "--lock-timeout", "100ms", "tools"); code != env.ExitLocked || !strings.HasPrefix(errs, "warden: STORE_LOCKED: ") {
 		t.Fatalf("tools with the store locked: exit %d\n%s", code, errs)
 	}
 }

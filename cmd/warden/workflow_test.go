@@ -13,6 +13,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/wardenrt/warden/cmd/warden/internal/env"
 	"github.com/wardenrt/warden/internal/llmtest"
 	"github.com/wardenrt/warden/internal/wasmfixture"
 )
@@ -123,7 +124,7 @@ func TestExampleWorkflows(t *testing.T) {
 
 	// The agent step, with no model: a clear failure.
 	code, _, errs = runWS(t, home, ws, "workflow", "run", filepath.Join(ws, "examples/workflows/summarize.yaml"))
-	if code != exitFailed || !strings.Contains(errs, "LLM_ERROR: step summary failed: step summary is a task for a model, and no model is configured") {
+	if code != env.ExitFailed || !strings.Contains(errs, "LLM_ERROR: step summary failed: step summary is a task for a model, and no model is configured") {
 		t.Fatalf("summarize without a model: exit %d\n%s", code, errs)
 	}
 	// And against the scripted model, under the workflow's grants only.

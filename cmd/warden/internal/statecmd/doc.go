@@ -1,0 +1,3 @@
+// Package statecmd holds the owner's access to warden's state: `warden
+// audit`, `warden memory` and `warden store`.
+package statecmd
