@@ -171,7 +171,7 @@ func TestLoopTimesOut(t *testing.T) {
 }
 
 func TestMembomb(t *testing.T) {
-	m := compile(t, "hostile/membomb", nil, Limits{MemoryPages: 1024, Timeout: slowUnderRace(5 * time.Second)})
+	m := compile(t, "hostile/membomb", nil, Limits{MemoryPages: 1024, Timeout: slowUnderRace(30 * time.Second)})
 	start := time.Now()
 	_, info, err := m.Call(context.Background(), "call", []byte(`{}`), CallOptions{})
 	e := wantCode(t, err, tool.CodeWasmLimit, tool.CodeWasmTrap)
@@ -182,7 +182,7 @@ func TestMembomb(t *testing.T) {
 }
 
 func TestRecursion(t *testing.T) {
-	m := compile(t, "hostile/recursion", nil, Limits{Timeout: slowUnderRace(5 * time.Second)})
+	m := compile(t, "hostile/recursion", nil, Limits{Timeout: slowUnderRace(30 * time.Second)})
 	_, _, err := m.Call(context.Background(), "call", []byte(`{}`), CallOptions{})
 	e := wantCode(t, err, tool.CodeWasmTrap, tool.CodeWasmLimit)
 	t.Logf("recursion: %v", e)
