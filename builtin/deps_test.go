@@ -12,6 +12,9 @@ import (
 
 const mod = "github.com/wardenrt/warden/"
 
+// schemaPkg is the JSON Schema package of the typed tool contract.
+const schemaPkg = "github.com/google/jsonschema-go/jsonschema"
+
 // families are the tool families, a package each; Core assembles them.
 var families = []string{"automation", "fs", "git", "interact", "memory", "ops", "shell", "system", "text", "web"}
 
@@ -119,6 +122,12 @@ func allowed(p, imp string) bool {
 		return true
 	}
 	if p == "internal/proc" && imp == mod+"builtin/egress" {
+		return true
+	}
+	// The typed tool contract names its schema type (tool.SchemaRefiner's
+	// RefineSchema takes a *jsonschema.Schema): a family that refines the
+	// schema derived from its arguments imports it.
+	if imp == schemaPkg && slices.Contains(families, p) {
 		return true
 	}
 	for _, l := range libraries[p] {

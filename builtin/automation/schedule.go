@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/wardenrt/warden/runtime/capability"
 	"github.com/wardenrt/warden/runtime/gate"
 	"github.com/wardenrt/warden/runtime/schedule"
@@ -22,62 +24,59 @@ type ScheduleTask struct {
 	Now  func() time.Time
 }
 
-var _ tool.Tool = (*ScheduleTask)(nil)
+var (
+	_ tool.Typed[scheduleTaskArgs]          = (*ScheduleTask)(nil)
+	_ tool.TypedPreviewer[scheduleTaskArgs] = (*ScheduleTask)(nil)
+	_ tool.SchemaRefiner                    = (*ScheduleTask)(nil)
+)
 
-var scheduleTaskSchema = json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "name": {"type": "string", "pattern": "^[a-zA-Z0-9_-]{1,64}$", "description": "the job's name"},
-    "workflow": {"type": "string", "minLength": 1, "maxLength": 4096, "description": "a workflow file, relative to the workspace (pinned by sha256)"},
-    "task": {"type": "string", "minLength": 1, "maxLength": 65536, "description": "an agent task, instead of a workflow"},
-    "params": {"type": "object", "description": "the workflow's params",
-      "patternProperties": {"^[A-Za-z_][A-Za-z0-9_]{0,63}$": {"type": ["string", "number", "integer", "boolean", "array", "null"]}},
-      "additionalProperties": false},
-    "grants": {"type": "array", "maxItems": 64, "items": {"type": "string", "minLength": 1, "maxLength": 4096},
-      "description": "the grants the job runs with (default: the workflow's own; none for a task); each must be one this call holds"},
-    "every": {"type": "string", "description": "an interval: 15m, 1h"},
-    "cron": {"type": "string", "description": "a 5-field cron expression: minute hour day-of-month month day-of-week"},
-    "tz": {"type": "string", "description": "the time zone of cron and at (default UTC)"},
-    "at": {"type": "string", "description": "once, at a time (RFC 3339)"},
-    "missed": {"enum": ["skip", "once"], "description": "firings missed while no daemon ran: skip (default) or run once"},
-    "timeout_s": {"type": "integer", "minimum": 1, "maximum": 86400, "description": "a run's deadline in seconds (default 3600)"},
-    "on_failure": {"type": "object", "description": "what runs when a run fails, under the job's grants",
-      "properties": {
-        "tool": {"type": "string", "pattern": "^[a-zA-Z0-9_-]{1,64}$"},
-        "args": {"type": "object", "patternProperties": {"^.{1,256}$": {}}, "additionalProperties": false}
-      },
-      "required": ["tool"],
-      "additionalProperties": false}
-  },
-  "required": ["name"],
-  "additionalProperties": false
-}`)
-
+// scheduleTaskArgs are schedule_task's arguments; their schema is its
+// input schema (RefineSchema adds what tags cannot say).
 type scheduleTaskArgs struct {
-	Name      string         `json:"name"`
-	Workflow  string         `json:"workflow"`
-	Task      string         `json:"task"`
-	Params    map[string]any `json:"params"`
-	Grants    []string       `json:"grants"`
-	Every     string         `json:"every"`
-	Cron      string         `json:"cron"`
-	TZ        string         `json:"tz"`
-	At        string         `json:"at"`
-	Missed    string         `json:"missed"`
-	TimeoutS  int64          `json:"timeout_s"`
-	OnFailure *struct {
-		Tool string          `json:"tool"`
-		Args json.RawMessage `json:"args"`
-	} `json:"on_failure"`
+	Name      string             `json:"name" pattern:"^[a-zA-Z0-9_-]{1,64}$" jsonschema:"the job's name"`
+	Workflow  string             `json:"workflow,omitempty" minLength:"1" maxLength:"4096" jsonschema:"a workflow file, relative to the workspace (pinned by sha256)"`
+	Task      string             `json:"task,omitempty" minLength:"1" maxLength:"65536" jsonschema:"an agent task, instead of a workflow"`
+	Params    map[string]any     `json:"params,omitempty" keyPattern:"^[A-Za-z_][A-Za-z0-9_]{0,63}$" jsonschema:"the workflow's params"`
+	Grants    []string           `json:"grants,omitempty" maxItems:"64" items.minLength:"1" items.maxLength:"4096" jsonschema:"the grants the job runs with (default: the workflow's own; none for a task); each must be one this call holds"`
+	Every     string             `json:"every,omitempty" jsonschema:"an interval: 15m, 1h"`
+	Cron      string             `json:"cron,omitempty" jsonschema:"a 5-field cron expression: minute hour day-of-month month day-of-week"`
+	TZ        string             `json:"tz,omitempty" jsonschema:"the time zone of cron and at (default UTC)"`
+	At        string             `json:"at,omitempty" jsonschema:"once, at a time (RFC 3339)"`
+	Missed    string             `json:"missed,omitempty" enum:"skip,once" jsonschema:"firings missed while no daemon ran: skip (default) or run once"`
+	TimeoutS  int64              `json:"timeout_s,omitempty" minimum:"1" maximum:"86400" jsonschema:"a run's deadline in seconds (default 3600)"`
+	OnFailure *scheduleOnFailure `json:"on_failure,omitempty" jsonschema:"what runs when a run fails, under the job's grants"`
 }
 
-// Spec implements tool.Tool.
+// scheduleOnFailure is the tool a job calls when a run fails.
+type scheduleOnFailure struct {
+	Tool string `json:"tool" pattern:"^[a-zA-Z0-9_-]{1,64}$"`
+	// Args are the tool's arguments, kept as sent (the tool's own schema
+	// checks them).
+	Args json.RawMessage `json:"args,omitempty"`
+}
+
+// RefineSchema implements tool.SchemaRefiner: the values params may hold,
+// and on_failure.args, an object of any values (its Go type keeps the
+// arguments as sent, raw bytes, whose derived schema is an array).
+func (t *ScheduleTask) RefineSchema(s *jsonschema.Schema) {
+	workflowParamValues(s.Properties["params"])
+	args := s.Properties["on_failure"].Properties["args"]
+	*args = jsonschema.Schema{
+		Type:        "object",
+		Description: args.Description,
+		PatternProperties: map[string]*jsonschema.Schema{
+			"^.{1,256}$": {Description: "an argument of the tool, any JSON value"},
+		},
+		AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}},
+	}
+}
+
+// Spec implements tool.Typed.
 func (t *ScheduleTask) Spec() tool.Spec {
 	return tool.Spec{
 		Name: "schedule_task",
 		Description: "Propose a scheduled job: a workflow file or an agent task, run by `warden daemon` every interval (every: 15m), on a cron expression (cron, tz) or once (at), " +
 			"with grants you hold yourself. A person approves it first, seeing its next firings and grants; it runs with its grants ∩ the policy in force then.",
-		InputSchema:      scheduleTaskSchema,
 		Capabilities:     []capability.Kind{capability.FSRead},
 		ApprovalRequired: true,
 	}
@@ -90,12 +89,8 @@ func (t *ScheduleTask) now() time.Time {
 	return time.Now()
 }
 
-// Needs implements tool.Tool: fs.read of the workflow file.
-func (t *ScheduleTask) Needs(c *tool.Call) ([]capability.Need, error) {
-	var a scheduleTaskArgs
-	if err := c.Bind(&a); err != nil {
-		return nil, err
-	}
+// Needs implements tool.Typed: fs.read of the workflow file.
+func (t *ScheduleTask) Needs(c *tool.Call, a *scheduleTaskArgs) ([]capability.Need, error) {
 	if a.Workflow == "" {
 		return nil, nil
 	}
@@ -104,11 +99,7 @@ func (t *ScheduleTask) Needs(c *tool.Call) ([]capability.Need, error) {
 
 // prepare makes the job the call proposes, checked against the call's own
 // grants.
-func (t *ScheduleTask) prepare(ctx context.Context, c *tool.Call) (schedule.Job, *tool.Error) {
-	var a scheduleTaskArgs
-	if err := c.Bind(&a); err != nil {
-		return schedule.Job{}, tool.AsError(err)
-	}
+func (t *ScheduleTask) prepare(ctx context.Context, c *tool.Call, a *scheduleTaskArgs) (schedule.Job, *tool.Error) {
 	req := schedule.Request{
 		Name: a.Name, Task: a.Task, Params: a.Params, Grants: a.Grants, Missed: a.Missed, TimeoutS: a.TimeoutS,
 		Spec: schedule.Spec{Every: a.Every, Cron: a.Cron, TZ: a.TZ, At: a.At},
@@ -164,21 +155,22 @@ func (t *ScheduleTask) outcome(j schedule.Job, scheduled bool) tool.Outcome {
 	return tool.Outcome{Output: out, Data: d}
 }
 
-// Preview implements tool.Tool: the job, its next firings and grants.
-func (t *ScheduleTask) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
-	j, err := t.prepare(ctx, c)
+// Preview implements tool.TypedPreviewer: the job, its next firings and
+// grants.
+func (t *ScheduleTask) Preview(ctx context.Context, c *tool.Call, a *scheduleTaskArgs) tool.Outcome {
+	j, err := t.prepare(ctx, c, a)
 	if err != nil {
 		return tool.Outcome{Err: err}
 	}
 	return t.outcome(j, false)
 }
 
-// Run implements tool.Tool: the job is stored; `warden daemon` runs it.
-func (t *ScheduleTask) Run(ctx context.Context, c *tool.Call) tool.Outcome {
+// Run implements tool.Typed: the job is stored; `warden daemon` runs it.
+func (t *ScheduleTask) Run(ctx context.Context, c *tool.Call, a *scheduleTaskArgs) tool.Outcome {
 	if t.Jobs == nil {
 		return tool.Fail(tool.CodeOperationNotSupported, "", "no job store is configured")
 	}
-	j, err := t.prepare(ctx, c)
+	j, err := t.prepare(ctx, c, a)
 	if err != nil {
 		return tool.Outcome{Err: err}
 	}

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/wardenrt/warden/builtin/internal/fspath"
 	"github.com/wardenrt/warden/runtime/capability"
 	"github.com/wardenrt/warden/runtime/decode"
@@ -32,7 +34,7 @@ type Config struct {
 // Tools returns the automation family: workflow_validate, workflow_run and
 // schedule_task.
 func Tools(cfg Config) []tool.Tool {
-	return append(workflowTools(cfg.Runs), &ScheduleTask{Jobs: cfg.Jobs})
+	return append(workflowTools(cfg.Runs), tool.Adapt[scheduleTaskArgs](&ScheduleTask{Jobs: cfg.Jobs}))
 }
 
 // workflowTools are workflow_validate and workflow_run: workflows for the
@@ -41,42 +43,33 @@ func Tools(cfg Config) []tool.Tool {
 // gate as the caller's (principal + workflow:NAME), and it is recorded in
 // runs (nil: not recorded).
 func workflowTools(runs workflow.Runs) []tool.Tool {
-	return []tool.Tool{workflowValidateTool{}, workflowRunTool{runs: runs}}
-}
-
-var workflowValidateSchema = []byte(`{
-  "type": "object",
-  "properties": {
-    "path": {"type": "string", "minLength": 1, "maxLength": 4096, "description": "the workflow file, relative to the workspace"}
-  },
-  "required": ["path"],
-  "additionalProperties": false
-}`)
-
-var workflowRunSchema = []byte(`{
-  "type": "object",
-  "properties": {
-    "path": {"type": "string", "minLength": 1, "maxLength": 4096, "description": "the workflow file, relative to the workspace"},
-    "params": {"type": "object", "description": "values of the workflow's params, by name",
-      "patternProperties": {"^[A-Za-z_][A-Za-z0-9_]{0,63}$": {"type": ["string", "number", "integer", "boolean", "array", "null"]}},
-      "additionalProperties": false}
-  },
-  "required": ["path"],
-  "additionalProperties": false
-}`)
-
-type workflowArgs struct {
-	Path   string         `json:"path"`
-	Params map[string]any `json:"params"`
-}
-
-// workflowNeeds is fs.read of the workflow file.
-func workflowNeeds(c *tool.Call) ([]capability.Need, error) {
-	var a workflowArgs
-	if err := c.Bind(&a); err != nil {
-		return nil, err
+	return []tool.Tool{
+		tool.Adapt[workflowValidateArgs](workflowValidateTool{}),
+		tool.Adapt[workflowRunArgs](workflowRunTool{runs: runs}),
 	}
-	return workflowFileNeeds(c.Workspace, a.Path)
+}
+
+// workflowValidateArgs are workflow_validate's arguments; their schema is
+// its input schema.
+type workflowValidateArgs struct {
+	Path string `json:"path" minLength:"1" maxLength:"4096" jsonschema:"the workflow file, relative to the workspace"`
+}
+
+// workflowRunArgs are workflow_run's arguments; their schema is its input
+// schema (RefineSchema says which values params may hold).
+type workflowRunArgs struct {
+	Path   string         `json:"path" minLength:"1" maxLength:"4096" jsonschema:"the workflow file, relative to the workspace"`
+	Params map[string]any `json:"params,omitempty" keyPattern:"^[A-Za-z_][A-Za-z0-9_]{0,63}$" jsonschema:"values of the workflow's params, by name"`
+}
+
+// workflowParamValues says what a workflow param's value may be, in the
+// schema p of a params map (derived from map[string]any with a
+// keyPattern): a string, a number, a boolean, an array or null — not an
+// object. A value schema of several types is more than struct tags say.
+func workflowParamValues(p *jsonschema.Schema) {
+	for _, v := range p.PatternProperties {
+		v.Types = []string{"string", "number", "integer", "boolean", "array", "null"}
+	}
 }
 
 // workflowFileNeeds is fs.read of a workflow file.
@@ -151,30 +144,24 @@ type WorkflowValidateData struct {
 
 type workflowValidateTool struct{}
 
+var _ tool.Typed[workflowValidateArgs] = workflowValidateTool{}
+
 func (workflowValidateTool) Spec() tool.Spec {
 	return tool.Spec{
 		Name: "workflow_validate",
 		Description: "Check a workflow file (schema v1): every problem with its line and column — unknown tools, bad arguments, " +
 			"bad references, cycles, missing params. Needs fs.read of the file.",
-		InputSchema:  workflowValidateSchema,
 		Capabilities: []capability.Kind{capability.FSRead},
 		ReadOnly:     true,
 	}
 }
 
-func (workflowValidateTool) Needs(c *tool.Call) ([]capability.Need, error) {
-	return workflowNeeds(c)
+// Needs implements tool.Typed: fs.read of the workflow file.
+func (workflowValidateTool) Needs(c *tool.Call, a *workflowValidateArgs) ([]capability.Need, error) {
+	return workflowFileNeeds(c.Workspace, a.Path)
 }
 
-func (t workflowValidateTool) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
-	return t.Run(ctx, c)
-}
-
-func (workflowValidateTool) Run(ctx context.Context, c *tool.Call) tool.Outcome {
-	var a workflowArgs
-	if err := c.Bind(&a); err != nil {
-		return tool.Outcome{Err: tool.AsError(err)}
-	}
+func (workflowValidateTool) Run(ctx context.Context, c *tool.Call, a *workflowValidateArgs) tool.Outcome {
 	o := workflowCheck(ctx, c)
 	src, data, err := o.Open("", a.Path)
 	if err != nil {
@@ -223,38 +210,46 @@ func workflowOpenFailed(err error) tool.Outcome {
 
 type workflowRunTool struct{ runs workflow.Runs }
 
+var (
+	_ tool.Typed[workflowRunArgs]          = workflowRunTool{}
+	_ tool.TypedPreviewer[workflowRunArgs] = workflowRunTool{}
+	_ tool.SchemaRefiner                   = workflowRunTool{}
+)
+
 func (workflowRunTool) Spec() tool.Spec {
 	return tool.Spec{
 		Name: "workflow_run",
 		Description: "Run a workflow file (schema v1): its steps call tools through the gate, within your grants ∩ the grants the " +
 			"workflow asks for, and the run is recorded. Needs fs.read of the file; each step needs what its tool needs. " +
 			"Agent steps are not run from here.",
-		InputSchema:  workflowRunSchema,
 		Capabilities: []capability.Kind{capability.FSRead},
 	}
 }
 
-func (workflowRunTool) Needs(c *tool.Call) ([]capability.Need, error) {
+// RefineSchema implements tool.SchemaRefiner: the values params may hold.
+func (workflowRunTool) RefineSchema(s *jsonschema.Schema) {
+	workflowParamValues(s.Properties["params"])
+}
+
+// Needs implements tool.Typed: fs.read of the workflow file; never from
+// a workflow.
+func (workflowRunTool) Needs(c *tool.Call, a *workflowRunArgs) ([]capability.Need, error) {
 	for _, p := range c.Principal {
 		if strings.HasPrefix(p, "workflow:") {
 			return nil, tool.Errorf(tool.CodeOperationNotSupported, "use a workflow step (nested workflows are depth-limited)",
 				"workflow_run cannot be called from a workflow")
 		}
 	}
-	return workflowNeeds(c)
+	return workflowFileNeeds(c.Workspace, a.Path)
 }
 
 // Preview runs the workflow with every step as a dry run: it shows what
 // each would do and changes nothing.
-func (t workflowRunTool) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
-	return t.Run(ctx, c)
+func (t workflowRunTool) Preview(ctx context.Context, c *tool.Call, a *workflowRunArgs) tool.Outcome {
+	return t.Run(ctx, c, a)
 }
 
-func (t workflowRunTool) Run(ctx context.Context, c *tool.Call) tool.Outcome {
-	var a workflowArgs
-	if err := c.Bind(&a); err != nil {
-		return tool.Outcome{Err: tool.AsError(err)}
-	}
+func (t workflowRunTool) Run(ctx context.Context, c *tool.Call, a *workflowRunArgs) tool.Outcome {
 	g, ok := gate.GateFrom(ctx)
 	if !ok {
 		return tool.Fail(tool.CodeInternal, "", "workflow_run runs only through the gate")

@@ -6,7 +6,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -76,37 +75,18 @@ type Config struct {
 	MaxAttempts int
 }
 
-var _ tool.Tool = (*AskUser)(nil)
+var (
+	_ tool.Typed[askArgs]          = (*AskUser)(nil)
+	_ tool.TypedPreviewer[askArgs] = (*AskUser)(nil)
+)
 
 // askDefaultAttempts is the default number of attempts.
 const askDefaultAttempts = 3
 
 // Tools returns the interact family: ask_user, with cfg.
-func Tools(cfg Config) []tool.Tool { return []tool.Tool{&AskUser{Config: cfg}} }
+func Tools(cfg Config) []tool.Tool { return []tool.Tool{tool.Adapt[askArgs](&AskUser{Config: cfg})} }
 
-var askUserSchema = json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "prompt": {"type": "string", "minLength": 1, "maxLength": 4000, "description": "The question shown to the user."},
-    "default": {"type": "string", "maxLength": 4096, "description": "Value used when the user just presses Enter."},
-    "validation": {
-      "type": "object",
-      "description": "Rules the answer must satisfy; the user is asked again (3 attempts) until it does.",
-      "properties": {
-        "pattern": {"type": "string", "maxLength": 1024, "description": "RE2 regular expression the answer must match (unanchored: use ^ and $ to match the whole answer)."},
-        "min_length": {"type": "integer", "minimum": 0, "maximum": 65536, "description": "Minimum length in characters."},
-        "max_length": {"type": "integer", "minimum": 1, "maximum": 65536, "description": "Maximum length in characters."},
-        "allowed_values": {"type": "array", "maxItems": 100, "items": {"type": "string", "maxLength": 1024}, "description": "The answer must be exactly one of these."}
-      },
-      "additionalProperties": false
-    },
-    "password": {"type": "boolean", "description": "Hide the input (no echo); the value is returned in data.value only."}
-  },
-  "required": ["prompt"],
-  "additionalProperties": false
-}`)
-
-// Spec implements tool.Tool. ask_user is not ReadOnly: a dry run must
+// Spec implements tool.Typed. ask_user is not ReadOnly: a dry run must
 // not block on a person, so it previews the question instead of asking it.
 func (a *AskUser) Spec() tool.Spec {
 	return tool.Spec{
@@ -114,23 +94,24 @@ func (a *AskUser) Spec() tool.Spec {
 		Description: "Ask the person at the terminal a question and return the answer (data.value). Supports a default, validation " +
 			"(pattern, min_length, max_length, allowed_values; the user is asked again up to 3 times) and hidden input for passwords. " +
 			"Fails with USER_CANCELLED when there is no terminal or the user presses Ctrl-C / Ctrl-D. Needs the user.ask grant.",
-		InputSchema:  askUserSchema,
 		Capabilities: []capability.Kind{capability.UserAsk},
 	}
 }
 
+// askValidation is ask_user's validation argument.
 type askValidation struct {
-	Pattern       *string  `json:"pattern"`
-	MinLength     *int     `json:"min_length"`
-	MaxLength     *int     `json:"max_length"`
-	AllowedValues []string `json:"allowed_values"`
+	Pattern       *string  `json:"pattern,omitempty" maxLength:"1024" jsonschema:"RE2 regular expression the answer must match (unanchored: use ^ and $ to match the whole answer)."`
+	MinLength     *int     `json:"min_length,omitempty" minimum:"0" maximum:"65536" jsonschema:"Minimum length in characters."`
+	MaxLength     *int     `json:"max_length,omitempty" minimum:"1" maximum:"65536" jsonschema:"Maximum length in characters."`
+	AllowedValues []string `json:"allowed_values,omitempty" maxItems:"100" items.maxLength:"1024" jsonschema:"The answer must be exactly one of these."`
 }
 
+// askArgs are ask_user's arguments; their schema is its input schema.
 type askArgs struct {
-	Prompt     string         `json:"prompt"`
-	Default    *string        `json:"default"`
-	Validation *askValidation `json:"validation"`
-	Password   bool           `json:"password"`
+	Prompt     string         `json:"prompt" minLength:"1" maxLength:"4000" jsonschema:"The question shown to the user."`
+	Default    *string        `json:"default,omitempty" maxLength:"4096" jsonschema:"Value used when the user just presses Enter."`
+	Validation *askValidation `json:"validation,omitempty" jsonschema:"Rules the answer must satisfy; the user is asked again (3 attempts) until it does."`
+	Password   bool           `json:"password,omitempty" jsonschema:"Hide the input (no echo); the value is returned in data.value only."`
 }
 
 // askQuestion is a validated question.
@@ -139,11 +120,8 @@ type askQuestion struct {
 	re *regexp.Regexp
 }
 
-func (a *AskUser) parse(c *tool.Call) (askQuestion, *tool.Error) {
-	var q askQuestion
-	if err := c.Bind(&q.askArgs); err != nil {
-		return q, tool.AsError(err)
-	}
+func (a *AskUser) parse(args *askArgs) (askQuestion, *tool.Error) {
+	q := askQuestion{askArgs: *args}
 	if strings.TrimSpace(q.Prompt) == "" {
 		return q, tool.Errorf(tool.CodeInvalidInput, "say what you are asking", "prompt is empty")
 	}
@@ -224,18 +202,18 @@ func (q askQuestion) rules() string {
 	return strings.Join(parts, "; ")
 }
 
-// Needs implements tool.Tool: asking a person needs user.ask.
-func (a *AskUser) Needs(c *tool.Call) ([]capability.Need, error) {
-	if _, err := a.parse(c); err != nil {
+// Needs implements tool.Typed: asking a person needs user.ask.
+func (a *AskUser) Needs(_ *tool.Call, args *askArgs) ([]capability.Need, error) {
+	if _, err := a.parse(args); err != nil {
 		return nil, err
 	}
 	return []capability.Need{{Kind: capability.UserAsk}}, nil
 }
 
-// Preview implements tool.Tool: it shows the question it would ask and
-// asks nothing.
-func (a *AskUser) Preview(_ context.Context, c *tool.Call) tool.Outcome {
-	q, err := a.parse(c)
+// Preview implements tool.TypedPreviewer: it shows the question it would
+// ask and asks nothing.
+func (a *AskUser) Preview(_ context.Context, _ *tool.Call, args *askArgs) tool.Outcome {
+	q, err := a.parse(args)
 	if err != nil {
 		return tool.Outcome{Err: err}
 	}
@@ -300,9 +278,9 @@ func (a *AskUser) release() { <-a.turn }
 
 const askNoTerminalHint = "run warden on a terminal to answer questions, or give the value in the task or the workflow's parameters"
 
-// Run implements tool.Tool.
-func (a *AskUser) Run(ctx context.Context, c *tool.Call) tool.Outcome {
-	q, perr := a.parse(c)
+// Run implements tool.Typed.
+func (a *AskUser) Run(ctx context.Context, c *tool.Call, args *askArgs) tool.Outcome {
+	q, perr := a.parse(args)
 	if perr != nil {
 		return tool.Outcome{Err: perr}
 	}

@@ -215,7 +215,7 @@ func TestAskUserTerminal(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newAskPTY(t)
 			before := p.termios(t)
-			g, audit := tooltest.Gate(t, askPolicy, t.TempDir(), &AskUser{Config: Config{TTY: p.tty}})
+			g, audit := tooltest.Gate(t, askPolicy, t.TempDir(), tool.Adapt[askArgs](&AskUser{Config: Config{TTY: p.tty}}))
 			ch := askStart(context.Background(), g, tc.args)
 			for _, s := range tc.steps {
 				p.waitFor(t, s.want, s.count)
@@ -272,7 +272,7 @@ func TestAskUserPasswordDigest(t *testing.T) {
 	var digests []string
 	for range 2 {
 		p := newAskPTY(t)
-		g, audit := tooltest.Gate(t, askPolicy, t.TempDir(), &AskUser{Config: Config{TTY: p.tty}})
+		g, audit := tooltest.Gate(t, askPolicy, t.TempDir(), tool.Adapt[askArgs](&AskUser{Config: Config{TTY: p.tty}}))
 		ch := askStart(context.Background(), g, `{"prompt":"PIN?","password":true}`)
 		p.waitFor(t, "> ", 1)
 		p.master.Write([]byte("1234\r"))
@@ -313,7 +313,7 @@ func TestAskUserCancel(t *testing.T) {
 				t.Cleanup(func() { tty.Close() })
 			}
 			before := p.termios(t)
-			g, _ := tooltest.Gate(t, askPolicy, t.TempDir(), &AskUser{Config: Config{TTY: tty}})
+			g, _ := tooltest.Gate(t, askPolicy, t.TempDir(), tool.Adapt[askArgs](&AskUser{Config: Config{TTY: tty}}))
 			ctx, cancel := context.WithCancel(context.Background())
 			if tc.deadline {
 				ctx, cancel = context.WithTimeout(context.Background(), 300*time.Millisecond)
@@ -347,7 +347,7 @@ func TestAskUserCancel(t *testing.T) {
 
 func TestAskUserTerminalGone(t *testing.T) {
 	p := newAskPTY(t)
-	g, _ := tooltest.Gate(t, askPolicy, t.TempDir(), &AskUser{Config: Config{TTY: p.tty}})
+	g, _ := tooltest.Gate(t, askPolicy, t.TempDir(), tool.Adapt[askArgs](&AskUser{Config: Config{TTY: p.tty}}))
 	ch := askStart(context.Background(), g, `{"prompt":"Name?"}`)
 	p.waitFor(t, "> ", 1)
 	p.master.Close() // hang-up
@@ -374,7 +374,7 @@ func TestAskUserNoTerminal(t *testing.T) {
 		tty  *os.File
 	}{{"nil", nil}, {"regular file", regular}, {"pipe", pr}, {"dev null", devnull}} {
 		t.Run(tc.name, func(t *testing.T) {
-			g, _ := tooltest.Gate(t, askPolicy, t.TempDir(), &AskUser{Config: Config{TTY: tc.tty}})
+			g, _ := tooltest.Gate(t, askPolicy, t.TempDir(), tool.Adapt[askArgs](&AskUser{Config: Config{TTY: tc.tty}}))
 			res := askWait(t, askStart(context.Background(), g, `{"prompt":"Name?"}`))
 			tooltest.Expect(t, res, tool.CodeUserCancelled)
 			if !strings.Contains(res.Error.Hint, "terminal") {
@@ -389,7 +389,7 @@ func TestAskUserGate(t *testing.T) {
 		p := newAskPTY(t)
 		var out bytes.Buffer
 		var mu sync.Mutex
-		g, _ := tooltest.Gate(t, askPolicy, t.TempDir(), &AskUser{Config: Config{TTY: p.tty, Out: askLockedWriter{&mu, &out}}})
+		g, _ := tooltest.Gate(t, askPolicy, t.TempDir(), tool.Adapt[askArgs](&AskUser{Config: Config{TTY: p.tty, Out: askLockedWriter{&mu, &out}}}))
 		ch := askStart(context.Background(), g, `{"prompt":"Name?"}`)
 		deadline := time.Now().Add(20 * time.Second)
 		for {
@@ -412,7 +412,7 @@ func TestAskUserGate(t *testing.T) {
 	})
 	t.Run("no grant", func(t *testing.T) {
 		p := newAskPTY(t)
-		g, _ := tooltest.Gate(t, "version: 1\n", t.TempDir(), &AskUser{Config: Config{TTY: p.tty}})
+		g, _ := tooltest.Gate(t, "version: 1\n", t.TempDir(), tool.Adapt[askArgs](&AskUser{Config: Config{TTY: p.tty}}))
 		res := askWait(t, askStart(context.Background(), g, `{"prompt":"Name?"}`))
 		tooltest.Expect(t, res, tool.CodeCapabilityDenied)
 		if !slices.Contains(res.Error.Missing, "user.ask") || p.shown() != "" {
@@ -421,7 +421,7 @@ func TestAskUserGate(t *testing.T) {
 	})
 	t.Run("invalid input", func(t *testing.T) {
 		p := newAskPTY(t)
-		g, _ := tooltest.Gate(t, askPolicy, t.TempDir(), &AskUser{Config: Config{TTY: p.tty}})
+		g, _ := tooltest.Gate(t, askPolicy, t.TempDir(), tool.Adapt[askArgs](&AskUser{Config: Config{TTY: p.tty}}))
 		for _, args := range []string{
 			`{}`, `{"prompt":""}`, `{"prompt":"   "}`, `{"prompt":"x","validation":{"pattern":"("}}`,
 			`{"prompt":"x","validation":{"min_length":5,"max_length":2}}`, `{"prompt":"x","validation":{"regex":"a"}}`,
@@ -437,7 +437,7 @@ func TestAskUserGate(t *testing.T) {
 	t.Run("dry run asks nothing", func(t *testing.T) {
 		p := newAskPTY(t)
 		ws := t.TempDir()
-		g, _ := tooltest.Gate(t, askPolicy, ws, &AskUser{Config: Config{TTY: p.tty}})
+		g, _ := tooltest.Gate(t, askPolicy, ws, tool.Adapt[askArgs](&AskUser{Config: Config{TTY: p.tty}}))
 		before := tooltest.TreeChecksum(t, ws)
 		res := tooltest.CallReq(t, g, gate.Request{Tool: "ask_user", Args: json.RawMessage(`{"prompt":"Deploy?","default":"no"}`), Principal: []string{"test"}, DryRun: true})
 		tooltest.Expect(t, res, "")
@@ -449,7 +449,7 @@ func TestAskUserGate(t *testing.T) {
 		}
 	})
 	t.Run("dry run without terminal warns", func(t *testing.T) {
-		g, _ := tooltest.Gate(t, askPolicy, t.TempDir(), &AskUser{})
+		g, _ := tooltest.Gate(t, askPolicy, t.TempDir(), tool.Adapt[askArgs](&AskUser{}))
 		res := tooltest.CallReq(t, g, gate.Request{Tool: "ask_user", Args: json.RawMessage(`{"prompt":"Deploy?"}`), Principal: []string{"test"}, DryRun: true})
 		tooltest.Expect(t, res, "")
 		if !strings.Contains(strings.Join(res.Warnings, " "), "USER_CANCELLED") {
@@ -458,7 +458,7 @@ func TestAskUserGate(t *testing.T) {
 	})
 	t.Run("secrets in arguments and answer", func(t *testing.T) {
 		p := newAskPTY(t)
-		g, audit := tooltest.Gate(t, askPolicy, t.TempDir(), &AskUser{Config: Config{TTY: p.tty}})
+		g, audit := tooltest.Gate(t, askPolicy, t.TempDir(), tool.Adapt[askArgs](&AskUser{Config: Config{TTY: p.tty}}))
 		ch := askStart(context.Background(), g, fmt.Sprintf(`{"prompt":"Is %s your token?","default":"%s"}`, tooltest.Canary, tooltest.Canary))
 		p.waitFor(t, "> ", 1)
 		p.master.Write([]byte(tooltest.Canary + "\r"))

@@ -23,6 +23,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/bmatcuk/doublestar/v4"
+	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/wardenrt/warden/builtin/internal/fspath"
 	"github.com/wardenrt/warden/builtin/internal/textutil"
@@ -91,8 +92,11 @@ type Config struct {
 func Tools(cfg Config) []tool.Tool {
 	mem := cfg.Memory
 	return []tool.Tool{
-		&writeTool{mem}, &queryTool{mem}, &getContextTool{mem},
-		&primeTool{mem}, &clearTool{mem},
+		tool.Adapt[writeArgs](&writeTool{mem}),
+		tool.Adapt[queryArgs](&queryTool{mem}),
+		tool.Adapt[getContextArgs](&getContextTool{mem}),
+		tool.Adapt[primeArgs](&primeTool{mem}),
+		tool.Adapt[clearArgs](&clearTool{mem}),
 	}
 }
 
@@ -206,60 +210,50 @@ func oneLine(s string, n int) string {
 
 type writeTool struct{ mem gate.Memory }
 
-var _ tool.Tool = (*writeTool)(nil)
-
-var writeSchema = json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "key": {"type": "string", "minLength": 1, "maxLength": 256, "description": "The entry's key within its namespace."},
-    "value": {"type": "string", "description": "The text to remember (at most 256 KiB; secrets are masked before it is stored)."},
-    "namespace": {"type": "string", "maxLength": 128, "description": "Namespace, e.g. notes or project/todo (default \"default\"). Names starting with _ are reserved."}
-  },
-  "required": ["key", "value"],
-  "additionalProperties": false
-}`)
+var (
+	_ tool.Typed[writeArgs]          = (*writeTool)(nil)
+	_ tool.TypedPreviewer[writeArgs] = (*writeTool)(nil)
+)
 
 func (t *writeTool) Spec() tool.Spec {
 	return tool.Spec{
 		Name: "write_memory",
 		Description: "Store a text entry in warden's memory under namespace/key, replacing an existing entry (with a warning). " +
 			"Secrets in the value are masked before it is stored. Needs memory.write:<namespace>.",
-		InputSchema:  writeSchema,
 		Capabilities: []capability.Kind{capability.MemoryWrite},
 	}
 }
 
+// writeArgs are write_memory's arguments; their schema is its input
+// schema.
 type writeArgs struct {
-	Key       string  `json:"key"`
-	Value     string  `json:"value"`
-	Namespace *string `json:"namespace"`
+	Key       string  `json:"key" minLength:"1" maxLength:"256" jsonschema:"The entry's key within its namespace."`
+	Value     string  `json:"value" jsonschema:"The text to remember (at most 256 KiB; secrets are masked before it is stored)."`
+	Namespace *string `json:"namespace,omitempty" maxLength:"128" jsonschema:"Namespace, e.g. notes or project/todo (default \"default\"). Names starting with _ are reserved."`
 }
 
-func (t *writeTool) parse(c *tool.Call) (writeArgs, string, *tool.Error) {
-	var a writeArgs
-	if err := c.Bind(&a); err != nil {
-		return a, "", tool.AsError(err)
-	}
+// check validates the arguments and returns the namespace.
+func (a *writeArgs) check() (string, *tool.Error) {
 	ns := defaultNS
 	if a.Namespace != nil {
 		ns = *a.Namespace
 	}
 	if err := checkNS(ns); err != nil {
-		return a, "", err
+		return "", err
 	}
 	if err := checkKey(a.Key); err != nil {
-		return a, "", err
+		return "", err
 	}
 	if len(a.Value) > maxValueBytes {
-		return a, "", tool.Errorf(tool.CodeTooLarge, "store at most 256 KiB per entry; split it over several keys",
+		return "", tool.Errorf(tool.CodeTooLarge, "store at most 256 KiB per entry; split it over several keys",
 			"value is %d bytes; the limit is %d", len(a.Value), maxValueBytes)
 	}
-	return a, ns, nil
+	return ns, nil
 }
 
-// Needs implements tool.Tool: memory.write of the namespace.
-func (t *writeTool) Needs(c *tool.Call) ([]capability.Need, error) {
-	_, ns, err := t.parse(c)
+// Needs implements tool.Typed: memory.write of the namespace.
+func (t *writeTool) Needs(_ *tool.Call, a *writeArgs) ([]capability.Need, error) {
+	ns, err := a.check()
 	if err != nil {
 		return nil, err
 	}
@@ -278,8 +272,8 @@ type WriteResult struct {
 	Redacted bool `json:"redacted"`
 }
 
-func (t *writeTool) prepare(ctx context.Context, c *tool.Call) (WriteResult, string, []string, *tool.Error) {
-	a, ns, err := t.parse(c)
+func (t *writeTool) prepare(ctx context.Context, a *writeArgs) (WriteResult, string, []string, *tool.Error) {
+	ns, err := a.check()
 	if err != nil {
 		return WriteResult{}, "", nil, err
 	}
@@ -305,10 +299,11 @@ func (t *writeTool) prepare(ctx context.Context, c *tool.Call) (WriteResult, str
 	return r, value, warnings, nil
 }
 
-// Preview implements tool.Tool: it says what would be stored and whether
-// an entry would be replaced (not the old value, which needs memory.read).
-func (t *writeTool) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
-	r, _, warnings, err := t.prepare(ctx, c)
+// Preview implements tool.TypedPreviewer: it says what would be stored
+// and whether an entry would be replaced (not the old value, which needs
+// memory.read).
+func (t *writeTool) Preview(ctx context.Context, _ *tool.Call, a *writeArgs) tool.Outcome {
+	r, _, warnings, err := t.prepare(ctx, a)
 	if err != nil {
 		return tool.Outcome{Err: err}
 	}
@@ -319,8 +314,8 @@ func (t *writeTool) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
 	return tool.Outcome{Output: fmt.Sprintf("would %s memory entry %s/%s (%d bytes)", verb, r.Namespace, r.Key, r.Bytes), Data: r, Warnings: warnings}
 }
 
-func (t *writeTool) Run(ctx context.Context, c *tool.Call) tool.Outcome {
-	r, value, warnings, err := t.prepare(ctx, c)
+func (t *writeTool) Run(ctx context.Context, _ *tool.Call, a *writeArgs) tool.Outcome {
+	r, value, warnings, err := t.prepare(ctx, a)
 	if err != nil {
 		return tool.Outcome{Err: err}
 	}
@@ -334,68 +329,50 @@ func (t *writeTool) Run(ctx context.Context, c *tool.Call) tool.Outcome {
 
 type queryTool struct{ mem gate.Memory }
 
-var _ tool.Tool = (*queryTool)(nil)
-
-var querySchema = json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "query": {"type": "string", "minLength": 1, "maxLength": 4096, "description": "Words to search for (ranked by BM25 relevance)."},
-    "namespace": {"type": "string", "maxLength": 128, "description": "A namespace (notes) or a glob (project/*, **). Default: every namespace the grants allow reading."},
-    "limit": {"type": "integer", "minimum": 1, "maximum": 100, "description": "Maximum number of results (default 10)."}
-  },
-  "required": ["query"],
-  "additionalProperties": false
-}`)
+var _ tool.Typed[queryArgs] = (*queryTool)(nil)
 
 func (t *queryTool) Spec() tool.Spec {
 	return tool.Spec{
 		Name: "query_memory",
 		Description: "Search warden's memory and return the entries most relevant to the query, best first. A namespace narrows the " +
 			"search; a glob or no namespace searches every matching namespace the grants allow reading. Needs memory.read:<namespace>.",
-		InputSchema:  querySchema,
 		Capabilities: []capability.Kind{capability.MemoryRead},
 		ReadOnly:     true,
 	}
 }
 
+// queryArgs are query_memory's arguments; their schema is its input
+// schema.
 type queryArgs struct {
-	Query     string  `json:"query"`
-	Namespace *string `json:"namespace"`
-	Limit     *int    `json:"limit"`
+	Query     string  `json:"query" minLength:"1" maxLength:"4096" jsonschema:"Words to search for (ranked by BM25 relevance)."`
+	Namespace *string `json:"namespace,omitempty" maxLength:"128" jsonschema:"A namespace (notes) or a glob (project/*, **). Default: every namespace the grants allow reading."`
+	Limit     *int    `json:"limit,omitempty" minimum:"1" maximum:"100" jsonschema:"Maximum number of results (default 10)."`
 }
 
-func (t *queryTool) parse(c *tool.Call) (queryArgs, *tool.Error) {
-	var a queryArgs
-	if err := c.Bind(&a); err != nil {
-		return a, tool.AsError(err)
-	}
+// check validates the query and the namespace (a name or a glob).
+func (a *queryArgs) check() *tool.Error {
 	if strings.TrimSpace(a.Query) == "" {
-		return a, tool.Errorf(tool.CodeInvalidInput, "say what to search for", "query is empty")
+		return tool.Errorf(tool.CodeInvalidInput, "say what to search for", "query is empty")
 	}
 	if a.Namespace != nil {
 		if isGlob(*a.Namespace) {
-			return a, checkGlob(*a.Namespace)
+			return checkGlob(*a.Namespace)
 		}
-		return a, checkNS(*a.Namespace)
+		return checkNS(*a.Namespace)
 	}
-	return a, nil
+	return nil
 }
 
-// Needs implements tool.Tool: memory.read of a literal namespace; for a
+// Needs implements tool.Typed: memory.read of a literal namespace; for a
 // glob or no namespace, nothing static (the search is filtered by grants).
-func (t *queryTool) Needs(c *tool.Call) ([]capability.Need, error) {
-	a, err := t.parse(c)
-	if err != nil {
+func (t *queryTool) Needs(_ *tool.Call, a *queryArgs) ([]capability.Need, error) {
+	if err := a.check(); err != nil {
 		return nil, err
 	}
 	if a.Namespace != nil && !isGlob(*a.Namespace) {
 		return []capability.Need{{Kind: capability.MemoryRead, Resource: *a.Namespace}}, nil
 	}
 	return nil, nil
-}
-
-func (t *queryTool) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
-	return t.Run(ctx, c)
 }
 
 // QueryResult is query_memory's data.
@@ -419,9 +396,8 @@ type QueryHit struct {
 	Updated   time.Time `json:"updated"`
 }
 
-func (t *queryTool) Run(ctx context.Context, c *tool.Call) tool.Outcome {
-	a, err := t.parse(c)
-	if err != nil {
+func (t *queryTool) Run(ctx context.Context, c *tool.Call, a *queryArgs) tool.Outcome {
+	if err := a.check(); err != nil {
 		return tool.Outcome{Err: err}
 	}
 	if t.mem == nil {
@@ -659,7 +635,6 @@ type fileState struct {
 // it is the owner's operation and checks no grants (get_context checks
 // fs.read on every file it returns).
 func IndexWorkspace(ctx context.Context, mem gate.Memory, workspace string, opts *IndexOptions) (IndexStats, error) {
-	o := opts.withDefaults()
 	ws, err := filepath.Abs(workspace)
 	if err == nil {
 		ws, err = filepath.EvalSymlinks(ws)
@@ -668,145 +643,183 @@ func IndexWorkspace(ctx context.Context, mem gate.Memory, workspace string, opts
 		return IndexStats{}, fmt.Errorf("index workspace: %w", err)
 	}
 	textNS, stateNS := filesNS(ws)
-	st := IndexStats{Workspace: ws, Namespace: textNS}
+	x := &indexer{
+		ctx: ctx, mem: mem, o: opts.withDefaults(), ws: ws, textNS: textNS, stateNS: stateNS,
+		seen: map[string]bool{}, st: IndexStats{Workspace: ws, Namespace: textNS},
+	}
 	root, err := os.OpenRoot(ws)
 	if err != nil {
-		return st, fmt.Errorf("index workspace: %w", err)
+		return x.st, fmt.Errorf("index workspace: %w", err)
 	}
 	defer root.Close()
+	x.root = root
+	if x.prior, err = loadIndexState(ctx, mem, stateNS); err != nil {
+		return x.st, err
+	}
+	if err := fs.WalkDir(root.FS(), ".", x.visit); err != nil {
+		return x.st, fmt.Errorf("index workspace: %w", err)
+	}
+	if err := x.dropGone(); err != nil {
+		return x.st, err
+	}
+	x.st.Files = len(x.seen)
+	return x.st, nil
+}
 
-	prior := map[string]fileState{}
+// indexer is one pass of IndexWorkspace over a workspace.
+type indexer struct {
+	ctx             context.Context
+	mem             gate.Memory
+	o               IndexOptions
+	ws              string
+	root            *os.Root
+	textNS, stateNS string
+	// prior is the recorded state of each indexed file; seen the files
+	// in the index after this pass.
+	prior map[string]fileState
+	seen  map[string]bool
+	st    IndexStats
+}
+
+// loadIndexState reads the recorded state of each indexed file.
+func loadIndexState(ctx context.Context, mem gate.Memory, stateNS string) (map[string]fileState, error) {
 	entries, err := mem.ListMemory(ctx, stateNS, 0)
 	if err != nil {
-		return st, fmt.Errorf("index workspace: read the index state: %w", err)
+		return nil, fmt.Errorf("index workspace: read the index state: %w", err)
 	}
+	prior := map[string]fileState{}
 	for _, e := range entries {
 		var s fileState
 		if json.Unmarshal([]byte(e.Value), &s) == nil {
 			prior[e.Key] = s
 		}
 	}
-	seen := map[string]bool{}
-	walkErr := fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
-		if cerr := ctx.Err(); cerr != nil {
-			return cerr
-		}
-		if err != nil {
-			if p == "." {
-				return err
-			}
-			st.Skipped++ // unreadable directory or entry
-			if d != nil && d.IsDir() {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if p != "." {
-			if _, hidden := o.Hide.Match(ws, filepath.Join(ws, filepath.FromSlash(p))); hidden {
-				if d.IsDir() {
-					return fs.SkipDir
-				}
-				return nil
-			}
-		}
-		if d.IsDir() {
-			if p != "." && slices.Contains(o.SkipDirs, d.Name()) {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if !d.Type().IsRegular() { // symlinks, FIFOs, sockets, devices
-			st.Skipped++
-			return nil
-		}
-		if len(seen) >= o.MaxFiles {
-			st.Truncated = true
-			return fs.SkipAll
-		}
-		info, err := d.Info()
-		if err != nil || info.Size() > o.MaxFileBytes || len(p) > maxKeyBytes {
-			st.Skipped++
-			return nil
-		}
-		old, had := prior[p]
-		mtime := info.ModTime().UnixNano()
-		if had && !old.Racy && old.Size == info.Size() && old.MtimeNS == mtime {
-			seen[p] = true
-			st.Unchanged++
-			return nil
-		}
-		data, _, rerr := readFile(root, p, nil, int(o.MaxFileBytes))
-		if rerr != nil {
-			st.Skipped++
-			return nil
-		}
-		sum := sha256.Sum256(data)
-		state := fileState{Size: int64(len(data)), MtimeNS: mtime, SHA256: hex.EncodeToString(sum[:]),
-			Racy: o.Now().Sub(info.ModTime()) < 2*time.Second}
-		stateJSON, _ := json.Marshal(state)
-		if !had || old.SHA256 != state.SHA256 {
-			text := data
-			if len(text) > o.MaxTextBytes {
-				text = text[:o.MaxTextBytes]
-				for len(text) > 0 && !utf8.Valid(text) {
-					text = text[:len(text)-1]
-				}
-			}
-			value := "path: " + p + "\n\n" + redact.String(string(text))
-			if err := mem.PutMemory(ctx, textNS, p, value); err != nil {
-				return err
-			}
-			if had {
-				st.Updated++
-			} else {
-				st.Added++
-			}
-		} else {
-			st.Unchanged++
-		}
-		if !had || old != state {
-			if err := mem.PutMemory(ctx, stateNS, p, string(stateJSON)); err != nil {
-				return err
-			}
-		}
-		seen[p] = true
-		return nil
-	})
-	if walkErr != nil {
-		return st, fmt.Errorf("index workspace: %w", walkErr)
+	return prior, nil
+}
+
+// visit is the walk's function: it skips what is never indexed
+// (unreadable, hidden, SkipDirs, not a regular file), stops at MaxFiles,
+// and indexes the rest.
+func (x *indexer) visit(p string, d fs.DirEntry, err error) error {
+	if cerr := x.ctx.Err(); cerr != nil {
+		return cerr
 	}
-	for p := range prior {
-		if seen[p] {
+	if err != nil {
+		if p == "." {
+			return err
+		}
+		x.st.Skipped++ // unreadable directory or entry
+		if d != nil && d.IsDir() {
+			return fs.SkipDir
+		}
+		return nil
+	}
+	if p != "." {
+		if _, hidden := x.o.Hide.Match(x.ws, filepath.Join(x.ws, filepath.FromSlash(p))); hidden {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+	}
+	if d.IsDir() {
+		if p != "." && slices.Contains(x.o.SkipDirs, d.Name()) {
+			return fs.SkipDir
+		}
+		return nil
+	}
+	if !d.Type().IsRegular() { // symlinks, FIFOs, sockets, devices
+		x.st.Skipped++
+		return nil
+	}
+	if len(x.seen) >= x.o.MaxFiles {
+		x.st.Truncated = true
+		return fs.SkipAll
+	}
+	return x.indexFile(p, d)
+}
+
+// indexFile brings one regular file's entry up to date: unchanged size
+// and mtime are trusted (unless racy), an unchanged hash is not
+// rewritten, and its state is recorded when it changed.
+func (x *indexer) indexFile(p string, d fs.DirEntry) error {
+	info, err := d.Info()
+	if err != nil || info.Size() > x.o.MaxFileBytes || len(p) > maxKeyBytes {
+		x.st.Skipped++
+		return nil
+	}
+	old, had := x.prior[p]
+	mtime := info.ModTime().UnixNano()
+	if had && !old.Racy && old.Size == info.Size() && old.MtimeNS == mtime {
+		x.seen[p] = true
+		x.st.Unchanged++
+		return nil
+	}
+	data, _, rerr := readFile(x.root, p, nil, int(x.o.MaxFileBytes))
+	if rerr != nil {
+		x.st.Skipped++
+		return nil
+	}
+	sum := sha256.Sum256(data)
+	state := fileState{Size: int64(len(data)), MtimeNS: mtime, SHA256: hex.EncodeToString(sum[:]),
+		Racy: x.o.Now().Sub(info.ModTime()) < 2*time.Second}
+	stateJSON, _ := json.Marshal(state)
+	if !had || old.SHA256 != state.SHA256 {
+		if err := x.mem.PutMemory(x.ctx, x.textNS, p, x.indexText(p, data)); err != nil {
+			return err
+		}
+		if had {
+			x.st.Updated++
+		} else {
+			x.st.Added++
+		}
+	} else {
+		x.st.Unchanged++
+	}
+	if !had || old != state {
+		if err := x.mem.PutMemory(x.ctx, x.stateNS, p, string(stateJSON)); err != nil {
+			return err
+		}
+	}
+	x.seen[p] = true
+	return nil
+}
+
+// indexText is the indexed value of file p: its path and its text, cut
+// at MaxTextBytes (on a rune boundary), secrets masked.
+func (x *indexer) indexText(p string, data []byte) string {
+	text := data
+	if len(text) > x.o.MaxTextBytes {
+		text = text[:x.o.MaxTextBytes]
+		for len(text) > 0 && !utf8.Valid(text) {
+			text = text[:len(text)-1]
+		}
+	}
+	return "path: " + p + "\n\n" + redact.String(string(text))
+}
+
+// dropGone removes from the index the files it held that this pass did
+// not keep (deleted, or now skipped).
+func (x *indexer) dropGone() error {
+	for p := range x.prior {
+		if x.seen[p] {
 			continue
 		}
-		for _, ns := range []string{textNS, stateNS} {
-			if err := mem.DeleteMemory(ctx, ns, p); err != nil && !errors.Is(err, gate.ErrNotFound) {
-				return st, fmt.Errorf("index workspace: drop %s: %w", p, err)
+		for _, ns := range []string{x.textNS, x.stateNS} {
+			if err := x.mem.DeleteMemory(x.ctx, ns, p); err != nil && !errors.Is(err, gate.ErrNotFound) {
+				return fmt.Errorf("index workspace: drop %s: %w", p, err)
 			}
 		}
-		st.Removed++
+		x.st.Removed++
 	}
-	st.Files = len(seen)
-	return st, nil
+	return nil
 }
 
 // ------------------------------------------------------------ get_context
 
 type getContextTool struct{ mem gate.Memory }
 
-var _ tool.Tool = (*getContextTool)(nil)
-
-var getContextSchema = json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "query": {"type": "string", "minLength": 1, "maxLength": 4096, "description": "What the files should be relevant to."},
-    "history": {"type": "string", "description": "Recent conversation, used to widen the search (its last 2000 characters)."},
-    "target_files": {"type": "array", "maxItems": 50, "items": {"type": "string", "minLength": 1, "maxLength": 4096},
-      "description": "Files known to matter; listed first. Paths relative to the workspace."}
-  },
-  "required": ["query"],
-  "additionalProperties": false
-}`)
+var _ tool.Typed[getContextArgs] = (*getContextTool)(nil)
 
 func (t *getContextTool) Spec() tool.Spec {
 	return tool.Spec{
@@ -814,16 +827,17 @@ func (t *getContextTool) Spec() tool.Spec {
 		Description: "Find the workspace files most relevant to a query, from warden's index of the workspace's text files " +
 			"(built and refreshed with `warden memory index`). Returns the file paths, best first, with a snippet of each. " +
 			"Only files the fs.read grants allow are returned; target_files need fs.read.",
-		InputSchema:  getContextSchema,
 		Capabilities: []capability.Kind{capability.FSRead},
 		ReadOnly:     true,
 	}
 }
 
+// getContextArgs are get_context's arguments; their schema is its input
+// schema.
 type getContextArgs struct {
-	Query       string   `json:"query"`
-	History     string   `json:"history"`
-	TargetFiles []string `json:"target_files"`
+	Query       string   `json:"query" minLength:"1" maxLength:"4096" jsonschema:"What the files should be relevant to."`
+	History     string   `json:"history,omitempty" jsonschema:"Recent conversation, used to widen the search (its last 2000 characters)."`
+	TargetFiles []string `json:"target_files,omitempty" maxItems:"50" items.minLength:"1" items.maxLength:"4096" jsonschema:"Files known to matter; listed first. Paths relative to the workspace."`
 }
 
 type memoryTarget struct{ abs, rel, arg string }
@@ -837,37 +851,30 @@ func readNeeds(targets []memoryTarget) []capability.Need {
 	return needs
 }
 
-func (t *getContextTool) parse(c *tool.Call) (getContextArgs, []memoryTarget, *tool.Error) {
-	var a getContextArgs
-	if err := c.Bind(&a); err != nil {
-		return a, nil, tool.AsError(err)
-	}
+// targets validates the arguments and resolves the target files.
+func (t *getContextTool) targets(c *tool.Call, a *getContextArgs) ([]memoryTarget, *tool.Error) {
 	if strings.TrimSpace(a.Query) == "" {
-		return a, nil, tool.Errorf(tool.CodeInvalidInput, "say what the files should be relevant to", "query is empty")
+		return nil, tool.Errorf(tool.CodeInvalidInput, "say what the files should be relevant to", "query is empty")
 	}
 	var targets []memoryTarget
 	for _, p := range a.TargetFiles {
 		abs, rel, err := workspacePath(c.Workspace, p)
 		if err != nil {
-			return a, nil, err
+			return nil, err
 		}
 		targets = append(targets, memoryTarget{abs, rel, p})
 	}
-	return a, targets, nil
+	return targets, nil
 }
 
-// Needs implements tool.Tool: fs.read of each target file. The files
+// Needs implements tool.Typed: fs.read of each target file. The files
 // found by the search are filtered by the fs.read grants as they are found.
-func (t *getContextTool) Needs(c *tool.Call) ([]capability.Need, error) {
-	_, targets, err := t.parse(c)
+func (t *getContextTool) Needs(c *tool.Call, a *getContextArgs) ([]capability.Need, error) {
+	targets, err := t.targets(c, a)
 	if err != nil {
 		return nil, err
 	}
 	return readNeeds(targets), nil
-}
-
-func (t *getContextTool) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
-	return t.Run(ctx, c)
 }
 
 // ContextMatch is one file get_context returns.
@@ -895,8 +902,8 @@ type ContextResult struct {
 	Gone int `json:"gone"`
 }
 
-func (t *getContextTool) Run(ctx context.Context, c *tool.Call) tool.Outcome {
-	a, targets, err := t.parse(c)
+func (t *getContextTool) Run(ctx context.Context, c *tool.Call, a *getContextArgs) tool.Outcome {
+	targets, err := t.targets(c, a)
 	if err != nil {
 		return tool.Outcome{Err: err}
 	}
@@ -1054,63 +1061,54 @@ func snippet(value string, terms []string) string {
 
 type primeTool struct{ mem gate.Memory }
 
-var _ tool.Tool = (*primeTool)(nil)
-
-var primeSchema = json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "files": {"type": "array", "maxItems": 50, "items": {"type": "string", "minLength": 1, "maxLength": 4096},
-      "description": "Workspace files to put into this run's context (each at most 64 KiB is kept)."},
-    "text": {"type": "string", "description": "Text to put into this run's context (at most 256 KiB)."}
-  },
-  "additionalProperties": false
-}`)
+var (
+	_ tool.Typed[primeArgs]          = (*primeTool)(nil)
+	_ tool.TypedPreviewer[primeArgs] = (*primeTool)(nil)
+)
 
 func (t *primeTool) Spec() tool.Spec {
 	return tool.Spec{
 		Name: "prime_context",
 		Description: "Put workspace files and/or a text into this run's context, which the agent keeps in its prompt. " +
 			"Needs fs.read of each file. Secrets are masked before anything is stored. Undo with clear_context.",
-		InputSchema:  primeSchema,
 		Capabilities: []capability.Kind{capability.FSRead},
 	}
 }
 
+// primeArgs are prime_context's arguments; their schema is its input
+// schema.
 type primeArgs struct {
-	Files []string `json:"files"`
-	Text  *string  `json:"text"`
+	Files []string `json:"files,omitempty" maxItems:"50" items.minLength:"1" items.maxLength:"4096" jsonschema:"Workspace files to put into this run's context (each at most 64 KiB is kept)."`
+	Text  *string  `json:"text,omitempty" jsonschema:"Text to put into this run's context (at most 256 KiB)."`
 }
 
-func (t *primeTool) parse(c *tool.Call) (primeArgs, []memoryTarget, *tool.Error) {
-	var a primeArgs
-	if err := c.Bind(&a); err != nil {
-		return a, nil, tool.AsError(err)
-	}
+// targets validates the arguments and resolves the files.
+func (t *primeTool) targets(c *tool.Call, a *primeArgs) ([]memoryTarget, *tool.Error) {
 	if len(a.Files) == 0 && (a.Text == nil || strings.TrimSpace(*a.Text) == "") {
-		return a, nil, tool.Errorf(tool.CodeInvalidInput, "pass files, text, or both", "nothing to put into the context")
+		return nil, tool.Errorf(tool.CodeInvalidInput, "pass files, text, or both", "nothing to put into the context")
 	}
 	if a.Text != nil && len(*a.Text) > primeMaxText {
-		return a, nil, tool.Errorf(tool.CodeTooLarge, "prime at most 256 KiB of text; summarize it first",
+		return nil, tool.Errorf(tool.CodeTooLarge, "prime at most 256 KiB of text; summarize it first",
 			"text is %d bytes; the limit is %d", len(*a.Text), primeMaxText)
 	}
 	var targets []memoryTarget
 	for _, p := range a.Files {
 		abs, rel, err := workspacePath(c.Workspace, p)
 		if err != nil {
-			return a, nil, err
+			return nil, err
 		}
 		if len("file:"+rel) > maxKeyBytes {
-			return a, nil, tool.Errorf(tool.CodeInvalidInput, "name files with shorter paths", "path %s is too long for the context", rel)
+			return nil, tool.Errorf(tool.CodeInvalidInput, "name files with shorter paths", "path %s is too long for the context", rel)
 		}
 		targets = append(targets, memoryTarget{abs, rel, p})
 	}
-	return a, targets, nil
+	return targets, nil
 }
 
-// Needs implements tool.Tool: fs.read of each file. The run's own
+// Needs implements tool.Typed: fs.read of each file. The run's own
 // context namespace is warden's and needs no memory grant.
-func (t *primeTool) Needs(c *tool.Call) ([]capability.Need, error) {
-	_, targets, err := t.parse(c)
+func (t *primeTool) Needs(c *tool.Call, a *primeArgs) ([]capability.Need, error) {
+	targets, err := t.targets(c, a)
 	if err != nil {
 		return nil, err
 	}
@@ -1141,8 +1139,8 @@ type primeEntry struct {
 
 // prepare reads everything that would be stored, or fails with nothing
 // stored.
-func (t *primeTool) prepare(c *tool.Call) (PrimeResult, []primeEntry, []string, *tool.Error) {
-	a, targets, err := t.parse(c)
+func (t *primeTool) prepare(c *tool.Call, a *primeArgs) (PrimeResult, []primeEntry, []string, *tool.Error) {
+	targets, err := t.targets(c, a)
 	if err != nil {
 		return PrimeResult{}, nil, nil, err
 	}
@@ -1210,18 +1208,18 @@ func primeSummary(verb string, r PrimeResult) string {
 	return fmt.Sprintf("%s the context of run %s (%s) with %d file(s) and %d text(s), %d bytes", verb, r.RunID, r.Namespace, files, texts, r.Bytes)
 }
 
-// Preview implements tool.Tool: it reads the files and reports what
-// would be stored; it stores nothing.
-func (t *primeTool) Preview(_ context.Context, c *tool.Call) tool.Outcome {
-	r, _, warnings, err := t.prepare(c)
+// Preview implements tool.TypedPreviewer: it reads the files and reports
+// what would be stored; it stores nothing.
+func (t *primeTool) Preview(_ context.Context, c *tool.Call, a *primeArgs) tool.Outcome {
+	r, _, warnings, err := t.prepare(c, a)
 	if err != nil {
 		return tool.Outcome{Err: err}
 	}
 	return tool.Outcome{Output: primeSummary("would prime", r), Data: r, Warnings: warnings}
 }
 
-func (t *primeTool) Run(ctx context.Context, c *tool.Call) tool.Outcome {
-	r, entries, warnings, err := t.prepare(c)
+func (t *primeTool) Run(ctx context.Context, c *tool.Call, a *primeArgs) tool.Outcome {
+	r, entries, warnings, err := t.prepare(c, a)
 	if err != nil {
 		return tool.Outcome{Err: err}
 	}
@@ -1240,23 +1238,34 @@ func (t *primeTool) Run(ctx context.Context, c *tool.Call) tool.Outcome {
 
 type clearTool struct{ mem gate.Memory }
 
-var _ tool.Tool = (*clearTool)(nil)
+var (
+	_ tool.Typed[clearArgs]          = (*clearTool)(nil)
+	_ tool.TypedPreviewer[clearArgs] = (*clearTool)(nil)
+	_ tool.SchemaRefiner             = (*clearTool)(nil)
+)
 
 func (t *clearTool) Spec() tool.Spec {
 	return tool.Spec{
 		Name:        "clear_context",
 		Description: "Empty this run's context (everything prime_context put there). Touches nothing else; needs no grant.",
-		InputSchema: json.RawMessage(`{"type": "object", "properties": {}, "additionalProperties": false}`),
 	}
 }
 
-// Needs implements tool.Tool: clearing the caller's own run context
-// needs nothing.
-func (t *clearTool) Needs(c *tool.Call) ([]capability.Need, error) {
-	var a struct{}
-	if err := c.Bind(&a); err != nil {
-		return nil, err
+// clearArgs are clear_context's arguments: none.
+type clearArgs struct{}
+
+// RefineSchema implements tool.SchemaRefiner: the schema of a struct
+// without fields has no properties keyword; clear_context's says, as it
+// always did, that there are none.
+func (t *clearTool) RefineSchema(s *jsonschema.Schema) {
+	if s.Properties == nil {
+		s.Properties = map[string]*jsonschema.Schema{}
 	}
+}
+
+// Needs implements tool.Typed: clearing the caller's own run context
+// needs nothing.
+func (t *clearTool) Needs(*tool.Call, *clearArgs) ([]capability.Need, error) {
 	return nil, nil
 }
 
@@ -1272,7 +1281,7 @@ func (t *clearTool) entries(ctx context.Context, c *tool.Call) (string, []gate.M
 	return ns, es, nil
 }
 
-func (t *clearTool) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
+func (t *clearTool) Preview(ctx context.Context, c *tool.Call, _ *clearArgs) tool.Outcome {
 	ns, es, err := t.entries(ctx, c)
 	if err != nil {
 		return tool.Outcome{Err: err}
@@ -1285,7 +1294,7 @@ func (t *clearTool) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
 		Data: map[string]any{"namespace": ns, "removed": len(es), "keys": keys}}
 }
 
-func (t *clearTool) Run(ctx context.Context, c *tool.Call) tool.Outcome {
+func (t *clearTool) Run(ctx context.Context, c *tool.Call, _ *clearArgs) tool.Outcome {
 	ns, es, err := t.entries(ctx, c)
 	if err != nil {
 		return tool.Outcome{Err: err}

@@ -4,7 +4,6 @@ package text
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -60,7 +59,10 @@ type Config struct {
 
 // Tools returns the text family: analyze and summarize.
 func Tools(cfg Config) []tool.Tool {
-	return []tool.Tool{&analyzeTool{}, &summarizeTool{cfg: cfg}}
+	return []tool.Tool{
+		tool.Adapt[analyzeArgs](&analyzeTool{}),
+		tool.Adapt[summarizeArgs](&summarizeTool{cfg: cfg}),
+	}
 }
 
 // Limits of the text family.
@@ -88,50 +90,28 @@ const (
 
 type analyzeTool struct{}
 
-var _ tool.Tool = (*analyzeTool)(nil)
-
-var analyzeSchema = json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "text": {"type": "string", "description": "The text to analyze. To analyze a file, read it with fs_read first and pass its content."}
-  },
-  "required": ["text"],
-  "additionalProperties": false
-}`)
+var _ tool.Typed[analyzeArgs] = (*analyzeTool)(nil)
 
 func (t *analyzeTool) Spec() tool.Spec {
 	return tool.Spec{
 		Name: "analyze",
 		Description: "Local statistics over a text, computed without a model: words, sentences, paragraphs, lines, characters, " +
 			"reading time (200 words per minute) and the most frequent terms (stop words removed). Needs no grant.",
-		InputSchema: analyzeSchema,
-		ReadOnly:    true,
+		ReadOnly: true,
 	}
 }
 
+// analyzeArgs are analyze's arguments; their schema is its input schema.
 type analyzeArgs struct {
-	Text string `json:"text"`
+	Text string `json:"text" jsonschema:"The text to analyze. To analyze a file, read it with fs_read first and pass its content."`
 }
 
-// Needs implements tool.Tool: analyze is pure and needs nothing.
-func (t *analyzeTool) Needs(c *tool.Call) ([]capability.Need, error) {
-	var a analyzeArgs
-	if err := c.Bind(&a); err != nil {
-		return nil, err
-	}
+// Needs implements tool.Typed: analyze is pure and needs nothing.
+func (t *analyzeTool) Needs(*tool.Call, *analyzeArgs) ([]capability.Need, error) {
 	return nil, nil
 }
 
-// Preview implements tool.Tool (never called: analyze is read-only).
-func (t *analyzeTool) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
-	return t.Run(ctx, c)
-}
-
-func (t *analyzeTool) Run(_ context.Context, c *tool.Call) tool.Outcome {
-	var a analyzeArgs
-	if err := c.Bind(&a); err != nil {
-		return tool.Outcome{Err: tool.AsError(err)}
-	}
+func (t *analyzeTool) Run(_ context.Context, _ *tool.Call, a *analyzeArgs) tool.Outcome {
 	st := Analyze(a.Text)
 	// Terms come from the text with its secrets masked, so no fragment of
 	// a token (split at its underscores) becomes a "top term".
@@ -315,18 +295,10 @@ type summarizeTool struct {
 	cfg Config
 }
 
-var _ tool.Tool = (*summarizeTool)(nil)
-
-var summarizeSchema = json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "text": {"type": "string", "minLength": 1, "description": "The text to summarize. To summarize a file, read it with fs_read first and pass its content."},
-    "max_tokens": {"type": "integer", "minimum": 16, "maximum": 16384, "description": "Upper bound on the summary's length in tokens (default 512)."},
-    "style": {"type": "string", "maxLength": 200, "description": "How to write the summary, e.g. \"bullet points\", \"one paragraph\", \"tl;dr\", \"for an executive\"."}
-  },
-  "required": ["text"],
-  "additionalProperties": false
-}`)
+var (
+	_ tool.Typed[summarizeArgs]          = (*summarizeTool)(nil)
+	_ tool.TypedPreviewer[summarizeArgs] = (*summarizeTool)(nil)
+)
 
 func (t *summarizeTool) Spec() tool.Spec {
 	return tool.Spec{
@@ -334,35 +306,35 @@ func (t *summarizeTool) Spec() tool.Spec {
 		Description: "Summarize a text with the configured model (OpenAI-compatible). Long texts are cut into ~8000-character chunks at " +
 			"paragraph boundaries, each chunk is summarized, and the partial summaries are merged into one. Secrets are masked before " +
 			"the text is sent. Needs the llm grant.",
-		InputSchema:  summarizeSchema,
 		Capabilities: []capability.Kind{capability.LLM},
 	}
 }
 
+// summarizeArgs are summarize's arguments; their schema is its input
+// schema.
 type summarizeArgs struct {
-	Text      string `json:"text"`
-	MaxTokens *int   `json:"max_tokens"`
-	Style     string `json:"style"`
+	Text      string `json:"text" minLength:"1" jsonschema:"The text to summarize. To summarize a file, read it with fs_read first and pass its content."`
+	MaxTokens *int   `json:"max_tokens,omitempty" minimum:"16" maximum:"16384" jsonschema:"Upper bound on the summary's length in tokens (default 512)."`
+	Style     string `json:"style,omitempty" maxLength:"200" jsonschema:"How to write the summary, e.g. \"bullet points\", \"one paragraph\", \"tl;dr\", \"for an executive\"."`
 }
 
-func (t *summarizeTool) bind(c *tool.Call) (summarizeArgs, *tool.Error) {
-	var a summarizeArgs
-	if err := c.Bind(&a); err != nil {
-		return a, tool.AsError(err)
-	}
+// check refuses what the schema cannot: a blank text, a style with
+// control characters.
+func (a *summarizeArgs) check() *tool.Error {
 	if strings.TrimSpace(a.Text) == "" {
-		return a, tool.Errorf(tool.CodeInvalidInput, "pass the text to summarize", "text is empty")
+		return tool.Errorf(tool.CodeInvalidInput, "pass the text to summarize", "text is empty")
 	}
 	if strings.ContainsFunc(a.Style, func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }) {
-		return a, tool.Errorf(tool.CodeInvalidInput, "write style as plain words", "style holds control characters")
+		return tool.Errorf(tool.CodeInvalidInput, "write style as plain words", "style holds control characters")
 	}
-	return a, nil
+	return nil
 }
 
-// Needs implements tool.Tool: summarize needs the llm grant. The endpoint
-// is the owner's configuration, not an argument, so there is no net need.
-func (t *summarizeTool) Needs(c *tool.Call) ([]capability.Need, error) {
-	if _, err := t.bind(c); err != nil {
+// Needs implements tool.Typed: summarize needs the llm grant. The
+// endpoint is the owner's configuration, not an argument, so there is no
+// net need.
+func (t *summarizeTool) Needs(_ *tool.Call, a *summarizeArgs) ([]capability.Need, error) {
+	if err := a.check(); err != nil {
 		return nil, err
 	}
 	return []capability.Need{{Kind: capability.LLM}}, nil
@@ -440,16 +412,15 @@ func (d cappedDoer) Do(req *http.Request) (*http.Response, error) {
 
 // plan is what summarize will send.
 type plan struct {
-	args      summarizeArgs
+	args      *summarizeArgs
 	text      string // redacted
 	redacted  bool
 	chunks    []string
 	maxTokens int
 }
 
-func (t *summarizeTool) plan(c *tool.Call) (plan, *tool.Error) {
-	a, err := t.bind(c)
-	if err != nil {
+func (t *summarizeTool) plan(a *summarizeArgs) (plan, *tool.Error) {
+	if err := a.check(); err != nil {
 		return plan{}, err
 	}
 	p := plan{args: a, maxTokens: defaultMaxTokens}
@@ -469,10 +440,10 @@ func (p plan) warnings() []string {
 	return nil
 }
 
-// Preview implements tool.Tool: it says which endpoint would receive how
-// much text in how many requests, and sends nothing.
-func (t *summarizeTool) Preview(_ context.Context, c *tool.Call) tool.Outcome {
-	p, err := t.plan(c)
+// Preview implements tool.TypedPreviewer: it says which endpoint would
+// receive how much text in how many requests, and sends nothing.
+func (t *summarizeTool) Preview(_ context.Context, _ *tool.Call, a *summarizeArgs) tool.Outcome {
+	p, err := t.plan(a)
 	if err != nil {
 		return tool.Outcome{Err: err}
 	}
@@ -519,8 +490,8 @@ type Usage struct {
 	TotalTokens      int `json:"total_tokens"`
 }
 
-func (t *summarizeTool) Run(ctx context.Context, c *tool.Call) tool.Outcome {
-	p, err := t.plan(c)
+func (t *summarizeTool) Run(ctx context.Context, _ *tool.Call, a *summarizeArgs) tool.Outcome {
+	p, err := t.plan(a)
 	if err != nil {
 		return tool.Outcome{Err: err}
 	}

@@ -19,6 +19,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/wardenrt/warden/runtime/capability"
 	"github.com/wardenrt/warden/runtime/tool"
 )
@@ -50,7 +52,10 @@ type Config struct {
 // Tools returns the web family: the http tool and the search tool with
 // the given backend configuration.
 func Tools(cfg Config) []tool.Tool {
-	return []tool.Tool{&HTTPTool{}, &SearchTool{Config: cfg.Search}}
+	return []tool.Tool{
+		tool.Adapt[httpArgs](&HTTPTool{}),
+		tool.Adapt[searchArgs](&SearchTool{Config: cfg.Search}),
+	}
 }
 
 // HTTPTool is the `http` tool: one HTTP or HTTPS
@@ -64,52 +69,42 @@ type HTTPTool struct {
 	net httpSeams
 }
 
-var _ tool.Tool = (*HTTPTool)(nil)
+var (
+	_ tool.Typed[httpArgs]          = (*HTTPTool)(nil)
+	_ tool.TypedPreviewer[httpArgs] = (*HTTPTool)(nil)
+	_ tool.SchemaRefiner            = (*HTTPTool)(nil)
+)
 
-var httpSchema = json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "method": {"type": "string", "pattern": "^[A-Za-z]{3,7}$",
-      "description": "GET, HEAD, POST, PUT, PATCH, DELETE or OPTIONS"},
-    "url": {"type": "string", "minLength": 1, "maxLength": 8192,
-      "description": "absolute http:// or https:// URL; the host needs a net grant (net:HOST); user info (user@host) is refused"},
-    "headers": {"type": "object", "maxProperties": 64,
-      "patternProperties": {"^[!#$%&'*+.^_|~0-9A-Za-z-]{1,256}$": {"type": "string", "maxLength": 8192}},
-      "additionalProperties": false,
-      "description": "request headers, name to value (Authorization passes through; Host, Content-Length, Transfer-Encoding and Connection are set by warden)"},
-    "params": {"type": "object", "maxProperties": 256,
-      "patternProperties": {"^.{1,512}$": {"type": "string", "maxLength": 8192}},
-      "additionalProperties": false,
-      "description": "query parameters added to the URL's query"},
-    "json": {"description": "a JSON value sent as the body, with Content-Type application/json unless headers set one"},
-    "data": {"type": "string", "description": "a text body sent as is (set Content-Type in headers); not together with json"},
-    "timeout": {"type": "number", "exclusiveMinimum": 0, "maximum": 120,
-      "description": "seconds for the whole call, redirects and body included (default 20, at most 120)"}
-  },
-  "required": ["method", "url"],
-  "additionalProperties": false
-}`)
-
-// Spec implements tool.Tool.
+// Spec implements tool.Typed.
 func (t *HTTPTool) Spec() tool.Spec {
 	return tool.Spec{
 		Name: "http",
 		Description: "Make one HTTP(S) request and return status_code, headers, elapsed_ms and the body (parsed into json when the response is JSON). " +
 			"The URL's host needs a net grant; redirects (at most 5) are followed only to granted hosts; loopback, private and metadata addresses " +
 			"need a grant naming the address. TLS is always verified. Bodies over 1 MiB are cut and marked truncated.",
-		InputSchema:  httpSchema,
 		Capabilities: []capability.Kind{capability.Net},
 	}
 }
 
+// httpArgs are the http tool's arguments; their schema is the tool's
+// input schema (tool.SchemaFor, and RefineSchema for json).
 type httpArgs struct {
-	Method  string            `json:"method"`
-	URL     string            `json:"url"`
-	Headers map[string]string `json:"headers"`
-	Params  map[string]string `json:"params"`
-	JSON    json.RawMessage   `json:"json"`
-	Data    *string           `json:"data"`
-	Timeout *float64          `json:"timeout"`
+	Method  string            `json:"method" pattern:"^[A-Za-z]{3,7}$" jsonschema:"GET, HEAD, POST, PUT, PATCH, DELETE or OPTIONS"`
+	URL     string            `json:"url" minLength:"1" maxLength:"8192" jsonschema:"absolute http:// or https:// URL; the host needs a net grant (net:HOST); user info (user@host) is refused"`
+	Headers map[string]string `json:"headers,omitempty" maxProperties:"64" keyPattern:"^[!#$%&'*+.^_|~0-9A-Za-z-]{1,256}$" values.maxLength:"8192" jsonschema:"request headers, name to value (Authorization passes through; Host, Content-Length, Transfer-Encoding and Connection are set by warden)"`
+	Params  map[string]string `json:"params,omitempty" maxProperties:"256" keyPattern:"^.{1,512}$" values.maxLength:"8192" jsonschema:"query parameters added to the URL's query"`
+	// JSON is any JSON value, kept as sent (RefineSchema says so: the
+	// derived schema of a json.RawMessage is an array of bytes).
+	JSON    json.RawMessage `json:"json,omitempty" jsonschema:"a JSON value sent as the body, with Content-Type application/json unless headers set one"`
+	Data    *string         `json:"data,omitempty" jsonschema:"a text body sent as is (set Content-Type in headers); not together with json"`
+	Timeout *float64        `json:"timeout,omitempty" exclusiveMinimum:"0" maximum:"120" jsonschema:"seconds for the whole call, redirects and body included (default 20, at most 120)"`
+}
+
+// RefineSchema implements tool.SchemaRefiner: json is any JSON value,
+// which its Go type (raw bytes, kept as sent) cannot say.
+func (t *HTTPTool) RefineSchema(s *jsonschema.Schema) {
+	p := s.Properties["json"]
+	*p = jsonschema.Schema{Description: p.Description}
 }
 
 // httpPlan is a call's request, fully decided before anything is sent.
@@ -142,11 +137,7 @@ func httpInvalid(hint, format string, args ...any) *tool.Error {
 
 // httpPrepare validates the arguments and builds the plan: Needs, Preview
 // and Run all start from it, so what is checked is what is sent.
-func httpPrepare(c *tool.Call) (*httpPlan, *tool.Error) {
-	var a httpArgs
-	if err := c.Bind(&a); err != nil {
-		return nil, tool.AsError(err)
-	}
+func httpPrepare(a *httpArgs) (*httpPlan, *tool.Error) {
 	p := &httpPlan{method: strings.ToUpper(a.Method), timeout: httpDefaultTimeout, header: http.Header{}}
 	if !httpMethods[p.method] {
 		return nil, httpInvalid("use GET, HEAD, POST, PUT, PATCH, DELETE or OPTIONS", "method %q is not supported", a.Method)
@@ -220,11 +211,11 @@ func httpPrepare(c *tool.Call) (*httpPlan, *tool.Error) {
 	return p, nil
 }
 
-// Needs implements tool.Tool: the net need of the URL's canonical host
+// Needs implements tool.Typed: the net need of the URL's canonical host
 // and port. Redirect hops and resolved addresses are checked as the call
 // runs.
-func (t *HTTPTool) Needs(c *tool.Call) ([]capability.Need, error) {
-	p, err := httpPrepare(c)
+func (t *HTTPTool) Needs(_ *tool.Call, a *httpArgs) ([]capability.Need, error) {
+	p, err := httpPrepare(a)
 	if err != nil {
 		return nil, err
 	}
@@ -242,10 +233,10 @@ type httpPreview struct {
 	MaxRedirect int               `json:"max_redirects"`
 }
 
-// Preview implements tool.Tool: the request that would be sent, and
-// nothing is sent (no DNS lookup either).
-func (t *HTTPTool) Preview(_ context.Context, c *tool.Call) tool.Outcome {
-	p, err := httpPrepare(c)
+// Preview implements tool.TypedPreviewer: the request that would be
+// sent, and nothing is sent (no DNS lookup either).
+func (t *HTTPTool) Preview(_ context.Context, _ *tool.Call, a *httpArgs) tool.Outcome {
+	p, err := httpPrepare(a)
 	if err != nil {
 		return tool.Outcome{Err: err}
 	}
@@ -285,9 +276,9 @@ type HTTPResponse struct {
 	Redirects []httpHop `json:"redirects"`
 }
 
-// Run implements tool.Tool.
-func (t *HTTPTool) Run(ctx context.Context, c *tool.Call) tool.Outcome {
-	p, rerr := httpPrepare(c)
+// Run implements tool.Typed.
+func (t *HTTPTool) Run(ctx context.Context, c *tool.Call, a *httpArgs) tool.Outcome {
+	p, rerr := httpPrepare(a)
 	if rerr != nil {
 		return tool.Outcome{Err: rerr}
 	}

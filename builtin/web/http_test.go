@@ -112,8 +112,8 @@ func httpTestNames() map[string][]string {
 	}
 }
 
-func httpNewTool(r *httpTestResolver) *HTTPTool {
-	return &HTTPTool{net: httpSeams{resolve: r.resolve}}
+func httpNewTool(r *httpTestResolver) tool.Tool {
+	return tool.Adapt[httpArgs](&HTTPTool{net: httpSeams{resolve: r.resolve}})
 }
 
 // httpPolicy is a policy granting exactly grants.
@@ -362,7 +362,7 @@ func TestHTTPTLSVerifiedWithInjectedCA(t *testing.T) {
 	srv := httpServeTLS(t, httpEcho)
 	pool := x509.NewCertPool()
 	pool.AddCert(srv.Certificate())
-	toolName := &HTTPTool{net: httpSeams{resolve: httpNewResolver(httpTestNames()).resolve, rootCAs: pool}}
+	toolName := tool.Adapt[httpArgs](&HTTPTool{net: httpSeams{resolve: httpNewResolver(httpTestNames()).resolve, rootCAs: pool}})
 	g, _ := httpGate(t, toolName, "net:example.com", "net:allowed.test", fmt.Sprintf("net:127.0.0.1:%d", srv.port))
 
 	// Trusted CA, name in the certificate (by IP and by name).

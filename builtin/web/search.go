@@ -175,32 +175,26 @@ type SearchTool struct {
 	now func() time.Time
 }
 
-var _ tool.Tool = (*SearchTool)(nil)
+var (
+	_ tool.Typed[searchArgs]          = (*SearchTool)(nil)
+	_ tool.TypedPreviewer[searchArgs] = (*SearchTool)(nil)
+)
 
-var searchSchema = json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "query": {"type": "string", "minLength": 1, "maxLength": 2000, "description": "what to search the web for"},
-    "num_results": {"type": "integer", "minimum": 1, "maximum": 20, "description": "how many results (default 5, at most 20)"}
-  },
-  "required": ["query"],
-  "additionalProperties": false
-}`)
-
-// Spec implements tool.Tool.
+// Spec implements tool.Typed.
 func (s *SearchTool) Spec() tool.Spec {
 	return tool.Spec{
 		Name: "search",
 		Description: "Search the web and return ranked results {title, url, snippet}. Uses the configured backend " +
 			"(SearXNG or Brave Search); its host needs a net grant.",
-		InputSchema:  searchSchema,
 		Capabilities: []capability.Kind{capability.Net},
 	}
 }
 
+// searchArgs are the search tool's arguments; their schema is the tool's
+// input schema.
 type searchArgs struct {
-	Query      string `json:"query"`
-	NumResults *int   `json:"num_results"`
+	Query      string `json:"query" minLength:"1" maxLength:"2000" jsonschema:"what to search the web for"`
+	NumResults *int   `json:"num_results,omitempty" minimum:"1" maximum:"20" jsonschema:"how many results (default 5, at most 20)"`
 }
 
 type searchPlan struct {
@@ -211,11 +205,7 @@ type searchPlan struct {
 	need    capability.Need
 }
 
-func (s *SearchTool) prepare(c *tool.Call) (*searchPlan, *tool.Error) {
-	var a searchArgs
-	if err := c.Bind(&a); err != nil {
-		return nil, tool.AsError(err)
-	}
+func (s *SearchTool) prepare(a *searchArgs) (*searchPlan, *tool.Error) {
 	p := &searchPlan{query: strings.TrimSpace(a.Query), n: searchDefaultResults}
 	if p.query == "" {
 		return nil, tool.Errorf(tool.CodeInvalidInput, "give a non-empty query", "query is empty")
@@ -240,20 +230,21 @@ func (s *SearchTool) prepare(c *tool.Call) (*searchPlan, *tool.Error) {
 	return p, nil
 }
 
-// Needs implements tool.Tool: the net need of the backend's host. With
+// Needs implements tool.Typed: the net need of the backend's host. With
 // no backend configured the call is refused here, before anything runs.
-func (s *SearchTool) Needs(c *tool.Call) ([]capability.Need, error) {
-	p, err := s.prepare(c)
+func (s *SearchTool) Needs(_ *tool.Call, a *searchArgs) ([]capability.Need, error) {
+	p, err := s.prepare(a)
 	if err != nil {
 		return nil, err
 	}
 	return []capability.Need{p.need}, nil
 }
 
-// Preview implements tool.Tool: the request the search would send.
-// Nothing is sent: a query can carry data, so a dry run keeps it here.
-func (s *SearchTool) Preview(_ context.Context, c *tool.Call) tool.Outcome {
-	p, err := s.prepare(c)
+// Preview implements tool.TypedPreviewer: the request the search would
+// send. Nothing is sent: a query can carry data, so a dry run keeps it
+// here.
+func (s *SearchTool) Preview(_ context.Context, _ *tool.Call, a *searchArgs) tool.Outcome {
+	p, err := s.prepare(a)
 	if err != nil {
 		return tool.Outcome{Err: err}
 	}
@@ -264,9 +255,9 @@ func (s *SearchTool) Preview(_ context.Context, c *tool.Call) tool.Outcome {
 	}
 }
 
-// Run implements tool.Tool.
-func (s *SearchTool) Run(ctx context.Context, c *tool.Call) tool.Outcome {
-	p, rerr := s.prepare(c)
+// Run implements tool.Typed.
+func (s *SearchTool) Run(ctx context.Context, c *tool.Call, a *searchArgs) tool.Outcome {
+	p, rerr := s.prepare(a)
 	if rerr != nil {
 		return tool.Outcome{Err: rerr}
 	}

@@ -39,7 +39,13 @@ func (w *searchWaits) list() []time.Duration {
 
 var searchTestNow = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 
-func searchNewTool(cfg SearchConfig, w *searchWaits) *SearchTool {
+func searchNewTool(cfg SearchConfig, w *searchWaits) tool.Tool {
+	return tool.Adapt[searchArgs](searchTestTool(cfg, w))
+}
+
+// searchTestTool is the search tool with the test DNS, waits and clock,
+// before it is adapted (tests that change its seams).
+func searchTestTool(cfg SearchConfig, w *searchWaits) *SearchTool {
 	return &SearchTool{Config: cfg, net: httpSeams{resolve: httpNewResolver(httpTestNames()).resolve},
 		wait: w.wait, now: func() time.Time { return searchTestNow }}
 }
@@ -158,7 +164,7 @@ func TestSearchBrave(t *testing.T) {
 }
 
 func TestSearchBraveDefaultEndpointNeed(t *testing.T) {
-	toolName := &SearchTool{Config: SearchConfig{BraveAPIKey: searchTestKey}}
+	toolName := tool.Adapt[searchArgs](&SearchTool{Config: SearchConfig{BraveAPIKey: searchTestKey}})
 	g, _ := httpGate(t, toolName)
 	res := tooltest.CallReq(t, g, gate.Request{Tool: "search", Args: json.RawMessage(`{"query":"x"}`), DryRun: true})
 	httpWantError(t, res, tool.CodeCapabilityDenied, "net:api.search.brave.com:443", "needs the grant net:api.search.brave.com:443")
@@ -402,9 +408,9 @@ func TestSearchTimeout(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			toolName := searchNewTool(SearchConfig{SearXNGURL: tc.srv.at("searx.test", "/searx")}, &searchWaits{})
+			toolName := searchTestTool(SearchConfig{SearXNGURL: tc.srv.at("searx.test", "/searx")}, &searchWaits{})
 			toolName.wait = nil // really wait, as a context-aware timer
-			g, audit := httpGate(t, toolName, "net:searx.test", fmt.Sprintf("net:127.0.0.1:%d", tc.srv.port))
+			g, audit := httpGate(t, tool.Adapt[searchArgs](toolName), "net:searx.test", fmt.Sprintf("net:127.0.0.1:%d", tc.srv.port))
 			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 			defer cancel()
 			start := time.Now()
