@@ -132,23 +132,23 @@ func Tools() []tool.Tool {
 }
 
 var (
-	_ tool.Typed[readArgs]              = readTool{}
-	_ tool.Typed[writeArgs]             = writeTool{}
-	_ tool.TypedPreviewer[writeArgs]    = writeTool{}
-	_ tool.TypedSinker[writeArgs]       = writeTool{}
-	_ tool.Typed[listArgs]              = listTool{}
-	_ tool.Typed[mkdirArgs]             = mkdirTool{}
-	_ tool.TypedPreviewer[mkdirArgs]    = mkdirTool{}
-	_ tool.Typed[removeArgs]            = removeTool{}
-	_ tool.TypedPreviewer[removeArgs]   = removeTool{}
-	_ tool.Typed[globArgs]              = globTool{}
-	_ tool.Typed[readFilesArgs]         = readFilesTool{}
-	_ tool.SchemaRefiner                = readTool{}
-	_ tool.SchemaRefiner                = writeTool{}
-	_ tool.SchemaRefiner                = listTool{}
-	_ tool.SchemaRefiner                = mkdirTool{}
-	_ tool.SchemaRefiner                = removeTool{}
-	_ tool.SchemaRefiner                = readFilesTool{}
+	_ tool.Typed[readArgs]            = readTool{}
+	_ tool.Typed[writeArgs]           = writeTool{}
+	_ tool.TypedPreviewer[writeArgs]  = writeTool{}
+	_ tool.TypedSinker[writeArgs]     = writeTool{}
+	_ tool.Typed[listArgs]            = listTool{}
+	_ tool.Typed[mkdirArgs]           = mkdirTool{}
+	_ tool.TypedPreviewer[mkdirArgs]  = mkdirTool{}
+	_ tool.Typed[removeArgs]          = removeTool{}
+	_ tool.TypedPreviewer[removeArgs] = removeTool{}
+	_ tool.Typed[globArgs]            = globTool{}
+	_ tool.Typed[readFilesArgs]       = readFilesTool{}
+	_ tool.SchemaRefiner              = readTool{}
+	_ tool.SchemaRefiner              = writeTool{}
+	_ tool.SchemaRefiner              = listTool{}
+	_ tool.SchemaRefiner              = mkdirTool{}
+	_ tool.SchemaRefiner              = removeTool{}
+	_ tool.SchemaRefiner              = readFilesTool{}
 )
 
 // describePath sets the description of a path argument's schema p (a
