@@ -3,7 +3,6 @@ package git
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
@@ -17,31 +16,19 @@ import (
 
 type applyPatchTool struct{ g *runner }
 
-var applyPatchSchema = json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "patch": {"type": "string", "minLength": 1, "maxLength": 1000000,
-      "description": "a unified diff as git diff writes it (a/ and b/ prefixes, applied with -p1) or a traditional diff -u with one leading directory; text files only"},
-    "check": {"type": "boolean", "description": "only check that the patch applies cleanly; change nothing (default false: apply it)"}
-  },
-  "required": ["patch"],
-  "additionalProperties": false
-}`)
-
 func (t *applyPatchTool) Spec() tool.Spec {
 	return tool.Spec{
 		Name: "git_apply_patch",
 		Description: "Apply a unified diff to the working tree of the workspace's git repository (git apply; the index is not touched). " +
 			"Refused before git sees it: paths with .., absolute paths, paths in .git/ or .warden/, symlinks, submodules and binary patches. " +
 			"The patch is checked first and applied all or nothing. check:true only checks.",
-		InputSchema:  applyPatchSchema,
 		Capabilities: []capability.Kind{capability.GitRead, capability.GitWrite, capability.FSWrite},
 	}
 }
 
 type applyPatchArgs struct {
-	Patch string `json:"patch"`
-	Check bool   `json:"check"`
+	Patch string `json:"patch" minLength:"1" maxLength:"1000000" jsonschema:"a unified diff as git diff writes it (a/ and b/ prefixes, applied with -p1) or a traditional diff -u with one leading directory; text files only"`
+	Check bool   `json:"check,omitempty" jsonschema:"only check that the patch applies cleanly; change nothing (default false: apply it)"`
 }
 
 // Needs: check only reads (git.read). Applying needs git.write and, since
@@ -49,11 +36,7 @@ type applyPatchArgs struct {
 // creates, modifies, deletes or renames (both sides), resolved like every fs
 // need. A patch that fails the path checks is refused here, before anything
 // runs.
-func (t *applyPatchTool) Needs(c *tool.Call) ([]capability.Need, error) {
-	var a applyPatchArgs
-	if e := bind(c, &a); e != nil {
-		return nil, e
-	}
+func (t *applyPatchTool) Needs(c *tool.Call, a *applyPatchArgs) ([]capability.Need, error) {
 	p, e := parsePatch(a.Patch)
 	if e != nil {
 		return nil, e
@@ -75,11 +58,7 @@ func (t *applyPatchTool) Needs(c *tool.Call) ([]capability.Need, error) {
 // Sinks: the hunks of each file's section land in that file (the new
 // path; the old one for a deletion). Headers are not sinks: a mask in a
 // file name is refused.
-func (t *applyPatchTool) Sinks(c *tool.Call) ([]tool.Sink, error) {
-	var a applyPatchArgs
-	if e := bind(c, &a); e != nil {
-		return nil, e
-	}
+func (t *applyPatchTool) Sinks(c *tool.Call, a *applyPatchArgs) ([]tool.Sink, error) {
 	p, e := parsePatch(a.Patch)
 	if e != nil {
 		return nil, e
@@ -127,12 +106,8 @@ type PatchResult struct {
 
 // prepare parses and vets the patch, then asks git how it reads it and
 // refuses any difference from warden's own reading.
-func (t *applyPatchTool) prepare(ctx context.Context, c *tool.Call) (*session, *gitPatch, PatchResult, *tool.Error) {
+func (t *applyPatchTool) prepare(ctx context.Context, c *tool.Call, a *applyPatchArgs) (*session, *gitPatch, PatchResult, *tool.Error) {
 	var res PatchResult
-	var a applyPatchArgs
-	if e := bind(c, &a); e != nil {
-		return nil, nil, res, e
-	}
 	p, e := parsePatch(a.Patch)
 	if e != nil {
 		return nil, nil, res, e
@@ -198,14 +173,12 @@ func applyCheck(s *session, patch string, res *PatchResult, extra ...string) (gi
 // Preview checks the patch against the working tree (git apply --check
 // --stat --summary) and shows the files it would touch, the stat and the
 // patch itself. Nothing is written.
-func (t *applyPatchTool) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
-	s, _, res, e := t.prepare(ctx, c)
+func (t *applyPatchTool) Preview(ctx context.Context, c *tool.Call, a *applyPatchArgs) tool.Outcome {
+	s, _, res, e := t.prepare(ctx, c, a)
 	if e != nil {
 		return tool.Outcome{Err: e, Data: res}
 	}
 	defer s.close()
-	var a applyPatchArgs
-	_ = c.Bind(&a)
 	out, o, ok := applyCheck(s, a.Patch, &res, "--stat", "--summary")
 	if !ok {
 		return o
@@ -229,14 +202,12 @@ func (t *applyPatchTool) Preview(ctx context.Context, c *tool.Call) tool.Outcome
 	return tool.Outcome{Output: sb.String(), Data: res, Warnings: patchWarnings(res)}
 }
 
-func (t *applyPatchTool) Run(ctx context.Context, c *tool.Call) tool.Outcome {
-	s, _, res, e := t.prepare(ctx, c)
+func (t *applyPatchTool) Run(ctx context.Context, c *tool.Call, a *applyPatchArgs) tool.Outcome {
+	s, _, res, e := t.prepare(ctx, c, a)
 	if e != nil {
 		return tool.Outcome{Err: e, Data: res}
 	}
 	defer s.close()
-	var a applyPatchArgs
-	_ = c.Bind(&a)
 	out, o, ok := applyCheck(s, a.Patch, &res)
 	if !ok {
 		return o
