@@ -85,7 +85,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -96,6 +95,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/wardenrt/warden/builtin/internal/fspath"
 	"github.com/wardenrt/warden/runtime/capability"
@@ -119,22 +120,43 @@ const (
 // fs_remove, fs_glob and read_files. They take the workspace and the grants
 // from each Call, so they need no configuration.
 func Tools() []tool.Tool {
-	return []tool.Tool{readTool{}, writeTool{}, listTool{}, mkdirTool{}, removeTool{}, globTool{}, readFilesTool{}}
+	return []tool.Tool{
+		tool.Adapt[readArgs](readTool{}),
+		tool.Adapt[writeArgs](writeTool{}),
+		tool.Adapt[listArgs](listTool{}),
+		tool.Adapt[mkdirArgs](mkdirTool{}),
+		tool.Adapt[removeArgs](removeTool{}),
+		tool.Adapt[globArgs](globTool{}),
+		tool.Adapt[readFilesArgs](readFilesTool{}),
+	}
 }
 
 var (
-	_ tool.Tool = readTool{}
-	_ tool.Tool = writeTool{}
-	_ tool.Tool = listTool{}
-	_ tool.Tool = mkdirTool{}
-	_ tool.Tool = removeTool{}
-	_ tool.Tool = globTool{}
-	_ tool.Tool = readFilesTool{}
+	_ tool.Typed[readArgs]            = readTool{}
+	_ tool.Typed[writeArgs]           = writeTool{}
+	_ tool.TypedPreviewer[writeArgs]  = writeTool{}
+	_ tool.TypedSinker[writeArgs]     = writeTool{}
+	_ tool.Typed[listArgs]            = listTool{}
+	_ tool.Typed[mkdirArgs]           = mkdirTool{}
+	_ tool.TypedPreviewer[mkdirArgs]  = mkdirTool{}
+	_ tool.Typed[removeArgs]          = removeTool{}
+	_ tool.TypedPreviewer[removeArgs] = removeTool{}
+	_ tool.Typed[globArgs]            = globTool{}
+	_ tool.Typed[readFilesArgs]       = readFilesTool{}
+	_ tool.SchemaRefiner              = readTool{}
+	_ tool.SchemaRefiner              = writeTool{}
+	_ tool.SchemaRefiner              = listTool{}
+	_ tool.SchemaRefiner              = mkdirTool{}
+	_ tool.SchemaRefiner              = removeTool{}
+	_ tool.SchemaRefiner              = readFilesTool{}
 )
 
-// pathSchema is the schema of a path argument.
-func pathSchema(desc string) string {
-	return `{"type": "string", "minLength": 1, "maxLength": 4096, "description": ` + strconv.Quote(desc) + `}`
+// describePath sets the description of a path argument's schema p (a
+// property, or the items of an array of paths): what it names, then
+// pathDesc. The struct tags carry its other keywords (minLength 1,
+// maxLength 4096); a tag cannot build a description from a constant.
+func describePath(p *jsonschema.Schema, what string) {
+	p.Description = what + ": " + pathDesc
 }
 
 const pathDesc = "a path relative to the workspace, or an absolute path a grant allows (e.g. /etc/nginx/nginx.conf under fs.read:/etc/nginx/**)"
@@ -567,8 +589,12 @@ func readPath(c *tool.Call, p string, raw bool, limit int64) ([]byte, string, *t
 type readTool struct{}
 
 type readArgs struct {
-	Path     string `json:"path"`
-	Encoding string `json:"encoding"`
+	Path     string `json:"path" minLength:"1" maxLength:"4096"`
+	Encoding string `json:"encoding,omitempty" enum:"utf-8,base64" default:"utf-8" jsonschema:"utf-8 (default): the text itself; base64: the raw bytes, base64-encoded (for binary files)"`
+}
+
+func (readTool) RefineSchema(s *jsonschema.Schema) {
+	describePath(s.Properties["path"], "the file to read")
 }
 
 // ReadData is fs_read's data.
@@ -585,26 +611,12 @@ func (readTool) Spec() tool.Spec {
 		Description: "Read a text file and return its content. Text only: a file holding a NUL byte or invalid UTF-8 is NOT_TEXT unless " +
 			`encoding is "base64", which returns the bytes base64-encoded. At most 1 MiB (768 KiB with base64); larger files are TOO_LARGE, never cut. ` +
 			"Needs fs.read on the file (symlinks resolved).",
-		InputSchema: json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "path": ` + pathSchema("the file to read: "+pathDesc) + `,
-    "encoding": {"type": "string", "enum": ["utf-8", "base64"], "default": "utf-8",
-      "description": "utf-8 (default): the text itself; base64: the raw bytes, base64-encoded (for binary files)"}
-  },
-  "required": ["path"],
-  "additionalProperties": false
-}`),
 		Capabilities: []capability.Kind{capability.FSRead},
 		ReadOnly:     true,
 	}
 }
 
-func (readTool) Needs(c *tool.Call) ([]capability.Need, error) {
-	var a readArgs
-	if err := c.Bind(&a); err != nil {
-		return nil, err
-	}
+func (readTool) Needs(c *tool.Call, a *readArgs) ([]capability.Need, error) {
 	abs, e := fspath.Resolve(c.Workspace, a.Path)
 	if e != nil {
 		return nil, e
@@ -612,15 +624,7 @@ func (readTool) Needs(c *tool.Call) ([]capability.Need, error) {
 	return []capability.Need{{Kind: capability.FSRead, Resource: abs}}, nil
 }
 
-func (t readTool) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
-	return t.Run(ctx, c)
-}
-
-func (readTool) Run(ctx context.Context, c *tool.Call) tool.Outcome {
-	var a readArgs
-	if err := c.Bind(&a); err != nil {
-		return tool.Outcome{Err: tool.AsError(err)}
-	}
+func (readTool) Run(ctx context.Context, c *tool.Call, a *readArgs) tool.Outcome {
 	raw := a.Encoding == "base64"
 	limit := int64(maxReadBytes)
 	if raw {
@@ -645,7 +649,11 @@ func (readTool) Run(ctx context.Context, c *tool.Call) tool.Outcome {
 type readFilesTool struct{}
 
 type readFilesArgs struct {
-	FilePaths []string `json:"file_paths"`
+	FilePaths []string `json:"file_paths" minItems:"1" maxItems:"100" items.minLength:"1" items.maxLength:"4096" jsonschema:"the files to read, in order"`
+}
+
+func (readFilesTool) RefineSchema(s *jsonschema.Schema) {
+	describePath(s.Properties["file_paths"].Items, "a file to read")
 }
 
 // ReadFilesData is read_files' data.
@@ -674,16 +682,6 @@ func (readFilesTool) Spec() tool.Spec {
 		Description: "Read several text files at once; the output concatenates them, each after a line \"==> PATH <==\". " +
 			"A file that cannot be read (missing, binary, too large, not a regular file) is skipped and listed in skipped_files with its error code " +
 			"and reason; the other files are still returned. At most 100 paths and 1 MiB in all. Needs fs.read on every path.",
-		InputSchema: json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "file_paths": {"type": "array", "minItems": 1, "maxItems": 100,
-      "items": ` + pathSchema("a file to read: "+pathDesc) + `,
-      "description": "the files to read, in order"}
-  },
-  "required": ["file_paths"],
-  "additionalProperties": false
-}`),
 		Capabilities: []capability.Kind{capability.FSRead},
 		ReadOnly:     true,
 	}
@@ -693,11 +691,7 @@ func (readFilesTool) Spec() tool.Spec {
 // resolved (a symlink loop) needs nothing: Run touches nothing for it and
 // lists it as skipped. A path no file can have (NUL, too long) refuses the
 // call.
-func (readFilesTool) Needs(c *tool.Call) ([]capability.Need, error) {
-	var a readFilesArgs
-	if err := c.Bind(&a); err != nil {
-		return nil, err
-	}
+func (readFilesTool) Needs(c *tool.Call, a *readFilesArgs) ([]capability.Need, error) {
 	if len(a.FilePaths) > maxReadFiles {
 		return nil, tool.Errorf(tool.CodeInvalidInput, "split the list", "%d paths; read_files reads at most %d", len(a.FilePaths), maxReadFiles)
 	}
@@ -718,15 +712,7 @@ func (readFilesTool) Needs(c *tool.Call) ([]capability.Need, error) {
 	return needs, nil
 }
 
-func (t readFilesTool) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
-	return t.Run(ctx, c)
-}
-
-func (readFilesTool) Run(ctx context.Context, c *tool.Call) tool.Outcome {
-	var a readFilesArgs
-	if err := c.Bind(&a); err != nil {
-		return tool.Outcome{Err: tool.AsError(err)}
-	}
+func (readFilesTool) Run(ctx context.Context, c *tool.Call, a *readFilesArgs) tool.Outcome {
 	d := ReadFilesData{Files: []ReadFilesEntry{}, SkippedFiles: []SkippedFile{}}
 	var out strings.Builder
 	var origins []tool.Origin

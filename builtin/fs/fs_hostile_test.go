@@ -623,17 +623,22 @@ func TestFSHostileRunRechecks(t *testing.T) {
 		tool tool.Tool
 		args string
 	}{
-		{readTool{}, `{"path":"dir/canary"}`},
-		{writeTool{}, `{"path":"dir/canary","content":"PWNED"}`},
-		{listTool{}, `{"path":"dir"}`},
-		{mkdirTool{}, `{"path":"dir/x"}`},
-		{removeTool{}, `{"path":"dir/canary"}`},
-		{globTool{}, `{"pattern":"dir/*"}`},
+		{tool.Adapt[readArgs](readTool{}), `{"path":"dir/canary"}`},
+		{tool.Adapt[writeArgs](writeTool{}), `{"path":"dir/canary","content":"PWNED"}`},
+		{tool.Adapt[listArgs](listTool{}), `{"path":"dir"}`},
+		{tool.Adapt[mkdirArgs](mkdirTool{}), `{"path":"dir/x"}`},
+		{tool.Adapt[removeArgs](removeTool{}), `{"path":"dir/canary"}`},
+		{tool.Adapt[globArgs](globTool{}), `{"pattern":"dir/*"}`},
 	} {
 		c := &tool.Call{Tool: tc.tool.Spec().Name, Args: json.RawMessage(tc.args), Grants: g.Grants(), Workspace: ws}
 		outs := []tool.Outcome{tc.tool.Run(context.Background(), c)}
 		if p, ok := tc.tool.(tool.Previewer); ok {
 			outs = append(outs, p.Preview(context.Background(), c))
+		} else {
+			// A read-only tool has no Preview: its dry run is Run itself.
+			dry := *c
+			dry.DryRun = true
+			outs = append(outs, tc.tool.Run(context.Background(), &dry))
 		}
 		for _, o := range outs {
 			if o.Err == nil || o.Err.Code != tool.CodePathEscape || strings.Contains(o.Output, "OUTSIDE") {

@@ -2,7 +2,6 @@ package fs
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/bmatcuk/doublestar/v4"
+	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/wardenrt/warden/builtin/internal/fspath"
 	"github.com/wardenrt/warden/runtime/capability"
@@ -64,7 +64,11 @@ func (s safeFS) Stat(name string) (fs.FileInfo, error) {
 type listTool struct{}
 
 type listArgs struct {
-	Path string `json:"path"`
+	Path string `json:"path" minLength:"1" maxLength:"4096"`
+}
+
+func (listTool) RefineSchema(s *jsonschema.Schema) {
+	describePath(s.Properties["path"], `the directory to list ("." for the workspace)`)
 }
 
 // ListData is fs_list's data.
@@ -89,24 +93,12 @@ func (listTool) Spec() tool.Spec {
 		Description: "List a directory: each entry's name, type (file, dir, symlink, fifo, socket, device, other) and size. " +
 			"The output has one name per line, directories ending in / and symlinks in @. At most 10,000 entries (then truncated: true). " +
 			"Needs fs.read on the directory.",
-		InputSchema: json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "path": ` + pathSchema(`the directory to list ("." for the workspace): `+pathDesc) + `
-  },
-  "required": ["path"],
-  "additionalProperties": false
-}`),
 		Capabilities: []capability.Kind{capability.FSRead},
 		ReadOnly:     true,
 	}
 }
 
-func (listTool) Needs(c *tool.Call) ([]capability.Need, error) {
-	var a listArgs
-	if err := c.Bind(&a); err != nil {
-		return nil, err
-	}
+func (listTool) Needs(c *tool.Call, a *listArgs) ([]capability.Need, error) {
 	abs, e := fspath.Resolve(c.Workspace, a.Path)
 	if e != nil {
 		return nil, e
@@ -114,15 +106,7 @@ func (listTool) Needs(c *tool.Call) ([]capability.Need, error) {
 	return []capability.Need{{Kind: capability.FSRead, Resource: abs}}, nil
 }
 
-func (t listTool) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
-	return t.Run(ctx, c)
-}
-
-func (listTool) Run(ctx context.Context, c *tool.Call) tool.Outcome {
-	var a listArgs
-	if err := c.Bind(&a); err != nil {
-		return tool.Outcome{Err: tool.AsError(err)}
-	}
+func (listTool) Run(ctx context.Context, c *tool.Call, a *listArgs) tool.Outcome {
 	abs, e := fsRecheck(c, capability.FSRead, a.Path, false)
 	if e != nil {
 		return tool.Outcome{Err: e}
@@ -185,7 +169,7 @@ func (listTool) Run(ctx context.Context, c *tool.Call) tool.Outcome {
 type globTool struct{}
 
 type globArgs struct {
-	Pattern string `json:"pattern"`
+	Pattern string `json:"pattern" minLength:"1" maxLength:"4096" jsonschema:"a doublestar glob, relative to the workspace or absolute; '..' only before the first wildcard"`
 }
 
 // GlobData is fs_glob's data.
@@ -207,15 +191,6 @@ func (globTool) Spec() tool.Spec {
 			"not descended into. Matches are returned as paths in the pattern's form; those the grants do not allow reading are left out " +
 			"(counted in omitted_by_grants). At most 1,000 matches (then truncated: true). Needs fs.read on the pattern's base directory " +
 			"(the part before the first wildcard).",
-		InputSchema: json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "pattern": {"type": "string", "minLength": 1, "maxLength": 4096,
-      "description": "a doublestar glob, relative to the workspace or absolute; '..' only before the first wildcard"}
-  },
-  "required": ["pattern"],
-  "additionalProperties": false
-}`),
 		Capabilities: []capability.Kind{capability.FSRead},
 		ReadOnly:     true,
 	}
@@ -243,11 +218,7 @@ func globSplit(ws, pattern string) (base, rest, abs string, e *tool.Error) {
 
 // Needs: fs.read on the pattern's base directory; the matches are filtered
 // with the grants as they are found.
-func (globTool) Needs(c *tool.Call) ([]capability.Need, error) {
-	var a globArgs
-	if err := c.Bind(&a); err != nil {
-		return nil, err
-	}
+func (globTool) Needs(c *tool.Call, a *globArgs) ([]capability.Need, error) {
 	_, _, abs, e := globSplit(c.Workspace, a.Pattern)
 	if e != nil {
 		return nil, e
@@ -255,17 +226,9 @@ func (globTool) Needs(c *tool.Call) ([]capability.Need, error) {
 	return []capability.Need{{Kind: capability.FSRead, Resource: abs}}, nil
 }
 
-func (t globTool) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
-	return t.Run(ctx, c)
-}
-
 var errGlobFull = errors.New("fs_glob: enough matches")
 
-func (globTool) Run(ctx context.Context, c *tool.Call) tool.Outcome {
-	var a globArgs
-	if err := c.Bind(&a); err != nil {
-		return tool.Outcome{Err: tool.AsError(err)}
-	}
+func (globTool) Run(ctx context.Context, c *tool.Call, a *globArgs) tool.Outcome {
 	base, rest, abs, e := globSplit(c.Workspace, a.Pattern)
 	if e != nil {
 		return tool.Outcome{Err: e}

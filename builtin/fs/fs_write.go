@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -15,6 +14,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/wardenrt/warden/builtin/internal/fspath"
 	"github.com/wardenrt/warden/internal/unidiff"
@@ -28,11 +29,15 @@ import (
 type writeTool struct{}
 
 type writeArgs struct {
-	Path      string `json:"path"`
-	Content   string `json:"content"`
-	Encoding  string `json:"encoding"`
-	Append    bool   `json:"append"`
-	Overwrite *bool  `json:"overwrite"`
+	Path      string `json:"path" minLength:"1" maxLength:"4096"`
+	Content   string `json:"content" jsonschema:"the content to write (or to append)"`
+	Encoding  string `json:"encoding,omitempty" enum:"utf-8,base64" default:"utf-8" jsonschema:"utf-8 (default): content is the text; base64: content is base64 (RFC 4648, padded) and its decoded bytes are written"`
+	Append    bool   `json:"append,omitempty" default:"false" jsonschema:"add content at the end of the file instead of replacing it"`
+	Overwrite *bool  `json:"overwrite,omitempty" default:"true" jsonschema:"replace an existing file (default true, with a warning); false refuses with ALREADY_EXISTS. Appending never needs it"`
+}
+
+func (writeTool) RefineSchema(s *jsonschema.Schema) {
+	describePath(s.Properties["path"], "the file to write")
 }
 
 // WriteData is fs_write's data. In a dry run it says what the call would
@@ -58,20 +63,6 @@ func (writeTool) Spec() tool.Spec {
 			"(temporary file in the same directory, fsync, rename) and keeps the file's permissions. Content is UTF-8 text; binary content " +
 			`must be sent base64-encoded with encoding "base64". Refused: anything inside .git or .warden, files with more than one hard link, ` +
 			"non-regular files. The dry run shows the unified diff it would write. Needs fs.write on the file and on each directory it creates.",
-		InputSchema: json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "path": ` + pathSchema("the file to write: "+pathDesc) + `,
-    "content": {"type": "string", "description": "the content to write (or to append)"},
-    "encoding": {"type": "string", "enum": ["utf-8", "base64"], "default": "utf-8",
-      "description": "utf-8 (default): content is the text; base64: content is base64 (RFC 4648, padded) and its decoded bytes are written"},
-    "append": {"type": "boolean", "default": false, "description": "add content at the end of the file instead of replacing it"},
-    "overwrite": {"type": "boolean", "default": true,
-      "description": "replace an existing file (default true, with a warning); false refuses with ALREADY_EXISTS. Appending never needs it"}
-  },
-  "required": ["path", "content"],
-  "additionalProperties": false
-}`),
 		Capabilities: []capability.Kind{capability.FSWrite},
 	}
 }
@@ -97,11 +88,7 @@ func trailingSlash(p string) *tool.Error {
 
 // Sinks: content lands in the file (as text; base64 content is bytes, no
 // place for a mask).
-func (writeTool) Sinks(c *tool.Call) ([]tool.Sink, error) {
-	var a writeArgs
-	if err := c.Bind(&a); err != nil {
-		return nil, err
-	}
+func (writeTool) Sinks(c *tool.Call, a *writeArgs) ([]tool.Sink, error) {
 	if a.Encoding == "base64" {
 		return nil, nil
 	}
@@ -113,11 +100,7 @@ func (writeTool) Sinks(c *tool.Call) ([]tool.Sink, error) {
 }
 
 // Needs: fs.write on the resolved file and on every directory it creates.
-func (writeTool) Needs(c *tool.Call) ([]capability.Need, error) {
-	var a writeArgs
-	if err := c.Bind(&a); err != nil {
-		return nil, err
-	}
+func (writeTool) Needs(c *tool.Call, a *writeArgs) ([]capability.Need, error) {
 	if _, e := a.content(); e != nil {
 		return nil, e
 	}
@@ -288,12 +271,8 @@ func (pl *writePlan) result() WriteData {
 	return d
 }
 
-func (writeTool) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
-	var a writeArgs
-	if err := c.Bind(&a); err != nil {
-		return tool.Outcome{Err: tool.AsError(err)}
-	}
-	pl, e := planWrite(c, a, true)
+func (writeTool) Preview(ctx context.Context, c *tool.Call, a *writeArgs) tool.Outcome {
+	pl, e := planWrite(c, *a, true)
 	if e != nil {
 		return tool.Outcome{Err: e}
 	}
@@ -365,12 +344,8 @@ func fsSum(b []byte) string {
 	return hex.EncodeToString(s[:8])
 }
 
-func (writeTool) Run(ctx context.Context, c *tool.Call) tool.Outcome {
-	var a writeArgs
-	if err := c.Bind(&a); err != nil {
-		return tool.Outcome{Err: tool.AsError(err)}
-	}
-	pl, e := planWrite(c, a, false)
+func (writeTool) Run(ctx context.Context, c *tool.Call, a *writeArgs) tool.Outcome {
+	pl, e := planWrite(c, *a, false)
 	if e != nil {
 		return tool.Outcome{Err: e}
 	}
@@ -463,9 +438,13 @@ func atomicWrite(dr *os.Root, name string, data []byte, perm fs.FileMode, keepMo
 type mkdirTool struct{}
 
 type mkdirArgs struct {
-	Path    string `json:"path"`
-	Parents *bool  `json:"parents"`
-	ExistOK *bool  `json:"exist_ok"`
+	Path    string `json:"path" minLength:"1" maxLength:"4096"`
+	Parents *bool  `json:"parents,omitempty" default:"true" jsonschema:"create missing parent directories too (default true); false: a missing parent is NOT_FOUND"`
+	ExistOK *bool  `json:"exist_ok,omitempty" default:"true" jsonschema:"succeed when the directory already exists (default true); false: ALREADY_EXISTS"`
+}
+
+func (mkdirTool) RefineSchema(s *jsonschema.Schema) {
+	describePath(s.Properties["path"], "the directory to create")
 }
 
 func (a *mkdirArgs) parents() bool { return a.Parents == nil || *a.Parents }
@@ -485,27 +464,13 @@ func (mkdirTool) Spec() tool.Spec {
 		Description: "Create a directory, and its missing parents unless parents is false. An existing directory is fine unless exist_ok " +
 			"is false (ALREADY_EXISTS); an existing file of that name is ALREADY_EXISTS. Nothing inside .git or .warden. " +
 			"The dry run lists the directories it would create. Needs fs.write on each directory it creates.",
-		InputSchema: json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "path": ` + pathSchema("the directory to create: "+pathDesc) + `,
-    "parents": {"type": "boolean", "default": true, "description": "create missing parent directories too (default true); false: a missing parent is NOT_FOUND"},
-    "exist_ok": {"type": "boolean", "default": true, "description": "succeed when the directory already exists (default true); false: ALREADY_EXISTS"}
-  },
-  "required": ["path"],
-  "additionalProperties": false
-}`),
 		Capabilities: []capability.Kind{capability.FSWrite},
 	}
 }
 
 // Needs: fs.write on the directory, and on each missing parent it would
 // create.
-func (mkdirTool) Needs(c *tool.Call) ([]capability.Need, error) {
-	var a mkdirArgs
-	if err := c.Bind(&a); err != nil {
-		return nil, err
-	}
+func (mkdirTool) Needs(c *tool.Call, a *mkdirArgs) ([]capability.Need, error) {
 	abs, e := fspath.Resolve(c.Workspace, a.Path)
 	if e != nil {
 		return nil, e
@@ -574,12 +539,8 @@ func planMkdir(c *tool.Call, a mkdirArgs) (*mkdirPlan, *tool.Error) {
 	return pl, nil
 }
 
-func (mkdirTool) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
-	var a mkdirArgs
-	if err := c.Bind(&a); err != nil {
-		return tool.Outcome{Err: tool.AsError(err)}
-	}
-	pl, e := planMkdir(c, a)
+func (mkdirTool) Preview(ctx context.Context, c *tool.Call, a *mkdirArgs) tool.Outcome {
+	pl, e := planMkdir(c, *a)
 	if e != nil {
 		return tool.Outcome{Err: e}
 	}
@@ -591,12 +552,8 @@ func (mkdirTool) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
 	return tool.Outcome{Output: "would create the directories:\n" + strings.Join(d.CreatedDirs, "\n"), Data: d}
 }
 
-func (mkdirTool) Run(ctx context.Context, c *tool.Call) tool.Outcome {
-	var a mkdirArgs
-	if err := c.Bind(&a); err != nil {
-		return tool.Outcome{Err: tool.AsError(err)}
-	}
-	pl, e := planMkdir(c, a)
+func (mkdirTool) Run(ctx context.Context, c *tool.Call, a *mkdirArgs) tool.Outcome {
+	pl, e := planMkdir(c, *a)
 	if e != nil {
 		return tool.Outcome{Err: e}
 	}
@@ -618,9 +575,13 @@ func (mkdirTool) Run(ctx context.Context, c *tool.Call) tool.Outcome {
 type removeTool struct{}
 
 type removeArgs struct {
-	Path      string `json:"path"`
-	Recursive bool   `json:"recursive"`
-	Force     bool   `json:"force"`
+	Path      string `json:"path" minLength:"1" maxLength:"4096"`
+	Recursive bool   `json:"recursive,omitempty" default:"false" jsonschema:"delete a directory and everything under it"`
+	Force     bool   `json:"force,omitempty" default:"false" jsonschema:"a missing path is not an error (removed: false)"`
+}
+
+func (removeTool) RefineSchema(s *jsonschema.Schema) {
+	describePath(s.Properties["path"], "what to delete")
 }
 
 // RemoveData is fs_remove's data (in a dry run: what it would remove).
@@ -644,16 +605,6 @@ func (removeTool) Spec() tool.Spec {
 			"path a success with removed: false instead of NOT_FOUND. Refused: the workspace itself, anything inside .git or .warden, and a " +
 			"recursive delete of a tree that holds one. Needs fs.write on the path; for a recursive delete that one grant on the directory " +
 			"covers everything under it.",
-		InputSchema: json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "path": ` + pathSchema("what to delete: "+pathDesc) + `,
-    "recursive": {"type": "boolean", "default": false, "description": "delete a directory and everything under it"},
-    "force": {"type": "boolean", "default": false, "description": "a missing path is not an error (removed: false)"}
-  },
-  "required": ["path"],
-  "additionalProperties": false
-}`),
 		Capabilities: []capability.Kind{capability.FSWrite},
 	}
 }
@@ -687,11 +638,7 @@ func removeTarget(c *tool.Call, p string, recheck bool) (string, *tool.Error) {
 
 // Needs: fs.write on the path (a final symlink is not followed: the link is
 // what is removed).
-func (removeTool) Needs(c *tool.Call) ([]capability.Need, error) {
-	var a removeArgs
-	if err := c.Bind(&a); err != nil {
-		return nil, err
-	}
+func (removeTool) Needs(c *tool.Call, a *removeArgs) ([]capability.Need, error) {
 	abs, e := removeTarget(c, a.Path, false)
 	if e != nil {
 		return nil, e
@@ -839,12 +786,8 @@ func (pl *removePlan) warnings(show string, a removeArgs) []string {
 	return []string{fmt.Sprintf("deletes %s (%s)", show, pl.d.Type)}
 }
 
-func (removeTool) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
-	var a removeArgs
-	if err := c.Bind(&a); err != nil {
-		return tool.Outcome{Err: tool.AsError(err)}
-	}
-	pl, e := planRemove(c, a)
+func (removeTool) Preview(ctx context.Context, c *tool.Call, a *removeArgs) tool.Outcome {
+	pl, e := planRemove(c, *a)
 	if e != nil {
 		return tool.Outcome{Err: e}
 	}
@@ -866,15 +809,11 @@ func (removeTool) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
 	} else {
 		fmt.Fprintf(&out, "would remove %s (%s)\n", show, pl.d.Type)
 	}
-	return tool.Outcome{Output: out.String(), Data: pl.d, Warnings: pl.warnings(show, a)}
+	return tool.Outcome{Output: out.String(), Data: pl.d, Warnings: pl.warnings(show, *a)}
 }
 
-func (removeTool) Run(ctx context.Context, c *tool.Call) tool.Outcome {
-	var a removeArgs
-	if err := c.Bind(&a); err != nil {
-		return tool.Outcome{Err: tool.AsError(err)}
-	}
-	pl, e := planRemove(c, a)
+func (removeTool) Run(ctx context.Context, c *tool.Call, a *removeArgs) tool.Outcome {
+	pl, e := planRemove(c, *a)
 	if e != nil {
 		return tool.Outcome{Err: e}
 	}
@@ -897,5 +836,5 @@ func (removeTool) Run(ctx context.Context, c *tool.Call) tool.Outcome {
 	if pl.dir && a.Recursive {
 		out = fmt.Sprintf("removed %s and everything under it: %d files, %d directories", show, pl.d.Files, pl.d.Dirs)
 	}
-	return tool.Outcome{Output: out, Data: pl.d, Warnings: pl.warnings(show, a)}
+	return tool.Outcome{Output: out, Data: pl.d, Warnings: pl.warnings(show, *a)}
 }

@@ -64,18 +64,25 @@ func Tools(cfg Config) []tool.Tool {
 		g.o.MaxOutput = defaultMaxOutput
 	}
 	return []tool.Tool{
-		&statusTool{g}, &diffTool{g}, &showTool{g}, &branchesTool{g},
-		&applyPatchTool{g}, &commitTool{g},
+		tool.Adapt[statusArgs](&statusTool{g}),
+		tool.Adapt[diffArgs](&diffTool{g}),
+		tool.Adapt[showArgs](&showTool{g}),
+		tool.Adapt[branchesArgs](&branchesTool{g}),
+		tool.Adapt[applyPatchArgs](&applyPatchTool{g}),
+		tool.Adapt[commitArgs](&commitTool{g}),
 	}
 }
 
 var (
-	_ tool.Tool = (*statusTool)(nil)
-	_ tool.Tool = (*diffTool)(nil)
-	_ tool.Tool = (*showTool)(nil)
-	_ tool.Tool = (*branchesTool)(nil)
-	_ tool.Tool = (*applyPatchTool)(nil)
-	_ tool.Tool = (*commitTool)(nil)
+	_ tool.Typed[statusArgs]              = (*statusTool)(nil)
+	_ tool.Typed[diffArgs]                = (*diffTool)(nil)
+	_ tool.Typed[showArgs]                = (*showTool)(nil)
+	_ tool.Typed[branchesArgs]            = (*branchesTool)(nil)
+	_ tool.Typed[applyPatchArgs]          = (*applyPatchTool)(nil)
+	_ tool.TypedPreviewer[applyPatchArgs] = (*applyPatchTool)(nil)
+	_ tool.TypedSinker[applyPatchArgs]    = (*applyPatchTool)(nil)
+	_ tool.Typed[commitArgs]              = (*commitTool)(nil)
+	_ tool.TypedPreviewer[commitArgs]     = (*commitTool)(nil)
 )
 
 // runner is what the six tools share.
@@ -801,18 +808,6 @@ func quoteArgv(argv []string) string {
 		parts[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 	}
 	return strings.Join(parts, " ")
-}
-
-// bind binds a call's arguments, as an *tool.Error.
-func bind(c *tool.Call, v any) *tool.Error {
-	if err := c.Bind(v); err != nil {
-		e := tool.AsError(err)
-		if e.Code == tool.CodeInternal {
-			e = &tool.Error{Code: tool.CodeInvalidInput, Message: e.Message}
-		}
-		return e
-	}
-	return nil
 }
 
 // textOut turns bytes git printed into result text: valid UTF-8, with a

@@ -2,7 +2,6 @@ package git
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -38,16 +37,6 @@ import (
 // denial it may try to route around.
 type commitTool struct{ g *runner }
 
-var commitSchema = json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "message": {"type": "string", "minLength": 1, "maxLength": 65536, "description": "the commit message (first line: a short summary)"},
-    "all": {"type": "boolean", "description": "first stage every change to tracked files, like git commit -a (new files are not added); default false: commit what is staged"}
-  },
-  "required": ["message"],
-  "additionalProperties": false
-}`)
-
 // commitRuleExample is the rule that allows commits, as the warning
 // shows it.
 const commitRuleExample = "{tool: git_commit, action: allow, require_approval: true}"
@@ -81,14 +70,13 @@ func (t *commitTool) Spec() tool.Spec {
 		Name: "git_commit",
 		Description: "Commit the staged changes (all:true: every change to tracked files) of the workspace's git repository with a message. " +
 			"Hooks and signing never run. Unless the policy allows commits (the git.write grant and a rule for git_commit) it commits nothing and returns a warning saying what is missing.",
-		InputSchema:  commitSchema,
 		Capabilities: []capability.Kind{capability.GitRead, capability.GitWrite},
 	}
 }
 
 type commitArgs struct {
-	Message string `json:"message"`
-	All     bool   `json:"all"`
+	Message string `json:"message" minLength:"1" maxLength:"65536" jsonschema:"the commit message (first line: a short summary)"`
+	All     bool   `json:"all,omitempty" jsonschema:"first stage every change to tracked files, like git commit -a (new files are not added); default false: commit what is staged"`
 }
 
 func (a *commitArgs) check() *tool.Error {
@@ -102,11 +90,7 @@ func (a *commitArgs) check() *tool.Error {
 }
 
 // Needs is git.read only; git.write is checked in Run (see commitTool).
-func (t *commitTool) Needs(c *tool.Call) ([]capability.Need, error) {
-	var a commitArgs
-	if e := bind(c, &a); e != nil {
-		return nil, e
-	}
+func (t *commitTool) Needs(c *tool.Call, a *commitArgs) ([]capability.Need, error) {
 	if e := a.check(); e != nil {
 		return nil, e
 	}
@@ -140,11 +124,7 @@ func commitArgv(all bool) []string {
 // Preview says whether a commit would be made, with which message, and what
 // it would contain: git diff --cached --stat (with all: every tracked
 // change against HEAD). It reads only, with git's optional locks off.
-func (t *commitTool) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
-	var a commitArgs
-	if e := bind(c, &a); e != nil {
-		return tool.Outcome{Err: e}
-	}
+func (t *commitTool) Preview(ctx context.Context, c *tool.Call, a *commitArgs) tool.Outcome {
 	if e := a.check(); e != nil {
 		return tool.Outcome{Err: e}
 	}
@@ -221,11 +201,7 @@ func indent(s string) string {
 	return "    " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n    ")
 }
 
-func (t *commitTool) Run(ctx context.Context, c *tool.Call) tool.Outcome {
-	var a commitArgs
-	if e := bind(c, &a); e != nil {
-		return tool.Outcome{Err: e}
-	}
+func (t *commitTool) Run(ctx context.Context, c *tool.Call, a *commitArgs) tool.Outcome {
 	if e := a.check(); e != nil {
 		return tool.Outcome{Err: e}
 	}

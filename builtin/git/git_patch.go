@@ -3,7 +3,6 @@ package git
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
@@ -17,31 +16,19 @@ import (
 
 type applyPatchTool struct{ g *runner }
 
-var applyPatchSchema = json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "patch": {"type": "string", "minLength": 1, "maxLength": 1000000,
-      "description": "a unified diff as git diff writes it (a/ and b/ prefixes, applied with -p1) or a traditional diff -u with one leading directory; text files only"},
-    "check": {"type": "boolean", "description": "only check that the patch applies cleanly; change nothing (default false: apply it)"}
-  },
-  "required": ["patch"],
-  "additionalProperties": false
-}`)
-
 func (t *applyPatchTool) Spec() tool.Spec {
 	return tool.Spec{
 		Name: "git_apply_patch",
 		Description: "Apply a unified diff to the working tree of the workspace's git repository (git apply; the index is not touched). " +
 			"Refused before git sees it: paths with .., absolute paths, paths in .git/ or .warden/, symlinks, submodules and binary patches. " +
 			"The patch is checked first and applied all or nothing. check:true only checks.",
-		InputSchema:  applyPatchSchema,
 		Capabilities: []capability.Kind{capability.GitRead, capability.GitWrite, capability.FSWrite},
 	}
 }
 
 type applyPatchArgs struct {
-	Patch string `json:"patch"`
-	Check bool   `json:"check"`
+	Patch string `json:"patch" minLength:"1" maxLength:"1000000" jsonschema:"a unified diff as git diff writes it (a/ and b/ prefixes, applied with -p1) or a traditional diff -u with one leading directory; text files only"`
+	Check bool   `json:"check,omitempty" jsonschema:"only check that the patch applies cleanly; change nothing (default false: apply it)"`
 }
 
 // Needs: check only reads (git.read). Applying needs git.write and, since
@@ -49,11 +36,7 @@ type applyPatchArgs struct {
 // creates, modifies, deletes or renames (both sides), resolved like every fs
 // need. A patch that fails the path checks is refused here, before anything
 // runs.
-func (t *applyPatchTool) Needs(c *tool.Call) ([]capability.Need, error) {
-	var a applyPatchArgs
-	if e := bind(c, &a); e != nil {
-		return nil, e
-	}
+func (t *applyPatchTool) Needs(c *tool.Call, a *applyPatchArgs) ([]capability.Need, error) {
 	p, e := parsePatch(a.Patch)
 	if e != nil {
 		return nil, e
@@ -75,11 +58,7 @@ func (t *applyPatchTool) Needs(c *tool.Call) ([]capability.Need, error) {
 // Sinks: the hunks of each file's section land in that file (the new
 // path; the old one for a deletion). Headers are not sinks: a mask in a
 // file name is refused.
-func (t *applyPatchTool) Sinks(c *tool.Call) ([]tool.Sink, error) {
-	var a applyPatchArgs
-	if e := bind(c, &a); e != nil {
-		return nil, e
-	}
+func (t *applyPatchTool) Sinks(c *tool.Call, a *applyPatchArgs) ([]tool.Sink, error) {
 	p, e := parsePatch(a.Patch)
 	if e != nil {
 		return nil, e
@@ -127,12 +106,8 @@ type PatchResult struct {
 
 // prepare parses and vets the patch, then asks git how it reads it and
 // refuses any difference from warden's own reading.
-func (t *applyPatchTool) prepare(ctx context.Context, c *tool.Call) (*session, *gitPatch, PatchResult, *tool.Error) {
+func (t *applyPatchTool) prepare(ctx context.Context, c *tool.Call, a *applyPatchArgs) (*session, *gitPatch, PatchResult, *tool.Error) {
 	var res PatchResult
-	var a applyPatchArgs
-	if e := bind(c, &a); e != nil {
-		return nil, nil, res, e
-	}
 	p, e := parsePatch(a.Patch)
 	if e != nil {
 		return nil, nil, res, e
@@ -198,14 +173,12 @@ func applyCheck(s *session, patch string, res *PatchResult, extra ...string) (gi
 // Preview checks the patch against the working tree (git apply --check
 // --stat --summary) and shows the files it would touch, the stat and the
 // patch itself. Nothing is written.
-func (t *applyPatchTool) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
-	s, _, res, e := t.prepare(ctx, c)
+func (t *applyPatchTool) Preview(ctx context.Context, c *tool.Call, a *applyPatchArgs) tool.Outcome {
+	s, _, res, e := t.prepare(ctx, c, a)
 	if e != nil {
 		return tool.Outcome{Err: e, Data: res}
 	}
 	defer s.close()
-	var a applyPatchArgs
-	_ = c.Bind(&a)
 	out, o, ok := applyCheck(s, a.Patch, &res, "--stat", "--summary")
 	if !ok {
 		return o
@@ -229,14 +202,12 @@ func (t *applyPatchTool) Preview(ctx context.Context, c *tool.Call) tool.Outcome
 	return tool.Outcome{Output: sb.String(), Data: res, Warnings: patchWarnings(res)}
 }
 
-func (t *applyPatchTool) Run(ctx context.Context, c *tool.Call) tool.Outcome {
-	s, _, res, e := t.prepare(ctx, c)
+func (t *applyPatchTool) Run(ctx context.Context, c *tool.Call, a *applyPatchArgs) tool.Outcome {
+	s, _, res, e := t.prepare(ctx, c, a)
 	if e != nil {
 		return tool.Outcome{Err: e, Data: res}
 	}
 	defer s.close()
-	var a applyPatchArgs
-	_ = c.Bind(&a)
 	out, o, ok := applyCheck(s, a.Patch, &res)
 	if !ok {
 		return o
@@ -342,159 +313,227 @@ func parsePatch(patch string) (*gitPatch, *tool.Error) {
 	if strings.IndexByte(patch, 0) >= 0 {
 		return nil, reject("the patch contains a NUL byte")
 	}
-	p := &gitPatch{Names: map[string]bool{}}
-	written := map[string]bool{}
-	var cur *patchSection
-	finish := func(end int) *tool.Error {
-		if cur == nil {
-			return nil
-		}
-		f, e := cur.file()
-		start := cur.start
-		cur = nil
-		if e != nil {
-			return e
-		}
-		if f == nil {
-			return nil
-		}
-		f.Start, f.End = start, end
-		p.Files = append(p.Files, *f)
-		for _, n := range []string{f.OldPath, f.NewPath} {
-			if n != "" {
-				p.Names[n] = true
-			}
-		}
-		if f.NewPath != "" {
-			written[f.NewPath] = true
-		}
-		if f.OldPath != "" && (f.Action == "delete" || f.Action == "rename") {
-			written[f.OldPath] = true
-		}
-		return nil
-	}
-	lines := strings.Split(patch, "\n")
-	oldLeft, newLeft := 0, 0
+	pp := &patchParser{p: &gitPatch{Names: map[string]bool{}}, written: map[string]bool{}}
 	offset := 0
-	for n, line := range lines {
-		lineNo := n + 1
+	for n, line := range strings.Split(patch, "\n") {
 		at := offset
 		offset += len(line) + 1
-		if oldLeft > 0 || newLeft > 0 {
-			consumed := true
-			switch {
-			case line == "" || line[0] == ' ':
-				oldLeft--
-				newLeft--
-			case line[0] == '-':
-				oldLeft--
-			case line[0] == '+':
-				newLeft--
-			case line[0] == '\\':
-			default:
-				consumed = false // git reports a corrupt patch; read on as headers
-				oldLeft, newLeft = 0, 0
-			}
-			if consumed {
-				continue
-			}
+		if pp.hunkLine(line) {
+			continue
 		}
-		switch {
-		case strings.HasPrefix(line, "diff --git "):
-			if e := finish(at); e != nil {
-				return nil, e
-			}
-			cur = &patchSection{git: true, start: at}
-			a, b, ok, e := diffGitNames(line[len("diff --git "):])
-			if e != nil {
-				return nil, e
-			}
-			if ok {
-				cur.gitOld, cur.gitNew, cur.headerNames = a, b, true
-			}
-		case strings.HasPrefix(line, "--- "):
-			if cur == nil || cur.hunks || cur.sawMinus {
-				if e := finish(at); e != nil {
-					return nil, e
-				}
-				cur = &patchSection{start: at}
-			}
-			name, null, e := headerName(line[4:], true)
-			if e != nil {
-				return nil, e
-			}
-			cur.minus, cur.minusNull, cur.sawMinus = name, null, true
-		case strings.HasPrefix(line, "+++ "):
-			if cur == nil {
-				cur = &patchSection{start: at}
-			}
-			name, null, e := headerName(line[4:], true)
-			if e != nil {
-				return nil, e
-			}
-			cur.plus, cur.plusNull, cur.sawPlus = name, null, true
-		case strings.HasPrefix(line, "@@ "):
-			o, nw, ok := hunkCounts(line)
-			if !ok {
-				return nil, reject("line %d: malformed hunk header %q", lineNo, line)
-			}
-			if cur == nil {
-				return nil, reject("line %d: a hunk before any file header", lineNo)
-			}
-			cur.hunks = true
-			oldLeft, newLeft = o, nw
-		case hasAnyPrefix(line, "rename from ", "rename old ", "rename to ", "rename new ", "copy from ", "copy to "):
-			i := strings.Index(line, " ") + 1
-			i += strings.Index(line[i:], " ") + 1
-			name, _, e := headerName(line[i:], false)
-			if e != nil {
-				return nil, e
-			}
-			if cur == nil {
-				cur = &patchSection{start: at}
-			}
-			switch {
-			case strings.HasPrefix(line, "rename from "), strings.HasPrefix(line, "rename old "):
-				cur.renameFrom = name
-			case strings.HasPrefix(line, "rename "):
-				cur.renameTo = name
-			case strings.HasPrefix(line, "copy from "):
-				cur.copyFrom = name
-			default:
-				cur.copyTo = name
-			}
-		case hasAnyPrefix(line, "new file mode ", "deleted file mode ", "old mode ", "new mode "):
-			f := strings.Fields(line)
-			if e := checkMode(f[len(f)-1]); e != nil {
-				return nil, e
-			}
-			if cur != nil {
-				cur.newFile = cur.newFile || strings.HasPrefix(line, "new file")
-				cur.deletedFile = cur.deletedFile || strings.HasPrefix(line, "deleted file")
-				cur.modeChange = true
-			}
-		case strings.HasPrefix(line, "index "):
-			if f := strings.Fields(line); len(f) == 3 {
-				if e := checkMode(f[2]); e != nil {
-					return nil, e
-				}
-			}
-		case strings.HasPrefix(line, "GIT binary patch"), strings.HasPrefix(line, "Binary files "),
-			strings.HasPrefix(line, "literal "), strings.HasPrefix(line, "delta "):
-			return nil, reject("line %d: binary patches are not accepted (their change cannot be reviewed as text)", lineNo)
+		if e := pp.header(line, n+1, at); e != nil {
+			return nil, e
 		}
 	}
-	if e := finish(len(patch)); e != nil {
+	if e := pp.finish(len(patch)); e != nil {
 		return nil, e
 	}
-	if len(p.Files) == 0 {
+	return pp.result()
+}
+
+// patchParser is parsePatch's state: what it has read of the patch, the
+// file section it is collecting, and the lines left in the current hunk.
+type patchParser struct {
+	p       *gitPatch
+	written map[string]bool
+	cur     *patchSection
+	// oldLeft and newLeft count the lines the open hunk still holds on
+	// each side (from its @@ header).
+	oldLeft, newLeft int
+}
+
+// hunkLine reports whether line is a line of the open hunk, counting it
+// off. A line that cannot be one ends the hunk: git reports a corrupt
+// patch, and the line is read on as a header.
+func (pp *patchParser) hunkLine(line string) bool {
+	if pp.oldLeft <= 0 && pp.newLeft <= 0 {
+		return false
+	}
+	switch {
+	case line == "" || line[0] == ' ':
+		pp.oldLeft--
+		pp.newLeft--
+	case line[0] == '-':
+		pp.oldLeft--
+	case line[0] == '+':
+		pp.newLeft--
+	case line[0] == '\\':
+	default:
+		pp.oldLeft, pp.newLeft = 0, 0
+		return false
+	}
+	return true
+}
+
+// header reads a line outside any hunk (line lineNo, at byte offset at).
+func (pp *patchParser) header(line string, lineNo, at int) *tool.Error {
+	switch {
+	case strings.HasPrefix(line, "diff --git "):
+		return pp.diffGit(line[len("diff --git "):], at)
+	case strings.HasPrefix(line, "--- "):
+		return pp.minusHeader(line[4:], at)
+	case strings.HasPrefix(line, "+++ "):
+		return pp.plusHeader(line[4:], at)
+	case strings.HasPrefix(line, "@@ "):
+		return pp.hunkHeader(line, lineNo)
+	case hasAnyPrefix(line, "rename from ", "rename old ", "rename to ", "rename new ", "copy from ", "copy to "):
+		return pp.renameOrCopy(line, at)
+	case hasAnyPrefix(line, "new file mode ", "deleted file mode ", "old mode ", "new mode "):
+		return pp.modeLine(line)
+	case strings.HasPrefix(line, "index "):
+		if f := strings.Fields(line); len(f) == 3 {
+			return checkMode(f[2])
+		}
+	case strings.HasPrefix(line, "GIT binary patch"), strings.HasPrefix(line, "Binary files "),
+		strings.HasPrefix(line, "literal "), strings.HasPrefix(line, "delta "):
+		return reject("line %d: binary patches are not accepted (their change cannot be reviewed as text)", lineNo)
+	}
+	return nil
+}
+
+// diffGit starts a section at a "diff --git a/… b/…" line (names: what
+// follows "diff --git ").
+func (pp *patchParser) diffGit(names string, at int) *tool.Error {
+	if e := pp.finish(at); e != nil {
+		return e
+	}
+	pp.cur = &patchSection{git: true, start: at}
+	a, b, ok, e := diffGitNames(names)
+	if e != nil {
+		return e
+	}
+	if ok {
+		pp.cur.gitOld, pp.cur.gitNew, pp.cur.headerNames = a, b, true
+	}
+	return nil
+}
+
+// minusHeader reads a "--- name" line: it starts a new section unless it
+// belongs to the current one (no hunk and no "---" there yet).
+func (pp *patchParser) minusHeader(rest string, at int) *tool.Error {
+	if pp.cur == nil || pp.cur.hunks || pp.cur.sawMinus {
+		if e := pp.finish(at); e != nil {
+			return e
+		}
+		pp.cur = &patchSection{start: at}
+	}
+	name, null, e := headerName(rest, true)
+	if e != nil {
+		return e
+	}
+	pp.cur.minus, pp.cur.minusNull, pp.cur.sawMinus = name, null, true
+	return nil
+}
+
+// plusHeader reads a "+++ name" line.
+func (pp *patchParser) plusHeader(rest string, at int) *tool.Error {
+	if pp.cur == nil {
+		pp.cur = &patchSection{start: at}
+	}
+	name, null, e := headerName(rest, true)
+	if e != nil {
+		return e
+	}
+	pp.cur.plus, pp.cur.plusNull, pp.cur.sawPlus = name, null, true
+	return nil
+}
+
+// hunkHeader opens a hunk at its "@@ -a,b +c,d @@" line.
+func (pp *patchParser) hunkHeader(line string, lineNo int) *tool.Error {
+	o, nw, ok := hunkCounts(line)
+	if !ok {
+		return reject("line %d: malformed hunk header %q", lineNo, line)
+	}
+	if pp.cur == nil {
+		return reject("line %d: a hunk before any file header", lineNo)
+	}
+	pp.cur.hunks = true
+	pp.oldLeft, pp.newLeft = o, nw
+	return nil
+}
+
+// renameOrCopy reads a "rename from/to" ("rename old/new") or "copy
+// from/to" line.
+func (pp *patchParser) renameOrCopy(line string, at int) *tool.Error {
+	i := strings.Index(line, " ") + 1
+	i += strings.Index(line[i:], " ") + 1
+	name, _, e := headerName(line[i:], false)
+	if e != nil {
+		return e
+	}
+	if pp.cur == nil {
+		pp.cur = &patchSection{start: at}
+	}
+	switch {
+	case strings.HasPrefix(line, "rename from "), strings.HasPrefix(line, "rename old "):
+		pp.cur.renameFrom = name
+	case strings.HasPrefix(line, "rename "):
+		pp.cur.renameTo = name
+	case strings.HasPrefix(line, "copy from "):
+		pp.cur.copyFrom = name
+	default:
+		pp.cur.copyTo = name
+	}
+	return nil
+}
+
+// modeLine reads a "new file mode", "deleted file mode", "old mode" or
+// "new mode" line, refusing a mode warden never applies.
+func (pp *patchParser) modeLine(line string) *tool.Error {
+	f := strings.Fields(line)
+	if e := checkMode(f[len(f)-1]); e != nil {
+		return e
+	}
+	if pp.cur != nil {
+		pp.cur.newFile = pp.cur.newFile || strings.HasPrefix(line, "new file")
+		pp.cur.deletedFile = pp.cur.deletedFile || strings.HasPrefix(line, "deleted file")
+		pp.cur.modeChange = true
+	}
+	return nil
+}
+
+// finish closes the section being collected, which ends at byte end, and
+// records the file it changes.
+func (pp *patchParser) finish(end int) *tool.Error {
+	if pp.cur == nil {
+		return nil
+	}
+	f, e := pp.cur.file()
+	start := pp.cur.start
+	pp.cur = nil
+	if e != nil {
+		return e
+	}
+	if f == nil {
+		return nil
+	}
+	f.Start, f.End = start, end
+	pp.p.Files = append(pp.p.Files, *f)
+	for _, n := range []string{f.OldPath, f.NewPath} {
+		if n != "" {
+			pp.p.Names[n] = true
+		}
+	}
+	if f.NewPath != "" {
+		pp.written[f.NewPath] = true
+	}
+	if f.OldPath != "" && (f.Action == "delete" || f.Action == "rename") {
+		pp.written[f.OldPath] = true
+	}
+	return nil
+}
+
+// result is the patch read, once every section is finished: refused when
+// it changes no file.
+func (pp *patchParser) result() (*gitPatch, *tool.Error) {
+	if len(pp.p.Files) == 0 {
 		return nil, reject("the patch changes no file: no diff --git or ---/+++ headers were found")
 	}
-	for w := range written {
-		p.Written = append(p.Written, w)
+	for w := range pp.written {
+		pp.p.Written = append(pp.p.Written, w)
 	}
-	sort.Strings(p.Written)
-	return p, nil
+	sort.Strings(pp.p.Written)
+	return pp.p, nil
 }
 
 // file turns a section into a file change, checking every name in it.

@@ -3,7 +3,6 @@ package git
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -18,39 +17,22 @@ import (
 
 type statusTool struct{ g *runner }
 
-var statusSchema = json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "ignored": {"type": "boolean", "description": "also list ignored files (default false)"}
-  },
-  "additionalProperties": false
-}`)
-
 func (t *statusTool) Spec() tool.Spec {
 	return tool.Spec{
 		Name: "git_status",
 		Description: "Status of the workspace's git repository: the branch (head, upstream, ahead/behind) and every changed, " +
 			"renamed, unmerged and untracked path with its two-letter XY code (X = staged, Y = unstaged; . = unchanged).",
-		InputSchema:  statusSchema,
 		Capabilities: []capability.Kind{capability.GitRead},
 		ReadOnly:     true,
 	}
 }
 
 type statusArgs struct {
-	Ignored bool `json:"ignored"`
+	Ignored bool `json:"ignored,omitempty" jsonschema:"also list ignored files (default false)"`
 }
 
-func (t *statusTool) Needs(c *tool.Call) ([]capability.Need, error) {
-	var a statusArgs
-	if e := bind(c, &a); e != nil {
-		return nil, e
-	}
+func (t *statusTool) Needs(c *tool.Call, a *statusArgs) ([]capability.Need, error) {
 	return readNeeds(), nil
-}
-
-func (t *statusTool) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
-	return t.Run(ctx, c)
 }
 
 // BranchStatus is the branch part of git_status's data.
@@ -96,11 +78,7 @@ type Status struct {
 	Truncated bool          `json:"truncated"`
 }
 
-func (t *statusTool) Run(ctx context.Context, c *tool.Call) tool.Outcome {
-	var a statusArgs
-	if e := bind(c, &a); e != nil {
-		return tool.Outcome{Err: e}
-	}
+func (t *statusTool) Run(ctx context.Context, c *tool.Call, a *statusArgs) tool.Outcome {
 	s, e := t.g.open(ctx, c, true)
 	if e != nil {
 		return tool.Outcome{Err: e}
@@ -295,31 +273,19 @@ func short(oid string) string {
 
 type diffTool struct{ g *runner }
 
-var diffSchema = json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "rev": {"type": "string", "minLength": 1, "maxLength": 1024,
-      "description": "what to compare: a commit (the working tree against it, e.g. HEAD~1) or a range (main..feature, A...B). Default HEAD: staged and unstaged changes to tracked files"},
-    "paths": {"type": "array", "maxItems": 256, "items": {"type": "string", "minLength": 1, "maxLength": 4096},
-      "description": "limit the diff to these paths (files or directories, relative to the workspace; taken literally, no globs)"}
-  },
-  "additionalProperties": false
-}`)
-
 func (t *diffTool) Spec() tool.Spec {
 	return tool.Spec{
 		Name: "git_diff",
 		Description: "Unified diff of the workspace's git repository: by default the working tree and index against HEAD " +
 			"(every uncommitted change to tracked files); with rev, against that commit or for that range. Data lists the files with lines added and deleted.",
-		InputSchema:  diffSchema,
 		Capabilities: []capability.Kind{capability.GitRead},
 		ReadOnly:     true,
 	}
 }
 
 type diffArgs struct {
-	Rev   *string  `json:"rev"`
-	Paths []string `json:"paths"`
+	Rev   *string  `json:"rev,omitempty" minLength:"1" maxLength:"1024" jsonschema:"what to compare: a commit (the working tree against it, e.g. HEAD~1) or a range (main..feature, A...B). Default HEAD: staged and unstaged changes to tracked files"`
+	Paths []string `json:"paths,omitempty" maxItems:"256" items.minLength:"1" items.maxLength:"4096" jsonschema:"limit the diff to these paths (files or directories, relative to the workspace; taken literally, no globs)"`
 }
 
 // check validates the arguments and returns the workspace-relative paths.
@@ -343,19 +309,11 @@ func (a *diffArgs) check(ws string) ([]string, *tool.Error) {
 // Needs: git.read covers every repository read, the paths included (a diff
 // without paths shows every tracked file anyway). Paths outside the
 // workspace are refused here, before git starts.
-func (t *diffTool) Needs(c *tool.Call) ([]capability.Need, error) {
-	var a diffArgs
-	if e := bind(c, &a); e != nil {
-		return nil, e
-	}
+func (t *diffTool) Needs(c *tool.Call, a *diffArgs) ([]capability.Need, error) {
 	if _, e := a.check(c.Workspace); e != nil {
 		return nil, e
 	}
 	return readNeeds(), nil
-}
-
-func (t *diffTool) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
-	return t.Run(ctx, c)
 }
 
 // FileStat is one file of a diff or patch.
@@ -386,11 +344,7 @@ type Diff struct {
 var patchFlags = []string{"--no-color", "--no-ext-diff", "--no-textconv", "--submodule=short",
 	"--ignore-submodules=dirty", "--src-prefix=a/", "--dst-prefix=b/", "-M"}
 
-func (t *diffTool) Run(ctx context.Context, c *tool.Call) tool.Outcome {
-	var a diffArgs
-	if e := bind(c, &a); e != nil {
-		return tool.Outcome{Err: e}
-	}
+func (t *diffTool) Run(ctx context.Context, c *tool.Call, a *diffArgs) tool.Outcome {
 	rels, e := a.check(c.Workspace)
 	if e != nil {
 		return tool.Outcome{Err: e}
@@ -550,44 +504,25 @@ func parseRawNumstat(b []byte) (files []FileStat, patch []byte, complete bool) {
 
 type showTool struct{ g *runner }
 
-var showSchema = json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "ref": {"type": "string", "minLength": 1, "maxLength": 1024,
-      "description": "the object to show: a commit, branch or tag (HEAD, main, v1.0, a1b2c3d), or a file at a commit (HEAD:path/to/file)"}
-  },
-  "required": ["ref"],
-  "additionalProperties": false
-}`)
-
 func (t *showTool) Spec() tool.Spec {
 	return tool.Spec{
 		Name: "git_show",
 		Description: "Show one object of the workspace's git repository: a commit (its message and patch), a tag, a tree (its listing) " +
 			"or a file's content at a commit (ref HEAD:path).",
-		InputSchema:  showSchema,
 		Capabilities: []capability.Kind{capability.GitRead},
 		ReadOnly:     true,
 	}
 }
 
 type showArgs struct {
-	Ref string `json:"ref"`
+	Ref string `json:"ref" minLength:"1" maxLength:"1024" jsonschema:"the object to show: a commit, branch or tag (HEAD, main, v1.0, a1b2c3d), or a file at a commit (HEAD:path/to/file)"`
 }
 
-func (t *showTool) Needs(c *tool.Call) ([]capability.Need, error) {
-	var a showArgs
-	if e := bind(c, &a); e != nil {
-		return nil, e
-	}
+func (t *showTool) Needs(c *tool.Call, a *showArgs) ([]capability.Need, error) {
 	if e := checkRev("ref", a.Ref); e != nil {
 		return nil, e
 	}
 	return readNeeds(), nil
-}
-
-func (t *showTool) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
-	return t.Run(ctx, c)
 }
 
 // Show is git_show's data.
@@ -608,11 +543,7 @@ type Show struct {
 	ContentNote string   `json:"content_note,omitempty"`
 }
 
-func (t *showTool) Run(ctx context.Context, c *tool.Call) tool.Outcome {
-	var a showArgs
-	if e := bind(c, &a); e != nil {
-		return tool.Outcome{Err: e}
-	}
+func (t *showTool) Run(ctx context.Context, c *tool.Call, a *showArgs) tool.Outcome {
 	if e := checkRev("ref", a.Ref); e != nil {
 		return tool.Outcome{Err: e}
 	}
@@ -761,39 +692,22 @@ func utf8ValidPrefix(b []byte, truncated bool) bool {
 
 type branchesTool struct{ g *runner }
 
-var branchesSchema = json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "all": {"type": "boolean", "description": "also list remote-tracking branches (default false: local branches only)"}
-  },
-  "additionalProperties": false
-}`)
-
 func (t *branchesTool) Spec() tool.Spec {
 	return tool.Spec{
 		Name: "git_branches",
 		Description: "List the branches of the workspace's git repository with their commit, upstream and ahead/behind counts, " +
 			"and which one is checked out. all: include remote-tracking branches.",
-		InputSchema:  branchesSchema,
 		Capabilities: []capability.Kind{capability.GitRead},
 		ReadOnly:     true,
 	}
 }
 
 type branchesArgs struct {
-	All bool `json:"all"`
+	All bool `json:"all,omitempty" jsonschema:"also list remote-tracking branches (default false: local branches only)"`
 }
 
-func (t *branchesTool) Needs(c *tool.Call) ([]capability.Need, error) {
-	var a branchesArgs
-	if e := bind(c, &a); e != nil {
-		return nil, e
-	}
+func (t *branchesTool) Needs(c *tool.Call, a *branchesArgs) ([]capability.Need, error) {
 	return readNeeds(), nil
-}
-
-func (t *branchesTool) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
-	return t.Run(ctx, c)
 }
 
 // Branch is one branch in git_branches's data.
@@ -818,11 +732,7 @@ type Branches struct {
 	Truncated bool     `json:"truncated"`
 }
 
-func (t *branchesTool) Run(ctx context.Context, c *tool.Call) tool.Outcome {
-	var a branchesArgs
-	if e := bind(c, &a); e != nil {
-		return tool.Outcome{Err: e}
-	}
+func (t *branchesTool) Run(ctx context.Context, c *tool.Call, a *branchesArgs) tool.Outcome {
 	s, e := t.g.open(ctx, c, true)
 	if e != nil {
 		return tool.Outcome{Err: e}
