@@ -26,7 +26,7 @@ var shared = []string{"egress", "internal/fspath", "internal/netguard", "interna
 // package under builtin/ may import (all of them for the catalogue, which
 // imports the families).
 var libraries = map[string][]string{
-	"fs":                {"github.com/bmatcuk/doublestar/v4", mod + "internal/unidiff", "github.com/google/jsonschema-go/jsonschema"},
+	"fs":                {"github.com/bmatcuk/doublestar/v4", mod + "internal/unidiff"},
 	"interact":          {"golang.org/x/sys/unix", "golang.org/x/term"},
 	"memory":            {"github.com/bmatcuk/doublestar/v4"},
 	"shell":             {"mvdan.cc/sh/v3"},
