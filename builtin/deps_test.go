@@ -121,6 +121,11 @@ func allowed(p, imp string) bool {
 	if p == "internal/proc" && imp == mod+"builtin/egress" {
 		return true
 	}
+	// A typed tool refines its derived schema through the schema's own
+	// type (tool.SchemaRefiner).
+	if slices.Contains(families, p) && imp == "github.com/google/jsonschema-go/jsonschema" {
+		return true
+	}
 	for _, l := range libraries[p] {
 		if under(l) {
 			return true
