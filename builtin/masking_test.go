@@ -46,7 +46,7 @@ func mkSetup(t *testing.T, grants ...string) (string, *gate.Gate, *runtimetest.A
 	}
 	mkWrite(t, ws, ".env", mkEnv)
 	tools := append(fs.Tools(), git.Tools(git.Config{})...)
-	tools = append(tools, &shell.Shell{})
+	tools = append(tools, tool.Adapt[shell.Args](&shell.Shell{}))
 	tools = append(tools, ops.Tools(ops.Config{Artifacts: &runtimetest.Artifacts{}})...)
 	policy := `version: 1
 grants: ["fs.read:**", "fs.write:**", "git.read", "git.write", "exec:cat"` + func() string {

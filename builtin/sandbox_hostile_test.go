@@ -25,7 +25,7 @@ func TestSandboxHostile(t *testing.T) {
 	secret := filepath.Join(outside, "secret.txt")
 
 	t.Run("the simulation switch from the command", func(t *testing.T) {
-		g, _ := tooltest.ShellGate(t, &shell.Shell{}, ws, "fs.read:**", "exec:cat", "env:*")
+		g, _ := tooltest.ShellGate(t, tool.Adapt[shell.Args](&shell.Shell{}), ws, "fs.read:**", "exec:cat", "env:*")
 		wantDenied(t, tooltest.ShellDo(t, g, map[string]any{"command": "cat " + secret, "env": map[string]any{sandbox.EnvSimulateABI: "0"}}), "env argument")
 		wantDenied(t, tooltest.ShellDo(t, g, map[string]any{"command": "export " + sandbox.EnvSimulateABI + "=0; cat " + secret}), "export")
 	})
@@ -39,14 +39,14 @@ func TestSandboxHostile(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer unix.Close(97)
-		g, _ := tooltest.ShellGate(t, &shell.Shell{}, ws, "fs.read:**", "exec:perl")
+		g, _ := tooltest.ShellGate(t, tool.Adapt[shell.Args](&shell.Shell{}), ws, "fs.read:**", "exec:perl")
 		res := tooltest.ShellDo(t, g, map[string]any{"command": `perl -e 'open(my $f, "<&=97") or die "fd 97: $!\n"; print <$f>'`})
 		if d := tooltest.Decode[shell.Result](t, res); res.Success || strings.Contains(d.Stdout, "TOP-SECRET") {
 			t.Fatalf("%+v %+v", res.Error, d)
 		}
 	})
 	t.Run("no capabilities, even for root", func(t *testing.T) {
-		g, _ := tooltest.ShellGate(t, &shell.Shell{}, ws, "fs.read:**", "fs.read:/proc/**", "fs.write:inside/**", "exec:sh", "exec:grep", "exec:mknod")
+		g, _ := tooltest.ShellGate(t, tool.Adapt[shell.Args](&shell.Shell{}), ws, "fs.read:**", "fs.read:/proc/**", "fs.write:inside/**", "exec:sh", "exec:grep", "exec:mknod")
 		// Capabilities belong to a thread: a launcher that dropped them
 		// on one thread and executed the program from another (its
 		// goroutine moved) left them all, now and then — so, many times.
@@ -64,14 +64,14 @@ func TestSandboxHostile(t *testing.T) {
 	t.Run("a unix socket outside", func(t *testing.T) {
 		sock := filepath.Join(outside, "s.sock")
 		listen(t, "unix", sock, "TOP-SECRET\n")
-		g, _ := tooltest.ShellGate(t, &shell.Shell{}, ws, "fs.read:**", "exec:perl", "net:*")
+		g, _ := tooltest.ShellGate(t, tool.Adapt[shell.Args](&shell.Shell{}), ws, "fs.read:**", "exec:perl", "net:*")
 		cmd := `perl -MIO::Socket::UNIX -e '$s = IO::Socket::UNIX->new(Peer => "` + sock + `") or die "connect: $!\n"; print <$s>'`
 		wantDenied(t, tooltest.ShellDo(t, g, map[string]any{"command": cmd}), "connect to a unix socket")
 	})
 	t.Run("a pattern grant opens only what it matches", func(t *testing.T) {
 		tooltest.WriteFile(t, filepath.Join(ws, "notes.md"), "notes\n", 0o644)
 		tooltest.WriteFile(t, filepath.Join(ws, ".warden", "policy.yaml"), "version: 1\n", 0o644)
-		g, _ := tooltest.ShellGate(t, &shell.Shell{}, ws, "fs.read:**", "fs.write:*.md", "fs.write:new.txt", "exec:sh")
+		g, _ := tooltest.ShellGate(t, tool.Adapt[shell.Args](&shell.Shell{}), ws, "fs.read:**", "fs.write:*.md", "fs.write:new.txt", "exec:sh")
 		if res := tooltest.ShellDo(t, g, map[string]any{"command": "sh -c 'echo more >> notes.md'"}); !res.Success {
 			t.Fatalf("writing a matching file: %+v", res.Error)
 		}
@@ -80,12 +80,12 @@ func TestSandboxHostile(t *testing.T) {
 	})
 	t.Run("a symlink swapped in during the call", func(t *testing.T) {
 		tooltest.WriteFile(t, filepath.Join(ws, "work", "sub", "f.txt"), "f\n", 0o644)
-		g, _ := tooltest.ShellGate(t, &shell.Shell{}, ws, "fs.read:work/sub/**", "fs.read:.", "fs.write:work/**", "exec:sh", "exec:cat")
+		g, _ := tooltest.ShellGate(t, tool.Adapt[shell.Args](&shell.Shell{}), ws, "fs.read:work/sub/**", "fs.read:.", "fs.write:work/**", "exec:sh", "exec:cat")
 		cmd := "sh -c 'rm -r work/sub && ln -s " + outside + " work/sub'; cat work/sub/secret.txt"
 		wantDenied(t, tooltest.ShellDo(t, g, map[string]any{"command": cmd}), "through the swapped symlink")
 	})
 	t.Run("an exit status is not a signal", func(t *testing.T) {
-		g, _ := tooltest.ShellGate(t, &shell.Shell{}, ws, "fs.read:**", "exec:sh")
+		g, _ := tooltest.ShellGate(t, tool.Adapt[shell.Args](&shell.Shell{}), ws, "fs.read:**", "exec:sh")
 		for _, code := range []string{"152", "153"} {
 			if res := tooltest.ShellDo(t, g, map[string]any{"command": "sh -c 'exit " + code + "'"}); tooltest.Code(res) != tool.CodeCommandFailed {
 				t.Errorf("exit %s: %+v", code, res.Error)
@@ -101,7 +101,7 @@ func TestSandboxOldKernel(t *testing.T) {
 	needLandlock(t, 2)
 	defer sandbox.SimulateABI(1)()
 	ws, outside := sandboxWorld(t)
-	g, _ := tooltest.ShellGate(t, &shell.Shell{}, ws, "fs.read:**", "fs.write:inside/**", "exec:cat", "exec:sh")
+	g, _ := tooltest.ShellGate(t, tool.Adapt[shell.Args](&shell.Shell{}), ws, "fs.read:**", "fs.write:inside/**", "exec:cat", "exec:sh")
 	res := tooltest.ShellDo(t, g, map[string]any{"command": "cat " + filepath.Join(outside, "secret.txt")})
 	wantDenied(t, res, "read outside on ABI 1")
 	if res.Sandbox != sandbox.LevelPartial {

@@ -44,7 +44,7 @@ protect: ["deploy/"]
 rules:
   - { tool: shell, action: allow }
 `
-	tools := append(append(append(fs.Tools(), git.Tools(git.Config{})...), &shell.Shell{}), memory.Tools(memory.Config{Memory: mem})...)
+	tools := append(append(append(fs.Tools(), git.Tools(git.Config{})...), tool.Adapt[shell.Args](&shell.Shell{})), memory.Tools(memory.Config{Memory: mem})...)
 	g, _ := tooltest.Gate(t, policy, ws, tools...)
 	noSecret := func(what string, res tool.Result) {
 		t.Helper()

@@ -59,7 +59,7 @@ func TestSandboxFilesystem(t *testing.T) {
 	ws, outside := sandboxWorld(t)
 	secret, target := filepath.Join(outside, "secret.txt"), filepath.Join(outside, "written")
 
-	g, audit := tooltest.ShellGate(t, &shell.Shell{}, ws, "fs.read:**", "fs.write:inside/**", "exec:cat", "exec:sh", "exec:cp")
+	g, audit := tooltest.ShellGate(t, tool.Adapt[shell.Args](&shell.Shell{}), ws, "fs.read:**", "fs.write:inside/**", "exec:cat", "exec:sh", "exec:cp")
 	res := tooltest.ShellDo(t, g, map[string]any{"command": "cat inside/a.txt"})
 	if !res.Success || tooltest.Decode[shell.Result](t, res).Stdout != "inside text\n" {
 		t.Fatalf("cat inside: %+v", res.Error)
@@ -84,7 +84,7 @@ func TestSandboxFilesystem(t *testing.T) {
 		t.Fatalf("inside/b.txt: %q %v", b, err)
 	}
 	// Read-only scopes stay read-only; the home directory is not reached.
-	g, _ = tooltest.ShellGate(t, &shell.Shell{}, ws, "fs.read:**", "exec:sh")
+	g, _ = tooltest.ShellGate(t, tool.Adapt[shell.Args](&shell.Shell{}), ws, "fs.read:**", "exec:sh")
 	wantDenied(t, tooltest.ShellDo(t, g, map[string]any{"command": "sh -c 'echo x > inside/c.txt'"}), "write under fs.read only")
 	if home, err := os.UserHomeDir(); err == nil {
 		d := tooltest.Decode[shell.Result](t, tooltest.ShellDo(t, g, map[string]any{"command": "sh -c 'ls " + home + "; echo HOME=$HOME'"}))
@@ -127,16 +127,16 @@ func TestSandboxTCP(t *testing.T) {
 					t.Errorf("%s: %+v %+v", what, res.Error, d)
 				}
 			}
-			g, _ := tooltest.ShellGate(t, &shell.Shell{}, ws, "fs.read:**", "exec:bash")
+			g, _ := tooltest.ShellGate(t, tool.Adapt[shell.Args](&shell.Shell{}), ws, "fs.read:**", "exec:bash")
 			// Without a net grant no network namespace is needed: Landlock
 			// refuses every TCP connect, seccomp every other socket.
 			refused(tooltest.ShellDo(t, g, map[string]any{"command": cmd}), "connect without a net grant", false)
-			g, _ = tooltest.ShellGate(t, &shell.Shell{}, ws, "fs.read:**", "exec:bash", fmt.Sprintf("net:127.0.0.1:%d", port+1))
+			g, _ = tooltest.ShellGate(t, tool.Adapt[shell.Args](&shell.Shell{}), ws, "fs.read:**", "exec:bash", fmt.Sprintf("net:127.0.0.1:%d", port+1))
 			refused(tooltest.ShellDo(t, g, map[string]any{"command": cmd}), "connect with a grant for another port", ns)
 			if n := rec.count(); n != 0 {
 				t.Fatalf("%d connections arrived", n)
 			}
-			g, _ = tooltest.ShellGate(t, &shell.Shell{}, ws, "fs.read:**", "exec:bash", fmt.Sprintf("net:127.0.0.1:%d", port))
+			g, _ = tooltest.ShellGate(t, tool.Adapt[shell.Args](&shell.Shell{}), ws, "fs.read:**", "exec:bash", fmt.Sprintf("net:127.0.0.1:%d", port))
 			if res := tooltest.ShellDo(t, g, map[string]any{"command": cmd}); !res.Success || !strings.Contains(tooltest.Decode[shell.Result](t, res).Stdout, "connected") {
 				t.Fatalf("connect with the grant: %+v %+v", res.Error, tooltest.Decode[shell.Result](t, res))
 			}
@@ -165,7 +165,7 @@ func limitsGate(t *testing.T, ws, limits string, grants ...string) *gate.Gate {
 		policy += fmt.Sprintf(", %q", g)
 	}
 	policy += "]\nrules:\n  - { tool: shell, action: allow, limits: " + limits + " }\n"
-	g, _ := tooltest.Gate(t, policy, ws, &shell.Shell{})
+	g, _ := tooltest.Gate(t, policy, ws, tool.Adapt[shell.Args](&shell.Shell{}))
 	return g
 }
 
@@ -207,13 +207,13 @@ func TestSandboxLimits(t *testing.T) {
 func TestSandboxUnavailable(t *testing.T) {
 	defer sandbox.SimulateABI(0)()
 	ws, outside := sandboxWorld(t)
-	g, audit := tooltest.ShellGate(t, &shell.Shell{}, ws, "fs.read:**", "exec:cat")
+	g, audit := tooltest.ShellGate(t, tool.Adapt[shell.Args](&shell.Shell{}), ws, "fs.read:**", "exec:cat")
 	res := tooltest.ShellDo(t, g, map[string]any{"command": "cat " + filepath.Join(outside, "secret.txt")})
 	if !res.Success || res.Sandbox != sandbox.LevelOff || tooltest.Count(audit, `"sandbox":"off"`) != 1 {
 		t.Fatalf("without Landlock: %+v sandbox %q", res.Error, res.Sandbox)
 	}
 	p := "version: 1\nrequire_sandbox: true\ngrants: [\"fs.read:**\", \"exec:sh\"]\nrules:\n  - { tool: shell, action: allow }\n"
-	g, _ = tooltest.Gate(t, p, ws, &shell.Shell{})
+	g, _ = tooltest.Gate(t, p, ws, tool.Adapt[shell.Args](&shell.Shell{}))
 	res = tooltest.ShellDo(t, g, map[string]any{"command": "sh -c 'echo ran > inside/ran.txt'"})
 	if tooltest.Code(res) != tool.CodePolicyDenied || !strings.Contains(res.Error.Message, "requires a sandbox") || !strings.Contains(res.Error.Message, "off") {
 		t.Fatalf("require_sandbox: %+v", res.Error)

@@ -88,17 +88,25 @@ func Tools(cfg Config) []tool.Tool { return cfg.tools() }
 // tools returns the five ops tools, sharing o.
 func (o *Config) tools() []tool.Tool {
 	return []tool.Tool{
-		&readLogs{o}, &serviceStatus{o}, &restartService{o},
-		&readConfig{o}, &modifyConfig{o},
+		tool.Adapt[readLogsArgs](&readLogs{o}),
+		tool.Adapt[unitArgs](&serviceStatus{o}),
+		tool.Adapt[unitArgs](&restartService{o}),
+		tool.Adapt[pathArgs](&readConfig{o}),
+		tool.Adapt[modifyArgs](&modifyConfig{o}),
 	}
 }
 
 var (
-	_ tool.Tool = (*readLogs)(nil)
-	_ tool.Tool = (*serviceStatus)(nil)
-	_ tool.Tool = (*restartService)(nil)
-	_ tool.Tool = (*readConfig)(nil)
-	_ tool.Tool = (*modifyConfig)(nil)
+	_ tool.Typed[readLogsArgs]        = (*readLogs)(nil)
+	_ tool.Typed[unitArgs]            = (*serviceStatus)(nil)
+	_ tool.Typed[unitArgs]            = (*restartService)(nil)
+	_ tool.TypedPreviewer[unitArgs]   = (*restartService)(nil)
+	_ tool.Typed[pathArgs]            = (*readConfig)(nil)
+	_ tool.Typed[modifyArgs]          = (*modifyConfig)(nil)
+	_ tool.TypedPreviewer[modifyArgs] = (*modifyConfig)(nil)
+	_ tool.TypedSinker[modifyArgs]    = (*modifyConfig)(nil)
+	_ tool.SchemaRefiner              = (*serviceStatus)(nil)
+	_ tool.SchemaRefiner              = (*restartService)(nil)
 )
 
 func (o *Config) searchPath() string {
@@ -301,10 +309,9 @@ func quoteArgv(argv []string) []string {
 // characters (letters, digits, ":", "_", ".", "@", "-", "\" for its \x2d
 // escapes), never starting with "-" (so a name cannot be read as an option)
 // and without glob characters (systemctl would expand "*" to every unit).
-// The same pattern is in the schemas.
+// The same pattern is in the schemas (the pattern tags of readLogsArgs and
+// unitArgs; TestOpsUnitSchemaPattern).
 var unitPattern = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9:_.@\\-]*$`)
-
-const unitSchemaPattern = `^[A-Za-z0-9_][A-Za-z0-9:_.@\\\\-]*$`
 
 // unitTypes are systemd's unit type suffixes.
 var unitTypes = []string{".service", ".socket", ".device", ".mount", ".automount", ".swap",
@@ -333,15 +340,6 @@ func opsUnit(name string) (string, *tool.Error) {
 		return "", tool.Errorf(tool.CodeInvalidInput, hint, "unit name is %d bytes; systemd allows %d", len(full), maxUnitLen)
 	}
 	return full, nil
-}
-
-// badArgs turns a Bind error into an INVALID_INPUT outcome.
-func badArgs(err error) tool.Outcome {
-	e := tool.AsError(err)
-	if e.Code == tool.CodeInternal {
-		e = &tool.Error{Code: tool.CodeInvalidInput, Message: e.Message, Hint: e.Hint}
-	}
-	return tool.Outcome{Err: e}
 }
 
 func plural(n int, one, many string) string {

@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -287,18 +286,9 @@ func fileType(m fs.FileMode) string {
 
 type readConfig struct{ o *Config }
 
-var readConfigSchema = json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "path": {"type": "string", "minLength": 1, "maxLength": 4096,
-      "description": "the config file: absolute (/etc/nginx/nginx.conf) or relative to the workspace"}
-  },
-  "required": ["path"],
-  "additionalProperties": false
-}`)
-
+// pathArgs are read_config's arguments.
 type pathArgs struct {
-	Path string `json:"path"`
+	Path string `json:"path" minLength:"1" maxLength:"4096" jsonschema:"the config file: absolute (/etc/nginx/nginx.conf) or relative to the workspace"`
 }
 
 // ConfigFile is read_config's data.
@@ -316,17 +306,12 @@ func (t *readConfig) Spec() tool.Spec {
 		Name: "read_config",
 		Description: "Read a configuration file (UTF-8 text, up to 1 MiB), absolute (/etc/nginx/nginx.conf) or relative to the workspace. " +
 			"The output numbers the lines, as modify_config's changes refer to them; data.content is the exact text. Needs fs.read on the file.",
-		InputSchema:  readConfigSchema,
 		Capabilities: []capability.Kind{capability.FSRead},
 		ReadOnly:     true,
 	}
 }
 
-func (t *readConfig) Needs(c *tool.Call) ([]capability.Need, error) {
-	var a pathArgs
-	if err := c.Bind(&a); err != nil {
-		return nil, err
-	}
+func (t *readConfig) Needs(c *tool.Call, a *pathArgs) ([]capability.Need, error) {
 	resolved, err := opsResolve(c.Workspace, a.Path)
 	if err != nil {
 		return nil, err
@@ -334,15 +319,7 @@ func (t *readConfig) Needs(c *tool.Call) ([]capability.Need, error) {
 	return []capability.Need{{Kind: capability.FSRead, Resource: resolved}}, nil
 }
 
-func (t *readConfig) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
-	return t.Run(ctx, c)
-}
-
-func (t *readConfig) Run(ctx context.Context, c *tool.Call) tool.Outcome {
-	var a pathArgs
-	if err := c.Bind(&a); err != nil {
-		return badArgs(err)
-	}
+func (t *readConfig) Run(ctx context.Context, c *tool.Call, a *pathArgs) tool.Outcome {
 	tg, err := open(c, a.Path, capability.FSRead)
 	if err != nil {
 		return tool.Outcome{Err: err}
@@ -381,39 +358,17 @@ func splitLines(s string) (lines []string, final bool) {
 
 type modifyConfig struct{ o *Config }
 
-var modifyConfigSchema = json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "path": {"type": "string", "minLength": 1, "maxLength": 4096,
-      "description": "the config file: absolute (/etc/nginx/nginx.conf) or relative to the workspace"},
-    "changes": {"type": "array", "minItems": 1, "maxItems": 1000,
-      "description": "line replacements, all applied or none; line numbers refer to the file as it is now (read it with read_config)",
-      "items": {
-        "type": "object",
-        "properties": {
-          "line": {"type": "integer", "minimum": 1, "maximum": 10000000, "description": "1-based line number"},
-          "old": {"type": "string", "maxLength": 65536, "description": "the line's current text, exactly (without the newline); the change is refused if it differs"},
-          "new": {"type": "string", "maxLength": 65536, "description": "the text that replaces the line; \\n in it makes several lines"}
-        },
-        "required": ["line", "old", "new"],
-        "additionalProperties": false
-      }
-    }
-  },
-  "required": ["path", "changes"],
-  "additionalProperties": false
-}`)
-
 // ConfigChange is one line replacement.
 type ConfigChange struct {
-	Line int    `json:"line"`
-	Old  string `json:"old"`
-	New  string `json:"new"`
+	Line int    `json:"line" minimum:"1" maximum:"10000000" jsonschema:"1-based line number"`
+	Old  string `json:"old" maxLength:"65536" jsonschema:"the line's current text, exactly (without the newline); the change is refused if it differs"`
+	New  string `json:"new" maxLength:"65536" jsonschema:"the text that replaces the line; \\n in it makes several lines"`
 }
 
+// modifyArgs are modify_config's arguments.
 type modifyArgs struct {
-	Path    string         `json:"path"`
-	Changes []ConfigChange `json:"changes"`
+	Path    string         `json:"path" minLength:"1" maxLength:"4096" jsonschema:"the config file: absolute (/etc/nginx/nginx.conf) or relative to the workspace"`
+	Changes []ConfigChange `json:"changes" minItems:"1" maxItems:"1000" jsonschema:"line replacements, all applied or none; line numbers refer to the file as it is now (read it with read_config)"`
 }
 
 // ConfigEdit is modify_config's data (and its preview's).
@@ -439,43 +394,39 @@ func (t *modifyConfig) Spec() tool.Spec {
 			"else nothing is written (PATCH_REJECTED: re-read the file with read_config). All changes or none. The dry run shows the unified diff. " +
 			"The write is atomic and keeps the file's mode; the old version is kept as an artifact (data.artifact). " +
 			"Files with several hard links, special files, binary files and .git/.warden internals are refused. Needs fs.read and fs.write on the file.",
-		InputSchema:  modifyConfigSchema,
 		Capabilities: []capability.Kind{capability.FSRead, capability.FSWrite},
 	}
 }
 
-func (t *modifyConfig) bind(c *tool.Call) (modifyArgs, *tool.Error) {
-	var a modifyArgs
-	if err := c.Bind(&a); err != nil {
-		return a, tool.AsError(err)
-	}
+// check validates the changes: at least one, one per line, each old
+// text one line, no NUL bytes.
+func (t *modifyConfig) check(a *modifyArgs) *tool.Error {
 	if len(a.Changes) == 0 {
-		return a, tool.Errorf(tool.CodeInvalidInput, "give at least one change", "no changes")
+		return tool.Errorf(tool.CodeInvalidInput, "give at least one change", "no changes")
 	}
 	seen := map[int]bool{}
 	for i, ch := range a.Changes {
 		switch {
 		case ch.Line < 1:
-			return a, tool.Errorf(tool.CodeInvalidInput, "lines are numbered from 1", "changes[%d]: line %d", i, ch.Line)
+			return tool.Errorf(tool.CodeInvalidInput, "lines are numbered from 1", "changes[%d]: line %d", i, ch.Line)
 		case seen[ch.Line]:
-			return a, tool.Errorf(tool.CodeInvalidInput, "give one change per line; put several lines in new with \\n",
+			return tool.Errorf(tool.CodeInvalidInput, "give one change per line; put several lines in new with \\n",
 				"changes[%d]: line %d is changed twice", i, ch.Line)
 		case strings.ContainsAny(ch.Old, "\n"):
-			return a, tool.Errorf(tool.CodeInvalidInput, "old is one line: its text without the newline",
+			return tool.Errorf(tool.CodeInvalidInput, "old is one line: its text without the newline",
 				"changes[%d]: old holds a newline", i)
 		case strings.IndexByte(ch.Old, 0) >= 0 || strings.IndexByte(ch.New, 0) >= 0:
-			return a, tool.Errorf(tool.CodeInvalidInput, "config files are text: remove the NUL byte", "changes[%d] holds a NUL byte", i)
+			return tool.Errorf(tool.CodeInvalidInput, "config files are text: remove the NUL byte", "changes[%d] holds a NUL byte", i)
 		}
 		seen[ch.Line] = true
 	}
-	return a, nil
+	return nil
 }
 
 // Sinks: each change's new text lands in the file, and its old text is
 // compared with the file's line (one line: no newline).
-func (t *modifyConfig) Sinks(c *tool.Call) ([]tool.Sink, error) {
-	a, err := t.bind(c)
-	if err != nil {
+func (t *modifyConfig) Sinks(c *tool.Call, a *modifyArgs) ([]tool.Sink, error) {
+	if err := t.check(a); err != nil {
 		return nil, err
 	}
 	resolved, err := opsResolve(c.Workspace, a.Path)
@@ -491,9 +442,8 @@ func (t *modifyConfig) Sinks(c *tool.Call) ([]tool.Sink, error) {
 	return sinks, nil
 }
 
-func (t *modifyConfig) Needs(c *tool.Call) ([]capability.Need, error) {
-	a, err := t.bind(c)
-	if err != nil {
+func (t *modifyConfig) Needs(c *tool.Call, a *modifyArgs) ([]capability.Need, error) {
+	if err := t.check(a); err != nil {
 		return nil, err
 	}
 	resolved, err := opsResolve(c.Workspace, a.Path)
@@ -521,9 +471,8 @@ type edit struct {
 
 // prepare opens and reads the file, checks every change against it and
 // computes the new content, the diff and the artifact; it changes nothing.
-func (t *modifyConfig) prepare(c *tool.Call) (*edit, *tool.Error) {
-	a, err := t.bind(c)
-	if err != nil {
+func (t *modifyConfig) prepare(c *tool.Call, a *modifyArgs) (*edit, *tool.Error) {
+	if err := t.check(a); err != nil {
 		return nil, err
 	}
 	tg, err := open(c, a.Path, capability.FSWrite, capability.FSRead)
@@ -616,8 +565,8 @@ func (t *modifyConfig) prepare(c *tool.Call) (*edit, *tool.Error) {
 	return e, nil
 }
 
-func (t *modifyConfig) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
-	e, err := t.prepare(c)
+func (t *modifyConfig) Preview(ctx context.Context, c *tool.Call, a *modifyArgs) tool.Outcome {
+	e, err := t.prepare(c, a)
 	if err != nil {
 		return tool.Outcome{Err: err}
 	}
@@ -633,8 +582,8 @@ func (t *modifyConfig) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
 	return tool.Outcome{Output: out, Data: e.data, Warnings: e.warnings}
 }
 
-func (t *modifyConfig) Run(ctx context.Context, c *tool.Call) tool.Outcome {
-	e, err := t.prepare(c)
+func (t *modifyConfig) Run(ctx context.Context, c *tool.Call, a *modifyArgs) tool.Outcome {
+	e, err := t.prepare(c, a)
 	if err != nil {
 		return tool.Outcome{Err: err}
 	}

@@ -11,6 +11,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/wardenrt/warden/runtime/capability"
 	"github.com/wardenrt/warden/runtime/tool"
 )
@@ -19,27 +21,13 @@ import (
 
 type readLogs struct{ o *Config }
 
-var readLogsSchema = json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "unit": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "` + unitSchemaPattern + `",
-      "description": "systemd unit whose journal to read, e.g. \"nginx.service\" or \"nginx\" (\".service\" is added when no unit type is given)"},
-    "lines": {"type": "integer", "minimum": 1, "maximum": 5000,
-      "description": "how many of the most recent entries to return (default 100, at most 5000)"},
-    "since": {"type": "string", "minLength": 1, "maxLength": 64, "pattern": "^[0-9A-Za-z+-][0-9A-Za-z :.+-]*$",
-      "description": "only entries at or after this time, in journalctl's syntax: \"2024-05-01 10:00:00\", \"yesterday\", \"-1h\", \"1 hour ago\""},
-    "priority": {"type": "string", "enum": ["emerg", "alert", "crit", "err", "warning", "notice", "info", "debug", "0", "1", "2", "3", "4", "5", "6", "7"],
-      "description": "only entries of this priority or more severe (emerg=0 … debug=7)"}
-  },
-  "required": ["unit"],
-  "additionalProperties": false
-}`)
-
+// readLogsArgs are read_logs' arguments. The unit's pattern is
+// unitPattern's (TestOpsUnitSchemaPattern).
 type readLogsArgs struct {
-	Unit     string `json:"unit"`
-	Lines    *int   `json:"lines"`
-	Since    string `json:"since"`
-	Priority string `json:"priority"`
+	Unit     string `json:"unit" minLength:"1" maxLength:"255" pattern:"^[A-Za-z0-9_][A-Za-z0-9:_.@\\\\-]*$" jsonschema:"systemd unit whose journal to read, e.g. \"nginx.service\" or \"nginx\" (\".service\" is added when no unit type is given)"`
+	Lines    *int   `json:"lines,omitempty" minimum:"1" maximum:"5000" jsonschema:"how many of the most recent entries to return (default 100, at most 5000)"`
+	Since    string `json:"since,omitempty" minLength:"1" maxLength:"64" pattern:"^[0-9A-Za-z+-][0-9A-Za-z :.+-]*$" jsonschema:"only entries at or after this time, in journalctl's syntax: \"2024-05-01 10:00:00\", \"yesterday\", \"-1h\", \"1 hour ago\""`
+	Priority string `json:"priority,omitempty" enum:"emerg,alert,crit,err,warning,notice,info,debug,0,1,2,3,4,5,6,7" jsonschema:"only entries of this priority or more severe (emerg=0 … debug=7)"`
 }
 
 // Logs is read_logs' data.
@@ -75,44 +63,37 @@ func (t *readLogs) Spec() tool.Spec {
 		Name: "read_logs",
 		Description: "Read the most recent journald entries of a systemd unit (journalctl --output=json, parsed): " +
 			"time, priority, unit, identifier, pid and message of each entry, oldest first. Optional since and priority filters. Needs exec:journalctl.",
-		InputSchema:  readLogsSchema,
 		Capabilities: []capability.Kind{capability.Exec},
 		ReadOnly:     true,
 	}
 }
 
-func (t *readLogs) bind(c *tool.Call) (readLogsArgs, string, int, *tool.Error) {
-	var a readLogsArgs
-	if err := c.Bind(&a); err != nil {
-		return a, "", 0, tool.AsError(err)
-	}
+// check validates the arguments and returns the full unit name and the
+// number of lines to read.
+func (t *readLogs) check(a *readLogsArgs) (string, int, *tool.Error) {
 	unit, uerr := opsUnit(a.Unit)
 	if uerr != nil {
-		return a, "", 0, uerr
+		return "", 0, uerr
 	}
 	lines := defaultLines
 	if a.Lines != nil {
 		lines = *a.Lines
 	}
 	if lines < 1 || lines > maxLines {
-		return a, "", 0, tool.Errorf(tool.CodeInvalidInput, "ask for 1 to 5000 lines", "lines %d is out of range", lines)
+		return "", 0, tool.Errorf(tool.CodeInvalidInput, "ask for 1 to 5000 lines", "lines %d is out of range", lines)
 	}
-	return a, unit, lines, nil
+	return unit, lines, nil
 }
 
-func (t *readLogs) Needs(c *tool.Call) ([]capability.Need, error) {
-	if _, _, _, err := t.bind(c); err != nil {
+func (t *readLogs) Needs(c *tool.Call, a *readLogsArgs) ([]capability.Need, error) {
+	if _, _, err := t.check(a); err != nil {
 		return nil, err
 	}
 	return []capability.Need{{Kind: capability.Exec, Resource: "journalctl"}}, nil
 }
 
-func (t *readLogs) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
-	return t.Run(ctx, c)
-}
-
-func (t *readLogs) Run(ctx context.Context, c *tool.Call) tool.Outcome {
-	a, unit, lines, berr := t.bind(c)
+func (t *readLogs) Run(ctx context.Context, c *tool.Call, a *readLogsArgs) tool.Outcome {
+	unit, lines, berr := t.check(a)
 	if berr != nil {
 		return tool.Outcome{Err: berr}
 	}
@@ -263,31 +244,24 @@ func journalField(v json.RawMessage) string {
 // ---- service_status -------------------------------------------------------
 
 // unitArgs is the argument of the service tools: the unit, called service
-// in the catalogue (either name is accepted, not both).
+// in the catalogue (either name is accepted, not both: refineUnitSchema).
+// The pattern is unitPattern's (TestOpsUnitSchemaPattern).
 type unitArgs struct {
-	Unit    string `json:"unit"`
-	Service string `json:"service"`
+	Unit    string `json:"unit,omitempty" minLength:"1" maxLength:"255" pattern:"^[A-Za-z0-9_][A-Za-z0-9:_.@\\\\-]*$"`
+	Service string `json:"service,omitempty" minLength:"1" maxLength:"255" pattern:"^[A-Za-z0-9_][A-Za-z0-9:_.@\\\\-]*$" jsonschema:"the seed's name for unit; give unit or service, not both"`
 }
 
-func unitSchema(what string) json.RawMessage {
-	return json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "unit": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "` + unitSchemaPattern + `",
-      "description": "the systemd unit ` + what + `, e.g. \"nginx.service\" or \"nginx\" (\".service\" is added when no unit type is given)"},
-    "service": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "` + unitSchemaPattern + `",
-      "description": "the seed's name for unit; give unit or service, not both"}
-  },
-  "oneOf": [{"required": ["unit"]}, {"required": ["service"]}],
-  "additionalProperties": false
-}`)
+// refineUnitSchema says what the tags of unitArgs cannot: the unit's
+// description, which names what the tool does with it, and that exactly
+// one of unit and service is given (oneOf).
+func refineUnitSchema(s *jsonschema.Schema, what string) {
+	s.Properties["unit"].Description = "the systemd unit " + what +
+		`, e.g. "nginx.service" or "nginx" (".service" is added when no unit type is given)`
+	s.OneOf = []*jsonschema.Schema{{Required: []string{"unit"}}, {Required: []string{"service"}}}
 }
 
-func bindUnit(c *tool.Call) (string, *tool.Error) {
-	var a unitArgs
-	if err := c.Bind(&a); err != nil {
-		return "", tool.AsError(err)
-	}
+// unitName validates the unit the arguments name and returns it in full.
+func unitName(a *unitArgs) (string, *tool.Error) {
 	name := a.Unit
 	switch {
 	case a.Unit != "" && a.Service != "":
@@ -397,25 +371,23 @@ func (t *serviceStatus) Spec() tool.Spec {
 		Name: "service_status",
 		Description: "Show a systemd unit's state (systemctl show, parsed): load, active and sub state, main PID, unit file state, " +
 			"last result, restarts, memory, since when. An unknown unit is NOT_FOUND. Needs exec:systemctl.",
-		InputSchema:  unitSchema("to show"),
 		Capabilities: []capability.Kind{capability.Exec},
 		ReadOnly:     true,
 	}
 }
 
-func (t *serviceStatus) Needs(c *tool.Call) ([]capability.Need, error) {
-	if _, err := bindUnit(c); err != nil {
+// RefineSchema implements tool.SchemaRefiner.
+func (t *serviceStatus) RefineSchema(s *jsonschema.Schema) { refineUnitSchema(s, "to show") }
+
+func (t *serviceStatus) Needs(c *tool.Call, a *unitArgs) ([]capability.Need, error) {
+	if _, err := unitName(a); err != nil {
 		return nil, err
 	}
 	return []capability.Need{{Kind: capability.Exec, Resource: "systemctl"}}, nil
 }
 
-func (t *serviceStatus) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
-	return t.Run(ctx, c)
-}
-
-func (t *serviceStatus) Run(ctx context.Context, c *tool.Call) tool.Outcome {
-	unit, err := bindUnit(c)
+func (t *serviceStatus) Run(ctx context.Context, c *tool.Call, a *unitArgs) tool.Outcome {
+	unit, err := unitName(a)
 	if err != nil {
 		return tool.Outcome{Err: err}
 	}
@@ -456,13 +428,15 @@ func (t *restartService) Spec() tool.Spec {
 		Description: "Restart a systemd unit (systemctl restart --no-ask-password -- UNIT) and report its state before and after. " +
 			"Side-effecting: the default policy requires approval and shows the dry run first (the exact argv and the current state). " +
 			"Needs exec:systemctl.",
-		InputSchema:  unitSchema("to restart"),
 		Capabilities: []capability.Kind{capability.Exec},
 	}
 }
 
-func (t *restartService) Needs(c *tool.Call) ([]capability.Need, error) {
-	if _, err := bindUnit(c); err != nil {
+// RefineSchema implements tool.SchemaRefiner.
+func (t *restartService) RefineSchema(s *jsonschema.Schema) { refineUnitSchema(s, "to restart") }
+
+func (t *restartService) Needs(c *tool.Call, a *unitArgs) ([]capability.Need, error) {
+	if _, err := unitName(a); err != nil {
 		return nil, err
 	}
 	return []capability.Need{{Kind: capability.Exec, Resource: "systemctl"}}, nil
@@ -497,8 +471,8 @@ func (t *restartService) restartArgv(unit string) ([]string, *tool.Error) {
 
 // Preview resolves the exact argv and reads the unit's current state; it
 // never runs systemctl restart.
-func (t *restartService) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
-	unit, err := bindUnit(c)
+func (t *restartService) Preview(ctx context.Context, c *tool.Call, a *unitArgs) tool.Outcome {
+	unit, err := unitName(a)
 	if err != nil {
 		return tool.Outcome{Err: err}
 	}
@@ -515,8 +489,8 @@ func (t *restartService) Preview(ctx context.Context, c *tool.Call) tool.Outcome
 	return tool.Outcome{Output: out, Data: data, Warnings: restartWarnings(unit)}
 }
 
-func (t *restartService) Run(ctx context.Context, c *tool.Call) tool.Outcome {
-	unit, err := bindUnit(c)
+func (t *restartService) Run(ctx context.Context, c *tool.Call, a *unitArgs) tool.Outcome {
+	unit, err := unitName(a)
 	if err != nil {
 		return tool.Outcome{Err: err}
 	}

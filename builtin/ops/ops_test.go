@@ -313,6 +313,26 @@ func TestOpsToolsSpecs(t *testing.T) {
 	}
 }
 
+// The unit pattern of the schemas (the pattern tags of the arguments) is
+// the one opsUnit checks.
+func TestOpsUnitSchemaPattern(t *testing.T) {
+	for _, tl := range Tools(Config{}) {
+		var s struct {
+			Properties map[string]struct {
+				Pattern string `json:"pattern"`
+			} `json:"properties"`
+		}
+		if err := json.Unmarshal(tl.Spec().InputSchema, &s); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"unit", "service"} {
+			if p, ok := s.Properties[name]; ok && p.Pattern != unitPattern.String() {
+				t.Errorf("%s: %s pattern %q, opsUnit checks %q", tl.Spec().Name, name, p.Pattern, unitPattern.String())
+			}
+		}
+	}
+}
+
 func TestOpsUnitNames(t *testing.T) {
 	tests := []struct{ in, want string }{
 		{"nginx", "nginx.service"},
@@ -1270,8 +1290,12 @@ func TestOpsModifyConfigConcurrentChange(t *testing.T) {
 	e := setup(t)
 	c := &tool.Call{Tool: "modify_config", Workspace: e.ws, Grants: e.g.Grants(),
 		Args: json.RawMessage(`{"path":"conf/app.conf","changes":[{"line":3,"old":"workers 1","new":"workers 4"}]}`)}
+	var a modifyArgs
+	if err := c.Bind(&a); err != nil {
+		t.Fatal(err)
+	}
 	toolName := &modifyConfig{e.ops}
-	ed, err := toolName.prepare(c)
+	ed, err := toolName.prepare(c, &a)
 	if err != nil {
 		t.Fatal(err)
 	}

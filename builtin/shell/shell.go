@@ -19,7 +19,6 @@ package shell
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -71,35 +70,19 @@ type Shell struct {
 	Environ func() []string
 }
 
-var _ tool.Tool = (*Shell)(nil)
+var (
+	_ tool.Typed[Args]          = (*Shell)(nil)
+	_ tool.TypedPreviewer[Args] = (*Shell)(nil)
+	_ tool.TypedSinker[Args]    = (*Shell)(nil)
+)
 
 // Tools returns the shell family as cmd/warden registers it: the shell
 // tool with its defaults. cmd then adds the alias: Registry.Alias("run", "shell").
 func Tools() []tool.Tool {
-	return []tool.Tool{&Shell{}}
+	return []tool.Tool{tool.Adapt[Args](&Shell{})}
 }
 
-var schema = json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "command": {"type": "string", "minLength": 1, "maxLength": 65536,
-      "description": "Shell command (bash syntax: pipes, &&, ;, $(…), redirections, loops). Every program it starts needs an exec:NAME grant, every file it redirects to or from an fs.write / fs.read grant; programs are found only on warden's fixed PATH, never by a path like ./tool."},
-    "cwd": {"type": "string", "minLength": 1, "maxLength": 4096,
-      "description": "Working directory, relative to the workspace or absolute (needs fs.read of it). Default: the workspace."},
-    "env": {"type": "object", "maxProperties": 64,
-      "patternProperties": {"^[A-Za-z_][A-Za-z0-9_]{0,127}$": {"type": "string", "maxLength": 32768}},
-      "additionalProperties": false,
-      "description": "Extra environment variables for the command. PATH cannot be set; variables that change what code programs load (LD_*, BASH_ENV, GIT_* configuration, PYTHONPATH, NODE_OPTIONS, …) need an exact env:NAME grant."},
-    "timeout_ms": {"type": "integer", "minimum": 1, "maximum": 600000,
-      "description": "Deadline in milliseconds (default 30000). On expiry every process the command started is killed and the call fails with COMMAND_TIMEOUT."},
-    "silent": {"type": "boolean",
-      "description": "Do not return the command's output (stdout is dropped; stderr is kept only when the command fails). Default false."}
-  },
-  "required": ["command"],
-  "additionalProperties": false
-}`)
-
-// Spec implements tool.Tool.
+// Spec implements tool.Typed.
 func (s *Shell) Spec() tool.Spec {
 	return tool.Spec{
 		Name: "shell",
@@ -107,18 +90,18 @@ func (s *Shell) Spec() tool.Spec {
 			"The command is interpreted by warden (bash syntax): each program it starts — also in pipes, $(…), eval or source — must be granted (exec:NAME), " +
 			"each redirection must be granted (fs.read / fs.write), programs come only from a fixed PATH, and the environment holds only safe variables plus env: grants. " +
 			"Dangerous options of allowed programs are refused (git -c, find -exec, rg --pre, sed e/w, …). Output is capped at 1 MiB per stream; on timeout all its processes are killed.",
-		InputSchema:  schema,
 		Capabilities: []capability.Kind{capability.Exec, capability.FSRead, capability.FSWrite, capability.Env},
 	}
 }
 
-// shellArgs are the tool's arguments.
-type shellArgs struct {
-	Command   string            `json:"command"`
-	Cwd       string            `json:"cwd"`
-	Env       map[string]string `json:"env"`
-	TimeoutMS *int64            `json:"timeout_ms"`
-	Silent    bool              `json:"silent"`
+// Args are the shell tool's arguments; its input schema is derived from
+// them (tool.SchemaFor).
+type Args struct {
+	Command   string            `json:"command" minLength:"1" maxLength:"65536" jsonschema:"Shell command (bash syntax: pipes, &&, ;, $(…), redirections, loops). Every program it starts needs an exec:NAME grant, every file it redirects to or from an fs.write / fs.read grant; programs are found only on warden's fixed PATH, never by a path like ./tool."`
+	Cwd       string            `json:"cwd,omitempty" minLength:"1" maxLength:"4096" jsonschema:"Working directory, relative to the workspace or absolute (needs fs.read of it). Default: the workspace."`
+	Env       map[string]string `json:"env,omitempty" maxProperties:"64" keyPattern:"^[A-Za-z_][A-Za-z0-9_]{0,127}$" values.maxLength:"32768" jsonschema:"Extra environment variables for the command. PATH cannot be set; variables that change what code programs load (LD_*, BASH_ENV, GIT_* configuration, PYTHONPATH, NODE_OPTIONS, …) need an exact env:NAME grant."`
+	TimeoutMS *int64            `json:"timeout_ms,omitempty" minimum:"1" maximum:"600000" jsonschema:"Deadline in milliseconds (default 30000). On expiry every process the command started is killed and the call fails with COMMAND_TIMEOUT."`
+	Silent    bool              `json:"silent,omitempty" jsonschema:"Do not return the command's output (stdout is dropped; stderr is kept only when the command fails). Default false."`
 }
 
 // Result is the shell tool's data.
@@ -132,27 +115,23 @@ type Result struct {
 
 // call is one call, decoded, parsed and checked statically.
 type call struct {
-	args    shellArgs
+	args    Args
 	file    *syntax.File
 	cwd     string // resolved, absolute
 	timeout time.Duration
 	plan    *analysis
 }
 
-// prepare decodes and parses the call and analyses the program. An error is
+// prepare checks and parses the call and analyses the program. An error is
 // a refusal (INVALID_INPUT, CAPABILITY_DENIED) of the whole call.
-func (s *Shell) prepare(c *tool.Call) (*call, *tool.Error) {
-	var a shellArgs
-	if err := c.Bind(&a); err != nil {
-		return nil, tool.AsError(err)
-	}
+func (s *Shell) prepare(c *tool.Call, a *Args) (*call, *tool.Error) {
 	if strings.ContainsRune(a.Command, 0) {
 		return nil, tool.Errorf(tool.CodeInvalidInput, "remove the NUL byte from the command", "command contains a NUL byte")
 	}
 	if len(a.Command) > maxCommand {
 		return nil, tool.Errorf(tool.CodeInvalidInput, "", "command is %d bytes; the limit is %d", len(a.Command), maxCommand)
 	}
-	sc := &call{args: a, timeout: s.defaultTimeout()}
+	sc := &call{args: *a, timeout: s.defaultTimeout()}
 	if a.TimeoutMS != nil {
 		d := time.Duration(*a.TimeoutMS) * time.Millisecond
 		if d > s.maxTimeout() {
@@ -217,11 +196,11 @@ func sortedKeys(m map[string]string) []string {
 	return keys
 }
 
-// Needs implements tool.Tool: fs.read of the working directory, exec of
+// Needs implements tool.Typed: fs.read of the working directory, exec of
 // every statically known program, fs.read / fs.write of every statically
 // known redirection target, and env of the guarded variables the call sets.
-func (s *Shell) Needs(c *tool.Call) ([]capability.Need, error) {
-	sc, err := s.prepare(c)
+func (s *Shell) Needs(c *tool.Call, a *Args) ([]capability.Need, error) {
+	sc, err := s.prepare(c, a)
 	if err != nil {
 		return nil, err
 	}
@@ -242,11 +221,11 @@ func (s *Shell) Needs(c *tool.Call) ([]capability.Need, error) {
 	return needs, nil
 }
 
-// Preview implements tool.Tool: the parsed plan — every command with its
+// Preview implements tool.TypedPreviewer: the parsed plan — every command with its
 // argv as far as it is known before running (dynamic words marked ‹…›), its
 // redirections and the capabilities it needs — and nothing runs.
-func (s *Shell) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
-	sc, err := s.prepare(c)
+func (s *Shell) Preview(ctx context.Context, c *tool.Call, a *Args) tool.Outcome {
+	sc, err := s.prepare(c, a)
 	if err != nil {
 		return tool.Outcome{Err: err}
 	}
@@ -255,16 +234,16 @@ func (s *Shell) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
 	p.TimeoutMS = sc.timeout.Milliseconds()
 	p.Env = sortedKeys(sc.args.Env)
 	p.Path = s.pathValue(c.Workspace)
-	needs, _ := s.Needs(c)
+	needs, _ := s.Needs(c, a)
 	for _, n := range needs {
 		p.Needs = append(p.Needs, n.String())
 	}
 	return tool.Outcome{Output: p.text(), Data: p, Warnings: sc.plan.warnings}
 }
 
-// Run implements tool.Tool.
-func (s *Shell) Run(ctx context.Context, c *tool.Call) tool.Outcome {
-	sc, rerr := s.prepare(c)
+// Run implements tool.Typed.
+func (s *Shell) Run(ctx context.Context, c *tool.Call, a *Args) tool.Outcome {
+	sc, rerr := s.prepare(c, a)
 	if rerr != nil {
 		return tool.Outcome{Err: rerr}
 	}

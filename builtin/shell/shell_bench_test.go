@@ -10,6 +10,7 @@ import (
 	"github.com/wardenrt/warden/builtin/internal/tooltest"
 	"github.com/wardenrt/warden/runtime/gate"
 	"github.com/wardenrt/warden/runtime/sandbox"
+	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // BenchmarkShellTrue compares starting /bin/true directly with running the
@@ -60,7 +61,7 @@ func BenchmarkShellTrue(b *testing.B) {
 
 func benchCall(b *testing.B, args string) {
 	ws := tooltest.WS(b)
-	g, _ := tooltest.ShellGate(b, &Shell{}, ws, "fs.read:**", "exec:true")
+	g, _ := tooltest.ShellGate(b, tool.Adapt[Args](&Shell{}), ws, "fs.read:**", "exec:true")
 	req := gate.Request{Tool: "shell", Args: json.RawMessage(args), Principal: []string{"bench"}}
 	for b.Loop() {
 		res, err := g.Call(context.Background(), req)

@@ -393,22 +393,8 @@ func (st *run) exec(ctx context.Context, args []string) error {
 	if g.reason != "" {
 		return st.refuse(hc, fmt.Sprintf("%s refused: %s", shellShort(args), g.reason), g.hint)
 	}
-	for _, f := range g.writes {
-		p, err := st.resolve(hc.Dir, f, true)
-		if err != nil {
-			return st.refuse(hc, fmt.Sprintf("%s would write %s, which cannot be resolved: %v", shellShort(args), f, err), "give a plain path inside the granted tree")
-		}
-		wn := capability.Need{Kind: capability.FSWrite, Resource: p}
-		if !st.grants.Allows(wn) {
-			return st.refuseNeed(hc, fmt.Sprintf("%s would write %s, which is not granted", shellShort(args), p), wn, "")
-		}
-		if protected(st.ws, p) {
-			return st.refuse(hc, fmt.Sprintf("%s would write %s: %s", shellShort(args), p, protectedWhy), protectedHint)
-		}
-		if entry, prot := st.rtCall.Protect.Match(st.ws, p); prot {
-			e := gate.ProtectedError(p, entry)
-			return st.refuse(hc, fmt.Sprintf("%s would write %s: %s", shellShort(args), p, e.Message), e.Hint)
-		}
+	if err := st.checkWrites(hc, args, g.writes); err != nil {
+		return err
 	}
 	if d, err := capability.ResolvePath(st.ws, hc.Dir); err != nil || !st.grants.Allows(capability.Need{Kind: capability.FSRead, Resource: d}) {
 		return st.refuseNeed(hc, fmt.Sprintf("%s would run in %s, which is outside the fs.read grants", base, hc.Dir), capability.Need{Kind: capability.FSRead, Resource: d}, "")
@@ -425,7 +411,38 @@ func (st *run) exec(ctx context.Context, args []string) error {
 	for _, w := range riskWarnings(base, args[1:]) {
 		st.warn(w)
 	}
+	return st.start(ctx, hc, name, path, args, env)
+}
 
+// checkWrites checks the files a program's arguments say it writes (the
+// guard's writes): each must resolve, be granted fs.write, and be neither
+// warden-protected nor on the policy's protect: list. A refusal is the
+// error.
+func (st *run) checkWrites(hc interp.HandlerContext, args, writes []string) error {
+	for _, f := range writes {
+		p, err := st.resolve(hc.Dir, f, true)
+		if err != nil {
+			return st.refuse(hc, fmt.Sprintf("%s would write %s, which cannot be resolved: %v", shellShort(args), f, err), "give a plain path inside the granted tree")
+		}
+		wn := capability.Need{Kind: capability.FSWrite, Resource: p}
+		if !st.grants.Allows(wn) {
+			return st.refuseNeed(hc, fmt.Sprintf("%s would write %s, which is not granted", shellShort(args), p), wn, "")
+		}
+		if protected(st.ws, p) {
+			return st.refuse(hc, fmt.Sprintf("%s would write %s: %s", shellShort(args), p, protectedWhy), protectedHint)
+		}
+		if entry, prot := st.rtCall.Protect.Match(st.ws, p); prot {
+			e := gate.ProtectedError(p, entry)
+			return st.refuse(hc, fmt.Sprintf("%s would write %s: %s", shellShort(args), p, e.Message), e.Hint)
+		}
+	}
+	return nil
+}
+
+// start runs the checked program (name as the command gave it, path as
+// found on the PATH) in its sandbox with env, and turns how it ended into
+// the interpreter's exit status.
+func (st *run) start(ctx context.Context, hc interp.HandlerContext, name, path string, args, env []string) error {
 	pctx, pcancel := context.WithCancelCause(ctx)
 	defer pcancel(nil)
 	broken := func() { pcancel(errBrokenPipe) }

@@ -320,161 +320,192 @@ func guardSed(args []string) guardResult {
 // refused: it has an e, w or W command or an s command with the e or w flag,
 // or it cannot be read with certainty.
 func sedScriptRefusal(s string) string {
-	i := 0
-	n := len(s)
-	skipSpace := func() {
-		for i < n && (s[i] == ' ' || s[i] == '\t') {
-			i++
-		}
-	}
-	toEOL := func() {
-		for i < n && s[i] != '\n' {
-			i++
-		}
-	}
-	toEnd := func() { // a label: ends at ; or newline
-		for i < n && s[i] != '\n' && s[i] != ';' {
-			i++
-		}
-	}
-	// delimited reads a delimited part starting after its opening delimiter.
-	delimited := func(d byte) bool {
-		for i < n {
-			switch {
-			case s[i] == '\\' && i+1 < n:
-				i += 2
-			case s[i] == d:
-				i++
-				return true
-			case s[i] == '\n' && d != '\n':
-				return false
-			default:
-				i++
-			}
-		}
-		return false
-	}
-	address := func() bool {
-		switch {
-		case i < n && s[i] >= '0' && s[i] <= '9':
-			for i < n && (s[i] >= '0' && s[i] <= '9' || s[i] == '~') {
-				i++
-			}
-		case i < n && s[i] == '$':
-			i++
-		case i < n && s[i] == '/':
-			i++
-			if !delimited('/') {
-				return false
-			}
-		case i+1 < n && s[i] == '\\':
-			d := s[i+1]
-			i += 2
-			if !delimited(d) {
-				return false
-			}
-		case i < n && (s[i] == '+' || s[i] == '~'):
-			i++
-			for i < n && s[i] >= '0' && s[i] <= '9' {
-				i++
-			}
-		default:
-			return true
-		}
-		for i < n && (s[i] == 'I' || s[i] == 'M') {
-			i++
-		}
-		return true
-	}
+	r := &sedReader{s: s, n: len(s)}
 	for {
-		for i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == ';') {
-			i++
+		for r.i < r.n && (s[r.i] == ' ' || s[r.i] == '\t' || s[r.i] == '\n' || s[r.i] == ';') {
+			r.i++
 		}
-		if i >= n {
+		if r.i >= r.n {
 			return ""
 		}
-		if s[i] == '#' {
-			toEOL()
+		if s[r.i] == '#' {
+			r.toEOL()
 			continue
 		}
-		if !address() {
+		if !r.address() {
 			return "warden cannot read this sed script (an unterminated address)"
 		}
-		skipSpace()
-		if i < n && s[i] == ',' {
-			i++
-			skipSpace()
-			if !address() {
+		r.skipSpace()
+		if r.i < r.n && s[r.i] == ',' {
+			r.i++
+			r.skipSpace()
+			if !r.address() {
 				return "warden cannot read this sed script (an unterminated address)"
 			}
-			skipSpace()
+			r.skipSpace()
 		}
-		for i < n && (s[i] == '!' || s[i] == ' ' || s[i] == '\t') {
-			i++
+		for r.i < r.n && (s[r.i] == '!' || s[r.i] == ' ' || s[r.i] == '\t') {
+			r.i++
 		}
-		if i >= n {
+		if r.i >= r.n {
 			return ""
 		}
-		c := s[i]
-		i++
-		switch c {
-		case '{', '}', '=', 'd', 'D', 'g', 'G', 'h', 'H', 'n', 'N', 'p', 'P', 'x', 'z', 'F':
-		case 'l', 'q', 'Q', 'L':
-			skipSpace()
-			for i < n && s[i] >= '0' && s[i] <= '9' {
-				i++
-			}
-		case 'a', 'i', 'c':
-			// Text up to an unescaped end of line.
-			for i < n && s[i] != '\n' {
-				if s[i] == '\\' && i+1 < n {
-					i++
-				}
-				i++
-			}
-		case ':', 'b', 't', 'T', 'v':
-			toEnd()
-		case 'r', 'R':
-			toEOL()
-		case 'e':
-			return "the sed e command runs a program"
-		case 'w', 'W':
-			return "the sed " + string(c) + " command writes a file outside the shell's checks"
-		case 's':
-			if i >= n || s[i] == '\\' || s[i] == '\n' {
-				return "warden cannot read this sed script (an s command without a delimiter)"
-			}
-			d := s[i]
-			i++
-			if !delimited(d) || !delimited(d) {
-				return "warden cannot read this sed script (an unterminated s command)"
-			}
-			for i < n {
-				f := s[i]
-				switch {
-				case f == 'e':
-					return "the e flag of the sed s command runs the pattern space as a program"
-				case f == 'w':
-					return "the w flag of the sed s command writes a file outside the shell's checks"
-				case f == 'g' || f == 'p' || f == 'i' || f == 'I' || f == 'm' || f == 'M' || f >= '0' && f <= '9':
-					i++
-					continue
-				}
-				break
-			}
-		case 'y':
-			if i >= n || s[i] == '\\' || s[i] == '\n' {
-				return "warden cannot read this sed script (a y command without a delimiter)"
-			}
-			d := s[i]
-			i++
-			if !delimited(d) || !delimited(d) {
-				return "warden cannot read this sed script (an unterminated y command)"
-			}
-		default:
-			return fmt.Sprintf("warden cannot read this sed script (unknown command %q)", c)
+		c := s[r.i]
+		r.i++
+		if why := r.command(c); why != "" {
+			return why
 		}
 	}
+}
+
+// sedReader reads a sed script s of n bytes; i is where it is.
+type sedReader struct {
+	s    string
+	i, n int
+}
+
+func (r *sedReader) skipSpace() {
+	for r.i < r.n && (r.s[r.i] == ' ' || r.s[r.i] == '\t') {
+		r.i++
+	}
+}
+
+func (r *sedReader) toEOL() {
+	for r.i < r.n && r.s[r.i] != '\n' {
+		r.i++
+	}
+}
+
+// toEnd skips a label: it ends at ; or newline.
+func (r *sedReader) toEnd() {
+	for r.i < r.n && r.s[r.i] != '\n' && r.s[r.i] != ';' {
+		r.i++
+	}
+}
+
+// delimited reads a delimited part starting after its opening delimiter.
+func (r *sedReader) delimited(d byte) bool {
+	for r.i < r.n {
+		switch {
+		case r.s[r.i] == '\\' && r.i+1 < r.n:
+			r.i += 2
+		case r.s[r.i] == d:
+			r.i++
+			return true
+		case r.s[r.i] == '\n' && d != '\n':
+			return false
+		default:
+			r.i++
+		}
+	}
+	return false
+}
+
+// address reads an address, if there is one; false: it is unterminated.
+func (r *sedReader) address() bool {
+	s, n := r.s, r.n
+	switch {
+	case r.i < n && s[r.i] >= '0' && s[r.i] <= '9':
+		for r.i < n && (s[r.i] >= '0' && s[r.i] <= '9' || s[r.i] == '~') {
+			r.i++
+		}
+	case r.i < n && s[r.i] == '$':
+		r.i++
+	case r.i < n && s[r.i] == '/':
+		r.i++
+		if !r.delimited('/') {
+			return false
+		}
+	case r.i+1 < n && s[r.i] == '\\':
+		d := s[r.i+1]
+		r.i += 2
+		if !r.delimited(d) {
+			return false
+		}
+	case r.i < n && (s[r.i] == '+' || s[r.i] == '~'):
+		r.i++
+		for r.i < n && s[r.i] >= '0' && s[r.i] <= '9' {
+			r.i++
+		}
+	default:
+		return true
+	}
+	for r.i < n && (s[r.i] == 'I' || s[r.i] == 'M') {
+		r.i++
+	}
+	return true
+}
+
+// command reads the rest of command c and returns why it is refused ("":
+// it is not).
+func (r *sedReader) command(c byte) string {
+	s, n := r.s, r.n
+	switch c {
+	case '{', '}', '=', 'd', 'D', 'g', 'G', 'h', 'H', 'n', 'N', 'p', 'P', 'x', 'z', 'F':
+	case 'l', 'q', 'Q', 'L':
+		r.skipSpace()
+		for r.i < n && s[r.i] >= '0' && s[r.i] <= '9' {
+			r.i++
+		}
+	case 'a', 'i', 'c':
+		// Text up to an unescaped end of line.
+		for r.i < n && s[r.i] != '\n' {
+			if s[r.i] == '\\' && r.i+1 < n {
+				r.i++
+			}
+			r.i++
+		}
+	case ':', 'b', 't', 'T', 'v':
+		r.toEnd()
+	case 'r', 'R':
+		r.toEOL()
+	case 'e':
+		return "the sed e command runs a program"
+	case 'w', 'W':
+		return "the sed " + string(c) + " command writes a file outside the shell's checks"
+	case 's':
+		return r.substitute()
+	case 'y':
+		if r.i >= n || s[r.i] == '\\' || s[r.i] == '\n' {
+			return "warden cannot read this sed script (a y command without a delimiter)"
+		}
+		d := s[r.i]
+		r.i++
+		if !r.delimited(d) || !r.delimited(d) {
+			return "warden cannot read this sed script (an unterminated y command)"
+		}
+	default:
+		return fmt.Sprintf("warden cannot read this sed script (unknown command %q)", c)
+	}
+	return ""
+}
+
+// substitute reads the rest of an s command: its pattern, replacement and
+// flags. It refuses the e and w flags.
+func (r *sedReader) substitute() string {
+	s, n := r.s, r.n
+	if r.i >= n || s[r.i] == '\\' || s[r.i] == '\n' {
+		return "warden cannot read this sed script (an s command without a delimiter)"
+	}
+	d := s[r.i]
+	r.i++
+	if !r.delimited(d) || !r.delimited(d) {
+		return "warden cannot read this sed script (an unterminated s command)"
+	}
+	for r.i < n {
+		f := s[r.i]
+		switch {
+		case f == 'e':
+			return "the e flag of the sed s command runs the pattern space as a program"
+		case f == 'w':
+			return "the w flag of the sed s command writes a file outside the shell's checks"
+		case f == 'g' || f == 'p' || f == 'i' || f == 'I' || f == 'm' || f == 'M' || f >= '0' && f <= '9':
+			r.i++
+			continue
+		}
+		break
+	}
+	return ""
 }
 
 // riskWarnings returns the warnings people expect: destructive rm

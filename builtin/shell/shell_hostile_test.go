@@ -267,7 +267,7 @@ func TestShellHostile(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(t, ws, mark)
 			}
-			g, _ := tooltest.ShellGate(t, &Shell{}, ws, tc.grants...)
+			g, _ := tooltest.ShellGate(t, tool.Adapt[Args](&Shell{}), ws, tc.grants...)
 			cmd := strings.ReplaceAll(strings.ReplaceAll(tc.cmd, "MARK", mark), "OUT", out)
 			timeout := 20000
 			if tc.timeout > 0 {
@@ -323,7 +323,7 @@ func absent(t *testing.T, p string) {
 // and the refusal is on the command's stderr.
 func TestShellHostileRunTimeDenialNamesTheProgram(t *testing.T) {
 	ws := tooltest.WS(t)
-	g, _ := tooltest.ShellGate(t, &Shell{}, ws, "fs.read:**")
+	g, _ := tooltest.ShellGate(t, tool.Adapt[Args](&Shell{}), ws, "fs.read:**")
 	res := tooltest.ShellDo(t, g, map[string]any{"command": "echo before; $(echo rm) -rf .; echo after"})
 	d := tooltest.Decode[Result](t, res)
 	if tooltest.Code(res) != tool.CodeCapabilityDenied || res.Error.Hint != "needs the grant exec:rm" || !slices.Equal(res.Error.Missing, []string{"exec:rm"}) || !strings.Contains(res.Error.Message, "program rm is not granted") {
@@ -343,7 +343,7 @@ func TestShellHostileTimeoutKillsEverything(t *testing.T) {
 	ws := tooltest.WS(t)
 	// The programs append to pids: it exists, so the sandbox opens it.
 	tooltest.WriteFile(t, filepath.Join(ws, "pids"), "", 0o644)
-	g, _ := tooltest.ShellGate(t, &Shell{}, ws, "fs.read:**", "fs.write:pids", "exec:sh", "exec:sleep")
+	g, _ := tooltest.ShellGate(t, tool.Adapt[Args](&Shell{}), ws, "fs.read:**", "fs.write:pids", "exec:sh", "exec:sleep")
 	// 100.<9 digits> seconds: a sleep of this test run and no other.
 	arg := fmt.Sprintf("100.%09d", time.Now().UnixNano()%1_000_000_000)
 	cmd := strings.ReplaceAll(`sh -c 'echo $$ >> pids; exec sleep SECS' &
@@ -393,7 +393,7 @@ sh -c 'echo $$ >> pids; exec sleep SECS'`, "SECS", arg)
 // deadline; a writer whose reader exits is killed as SIGPIPE would.
 func TestShellHostileOutputFlood(t *testing.T) {
 	ws := tooltest.WS(t)
-	g, _ := tooltest.ShellGate(t, &Shell{}, ws, "fs.read:**", "exec:yes", "exec:head")
+	g, _ := tooltest.ShellGate(t, tool.Adapt[Args](&Shell{}), ws, "fs.read:**", "exec:yes", "exec:head")
 	res := tooltest.ShellDo(t, g, map[string]any{"command": "yes", "timeout_ms": 1000})
 	d := tooltest.Decode[Result](t, res)
 	if tooltest.Code(res) != tool.CodeCommandTimeout || !d.TimedOut {

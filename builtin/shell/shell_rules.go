@@ -80,119 +80,39 @@ func launched(p tool.Program) []tool.Program {
 		return nil // a name known only at run time: matched as a dynamic word, checked when it runs
 	}
 	name := path.Base(p.Argv[0])
-	rest := func(i int, extra ...bool) []tool.Program {
-		if i >= len(p.Argv) {
-			return nil
-		}
-		q := tool.Program{Argv: append([]string(nil), p.Argv[i:]...)}
-		q.Dynamic = make([]bool, len(q.Argv))
-		for k := range q.Argv {
-			q.Dynamic[k] = dyn(p, i+k)
-		}
-		for range extra {
-			q.Argv = append(q.Argv, "‹input›")
-			q.Dynamic = append(q.Dynamic, true)
-		}
-		return []tool.Program{q}
-	}
-	// skip steps over options: valued are the options taking a value as
-	// the next word (their --long=value forms need no care); it returns
-	// the index of the first operand, or -1 when a word is only known at
-	// run time.
-	skip := func(i int, valued string, stopAtAssign bool) int {
-		for i < len(p.Argv) {
-			a := p.Argv[i]
-			if dyn(p, i) {
-				return -1
-			}
-			switch {
-			case a == "--":
-				return i + 1
-			case stopAtAssign && strings.Contains(a, "=") && !strings.HasPrefix(a, "-"):
-			case strings.HasPrefix(a, "--"):
-				if !strings.Contains(a, "=") && strings.Contains(valued, " "+a+" ") {
-					i++
-				}
-			case strings.HasPrefix(a, "-") && len(a) > 1:
-				if len(a) == 2 && strings.Contains(valued, " "+a+" ") {
-					i++
-				}
-			default:
-				return i
-			}
-			i++
-		}
-		return i
-	}
-	at := func(i int, extra ...bool) []tool.Program {
-		if i < 0 {
-			return opaque(p)
-		}
-		return rest(i, extra...)
-	}
 	switch name {
 	case "env":
-		for j := 1; j < len(p.Argv) && !dyn(p, j); j++ {
-			a := p.Argv[j]
-			split, ok := "", false
-			switch {
-			case a == "-S" || a == "--split-string":
-				if j+1 < len(p.Argv) && !dyn(p, j+1) {
-					split, ok = p.Argv[j+1], true
-				}
-			case strings.HasPrefix(a, "--split-string="):
-				split, ok = strings.TrimPrefix(a, "--split-string="), true
-			case strings.HasPrefix(a, "-S"):
-				split, ok = a[2:], true
-			}
-			if ok {
-				return scriptPrograms(split)
-			}
-			if !strings.HasPrefix(a, "-") {
-				break
-			}
-		}
-		return at(skip(1, " -u --unset -C --chdir -S --split-string -P ", true))
+		return envLaunched(p)
 	case "timeout":
-		i := skip(1, " -s --signal -k --kill-after ", false)
+		i := skipOptions(p, 1, " -s --signal -k --kill-after ", false)
 		if i < 0 {
 			return opaque(p)
 		}
-		return rest(i + 1) // the duration
+		return launchRest(p, i+1) // the duration
 	case "nice":
-		return at(skip(1, " -n --adjustment ", false))
+		return launchAt(p, skipOptions(p, 1, " -n --adjustment ", false))
 	case "nohup", "setsid", "time", "chronic", "unbuffer", "stdbuf", "ionice", "doas", "sudo":
-		return at(skip(1, " -f -o --output --format -i -e --input --error -c -n -p -P -u --class --classdata --user -g --group -C --close-from -h --host --prompt -r --role -t --type -D --chdir ", name == "sudo" || name == "doas"))
+		return launchAt(p, skipOptions(p, 1, " -f -o --output --format -i -e --input --error -c -n -p -P -u --class --classdata --user -g --group -C --close-from -h --host --prompt -r --role -t --type -D --chdir ", name == "sudo" || name == "doas"))
 	case "taskset":
-		i := skip(1, "", false)
+		i := skipOptions(p, 1, "", false)
 		if i < 0 {
 			return opaque(p)
 		}
-		return rest(i + 1) // the mask
+		return launchRest(p, i+1) // the mask
 	case "flock":
-		i := skip(1, " -w --timeout -E --conflict-exit-code ", false)
-		if i < 0 || i+1 >= len(p.Argv) {
-			return opaque(p)
-		}
-		if c := p.Argv[i+1]; c == "-c" || c == "--command" {
-			if i+2 < len(p.Argv) && !dyn(p, i+2) {
-				return scriptPrograms(p.Argv[i+2])
-			}
-			return opaque(p)
-		}
-		return rest(i + 1) // the lock file
+		return flockLaunched(p)
 	case "xargs":
 		// xargs adds the words it reads to the command's argv.
-		i := skip(1, " -a --arg-file -d --delimiter -E -e -I -i -L -l -n --max-args -P --max-procs -s --max-chars --process-slot-var ", false)
+		i := skipOptions(p, 1, " -a --arg-file -d --delimiter -E -e -I -i -L -l -n --max-args -P --max-procs -s --max-chars --process-slot-var ", false)
 		if i < 0 {
 			return opaque(p)
 		}
 		if i >= len(p.Argv) {
 			return []tool.Program{{Argv: []string{"echo", "‹input›"}, Dynamic: []bool{false, true}}}
 		}
-		return rest(i, true)
+		return launchRest(p, i, true)
 	case "busybox":
-		return rest(1)
+		return launchRest(p, 1)
 	case "sh", "bash", "dash", "zsh", "ksh", "ash", "mksh", "posh", "fish", "csh", "tcsh":
 		return invocation(p)
 	}
@@ -200,6 +120,106 @@ func launched(p tool.Program) []tool.Program {
 		return opaque(p)
 	}
 	return nil
+}
+
+// launchRest is the command p launches from its word i on (nil: none),
+// with a dynamic ‹input› word added for each of extra (what xargs reads).
+func launchRest(p tool.Program, i int, extra ...bool) []tool.Program {
+	if i >= len(p.Argv) {
+		return nil
+	}
+	q := tool.Program{Argv: append([]string(nil), p.Argv[i:]...)}
+	q.Dynamic = make([]bool, len(q.Argv))
+	for k := range q.Argv {
+		q.Dynamic[k] = dyn(p, i+k)
+	}
+	for range extra {
+		q.Argv = append(q.Argv, "‹input›")
+		q.Dynamic = append(q.Dynamic, true)
+	}
+	return []tool.Program{q}
+}
+
+// launchAt is launchRest, or an opaque subject when i < 0 (skipOptions
+// met a word known only at run time).
+func launchAt(p tool.Program, i int, extra ...bool) []tool.Program {
+	if i < 0 {
+		return opaque(p)
+	}
+	return launchRest(p, i, extra...)
+}
+
+// skipOptions steps over the options of p from word i on: valued are the
+// options taking a value as the next word (their --long=value forms need
+// no care), and with stopAtAssign NAME=value words are stepped over too;
+// it returns the index of the first operand, or -1 when a word is only
+// known at run time.
+func skipOptions(p tool.Program, i int, valued string, stopAtAssign bool) int {
+	for i < len(p.Argv) {
+		a := p.Argv[i]
+		if dyn(p, i) {
+			return -1
+		}
+		switch {
+		case a == "--":
+			return i + 1
+		case stopAtAssign && strings.Contains(a, "=") && !strings.HasPrefix(a, "-"):
+		case strings.HasPrefix(a, "--"):
+			if !strings.Contains(a, "=") && strings.Contains(valued, " "+a+" ") {
+				i++
+			}
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+			if len(a) == 2 && strings.Contains(valued, " "+a+" ") {
+				i++
+			}
+		default:
+			return i
+		}
+		i++
+	}
+	return i
+}
+
+// envLaunched is what env launches: the programs of its -S string, or the
+// command after its options and assignments.
+func envLaunched(p tool.Program) []tool.Program {
+	for j := 1; j < len(p.Argv) && !dyn(p, j); j++ {
+		a := p.Argv[j]
+		split, ok := "", false
+		switch {
+		case a == "-S" || a == "--split-string":
+			if j+1 < len(p.Argv) && !dyn(p, j+1) {
+				split, ok = p.Argv[j+1], true
+			}
+		case strings.HasPrefix(a, "--split-string="):
+			split, ok = strings.TrimPrefix(a, "--split-string="), true
+		case strings.HasPrefix(a, "-S"):
+			split, ok = a[2:], true
+		}
+		if ok {
+			return scriptPrograms(split)
+		}
+		if !strings.HasPrefix(a, "-") {
+			break
+		}
+	}
+	return launchAt(p, skipOptions(p, 1, " -u --unset -C --chdir -S --split-string -P ", true))
+}
+
+// flockLaunched is what flock launches: the programs of its -c script, or
+// the command after the lock file.
+func flockLaunched(p tool.Program) []tool.Program {
+	i := skipOptions(p, 1, " -w --timeout -E --conflict-exit-code ", false)
+	if i < 0 || i+1 >= len(p.Argv) {
+		return opaque(p)
+	}
+	if c := p.Argv[i+1]; c == "-c" || c == "--command" {
+		if i+2 < len(p.Argv) && !dyn(p, i+2) {
+			return scriptPrograms(p.Argv[i+2])
+		}
+		return opaque(p)
+	}
+	return launchRest(p, i+1) // the lock file
 }
 
 // invocation is what a shell runs: the script of -c, parsed, when it

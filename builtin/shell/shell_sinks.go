@@ -27,11 +27,7 @@ import (
 // here-document with <<- — is not a sink: a mask there is refused, never
 // handed to a program. A command that changes directory (cd, pushd,
 // popd) has only its absolute targets as sinks.
-func (s *Shell) Sinks(c *tool.Call) ([]tool.Sink, error) {
-	var a shellArgs
-	if err := c.Bind(&a); err != nil {
-		return nil, err
-	}
+func (s *Shell) Sinks(c *tool.Call, a *Args) ([]tool.Sink, error) {
 	file, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(a.Command), "")
 	if err != nil {
 		return nil, tool.Errorf(tool.CodeInvalidInput, "fix the shell syntax (bash)", "command does not parse: %v", err)

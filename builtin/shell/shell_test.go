@@ -22,7 +22,7 @@ func TestShellHappyPath(t *testing.T) {
 	tooltest.WriteFile(t, filepath.Join(ws, "in.txt"), "b\na\nc\n", 0o644)
 	tooltest.WriteFile(t, filepath.Join(ws, "sub", "x.txt"), "x\n", 0o644)
 	grants := []string{"fs.read:**", "fs.write:out/**", "exec:sort", "exec:cat", "exec:tr", "exec:printenv", "exec:true", "exec:false", "exec:ls"}
-	g, _ := tooltest.ShellGate(t, &Shell{}, ws, grants...)
+	g, _ := tooltest.ShellGate(t, tool.Adapt[Args](&Shell{}), ws, grants...)
 
 	tests := []struct {
 		name   string
@@ -82,7 +82,7 @@ func which(t testing.TB, name string) string {
 func TestShellErrorCodes(t *testing.T) {
 	ws := tooltest.WS(t)
 	tooltest.WriteFile(t, filepath.Join(ws, "in.txt"), "a\n", 0o644)
-	g, _ := tooltest.ShellGate(t, &Shell{MaxTimeout: time.Minute}, ws,
+	g, _ := tooltest.ShellGate(t, tool.Adapt[Args](&Shell{MaxTimeout: time.Minute}), ws,
 		"fs.read:**", "exec:cat", "exec:sleep", "exec:warden-no-such-program", "exec:true")
 	tests := []struct {
 		name string
@@ -141,7 +141,7 @@ func TestShellErrorCodes(t *testing.T) {
 
 func TestShellSilent(t *testing.T) {
 	ws := tooltest.WS(t)
-	g, _ := tooltest.ShellGate(t, &Shell{}, ws, "fs.read:**", "exec:cat")
+	g, _ := tooltest.ShellGate(t, tool.Adapt[Args](&Shell{}), ws, "fs.read:**", "exec:cat")
 	res := tooltest.ShellDo(t, g, map[string]any{"command": "echo out; echo err >&2", "silent": true})
 	d := tooltest.Decode[Result](t, res)
 	if !res.Success || d.Stdout != "" || d.Stderr != "" || strings.Contains(res.Output, "out\n") {
@@ -157,7 +157,7 @@ func TestShellSilent(t *testing.T) {
 func TestShellDryRun(t *testing.T) {
 	ws := tooltest.WS(t)
 	tooltest.WriteFile(t, filepath.Join(ws, "data", "a.txt"), "a\n", 0o644)
-	g, _ := tooltest.ShellGate(t, &Shell{}, ws, "fs.read:**", "fs.write:**", "exec:rm", "exec:git", "exec:sort", "exec:touch", "exec:date")
+	g, _ := tooltest.ShellGate(t, tool.Adapt[Args](&Shell{}), ws, "fs.read:**", "fs.write:**", "exec:rm", "exec:git", "exec:sort", "exec:touch", "exec:date")
 	before := tooltest.TreeChecksum(t, ws)
 	cmd := "sort data/a.txt > out.txt && rm -rf data; touch $(echo marker) 2>/dev/null | git status --short\necho `date` >> log.txt"
 	res := tooltest.CallReq(t, g, gate.Request{Tool: "shell", Args: json.RawMessage(fmt.Sprintf(`{"command":%q}`, cmd)), Principal: []string{"test"}, DryRun: true})
@@ -195,7 +195,7 @@ func TestShellDryRun(t *testing.T) {
 func TestShellRedactsSecrets(t *testing.T) {
 	const secret = "ghp_0123456789abcdefghijABCDEFGHIJ012345"
 	ws := tooltest.WS(t)
-	g, audit := tooltest.ShellGate(t, &Shell{}, ws, "fs.read:**", "exec:printenv")
+	g, audit := tooltest.ShellGate(t, tool.Adapt[Args](&Shell{}), ws, "fs.read:**", "exec:printenv")
 	for _, args := range []map[string]any{
 		{"command": "echo " + secret},
 		{"command": "printenv TOKEN_X", "env": map[string]string{"TOKEN_X": secret}},
@@ -217,7 +217,7 @@ func TestShellEnvironment(t *testing.T) {
 		"API_KEY=k-123", "MY_SECRET=s-123", "GITHUB_TOKEN=t-123", "DB_PASSWORD=p-123", "LD_PRELOAD=/tmp/x.so",
 		"UNRELATED=u", "GIT_DIR=/elsewhere",
 	}
-	sh := &Shell{Environ: func() []string { return host }}
+	sh := tool.Adapt[Args](&Shell{Environ: func() []string { return host }})
 	g, _ := tooltest.ShellGate(t, sh, ws, "fs.read:**", "exec:env", "env:GO*", "env:API_KEY", "env:GIT*", "env:MY*")
 	res := tooltest.ShellDo(t, g, map[string]any{"command": "env"})
 	if !res.Success {
@@ -258,7 +258,7 @@ func TestShellEnvironment(t *testing.T) {
 	}
 	// TMPDIR reaches the command and its programs unchanged (the
 	// interpreter's own temporary directory is not it).
-	sh = &Shell{Environ: func() []string { return []string{"TMPDIR=/tmp/it's here"} }}
+	sh = tool.Adapt[Args](&Shell{Environ: func() []string { return []string{"TMPDIR=/tmp/it's here"} }})
 	g, _ = tooltest.ShellGate(t, sh, ws, "fs.read:**", "exec:printenv")
 	res = tooltest.ShellDo(t, g, map[string]any{"command": `echo "$TMPDIR"; printenv TMPDIR`})
 	if out := tooltest.Decode[Result](t, res).Stdout; !res.Success || out != "/tmp/it's here\n/tmp/it's here\n" {
@@ -269,7 +269,7 @@ func TestShellEnvironment(t *testing.T) {
 func TestShellWarnings(t *testing.T) {
 	ws := tooltest.WS(t)
 	tooltest.WriteFile(t, filepath.Join(ws, "junk", "f"), "x", 0o644)
-	g, _ := tooltest.ShellGate(t, &Shell{}, ws, "fs.read:**", "fs.write:**", "exec:rm", "exec:sh", "exec:true")
+	g, _ := tooltest.ShellGate(t, tool.Adapt[Args](&Shell{}), ws, "fs.read:**", "fs.write:**", "exec:rm", "exec:sh", "exec:true")
 	res := tooltest.ShellDo(t, g, map[string]any{"command": "rm -rf junk && sh -c true"})
 	if !res.Success {
 		t.Fatalf("%+v", res.Error)
@@ -285,7 +285,7 @@ func TestShellWarnings(t *testing.T) {
 
 func TestShellOutputCap(t *testing.T) {
 	ws := tooltest.WS(t)
-	g, _ := tooltest.ShellGate(t, &Shell{MaxOutput: 1000}, ws, "fs.read:**", "exec:head", "exec:yes")
+	g, _ := tooltest.ShellGate(t, tool.Adapt[Args](&Shell{MaxOutput: 1000}), ws, "fs.read:**", "exec:head", "exec:yes")
 	res := tooltest.ShellDo(t, g, map[string]any{"command": "yes | head -c 5000"})
 	d := tooltest.Decode[Result](t, res)
 	if !res.Success || !strings.HasPrefix(d.Stdout, "y\ny\n") || !strings.Contains(d.Stdout, "[truncated: 1000 of 5000 bytes kept]") {

@@ -4,7 +4,6 @@ package system
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	goruntime "runtime"
@@ -44,44 +43,30 @@ type Config struct {
 	Started time.Time
 }
 
-var _ tool.Tool = (*System)(nil)
+var _ tool.Typed[Args] = (*System)(nil)
 
 // Tools returns the system family: the system tool, with cfg.
-func Tools(cfg Config) []tool.Tool { return []tool.Tool{&System{cfg}} }
+func Tools(cfg Config) []tool.Tool { return []tool.Tool{tool.Adapt[Args](&System{cfg})} }
 
-var schema = json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "operation": {"type": "string", "minLength": 1, "maxLength": 128,
-      "description": "get_info (platform, kernel, CPUs, versions) or get_status (warden's state, load, memory, uptime)"}
-  },
-  "required": ["operation"],
-  "additionalProperties": false
-}`)
+// Args are the system tool's arguments.
+type Args struct {
+	Operation string `json:"operation" minLength:"1" maxLength:"128" jsonschema:"get_info (platform, kernel, CPUs, versions) or get_status (warden's state, load, memory, uptime)"`
+}
 
-// Spec implements tool.Tool.
+// Spec implements tool.Typed.
 func (s *System) Spec() tool.Spec {
 	return tool.Spec{
 		Name: "system",
 		Description: "Read-only system introspection. operation get_info: OS, architecture, kernel release, hostname, CPUs, Go and warden versions. " +
 			"operation get_status: warden's state (store, audit head, tools loaded), load average, memory, uptime. Never runs commands: use shell for that.",
-		InputSchema:  schema,
 		Capabilities: []capability.Kind{capability.SystemInfo},
 		ReadOnly:     true,
 	}
 }
 
-type systemArgs struct {
-	Operation string `json:"operation"`
-}
-
-// Needs implements tool.Tool: both operations need system.info; any other
+// Needs implements tool.Typed: both operations need system.info; any other
 // operation is refused before anything runs.
-func (s *System) Needs(c *tool.Call) ([]capability.Need, error) {
-	var a systemArgs
-	if err := c.Bind(&a); err != nil {
-		return nil, err
-	}
+func (s *System) Needs(c *tool.Call, a *Args) ([]capability.Need, error) {
 	switch a.Operation {
 	case "get_info", "get_status":
 		return []capability.Need{{Kind: capability.SystemInfo}}, nil
@@ -108,17 +93,8 @@ func unsupported(op string) *tool.Error {
 		"system does not support operation %q", op)
 }
 
-// Preview implements tool.Tool (never called: system is read-only).
-func (s *System) Preview(ctx context.Context, c *tool.Call) tool.Outcome {
-	return s.Run(ctx, c)
-}
-
-// Run implements tool.Tool.
-func (s *System) Run(ctx context.Context, c *tool.Call) tool.Outcome {
-	var a systemArgs
-	if err := c.Bind(&a); err != nil {
-		return tool.Outcome{Err: tool.AsError(err)}
-	}
+// Run implements tool.Typed.
+func (s *System) Run(ctx context.Context, c *tool.Call, a *Args) tool.Outcome {
 	switch a.Operation {
 	case "get_info":
 		info, err := systemInfo(s.Version)

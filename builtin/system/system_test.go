@@ -16,7 +16,7 @@ import (
 
 func newGate(t testing.TB, sys *System, policy *gate.Policy) *gate.Gate {
 	t.Helper()
-	g, _ := tooltest.GateWith(t, policy, t.TempDir(), sys)
+	g, _ := tooltest.GateWith(t, policy, t.TempDir(), tool.Adapt[Args](sys))
 	return g
 }
 
@@ -104,6 +104,7 @@ func BenchmarkSystemGetInfo(b *testing.B) {
 	sys := &System{Config{Version: "bench"}}
 	b.Run("direct", func(b *testing.B) {
 		c := &tool.Call{Tool: "system", Args: json.RawMessage(`{"operation":"get_info"}`)}
+		sys := tool.Adapt[Args](sys)
 		for b.Loop() {
 			if o := sys.Run(context.Background(), c); o.Err != nil {
 				b.Fatal(o.Err)

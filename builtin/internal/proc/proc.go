@@ -294,33 +294,9 @@ const pipeDrainWait = time.Second
 // signal), ErrKilled (wrapped) when ctx ended, or an error if the program
 // could not start.
 func Run(ctx context.Context, p Spec) (int, error) {
-	if err := ctx.Err(); err != nil {
-		return -1, fmt.Errorf("%w: %v", ErrKilled, err)
-	}
-	if p.RequireBox && !sandbox.Detect().Full() {
-		return -1, ErrSandboxRequired
-	}
-	// What exec would say, said here: the launcher can only exit 126.
-	if fi, err := os.Stat(p.Path); err != nil {
+	box, err := startBox(ctx, p)
+	if err != nil {
 		return -1, err
-	} else if fi.IsDir() || fi.Mode()&0o111 == 0 {
-		return -1, &os.PathError{Op: "exec", Path: p.Path, Err: os.ErrPermission}
-	}
-	box := p.Box
-	// Hiding a path inside a grant takes a mount namespace; without one a
-	// program under the grant would read (or change) it.
-	if len(box.Hide) > 0 && !sandbox.Detect().Namespaces {
-		return -1, &hiddenUnheld{paths: box.Hide}
-	}
-	if !box.ExecAny && !slices.Contains(box.Exec, p.Path) {
-		// What warden itself decided to start (git, journalctl, a
-		// granted program found on the PATH) may run, with its loader.
-		box.Exec = append(slices.Clone(box.Exec), sandbox.ExecClosure([]string{p.Path}, nil)...)
-	}
-	if p.Net != nil {
-		if err := p.Net.box(&box); err != nil {
-			return -1, err
-		}
 	}
 	if sandbox.NeedsGroup() {
 		// Root: the process limit is a pids cgroup of the program's
@@ -338,6 +314,65 @@ func Run(ctx context.Context, p Spec) (int, error) {
 	}
 	defer l.Close()
 	gate.NoteSandbox(ctx, l.Level)
+	cmd := command(l, p)
+	outR, errR, err := startPiped(cmd)
+	if err != nil {
+		return -1, err
+	}
+	l.Started()
+	pgid := cmd.Process.Pid
+	sandbox.Started(pgid, box.Group)
+	stopNet := func() {}
+	if p.Net != nil {
+		stopNet = p.Net.serve(l, filepath.Base(p.Path))
+	}
+	copies := drain(outR, errR, p.Stdout, p.Stderr)
+	killed, limitHit, werr := waitGroup(ctx, cmd, pgid, &box)
+	stopNet()
+	closeDrained(copies, outR, errR)
+	return exitStatus(ctx, cmd, p, killed, limitHit, werr)
+}
+
+// startBox checks what can be checked before anything starts — the
+// context, the sandbox require_sandbox asks for, the program, a hide:
+// list only a mount namespace holds — and returns the sandbox to start
+// the program in: p.Box, with the program itself executable and the
+// network bridge's part.
+func startBox(ctx context.Context, p Spec) (sandbox.Spec, error) {
+	if err := ctx.Err(); err != nil {
+		return sandbox.Spec{}, fmt.Errorf("%w: %v", ErrKilled, err)
+	}
+	if p.RequireBox && !sandbox.Detect().Full() {
+		return sandbox.Spec{}, ErrSandboxRequired
+	}
+	// What exec would say, said here: the launcher can only exit 126.
+	if fi, err := os.Stat(p.Path); err != nil {
+		return sandbox.Spec{}, err
+	} else if fi.IsDir() || fi.Mode()&0o111 == 0 {
+		return sandbox.Spec{}, &os.PathError{Op: "exec", Path: p.Path, Err: os.ErrPermission}
+	}
+	box := p.Box
+	// Hiding a path inside a grant takes a mount namespace; without one a
+	// program under the grant would read (or change) it.
+	if len(box.Hide) > 0 && !sandbox.Detect().Namespaces {
+		return sandbox.Spec{}, &hiddenUnheld{paths: box.Hide}
+	}
+	if !box.ExecAny && !slices.Contains(box.Exec, p.Path) {
+		// What warden itself decided to start (git, journalctl, a
+		// granted program found on the PATH) may run, with its loader.
+		box.Exec = append(slices.Clone(box.Exec), sandbox.ExecClosure([]string{p.Path}, nil)...)
+	}
+	if p.Net != nil {
+		if err := p.Net.box(&box); err != nil {
+			return sandbox.Spec{}, err
+		}
+	}
+	return box, nil
+}
+
+// command is the command that starts the program through the sandbox's
+// launcher l.
+func command(l *sandbox.Launch, p Spec) *exec.Cmd {
 	cmd := exec.Command(l.Path)
 	cmd.Args = l.Args
 	cmd.Dir = p.Dir
@@ -349,18 +384,22 @@ func Run(ctx context.Context, p Spec) (int, error) {
 	// terminal: no /dev/tty to read from or push input into), and the
 	// namespaces of the sandbox.
 	cmd.SysProcAttr = l.SysProcAttr
+	return cmd
+}
 
-	// Our own pipes: exec.Cmd.Wait would otherwise wait for every holder of
-	// the pipe (a background grandchild) before returning.
+// startPiped starts cmd with its stdout and stderr on pipes of our own
+// and returns their read ends: exec.Cmd.Wait would otherwise wait for
+// every holder of the pipe (a background grandchild) before returning.
+func startPiped(cmd *exec.Cmd) (outR, errR *os.File, err error) {
 	outR, outW, err := os.Pipe()
 	if err != nil {
-		return -1, err
+		return nil, nil, err
 	}
 	errR, errW, err := os.Pipe()
 	if err != nil {
 		outR.Close()
 		outW.Close()
-		return -1, err
+		return nil, nil, err
 	}
 	cmd.Stdout, cmd.Stderr = outW, errW
 	if err := cmd.Start(); err != nil {
@@ -368,20 +407,18 @@ func Run(ctx context.Context, p Spec) (int, error) {
 		outW.Close()
 		errR.Close()
 		errW.Close()
-		return -1, err
+		return nil, nil, err
 	}
 	outW.Close()
 	errW.Close()
-	l.Started()
-	pgid := cmd.Process.Pid
-	sandbox.Started(pgid, box.Group)
-	stopNet := func() {}
-	if p.Net != nil {
-		stopNet = p.Net.serve(l, filepath.Base(p.Path))
-	}
+	return outR, errR, nil
+}
 
+// drain copies the program's output from the pipes into stdout and stderr
+// (nil: discarded) until the pipes close.
+func drain(outR, errR *os.File, stdout, stderr io.Writer) *sync.WaitGroup {
 	var copies sync.WaitGroup
-	drain := func(r *os.File, w io.Writer) {
+	copyOut := func(r *os.File, w io.Writer) {
 		defer copies.Done()
 		if w == nil {
 			w = io.Discard
@@ -389,14 +426,20 @@ func Run(ctx context.Context, p Spec) (int, error) {
 		_, _ = io.Copy(w, r)
 	}
 	copies.Add(2)
-	go drain(outR, p.Stdout)
-	go drain(errR, p.Stderr)
+	go copyOut(outR, stdout)
+	go copyOut(errR, stderr)
+	return &copies
+}
 
+// waitGroup waits for the program to exit or ctx to end (killed: the
+// whole group is killed at once), then kills whatever is left of the
+// group, then of the program's pids cgroup (box.Group; limitHit: the
+// process limit was reached), and reaps the program.
+func waitGroup(ctx context.Context, cmd *exec.Cmd, pgid int, box *sandbox.Spec) (killed, limitHit bool, werr error) {
 	// On Linux the program is waited for without being reaped (see
 	// waitExit): while it is a zombie its PID, and so the group's ID,
 	// cannot be reused, and killing the group cannot hit a stranger.
 	exited, reap := waitExit(cmd)
-	killed := false
 	select {
 	case <-exited:
 	case <-ctx.Done():
@@ -407,12 +450,16 @@ func Run(ctx context.Context, p Spec) (int, error) {
 	// Whatever is left of the group goes too, then of the program's pids
 	// cgroup (processes that left the group), before the leader is reaped.
 	_ = sandbox.KillGroup(pgid)
-	limitHit := sandbox.Cleanup(box.Group)
+	limitHit = sandbox.Cleanup(box.Group)
 	box.Group = ""
 	sandbox.Ended(pgid) // before the leader is reaped
-	werr := reap()
-	stopNet()
+	werr = reap()
+	return killed, limitHit, werr
+}
 
+// closeDrained waits for the output to be copied, at most pipeDrainWait,
+// and closes the pipes.
+func closeDrained(copies *sync.WaitGroup, outR, errR *os.File) {
 	done := make(chan struct{})
 	go func() { copies.Wait(); close(done) }()
 	select {
@@ -425,7 +472,12 @@ func Run(ctx context.Context, p Spec) (int, error) {
 	}
 	outR.Close()
 	errR.Close()
+}
 
+// exitStatus is Run's result for a program that ran: ErrKilled when ctx
+// ended, else its exit status (128+signal when a signal killed it), with
+// p.Ended filled in.
+func exitStatus(ctx context.Context, cmd *exec.Cmd, p Spec, killed, limitHit bool, werr error) (int, error) {
 	if killed {
 		return -1, fmt.Errorf("%w: %v", ErrKilled, ctx.Err())
 	}
