@@ -1,6 +1,6 @@
 // Package hostfuncs is the guest-facing ABI of warden: what a wasm tool can
 // reach outside its sandbox. Each piece is a thin adapter onto the gate in
-// package runtime, so a guest reaches core tools only through the same
+// package gate, so a guest reaches core tools only through the same
 // decoding, policy, capability, approval and audit steps as every other
 // caller, acting with the run's grants ∩ the tool's grants (gate.Guest)
 // and recorded with the principal chain run → wasm:<tool> → core tool.

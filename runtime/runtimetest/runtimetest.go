@@ -1,5 +1,5 @@
 // Package runtimetest provides in-memory implementations of the
-// interfaces package runtime declares — Memory, AuditLog, Artifacts and an
+// interfaces package gate declares — Memory, AuditLog, Artifacts and an
 // agent run store — for tests, as net/http/httptest does for servers. In
 // production the store satisfies them.
 package runtimetest
