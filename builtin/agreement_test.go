@@ -2,6 +2,8 @@ package builtin
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 	"os"
 	"testing"
 
@@ -27,18 +29,27 @@ func TestEveryToolAgrees(t *testing.T) {
 }
 
 // TestToolsGolden: what `warden tools --json` publishes of each core tool
-// keeps its meaning (testdata/tools.json, from before the schemas were
-// derived): no tool, field or schema keyword disappears or changes;
+// keeps its meaning (testdata/tools.json): no tool appears or disappears,
+// its capabilities and its read-only and approval flags stay, and no
+// schema keyword appears, disappears or changes at any location —
 // descriptions may be reworded. WARDEN_UPDATE_GOLDEN=1 rewrites the file
-// (review the diff).
+// (review the diff: a new keyword can widen what a tool accepts).
 func TestToolsGolden(t *testing.T) {
 	type published struct {
-		Name        string          `json:"name"`
-		InputSchema json.RawMessage `json:"input_schema"`
+		Name             string          `json:"name"`
+		Capabilities     []string        `json:"capabilities"`
+		ReadOnly         bool            `json:"read_only"`
+		ApprovalRequired bool            `json:"approval_required"`
+		InputSchema      json.RawMessage `json:"input_schema"`
 	}
 	var now []published
 	for _, tl := range Core(Config{}) {
-		now = append(now, published{tl.Spec().Name, tl.Spec().InputSchema})
+		sp := tl.Spec()
+		var caps []string
+		for _, k := range sp.Capabilities {
+			caps = append(caps, string(k))
+		}
+		now = append(now, published{sp.Name, caps, sp.ReadOnly, sp.ApprovalRequired, sp.InputSchema})
 	}
 	if os.Getenv("WARDEN_UPDATE_GOLDEN") == "1" {
 		b, _ := json.MarshalIndent(now, "", "  ")
@@ -54,9 +65,12 @@ func TestToolsGolden(t *testing.T) {
 	if err := json.Unmarshal(b, &golden); err != nil {
 		t.Fatal(err)
 	}
-	byName := map[string]json.RawMessage{}
+	byName := map[string]published{}
 	for _, p := range now {
-		byName[p.Name] = p.InputSchema
+		byName[p.Name] = p
+	}
+	if len(golden) != len(now) {
+		t.Errorf("%d core tools, the golden file has %d", len(now), len(golden))
 	}
 	for _, g := range golden {
 		cur, ok := byName[g.Name]
@@ -64,11 +78,20 @@ func TestToolsGolden(t *testing.T) {
 			t.Errorf("tool %s is gone", g.Name)
 			continue
 		}
+		if fmt.Sprint(cur.Capabilities) != fmt.Sprint(g.Capabilities) || cur.ReadOnly != g.ReadOnly || cur.ApprovalRequired != g.ApprovalRequired {
+			t.Errorf("%s: capabilities %v read-only %v approval %v, was %v %v %v", g.Name,
+				cur.Capabilities, cur.ReadOnly, cur.ApprovalRequired, g.Capabilities, g.ReadOnly, g.ApprovalRequired)
+		}
 		var a, b any
 		_ = json.Unmarshal(g.InputSchema, &a)
-		_ = json.Unmarshal(cur, &b)
+		_ = json.Unmarshal(cur.InputSchema, &b)
 		for _, d := range schemaDiff(a, b, "") {
 			t.Errorf("%s: %s", g.Name, d)
+		}
+		for _, d := range schemaDiff(b, a, "") {
+			if strings.HasSuffix(d, " is gone") {
+				t.Errorf("%s: %s is new", g.Name, strings.TrimSuffix(d, " is gone"))
+			}
 		}
 	}
 }

@@ -65,11 +65,53 @@ next:
 // and each front end words the hint for its reader.
 var CLIFlags = []string{"--grant", "--approve", "--args"}
 
+// NoWordsOutside is NoWords over every directory under root except the
+// listed ones (relative to root).
+func NoWordsOutside(t testing.TB, words []string, root string, except ...string) {
+	t.Helper()
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dirs []string
+	var walk func(dir string)
+	walk = func(dir string) {
+		for _, x := range except {
+			if filepath.Clean(dir) == filepath.Join(root, x) {
+				return
+			}
+		}
+		sub, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range sub {
+			if e.IsDir() && e.Name() != "testdata" && !strings.HasPrefix(e.Name(), ".") {
+				walk(filepath.Join(dir, e.Name()))
+			}
+		}
+		dirs = append(dirs, dir)
+	}
+	for _, e := range entries {
+		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
+			walk(filepath.Join(root, e.Name()))
+		}
+	}
+	noWordsIn(t, words, dirs, false)
+}
+
 // NoWords fails the test for every line, in a non-test source file
 // (.go, and the .yaml, .yml and .json files a package may embed) under
 // one of dirs (testdata excepted), that contains one of words: string
 // literals and comments alike.
 func NoWords(t testing.TB, words []string, dirs ...string) {
+	t.Helper()
+	noWordsIn(t, words, dirs, true)
+}
+
+// noWordsIn scans the files of dirs (and, when deep, their
+// subdirectories) for words.
+func noWordsIn(t testing.TB, words []string, dirs []string, deep bool) {
 	t.Helper()
 	scanned := 0
 	for _, dir := range dirs {
@@ -78,7 +120,7 @@ func NoWords(t testing.TB, words []string, dirs ...string) {
 				return err
 			}
 			if d.IsDir() {
-				if d.Name() == "testdata" {
+				if d.Name() == "testdata" || (!deep && p != dir) {
 					return filepath.SkipDir
 				}
 				return nil

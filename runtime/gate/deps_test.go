@@ -25,3 +25,14 @@ func TestDependencyDirection(t *testing.T) {
 func TestNoCLIFlags(t *testing.T) {
 	archtest.NoWords(t, archtest.CLIFlags, "..", "../../builtin")
 }
+
+// TestGateStateStaysInGate: the gate's side of a call (its arguments as
+// the policy judges them, the run-time rule checker, the reported
+// programs, the run's vault) and the originals the vault keeps are set and
+// read by the gate alone. A tool that called these could switch off the
+// policy's run-time checks or unmask a secret; only runtime/gate (and the
+// contract that declares them) may name them.
+func TestGateStateStaysInGate(t *testing.T) {
+	archtest.NoWordsOutside(t, []string{".SetChecker(", ".SetArgs(", ".SetVault(", ".Reported()", ".Decoded()",
+		".Admit(", ".Original()", ".Literal()", ".FilesOf("}, "../..", "runtime/gate", "runtime/tool")
+}
