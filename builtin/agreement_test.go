@@ -3,8 +3,8 @@ package builtin
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/wardenrt/warden/runtime/tool"
