@@ -8,10 +8,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/wardenrt/warden/internal/lazyre"
 
 	"github.com/wardenrt/warden/builtin/internal/proc"
 	"github.com/wardenrt/warden/runtime/gate"
@@ -311,7 +312,7 @@ func quoteArgv(argv []string) []string {
 // and without glob characters (systemctl would expand "*" to every unit).
 // The same pattern is in the schemas (the pattern tags of readLogsArgs and
 // unitArgs; TestOpsUnitSchemaPattern).
-var unitPattern = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9:_.@\\-]*$`)
+var unitPattern = lazyre.New(`^[A-Za-z0-9_][A-Za-z0-9:_.@\\-]*$`)
 
 // unitTypes are systemd's unit type suffixes.
 var unitTypes = []string{".service", ".socket", ".device", ".mount", ".automount", ".swap",

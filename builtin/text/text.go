@@ -9,13 +9,14 @@ import (
 	"math"
 	"net/http"
 	"net/url"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/wardenrt/warden/internal/lazyre"
 
 	openai "github.com/sashabaranov/go-openai"
 
@@ -703,7 +704,7 @@ func hintForStatus(code int, e endpoint) string {
 }
 
 // paraBreak separates paragraphs: a blank line.
-var paraBreak = regexp.MustCompile(`\n[ \t\r]*\n`)
+var paraBreak = lazyre.New(`\n[ \t\r]*\n`)
 
 // Chunks cuts text into pieces of at most size bytes, at paragraph
 // boundaries where it can; a paragraph longer than size is cut at sentence

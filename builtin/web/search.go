@@ -8,10 +8,11 @@ import (
 	"html"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/wardenrt/warden/internal/lazyre"
 
 	"github.com/wardenrt/warden/runtime/capability"
 	"github.com/wardenrt/warden/runtime/tool"
@@ -423,7 +424,7 @@ func searchDecode(backend string, body []byte, v any, hint string) error {
 	return nil
 }
 
-var searchTags = regexp.MustCompile(`<[^>]*>`)
+var searchTags = lazyre.New(`<[^>]*>`)
 
 // searchText turns a backend's title or snippet (which may hold <strong>
 // and entities) into plain one-line text.

@@ -2,14 +2,15 @@ package gate
 
 import (
 	"fmt"
-	"regexp"
 	"sort"
+
+	"github.com/wardenrt/warden/internal/lazyre"
 
 	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // toolName is the set of names valid as OpenAI function names.
-var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+var toolName = lazyre.New(`^[a-zA-Z0-9_-]{1,64}$`)
 
 // ValidToolName reports whether name is valid as a tool name (and as an
 // OpenAI function name): ^[a-zA-Z0-9_-]{1,64}$.

@@ -2,10 +2,11 @@ package redact
 
 import (
 	"encoding/base64"
-	"regexp"
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/wardenrt/warden/internal/lazyre"
 )
 
 // A rule finds one kind of secret. Matches are found from anchors — the
@@ -24,7 +25,7 @@ type rule struct {
 	fold    bool
 	// word: the byte before a match must not be a word byte [A-Za-z0-9_].
 	word bool
-	re   *regexp.Regexp // starts with ^: matched at the candidate
+	re   *lazyre.Regexp // starts with ^: matched at the candidate
 	// span returns the part of a match (submatch indices into s) to mask;
 	// ok=false leaves it alone. nil masks the whole match.
 	span func(s string, m []int) (start, end int, ok bool)
@@ -152,90 +153,90 @@ var rules = []rule{
 	{
 		kind:    "url-password",
 		anchors: []string{"://"},
-		re:      regexp.MustCompile(`^://[^\s:/?#@"'<>\[\]]*:([^\s/?#"'<>]+)@`),
+		re:      lazyre.New(`^://[^\s:/?#@"'<>\[\]]*:([^\s/?#"'<>]+)@`),
 		span:    literalGroup(1),
 	},
 	{
 		kind:    "anthropic-key",
 		anchors: []string{"sk-ant-"},
 		word:    true,
-		re:      regexp.MustCompile(`^sk-ant-[A-Za-z0-9_-]{20,}`),
+		re:      lazyre.New(`^sk-ant-[A-Za-z0-9_-]{20,}`),
 	},
 	{
 		kind:    "openai-key",
 		anchors: []string{"sk-"},
 		word:    true,
-		re:      regexp.MustCompile(`^sk-(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{20,}`),
+		re:      lazyre.New(`^sk-(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{20,}`),
 	},
 	{
 		kind:    "openai-key",
 		anchors: []string{"sk-"},
 		word:    true,
-		re:      regexp.MustCompile(`^sk-[A-Za-z0-9]{20,}`),
+		re:      lazyre.New(`^sk-[A-Za-z0-9]{20,}`),
 		span:    withDigit(0),
 	},
 	{
 		kind:    "aws-access-key",
 		anchors: []string{"AKIA", "ASIA"},
 		word:    true,
-		re:      regexp.MustCompile(`^(?:AKIA|ASIA)[A-Z0-9]{16}\b`),
+		re:      lazyre.New(`^(?:AKIA|ASIA)[A-Z0-9]{16}\b`),
 	},
 	{
 		kind:    "github-token",
 		anchors: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"},
 		word:    true,
-		re:      regexp.MustCompile(`^(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})`),
+		re:      lazyre.New(`^(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})`),
 	},
 	{
 		kind:    "gitlab-token",
 		anchors: []string{"gl"},
 		word:    true,
-		re:      regexp.MustCompile(`^gl(?:pat|dt|rt|rtr|cbt|ptt|ft|imt|agent|soat|ffct|oas|wt)-[A-Za-z0-9_-]{20,}(?:\.[A-Za-z0-9_-]+)*`),
+		re:      lazyre.New(`^gl(?:pat|dt|rt|rtr|cbt|ptt|ft|imt|agent|soat|ffct|oas|wt)-[A-Za-z0-9_-]{20,}(?:\.[A-Za-z0-9_-]+)*`),
 	},
 	{
 		kind:    "slack-token",
 		anchors: []string{"xox", "xapp-"},
 		word:    true,
-		re:      regexp.MustCompile(`^(?:(?:xox[abprs]|xoxe(?:\.xox[bp])?)-[A-Za-z0-9-]{10,}|xapp-[0-9]-[A-Za-z0-9-]{10,})`),
+		re:      lazyre.New(`^(?:(?:xox[abprs]|xoxe(?:\.xox[bp])?)-[A-Za-z0-9-]{10,}|xapp-[0-9]-[A-Za-z0-9-]{10,})`),
 		span:    withDigit(0),
 		skipRun: newByteSet("a-z", "A-Z", "0-9", "-"),
 	},
 	{
 		kind:    "slack-webhook",
 		anchors: []string{"hooks.slack.com/"},
-		re:      regexp.MustCompile(`^hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9_/-]+)`),
+		re:      lazyre.New(`^hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9_/-]+)`),
 		span:    group(1),
 	},
 	{
 		kind:    "jwt",
 		anchors: []string{"eyJ"},
 		word:    true,
-		re:      regexp.MustCompile(`^eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]*`),
+		re:      lazyre.New(`^eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]*`),
 		skipRun: tokenBytes,
 	},
 	{
 		kind:    "stripe-key",
 		anchors: []string{"sk_live_", "rk_live_", "sk_test_", "rk_test_"},
 		word:    true,
-		re:      regexp.MustCompile(`^[rs]k_(?:live|test)_[A-Za-z0-9]{16,}`),
+		re:      lazyre.New(`^[rs]k_(?:live|test)_[A-Za-z0-9]{16,}`),
 	},
 	{
 		kind:    "google-api-key",
 		anchors: []string{"AIza"},
 		word:    true,
-		re:      regexp.MustCompile(`^AIza[0-9A-Za-z_-]{35}`),
+		re:      lazyre.New(`^AIza[0-9A-Za-z_-]{35}`),
 	},
 	{
 		kind:    "huggingface-token",
 		anchors: []string{"hf_"},
 		word:    true,
-		re:      regexp.MustCompile(`^hf_[A-Za-z0-9]{30,}\b`),
+		re:      lazyre.New(`^hf_[A-Za-z0-9]{30,}\b`),
 	},
 	{
 		kind:    "npm-token",
 		anchors: []string{"npm_"},
 		word:    true,
-		re:      regexp.MustCompile(`^npm_[A-Za-z0-9]{36}\b`),
+		re:      lazyre.New(`^npm_[A-Za-z0-9]{36}\b`),
 	},
 	{
 		// Authorization: Bearer x, "authorization": "Basic x", … — the
@@ -245,7 +246,7 @@ var rules = []rule{
 		anchors: []string{"authorization"},
 		fold:    true,
 		word:    true,
-		re: regexp.MustCompile(`^(?i)authorization\\?["']?[ \t]*[:=][ \t]*\\?["']?` +
+		re: lazyre.New(`^(?i)authorization\\?["']?[ \t]*[:=][ \t]*\\?["']?` +
 			`(?:(?:bearer|basic|token|digest|negotiate|ntlm|aws4-hmac-sha256|apikey|sso-key)[ \t]+)?` +
 			`([^\s"'\\=](?:[^\r\n"'\\]*[^\s"'\\])?)`),
 		span: headerValue(false),
@@ -255,7 +256,7 @@ var rules = []rule{
 		anchors: []string{"cookie"},
 		fold:    true,
 		word:    true,
-		re:      regexp.MustCompile(`^(?i)cookie\\?["']?[ \t]*:[ \t]*\\?["']?([^\s"'\\=](?:[^\r\n"'\\]*[^\s"'\\])?)`),
+		re:      lazyre.New(`^(?i)cookie\\?["']?[ \t]*:[ \t]*\\?["']?([^\s"'\\=](?:[^\r\n"'\\]*[^\s"'\\])?)`),
 		span:    headerValue(true),
 	},
 	{
@@ -263,7 +264,7 @@ var rules = []rule{
 		anchors: []string{"bearer"},
 		fold:    true,
 		word:    true,
-		re:      regexp.MustCompile(`^(?i)bearer[ \t]+([A-Za-z0-9._~+/-]{16,}=*)`),
+		re:      lazyre.New(`^(?i)bearer[ \t]+([A-Za-z0-9._~+/-]{16,}=*)`),
 		span:    withDigit(1),
 	},
 	{
@@ -271,7 +272,7 @@ var rules = []rule{
 		anchors: []string{"basic"},
 		fold:    true,
 		word:    true,
-		re:      regexp.MustCompile(`^(?i)basic[ \t]+([A-Za-z0-9+/]{6,}={0,2})`),
+		re:      lazyre.New(`^(?i)basic[ \t]+([A-Za-z0-9+/]{6,}={0,2})`),
 		span: func(s string, m []int) (int, int, bool) {
 			return m[2], m[3], isBasicCredentials(s[m[2]:m[3]])
 		},
@@ -280,7 +281,7 @@ var rules = []rule{
 		// curl -u user:password, curl --user=user:password
 		kind:    "password",
 		anchors: []string{"-u", "--user"},
-		re:      regexp.MustCompile(`^(?:-u|--user)(?:[ \t]+|=)['"]?[^\s:'"]+:([^\s'"]+)`),
+		re:      lazyre.New(`^(?:-u|--user)(?:[ \t]+|=)['"]?[^\s:'"]+:([^\s'"]+)`),
 		span: func(s string, m []int) (int, int, bool) {
 			if m[0] > 0 && !isSpace(s[m[0]-1]) {
 				return 0, 0, false // not an option: sort-u, x--user
@@ -462,8 +463,8 @@ func runEnd(s string, p int, set *byteSet) int {
 }
 
 var (
-	pemBegin = regexp.MustCompile(`^-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----`)
-	pemEnd   = regexp.MustCompile(`-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----`)
+	pemBegin = lazyre.New(`^-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----`)
+	pemEnd   = lazyre.New(`-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----`)
 	pemBody  = newByteSet("a-z", "A-Z", "0-9", "+/=:,.-\\", " \t\r\n")
 )
 
@@ -518,7 +519,7 @@ var (
 
 	// keyValueRest follows the key: 1 a quote closing the key, 2 the
 	// separator, 3-5 quoted values, 6 a bare value.
-	keyValueRest = regexp.MustCompile(`^(\\?["']?)([ \t]*(?::=|==?|:)[ \t]*)` +
+	keyValueRest = lazyre.New(`^(\\?["']?)([ \t]*(?::=|==?|:)[ \t]*)` +
 		`(?:"((?:[^"\\\r\n]|\\.)*)"|\\"([^"\\\r\n]*)\\"|'([^'\r\n]*)'|([^\s"'\\&;<>{]+))`)
 )
 

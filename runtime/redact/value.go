@@ -2,8 +2,9 @@ package redact
 
 import (
 	"math"
-	"regexp"
 	"strings"
+
+	"github.com/wardenrt/warden/internal/lazyre"
 )
 
 // What a value after a secret-sounding key looks like decides whether it
@@ -42,15 +43,15 @@ var langKeywords = func() map[string]bool {
 var (
 	// reFormat: a printf verb (%s, %-10v, %[1]q), a template or format
 	// placeholder ({}, {0}, {name}, {{, ${, $(, #{, <%).
-	reFormat = regexp.MustCompile(`%(?:\[\d+\])?[-+# 0]*(?:\d+|\*)?(?:\.(?:\d+|\*))?[a-zA-Z]|\{\d*\}|\{[A-Za-z_][\w.]*\}|\{\{|\$\{|\$\(|#\{|<%`)
+	reFormat = lazyre.New(`%(?:\[\d+\])?[-+# 0]*(?:\d+|\*)?(?:\.(?:\d+|\*))?[a-zA-Z]|\{\d*\}|\{[A-Za-z_][\w.]*\}|\{\{|\$\{|\$\(|#\{|<%`)
 	// reNameWords: words of letters joined by - _ . or camelCase, no
 	// digit: X-Auth-Token, access_token, clientSecret.
-	reNameWords = regexp.MustCompile(`^[A-Za-z]+(?:[-_.][A-Za-z]+)*$`)
+	reNameWords = lazyre.New(`^[A-Za-z]+(?:[-_.][A-Za-z]+)*$`)
 	// reEscapes: a string literal written as escapes only (a character
 	// table's "\u3299\ufe0f").
-	reEscapes = regexp.MustCompile(`^(?:\\u[0-9a-fA-F]{4}|\\U[0-9a-fA-F]{8}|\\x[0-9a-fA-F]{2}|\\[0-7]{3})+$`)
+	reEscapes = lazyre.New(`^(?:\\u[0-9a-fA-F]{4}|\\U[0-9a-fA-F]{8}|\\x[0-9a-fA-F]{2}|\\[0-7]{3})+$`)
 	// reHexNumber: a number in code (0x1f, 0o17, 0b1).
-	reHexNumber = regexp.MustCompile(`^0[xXoObB][0-9a-fA-F_]+$`)
+	reHexNumber = lazyre.New(`^0[xXoObB][0-9a-fA-F_]+$`)
 )
 
 // The shapes below are checked by hand, not with regular expressions:

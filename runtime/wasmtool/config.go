@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/wardenrt/warden/internal/lazyre"
 
 	"github.com/wardenrt/warden/runtime/capability"
 	"github.com/wardenrt/warden/runtime/gate"
@@ -18,7 +19,7 @@ import (
 // at each call: KEY=env:VAR.
 const envRefPrefix = "env:"
 
-var envVarName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+var envVarName = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
 
 // EnvRef returns the variable an owner config value refers to
 // ("env:VAR"), if it is one.

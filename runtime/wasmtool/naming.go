@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/wardenrt/warden/internal/lazyre"
 
 	"github.com/wardenrt/warden/runtime/gate"
 )
@@ -78,7 +79,7 @@ func (e *ExistsError) Error() string {
 	return fmt.Sprintf("a module named %s is already installed", e.Module)
 }
 
-var prefixRe = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,32}$`)
+var prefixRe = lazyre.New(`^[a-zA-Z0-9_-]{1,32}$`)
 
 // CheckNaming checks a naming the owner gave: a prefix of 1-32 letters,
 // digits, _ or -; aliases to valid tool names.
@@ -132,7 +133,7 @@ func applyNaming(p *Pin, n Naming) error {
 	return nil
 }
 
-var invalidChars = regexp.MustCompile(`[^a-zA-Z0-9_-]+`)
+var invalidChars = lazyre.New(`[^a-zA-Z0-9_-]+`)
 
 // validName turns s into a valid tool name: other characters become _,
 // and the name is cut at 64.
@@ -277,7 +278,7 @@ func NamingFlags(n Naming) string {
 	return strings.Join(parts, " ")
 }
 
-var plainWord = regexp.MustCompile(`^[a-zA-Z0-9_=./:@+,-]+$`)
+var plainWord = lazyre.New(`^[a-zA-Z0-9_=./:@+,-]+$`)
 
 // shellWord quotes s for a POSIX shell when it needs it.
 func shellWord(s string) string {

@@ -4,8 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
+
+	"github.com/wardenrt/warden/internal/lazyre"
 
 	"github.com/wardenrt/warden/runtime/capability"
 	"github.com/wardenrt/warden/runtime/decode"
@@ -142,7 +143,7 @@ func (l Limits) withDefaults() Limits {
 
 // configKey is what a sidecar config key may look like; "env:NAME" keys are
 // reserved for granted environment variables.
-var configKey = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+var configKey = lazyre.New(`^[A-Za-z0-9_.-]{1,128}$`)
 
 // SidecarError is a problem in a sidecar, located by line and column
 // when the YAML says where.

@@ -3,9 +3,10 @@ package workflow
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/wardenrt/warden/internal/lazyre"
 )
 
 // A reference is `${{ EXPR }}` inside a string. In args, params, agent
@@ -21,7 +22,7 @@ import (
 // parentheses. Nothing else: no functions, no arithmetic, no code.
 
 // refRE finds references; refOpen finds a `${{` that is not closed.
-var refRE = regexp.MustCompile(`\$\{\{(.*?)\}\}`)
+var refRE = lazyre.New(`\$\{\{(.*?)\}\}`)
 
 // ref is one parsed path.
 type ref struct {
@@ -31,7 +32,7 @@ type ref struct {
 	path  []string // fields below data / item
 }
 
-var ident = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
+var ident = lazyre.New(`^[A-Za-z_][A-Za-z0-9_-]*$`)
 
 func (r ref) String() string {
 	parts := []string{r.root}

@@ -7,11 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/wardenrt/warden/internal/lazyre"
 
 	"github.com/wardenrt/warden/runtime/capability"
 	"github.com/wardenrt/warden/runtime/decode"
@@ -124,8 +125,8 @@ func (c *checker) bad(path, format string, args ...any) {
 }
 
 var (
-	stepID    = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,63}$`)
-	paramName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
+	stepID    = lazyre.New(`^[A-Za-z][A-Za-z0-9_-]{0,63}$`)
+	paramName = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
 	types     = map[string]bool{"string": true, "integer": true, "number": true, "boolean": true, "array": true, "object": true}
 )
 

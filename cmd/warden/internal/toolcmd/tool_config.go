@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/wardenrt/warden/internal/lazyre"
 
 	"github.com/urfave/cli/v2"
 
@@ -163,7 +164,7 @@ func withNaming(n wasmtool.Naming) string {
 	return ""
 }
 
-var shellPlain = regexp.MustCompile(`^[a-zA-Z0-9_=./:@+,-]+$`)
+var shellPlain = lazyre.New(`^[a-zA-Z0-9_=./:@+,-]+$`)
 
 // shellQuote quotes s for a POSIX shell when it needs it.
 func shellQuote(s string) string {
