@@ -121,6 +121,11 @@ func allowed(p, imp string) bool {
 	if under(mod+"runtime") || under(mod+"builtin/internal") {
 		return true
 	}
+	// Patterns compiled on first use (internal/lazyre) are the project's
+	// own, with no dependency.
+	if imp == mod+"internal/lazyre" {
+		return true
+	}
 	if p == "internal/proc" && imp == mod+"builtin/egress" {
 		return true
 	}
