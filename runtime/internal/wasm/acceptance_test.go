@@ -58,7 +58,7 @@ func TestHostileFixturesEndInTime(t *testing.T) {
 		codes   []tool.Code // none = success
 	}{
 		{fixture: "hostile/loop", export: "call", limits: Limits{Timeout: 500 * time.Millisecond}, codes: []tool.Code{tool.CodeTimeout}},
-		{fixture: "hostile/hostloop", export: "call", limits: Limits{Timeout: 500 * time.Millisecond}, codes: []tool.Code{tool.CodeTimeout}},
+		{fixture: "hostile/hostloop", export: "call", limits: Limits{Timeout: 2 * time.Second}, codes: []tool.Code{tool.CodeTimeout}}, // long enough to reach its host calls on a loaded machine
 		{fixture: "hostile/membomb", export: "call", limits: Limits{Timeout: long}, codes: []tool.Code{tool.CodeWasmLimit, tool.CodeWasmTrap}},
 		{fixture: "hostile/recursion", export: "call", limits: Limits{Timeout: long}, codes: []tool.Code{tool.CodeWasmTrap, tool.CodeWasmLimit}},
 		{fixture: "hostile/trap", export: "call", limits: Limits{Timeout: time.Second}, codes: []tool.Code{tool.CodeWasmTrap}},
@@ -178,7 +178,7 @@ func TestHostileCallsLeakNothing(t *testing.T) {
 		total = 200
 	}
 	loop := compile(t, "hostile/loop", nil, Limits{Timeout: 30 * time.Millisecond})
-	trap := compile(t, "hostile/trap", nil, Limits{Timeout: 2 * time.Second})
+	trap := compile(t, "hostile/trap", nil, Limits{Timeout: slowUnderRace(5 * time.Second)}) // traps at once; the deadline is a safety net
 	membomb := compile(t, "hostile/membomb", nil, Limits{MemoryPages: 64, Timeout: slowUnderRace(5 * time.Second)})
 	huge := compile(t, "hostile/hugeoutput", map[string]string{"bytes": "100000"}, Limits{MaxOutput: 64 << 10, Timeout: slowUnderRace(5 * time.Second)})
 	healthy := compile(t, "examples/textstats", nil, Limits{})
