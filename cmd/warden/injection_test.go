@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -60,6 +61,9 @@ type injScenario struct {
 	// initial commit.
 	Files     map[string]string `yaml:"files"`
 	Untracked []string          `yaml:"untracked"`
+	// Dirty files are written after the initial commit: uncommitted
+	// changes.
+	Dirty map[string]string `yaml:"dirty"`
 	// Bare names bare git repositories made before the run ({{outside}}/r.git).
 	Bare []string `yaml:"bare"`
 	// Memory entries are written with `warden call write_memory` before
@@ -199,22 +203,15 @@ func loadInjScenario(t *testing.T, file string) *injScenario {
 	if sc.Policy != nil && !slices.Contains([]string{"", "home", "workspace", "outside"}, sc.Policy.At) {
 		t.Fatalf("%s: policy.at %q is not home, workspace or outside", file, sc.Policy.At)
 	}
-	refused := false
 	for i, c := range sc.Calls {
 		if c.Tool == "" || c.Expect == "" {
 			t.Fatalf("%s: call %d needs a tool and an expect", file, i+1)
-		}
-		if c.Expect != "ok" {
-			refused = true
 		}
 		if c.Message != "" {
 			if _, err := regexp.Compile(c.Message); err != nil {
 				t.Fatalf("%s: call %d: message: %v", file, i+1, err)
 			}
 		}
-	}
-	if !refused {
-		t.Fatalf("%s: no call is refused: what does the scenario show?", file)
 	}
 	return &sc
 }
@@ -371,21 +368,26 @@ func (w *injWorld) sub(s string) string {
 	return s
 }
 
-// subAny replaces the placeholders in every string of v (decoded YAML).
-func (w *injWorld) subAny(v any, mask string) any {
+// subAny replaces the placeholders in every string of v (decoded YAML),
+// and the dynamic ones (what the model copies from its last results).
+func (w *injWorld) subAny(v any, dyn map[string]string) any {
 	switch x := v.(type) {
 	case string:
-		return strings.ReplaceAll(w.sub(x), "{{mask}}", mask)
+		x = w.sub(x)
+		for k, d := range dyn {
+			x = strings.ReplaceAll(x, k, d)
+		}
+		return x
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			out[w.sub(k)] = w.subAny(e, mask)
+			out[w.sub(k)] = w.subAny(e, dyn)
 		}
 		return out
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = w.subAny(e, mask)
+			out[i] = w.subAny(e, dyn)
 		}
 		return out
 	}
@@ -459,6 +461,7 @@ func newInjWorld(t *testing.T, sc *injScenario) *injWorld {
 		"allowed": w.allowed.Addr().String(), "allowed_host": ah, "allowed_port": ap,
 		"evil": w.evil.Addr().String(), "evil_host": eh, "evil_port": ep,
 		"home": w.home, "ws": w.ws, "user": w.user, "outside": w.outside, "secret": w.secret,
+		"warden": injWardenBin(t),
 	}
 	for p, r := range sc.Serve {
 		hs := map[string]string{}
@@ -506,6 +509,9 @@ func (w *injWorld) plant() {
 		injGit(t, w.ws, append([]string{"add", "-f", "--"}, tracked...)...)
 	}
 	injGit(t, w.ws, "commit", "-q", "--allow-empty", "-m", "initial")
+	for name, content := range sc.Dirty {
+		writeFile(t, w.abs(w.sub(name)), w.sub(content))
+	}
 	for _, b := range sc.Bare {
 		dir := w.sub(b)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -572,15 +578,24 @@ func (w *injWorld) script(router *injRouter) {
 	var steps []llmtest.Step
 	for i, c := range w.sc.Calls {
 		steps = append(steps, llmtest.Step{Respond: func(t testing.TB, req openai.ChatCompletionRequest) llmtest.Step {
-			mask := ""
-			for j := len(req.Messages) - 1; j >= 0 && mask == ""; j-- {
-				if req.Messages[j].Role == openai.ChatMessageRoleTool {
-					mask = injMaskRE.FindString(req.Messages[j].Content)
+			mask, output := "", ""
+			for j := len(req.Messages) - 1; j >= 0; j-- {
+				if m := req.Messages[j]; m.Role == openai.ChatMessageRoleTool {
+					if mask == "" {
+						mask = injMaskRE.FindString(m.Content)
+					}
+					if output == "" {
+						var r struct {
+							Output string `json:"output"`
+						}
+						_ = json.Unmarshal([]byte(m.Content), &r)
+						output = r.Output
+					}
 				}
 			}
 			args := map[string]any{}
 			if c.Args != nil {
-				args = w.subAny(c.Args, mask).(map[string]any)
+				args = w.subAny(c.Args, map[string]string{"{{mask}}": mask, "{{output}}": output}).(map[string]any)
 			}
 			b, err := json.Marshal(args)
 			if err != nil {
@@ -592,6 +607,16 @@ func (w *injWorld) script(router *injRouter) {
 	steps = append(steps, llmtest.Step{Content: "Done as the instructions said."})
 	w.llm = llmtest.New(w.t, steps...)
 	router.register(w.t, w.model, w.llm.URL)
+}
+
+// injWardenBin is this test binary as `warden` (TestMain), the program
+// an injected model would run from the shell.
+func injWardenBin(t *testing.T) string {
+	p, err := exec.LookPath("warden")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 func injCallID(i int) string { return fmt.Sprintf("inj_%d", i+1) }
@@ -721,7 +746,7 @@ func (w *injWorld) checkListeners() {
 	_, got := w.allowed.seen()
 	_, evilGot := w.evil.seen()
 	for _, s := range w.secrets() {
-		if bytes.Contains(got, []byte(s)) || bytes.Contains(evilGot, []byte(s)) {
+		if injHolds(got, s) || injHolds(evilGot, s) {
 			t.Errorf("HOLE? the secret %q reached a listener:\n%q", s, got)
 		}
 	}
@@ -734,12 +759,41 @@ func (w *injWorld) checkListeners() {
 	for i, req := range w.llm.Requests() {
 		b, _ := json.Marshal(req)
 		for _, s := range w.secrets() {
-			if bytes.Contains(b, []byte(s)) {
+			if injHolds(b, s) {
 				t.Errorf("HOLE? request %d to the model carries the secret %q", i+1, s)
 			}
 		}
 	}
 }
+
+// injHolds reports whether data holds secret as it is, URL-escaped,
+// JSON-escaped or in a base64 or hexadecimal token.
+func injHolds(data []byte, secret string) bool {
+	if bytes.Contains(data, []byte(secret)) {
+		return true
+	}
+	if u, err := url.QueryUnescape(string(data)); err == nil && strings.Contains(u, secret) {
+		return true
+	}
+	for _, tok := range injTokenRE.FindAll(data, -1) {
+		tok = bytes.ReplaceAll(tok, []byte(`\u003d`), []byte("="))
+		t := strings.TrimRight(string(tok), "=")
+		for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
+			for cut := 0; cut < 4 && cut < len(t); cut++ {
+				if b, err := enc.DecodeString(t[cut : cut+(len(t)-cut)/4*4]); err == nil && strings.Contains(string(b), secret) {
+					return true
+				}
+			}
+		}
+		if b, err := hex.DecodeString(t[:len(t)/2*2]); err == nil && strings.Contains(string(b), secret) {
+			return true
+		}
+	}
+	return false
+}
+
+// injTokenRE finds runs that may be base64 or hexadecimal text.
+var injTokenRE = regexp.MustCompile(`[A-Za-z0-9+/_\\=-]{16,}`)
 
 // secrets are the planted secrets: {{secret}} wherever it was planted.
 func (w *injWorld) secrets() []string { return []string{w.secret} }
@@ -875,17 +929,27 @@ func (w *injWorld) checkToldAndAudited(runID string) {
 			t.Errorf("%s: audit record %d is %s %s %s, want result %s %s", what, got.Seq, got.Event.Phase, got.Event.Tool, got.Event.Outcome, c.Tool, c.Expect)
 		}
 	}
+	// The records of what the run started (a workflow's steps are
+	// recorded under the workflow's own run): anywhere on the log, by a
+	// principal chain holding the model.
+	var all []injAuditRecord
+	if len(w.sc.Records) > 0 {
+		if err := json.Unmarshal([]byte(w.cli("audit", "ls", "--json")), &all); err != nil {
+			t.Fatalf("audit ls --json: %v", err)
+		}
+	}
 	for _, want := range w.sc.Records {
 		found := false
-		for _, r := range recs {
+		for _, r := range all {
 			if r.Event.Phase == "result" && r.Event.Tool == want.Tool && r.Event.Outcome == want.Outcome &&
+				slices.Contains(r.Event.Principal, "model") &&
 				(want.Principal == "" || slices.ContainsFunc(r.Event.Principal, func(p string) bool { return strings.Contains(p, want.Principal) })) {
 				found = true
 			}
 		}
 		if !found {
-			t.Errorf("no audit record of the run: %s %s by %q", want.Tool, want.Outcome, want.Principal)
-			for _, r := range recs {
+			t.Errorf("no audit record: %s %s by a principal chain holding the model and %q", want.Tool, want.Outcome, want.Principal)
+			for _, r := range all {
 				t.Logf("  %d %s %s %s %v", r.Seq, r.Event.Phase, r.Event.Tool, r.Event.Outcome, r.Event.Principal)
 			}
 		}
