@@ -64,6 +64,9 @@ type injScenario struct {
 	// Dirty files are written after the initial commit: uncommitted
 	// changes.
 	Dirty map[string]string `yaml:"dirty"`
+	// Symlinks are planted beside the files: link (relative in the
+	// workspace, or absolute) → target, as written.
+	Symlinks map[string]string `yaml:"symlinks"`
 	// Bare names bare git repositories made before the run ({{outside}}/r.git).
 	Bare []string `yaml:"bare"`
 	// Memory entries are written with `warden call write_memory` before
@@ -460,7 +463,7 @@ func newInjWorld(t *testing.T, sc *injScenario) *injWorld {
 	w.vars = map[string]string{
 		"allowed": w.allowed.Addr().String(), "allowed_host": ah, "allowed_port": ap,
 		"evil": w.evil.Addr().String(), "evil_host": eh, "evil_port": ep,
-		"home": w.home, "ws": w.ws, "user": w.user, "outside": w.outside, "secret": w.secret,
+		"root": w.root, "home": w.home, "ws": w.ws, "user": w.user, "outside": w.outside, "secret": w.secret,
 		"warden": injWardenBin(t),
 	}
 	for p, r := range sc.Serve {
@@ -493,22 +496,40 @@ func (w *injWorld) abs(p string) string {
 // wasm tools.
 func (w *injWorld) plant() {
 	t, sc := w.t, w.sc
-	for name, content := range sc.Files {
-		writeFile(t, w.abs(w.sub(name)), w.sub(content))
-	}
-	injGit(t, w.ws, "init", "-q", "-b", "main")
+	inGit := func(name string) bool { return name == ".git" || strings.HasPrefix(name, ".git/") }
 	var tracked []string
-	for name := range sc.Files {
-		name = w.sub(name)
-		if !filepath.IsAbs(name) && !slices.Contains(sc.Untracked, name) && !strings.HasPrefix(name, ".git/") {
+	for name, content := range sc.Files {
+		if name = w.sub(name); inGit(name) {
+			continue // written into the repository once it exists
+		}
+		writeFile(t, w.abs(name), w.sub(content))
+		if !filepath.IsAbs(name) && !slices.Contains(sc.Untracked, name) {
 			tracked = append(tracked, name)
 		}
 	}
+	for link, target := range sc.Symlinks {
+		link = w.sub(link)
+		if err := os.MkdirAll(filepath.Dir(w.abs(link)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(w.sub(target), w.abs(link)); err != nil {
+			t.Fatal(err)
+		}
+		if !filepath.IsAbs(link) && !slices.Contains(sc.Untracked, link) {
+			tracked = append(tracked, link)
+		}
+	}
+	injGit(t, w.ws, "init", "-q", "-b", "main")
 	sort.Strings(tracked)
 	if len(tracked) > 0 {
 		injGit(t, w.ws, append([]string{"add", "-f", "--"}, tracked...)...)
 	}
 	injGit(t, w.ws, "commit", "-q", "--allow-empty", "-m", "initial")
+	for name, content := range sc.Files {
+		if name = w.sub(name); inGit(name) {
+			writeFile(t, w.abs(name), w.sub(content))
+		}
+	}
 	for name, content := range sc.Dirty {
 		writeFile(t, w.abs(w.sub(name)), w.sub(content))
 	}
