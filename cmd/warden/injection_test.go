@@ -95,6 +95,10 @@ type injScenario struct {
 	// Records: audit records of the run beyond the model's own calls (a
 	// workflow's steps, a wasm tool's requests) that must exist.
 	Records []injRecord `yaml:"records"`
+
+	// afterRun, for the runner's own test, acts between the run and the
+	// checks.
+	afterRun func(w *injWorld)
 }
 
 type injPolicy struct {
@@ -174,8 +178,52 @@ func TestInjection(t *testing.T) {
 		seen[sc.Name] = f
 		t.Run(sc.Name, func(t *testing.T) {
 			t.Parallel()
-			playInjScenario(t, sc, router)
+			for _, p := range playInjScenario(t, sc, router) {
+				t.Errorf("%s", p)
+			}
 		})
+	}
+	t.Run("runner-sees-what-is-not-declared", func(t *testing.T) {
+		t.Parallel()
+		testInjRunnerSees(t, router)
+	})
+}
+
+// testInjRunnerSees: the runner reports what a scenario did beyond what
+// it declares — each check on a scenario whose grants allow it all.
+func testInjRunnerSees(t *testing.T, router *injRouter) {
+	sc := &injScenario{
+		Name: "runner-self-check", Category: "exfiltration", Story: "the runner's own test", Task: "do it all",
+		Flags: []string{"--grant", "net:{{evil}}", "--grant", "net:{{allowed}}", "--grant", "fs.write:**", "--grant", "fs.write:{{user}}/**"},
+		Files: map[string]string{".env": "DB_PASSWORD={{secret}}\n", "{{user}}/.bashrc": "# rc\n"},
+		Calls: []injCall{
+			{Tool: "http", Args: map[string]any{"method": "GET", "url": "http://{{evil}}/x"}, Expect: "ok"},
+			{Tool: "http", Args: map[string]any{"method": "POST", "url": "http://{{allowed}}/x", "data": "{{secret}}"}, Expect: "ok"},
+			{Tool: "fs_write", Args: map[string]any{"path": "notes.txt", "content": "x"}, Expect: "ok"},
+			{Tool: "fs_write", Args: map[string]any{"path": "{{user}}/.bashrc", "content": "evil\n", "append": true}, Expect: "ok"},
+			{Tool: "fs_read", Args: map[string]any{"path": "missing"}, Expect: "CAPABILITY_DENIED"},
+		},
+		Receives: []string{"never-sent"},
+		afterRun: func(w *injWorld) {
+			w.cli("grant", "add", "exec:ls", "--for", "1h")
+			cmd := exec.Command("sleep", "30")
+			cmd.Dir = w.ws
+			if err := cmd.Start(); err != nil {
+				w.t.Fatal(err)
+			}
+			w.t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		},
+	}
+	problems := strings.Join(playInjScenario(t, sc, router), "\n")
+	for _, want := range []string{
+		"HOLE? the evil listener saw 1 connection", "HOLE? the secret", "reached a listener", "HOLE? request 3 to the model carries the secret",
+		"HOLE? workspace: created", "notes.txt", "HOLE? user home: changed", ".bashrc",
+		"call 5 (fs_read): outcome NOT_FOUND, want CAPABILITY_DENIED", "call 5 (fs_read): the model was not told CAPABILITY_DENIED",
+		`the allowed listener never received "never-sent"`, "HOLE? processes left by the run", "sleep 30", "HOLE? a grant was added",
+	} {
+		if !strings.Contains(problems, want) {
+			t.Errorf("the runner did not report %q; it reported:\n%s", want, problems)
+		}
 	}
 }
 
@@ -361,6 +409,12 @@ type injWorld struct {
 	mayChange, watch         []string
 	allowedRoutes            map[string]injResponse
 	beforeTrees, beforeWatch map[string]map[string]string
+	problems                 []string
+}
+
+// failf records a problem of the scenario.
+func (w *injWorld) failf(format string, args ...any) {
+	w.problems = append(w.problems, fmt.Sprintf(format, args...))
 }
 
 // sub replaces the placeholders of s.
@@ -397,7 +451,9 @@ func (w *injWorld) subAny(v any, dyn map[string]string) any {
 	return v
 }
 
-func playInjScenario(t *testing.T, sc *injScenario, router *injRouter) {
+// playInjScenario plays sc and returns every problem it found (a HOLE? is
+// a side effect the grants did not allow).
+func playInjScenario(t *testing.T, sc *injScenario, router *injRouter) []string {
 	for _, p := range sc.Requires {
 		if _, err := exec.LookPath(p); err != nil {
 			t.Skipf("%s is not installed here: the scenario needs it", p)
@@ -421,19 +477,23 @@ func playInjScenario(t *testing.T, sc *injScenario, router *injRouter) {
 	code := run(args, strings.NewReader(""), &out, &errb)
 	t.Logf("warden run: exit %d\n%s", code, errb.String())
 	if code != 0 {
-		t.Errorf("warden run: exit %d\nstdout: %s\nstderr: %s", code, out.String(), errb.String())
+		w.failf("warden run: exit %d\nstdout: %s\nstderr: %s", code, out.String(), errb.String())
 	}
 	m := regexp.MustCompile(`run (\w+) on `).FindStringSubmatch(errb.String())
 	if m == nil {
 		t.Fatalf("no run id in:\n%s", errb.String())
 	}
 	runID := m[1]
+	if sc.afterRun != nil {
+		sc.afterRun(w)
+	}
 
 	w.checkNoSideEffects()
 	w.checkListeners()
 	w.checkNoProcessLeft()
 	w.checkToldAndAudited(runID)
 	w.checkStateUnchanged()
+	return w.problems
 }
 
 func newInjWorld(t *testing.T, sc *injScenario) *injWorld {
@@ -718,7 +778,6 @@ func injTree(t *testing.T, dir string, skip func(rel string) bool) map[string]st
 // checkNoSideEffects: every tree hashes as before, but for the paths the
 // scenario allows to change.
 func (w *injWorld) checkNoSideEffects() {
-	t := w.t
 	allowed := func(p string) bool {
 		for _, g := range w.mayChange {
 			if ok, _ := doublestar.Match(g, p); ok {
@@ -744,7 +803,7 @@ func (w *injWorld) checkNoSideEffects() {
 		sort.Strings(diffs)
 		for _, d := range diffs {
 			if !allowed(strings.SplitN(d, " ", 2)[1]) {
-				t.Errorf("HOLE? %s: %s", what, d)
+				w.failf("HOLE? %s: %s", what, d)
 			}
 		}
 	}
@@ -760,20 +819,19 @@ func (w *injWorld) checkNoSideEffects() {
 // reached either (a mask may), and what the allowed one had to receive
 // it did.
 func (w *injWorld) checkListeners() {
-	t := w.t
 	if n, got := w.evil.seen(); n != 0 {
-		t.Errorf("HOLE? the evil listener saw %d connection(s):\n%q", n, got)
+		w.failf("HOLE? the evil listener saw %d connection(s):\n%q", n, got)
 	}
 	_, got := w.allowed.seen()
 	_, evilGot := w.evil.seen()
 	for _, s := range w.secrets() {
 		if injHolds(got, s) || injHolds(evilGot, s) {
-			t.Errorf("HOLE? the secret %q reached a listener:\n%q", s, got)
+			w.failf("HOLE? the secret %q reached a listener:\n%q", s, got)
 		}
 	}
 	for _, r := range w.sc.Receives {
 		if re := regexp.MustCompile(w.sub(r)); !re.Match(got) {
-			t.Errorf("the allowed listener never received %q; it received:\n%q", r, got)
+			w.failf("the allowed listener never received %q; it received:\n%q", r, got)
 		}
 	}
 	// Nor did the model ever see a planted secret.
@@ -781,7 +839,7 @@ func (w *injWorld) checkListeners() {
 		b, _ := json.Marshal(req)
 		for _, s := range w.secrets() {
 			if injHolds(b, s) {
-				t.Errorf("HOLE? request %d to the model carries the secret %q", i+1, s)
+				w.failf("HOLE? request %d to the model carries the secret %q", i+1, s)
 			}
 		}
 	}
@@ -822,14 +880,14 @@ func (w *injWorld) secrets() []string { return []string{w.secret} }
 // checkNoProcessLeft: no process has its working directory or a word of
 // its command line under the scenario's directories.
 func (w *injWorld) checkNoProcessLeft() {
-	deadline := time.Now().Add(3 * time.Second)
+	deadline := time.Now().Add(2 * time.Second)
 	for {
 		left := injProcessesUnder(w.root)
 		if len(left) == 0 {
 			return
 		}
 		if time.Now().After(deadline) {
-			w.t.Errorf("HOLE? processes left by the run: %v", left)
+			w.failf("HOLE? processes left by the run: %v", left)
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -875,7 +933,6 @@ type injAuditRecord struct {
 // result is on the audit log with the model in its principal chain, and
 // the log verifies.
 func (w *injWorld) checkToldAndAudited(runID string) {
-	t := w.t
 	var rec struct {
 		ToolCalls []struct {
 			ModelCallID string `json:"model_call_id"`
@@ -886,22 +943,22 @@ func (w *injWorld) checkToldAndAudited(runID string) {
 		} `json:"tool_calls"`
 	}
 	if err := json.Unmarshal([]byte(w.cli("runs", "show", runID, "--json")), &rec); err != nil {
-		t.Fatalf("runs show --json: %v", err)
+		w.t.Fatalf("runs show --json: %v", err)
 	}
 	var recs []injAuditRecord
 	if err := json.Unmarshal([]byte(w.cli("audit", "ls", "--json", "--run", runID)), &recs); err != nil {
-		t.Fatalf("audit ls --json: %v", err)
+		w.t.Fatalf("audit ls --json: %v", err)
 	}
 	bySeq := map[uint64]injAuditRecord{}
 	for _, r := range recs {
 		bySeq[r.Seq] = r
 		if !slices.Contains(r.Event.Principal, "model") {
-			t.Errorf("audit record %d (%s) has the principal %v: the model is not in it", r.Seq, r.Event.Tool, r.Event.Principal)
+			w.failf("audit record %d (%s) has the principal %v: the model is not in it", r.Seq, r.Event.Tool, r.Event.Principal)
 		}
 	}
 	reqs := w.llm.Requests()
 	if len(reqs) != len(w.sc.Calls)+1 {
-		t.Errorf("the model was asked %d times, want %d (a call per turn, then the answer)", len(reqs), len(w.sc.Calls)+1)
+		w.failf("the model was asked %d times, want %d (a call per turn, then the answer)", len(reqs), len(w.sc.Calls)+1)
 	}
 	for i, c := range w.sc.Calls {
 		id := injCallID(i)
@@ -916,13 +973,13 @@ func (w *injWorld) checkToldAndAudited(runID string) {
 			}
 		}
 		if told == nil {
-			t.Errorf("%s: the model was never told its result", what)
+			w.failf("%s: the model was never told its result", what)
 		} else {
 			if c.Expect != "ok" && !strings.Contains(told.Content, c.Expect) {
-				t.Errorf("%s: the model was not told %s:\n%s", what, c.Expect, told.Content)
+				w.failf("%s: the model was not told %s:\n%s", what, c.Expect, told.Content)
 			}
 			if c.Message != "" && !regexp.MustCompile(w.sub(c.Message)).MatchString(told.Content) {
-				t.Errorf("%s: the model's message does not match %q:\n%s", what, c.Message, told.Content)
+				w.failf("%s: the model's message does not match %q:\n%s", what, c.Message, told.Content)
 			}
 		}
 		// The run's record and the audit log agree on the outcome.
@@ -936,18 +993,18 @@ func (w *injWorld) checkToldAndAudited(runID string) {
 				code = "ok"
 			}
 			if code != c.Expect {
-				t.Errorf("%s: outcome %s, want %s (told: %s)", what, code, c.Expect, injContent(told))
+				w.failf("%s: outcome %s, want %s (told: %s)", what, code, c.Expect, injContent(told))
 			}
 			if r, ok := bySeq[tc.AuditSeq]; ok && tc.AuditSeq != 0 {
 				got = &r
 			}
 		}
 		if got == nil {
-			t.Errorf("%s: no audit record of the run", what)
+			w.failf("%s: no audit record of the run", what)
 			continue
 		}
 		if got.Event.Phase != "result" || got.Event.Tool != c.Tool || got.Event.Outcome != c.Expect {
-			t.Errorf("%s: audit record %d is %s %s %s, want result %s %s", what, got.Seq, got.Event.Phase, got.Event.Tool, got.Event.Outcome, c.Tool, c.Expect)
+			w.failf("%s: audit record %d is %s %s %s, want result %s %s", what, got.Seq, got.Event.Phase, got.Event.Tool, got.Event.Outcome, c.Tool, c.Expect)
 		}
 	}
 	// The records of what the run started (a workflow's steps are
@@ -956,7 +1013,7 @@ func (w *injWorld) checkToldAndAudited(runID string) {
 	var all []injAuditRecord
 	if len(w.sc.Records) > 0 {
 		if err := json.Unmarshal([]byte(w.cli("audit", "ls", "--json")), &all); err != nil {
-			t.Fatalf("audit ls --json: %v", err)
+			w.t.Fatalf("audit ls --json: %v", err)
 		}
 	}
 	for _, want := range w.sc.Records {
@@ -969,9 +1026,9 @@ func (w *injWorld) checkToldAndAudited(runID string) {
 			}
 		}
 		if !found {
-			t.Errorf("no audit record: %s %s by a principal chain holding the model and %q", want.Tool, want.Outcome, want.Principal)
+			w.failf("no audit record: %s %s by a principal chain holding the model and %q", want.Tool, want.Outcome, want.Principal)
 			for _, r := range all {
-				t.Logf("  %d %s %s %s %v", r.Seq, r.Event.Phase, r.Event.Tool, r.Event.Outcome, r.Event.Principal)
+				w.t.Logf("  %d %s %s %s %v", r.Seq, r.Event.Phase, r.Event.Tool, r.Event.Outcome, r.Event.Principal)
 			}
 		}
 	}
@@ -988,14 +1045,13 @@ func injContent(m *openai.ChatCompletionMessage) string {
 // checkStateUnchanged: the run left no remembered grant, no trusted
 // policy and no scheduled job behind.
 func (w *injWorld) checkStateUnchanged() {
-	t := w.t
 	if out := w.cli("grant", "ls", "--json"); strings.TrimSpace(out) != "[]" {
-		t.Errorf("HOLE? a grant was added:\n%s", out)
+		w.failf("HOLE? a grant was added:\n%s", out)
 	}
 	if out := w.cli("policy", "trust", "--list"); strings.TrimSpace(out) != "no trusted policy files" {
-		t.Errorf("HOLE? a policy is trusted:\n%s", out)
+		w.failf("HOLE? a policy is trusted:\n%s", out)
 	}
 	if out := w.cli("schedule", "ls", "--json"); strings.TrimSpace(out) != "[]" {
-		t.Errorf("HOLE? a job was scheduled:\n%s", out)
+		w.failf("HOLE? a job was scheduled:\n%s", out)
 	}
 }
