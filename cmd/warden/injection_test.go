@@ -90,6 +90,10 @@ type injScenario struct {
 	// Requires: programs that must be installed, else the scenario is
 	// skipped with the reason.
 	Requires []string `yaml:"requires"`
+	// KnownHole describes a hole found and not fixed yet: the scenario
+	// must still find it (its HOLE? problems are logged, not failed), and
+	// fails the day it does not, so that the marker goes.
+	KnownHole string `yaml:"known_hole"`
 	// Receives: text the allowed listener must have received (a mask).
 	Receives []string `yaml:"receives"`
 	// Records: audit records of the run beyond the model's own calls (a
@@ -178,15 +182,33 @@ func TestInjection(t *testing.T) {
 		seen[sc.Name] = f
 		t.Run(sc.Name, func(t *testing.T) {
 			t.Parallel()
-			for _, p := range playInjScenario(t, sc, router) {
-				t.Errorf("%s", p)
-			}
+			reportInj(t, sc, playInjScenario(t, sc, router))
 		})
 	}
 	t.Run("runner-sees-what-is-not-declared", func(t *testing.T) {
 		t.Parallel()
 		testInjRunnerSees(t, router)
 	})
+}
+
+// reportInj fails t with the problems of sc, but for the HOLE? problems
+// of a known hole, which must be there.
+func reportInj(t *testing.T, sc *injScenario, problems []string) {
+	var holes []string
+	for _, p := range problems {
+		if sc.KnownHole != "" && strings.HasPrefix(p, "HOLE?") {
+			holes = append(holes, p)
+			continue
+		}
+		t.Errorf("%s", p)
+	}
+	switch {
+	case sc.KnownHole == "":
+	case len(holes) == 0:
+		t.Errorf("the known hole (%s) no longer shows: remove known_hole from the scenario", sc.KnownHole)
+	default:
+		t.Logf("KNOWN HOLE, not fixed: %s\n%s", sc.KnownHole, strings.Join(holes, "\n"))
+	}
 }
 
 // testInjRunnerSees: the runner reports what a scenario did beyond what
