@@ -171,7 +171,6 @@ func TestInjection(t *testing.T) {
 	for _, k := range []string{"OPENAI_API_KEY", "WARDEN_MODEL", "WARDEN_POLICY", "WARDEN_APPROVE", "WARDEN_HOME", "WARDEN_WORKSPACE", "WARDEN_STORE"} {
 		t.Setenv(k, "")
 	}
-	os.Unsetenv("OPENAI_API_KEY")
 
 	seen := map[string]string{}
 	for _, f := range files {
