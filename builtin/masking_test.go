@@ -3,6 +3,7 @@
 package builtin
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -531,4 +532,36 @@ func TestMaskRestoredNeverEchoed(t *testing.T) {
 	if strings.Contains(string(blob), "pw-9f8e7d") || tooltest.Count(audit, "pw-9f8e7d") > 0 || !strings.Contains(stale.Error.Message, m) {
 		t.Fatalf("the restored original was echoed: %s", blob)
 	}
+}
+
+// TestMaskBase64Read: fs_read's base64 encoding would carry a file's
+// secrets past the masking (the redactor reads text, not its encoding), so
+// it is refused for a file holding one — text or binary — and works for
+// the rest. Found by the injection suite (exfil-base64-read): the model read
+// .env as base64 and posted it to a granted host.
+func TestMaskBase64Read(t *testing.T) {
+	ws, g, audit := mkSetup(t)
+	mkWrite(t, ws, "blob.bin", "\x00\x01bin\x00DB_PASSWORD="+mkPW+"\n")
+	mkWrite(t, ws, "plain.bin", "\x00\x01just bytes\xff")
+	v := tool.NewVault()
+	for _, p := range []string{".env", "blob.bin"} {
+		res := mkCall(t, g, v, "fs_read", map[string]any{"path": p, "encoding": "base64"})
+		tooltest.WantCode(t, res, tool.CodeOperationNotSupported)
+		if !strings.Contains(res.Error.Message, "holds a secret") {
+			t.Errorf("%s: %+v", p, res.Error)
+		}
+		mkNoSecret(t, res, audit)
+		if blob, _ := json.Marshal(res); strings.Contains(string(blob), base64.StdEncoding.EncodeToString([]byte(mkPW))[:12]) {
+			t.Errorf("%s: the secret's encoding is in the result: %s", p, blob)
+		}
+	}
+	res := mkCall(t, g, v, "fs_read", map[string]any{"path": "plain.bin", "encoding": "base64"})
+	tooltest.WantOK(t, res)
+	if got, err := base64.StdEncoding.DecodeString(res.Output); err != nil || string(got) != "\x00\x01just bytes\xff" {
+		t.Fatalf("plain.bin: %q %v", got, err)
+	}
+	// As text, .env comes masked, as always.
+	res = mkCall(t, g, v, "fs_read", map[string]any{"path": ".env"})
+	tooltest.WantOK(t, res)
+	mkNoSecret(t, res, audit)
 }

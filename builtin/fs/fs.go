@@ -101,6 +101,7 @@ import (
 	"github.com/wardenrt/warden/builtin/internal/fspath"
 	"github.com/wardenrt/warden/runtime/capability"
 	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/redact"
 	"github.com/wardenrt/warden/runtime/tool"
 )
 
@@ -609,7 +610,7 @@ func (readTool) Spec() tool.Spec {
 	return tool.Spec{
 		Name: "fs_read",
 		Description: "Read a text file and return its content. Text only: a file holding a NUL byte or invalid UTF-8 is NOT_TEXT unless " +
-			`encoding is "base64", which returns the bytes base64-encoded. At most 1 MiB (768 KiB with base64); larger files are TOO_LARGE, never cut. ` +
+			`encoding is "base64", which returns the bytes base64-encoded (refused for a file holding a secret, which base64 would carry past the masking: read such a file as text). At most 1 MiB (768 KiB with base64); larger files are TOO_LARGE, never cut. ` +
 			"Needs fs.read on the file (symlinks resolved).",
 		Capabilities: []capability.Kind{capability.FSRead},
 		ReadOnly:     true,
@@ -634,6 +635,13 @@ func (readTool) Run(ctx context.Context, c *tool.Call, a *readArgs) tool.Outcome
 	if e != nil {
 		return tool.Outcome{Err: e}
 	}
+	if raw && holdsSecret(ctx, data) {
+		// base64 would carry the secret past the masking every result
+		// gets (the redactor reads text, not its encoding).
+		return tool.Fail(tool.CodeOperationNotSupported,
+			"read it as text (the default encoding), where secrets come masked; a binary file that holds a secret is not read through warden",
+			"%s holds a secret, which base64 would carry past warden's masking", a.Path)
+	}
 	d := ReadData{Path: a.Path, ResolvedPath: abs, Encoding: "utf-8", BytesRead: len(data)}
 	out := string(data)
 	if raw {
@@ -641,6 +649,16 @@ func (readTool) Run(ctx context.Context, c *tool.Call, a *readArgs) tool.Outcome
 		out = base64.StdEncoding.EncodeToString(data)
 	}
 	return tool.Outcome{Output: out, Data: d, Origins: []tool.Origin{{Path: abs}}}
+}
+
+// holdsSecret reports whether the gate's redactor (the default rules when
+// the call did not come through a gate) would mask something in data read
+// as text.
+func holdsSecret(ctx context.Context, data []byte) bool {
+	if g, ok := gate.GateFrom(ctx); ok {
+		return g.HoldsSecret(string(data))
+	}
+	return redact.Contains(string(data))
 }
 
 // ---------------------------------------------------------------------------

@@ -389,6 +389,9 @@ func (st *run) exec(ctx context.Context, args []string) error {
 	if e := st.rtCall.CheckPrograms(subjects(tool.Program{Argv: args})...); e != nil {
 		return st.refuseCode(hc, e.Code, e.Message, e.Hint)
 	}
+	if e := launchEnvRefusal(tool.Program{Argv: args}, st.grants); e != nil {
+		return st.refuseCode(hc, e.Code, e.Message, e.Hint)
+	}
 	g := guard(base, args[1:])
 	if g.reason != "" {
 		return st.refuse(hc, fmt.Sprintf("%s refused: %s", shellShort(args), g.reason), g.hint)

@@ -411,3 +411,80 @@ func TestShellHostileOutputFlood(t *testing.T) {
 		t.Fatalf("%+v %q", res.Error, d.Stdout[len(d.Stdout)-80:])
 	}
 }
+
+// TestShellHostileLaunchedEnvironment: a launcher (env, sudo) or the script
+// of a shell another shell runs cannot set a guarded variable, remove what
+// the hardening sets or clear the environment, before the command runs or
+// as each program starts. Without this, `env GIT_CONFIG_COUNT=1
+// GIT_CONFIG_KEY_0=core.fsmonitor GIT_CONFIG_VALUE_0='touch MARK' git
+// status` made git run a program no command rule saw (the injection
+// suite's destroy-git-config-from-env: `rm -rf` past a deny rule). The
+// marker is in the workspace, which the grants let programs write: only the
+// refusal keeps it from being made.
+func TestShellHostileLaunchedEnvironment(t *testing.T) {
+	tooltest.GitBinary(t)
+	grants := []string{"fs.read:**", "fs.write:**", "exec:git", "exec:env", "exec:sh", "exec:bash", "exec:touch", "exec:true", "exec:timeout"}
+	const fsmonitor = "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.fsmonitor GIT_CONFIG_VALUE_0='touch MARK; false'"
+	plantMonitor := func(t *testing.T, ws, mark string) {
+		shellAppend(t, filepath.Join(ws, ".git", "config"), "[core]\n\tfsmonitor = \"touch '"+mark+"'; false\"\n")
+	}
+	denied := tool.CodeCapabilityDenied
+	for _, tc := range []struct {
+		name, cmd string
+		code      tool.Code
+		msg       string
+		planted   bool // the repository's .git/config names the fsmonitor
+	}{
+		{name: "env NAME=value", cmd: "env " + fsmonitor + " git status", code: denied, msg: "env sets GIT_CONFIG_COUNT"},
+		{name: "env -- NAME=value", cmd: "env -- " + fsmonitor + " git status", code: denied},
+		{name: "env behind timeout", cmd: "timeout 10 env " + fsmonitor + " git status", code: denied},
+		{name: "env NAME=value (run time)", cmd: "v=GIT_CONFIG_COUNT=1; env $v GIT_CONFIG_KEY_0=core.fsmonitor GIT_CONFIG_VALUE_0='touch MARK; false' git status", code: denied, msg: "GIT_CONFIG"},
+		{name: "env -i", cmd: "env -i git status", code: denied, msg: "clears the environment", planted: true},
+		{name: "env -iv", cmd: "env -iv git status", code: denied, planted: true},
+		{name: "env - (run time)", cmd: "o=-; env $o git status", code: denied, planted: true},
+		{name: "env -u", cmd: "env -u GIT_CONFIG_COUNT git status", code: denied, msg: "removes GIT_CONFIG_COUNT", planted: true},
+		{name: "env -uNAME", cmd: "env -uGIT_CONFIG_COUNT git status", code: denied, planted: true},
+		{name: "env --unset=NAME", cmd: "env --unset=GIT_CONFIG_COUNT git status", code: denied, planted: true},
+		{name: "env -S", cmd: "env -S '" + strings.ReplaceAll(fsmonitor, "'", "\"") + " git status'", code: denied},
+		{name: "env PATH", cmd: "env PATH=. git status", code: denied, msg: "PATH"},
+		{name: "env BASH_ENV", cmd: "env BASH_ENV=s.sh bash -c true", code: denied, msg: "BASH_ENV"},
+		{name: "sh -c prefix assignment", cmd: `sh -c "` + strings.ReplaceAll(fsmonitor, "'", "\\\"") + ` git status"`, code: denied, msg: "sh -c sets GIT_CONFIG_COUNT"},
+		{name: "sh -c plain assignment", cmd: "sh -c 'GIT_CONFIG_COUNT=0; git status'", code: denied, planted: true},
+		{name: "bash -c export", cmd: "bash -c 'export GIT_CONFIG_COUNT=0; git status'", code: denied, planted: true},
+		{name: "sh -c unset", cmd: "sh -c 'unset GIT_CONFIG_COUNT; git status'", code: denied, msg: "removes GIT_CONFIG_COUNT", planted: true},
+		{name: "bash -c read", cmd: "bash -c 'read GIT_CONFIG_COUNT <<< 0; git status'", code: denied, planted: true},
+		{name: "bash -c for", cmd: "bash -c 'for GIT_CONFIG_COUNT in 0; do git status; done'", code: denied, planted: true},
+		{name: "bash -c arithmetic", cmd: "bash -c '((GIT_CONFIG_COUNT=0)); git status'", code: denied, planted: true},
+		{name: "bash -c declare -n", cmd: "bash -c 'declare -n r=GIT_CONFIG_COUNT; r=0; git status'", code: denied, planted: true},
+		{name: "bash -c eval", cmd: "bash -c \"eval 'GIT_CONFIG_COUNT=0'; git status\"", code: denied, planted: true},
+		{name: "bash -c export of a computed name", cmd: "bash -c 'export \"$0\"=0; git status' GIT_CONFIG_COUNT", code: denied, msg: "only knows when it runs", planted: true},
+		{name: "sh -c in sh -c", cmd: `sh -c "sh -c 'GIT_CONFIG_COUNT=0; git status'"`, code: denied, planted: true},
+		{name: "env in sh -c", cmd: `sh -c "env -i git status"`, code: denied, planted: true},
+		// What changes nothing warden guards still runs.
+		{name: "planted fsmonitor, plain git", cmd: "git status", planted: true},
+		{name: "env with a plain variable", cmd: "env FOO=bar sh -c 'test \"$FOO\" = bar'"},
+		{name: "env -u a plain variable", cmd: "env -u FOO true"},
+		{name: "sh -c with plain variables", cmd: "sh -c 'x=1; export y=2; unset x; for i in 1; do true; done; git status'", planted: true},
+		{name: "git identity through env", cmd: "env GIT_AUTHOR_NAME=a true"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ws := cleanDir(t)
+			tooltest.GitInit(t, ws)
+			tooltest.WriteFile(t, filepath.Join(ws, "s.sh"), "touch MARK\n", 0o644)
+			mark := filepath.Join(ws, "marker")
+			if tc.planted {
+				plantMonitor(t, ws, mark)
+			}
+			tooltest.WriteFile(t, filepath.Join(ws, "s.sh"), "touch '"+mark+"'\n", 0o644)
+			g, _ := tooltest.ShellGate(t, tool.Adapt[Args](&Shell{}), ws, grants...)
+			res := tooltest.ShellDo(t, g, map[string]any{"command": strings.ReplaceAll(tc.cmd, "MARK", mark), "timeout_ms": 20000})
+			if tooltest.Code(res) != tc.code {
+				t.Fatalf("want %q, got %+v\n%s", tc.code, res.Error, res.Data)
+			}
+			if tc.msg != "" && !strings.Contains(res.Error.Message, tc.msg) {
+				t.Fatalf("error %+v lacks %q", res.Error, tc.msg)
+			}
+			absent(t, mark)
+		})
+	}
+}

@@ -423,6 +423,11 @@ func (z *analyzer) addProgram(words []string, static []bool, entry *PlanCommand)
 		}
 	}
 	z.out.programs = append(z.out.programs, subjects(p)...)
+	if z.in.ws != "" { // not a script another shell runs (scriptPrograms): its analysis only lists programs
+		if e := launchEnvRefusal(p, z.in.grants); e != nil {
+			z.refuse(e)
+		}
+	}
 }
 
 // staticPath resolves a literal path as the command would see it, while the

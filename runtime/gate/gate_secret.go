@@ -13,3 +13,8 @@ func (g *Gate) Conceals(secret string) bool {
 // Redact masks what the gate's redactor masks in s: for text a tool logs
 // by itself (a wasm guest's captured output), which the gate never sees.
 func (g *Gate) Redact(s string) string { return g.o.Redactor.String(s) }
+
+// HoldsSecret reports whether the gate's redactor would mask something in
+// s: for bytes a tool hands out in a form the redactor cannot read (fs_read's
+// base64), which must not carry a secret past the masking.
+func (g *Gate) HoldsSecret(s string) bool { return g.o.Redactor.Contains(s) }
