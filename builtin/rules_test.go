@@ -71,6 +71,11 @@ func TestArgumentRules(t *testing.T) {
 		// strictest rule, unless a rule names the npm command itself.
 		{"shell", sh("npm run build"), deny, "no-rm-rf"},
 		{"shell", sh("python3 x.py"), deny, "no-rm-rf"},
+		// The opaque subject is python3's, not that of the program before
+		// it (found by FuzzPlan: its launcher index was off by the
+		// programs before it, so a command rule for git status decided).
+		{"shell", sh("git status; python3 x.py"), deny, "no-rm-rf"},
+		{"shell", sh("timeout 5 sh -c 'git status; python3 x.py'"), deny, "no-rm-rf"},
 		{"shell", sh("echo push origin | xargs git"), ask, "push-asks"},
 		{"shell", sh("echo -rf victim | xargs rm"), deny, "no-rm-rf"},
 		{"shell", sh("echo 'git push' | sh"), deny, "no-rm-rf"},

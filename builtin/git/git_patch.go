@@ -539,6 +539,11 @@ func (pp *patchParser) result() (*gitPatch, *tool.Error) {
 // file turns a section into a file change, checking every name in it.
 func (s *patchSection) file() (*patchFile, *tool.Error) {
 	var f patchFile
+	// A section renames or copies, never both (git refuses it as
+	// inconsistent header lines; the two names must not be joined below).
+	if (s.renameFrom != "" || s.renameTo != "") && (s.copyFrom != "" || s.copyTo != "") {
+		return nil, reject("a section of the patch both renames and copies a file")
+	}
 	// Names as git takes them: rename/copy lines first, then ---/+++, then
 	// the diff --git line.
 	switch {
@@ -588,6 +593,14 @@ func (s *patchSection) file() (*patchFile, *tool.Error) {
 			return nil, reject("a copy without both 'copy from' and 'copy to'")
 		}
 		f.Action = "copy"
+	}
+	if (f.Action == "rename" || f.Action == "copy") && (f.OldPath == "" || f.NewPath == "") {
+		// git refuses it too (inconsistent file names): a rename whose
+		// old side is /dev/null would write a path Written leaves out.
+		return nil, reject("a %s from or to /dev/null, or of a new or deleted file", f.Action)
+	}
+	switch {
+	case f.Action != "":
 	case f.OldPath == "":
 		f.Action = "create"
 	case f.NewPath == "":

@@ -729,6 +729,9 @@ func TestGitParsePatchNames(t *testing.T) {
 		{"NUL", "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\x00\n+b\n", nil, "NUL"},
 		{"control char in name", "--- a/x\r\n+++ b/x\r\n@@ -1 +1 @@\n-a\n+b\n", nil, "control"},
 		{"bad hunk", "--- a/x\n+++ b/x\n@@ -1 +1\n-a\n+b\n", nil, "hunk"},
+		// Both found by FuzzParsePatch; git refuses them as inconsistent too.
+		{"rename and copy", "diff --git a/x b/y\nrename from x/.gi\ncopy from t/config\nrename to y\n", nil, "both renames and copies"},
+		{"rename from /dev/null", "rename from 0\nrename to 0\n--- /dev/null\n", nil, "/dev/null"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

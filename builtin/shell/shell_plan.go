@@ -422,7 +422,15 @@ func (z *analyzer) addProgram(words []string, static []bool, entry *PlanCommand)
 			}
 		}
 	}
-	z.out.programs = append(z.out.programs, subjects(p)...)
+	// Launcher indexes are places in subjects' list: shift them to where
+	// the list lands among the command's programs.
+	base := len(z.out.programs)
+	for _, q := range subjects(p) {
+		if q.Launcher > 0 {
+			q.Launcher += base
+		}
+		z.out.programs = append(z.out.programs, q)
+	}
 	if z.in.ws != "" { // not a script another shell runs (scriptPrograms): its analysis only lists programs
 		if e := launchEnvRefusal(p, z.in.grants); e != nil {
 			z.refuse(e)
@@ -588,9 +596,12 @@ func wordLit(w *syntax.Word) (string, bool) {
 	return b.String(), true
 }
 
-// quote quotes a word for display when it needs it.
+// quote quotes a word for display when it needs it: when the shell would
+// split or expand it, or it holds a control character (the parser splits
+// words at a carriage return, too).
 func quote(s string) string {
-	if s != "" && !strings.ContainsAny(s, " \t\n'\"\\$`|&;<>()*?[]{}~#!") {
+	if s != "" && !strings.ContainsAny(s, " \t\n'\"\\$`|&;<>()*?[]{}~#!") &&
+		!strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"

@@ -50,11 +50,20 @@ func subjects(p tool.Program) []tool.Program {
 			out = append(out, tool.Program{Argv: out[i].Argv, Opaque: true, Launcher: i + 1})
 			return
 		}
-		for _, q := range launched(out[i]) {
-			if q.Opaque && q.Launcher == 0 {
-				q.Launcher = i + 1
+		qs := launched(out[i])
+		at := make([]int, len(qs)) // where each of qs lands in out
+		for k, q := range qs {
+			if q.Opaque {
+				// A script's subjects (scriptPrograms) name their
+				// launcher by its place among them: it moves with them.
+				if l := q.Launcher - 1; l >= 0 && l < k {
+					q.Launcher = at[l] + 1
+				} else {
+					q.Launcher = i + 1
+				}
 			}
 			out = append(out, q)
+			at[k] = len(out) - 1
 			if !q.Opaque {
 				walk(len(out)-1, depth+1)
 			}

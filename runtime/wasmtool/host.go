@@ -556,35 +556,8 @@ func (h *Host) candidate(ctx context.Context, name string, n Naming, kept bool) 
 		}
 	}
 	for i := range p.Tools {
-		t := &p.Tools[i]
-		if len(t.InputSchema) == 0 {
-			return nil, fmt.Errorf("%s: tool %s has no input_schema (a sidecar gives one: input_schema, or input: {from: ARG} for a plugin that takes text)", name, t.Name)
-		}
-		if t.Description == "" {
-			return nil, fmt.Errorf("%s: tool %s has no description", name, t.Name)
-		}
-		enforced, rep, err := enforceSchema(t.InputSchema)
-		if err != nil {
-			return nil, fmt.Errorf("%s: tool %s: %w%s", name, t.Name, err, overrideHint(name, p.ABI, t.Name))
-		}
-		if _, err := tool.CompileSchema(t.Name, enforced); err != nil {
-			msg := err.Error()
-			if len(rep.Repairs) > 0 {
-				msg += " (after repairing: " + strings.Join(rep.Repairs, "; ") + ")"
-			}
-			return nil, fmt.Errorf("%s: %s%s", name, msg, overrideHint(name, p.ABI, t.Name))
-		}
-		if !jsonEqual(enforced, t.InputSchema) {
-			// An override's schema is closed too, but the module's own
-			// schema, which applyOverrides kept, stays the one shown
-			// and compared.
-			if len(t.ModuleSchema) == 0 {
-				t.ModuleSchema = t.InputSchema
-			}
-			t.InputSchema = enforced
-		}
-		if !rep.empty() {
-			t.Schema = &rep
+		if err := enforceTool(name, p.ABI, &p.Tools[i]); err != nil {
+			return nil, err
 		}
 	}
 	if kept {
@@ -601,6 +574,42 @@ func (h *Host) candidate(ctx context.Context, name string, n Naming, kept bool) 
 		return nil, err
 	}
 	return p, nil
+}
+
+// enforceTool checks a tool of module name (of abi) — a description, an
+// input schema that warden can close (enforceSchema) and compile — and
+// sets its schema to the one warden enforces, keeping the module's own.
+func enforceTool(name, abi string, t *ToolSpec) error {
+	if len(t.InputSchema) == 0 {
+		return fmt.Errorf("%s: tool %s has no input_schema (a sidecar gives one: input_schema, or input: {from: ARG} for a plugin that takes text)", name, t.Name)
+	}
+	if t.Description == "" {
+		return fmt.Errorf("%s: tool %s has no description", name, t.Name)
+	}
+	enforced, rep, err := enforceSchema(t.InputSchema)
+	if err != nil {
+		return fmt.Errorf("%s: tool %s: %w%s", name, t.Name, err, overrideHint(name, abi, t.Name))
+	}
+	if _, err := tool.CompileSchema(t.Name, enforced); err != nil {
+		msg := err.Error()
+		if len(rep.Repairs) > 0 {
+			msg += " (after repairing: " + strings.Join(rep.Repairs, "; ") + ")"
+		}
+		return fmt.Errorf("%s: %s%s", name, msg, overrideHint(name, abi, t.Name))
+	}
+	if !jsonEqual(enforced, t.InputSchema) {
+		// An override's schema is closed too, but the module's own
+		// schema, which applyOverrides kept, stays the one shown and
+		// compared.
+		if len(t.ModuleSchema) == 0 {
+			t.ModuleSchema = t.InputSchema
+		}
+		t.InputSchema = enforced
+	}
+	if !rep.empty() {
+		t.Schema = &rep
+	}
+	return nil
 }
 
 // overrideHint says how the owner replaces a schema warden cannot use.
@@ -681,6 +690,13 @@ func describe(ctx context.Context, mod *wasm.Module) ([]ToolSpec, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseDescribe(out)
+}
+
+// parseDescribe reads what a servlet's describe returned: its tools, each
+// with a name (unique, UTF-8, at most 128 bytes), a description and an
+// input schema (checked later, in candidate).
+func parseDescribe(out []byte) ([]ToolSpec, error) {
 	var d struct {
 		Tools []struct {
 			Name        string          `json:"name"`

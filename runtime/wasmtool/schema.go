@@ -38,8 +38,9 @@ func (r *SchemaReport) empty() bool {
 //     its object; draft-03 "required": true on a property becomes the
 //     object's required list; non-string and duplicate required entries
 //     are dropped; a required name no property declares is declared (any
-//     value); "type": "object" is added to the root, and to a property's
-//     schema that lists properties without a type.
+//     value), in every member of its group; "type": "object" is added to
+//     the root, and to a property's schema that lists properties without
+//     a type.
 //   - closing: every object that names fields (properties or
 //     patternProperties), and the root, gets additionalProperties: false.
 //     Objects combined with allOf, anyOf, oneOf, then/else,
@@ -79,6 +80,9 @@ func enforceSchema(raw json.RawMessage) (json.RawMessage, SchemaReport, error) {
 	s.visit(root, "", false, false)
 	s.group()
 	s.close()
+	if d, _ := root["$schema"].(string); legacyRefDraft(d) {
+		s.refsApart(d)
+	}
 	out, err := json.Marshal(root)
 	if err != nil {
 		return nil, rep, err
@@ -301,6 +305,24 @@ func (s *schemaWalk) close() {
 			patterns[g] = append(patterns[g], slices.Collect(maps.Keys(m))...)
 		}
 	}
+	// A name a member requires is a name the group declares, also when
+	// no property declares it: every member lists it, or a closed member
+	// (the root) would refuse what its sibling requires.
+	nowhere := map[string]bool{} // group + "\x00" + name
+	for _, ptr := range s.order {
+		req, ok := s.nodes[ptr]["required"].([]any)
+		if !ok || s.skipped[ptr] {
+			continue
+		}
+		g := s.find(ptr)
+		for _, r := range req {
+			name := r.(string) // repair kept strings only
+			if !slices.Contains(names[g], name) && !matchesAnyPattern(name, patterns[g]) {
+				names[g] = append(names[g], name)
+				nowhere[g+"\x00"+name] = true
+			}
+		}
+	}
 	for _, ptr := range s.order {
 		if s.skipped[ptr] {
 			continue
@@ -336,19 +358,17 @@ func (s *schemaWalk) close() {
 		if !ok {
 			props = map[string]any{}
 		}
+		if req, ok := n["required"].([]any); ok {
+			for _, r := range req {
+				name := r.(string)
+				if _, has := props[name]; !has && nowhere[g+"\x00"+name] {
+					s.repaired("%s: required names %q, which no property declares: declared it (any value)", ptrLabel(ptr), name)
+				}
+			}
+		}
 		for _, name := range names[g] {
 			if _, has := props[name]; !has {
 				props[name] = true
-			}
-		}
-		if req, ok := n["required"].([]any); ok {
-			for _, r := range req {
-				name := r.(string) // repair kept strings only
-				if _, has := props[name]; has || matchesAnyPattern(name, patterns[g]) {
-					continue
-				}
-				props[name] = true
-				s.repaired("%s: required names %q, which no property declares: declared it (any value)", ptrLabel(ptr), name)
 			}
 		}
 		if len(props) > 0 || hasProps {
@@ -375,6 +395,35 @@ func (s *schemaWalk) close() {
 		}
 	}
 	sort.Strings(s.rep.Open)
+}
+
+// legacyRefDraft reports a $schema of a draft (03 to 07) in which $ref
+// makes the other keywords of its object ignored.
+func legacyRefDraft(schema string) bool {
+	for _, d := range []string{"draft-03", "draft-04", "draft-06", "draft-07"} {
+		if strings.Contains(schema, d) {
+			return true
+		}
+	}
+	return false
+}
+
+// refsApart moves $ref into allOf wherever other keywords stand beside
+// it, for a draft that would ignore them there — additionalProperties:
+// false included, which left the object open. Nothing under not or if is
+// touched.
+func (s *schemaWalk) refsApart(draft string) {
+	for _, ptr := range s.order {
+		n := s.nodes[ptr]
+		ref, has := n["$ref"]
+		all, isList := n["allOf"].([]any)
+		if !has || s.skipped[ptr] || refOnly(n) || n["allOf"] != nil && !isList {
+			continue
+		}
+		n["allOf"] = append(all, map[string]any{"$ref": ref})
+		delete(n, "$ref")
+		s.repaired("%s: moved $ref into allOf (%s ignores the keywords beside $ref, additionalProperties: false among them)", ptrLabel(ptr), draft)
+	}
 }
 
 // matchesAnyPattern is a cheap check: a name equal to a pattern's literal

@@ -94,6 +94,33 @@ func TestEnforceSchema(t *testing.T) {
 			repairs: []string{`#: added "type": "object"`, `#/properties/opts: added "type": "object"`, `duplicate required entry "a"`, "dropped the required entry 3", `required names "b"`},
 		},
 		{
+			// Found by FuzzDescribe: the root, closed, refused the name only
+			// a branch required (no call could satisfy that branch), and
+			// enforcing the result again changed it.
+			name:    "a branch requires a name nothing declares",
+			schema:  `{"type":"object","properties":{"k":{"type":"string"}},"oneOf":[{"required":["x"]},{"properties":{"y":{"type":"integer"}},"required":["y"]}]}`,
+			valid:   []string{`{"x":1}`, `{"k":"a","y":2}`},
+			invalid: []string{`{"x":1,"y":2}`, `{"k":"a"}`, `{"x":1,"z":1}`},
+			repairs: []string{`#/oneOf/0: required names "x"`},
+		},
+		{
+			// Found by FuzzDescribe: draft-07 ignores what stands beside
+			// $ref, so additionalProperties: false there closed nothing.
+			name:    "draft-07 $ref at the root, as zod-to-json-schema writes it",
+			schema:  `{"$schema":"http://json-schema.org/draft-07/schema#","$ref":"#/definitions/A","definitions":{"A":{"type":"object","properties":{"n":{"type":"number"}},"required":["n"]}}}`,
+			valid:   []string{`{"n":1}`},
+			invalid: []string{`{"n":1,"m":2}`, `{"N":1,"n":1}`, `{}`},
+			closed:  []string{"#", "#/definitions/A"},
+			repairs: []string{`#: added "type": "object"`, "#: moved $ref into allOf"},
+		},
+		{
+			name:    "draft-07 $ref to a free-form object",
+			schema:  `{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","$ref":"#/definitions/A","definitions":{"A":{"type":"object"}}}`,
+			valid:   []string{`{}`},
+			invalid: []string{`{"x":1}`},
+			repairs: []string{"#: moved $ref into allOf"},
+		},
+		{
 			name:    "explicit additionalProperties true on named fields",
 			schema:  `{"type":"object","properties":{"a":{"type":"string"}},"additionalProperties":true}`,
 			valid:   []string{`{"a":"x"}`},

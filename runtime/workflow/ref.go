@@ -3,6 +3,7 @@ package workflow
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -20,6 +21,10 @@ import (
 // In `when`, EXPR is a condition: paths and literals ('text', 12, true,
 // null) compared with == and !=, combined with !, && and ||, grouped with
 // parentheses. Nothing else: no functions, no arithmetic, no code.
+
+// blanks are what may stand around a reference that is a whole value or
+// a condition: the published schema's \s (schema.json), no other space.
+const blanks = " \t\n\f\r"
 
 // refRE finds references; refOpen finds a `${{` that is not closed.
 var refRE = lazyre.New(`\$\{\{(.*?)\}\}`)
@@ -109,7 +114,7 @@ func refsIn(s string) ([]ref, error) {
 // wholeRef reports whether s is exactly one reference (its value keeps its
 // type when substituted), and returns it.
 func wholeRef(s string) (ref, bool) {
-	t := strings.TrimSpace(s)
+	t := strings.Trim(s, blanks)
 	m := refRE.FindStringSubmatchIndex(t)
 	if m == nil || m[0] != 0 || m[1] != len(t) {
 		return ref{}, false
@@ -286,12 +291,15 @@ func normNum(v any) any {
 
 // parseCond parses a `when` value: one `${{ … }}` holding a condition.
 func parseCond(s string) (cond, error) {
-	t := strings.TrimSpace(s)
+	t := strings.Trim(s, blanks)
 	if len(t) > maxCondLen {
 		return nil, fmt.Errorf("the condition is longer than %d characters", maxCondLen)
 	}
 	if !strings.HasPrefix(t, "${{") || !strings.HasSuffix(t, "}}") {
 		return nil, fmt.Errorf("when must be one condition in ${{ … }}, e.g. ${{ steps.check.success }}")
+	}
+	if strings.Contains(t, "\n") {
+		return nil, fmt.Errorf("the condition must be on one line")
 	}
 	p := &condParser{toks: nil}
 	if err := p.lex(t[3 : len(t)-2]); err != nil {
@@ -450,7 +458,9 @@ func (p *condParser) operand() (cond, error) {
 	case t == "null":
 		return condLiteral{nil}, nil
 	}
-	if n, err := strconv.ParseFloat(t, 64); err == nil {
+	// A number is a finite one: nan and inf are no JSON values (they
+	// compared equal to each other, and nan to itself).
+	if n, err := strconv.ParseFloat(t, 64); err == nil && !math.IsNaN(n) && !math.IsInf(n, 0) {
 		return condLiteral{n}, nil
 	}
 	r, err := parsePath(t)

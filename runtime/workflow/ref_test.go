@@ -77,7 +77,10 @@ func TestConditions(t *testing.T) {
 			t.Errorf("%s = %v (%v), want %v", src, v, err, want)
 		}
 	}
-	for _, bad := range []string{"steps.a.success", "${{ }}", "${{ params.n = 3 }}", "${{ (params.on }}", "${{ 'open }}", "${{ params.n == }}", "${{ exec('rm') }}"} {
+	for _, bad := range []string{"steps.a.success", "${{ }}", "${{ params.n = 3 }}", "${{ (params.on }}", "${{ 'open }}", "${{ params.n == }}", "${{ exec('rm') }}",
+		// Found by FuzzRefs and FuzzValidate: no JSON value, and blanks the
+		// published schema's pattern does not allow.
+		"${{ nan == inf }}", "${{ params.n == -Inf }}", "${{ params.n\n}}", "\u00a0${{ true }}"} {
 		if _, err := parseCond(bad); err == nil {
 			t.Errorf("%s parsed", bad)
 		}

@@ -99,7 +99,7 @@ func TestValidWorkflow(t *testing.T) {
 	}
 }
 
-func compileSchema(t *testing.T) *jsonschema.Schema {
+func compileSchema(t testing.TB) *jsonschema.Schema {
 	t.Helper()
 	s, err := jsonschema.UnmarshalJSON(strings.NewReader(string(Schema())))
 	if err != nil {
