@@ -80,6 +80,12 @@ func TestStringPatterns(t *testing.T) {
 		{"google api key", "?key=" + googleKey + "&q=1", "?key=" + Mask + "&q=1"},
 		{"hugging face token", "HF " + hfToken, "HF " + Mask},
 		{"npm token", "//registry.npmjs.org/:_authToken=" + npmToken, "//registry.npmjs.org/:_authToken=" + Mask},
+		// URL-encoded: the escape of "=", ":" or a quote separates a token
+		// from the text before it (secrets at scale, cmd/warden).
+		{"url-encoded token after %3D", "q=GITHUB_TOKEN%3D" + ghp + "&page=2", "q=GITHUB_TOKEN%3D" + Mask + "&page=2"},
+		{"url-encoded json", "%7B%22id%22%3A+%22" + awsKeyID + "%22%2C+%22key%22%3A%22" + googleKey + "%22%7D",
+			"%7B%22id%22%3A+%22" + Mask + "%22%2C+%22key%22%3A%22" + Mask + "%22%7D"},
+		{"url-encoded export", "export+NPM_TOKEN%3d%22" + npmToken[:40] + "%22", "export+NPM_TOKEN%3d%22" + Mask + "%22"},
 
 		// HTTP credentials
 		{"bearer header", "Authorization: Bearer abc123.def456-ghi", "Authorization: Bearer " + Mask},
@@ -110,6 +116,12 @@ func TestStringPatterns(t *testing.T) {
 		{"json-ish number", `{"token": 12345, "x": 1}`, `{"token": ` + Mask + `, "x": 1}`},
 		{"json-ish last member", `{"api_key":abc}`, `{"api_key":` + Mask + `}`},
 		{"json in a json string", `"{\"password\":\"hunter2\"}"`, `"{\"password\":\"` + Mask + `\"}"`},
+		// A value quoted inside a JSON string holds JSON's escapes: < > &
+		// as \u003c \u003e \u0026, one level deeper \\u003c and \\\" (secrets
+		// at scale, cmd/warden).
+		{"escapes in a json string's value", `"SMTP_PASSWORD=\"r5a\u003clAIcm9oTfqOP+ANN\""`, `"SMTP_PASSWORD=\"` + Mask + `\""`},
+		{"escapes two levels deep", `"{\"user\": \"bob\", \"password\": \"Uod\\u003c9d4\\\"w5e\\u0026fS\"}"`,
+			`"{\"user\": \"bob\", \"password\": \"` + Mask + `\"}"`},
 		{"python dict", `{'secret': 'abc', 'n': 1}`, `{'secret': '` + Mask + `', 'n': 1}`},
 		{"flag", "mysql --password=hunter2 -u root", "mysql --password=" + Mask + " -u root"},
 		{"header", "X-Api-Key: abc123\nAccept: */*", "X-Api-Key: " + Mask + "\nAccept: */*"},
@@ -162,6 +174,7 @@ func TestStringLeavesOrdinaryTextAlone(t *testing.T) {
 		{"slack words", "xoxb alone, xoxb-short, xapp-1-x, xoxb-this-is-not-a-token, xoxo-hugs-and-kisses"},
 		{"gitlab-like words", "glpat-short glossy-finish-premium-paper-stock"},
 		{"aws-like words", "AKIA alone, AKIAIOSFODNN7EXAMPL is short, xAKIAIOSFODNN7EXAMPLE is glued"},
+		{"glued after a percent sign that is no escape", "x%3GAKIAIOSFODNN7EXAMPLE, x%AKIAIOSFODNN7EXAMPLE1"},
 		{"github-like words", "ghp_short ghx_1a2B3c4D5e6F7g8H9i0J1k2L3m4N5o6P7q8R"},
 		{"jwt-like", "eyJhbGciOiJIUzI1NiJ9 is one segment"},
 		{"sort -u", "sort -u names.txt | uniq -c"},

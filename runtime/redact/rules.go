@@ -413,7 +413,7 @@ func (r *rule) spans(s, lower string) []span {
 	skip := 0 // candidates before skip are known to fail
 	it := newAnchorIter(text, r.anchors)
 	for p := it.from(0); p >= 0; p = it.from(max(p+1, last, skip)) {
-		if r.word && p > 0 && wordBytes[s[p-1]] {
+		if r.word && p > 0 && wordBytes[s[p-1]] && !afterPercentEscape(s, p) {
 			continue
 		}
 		m := r.re.FindStringSubmatchIndex(s[p:lineEnd(s, p)])
@@ -442,6 +442,18 @@ func (r *rule) spans(s, lower string) []span {
 		last = end
 	}
 	return out
+}
+
+// afterPercentEscape reports whether s[:p] ends with a URL's percent
+// escape (%3D, %22, %3A): in URL-encoded text (a query, a form) the escape
+// of "=" or a quote is what separates a token from the text before it,
+// not a letter or a digit of a longer word.
+func afterPercentEscape(s string, p int) bool {
+	return p >= 3 && s[p-3] == '%' && isHex(s[p-2]) && isHex(s[p-1])
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
 // lineEnd returns the end of the line s[p:] is on. Every rule's regular
@@ -518,9 +530,11 @@ var (
 	keyValueAnchors = []string{"pass", "pwd", "secret", "token", "key", "credential"}
 
 	// keyValueRest follows the key: 1 a quote closing the key, 2 the
-	// separator, 3-5 quoted values, 6 a bare value.
+	// separator, 3-5 quoted values, 6 a bare value. Group 4 is a value
+	// quoted inside a JSON string (\"value\"): it may hold JSON's escapes
+	// (\u003c, \\u0026 a level deeper, \\\" a quote a level deeper).
 	keyValueRest = lazyre.New(`^(\\?["']?)([ \t]*(?::=|==?|:)[ \t]*)` +
-		`(?:"((?:[^"\\\r\n]|\\.)*)"|\\"([^"\\\r\n]*)\\"|'([^'\r\n]*)'|([^\s"'\\&;<>{]+))`)
+		`(?:"((?:[^"\\\r\n]|\\.)*)"|\\"((?:[^"\\\r\n]|\\\\\\"|\\[^"\r\n])*)\\"|'([^'\r\n]*)'|([^\s"'\\&;<>{]+))`)
 )
 
 // findKeyValues masks the values of KEY=value, key: value, "key": "value"
