@@ -41,6 +41,7 @@
 package redact
 
 import (
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -65,6 +66,9 @@ const literalKind = "env-secret"
 // *Redactor finds the patterns only. It is safe for concurrent use.
 type Redactor struct {
 	literals []string // distinct, longest first
+	// kinds are the kinds of the literals given by WithSecrets; the others
+	// are env-secret.
+	kinds map[string]string
 }
 
 // New returns a Redactor that also masks every occurrence of each literal
@@ -92,20 +96,55 @@ func (r *Redactor) WithLiterals(minLen int, literals ...string) *Redactor {
 	if r == nil {
 		r = plain
 	}
-	out := &Redactor{literals: append([]string(nil), r.literals...)}
+	secrets := make([]Secret, len(literals))
+	for i, l := range literals {
+		secrets[i] = Secret{Kind: literalKind, Original: l}
+	}
+	return r.WithSecrets(minLen, secrets...)
+}
+
+// WithSecrets returns a Redactor like r that also masks the original of
+// each secret at least minLen bytes long wherever it appears, as the
+// secret's kind (the secrets found in a call's arguments, wherever its
+// record repeats them in a form the patterns do not know: a path cleaned
+// of a URL's "//", a capability).
+func (r *Redactor) WithSecrets(minLen int, secrets ...Secret) *Redactor {
+	if r == nil {
+		r = plain
+	}
+	out := &Redactor{literals: append([]string(nil), r.literals...), kinds: r.kinds}
 	seen := map[string]bool{}
 	for _, l := range out.literals {
 		seen[l] = true
 	}
-	for _, l := range literals {
+	cloned := false // out.kinds is out's own
+	for _, sc := range secrets {
+		l := sc.Original
 		if len(l) < minLen || seen[l] || strings.Contains(Mask, l) || strings.Contains(l, maskPrefix) {
 			continue
 		}
 		seen[l] = true
 		out.literals = append(out.literals, l)
+		if sc.Kind != "" && sc.Kind != literalKind {
+			if !cloned {
+				out.kinds, cloned = maps.Clone(r.kinds), true
+				if out.kinds == nil {
+					out.kinds = map[string]string{}
+				}
+			}
+			out.kinds[l] = sc.Kind
+		}
 	}
 	sort.SliceStable(out.literals, func(i, j int) bool { return len(out.literals[i]) > len(out.literals[j]) })
 	return out
+}
+
+// kindOf returns the kind of a literal.
+func (r *Redactor) kindOf(l string) string {
+	if k, ok := r.kinds[l]; ok {
+		return k
+	}
+	return literalKind
 }
 
 var plain = &Redactor{}
@@ -406,7 +445,7 @@ func outsideMasks(spans []span, masks [][2]int) []span {
 func (r *Redactor) literalSpans(s string) []span {
 	var spans []span
 	for _, l := range r.literals {
-		spans = appendOccurrences(spans, s, l)
+		spans = appendOccurrences(spans, s, l, r.kindOf(l))
 	}
 	if len(spans) == 0 {
 		return nil
@@ -428,13 +467,13 @@ func (r *Redactor) literalSpans(s string) []span {
 
 // appendOccurrences appends the spans of every occurrence of sub in s,
 // overlapping ones included.
-func appendOccurrences(spans []span, s, sub string) []span {
+func appendOccurrences(spans []span, s, sub, kind string) []span {
 	for i := 0; i+len(sub) <= len(s); {
 		j := strings.Index(s[i:], sub)
 		if j < 0 {
 			break
 		}
-		spans = append(spans, span{i + j, i + j + len(sub), literalKind})
+		spans = append(spans, span{i + j, i + j + len(sub), kind})
 		i += j + 1
 	}
 	return spans

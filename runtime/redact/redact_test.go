@@ -269,3 +269,26 @@ func TestNilRedactor(t *testing.T) {
 		t.Errorf("nil Redactor JSON = %s, %v", got, err)
 	}
 }
+
+// TestWithSecrets: the originals of secrets are masked wherever they
+// appear, each as its own kind; the redactor it extends is unchanged.
+func TestWithSecrets(t *testing.T) {
+	const pw, tok = "bVrXfvZOh9nclgWmVy4T", "c0rrect-h0rse-battery"
+	base := New()
+	r := base.WithSecrets(8, Secret{Kind: "url-password", Original: pw}, Secret{Kind: "token", Original: tok}, Secret{Kind: "password", Original: "short"})
+	kinds := func(r *Redactor, s string) string {
+		out, _ := r.Replace(s, func(kind, _ string, _ int) string { return FormatMask(kind, "0000") })
+		return out
+	}
+	in := "fs.read:/ws/postgres:/app:" + pw + "@db and " + tok + " and short"
+	want := "fs.read:/ws/postgres:/app:[REDACTED:url-password:0000]@db and [REDACTED:token:0000] and short"
+	if got := kinds(r, in); got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	if got := kinds(r.WithLiterals(8, "and more text"), in+" and more text"); got != want+" [REDACTED:env-secret:0000]" {
+		t.Errorf("a literal added after: %q", got)
+	}
+	if got := base.String(in); got != in {
+		t.Errorf("the base redactor changed: %q", got)
+	}
+}
