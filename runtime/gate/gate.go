@@ -387,18 +387,33 @@ func (g *Gate) decide(c *checked, names []string) {
 // grantsRefusal records in the decision the grant that allows each of the
 // call's needs, and refuses the call, naming the grants that would lift
 // the refusal, when any need is not allowed.
+//
+// A grant that names a secret of the call's is suggested only when the
+// secret can still be found in it (to be masked with the refusal): its
+// spelling as a glob (a "\" written as "?") may be one no redaction knows.
 func (g *Gate) grantsRefusal(c *checked, grants capability.Set) *tool.Error {
 	var missing []string
 	var lift []string
+	var secrets *redact.Redactor // the call's, made when a need is missing
 	for _, n := range c.needs {
 		if grants.Allows(n) {
 			c.decision.Grants = append(c.decision.Grants, grantFor(grants, n)+timedNote(c.timed, grants, n))
 			continue
 		}
 		missing = append(missing, n.String())
-		if h := n.Hint(g.o.Workspace); h != "" {
-			lift = append(lift, h)
+		h := n.Hint(g.o.Workspace)
+		if h == "" {
+			continue
 		}
+		if secrets == nil {
+			_, inArgs := g.redactArgsFound(c.shown)
+			secrets = g.callRedactor(c).WithSecrets(minArgSecret, inArgs...)
+		}
+		_, inNeed := secrets.Replace(n.String(), plainMask)
+		if _, inHint := secrets.Replace(h, plainMask); len(inHint) < len(inNeed) {
+			continue
+		}
+		lift = append(lift, h)
 	}
 	if len(missing) > 0 {
 		return tool.NeedsGrants(lift, "%s needs %s, which the grants (%s) do not allow", c.entry.spec.Name, strings.Join(missing, ", "), grants.String())

@@ -366,6 +366,18 @@ func TestGateMasksArgumentSecretsWhereverRepeated(t *testing.T) {
 	if ev := audit.last(); len(ev.Needs) != 1 || !strings.Contains(ev.Needs[0], "postgres:/app:[REDACTED]@db") {
 		t.Fatalf("needs on record: %q", ev.Needs)
 	}
+	// A grant suggested for the path would spell the secret as a glob
+	// ("\\", "*" and "!" as "?": A7V?2ITa…): none is.
+	const escaped = `A7V*2ITaCbre9aCW^5QD!`
+	res, err = g.Call(context.Background(), Request{Tool: "readpath", Principal: []string{"test"},
+		Args: json.RawMessage(`{"path":"/outside/\"SMTP_PASSWORD=\\\"` + escaped + `\\\"\""}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	blob, _ = json.Marshal(res)
+	if res.Error == nil || res.Error.Code != tool.CodeCapabilityDenied || strings.Contains(string(blob), "2ITaCbre9a") || len(res.Error.Missing) != 0 {
+		t.Fatalf("the refusal: %s", blob)
+	}
 	// Refused by the schema (no name): the arguments are kept as text,
 	// redacted as JSON — the secret is in a JSON string inside the text —
 	// and only then cut to maxArgsText.

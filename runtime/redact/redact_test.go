@@ -291,4 +291,35 @@ func TestWithSecrets(t *testing.T) {
 	if got := base.String(in); got != in {
 		t.Errorf("the base redactor changed: %q", got)
 	}
+	// Quoted as Go's %q and JSON quote it: an error quoting an argument
+	// escapes its escapes again.
+	esc := Secret{Kind: "password", Original: `Yba#R1tXQ\u0026"70s<`}
+	q := base.WithSecrets(8, esc)
+	for _, in := range []string{`"missing/Yba#R1tXQ\\u0026\"70s<" does not exist`, `{"m": "Yba#R1tXQ\\u0026\"70s\u003c"}`} {
+		if got := kinds(q, in); strings.Contains(got, "R1tXQ") || !strings.Contains(got, "[REDACTED:password:0000]") {
+			t.Errorf("quoted: %q", got)
+		}
+	}
+}
+
+// TestCut: text cut short is never cut inside a secret, nor inside a
+// UTF-8 sequence.
+func TestCut(t *testing.T) {
+	pad := strings.Repeat("x", 10) + "/"
+	for _, tt := range []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{pad + "T=" + ghp, 20, pad + "T="},                        // inside the token: cut before it
+		{pad + "T=" + ghp, 11, pad},                               // before the secret
+		{pad + "T=" + ghp + " tail", 55, pad + "T=" + ghp + " t"}, // after it
+		{pad + "password=hunter2xyz", 25, pad + "password="},
+		{"short", 10, "short"},
+		{"éé", 3, "é"},
+	} {
+		if got := Cut(tt.s, tt.n); got != tt.want {
+			t.Errorf("Cut(%q, %d) = %q, want %q", tt.s, tt.n, got, tt.want)
+		}
+	}
 }
