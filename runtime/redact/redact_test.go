@@ -131,6 +131,7 @@ func TestStringPatterns(t *testing.T) {
 		{"hard-coded secret in code", `const apiKey = "k-123"`, `const apiKey = "` + Mask + `"`},
 		{"comparison in code", `if password == "letmein" {`, `if password == "` + Mask + `" {`},
 		{"passphrase", "passphrase: open sesame", "passphrase: " + Mask},
+		{"rails secret_key_base", "SECRET_KEY_BASE=3Mx55ZAs6bZWyRLWYl5mIkVBnGLADY\n  secret_key_base: abc123", "SECRET_KEY_BASE=" + Mask + "\n  secret_key_base: " + Mask},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -534,6 +534,8 @@ var (
 		{"secretkey", "secret-key"}, {"secret_key", "secret-key"}, {"secret-key", "secret-key"},
 		{"privatekey", "private-key"}, {"private_key", "private-key"}, {"private-key", "private-key"},
 		{"secret", "secret"}, {"token", "token"}, {"credential", "credential"}, {"credentials", "credential"},
+		// Rails' secret_key_base signs and encrypts its sessions.
+		{"secret_key_base", "secret-key"}, {"secretkeybase", "secret-key"},
 	}
 	keyValueAnchors = []string{"pass", "pwd", "secret", "token", "key", "credential"}
 
