@@ -387,18 +387,33 @@ func (g *Gate) decide(c *checked, names []string) {
 // grantsRefusal records in the decision the grant that allows each of the
 // call's needs, and refuses the call, naming the grants that would lift
 // the refusal, when any need is not allowed.
+//
+// A grant that names a secret of the call's is suggested only when the
+// secret can still be found in it (to be masked with the refusal): its
+// spelling as a glob (a "\" written as "?") may be one no redaction knows.
 func (g *Gate) grantsRefusal(c *checked, grants capability.Set) *tool.Error {
 	var missing []string
 	var lift []string
+	var secrets *redact.Redactor // the call's, made when a need is missing
 	for _, n := range c.needs {
 		if grants.Allows(n) {
 			c.decision.Grants = append(c.decision.Grants, grantFor(grants, n)+timedNote(c.timed, grants, n))
 			continue
 		}
 		missing = append(missing, n.String())
-		if h := n.Hint(g.o.Workspace); h != "" {
-			lift = append(lift, h)
+		h := n.Hint(g.o.Workspace)
+		if h == "" {
+			continue
 		}
+		if secrets == nil {
+			_, inArgs := g.redactArgsFound(c.shown)
+			secrets = g.callRedactor(c).WithSecrets(minArgSecret, inArgs...)
+		}
+		_, inNeed := secrets.Replace(n.String(), plainMask)
+		if _, inHint := secrets.Replace(h, plainMask); len(inHint) < len(inNeed) {
+			continue
+		}
+		lift = append(lift, h)
 	}
 	if len(missing) > 0 {
 		return tool.NeedsGrants(lift, "%s needs %s, which the grants (%s) do not allow", c.entry.spec.Name, strings.Join(missing, ", "), grants.String())
@@ -481,9 +496,14 @@ func (g *Gate) Call(ctx context.Context, req Request) (tool.Result, error) {
 	// repeated (an error quoting a line, a preview, the matcher that
 	// matched an argument).
 	red := g.callRedactor(c)
+	// And the secrets found in its arguments, wherever the record or the
+	// outcome repeats them in a form the patterns do not know (a path
+	// cleaned of a URL's "//" in a capability, a refusal naming it).
+	var inArgs []redact.Secret
 	if c != nil && c.call != nil {
-		ev.Args = g.redactArgs(c.shown)
-		ev.Needs = g.redactNeeds(c.needs)
+		ev.Args, inArgs = g.redactArgsFound(c.shown)
+		red = red.WithSecrets(minArgSecret, inArgs...)
+		ev.Needs = redactNeeds(red, c.needs)
 		ev.DryRun = c.call.DryRun
 		res.DryRun = c.call.DryRun
 		res.Tool = c.call.Tool
@@ -496,7 +516,8 @@ func (g *Gate) Call(ctx context.Context, req Request) (tool.Result, error) {
 		}
 		ev.Decision = &d
 	} else {
-		ev.ArgsText = g.argsText(req.Args)
+		ev.ArgsText, inArgs = g.argsText(req.Args)
+		red = red.WithSecrets(minArgSecret, inArgs...)
 	}
 
 	if cerr != nil {
@@ -574,10 +595,12 @@ func (g *Gate) approve(ctx context.Context, c *checked, preview *tool.Outcome) (
 		if g.o.Approver == nil {
 			break
 		}
+		args, inArgs := g.redactArgsFound(c.shown)
+		red := g.callRedactor(c).WithSecrets(minArgSecret, inArgs...)
 		a, err := g.o.Approver.Approve(ctx, ApprovalRequest{
 			Tool: name, CallID: c.call.ID, Principal: c.call.Principal,
-			Args: g.redactArgs(c.shown), Needs: g.redactNeeds(c.needs),
-			Rule: rule, Matched: g.callRedactor(c).String(c.why()), Preview: preview,
+			Args: args, Needs: redactNeeds(red, c.needs),
+			Rule: rule, Matched: red.String(c.why()), Preview: preview,
 			Lasting: lasting, CanRemember: lasting && g.o.Grants != nil,
 		})
 		if err != nil {
@@ -768,16 +791,40 @@ func NoteSandbox(ctx context.Context, level string) {
 }
 
 func (g *Gate) redactArgs(args json.RawMessage) json.RawMessage {
-	out, err := g.o.Redactor.JSON(args)
-	if err != nil {
-		b, _ := json.Marshal(g.o.Redactor.String(string(args)))
-		return b
-	}
+	out, _ := g.redactArgsFound(args)
 	return out
 }
 
-func (g *Gate) argsText(raw []byte) string {
-	return g.o.Redactor.String(truncateText(string(raw), maxArgsText))
+// minArgSecret is the shortest secret found in a call's arguments that is
+// masked wherever the call's record and outcome repeat it.
+const minArgSecret = 8
+
+// redactArgsFound is redactArgs, and the secrets it masked.
+func (g *Gate) redactArgsFound(args json.RawMessage) (json.RawMessage, []redact.Secret) {
+	out, found, err := g.o.Redactor.ReplaceJSON(args, plainMask)
+	if err != nil {
+		s, found := g.o.Redactor.Replace(string(args), plainMask)
+		b, _ := json.Marshal(s)
+		return b, found
+	}
+	return out, found
+}
+
+func plainMask(string, string, int) string { return redact.Mask }
+
+// argsText is the text of arguments that were not decoded (not an object,
+// or not the tool's), redacted, then cut to maxArgsText, and the secrets
+// it masked. JSON is redacted as JSON: a value's escapes are read as its
+// text. Redacted whole before it is cut, a secret is never cut where its
+// pattern would no longer know it.
+func (g *Gate) argsText(raw []byte) (string, []redact.Secret) {
+	if json.Valid(raw) {
+		if out, found, err := g.o.Redactor.ReplaceJSON(raw, plainMask); err == nil {
+			return truncateText(string(out), maxArgsText), found
+		}
+	}
+	text, found := g.o.Redactor.Replace(strings.ToValidUTF8(string(raw), "\uFFFD"), plainMask)
+	return truncateText(text, maxArgsText), found
 }
 
 // truncateText cuts s to at most n bytes of valid UTF-8.
@@ -797,13 +844,13 @@ func (g *Gate) redactError(e *tool.Error) *tool.Error {
 
 // redactNeeds renders needs for the audit log and the approver; a path or
 // host can carry a secret too.
-func (g *Gate) redactNeeds(ns []capability.Need) []string {
+func redactNeeds(red *redact.Redactor, ns []capability.Need) []string {
 	if len(ns) == 0 {
 		return nil
 	}
 	out := make([]string, len(ns))
 	for i, n := range ns {
-		out[i] = g.o.Redactor.String(n.String())
+		out[i] = red.String(n.String())
 	}
 	return out
 }

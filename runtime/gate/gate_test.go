@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -315,6 +316,91 @@ func TestGateRedactsBeforeWriting(t *testing.T) {
 	res, _ = g.Call(context.Background(), Request{Tool: "note", Args: json.RawMessage(`{"name": "` + secret)})
 	if res.Error.Code != tool.CodeInvalidInput || strings.Contains(audit.raw[len(audit.raw)-1], secret) {
 		t.Fatalf("%+v / %s", res, audit.raw[len(audit.raw)-1])
+	}
+}
+
+// pathTool reads a file: its need is the path, cleaned (a URL's "//" in a
+// path becomes "/").
+type pathTool struct{ noteTool }
+
+func (*pathTool) Spec() tool.Spec {
+	return tool.Spec{Name: "readpath", InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},
+		"required":["path"],"additionalProperties":false}`), Capabilities: []capability.Kind{capability.FSRead}}
+}
+
+func (*pathTool) Needs(c *tool.Call) ([]capability.Need, error) {
+	var a struct {
+		Path string `json:"path"`
+	}
+	if err := c.Bind(&a); err != nil {
+		return nil, err
+	}
+	return []capability.Need{{Kind: capability.FSRead, Resource: path.Clean(c.Workspace + "/" + a.Path)}}, nil
+}
+
+// TestGateMasksArgumentSecretsWhereverRepeated: a secret found in a call's
+// arguments is masked wherever its record or its outcome repeats it, also
+// in a form the patterns do not know — the path of a capability, cleaned of
+// a URL's "//" (postgres:/app:PASSWORD@db), in the audit record's needs and
+// in the refusal that names them; and arguments refused by the schema are
+// redacted as JSON, a value's escapes read as its text (secrets at scale,
+// cmd/warden).
+func TestGateMasksArgumentSecretsWhereverRepeated(t *testing.T) {
+	const password = "bVrXfvZOh9nclgWmVy4T"
+	g, _, audit := newTestGate(t, notesPolicy, GateOptions{})
+	if err := g.Registry().Register(&pathTool{}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := g.Call(context.Background(), Request{Tool: "readpath", Principal: []string{"test"},
+		Args: json.RawMessage(`{"path":"missing/DATABASE_URL=postgres://app:` + password + `@db.internal:5432/prod"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	blob, _ := json.Marshal(res)
+	if res.Error == nil || res.Error.Code != tool.CodeCapabilityDenied || !strings.Contains(res.Error.Message, "postgres:/app:[REDACTED:url-password:") {
+		t.Fatalf("the refusal: %s", blob)
+	}
+	if strings.Contains(string(blob), password) {
+		t.Fatalf("the secret in the envelope: %s", blob)
+	}
+	if ev := audit.last(); len(ev.Needs) != 1 || !strings.Contains(ev.Needs[0], "postgres:/app:[REDACTED]@db") {
+		t.Fatalf("needs on record: %q", ev.Needs)
+	}
+	// A grant suggested for the path would spell the secret as a glob
+	// ("\\", "*" and "!" as "?": A7V?2ITa…): none is.
+	const escaped = `A7V*2ITaCbre9aCW^5QD!`
+	res, err = g.Call(context.Background(), Request{Tool: "readpath", Principal: []string{"test"},
+		Args: json.RawMessage(`{"path":"/outside/\"SMTP_PASSWORD=\\\"` + escaped + `\\\"\""}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	blob, _ = json.Marshal(res)
+	if res.Error == nil || res.Error.Code != tool.CodeCapabilityDenied || strings.Contains(string(blob), "2ITaCbre9a") || len(res.Error.Missing) != 0 {
+		t.Fatalf("the refusal: %s", blob)
+	}
+	// Refused by the schema (no name): the arguments are kept as text,
+	// redacted as JSON — the secret is in a JSON string inside the text —
+	// and only then cut to maxArgsText.
+	const awsSecret = "cJFDhQUMHL3qflidyChlZu6mqIyRS463IktAQSIC"
+	inner, _ := json.Marshal(`{"SecretAccessKey": "` + awsSecret + `"}`)
+	args, _ := json.Marshal(map[string]string{"text": string(inner) + strings.Repeat(" and more", maxArgsText/8)})
+	res = call(t, g, string(args))
+	if res.Error == nil || res.Error.Code != tool.CodeInvalidInput {
+		t.Fatalf("%+v", res)
+	}
+	// Not JSON, a token across the cut: redacted before it is cut.
+	const token = "ghp_ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef0123"
+	res = call(t, g, `{"name": "`+strings.Repeat("x", maxArgsText-20)+" "+token)
+	if res.Error == nil || res.Error.Code != tool.CodeInvalidInput {
+		t.Fatalf("%+v", res)
+	}
+	if ev := audit.last(); len(ev.ArgsText) > maxArgsText || !strings.HasSuffix(ev.ArgsText, "x [REDACTED") {
+		t.Fatalf("args text %d bytes, ending %q", len(ev.ArgsText), ev.ArgsText[max(len(ev.ArgsText)-40, 0):])
+	}
+	for _, raw := range audit.raw {
+		if strings.Contains(raw, password) || strings.Contains(raw, awsSecret) || strings.Contains(raw, token[:12]) {
+			t.Fatalf("a secret in the audit log: %s", raw)
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package redact
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // typicalText is what tool output and logs look like: prose, log lines,
@@ -61,6 +62,7 @@ func BenchmarkString(b *testing.B) {
 	for _, h := range []struct{ name, unit string }{
 		{"jwt", "eyJ-"}, {"glued-sk", "asdsk-"}, {"sk-proj", "-sk-proj-"}, {"password", "password="},
 		{"url", "://a:"}, {"bearer", "Bearer x."}, {"pem", "-----BEGIN RSA PRIVATE KEY-----"},
+		{"one-line-json", longLineUnits[0]}, {"one-line-args", longLineUnits[1]}, {"one-line-masks", longLineUnits[4]},
 	} {
 		hostile := strings.Repeat(h.unit, (1<<20)/len(h.unit))
 		b.Run("1MiB-hostile-"+h.name, func(b *testing.B) {
@@ -111,5 +113,33 @@ func BenchmarkReplace(b *testing.B) {
 				plain.Replace(bc.text, named)
 			}
 		})
+	}
+}
+
+// longLineUnits make one line of many keys or secrets (minified JSON, a
+// long log line): each key's line, the brackets open before it and each
+// mask's window are found reading on, not from the line's start again.
+var longLineUnits = []string{
+	`{"user_token":"Xk29fLq83nVbT7wPz4Rm"},`, `f(a, password=Xk29fLq83nVbT7wPz4Rm), `, `x sk-a eyJa ghp_1 `,
+	`{"a": "see the password: none"}, `, `x ghp_0123456789abcdefghijABCDEFGHIJ012345-y `,
+}
+
+// TestLongLineIsLinear: 1 MiB on one line is redacted in well under a
+// second a unit (it took minutes when each key read its line from the
+// start: secrets at scale, cmd/warden). The bound is loose, for loaded
+// machines; a quadratic pass is thousands of times slower.
+func TestLongLineIsLinear(t *testing.T) {
+	if testing.Short() {
+		t.Skip("redacts 5 MiB")
+	}
+	start := time.Now()
+	for _, unit := range longLineUnits {
+		s := strings.Repeat(unit, (1<<20)/len(unit))
+		if masked := String(s) != s; masked != (String(unit) != unit) {
+			t.Errorf("%q…: masked %v, alone %v", unit, masked, !masked)
+		}
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("5 MiB of long lines took %v", d)
 	}
 }

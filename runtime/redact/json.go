@@ -318,6 +318,9 @@ func sensitiveKeyKind(key string) string {
 			return k.kind
 		}
 	}
+	if len(words) >= 3 && words[len(words)-3]+words[len(words)-2]+last == "secretkeybase" || last == "secretkeybase" {
+		return "secret-key" // Rails' secret_key_base
+	}
 	if len(words) >= 2 {
 		switch words[len(words)-2] + last {
 		case "apikey":

@@ -102,7 +102,7 @@ func TestSensitiveKey(t *testing.T) {
 		{"token", true}, {"access_token", true}, {"refreshToken", true}, {"csrftoken", true}, {"id_token", true},
 		{"secret", true}, {"client_secret", true}, {"clientSecret", true}, {"secrets", true},
 		{"api_key", true}, {"apiKey", true}, {"apikey", true}, {"X-Api-Key", true}, {"xAPIKey", true},
-		{"private_key", true}, {"privateKey", true}, {"secret_key", true}, {"aws_secret_access_key", true},
+		{"private_key", true}, {"privateKey", true}, {"secret_key", true}, {"secret_key_base", true}, {"secretKeyBase", true}, {"aws_secret_access_key", true},
 		{"access_key", true}, {"Authorization", true}, {"Proxy-Authorization", true},
 		{"cookie", true}, {"Set-Cookie", true}, {"cookies", true},
 		{"credentials", true}, {"credential", true}, {"auth", true},

@@ -41,8 +41,11 @@
 package redact
 
 import (
+	"encoding/json"
+	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -65,6 +68,9 @@ const literalKind = "env-secret"
 // *Redactor finds the patterns only. It is safe for concurrent use.
 type Redactor struct {
 	literals []string // distinct, longest first
+	// kinds are the kinds of the literals given by WithSecrets; the others
+	// are env-secret.
+	kinds map[string]string
 }
 
 // New returns a Redactor that also masks every occurrence of each literal
@@ -92,20 +98,74 @@ func (r *Redactor) WithLiterals(minLen int, literals ...string) *Redactor {
 	if r == nil {
 		r = plain
 	}
-	out := &Redactor{literals: append([]string(nil), r.literals...)}
+	secrets := make([]Secret, len(literals))
+	for i, l := range literals {
+		secrets[i] = Secret{Kind: literalKind, Original: l}
+	}
+	return r.WithSecrets(minLen, secrets...)
+}
+
+// WithSecrets returns a Redactor like r that also masks the original of
+// each secret at least minLen bytes long wherever it appears — as it is,
+// or quoted as Go (%q) or JSON quote it — as the secret's kind (the
+// secrets found in a call's arguments, wherever its record and outcome
+// repeat them in a form the patterns do not know: a path cleaned of a
+// URL's "//" in a capability, an error quoting an argument whose escapes
+// the quote escaped again).
+func (r *Redactor) WithSecrets(minLen int, secrets ...Secret) *Redactor {
+	if r == nil {
+		r = plain
+	}
+	out := &Redactor{literals: append([]string(nil), r.literals...), kinds: r.kinds}
 	seen := map[string]bool{}
 	for _, l := range out.literals {
 		seen[l] = true
 	}
-	for _, l := range literals {
-		if len(l) < minLen || seen[l] || strings.Contains(Mask, l) || strings.Contains(l, maskPrefix) {
+	cloned := false // out.kinds is out's own
+	for _, sc := range secrets {
+		if len(sc.Original) < minLen {
 			continue
 		}
-		seen[l] = true
-		out.literals = append(out.literals, l)
+		for _, l := range quotedForms(sc.Original) {
+			if seen[l] || strings.Contains(Mask, l) || strings.Contains(l, maskPrefix) {
+				continue
+			}
+			seen[l] = true
+			out.literals = append(out.literals, l)
+			if sc.Kind != "" && sc.Kind != literalKind {
+				if !cloned {
+					out.kinds, cloned = maps.Clone(r.kinds), true
+					if out.kinds == nil {
+						out.kinds = map[string]string{}
+					}
+				}
+				out.kinds[l] = sc.Kind
+			}
+		}
 	}
 	sort.SliceStable(out.literals, func(i, j int) bool { return len(out.literals[i]) > len(out.literals[j]) })
 	return out
+}
+
+// quotedForms returns s, and s as Go's %q and JSON write it inside their
+// quotes when that differs.
+func quotedForms(s string) []string {
+	forms := []string{s}
+	if q := strconv.Quote(s); q[1:len(q)-1] != s {
+		forms = append(forms, q[1:len(q)-1])
+	}
+	if j, err := json.Marshal(s); err == nil && string(j[1:len(j)-1]) != s && !slices.Contains(forms, string(j[1:len(j)-1])) {
+		forms = append(forms, string(j[1:len(j)-1]))
+	}
+	return forms
+}
+
+// kindOf returns the kind of a literal.
+func (r *Redactor) kindOf(l string) string {
+	if k, ok := r.kinds[l]; ok {
+		return k
+	}
+	return literalKind
 }
 
 var plain = &Redactor{}
@@ -121,6 +181,34 @@ func JSON(raw []byte) ([]byte, error) { return plain.JSON(raw) }
 
 // Contains reports whether String(s) would change s.
 func Contains(s string) bool { return plain.Contains(s) }
+
+// Cut returns the longest prefix of s at most n bytes long that ends
+// neither inside a secret the patterns find in s nor inside a UTF-8
+// sequence: where a secret would be cut, s is cut before it. Text quoted
+// in a message and cut short keeps no part of a secret that redaction,
+// seeing only that part, could no longer know (ghp_AbCdEfGh… is no
+// token).
+func Cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	if n < 0 {
+		n = 0
+	}
+	for _, sp := range wholeRunes(s, patternSpans(s)) {
+		if sp.start >= n {
+			break
+		}
+		if sp.end > n {
+			n = sp.start
+			break
+		}
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
 
 // Secret is one secret [Redactor.Replace] replaced.
 type Secret struct {
@@ -231,6 +319,10 @@ func (r *Redactor) findNear(out string, pieces []piece) []span {
 		reach = max(reach, len(l))
 	}
 	var wins [][2]int
+	// The pieces come in order: the line starts and ends are found reading
+	// on from the last ones, so that a long line with many masks is read
+	// once, not once a mask.
+	seen, lineStart, le := 0, 0, -1
 	for i, p := range pieces {
 		if !p.masked {
 			continue
@@ -239,8 +331,20 @@ func (r *Redactor) findNear(out string, pieces []piece) []span {
 		if i+1 < len(pieces) {
 			end = pieces[i+1].out
 		}
-		a := strings.LastIndexByte(out[:max(p.out-reach, 0)], '\n') + 1
-		b := lineEnd(out, min(end+reach, len(out)))
+		x := max(p.out-reach, 0)
+		if x < seen {
+			seen, lineStart = 0, 0
+		}
+		if j := strings.LastIndexByte(out[seen:x], '\n'); j >= 0 {
+			lineStart = seen + j + 1
+		}
+		seen = x
+		a := lineStart
+		y := min(end+reach, len(out))
+		if y > le {
+			le = lineEnd(out, y)
+		}
+		b := le
 		if n := len(wins); n > 0 && a <= wins[n-1][1] {
 			wins[n-1][1] = max(wins[n-1][1], b)
 			continue
@@ -406,7 +510,7 @@ func outsideMasks(spans []span, masks [][2]int) []span {
 func (r *Redactor) literalSpans(s string) []span {
 	var spans []span
 	for _, l := range r.literals {
-		spans = appendOccurrences(spans, s, l)
+		spans = appendOccurrences(spans, s, l, r.kindOf(l))
 	}
 	if len(spans) == 0 {
 		return nil
@@ -428,13 +532,13 @@ func (r *Redactor) literalSpans(s string) []span {
 
 // appendOccurrences appends the spans of every occurrence of sub in s,
 // overlapping ones included.
-func appendOccurrences(spans []span, s, sub string) []span {
+func appendOccurrences(spans []span, s, sub, kind string) []span {
 	for i := 0; i+len(sub) <= len(s); {
 		j := strings.Index(s[i:], sub)
 		if j < 0 {
 			break
 		}
-		spans = append(spans, span{i + j, i + j + len(sub), literalKind})
+		spans = append(spans, span{i + j, i + j + len(sub), kind})
 		i += j + 1
 	}
 	return spans

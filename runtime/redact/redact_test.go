@@ -80,6 +80,12 @@ func TestStringPatterns(t *testing.T) {
 		{"google api key", "?key=" + googleKey + "&q=1", "?key=" + Mask + "&q=1"},
 		{"hugging face token", "HF " + hfToken, "HF " + Mask},
 		{"npm token", "//registry.npmjs.org/:_authToken=" + npmToken, "//registry.npmjs.org/:_authToken=" + Mask},
+		// URL-encoded: the escape of "=", ":" or a quote separates a token
+		// from the text before it (secrets at scale, cmd/warden).
+		{"url-encoded token after %3D", "q=GITHUB_TOKEN%3D" + ghp + "&page=2", "q=GITHUB_TOKEN%3D" + Mask + "&page=2"},
+		{"url-encoded json", "%7B%22id%22%3A+%22" + awsKeyID + "%22%2C+%22key%22%3A%22" + googleKey + "%22%7D",
+			"%7B%22id%22%3A+%22" + Mask + "%22%2C+%22key%22%3A%22" + Mask + "%22%7D"},
+		{"url-encoded export", "export+NPM_TOKEN%3d%22" + npmToken[:40] + "%22", "export+NPM_TOKEN%3d%22" + Mask + "%22"},
 
 		// HTTP credentials
 		{"bearer header", "Authorization: Bearer abc123.def456-ghi", "Authorization: Bearer " + Mask},
@@ -110,6 +116,12 @@ func TestStringPatterns(t *testing.T) {
 		{"json-ish number", `{"token": 12345, "x": 1}`, `{"token": ` + Mask + `, "x": 1}`},
 		{"json-ish last member", `{"api_key":abc}`, `{"api_key":` + Mask + `}`},
 		{"json in a json string", `"{\"password\":\"hunter2\"}"`, `"{\"password\":\"` + Mask + `\"}"`},
+		// A value quoted inside a JSON string holds JSON's escapes: < > &
+		// as \u003c \u003e \u0026, one level deeper \\u003c and \\\" (secrets
+		// at scale, cmd/warden).
+		{"escapes in a json string's value", `"SMTP_PASSWORD=\"r5a\u003clAIcm9oTfqOP+ANN\""`, `"SMTP_PASSWORD=\"` + Mask + `\""`},
+		{"escapes two levels deep", `"{\"user\": \"bob\", \"password\": \"Uod\\u003c9d4\\\"w5e\\u0026fS\"}"`,
+			`"{\"user\": \"bob\", \"password\": \"` + Mask + `\"}"`},
 		{"python dict", `{'secret': 'abc', 'n': 1}`, `{'secret': '` + Mask + `', 'n': 1}`},
 		{"flag", "mysql --password=hunter2 -u root", "mysql --password=" + Mask + " -u root"},
 		{"header", "X-Api-Key: abc123\nAccept: */*", "X-Api-Key: " + Mask + "\nAccept: */*"},
@@ -119,6 +131,7 @@ func TestStringPatterns(t *testing.T) {
 		{"hard-coded secret in code", `const apiKey = "k-123"`, `const apiKey = "` + Mask + `"`},
 		{"comparison in code", `if password == "letmein" {`, `if password == "` + Mask + `" {`},
 		{"passphrase", "passphrase: open sesame", "passphrase: " + Mask},
+		{"rails secret_key_base", "SECRET_KEY_BASE=3Mx55ZAs6bZWyRLWYl5mIkVBnGLADY\n  secret_key_base: abc123", "SECRET_KEY_BASE=" + Mask + "\n  secret_key_base: " + Mask},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -162,6 +175,7 @@ func TestStringLeavesOrdinaryTextAlone(t *testing.T) {
 		{"slack words", "xoxb alone, xoxb-short, xapp-1-x, xoxb-this-is-not-a-token, xoxo-hugs-and-kisses"},
 		{"gitlab-like words", "glpat-short glossy-finish-premium-paper-stock"},
 		{"aws-like words", "AKIA alone, AKIAIOSFODNN7EXAMPL is short, xAKIAIOSFODNN7EXAMPLE is glued"},
+		{"glued after a percent sign that is no escape", "x%3GAKIAIOSFODNN7EXAMPLE, x%AKIAIOSFODNN7EXAMPLE1"},
 		{"github-like words", "ghp_short ghx_1a2B3c4D5e6F7g8H9i0J1k2L3m4N5o6P7q8R"},
 		{"jwt-like", "eyJhbGciOiJIUzI1NiJ9 is one segment"},
 		{"sort -u", "sort -u names.txt | uniq -c"},
@@ -254,5 +268,59 @@ func TestNilRedactor(t *testing.T) {
 	}
 	if got, err := r.JSON([]byte(`{"token":"abc"}`)); err != nil || string(got) != `{"token":"`+Mask+`"}` {
 		t.Errorf("nil Redactor JSON = %s, %v", got, err)
+	}
+}
+
+// TestWithSecrets: the originals of secrets are masked wherever they
+// appear, each as its own kind; the redactor it extends is unchanged.
+func TestWithSecrets(t *testing.T) {
+	const pw, tok = "bVrXfvZOh9nclgWmVy4T", "c0rrect-h0rse-battery"
+	base := New()
+	r := base.WithSecrets(8, Secret{Kind: "url-password", Original: pw}, Secret{Kind: "token", Original: tok}, Secret{Kind: "password", Original: "short"})
+	kinds := func(r *Redactor, s string) string {
+		out, _ := r.Replace(s, func(kind, _ string, _ int) string { return FormatMask(kind, "0000") })
+		return out
+	}
+	in := "fs.read:/ws/postgres:/app:" + pw + "@db and " + tok + " and short"
+	want := "fs.read:/ws/postgres:/app:[REDACTED:url-password:0000]@db and [REDACTED:token:0000] and short"
+	if got := kinds(r, in); got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	if got := kinds(r.WithLiterals(8, "and more text"), in+" and more text"); got != want+" [REDACTED:env-secret:0000]" {
+		t.Errorf("a literal added after: %q", got)
+	}
+	if got := base.String(in); got != in {
+		t.Errorf("the base redactor changed: %q", got)
+	}
+	// Quoted as Go's %q and JSON quote it: an error quoting an argument
+	// escapes its escapes again.
+	esc := Secret{Kind: "password", Original: `Yba#R1tXQ\u0026"70s<`}
+	q := base.WithSecrets(8, esc)
+	for _, in := range []string{`"missing/Yba#R1tXQ\\u0026\"70s<" does not exist`, `{"m": "Yba#R1tXQ\\u0026\"70s\u003c"}`} {
+		if got := kinds(q, in); strings.Contains(got, "R1tXQ") || !strings.Contains(got, "[REDACTED:password:0000]") {
+			t.Errorf("quoted: %q", got)
+		}
+	}
+}
+
+// TestCut: text cut short is never cut inside a secret, nor inside a
+// UTF-8 sequence.
+func TestCut(t *testing.T) {
+	pad := strings.Repeat("x", 10) + "/"
+	for _, tt := range []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{pad + "T=" + ghp, 20, pad + "T="},                        // inside the token: cut before it
+		{pad + "T=" + ghp, 11, pad},                               // before the secret
+		{pad + "T=" + ghp + " tail", 55, pad + "T=" + ghp + " t"}, // after it
+		{pad + "password=hunter2xyz", 25, pad + "password="},
+		{"short", 10, "short"},
+		{"éé", 3, "é"},
+	} {
+		if got := Cut(tt.s, tt.n); got != tt.want {
+			t.Errorf("Cut(%q, %d) = %q, want %q", tt.s, tt.n, got, tt.want)
+		}
 	}
 }

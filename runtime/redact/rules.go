@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/wardenrt/warden/internal/lazyre"
@@ -412,11 +413,15 @@ func (r *rule) spans(s, lower string) []span {
 	last := 0 // end of the last masked span
 	skip := 0 // candidates before skip are known to fail
 	it := newAnchorIter(text, r.anchors)
+	le := -1 // the end of the line of the last candidate read
 	for p := it.from(0); p >= 0; p = it.from(max(p+1, last, skip)) {
-		if r.word && p > 0 && wordBytes[s[p-1]] {
+		if r.word && p > 0 && wordBytes[s[p-1]] && !afterPercentEscape(s, p) {
 			continue
 		}
-		m := r.re.FindStringSubmatchIndex(s[p:lineEnd(s, p)])
+		if p > le {
+			le = lineEnd(s, p)
+		}
+		m := r.re.FindStringSubmatchIndex(s[p:le])
 		if m == nil {
 			if r.skipRun != nil {
 				skip = runEnd(s, p, r.skipRun)
@@ -444,9 +449,24 @@ func (r *rule) spans(s, lower string) []span {
 	return out
 }
 
+// afterPercentEscape reports whether s[:p] ends with a URL's percent
+// escape (%3D, %22, %3A): in URL-encoded text (a query, a form) the escape
+// of "=" or a quote is what separates a token from the text before it,
+// not a letter or a digit of a longer word.
+func afterPercentEscape(s string, p int) bool {
+	return p >= 3 && s[p-3] == '%' && isHex(s[p-2]) && isHex(s[p-1])
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
 // lineEnd returns the end of the line s[p:] is on. Every rule's regular
 // expression matches within one line, and on a short input Go's regexp
-// package uses its backtracker, several times faster than the NFA.
+// package uses its backtracker, several times faster than the NFA. The
+// candidates of a pass come in order, and a pass asks again only for a
+// candidate past the line end it knows: a long line is read once, not
+// once a candidate.
 func lineEnd(s string, p int) int {
 	if i := strings.IndexByte(s[p:], '\n'); i >= 0 {
 		return p + i
@@ -514,13 +534,17 @@ var (
 		{"secretkey", "secret-key"}, {"secret_key", "secret-key"}, {"secret-key", "secret-key"},
 		{"privatekey", "private-key"}, {"private_key", "private-key"}, {"private-key", "private-key"},
 		{"secret", "secret"}, {"token", "token"}, {"credential", "credential"}, {"credentials", "credential"},
+		// Rails' secret_key_base signs and encrypts its sessions.
+		{"secret_key_base", "secret-key"}, {"secretkeybase", "secret-key"},
 	}
 	keyValueAnchors = []string{"pass", "pwd", "secret", "token", "key", "credential"}
 
 	// keyValueRest follows the key: 1 a quote closing the key, 2 the
-	// separator, 3-5 quoted values, 6 a bare value.
+	// separator, 3-5 quoted values, 6 a bare value. Group 4 is a value
+	// quoted inside a JSON string (\"value\"): it may hold JSON's escapes
+	// (\u003c, \\u0026 a level deeper, \\\" a quote a level deeper).
 	keyValueRest = lazyre.New(`^(\\?["']?)([ \t]*(?::=|==?|:)[ \t]*)` +
-		`(?:"((?:[^"\\\r\n]|\\.)*)"|\\"([^"\\\r\n]*)\\"|'([^'\r\n]*)'|([^\s"'\\&;<>{]+))`)
+		`(?:"((?:[^"\\\r\n]|\\.)*)"|\\"((?:[^"\\\r\n]|\\\\\\"|\\[^"\r\n])*)\\"|'([^'\r\n]*)'|([^\s"'\\&;<>{]+))`)
 )
 
 // findKeyValues masks the values of KEY=value, key: value, "key": "value"
@@ -529,6 +553,8 @@ var (
 func findKeyValues(s, lower string) []span {
 	var out []span
 	last, lastWordEnd := 0, -1
+	le := -1 // the end of the line of the last key read
+	scan := &lineScan{s: s}
 	it := newAnchorIter(lower, keyValueAnchors)
 	for p := it.from(0); p >= 0; p = it.from(max(p+1, last)) {
 		e := runEnd(lower, p, wordBytes)
@@ -540,7 +566,10 @@ func findKeyValues(s, lower string) []span {
 		if kind == "" || inMaskKind(s, p) {
 			continue
 		}
-		m := keyValueRest.FindStringSubmatchIndex(s[e:lineEnd(s, e)])
+		if e > le {
+			le = lineEnd(s, e)
+		}
+		m := keyValueRest.FindStringSubmatchIndex(s[e:le])
 		if m == nil {
 			continue
 		}
@@ -556,7 +585,7 @@ func findKeyValues(s, lower string) []span {
 		for !wordBytes[s[keyStart]] {
 			keyStart++
 		}
-		start, end, ok := keyValueSpan(s, keyStart, s[keyStart:e], m)
+		start, end, ok := keyValueSpan(s, keyStart, s[keyStart:e], m, scan)
 		if !ok || start < last || isMask(s[start:end]) {
 			continue
 		}
@@ -606,7 +635,7 @@ func keywordKind(s string) string {
 //     kebab-case or upper-case key, or a value that is not a plain
 //     name);
 //   - anywhere else, a bare value that looks random (randomish).
-func keyValueSpan(s string, keyStart int, key string, m []int) (int, int, bool) {
+func keyValueSpan(s string, keyStart int, key string, m []int, scan *lineScan) (int, int, bool) {
 	quotedKey := m[2] < m[3]
 	sepText := s[m[4]:m[5]]
 	sep := strings.Trim(sepText, " \t")
@@ -652,7 +681,7 @@ func keyValueSpan(s string, keyStart int, key string, m []int) (int, int, bool) 
 	}
 	argument := false // the value is an argument, a bracket closing it
 	if !quotedKey && !lineStart() {
-		if opens := openBrackets(s, keyStart); opens > 0 {
+		if opens := scan.openBrackets(keyStart); opens > 0 {
 			// Inside an expression (an argument, a field): the value
 			// ends where the expression closes; the rest is not part of
 			// it. A bracket followed by more of the value is the
@@ -747,23 +776,54 @@ func inCode(key, value, sep string, spaced, lineStart bool) bool {
 // after one of them or after a comma. Otherwise (a command line, a URL)
 // it is 0.
 func openBrackets(s string, keyStart int) int {
-	ls := strings.LastIndexByte(s[:keyStart], '\n') + 1
-	before := strings.TrimRight(s[ls:keyStart], " \t")
-	if before == "" || strings.IndexByte("([{,", before[len(before)-1]) < 0 {
-		return 0
+	return (&lineScan{s: s}).openBrackets(keyStart)
+}
+
+// lineScan reads the text before the keys of one pass, in order, once: for
+// the position it has reached, the start of its line and the brackets
+// opened and not closed since. A long line holding many keys is read once,
+// not once a key.
+type lineScan struct {
+	s         string
+	pos       int // how far it has read
+	lineStart int // the start of pos's line
+	depth     int // brackets open in s[lineStart:pos]
+}
+
+// advance reads on to to (from the start again if to is behind).
+func (ls *lineScan) advance(to int) {
+	if to < ls.pos {
+		ls.pos, ls.lineStart, ls.depth = 0, 0, 0
 	}
-	depth := 0
-	for i := 0; i < len(before); i++ {
-		switch before[i] {
+	from := ls.pos
+	if i := strings.LastIndexByte(ls.s[from:to], '\n'); i >= 0 {
+		from = from + i + 1
+		ls.lineStart, ls.depth = from, 0
+	}
+	for i := from; i < to; i++ {
+		switch ls.s[i] {
 		case '(', '[', '{':
-			depth++
+			ls.depth++
 		case ')', ']', '}':
-			if depth > 0 {
-				depth--
+			if ls.depth > 0 {
+				ls.depth--
 			}
 		}
 	}
-	return depth
+	ls.pos = to
+}
+
+// openBrackets is openBrackets for the key at keyStart.
+func (ls *lineScan) openBrackets(keyStart int) int {
+	ls.advance(keyStart)
+	i := keyStart
+	for i > ls.lineStart && (ls.s[i-1] == ' ' || ls.s[i-1] == '\t') {
+		i--
+	}
+	if i == ls.lineStart || strings.IndexByte("([{,", ls.s[i-1]) < 0 {
+		return 0
+	}
+	return ls.depth
 }
 
 // memberKey: the key is a member of an object in code (self.secret,
@@ -790,15 +850,17 @@ func configKey(key string) bool {
 // restOfLineBlank reports whether only white space, a comma or a comment
 // follows s[i:] on its line.
 func restOfLineBlank(s string, i int) bool {
-	if i > len(s) {
-		return true
+	for i < len(s) {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == '\r' || r == '\n' {
+			return true
+		}
+		if !unicode.IsSpace(r) {
+			return r == '#' || r == ';'
+		}
+		i += size
 	}
-	rest := s[i:]
-	if eol := strings.IndexAny(rest, "\r\n"); eol >= 0 {
-		rest = rest[:eol]
-	}
-	rest = strings.TrimSpace(rest)
-	return rest == "" || strings.HasPrefix(rest, "#") || strings.HasPrefix(rest, ";")
+	return true
 }
 
 // indexOutsideMask is strings.IndexAny that does not look inside masks.

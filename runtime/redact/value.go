@@ -3,6 +3,8 @@ package redact
 import (
 	"math"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/wardenrt/warden/internal/lazyre"
 )
@@ -531,7 +533,19 @@ func isNumber(v string) bool {
 // white space before it, or a configuration prefix (export, set, ENV, a
 // YAML list's "-", a comment's "#" or ";", a flag's "--", an opening quote).
 func lineStartKey(s string, keyStart int) bool {
-	ls := strings.LastIndexByte(s[:keyStart], '\n') + 1
+	// What may stand before the key is short: a word (export, readonly)
+	// and four bytes more, white space aside. Past that many other bytes
+	// the key does not begin its line, however long the line is.
+	ls, other := keyStart, 0
+	for ls > 0 && s[ls-1] != '\n' {
+		r, size := utf8.DecodeLastRuneInString(s[:ls])
+		if !unicode.IsSpace(r) {
+			if other += size; other > maxLineStartPrefix {
+				return false
+			}
+		}
+		ls -= size
+	}
 	prefix := strings.TrimSpace(s[ls:keyStart])
 	if prefix == "" {
 		return true
@@ -561,6 +575,10 @@ func lineStartKey(s string, keyStart int) bool {
 	}
 	return false
 }
+
+// maxLineStartPrefix bounds what lineStartKey reads back: the longest
+// word it knows (readonly) and four bytes.
+const maxLineStartPrefix = len("readonly") + 4
 
 func isAlnum(r rune) bool {
 	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r >= 0x80

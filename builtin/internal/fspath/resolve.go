@@ -11,23 +11,21 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"unicode/utf8"
 
 	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/redact"
 	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // maxPathBytes is the longest path a tool accepts.
 const maxPathBytes = 4096
 
-// Quote quotes a user path for a message, cut to a readable length.
+// Quote quotes a user path for a message, cut to a readable length —
+// never inside a secret (redact.Cut): the gate masks the message, and a
+// secret cut short is no longer one it knows.
 func Quote(p string) string {
 	if len(p) > 200 {
-		cut := 200
-		for cut > 0 && !utf8.RuneStart(p[cut]) {
-			cut--
-		}
-		return strconv.Quote(p[:cut]) + "…"
+		return strconv.Quote(redact.Cut(p, 200)) + "…"
 	}
 	return strconv.Quote(p)
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/wardenrt/warden/runtime/redact"
 )
 
 // Show makes untrusted text safe to print on a terminal: control and
@@ -60,15 +62,12 @@ var StopWords = func() map[string]bool {
 }()
 
 // Clip trims the space around s and keeps at most its first n bytes (never
-// cutting a UTF-8 sequence), followed by "…" when it cut.
+// cutting a UTF-8 sequence, nor a secret: redact.Cut), followed by "…"
+// when it cut.
 func Clip(s string, n int) string {
 	s = strings.TrimSpace(s)
 	if len(s) <= n {
 		return s
 	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
+	return redact.Cut(s, n) + "…"
 }
