@@ -864,6 +864,12 @@ rules:
 	}
 	total := len(cases)
 	t.Logf("%d secrets × %d encodings × %d paths = %d cases; hits on disk: %d", len(secrets), len(scaleEncodings), numPaths, total, leaks)
+	heldOnDisk := "yes"
+	if leaks > 0 {
+		heldOnDisk = "NO"
+	}
+	t.Logf("security-report: secrets at scale | %d secrets × %d encodings × %d paths = %d cases; hits on disk of what the detector masks: %d | %s",
+		len(secrets), len(scaleEncodings), numPaths, total, leaks, heldOnDisk)
 	t.Logf("searched %d files, %d bytes (home, workspace, exports, TMPDIR, HOME), %d runs (%v); setup %v, warden %v, search %v",
 		files, bytesRead, len(runs), kinds, setup.Round(time.Millisecond), ran.Round(time.Millisecond), scanned.Round(time.Millisecond))
 	t.Log("masked, of the cases, per family and encoding (the detector's verdict on the text as its path carries it), and the cases found on disk:")
