@@ -179,15 +179,16 @@ func runWorkflow(ctx context.Context, e *env.Env, w *workflow.Workflow, params m
 		return err
 	}
 	reg := g.Registry()
+	runs := e.TrackRuns(st)
 	o := workflow.RunOptions{
 		Gate: g, Params: params, Principal: []string{"cli"}, DryRun: e.CLI().Bool("dry-run"),
-		Open: OpenWorkflow, Check: WorkflowOptions(reg), Runs: st, Resume: resume, Redactor: e.Redactor(),
+		Open: OpenWorkflow, Check: WorkflowOptions(reg), Runs: runs, Resume: resume, Redactor: e.Redactor(),
 	}
 	// Agent steps: on the configured model; with none configured the
 	// workflow package says the step needs one; a configuration that is
 	// there but wrong says what is wrong.
 	if cfg, err := e.ModelConfig(); err == nil {
-		o.Agent = AgentStep(e, g, st, cfg, w.Name)
+		o.Agent = AgentStep(e, g, runs, cfg, w.Name)
 	} else if os.Getenv("OPENAI_BASE_URL") != "" || os.Getenv("OPENAI_API_KEY") != "" {
 		var f *env.Failure
 		errors.As(err, &f)
