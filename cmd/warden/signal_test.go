@@ -227,18 +227,26 @@ func TestSignalsEndWardenAtOnce(t *testing.T) {
 		mod := sixtyMB(t)
 		for _, sigs := range [][]syscall.Signal{{syscall.SIGTERM}, {syscall.SIGTERM, syscall.SIGTERM}} {
 			home, ws := t.TempDir(), t.TempDir()
-			// Once the module is copied into <home>/tools, it is being
+			// Once the module is staged in <home>/tools, it is being
 			// checked and compiled.
 			ready := func(int, string) bool {
-				_, err := os.Stat(filepath.Join(home, "tools", "big.wasm"))
-				return err == nil
+				staged, _ := filepath.Glob(filepath.Join(home, "tools", ".install.*.big.wasm.tmp"))
+				return len(staged) > 0
 			}
 			s := signalWarden(t, home, ws, ready, sigs, "tool", "install", mod, "--name", "big")
 			checkStopped(t, s, syscall.SIGTERM, home, ws)
-			// Stopped by itself, the install removes what it copied.
-			left, _ := filepath.Glob(filepath.Join(home, "tools", "big.*"))
+			// Stopped by itself, the install removes what it staged;
+			// ended, it may leave it, and the next start removes it.
+			// Either way no module is there.
+			left, _ := filepath.Glob(filepath.Join(home, "tools", "*big.*"))
 			if strings.HasSuffix(strings.TrimSpace(s.stderr), "USER_CANCELLED: cancelled") && len(left) > 0 {
 				t.Errorf("a cancelled install left %v", left)
+			}
+			if r := runWarden(t, home, ws, nil, "tool", "ls"); r.code != 0 || strings.Contains(r.stdout, "big") {
+				t.Errorf("tool ls after the signal: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			if left, _ := filepath.Glob(filepath.Join(home, "tools", "*big.*")); len(left) > 0 {
+				t.Errorf("the next start left %v", left)
 			}
 		}
 	})

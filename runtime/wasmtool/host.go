@@ -160,6 +160,14 @@ func (h *Host) Load(ctx context.Context, taken func(string) bool) ([]tool.Tool, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("wasmtool: %w", err)
 	}
+	if h.settleStaged(ctx, entries) {
+		if entries, err = os.ReadDir(h.o.Dir); err != nil {
+			return nil, nil, fmt.Errorf("wasmtool: %w", err)
+		}
+		if pins, err = h.pins(ctx); err != nil {
+			return nil, nil, err
+		}
+	}
 	var names []string
 	seen := map[string]bool{}
 	for _, e := range entries {
@@ -392,16 +400,22 @@ func (f *files) has(export string) bool { return slices.Contains(f.info.Exports,
 // decodes the module's sections, decides its ABI and checks its imports
 // and the exports its ABI needs. It compiles and runs nothing.
 func (h *Host) readFiles(name string) (*files, error) {
+	return h.readFilesAt(name, h.wasmPath(name), h.sidecarPath(name))
+}
+
+// readFilesAt is readFiles of module name's files at wasmPath and
+// scPath (an install's staged copies).
+func (h *Host) readFilesAt(name, wasmPath, scPath string) (*files, error) {
 	if !gate.ValidToolName(name) {
 		return nil, fmt.Errorf("module name %q is invalid: use 1-64 letters, digits, _ or -", name)
 	}
-	b, sum, err := readHashed(h.wasmPath(name), maxModuleBytes)
+	b, sum, err := readHashed(wasmPath, maxModuleBytes)
 	if err != nil {
 		return nil, err
 	}
 	f := &files{wasm: b}
 	scSum := ""
-	if raw, s, err := readHashed(h.sidecarPath(name), MaxSidecarBytes); err == nil {
+	if raw, s, err := readHashed(scPath, MaxSidecarBytes); err == nil {
 		scSum = s
 		if f.sc, err = ParseSidecar(name+".tool.yaml", raw); err != nil {
 			return nil, err
@@ -520,7 +534,12 @@ func (h *Host) Check(name string) error {
 // kept says n is the pin's own naming, kept for a new version.
 // What it runs of the module runs within checkTimeout at most.
 func (h *Host) candidate(ctx context.Context, name string, n Naming, kept bool) (*Pin, error) {
-	f, err := h.readFiles(name)
+	return h.candidateAt(ctx, name, h.wasmPath(name), h.sidecarPath(name), n, kept)
+}
+
+// candidateAt is candidate of module name's files at wasmPath and scPath.
+func (h *Host) candidateAt(ctx context.Context, name, wasmPath, scPath string, n Naming, kept bool) (*Pin, error) {
+	f, err := h.readFilesAt(name, wasmPath, scPath)
 	if err != nil {
 		return nil, err
 	}
@@ -807,15 +826,22 @@ func (h *Host) Install(ctx context.Context, file string, o InstallOptions) (*Ins
 			return nil, &ExistsError{Module: name, DroppedIn: true, File: filepath.Base(p), Dir: h.o.Dir, Free: h.freeName(ctx, name)}
 		}
 	}
+	// The files are staged under names Load does not read, checked
+	// there, pinned, and only then put in place: a process killed before
+	// the pin leaves no module (the next Load removes the staged copies),
+	// one killed after it a pinned module whose files the next Load puts
+	// in place. Never a module in place that is not what its pin says.
+	stWasm, stSc := h.stagedPath(name, stagedWasm), h.stagedPath(name, stagedSidecar)
 	cleanup := func() {
-		os.Remove(h.wasmPath(name))
-		os.Remove(h.sidecarPath(name))
+		os.Remove(stWasm)
+		os.Remove(stSc)
 	}
-	if err := writeFileAtomic(h.wasmPath(name), src); err != nil {
+	if err := writeFileSynced(stWasm, src); err != nil {
+		cleanup()
 		return nil, err
 	}
 	if scErr == nil {
-		if err := writeFileAtomic(h.sidecarPath(name), scRaw); err != nil {
+		if err := writeFileSynced(stSc, scRaw); err != nil {
 			cleanup()
 			return nil, err
 		}
@@ -824,7 +850,7 @@ func (h *Host) Install(ctx context.Context, file string, o InstallOptions) (*Ins
 		cleanup()
 		return nil, err
 	}
-	p, err := h.candidate(ctx, name, o.Naming, false)
+	p, err := h.candidateAt(ctx, name, stWasm, stSc, o.Naming, false)
 	if err != nil {
 		cleanup()
 		return nil, err
@@ -844,6 +870,23 @@ func (h *Host) Install(ctx context.Context, file string, o InstallOptions) (*Ins
 		cleanup()
 		return nil, err
 	}
+	// The sidecar first: a module is loaded by its .wasm.
+	err = nil
+	if scErr == nil {
+		err = os.Rename(stSc, h.sidecarPath(name))
+	}
+	if err == nil {
+		err = os.Rename(stWasm, h.wasmPath(name))
+	}
+	if err != nil {
+		cleanup()
+		os.Remove(h.sidecarPath(name))
+		if derr := h.o.Pins.DeletePin(context.WithoutCancel(ctx), name); derr != nil {
+			return nil, errors.Join(err, derr)
+		}
+		return nil, err
+	}
+	syncDir(h.o.Dir)
 	return &Installed{Pin: p, Warnings: unrequested(p)}, nil
 }
 
@@ -872,28 +915,31 @@ func parseGrants(specs []string) ([]string, error) {
 	return out, nil
 }
 
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".install-*")
+// writeFileSynced writes data to a new file at path, on disk when it
+// returns.
+func writeFileSynced(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
+	if _, err := f.Write(data); err != nil {
+		f.Close()
 		return err
 	}
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
+	if err := f.Sync(); err != nil {
+		f.Close()
 		return err
 	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
+	return f.Close()
+}
+
+// syncDir makes the renames in dir durable (best effort: not every
+// system can sync a directory).
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
 	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
 
 // Diff checks name's files now and compares them with its pin (nil Old

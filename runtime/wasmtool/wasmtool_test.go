@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -604,5 +605,53 @@ func TestDroppedInModuleRunsNothingUntilChecked(t *testing.T) {
 	}
 	if err == nil || !strings.Contains(err.Error(), "start function") {
 		t.Fatalf("full check: %v", err)
+	}
+}
+
+// TestKilledInstallSettles: an install killed after its pin and before its
+// files were renamed into place leaves them staged; the next Load puts them
+// in place (the module works). Staged files of an install killed before
+// its pin are removed, and no module appears.
+func TestKilledInstallSettles(t *testing.T) {
+	e := newEnv(t)
+	e.install("examples/textstats", "pinned")
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	pid := dead.Process.Pid
+	dir := filepath.Join(e.home, "tools")
+	staged := func(name, kind string) string {
+		return filepath.Join(dir, fmt.Sprintf(".install.%d.%s%s.tmp", pid, name, kind))
+	}
+	// Killed between the renames: the sidecar in place, the module not.
+	if err := os.Rename(filepath.Join(dir, "pinned.wasm"), staged("pinned", ".wasm")); err != nil {
+		t.Fatal(err)
+	}
+	// Killed before the pin.
+	b, err := os.ReadFile(staged("pinned", ".wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{staged("unpinned", ".wasm"), staged("unpinned", ".tool.yaml")} {
+		if err := os.WriteFile(f, b[:len(b)/2], 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Being staged by a live process: left alone.
+	live := filepath.Join(dir, fmt.Sprintf(".install.%d.busy.wasm.tmp", os.Getpid()))
+	if err := os.WriteFile(live, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g, statuses := e.gate()
+	if len(statuses) != 1 || statuses[0].Module != "pinned" || statuses[0].State != wasmtool.StateOK {
+		t.Fatalf("statuses %+v", statuses)
+	}
+	if r := call(t, g, "pinned", `{"text":"a b"}`); !r.Success {
+		t.Fatalf("pinned: %+v", r.Error)
+	}
+	left, _ := filepath.Glob(filepath.Join(dir, ".install.*"))
+	if len(left) != 1 || left[0] != live {
+		t.Errorf("left in tools/: %v", left)
 	}
 }

@@ -212,6 +212,7 @@ func (e *Env) store() (store.Backend, error) {
 		return nil, StoreFailure(err)
 	}
 	e.st = st
+	e.recoverRuns(st)
 	return st, nil
 }
 
@@ -391,7 +392,7 @@ func (e *Env) coreTools() []tool.Tool {
 		Web:        web.Config{Search: web.SearchConfigFromEnv(os.Getenv)},
 		Interact:   interact.Config{TTY: e.terminal(), Out: e.stderr},
 		Memory:     memory.Config{Memory: st},
-		Automation: automation.Config{Runs: st, Jobs: st},
+		Automation: automation.Config{Runs: e.TrackRuns(st), Jobs: st},
 		Text: text.Config{
 			BaseURL: os.Getenv("OPENAI_BASE_URL"), APIKey: os.Getenv("OPENAI_API_KEY"), Model: os.Getenv("WARDEN_MODEL"),
 		},

@@ -2,12 +2,9 @@ package jobs
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/wardenrt/warden/cmd/warden/internal/env"
@@ -216,83 +213,21 @@ func notifyJob(ctx context.Context, e *env.Env, j schedule.Job, out schedule.Out
 // markInterrupted records a run a dead process left running as
 // interrupted, saying why.
 func markInterrupted(ctx context.Context, st store.Backend, runID, reason string) error {
-	doc, err := st.Run(ctx, runID)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil // it died before recording anything
-	}
-	if err != nil {
-		return err
-	}
-	var m map[string]any
-	if err := json.Unmarshal(doc, &m); err != nil {
-		return err
-	}
-	if m["status"] != gate.RunRunning {
-		return nil
-	}
-	m["status"] = schedule.StatusInterrupted
-	m["error"] = tool.Errorf(tool.CodeInternal, "", "the run was lost: %s", reason)
-	out, err := json.Marshal(m)
-	if err != nil {
-		return err
-	}
-	return st.PutRun(ctx, runID, out)
+	_, err := env.MarkInterrupted(ctx, st, runID, reason)
+	return err
 }
 
 // selfRunning identifies this process for the running marks: pid, host
 // (WARDEN_HOST, else the host name), boot and the process's start time,
 // so a reused pid is not taken for it.
 func selfRunning() schedule.Running {
-	return schedule.Running{PID: os.Getpid(), Host: hostName(), Boot: bootID(), Start: procStart(os.Getpid())}
-}
-
-// hostName is this host's name in a fleet: WARDEN_HOST, else the host
-// name.
-func hostName() string {
-	if h := os.Getenv("WARDEN_HOST"); h != "" {
-		return h
-	}
-	h, _ := os.Hostname()
-	return h
+	o := env.Self()
+	return schedule.Running{PID: o.PID, Host: o.Host, Boot: o.Boot, Start: o.Start}
 }
 
 // processAlive reports whether the process of a running mark still runs.
 // A mark from another host cannot be checked and counts as alive (its
 // lease says when it is not).
 func processAlive(r schedule.Running) bool {
-	if r.Host != hostName() {
-		return true
-	}
-	if b := bootID(); b != "" && r.Boot != "" && b != r.Boot {
-		return false
-	}
-	start := procStart(r.PID)
-	return start != "" && (r.Start == "" || start == r.Start)
-}
-
-func bootID() string {
-	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(b))
-}
-
-// procStart is a process's start time (field 22 of /proc/PID/stat), ""
-// when it does not exist.
-func procStart(pid int) string {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return ""
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return ""
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 20 {
-		return ""
-	}
-	return f[19]
+	return env.Owner{PID: r.PID, Host: r.Host, Boot: r.Boot, Start: r.Start}.Alive()
 }

@@ -85,7 +85,7 @@ func RunCommand() *cli.Command {
 				Gate: g, Model: model, Task: task, ModelName: cfg.Model, Endpoint: model.Host(),
 				Tools: tools, MaxSteps: e.CLI().Int("max-steps"), MaxCallsPerTurn: e.CLI().Int("max-calls-per-turn"),
 				TokenBudget: e.CLI().Int("token-budget"), System: system, Principal: []string{"cli"},
-				RunID: tool.NewID(), Runs: st, Artifacts: mem, Memory: mem, Redactor: e.Redactor(),
+				RunID: tool.NewID(), Runs: e.TrackRuns(st), Artifacts: mem, Memory: mem, Redactor: e.Redactor(),
 				Events: view.event,
 			}
 			fmt.Fprintf(e.Stderr(), "warden: run %s on %s (%s); Ctrl-C cancels\n", o.RunID, cfg.Model, model.Host())

@@ -177,7 +177,7 @@ func runsReplayCommand() *cli.Command {
 			mem := env.NewLazyStore(e.Store)
 			out, err := agent.Replay(ctx, &rec, agent.Options{
 				Gate: g, DryRun: !e.CLI().Bool("live"), Principal: []string{"cli", "replay"}, RunID: tool.NewID(),
-				Runs: st, Artifacts: mem, Memory: mem, Redactor: e.Redactor(), Events: view.event,
+				Runs: e.TrackRuns(st), Artifacts: mem, Memory: mem, Redactor: e.Redactor(), Events: view.event,
 			})
 			view.stop()
 			if err != nil {

@@ -80,7 +80,7 @@ func WorkflowCommand() *cli.Command {
 				}),
 			},
 			{
-				Name: "resume", Usage: "continue a failed or cancelled workflow run from the step that failed", ArgsUsage: "RUN_ID",
+				Name: "resume", Usage: "continue a failed, cancelled or interrupted workflow run from the step that failed", ArgsUsage: "RUN_ID",
 				Flags: []cli.Flag{env.JSONFlag},
 				Action: env.With(func(ctx context.Context, e *env.Env) error {
 					doc, err := runDoc(ctx, e, "warden workflow resume RUN_ID (see `warden runs ls`)")
@@ -92,7 +92,7 @@ func WorkflowCommand() *cli.Command {
 						return env.UsageErr("resume continues workflow runs (`warden runs ls` shows their kind)", "run %s is not a workflow run", e.CLI().Args().First())
 					}
 					if prev.Status == workflow.StatusSucceeded || prev.Status == workflow.StatusRunning {
-						return env.UsageErr("only a failed or cancelled run can be resumed", "run %s is %s", prev.ID, prev.Status)
+						return env.UsageErr("only a failed, cancelled or interrupted run can be resumed", "run %s is %s", prev.ID, prev.Status)
 					}
 					w, err := loadWorkflow(e, prev.File)
 					if err != nil {
@@ -179,15 +179,16 @@ func runWorkflow(ctx context.Context, e *env.Env, w *workflow.Workflow, params m
 		return err
 	}
 	reg := g.Registry()
+	runs := e.TrackRuns(st)
 	o := workflow.RunOptions{
 		Gate: g, Params: params, Principal: []string{"cli"}, DryRun: e.CLI().Bool("dry-run"),
-		Open: OpenWorkflow, Check: WorkflowOptions(reg), Runs: st, Resume: resume, Redactor: e.Redactor(),
+		Open: OpenWorkflow, Check: WorkflowOptions(reg), Runs: runs, Resume: resume, Redactor: e.Redactor(),
 	}
 	// Agent steps: on the configured model; with none configured the
 	// workflow package says the step needs one; a configuration that is
 	// there but wrong says what is wrong.
 	if cfg, err := e.ModelConfig(); err == nil {
-		o.Agent = AgentStep(e, g, st, cfg, w.Name)
+		o.Agent = AgentStep(e, g, runs, cfg, w.Name)
 	} else if os.Getenv("OPENAI_BASE_URL") != "" || os.Getenv("OPENAI_API_KEY") != "" {
 		var f *env.Failure
 		errors.As(err, &f)

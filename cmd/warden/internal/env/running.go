@@ -1,0 +1,281 @@
+package env
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/tool"
+	"github.com/wardenrt/warden/store"
+)
+
+// A run is recorded "running" when it starts and with its outcome when it
+// ends; a process killed in between (SIGKILL, a crash, the machine going
+// down) leaves it "running" for ever. So while a run of this process is
+// running, <home>/running/<run id> names the process (pid, host, boot,
+// start time), and the next warden process to open the store marks the
+// runs of dead processes interrupted (RATIONALE "A killed run is marked
+// interrupted"). The mark is written before the run's first record and
+// removed after its last, so a run left running always has one.
+
+// RunInterrupted is the status of a run its process left running: it was
+// killed or crashed.
+const RunInterrupted = "interrupted"
+
+// Owner is the process that runs something: a running run's mark, a
+// scheduled job's.
+type Owner struct {
+	PID  int    `json:"pid"`
+	Host string `json:"host"`
+	Boot string `json:"boot,omitempty"`
+	// Start is the process's start time, so a reused pid is not taken for it.
+	Start string `json:"start,omitempty"`
+}
+
+// Self is this process as an Owner.
+func Self() Owner {
+	return Owner{PID: os.Getpid(), Host: HostName(), Boot: BootID(), Start: ProcStart(os.Getpid())}
+}
+
+// Alive reports whether the owner still runs. An owner on another host
+// cannot be checked and counts as alive.
+func (o Owner) Alive() bool {
+	if o.Host != HostName() {
+		return true
+	}
+	if b := BootID(); b != "" && o.Boot != "" && b != o.Boot {
+		return false
+	}
+	if !procFS() {
+		return pidAlive(o.PID) // no /proc (macOS, Windows): the pid alone
+	}
+	start := ProcStart(o.PID)
+	return start != "" && (o.Start == "" || start == o.Start)
+}
+
+// HostName is this host's name in a fleet: WARDEN_HOST, else the host
+// name.
+func HostName() string {
+	if h := os.Getenv("WARDEN_HOST"); h != "" {
+		return h
+	}
+	h, _ := os.Hostname()
+	return h
+}
+
+// BootID identifies this boot of the machine ("" without /proc).
+func BootID() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// ProcStart is a process's start time (field 22 of /proc/PID/stat), ""
+// when it does not exist (or there is no /proc).
+func ProcStart(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return ""
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 20 {
+		return ""
+	}
+	return f[19]
+}
+
+var procFS = sync.OnceValue(func() bool {
+	_, err := os.Stat("/proc/self/stat")
+	return err == nil
+})
+
+// runMark is what <home>/running/<run id> holds.
+type runMark struct {
+	Run string `json:"run"`
+	Owner
+}
+
+// runningDir is where the marks of running runs are kept.
+func (e *Env) runningDir() string { return filepath.Join(e.home, "running") }
+
+// TrackRuns wraps runs (the store, or what stands for it) so that a run
+// recorded running is marked as this process's until it is recorded with
+// its outcome. The commands that run agents and workflows record them
+// through it.
+func (e *Env) TrackRuns(runs gate.Runs) gate.Runs {
+	return &trackedRuns{dir: e.runningDir(), runs: runs, marked: map[string]bool{}}
+}
+
+type trackedRuns struct {
+	dir  string
+	runs gate.Runs
+
+	mu     sync.Mutex
+	marked map[string]bool
+}
+
+func (t *trackedRuns) PutRun(ctx context.Context, id string, doc json.RawMessage) error {
+	var s struct {
+		Status string `json:"status"`
+	}
+	_ = json.Unmarshal(doc, &s)
+	running := s.Status == gate.RunRunning
+	if running {
+		t.mu.Lock()
+		marked := t.marked[id]
+		t.mu.Unlock()
+		if !marked {
+			if err := writeRunMark(t.dir, id); err != nil {
+				return err
+			}
+			t.mu.Lock()
+			t.marked[id] = true
+			t.mu.Unlock()
+		}
+	}
+	if err := t.runs.PutRun(ctx, id, doc); err != nil {
+		return err
+	}
+	if !running {
+		t.mu.Lock()
+		marked := t.marked[id]
+		delete(t.marked, id)
+		t.mu.Unlock()
+		if marked {
+			_ = os.Remove(filepath.Join(t.dir, id))
+		}
+	}
+	return nil
+}
+
+// writeRunMark writes dir/id naming this process, durably (temp file,
+// fsync, rename, fsync of the directory): a mark lost when the machine
+// goes down would leave its run running.
+func writeRunMark(dir, id string) error {
+	if filepath.Base(id) != id || strings.HasPrefix(id, ".") || id == "" {
+		return fmt.Errorf("run id %q cannot name a file", id)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return store.Classify(dir, err)
+	}
+	b, _ := json.Marshal(runMark{Run: id, Owner: Self()})
+	tmp := filepath.Join(dir, fmt.Sprintf(".%s.%d.tmp", id, os.Getpid()))
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return store.Classify(tmp, err)
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(dir, id))
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return store.Classify(tmp, err)
+	}
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// recoverRuns marks interrupted the runs that processes now dead left
+// running, and removes their marks. It runs when a command first opens
+// the store, and costs one directory read when no mark is there. Failures
+// are logged: the next start tries again.
+func (e *Env) recoverRuns(st store.Backend) {
+	dir := e.runningDir()
+	ents, err := os.ReadDir(dir)
+	if err != nil || len(ents) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, d := range ents {
+		name := d.Name()
+		path := filepath.Join(dir, name)
+		if strings.HasPrefix(name, ".") {
+			// A mark being written, or one a killed process left half
+			// written (its run was not recorded yet).
+			if f := strings.Split(name, "."); len(f) == 4 && f[3] == "tmp" {
+				if pid, err := strconv.Atoi(f[2]); err == nil && !pidAlive(pid) {
+					_ = os.Remove(path)
+				}
+			}
+			continue
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		var m runMark
+		if err := json.Unmarshal(b, &m); err != nil || m.Run != name {
+			e.Logger().Warn("a run mark that is not warden's", "file", path)
+			continue
+		}
+		if m.Alive() {
+			continue
+		}
+		why := fmt.Sprintf("process %d ended without finishing it (killed, or crashed)", m.PID)
+		if m.Boot != "" && m.Boot != BootID() {
+			why = fmt.Sprintf("the machine restarted while process %d ran it", m.PID)
+		}
+		marked, err := MarkInterrupted(ctx, st, name, why)
+		if err != nil {
+			e.Logger().Warn("a run left running could not be marked interrupted", "run", name, "err", err)
+			continue
+		}
+		if marked {
+			e.Logger().Info("a run left running was marked interrupted", "run", name, "why", why)
+		}
+		_ = os.Remove(path)
+	}
+}
+
+// MarkInterrupted records run runID, if it is still running, as
+// interrupted, saying why; it reports whether it did. A run never
+// recorded (its process died first) is no error.
+func MarkInterrupted(ctx context.Context, st store.Backend, runID, reason string) (bool, error) {
+	doc, err := st.Run(ctx, runID)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(doc, &m); err != nil {
+		return false, err
+	}
+	if m["status"] != gate.RunRunning {
+		return false, nil
+	}
+	m["status"] = RunInterrupted
+	m["error"] = tool.Errorf(tool.CodeInternal, "", "the run was lost: %s", reason)
+	out, err := json.Marshal(m)
+	if err != nil {
+		return false, err
+	}
+	return true, st.PutRun(ctx, runID, out)
+}
