@@ -30,8 +30,26 @@ const (
 
 // stagedPath is where this process stages name's file of kind (stagedWasm
 // or stagedSidecar).
-func (h *Host) stagedPath(name, kind string) string {
-	return filepath.Join(h.o.Dir, fmt.Sprintf("%s%d.%s%s%s", stagedPrefix, os.Getpid(), name, kind, stagedSuffix))
+func (h *Host) stagedPath(name, kind string) string { return stagedFile(h.o.Dir, name, kind) }
+
+func stagedFile(dir, name, kind string) string {
+	return filepath.Join(dir, fmt.Sprintf("%s%d.%s%s%s", stagedPrefix, os.Getpid(), name, kind, stagedSuffix))
+}
+
+// ModuleFiles returns the files of module name in dir as they are to be
+// read now: this process's staged copies while it installs the module
+// (what a Pins store's PutPin sees: the pin is written before the files
+// are put in place), else the module's own.
+func ModuleFiles(dir, name string) (wasm, sidecar string) {
+	if st := stagedFile(dir, name, stagedWasm); fileExists(st) {
+		return st, stagedFile(dir, name, stagedSidecar)
+	}
+	return filepath.Join(dir, name+".wasm"), filepath.Join(dir, name+".tool.yaml")
+}
+
+func fileExists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
 }
 
 // parseStaged reads a staged file's name: the installing process, the

@@ -16,6 +16,7 @@ import (
 
 	"github.com/wardenrt/warden/cmd/warden/internal/ui"
 	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/wasmtool"
 	"github.com/wardenrt/warden/store"
 	"github.com/wardenrt/warden/store/postgres"
 )
@@ -309,11 +310,17 @@ func (e *Env) publishModule(ctx context.Context, pg *postgres.Store, name string
 	manifestMu.Lock()
 	defer manifestMu.Unlock()
 	m := e.readManifest()
+	// An install pins the module before it puts its files in place: they
+	// are read where it staged them.
+	wasmFile, scFile := wasmtool.ModuleFiles(filepath.Join(e.home, "tools"), name)
 	for rel, want := range map[string]string{"tools/" + name + ".wasm": p.SHA256, "tools/" + name + ".tool.yaml": p.SidecarSHA256} {
 		if want == "" {
 			continue
 		}
-		path := filepath.Join(e.home, rel)
+		path := wasmFile
+		if strings.HasSuffix(rel, ".tool.yaml") {
+			path = scFile
+		}
 		data, err := os.ReadFile(path)
 		if err != nil {
 			return fmt.Errorf("publishing module %s to the fleet: %w", name, err)
