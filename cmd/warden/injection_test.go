@@ -761,7 +761,7 @@ func (w *injWorld) snapshot() {
 }
 
 // trees hashes the workspace, the user's home, the outside directory and
-// the warden home's files but its store (the database, the anchor, logs
+// the warden home's files but its store (the database, the anchor, logs, the marks of running runs
 // and the compiled-code cache change with every run).
 func (w *injWorld) trees() map[string]map[string]string {
 	return map[string]map[string]string{
@@ -770,7 +770,7 @@ func (w *injWorld) trees() map[string]map[string]string {
 		"outside":   injTree(w.t, w.outside, nil),
 		"warden home": injTree(w.t, w.home, func(rel string) bool {
 			top := strings.SplitN(rel, "/", 2)[0]
-			return slices.Contains([]string{"warden.db", "audit.head", "logs", "cache", "anchors"}, top)
+			return slices.Contains([]string{"warden.db", "audit.head", "logs", "cache", "anchors", "running"}, top)
 		}),
 	}
 }
