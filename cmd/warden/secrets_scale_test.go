@@ -32,7 +32,7 @@ import (
 // middle of the secret; paths outside the grants; an http call to a refused
 // host; arguments the schema refuses). Every (secret, encoding, path) case
 // gets a body of its own — same family, shape and context, random-looking,
-// from a fixed seed — so that a hit on disk names exactly one case. Then
+// from a fixed random source — so that a hit on disk names exactly one case. Then
 // every byte on disk is searched, for every case's value as it is, URL-
 // encoded, JSON-escaped (once and twice), in base64, and a random part of
 // it in any case: the home (the raw bbolt file with its free pages, the

@@ -63,12 +63,12 @@ func TestCrashSoak(t *testing.T) {
 		}
 		n = v
 	}
-	seed := uint64(time.Now().UnixNano())
+	randSeed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("WARDEN_SOAK_SEED"); s != "" {
-		seed, _ = strconv.ParseUint(s, 10, 64)
+		randSeed, _ = strconv.ParseUint(s, 10, 64)
 	}
-	t.Logf("seed %d (WARDEN_SOAK_SEED reproduces the kills' order and delays, not their timing)", seed)
-	s := &soak{t: t, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), home: t.TempDir(), ws: t.TempDir()}
+	t.Logf("random source %d (WARDEN_SOAK_SEED reproduces the kills' order and delays, not their timing)", randSeed)
+	s := &soak{t: t, rng: rand.New(rand.NewPCG(randSeed, randSeed^0x9e3779b97f4a7c15)), home: t.TempDir(), ws: t.TempDir()}
 	s.bin = filepath.Join(t.TempDir(), "warden")
 	goBuild(t, s.bin, ".")
 	s.module = wasmfixture.Stage(t, "examples/textstats", "soakmod", false)
