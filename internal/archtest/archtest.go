@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -65,39 +66,11 @@ next:
 // and each front end words the hint for its reader.
 var CLIFlags = []string{"--grant", "--approve", "--args"}
 
-// NoWordsOutside is NoWords over every directory under root except the
-// listed ones (relative to root).
+// NoWordsOutside is NoWords over everything under root but the listed
+// directories (relative to root).
 func NoWordsOutside(t testing.TB, words []string, root string, except ...string) {
 	t.Helper()
-	entries, err := os.ReadDir(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var dirs []string
-	var walk func(dir string)
-	walk = func(dir string) {
-		for _, x := range except {
-			if filepath.Clean(dir) == filepath.Join(root, x) {
-				return
-			}
-		}
-		sub, err := os.ReadDir(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range sub {
-			if e.IsDir() && e.Name() != "testdata" && !strings.HasPrefix(e.Name(), ".") {
-				walk(filepath.Join(dir, e.Name()))
-			}
-		}
-		dirs = append(dirs, dir)
-	}
-	for _, e := range entries {
-		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
-			walk(filepath.Join(root, e.Name()))
-		}
-	}
-	noWordsIn(t, words, dirs, false)
+	ScanWords(t, words, root, false, except...)
 }
 
 // NoWords fails the test for every line, in a non-test source file
@@ -106,50 +79,54 @@ func NoWordsOutside(t testing.TB, words []string, root string, except ...string)
 // literals and comments alike.
 func NoWords(t testing.TB, words []string, dirs ...string) {
 	t.Helper()
-	noWordsIn(t, words, dirs, true)
+	for _, dir := range dirs {
+		ScanWords(t, words, dir, false)
+	}
 }
 
-// noWordsIn scans the files of dirs (and, when deep, their
-// subdirectories) for words.
-func noWordsIn(t testing.TB, words []string, dirs []string, deep bool) {
+// ScanWords fails the test for every line that contains one of words, in
+// the source files under root — .go files (tests too when tests is set)
+// and the .yaml, .yml and .json files a package may embed — skipping
+// testdata, hidden directories and the except directories (relative to
+// root).
+func ScanWords(t testing.TB, words []string, root string, tests bool, except ...string) {
 	t.Helper()
 	scanned := 0
-	for _, dir := range dirs {
-		err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if d.IsDir() {
-				if d.Name() == "testdata" || (!deep && p != dir) {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-			switch ext := filepath.Ext(p); {
-			case ext == ".go" && !strings.HasSuffix(p, "_test.go"), ext == ".yaml", ext == ".yml", ext == ".json":
-			default:
-				return nil
-			}
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			scanned++
-			for i, line := range strings.Split(string(data), "\n") {
-				for _, w := range words {
-					if strings.Contains(line, w) {
-						t.Errorf("%s:%d names %s: %s", p, i+1, w, strings.TrimSpace(line))
-					}
-				}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			rel, _ := filepath.Rel(root, p)
+			if p != root && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".") || slices.Contains(except, filepath.ToSlash(rel))) {
+				return filepath.SkipDir
 			}
 			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
 		}
+		switch ext := filepath.Ext(p); {
+		case ext == ".go" && (tests || !strings.HasSuffix(p, "_test.go")), ext == ".yaml", ext == ".yml", ext == ".json":
+		default:
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		scanned++
+		for i, line := range strings.Split(string(data), "\n") {
+			for _, w := range words {
+				if strings.Contains(line, w) {
+					t.Errorf("%s:%d names %s: %s", p, i+1, w, strings.TrimSpace(line))
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	if scanned == 0 {
-		t.Fatalf("no source file under %v", dirs)
+		t.Fatalf("no source file under %s", root)
 	}
 }
 

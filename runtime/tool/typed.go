@@ -16,7 +16,7 @@ import (
 )
 
 // Typed is a tool whose arguments are the struct A. Its input schema is
-// derived from A (see SchemaFor) and its arguments are decoded into an A
+// derived from A (see schemaFor) and its arguments are decoded into an A
 // once per call: Needs, Preview and Run all receive the same value. Adapt
 // turns it into a Tool.
 type Typed[A any] interface {
@@ -53,14 +53,14 @@ type SchemaRefiner interface {
 // Adapt panics saying which (every core tool is adapted in tests).
 func Adapt[A any](t Typed[A]) Tool {
 	spec := t.Spec()
-	s, err := SchemaFor[A]()
+	s, err := schemaFor[A]()
 	if err != nil {
 		panic(fmt.Sprintf("tool %s: %v", spec.Name, err))
 	}
 	if r, ok := t.(SchemaRefiner); ok {
 		r.RefineSchema(s)
 	}
-	raw, err := MarshalSchema(s)
+	raw, err := marshalSchema(s)
 	if err != nil {
 		panic(fmt.Sprintf("tool %s: schema: %v", spec.Name, err))
 	}
@@ -116,10 +116,6 @@ func (a *adapter[A]) Run(ctx context.Context, c *Call) Outcome {
 	return a.t.Run(ctx, c, v)
 }
 
-// Typed returns the adapted tool (for tests that reach a tool's own
-// methods).
-func (a *adapter[A]) Typed() any { return a.t }
-
 type previewAdapter[A any] struct {
 	*adapter[A]
 	p TypedPreviewer[A]
@@ -161,7 +157,7 @@ func (a *previewSinkAdapter[A]) Sinks(c *Call) ([]Sink, error) {
 
 var schemaCache sync.Map // reflect.Type → *jsonschema.Schema
 
-// SchemaFor derives the input schema of the argument struct A: its
+// schemaFor derives the input schema of the argument struct A: its
 // properties, their types and which are required from the struct's fields
 // and their json tags (a field without omitempty is required), every
 // object closed (additionalProperties: false), descriptions from the
@@ -176,7 +172,7 @@ var schemaCache sync.Map // reflect.Type → *jsonschema.Schema
 // elements of a slice or the values of a map (items.maxLength:"256").
 // A slice or a pointer is not nullable in the published schema (strict
 // decoding treats null as absent).
-func SchemaFor[A any]() (*jsonschema.Schema, error) {
+func schemaFor[A any]() (*jsonschema.Schema, error) {
 	t := reflect.TypeFor[A]()
 	if c, ok := schemaCache.Load(t); ok {
 		return c.(*jsonschema.Schema).CloneSchemas(), nil
@@ -195,9 +191,9 @@ func SchemaFor[A any]() (*jsonschema.Schema, error) {
 	return s, nil
 }
 
-// MarshalSchema renders a schema as JSON, a closed object's
+// marshalSchema renders a schema as JSON, a closed object's
 // additionalProperties as false.
-func MarshalSchema(s *jsonschema.Schema) (json.RawMessage, error) {
+func marshalSchema(s *jsonschema.Schema) (json.RawMessage, error) {
 	raw, err := json.Marshal(s)
 	if err != nil {
 		return nil, err
