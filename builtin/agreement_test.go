@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -127,7 +128,7 @@ func schemaDiff(a, b any, at string) []string {
 	if alok && blok && len(al) == len(bl) {
 		var out []string
 		for i := range al {
-			out = append(out, schemaDiff(al[i], bl[i], at+"/"+itoa(i))...)
+			out = append(out, schemaDiff(al[i], bl[i], at+"/"+strconv.Itoa(i))...)
 		}
 		return out
 	}
@@ -159,5 +160,3 @@ func sameSet(a, b any) bool {
 	}
 	return true
 }
-
-func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -55,7 +56,7 @@ func Sizes(root string, maxPkg, maxFunc int) (bigPackages, longFuncs []string, e
 			}
 			if n := fset.Position(fd.End()).Line - fset.Position(fd.Pos()).Line + 1; n > maxFunc {
 				rel, _ := filepath.Rel(root, p)
-				longFuncs = append(longFuncs, rel+": "+fd.Name.Name+" has "+itoa(n)+" lines")
+				longFuncs = append(longFuncs, rel+": "+fd.Name.Name+" has "+strconv.Itoa(n)+" lines")
 			}
 		}
 		return nil
@@ -63,7 +64,7 @@ func Sizes(root string, maxPkg, maxFunc int) (bigPackages, longFuncs []string, e
 	for dir, n := range pkgLines {
 		if n > maxPkg {
 			rel, _ := filepath.Rel(root, dir)
-			bigPackages = append(bigPackages, rel+" has "+itoa(n)+" lines")
+			bigPackages = append(bigPackages, rel+" has "+strconv.Itoa(n)+" lines")
 		}
 	}
 	sort.Strings(bigPackages)
@@ -84,18 +85,5 @@ func HouseSizes(t testing.TB, root string) {
 	}
 	for _, l := range long {
 		t.Errorf("function %s; keep a function under %d", l, MaxFunctionLines)
-	}
-}
-
-func itoa(n int) string {
-	var b [20]byte
-	i := len(b)
-	for {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-		if n == 0 {
-			return string(b[i:])
-		}
 	}
 }
