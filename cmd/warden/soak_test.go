@@ -449,7 +449,9 @@ func (s *soak) checkRun(what, kind, ns, stderr string, acked int) {
 		}
 		ended := strings.Contains(stderr, " succeeded (run "+run.ID) || strings.Contains(stderr, "run "+run.ID+" succeeded")
 		switch {
-		case run.Status == "succeeded" && ended:
+		case run.Status == "succeeded":
+			// Finished: the kill may land after its last record and
+			// before it printed the end.
 			s.count.finished++
 		case run.Status == "interrupted" && !ended:
 			s.count.interrupted++
