@@ -423,7 +423,7 @@ func TestShellHostileOutputFlood(t *testing.T) {
 // refusal keeps it from being made.
 func TestShellHostileLaunchedEnvironment(t *testing.T) {
 	tooltest.GitBinary(t)
-	grants := []string{"fs.read:**", "fs.write:**", "exec:git", "exec:env", "exec:sh", "exec:bash", "exec:touch", "exec:true", "exec:timeout"}
+	grants := []string{"fs.read:**", "fs.write:**", "exec:git", "exec:env", "exec:sh", "exec:bash", "exec:touch", "exec:true", "exec:timeout", "exec:xargs", "exec:printf", "exec:echo"}
 	const fsmonitor = "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.fsmonitor GIT_CONFIG_VALUE_0='touch MARK; false'"
 	plantMonitor := func(t *testing.T, ws, mark string) {
 		shellAppend(t, filepath.Join(ws, ".git", "config"), "[core]\n\tfsmonitor = \"touch '"+mark+"'; false\"\n")
@@ -460,6 +460,35 @@ func TestShellHostileLaunchedEnvironment(t *testing.T) {
 		{name: "bash -c export of a computed name", cmd: "bash -c 'export \"$0\"=0; git status' GIT_CONFIG_COUNT", code: denied, msg: "only knows when it runs", planted: true},
 		{name: "sh -c in sh -c", cmd: `sh -c "sh -c 'GIT_CONFIG_COUNT=0; git status'"`, code: denied, planted: true},
 		{name: "env in sh -c", cmd: `sh -c "env -i git status"`, code: denied, planted: true},
+		// xargs builds env's words, or a shell's script, from its input.
+		{name: "xargs -I{} env {}", cmd: "xargs -I{} env {} git status <<< GIT_CONFIG_COUNT=0", code: denied, msg: "only knows when it runs", planted: true},
+		{name: "xargs env", cmd: "xargs env <<< 'GIT_CONFIG_COUNT=0 git status'", code: denied, planted: true},
+		{name: "xargs sh -c", cmd: "printf 'GIT_CONFIG_COUNT=0; git status' | xargs -0 sh -c", code: denied, planted: true},
+		{name: "xargs --process-slot-var", cmd: "xargs --process-slot-var=GIT_CONFIG_COUNT git status <<< x", code: denied, msg: "GIT_CONFIG_COUNT", planted: true},
+		{name: "env in sh -c from a variable", cmd: `sh -c 'v=CONFIG_COUNT=0; env GIT_$v git status'`, code: denied, planted: true},
+		// env -S is read as env's own words; long options by their prefixes.
+		{name: "env -S -i", cmd: "env -S '-i git status'", code: denied, msg: "clears the environment", planted: true},
+		{name: "env -S -u", cmd: "env -S '-u GIT_CONFIG_COUNT git status'", code: denied, msg: "removes GIT_CONFIG_COUNT", planted: true},
+		{name: "env -S ${NAME}=", cmd: "export N=GIT_CONFIG_COUNT; env -S '${N}=0 git status'", code: denied, planted: true},
+		{name: "env --ignore-env", cmd: "env --ignore-env git status", code: denied, msg: "clears the environment", planted: true},
+		{name: "env --unse=", cmd: "env --unse=GIT_CONFIG_COUNT git status", code: denied, msg: "removes GIT_CONFIG_COUNT", planted: true},
+		{name: "env --split=", cmd: "env --split='GIT_CONFIG_COUNT=0 git status'", code: denied, planted: true},
+		{name: "env 1=2 before", cmd: "env 1=2 GIT_CONFIG_COUNT=0 git status", code: denied, msg: "GIT_CONFIG_COUNT", planted: true},
+		// Setters of an inner script.
+		{name: "printf -vNAME", cmd: "bash -c 'printf -vGIT_CONFIG_COUNT 0; git status'", code: denied, planted: true},
+		{name: "printf -v NAME", cmd: "bash -c 'printf -v GIT_CONFIG_COUNT 0; git status'", code: denied, planted: true},
+		{name: "read a computed name", cmd: "bash -c 'i=COUNT; read -r GIT_CONFIG_$i <<< 0; git status'", code: denied, msg: "only knows when it runs", planted: true},
+		{name: "read -a NAME", cmd: "bash -c 'read -ra GIT_CONFIG_COUNT <<< 0; git status'", code: denied, planted: true},
+		{name: "${NAME:=value}", cmd: "bash -c 'set -a; : ${BASH_ENV:=s.sh}; bash -c true'", code: denied, msg: "BASH_ENV"},
+		{name: "declare -n computed target", cmd: "bash -c 'n=CONFIG_COUNT; declare -n r=GIT_$n; r=0; git status'", code: denied, planted: true},
+		{name: "command export", cmd: "bash -c 'command export GIT_CONFIG_COUNT=0; git status'", code: denied, planted: true},
+		{name: "builtin declare computed", cmd: `bash -c 'n=CONFIG_COUNT; builtin declare "GIT_$n=0"; git status'`, code: denied, planted: true},
+		{name: "let quoted", cmd: `bash -c 'let "GIT_CONFIG_COUNT=0"; git status'`, code: denied, planted: true},
+		{name: "mapfile computed", cmd: `bash -c 'n=CONFIG_COUNT; mapfile -t "GIT_$n" <<< 0; git status'`, code: denied, planted: true},
+		// Ordinary forms still run.
+		{name: "xargs -I{} echo", cmd: "xargs -I{} echo {} <<< a"},
+		{name: "env -S plain", cmd: "env -S 'FOO=1 true'"},
+		{name: "inner setters of plain variables", cmd: "bash -c 'read -r x <<< 1; printf -v y %s 2; : ${z:=3}; declare -n r=x; r=4; git status'", planted: true},
 		// What changes nothing warden guards still runs.
 		{name: "planted fsmonitor, plain git", cmd: "git status", planted: true},
 		{name: "env with a plain variable", cmd: "env FOO=bar sh -c 'test \"$FOO\" = bar'"},
@@ -485,6 +514,73 @@ func TestShellHostileLaunchedEnvironment(t *testing.T) {
 				t.Fatalf("error %+v lacks %q", res.Error, tc.msg)
 			}
 			absent(t, mark)
+		})
+	}
+}
+
+// launcherPolicy denies recursive rm and allows the shell otherwise, with
+// the launchers and shells granted: what a deny rule holds is all that
+// keeps src.
+const launcherPolicy = `version: 1
+grants: ["fs.read:**", "fs.write:**", "exec:rm", "exec:env", "exec:timeout", "exec:nice", "exec:setsid", "exec:xargs",
+  "exec:sh", "exec:bash", "exec:dash", "exec:git", "exec:true", "exec:echo", "exec:printf", "exec:cat", "exec:stdbuf", "exec:flock"]
+rules:
+  - {name: no-recursive-rm, tool: shell, command: ["rm ** -*r*", "rm ** -*R*", "rm ** --recursive*"], action: deny}
+  - {tool: shell, action: allow}
+`
+
+// TestShellHostileLauncherRules: a deny rule holds for the command a
+// launcher runs however its options are spelt — GNU long options by an
+// unambiguous prefix, options that take a value or do not, env -S strings
+// read as env's own options, what xargs builds from its input — and for
+// the programs an inner script hides: a function defined after its call,
+// a trap's script, an alias (dash expands them), eval behind command or
+// builtin. What warden cannot read exactly is an opaque subject, which
+// the deny rule matches. Before, each of these ran rm -rf src.
+func TestShellHostileLauncherRules(t *testing.T) {
+	for _, tc := range []struct {
+		name, cmd string
+		code      tool.Code // "" = runs
+	}{
+		{name: "setsid -f (no value)", cmd: "setsid -w -f rm -rf src", code: tool.CodePolicyDenied},
+		{name: "xargs -i (optional attached value)", cmd: "xargs -i rm -rf src <<< x", code: tool.CodePolicyDenied},
+		{name: "timeout --sig (prefix of --signal)", cmd: "timeout --sig KILL 5 rm -rf src", code: tool.CodePolicyDenied},
+		{name: "nice --adj (prefix of --adjustment)", cmd: "nice --adj 5 rm -rf src", code: tool.CodePolicyDenied},
+		{name: "env -S with env's -v", cmd: "env -S '-v rm -rf src'", code: tool.CodePolicyDenied},
+		{name: "env --split= (prefix of --split-string)", cmd: "env --split='rm -rf src'", code: tool.CodePolicyDenied},
+		{name: "env -S with -C and ${NAME}", cmd: "export F=-rf; env -S '-C. rm ${F} src'", code: tool.CodePolicyDenied},
+		{name: "xargs command name from its input", cmd: "xargs -I X X -rf src <<< rm", code: tool.CodePolicyDenied},
+		{name: "stdbuf --out (prefix of --output)", cmd: "stdbuf --out 0 rm -rf src", code: tool.CodePolicyDenied},
+		{name: "flock --wait (an alias of --timeout)", cmd: "flock --wait 5 lk rm -rf src", code: tool.CodePolicyDenied},
+		{name: "function defined after its call", cmd: "sh -c 'rm -rf src; rm() { :; }'", code: tool.CodePolicyDenied},
+		{name: "trap's script", cmd: `sh -c "trap 'rm -rf src' EXIT"`, code: tool.CodePolicyDenied},
+		{name: "dash alias", cmd: "dash -c 'alias r=rm\nr -rf src'", code: tool.CodePolicyDenied},
+		{name: "builtin eval", cmd: `bash -c 'builtin eval "rm -rf src"'`, code: tool.CodePolicyDenied},
+		{name: "command eval", cmd: `bash -c 'command eval "rm -rf src"'`, code: tool.CodePolicyDenied},
+		// Ordinary forms still run.
+		{name: "timeout 5", cmd: "timeout 5 true"},
+		{name: "timeout -s KILL --kill-after=1", cmd: "timeout -s KILL --kill-after=1 5 true"},
+		{name: "nice -n 5", cmd: "nice -n 5 true"},
+		{name: "env FOO=1", cmd: "env FOO=1 true"},
+		{name: "env -S assignment", cmd: "env -S 'FOO=1 true'"},
+		{name: "xargs -n1", cmd: "xargs -n1 echo <<< 'a b'"},
+		{name: "xargs -I{}", cmd: "xargs -I{} echo {} <<< a"},
+		{name: "setsid -w", cmd: "setsid -w true"},
+		{name: "a function defined first", cmd: "sh -c 'f() { true; }; f'"},
+		{name: "a trap that echoes", cmd: `sh -c "trap 'echo bye' EXIT; true"`},
+		{name: "rm without -r", cmd: "timeout 5 rm -f nothing"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ws := cleanDir(t)
+			tooltest.WriteFile(t, filepath.Join(ws, "src", "main.go"), "package main\n", 0o644)
+			g, _ := tooltest.Gate(t, launcherPolicy, ws, tool.Adapt[Args](&Shell{}))
+			res := tooltest.ShellDo(t, g, map[string]any{"command": tc.cmd, "timeout_ms": 20000})
+			if tooltest.Code(res) != tc.code {
+				t.Fatalf("want %q, got %+v\n%s", tc.code, res.Error, res.Data)
+			}
+			if _, err := os.Stat(filepath.Join(ws, "src", "main.go")); err != nil {
+				t.Fatalf("src is gone: %v", err)
+			}
 		})
 	}
 }

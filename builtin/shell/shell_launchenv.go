@@ -18,10 +18,12 @@ package shell
 
 import (
 	"path"
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
 
+	"github.com/wardenrt/warden/builtin/internal/getopt"
 	"github.com/wardenrt/warden/runtime/capability"
 	"github.com/wardenrt/warden/runtime/tool"
 )
@@ -40,8 +42,8 @@ type envChange struct {
 // or script it launches, makes to the environment that warden's own
 // interpreter would refuse; nil when there is none.
 func launchEnvRefusal(p tool.Program, grants capability.Set) *tool.Error {
-	for _, s := range subjects(p) {
-		for _, c := range launchEnv(s) {
+	for k, s := range subjects(p) {
+		for _, c := range launchEnv(s, k == 0) {
 			if e := c.refusal(grants); e != nil {
 				return e
 			}
@@ -87,145 +89,239 @@ func hardeningSets(name string) bool {
 }
 
 // launchEnv returns the changes subject s makes to the environment of what
-// it starts: env's and sudo's assignments and options, and what the script
-// of a shell's -c, flock -c or env -S does. Words known only at run time
-// end the search: the program's real words are checked as it starts.
-func launchEnv(s tool.Program) []envChange {
+// it starts: env's, sudo's and xargs's options and assignments, and what
+// the script of a shell's -c, flock -c or env -S does. A word known only
+// at run time where it may change the environment is checked again as
+// the program starts when recheck holds (s is the command's own program,
+// whose real words warden's interpreter checks); in what a launcher or a
+// script starts, warden never sees it again (xargs's input, a variable of
+// the script), so it is an unknown change.
+func launchEnv(s tool.Program, recheck bool) []envChange {
 	if s.Opaque || len(s.Argv) == 0 || dyn(s, 0) {
 		return nil
 	}
+	var out []envChange
+	open := func(by string) []envChange {
+		if recheck {
+			return out
+		}
+		return append(out, envChange{unknown: true, by: by})
+	}
 	switch name := path.Base(s.Argv[0]); name {
 	case "env":
-		return envArgsEnv(s)
-	case "sudo", "doas":
-		var out []envChange
-		for i := 1; i < len(s.Argv) && !dyn(s, i); i++ {
-			a := s.Argv[i]
-			if strings.HasPrefix(a, "-") {
-				continue // options (those taking a value cannot hold NAME=value)
+		r := readEnv(s)
+		out = r.changes
+		if r.open {
+			if r.split {
+				return append(out, envChange{unknown: true, by: "env -S"})
 			}
-			n, _, ok := strings.Cut(a, "=")
-			if !ok || !envName(n) {
+			return open("env")
+		}
+	case "sudo", "doas":
+		opts, i, st := launchers[name].opts.Parse(s.Argv, dynOf(s), 1, "")
+		if st == getopt.Dynamic {
+			return open(name)
+		}
+		for _, o := range opts {
+			if o.Dynamic {
+				return open(name)
+			}
+		}
+		for ; st == getopt.OK && i < len(s.Argv); i++ {
+			if dyn(s, i) {
+				return open(name)
+			}
+			n, _, ok := strings.Cut(s.Argv[i], "=")
+			if !ok || n == "" {
 				break
 			}
 			out = append(out, envChange{name: n, by: name})
 		}
-		return out
+	case "xargs":
+		// --process-slot-var=NAME sets NAME in each command it starts.
+		opts, _, st := xargsOpts.Parse(s.Argv, dynOf(s), 1, "")
+		for _, o := range opts {
+			switch {
+			case o.Key == "process-slot-var" && o.Dynamic:
+				return open("xargs --process-slot-var")
+			case o.Key == "process-slot-var":
+				out = append(out, envChange{name: o.Value, by: "xargs --process-slot-var"})
+			}
+		}
+		if st == getopt.Dynamic {
+			return open("xargs")
+		}
 	case "flock":
-		if i := skipOptions(s, 1, " -w --timeout -E --conflict-exit-code ", false); i >= 0 && i+2 < len(s.Argv) &&
-			(s.Argv[i+1] == "-c" || s.Argv[i+1] == "--command") && !dyn(s, i+2) {
-			return scriptEnv(s.Argv[i+2], "flock -c")
+		if i, ok := launchers["flock"].command(s); ok {
+			if src, ok := flockScript(s, i); ok {
+				return scriptEnv(src, "flock -c")
+			}
+			if i+2 < len(s.Argv) && (dyn(s, i+1) || dyn(s, i+2)) {
+				return open("flock -c")
+			}
 		}
 	case "sh", "bash", "dash", "zsh", "ksh", "ash", "mksh", "posh", "fish", "csh", "tcsh":
 		if src, ok := shellScript(s); ok {
 			return scriptEnv(src, name+" -c")
 		}
-	}
-	return nil
-}
-
-// envArgsEnv reads env's options and NAME=value operands.
-func envArgsEnv(s tool.Program) []envChange {
-	var out []envChange
-	opts := true
-	for i := 1; i < len(s.Argv); i++ {
-		if dyn(s, i) {
-			return out
-		}
-		a := s.Argv[i]
-		value := func() (string, bool) { // the next word, an option's value
-			if i+1 < len(s.Argv) && !dyn(s, i+1) {
-				i++
-				return s.Argv[i], true
-			}
-			return "", false
-		}
-		switch {
-		case opts && a == "--":
-			opts = false
-		case opts && (a == "-" || a == "--ignore-environment"):
-			out = append(out, envChange{clear: true, by: "env " + a})
-		case opts && a == "--unset":
-			if v, ok := value(); ok {
-				out = append(out, envChange{name: v, unset: true, by: "env"})
-			}
-		case opts && strings.HasPrefix(a, "--unset="):
-			out = append(out, envChange{name: strings.TrimPrefix(a, "--unset="), unset: true, by: "env"})
-		case opts && (a == "--split-string" || strings.HasPrefix(a, "--split-string=")):
-			src, ok := strings.CutPrefix(a, "--split-string=")
-			if !ok {
-				src, ok = value()
-			}
-			if ok {
-				out = append(out, scriptEnv(src, "env -S")...)
-			}
-			return out
-		case opts && a == "--chdir":
-			value()
-		case opts && strings.HasPrefix(a, "--"):
-			// --null, --debug, --ignore-signal, …
-		case opts && strings.HasPrefix(a, "-") && len(a) > 1:
-			// A cluster of short options: -i, -0, -v; -u, -C and -S take
-			// the rest of the word or the next one.
-		cluster:
-			for k := 1; k < len(a); k++ {
-				switch o := a[k]; o {
-				case 'i':
-					out = append(out, envChange{clear: true, by: "env -i"})
-				case 'u', 'C', 'S':
-					v, ok := a[k+1:], true
-					if v == "" {
-						v, ok = value()
-					}
-					if !ok {
-						return out
-					}
-					switch o {
-					case 'u':
-						out = append(out, envChange{name: v, unset: true, by: "env"})
-					case 'S':
-						return append(out, scriptEnv(v, "env -S")...)
-					}
-					break cluster
-				}
-			}
-		default:
-			n, _, ok := strings.Cut(a, "=")
-			if !ok || !envName(n) {
-				return out // the command
-			}
-			opts = false
-			out = append(out, envChange{name: n, by: "env"})
+		if scriptOpen(s) {
+			return open(name + " -c")
 		}
 	}
 	return out
 }
 
+// envRun is what env's words say: the changes it makes to the
+// environment and the command it runs.
+type envRun struct {
+	changes []envChange
+	cmd     int          // the command's first word in words (len: none)
+	words   tool.Program // env's words, -S strings split in place
+	// open: a word known only at run time stands where it may change the
+	// environment or be an option (an option, an assignment, -u's or -S's
+	// value); split: a -S string was read (its ${NAME} words are known
+	// only to env); unseen: what env runs cannot be told (a string env
+	// refuses, -S strings nested too deep).
+	open, split, unseen bool
+}
+
+// maxSplits bounds how many -S strings env's words are read through.
+const maxSplits = 8
+
+// readEnv reads env's words as GNU env does: options (-i, -u NAME, -C DIR,
+// -0, -v and their long names, by any unambiguous prefix), a - that
+// clears the environment, NAME=value words, then the command. A -S string
+// is split (getopt.SplitEnvString) and read in its place, options and
+// all: env -S '-i git status' is env -i git status.
+func readEnv(p tool.Program) envRun {
+	r := envRun{words: p}
+	for splits := 0; ; splits++ {
+		w := r.words
+		opts, i, st := envOpts.Parse(w.Argv, dynOf(w), 1, "S")
+		resplit := false
+		for _, o := range opts {
+			switch {
+			case o.Key == "i":
+				r.changes = append(r.changes, envChange{clear: true, by: "env -i"})
+			case o.Key == "u" && o.Dynamic:
+				r.open = true
+				return r
+			case o.Key == "u":
+				r.changes = append(r.changes, envChange{name: o.Value, unset: true, by: "env"})
+			case o.Key == "S" && (o.Dynamic || splits >= maxSplits):
+				r.open, r.unseen = true, true
+				return r
+			case o.Key == "S":
+				words, expanded, err := getopt.SplitEnvString(o.Value)
+				if err != nil {
+					r.unseen = true // env refuses the string
+					return r
+				}
+				r.split, resplit = true, true
+				r.words = tool.Program{
+					Argv:    append(append([]string{w.Argv[0]}, words...), w.Argv[i:]...),
+					Dynamic: append(append([]bool{false}, expanded...), w.Dynamic[min(i, len(w.Dynamic)):]...),
+				}
+			}
+		}
+		if resplit {
+			continue
+		}
+		if st != getopt.OK {
+			r.open, r.unseen = st == getopt.Dynamic, true
+			return r
+		}
+		if i < len(w.Argv) && !dyn(w, i) && w.Argv[i] == "-" {
+			r.changes = append(r.changes, envChange{clear: true, by: "env -"})
+			i++
+		}
+		for ; i < len(w.Argv); i++ {
+			if dyn(w, i) {
+				r.open = true
+				break
+			}
+			n, _, ok := strings.Cut(w.Argv[i], "=")
+			if !ok {
+				break
+			}
+			r.changes = append(r.changes, envChange{name: n, by: "env"})
+		}
+		r.cmd = i
+		return r
+	}
+}
+
+// launched is what env runs, as command rules see it: an opaque subject
+// when its words cannot be told, or its command holds a word env expands
+// from a -S string (${NAME}).
+func (r envRun) launched(p tool.Program) []tool.Program {
+	if r.unseen || r.open { // r.open: a word known only at run time, an assignment or the command
+		return opaque(p)
+	}
+	qs := launchRest(r.words, r.cmd)
+	if r.split && len(qs) > 0 && slices.Contains(qs[0].Dynamic, true) {
+		return opaque(p)
+	}
+	return qs
+}
+
 // shellScript returns the literal script of a shell's -c (see invocation).
 func shellScript(p tool.Program) (string, bool) {
+	src, i := shellScriptAt(p)
+	return src, i > 0 && !dyn(p, i)
+}
+
+// scriptOpen reports a shell's -c whose script, or an option before it,
+// is known only at run time.
+func scriptOpen(p tool.Program) bool {
+	_, i := shellScriptAt(p)
+	return i < 0 || i > 0 && dyn(p, i)
+}
+
+// shellScriptAt finds the script of a shell's -c: its text and index (0:
+// there is none; -1: a word known only at run time stands before it).
+func shellScriptAt(p tool.Program) (string, int) {
 	for i := 1; i < len(p.Argv); i++ {
 		a := p.Argv[i]
 		if dyn(p, i) {
-			return "", false
+			return "", -1
 		}
 		switch {
 		case a == "-o" || a == "+o" || a == "-O" || a == "+O" || a == "--rcfile" || a == "--init-file":
 			i++
 		case a == "--" || a == "-" || !(strings.HasPrefix(a, "-") || strings.HasPrefix(a, "+")):
-			return "", false
+			return "", 0
 		case strings.HasPrefix(a, "--"):
 		case strings.HasPrefix(a, "-") && strings.Contains(a, "c"):
-			if i+1 >= len(p.Argv) || dyn(p, i+1) {
-				return "", false
+			if i+1 >= len(p.Argv) {
+				return "", 0
 			}
-			return p.Argv[i+1], true
+			return p.Argv[i+1], i + 1
 		}
 	}
-	return "", false
+	return "", 0
 }
 
-// setters are builtins whose operands name variables they set.
-var setters = map[string]bool{"read": true, "printf": true, "getopts": true, "mapfile": true, "readarray": true, "let": true}
+// setters are the builtins that set variables they name, and how each
+// reads its words: its options (bash's), the options whose value names a
+// variable, and whether its operands do (read NAME…, mapfile ARRAY) or
+// only its second (getopts OPTSTRING NAME). printf sets only -v's.
+var setters = map[string]struct {
+	opts           getopt.Table
+	named          string // option keys whose value is a variable's name
+	operands, only bool   // operands are names; only the second one is
+}{
+	"read":      {opts: getopt.Table{Short: "ersa:d:i:n:N:p:t:u:"}, named: "a", operands: true},
+	"printf":    {opts: getopt.Table{Short: "v:"}, named: "v"},
+	"getopts":   {operands: true, only: true},
+	"mapfile":   {opts: getopt.Table{Short: "d:n:O:s:tu:C:c:"}, operands: true},
+	"readarray": {opts: getopt.Table{Short: "d:n:O:s:tu:C:c:"}, operands: true},
+	"export":    {opts: getopt.Table{Short: "fnp"}, operands: true},
+	"readonly":  {opts: getopt.Table{Short: "aAfp"}, operands: true},
+	"declare":   {opts: getopt.Table{Short: "aAfFgiIlnrtuxp"}, operands: true},
+	"typeset":   {opts: getopt.Table{Short: "aAfFgiIlnrtuxp"}, operands: true},
+	"local":     {opts: getopt.Table{Short: "aAfFgiIlnrtuxp"}, operands: true},
+}
 
 // arithAssign are the assignment operators of arithmetic.
 var arithAssign = map[syntax.BinAritOperator]bool{
@@ -236,102 +332,201 @@ var arithAssign = map[syntax.BinAritOperator]bool{
 
 // scriptEnv returns what a script another shell runs does to its
 // variables: each variable it assigns (alone, before a command, exported,
-// declared or in arithmetic), reads into, loops over or unsets; one it
-// names only when it runs is an unknown change. A variable the shell
-// inherited is in the environment of what it starts, so every assignment
-// counts, exported or not. Programs the script starts (env …) are
-// subjects of their own.
+// declared, in arithmetic or with ${NAME:=value}), reads into (read,
+// printf -v, getopts, mapfile), loops over or unsets; one it names only
+// when it runs, or through a reference whose target is computed
+// (declare -n), is an unknown change. A variable the shell inherited is
+// in the environment of what it starts, so every assignment counts,
+// exported or not. Programs the script starts (env …) are subjects of
+// their own.
 func scriptEnv(src, by string) []envChange {
 	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
 	if err != nil {
 		return nil // an opaque subject: the command rules judge it
 	}
-	var out []envChange
-	add := func(name string, unset bool) {
-		out = append(out, envChange{name: name, unset: unset, by: by})
+	e := &scriptEnvs{by: by}
+	syntax.Walk(f, e.node)
+	return e.out
+}
+
+// scriptEnvs gathers the changes of one script (scriptEnv).
+type scriptEnvs struct {
+	by  string
+	out []envChange
+}
+
+func (e *scriptEnvs) add(name string, unset bool) {
+	e.out = append(e.out, envChange{name: name, unset: unset, by: e.by})
+}
+
+func (e *scriptEnvs) unknown() { e.out = append(e.out, envChange{unknown: true, by: e.by}) }
+
+// word adds the variable a word names (NAME or NAME=value); a word known
+// only at run time is an unknown change.
+func (e *scriptEnvs) word(w *syntax.Word, unset bool) {
+	v, ok := wordLit(w)
+	switch {
+	case !ok:
+		e.unknown()
+	case strings.HasPrefix(v, "-") || strings.HasPrefix(v, "+"):
+	default:
+		n, _, _ := strings.Cut(v, "=")
+		e.add(n, unset)
 	}
-	unknown := func() { out = append(out, envChange{unknown: true, by: by}) }
-	// word adds the variable a literal word names (NAME or NAME=value).
-	word := func(w *syntax.Word, unset bool) {
-		v, ok := wordLit(w)
+}
+
+func (e *scriptEnvs) node(n syntax.Node) bool {
+	switch n := n.(type) {
+	case *syntax.DeclClause:
+		e.decl(n)
+	case *syntax.Assign:
+		// Alone, before a command, or an operand of export, declare,
+		// local, readonly, typeset.
 		switch {
-		case !ok:
-			unknown()
-		case strings.HasPrefix(v, "-") || strings.HasPrefix(v, "+"):
-		default:
-			n, _, _ := strings.Cut(v, "=")
-			add(n, unset)
+		case n.Name != nil:
+			e.add(n.Name.Value, false)
+		case n.Naked && n.Value != nil:
+			e.word(n.Value, false)
+		}
+		// declare -n ref=NAME makes ref an alias of NAME (so does ref=NAME
+		// once ref is declared a reference).
+		if n.Value != nil {
+			if v, ok := wordLit(n.Value); ok && (envGuarded(v) != "" || v == "PATH") {
+				e.add(v, false)
+			}
+		}
+	case *syntax.CallExpr:
+		e.call(n.Args)
+	case *syntax.ForClause:
+		if wi, ok := n.Loop.(*syntax.WordIter); ok && wi.Name != nil {
+			e.add(wi.Name.Value, false)
+		}
+	case *syntax.ParamExp:
+		// ${NAME=value} and ${NAME:=value} set NAME.
+		if n.Exp != nil && (n.Exp.Op == syntax.AssignUnset || n.Exp.Op == syntax.AssignUnsetOrNull) {
+			if n.Excl || n.Param == nil {
+				e.unknown()
+			} else {
+				e.add(n.Param.Value, false)
+			}
+		}
+	case *syntax.LetClause:
+		// let 'NAME=1': a quoted expression is read as arithmetic.
+		for _, x := range n.Exprs {
+			if w, ok := x.(*syntax.Word); ok {
+				v, ok := wordLit(w)
+				if !ok {
+					e.unknown()
+					continue
+				}
+				e.out = append(e.out, scriptEnv("(("+v+"))", e.by)...)
+			}
+		}
+	case *syntax.BinaryArithm:
+		if arithAssign[n.Op] {
+			if w, ok := n.X.(*syntax.Word); ok {
+				e.word(w, false)
+			}
+		}
+	case *syntax.UnaryArithm:
+		if n.Op == syntax.Inc || n.Op == syntax.Dec {
+			if w, ok := n.X.(*syntax.Word); ok {
+				e.word(w, false)
+			}
 		}
 	}
-	syntax.Walk(f, func(n syntax.Node) bool {
-		switch n := n.(type) {
-		case *syntax.Assign:
-			// Alone, before a command, or an operand of export, declare,
-			// local, readonly, typeset.
-			switch {
-			case n.Name != nil:
-				add(n.Name.Value, false)
-			case n.Naked && n.Value != nil:
-				word(n.Value, false)
-			}
-			// declare -n ref=NAME makes ref an alias of NAME.
-			if n.Value != nil {
-				if v, ok := wordLit(n.Value); ok && (envGuarded(v) != "" || v == "PATH") {
-					add(v, false)
-				}
-			}
-		case *syntax.CallExpr:
-			if len(n.Args) == 0 {
-				break
-			}
-			cmd, ok := wordLit(n.Args[0])
-			if !ok {
-				break
-			}
-			switch {
-			case cmd == "unset":
-				for _, w := range n.Args[1:] {
-					word(w, true)
-				}
-			case cmd == "eval":
-				var words []string
-				for _, w := range n.Args[1:] {
-					v, ok := wordLit(w)
-					if !ok {
-						return true // an opaque subject: the command rules judge it
-					}
-					words = append(words, v)
-				}
-				out = append(out, scriptEnv(strings.Join(words, " "), by)...)
-			case setters[cmd]:
-				for _, w := range n.Args[1:] {
-					v, ok := wordLit(w)
-					if !ok || strings.HasPrefix(v, "-") {
-						continue
-					}
-					if n, _, _ := strings.Cut(v, "="); envName(n) && (envGuarded(n) != "" || n == "PATH") {
-						add(n, false)
-					}
-				}
-			}
-		case *syntax.ForClause:
-			if wi, ok := n.Loop.(*syntax.WordIter); ok && wi.Name != nil {
-				add(wi.Name.Value, false)
-			}
-		case *syntax.BinaryArithm:
-			if arithAssign[n.Op] {
-				if w, ok := n.X.(*syntax.Word); ok {
-					word(w, false)
-				}
-			}
-		case *syntax.UnaryArithm:
-			if n.Op == syntax.Inc || n.Op == syntax.Dec {
-				if w, ok := n.X.(*syntax.Word); ok {
-					word(w, false)
-				}
-			}
+	return true
+}
+
+// decl: declare -n with a target known only at run time is an unknown
+// change (the reference may name any variable).
+func (e *scriptEnvs) decl(d *syntax.DeclClause) {
+	ref := d.Variant != nil && d.Variant.Value == "nameref"
+	for _, as := range d.Args {
+		if v, ok := wordLit(as.Value); ok && as.Naked && strings.HasPrefix(v, "-") && strings.Contains(v, "n") {
+			ref = true
 		}
-		return true
-	})
-	return out
+	}
+	for _, as := range d.Args {
+		if _, ok := wordLit(as.Value); ref && as.Value != nil && !ok {
+			e.unknown()
+		}
+	}
+}
+
+// call reads a simple command of the script: unset, eval, the setters,
+// and those behind command or builtin.
+func (e *scriptEnvs) call(args []*syntax.Word) {
+	for len(args) > 0 {
+		cmd, ok := wordLit(args[0])
+		if !ok || cmd != "command" && cmd != "builtin" {
+			break
+		}
+		args = args[1:]
+		for len(args) > 0 {
+			if v, ok := wordLit(args[0]); !ok || !strings.HasPrefix(v, "-") {
+				break
+			}
+			args = args[1:]
+		}
+	}
+	if len(args) == 0 {
+		return
+	}
+	cmd, ok := wordLit(args[0])
+	if !ok {
+		return
+	}
+	switch st, isSetter := setters[cmd]; {
+	case cmd == "unset":
+		for _, w := range args[1:] {
+			e.word(w, true)
+		}
+	case cmd == "eval":
+		var words []string
+		for _, w := range args[1:] {
+			v, ok := wordLit(w)
+			if !ok {
+				return // an opaque subject: the command rules judge it
+			}
+			words = append(words, v)
+		}
+		e.out = append(e.out, scriptEnv(strings.Join(words, " "), e.by)...)
+	case isSetter:
+		e.setter(st.opts, st.named, st.operands, st.only, args)
+	}
+}
+
+// setter adds the variables a setter's words name.
+func (e *scriptEnvs) setter(opts getopt.Table, named string, operands, only bool, args []*syntax.Word) {
+	p := tool.Program{Argv: make([]string, len(args)), Dynamic: make([]bool, len(args))}
+	for i, w := range args {
+		v, ok := wordLit(w)
+		p.Argv[i], p.Dynamic[i] = v, !ok
+	}
+	read, i, st := opts.Parse(p.Argv, dynOf(p), 1, "")
+	if st != getopt.OK {
+		e.unknown() // an option known only at run time may name a variable
+		return
+	}
+	for _, o := range read {
+		switch {
+		case !strings.Contains(named, o.Key):
+		case o.Dynamic:
+			e.unknown()
+		default:
+			e.add(o.Value, false)
+		}
+	}
+	for k := i; operands && k < len(args); k++ {
+		if only && k != i+1 {
+			continue
+		}
+		if p.Dynamic[k] {
+			e.unknown()
+			continue
+		}
+		n, _, _ := strings.Cut(p.Argv[k], "=")
+		e.add(n, false)
+	}
 }

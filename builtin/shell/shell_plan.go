@@ -124,6 +124,9 @@ type analyzer struct {
 	in         analyzeInput
 	out        *analysis
 	funcs      map[string]bool
+	defined    map[string]syntax.Pos // functions defined by a statement of the script, where
+	unsets     []*syntax.Word        // the words of its unset commands
+	at         syntax.Pos            // the call being read
 	dirChanged bool
 	// per-node context, filled while walking the statements that hold them
 	redirs  map[*syntax.CallExpr][]*syntax.Redirect
@@ -137,16 +140,35 @@ const maxEvalDepth = 4
 
 func analyze(in analyzeInput) *analysis {
 	z := &analyzer{
-		in: in, out: &analysis{}, funcs: map[string]bool{},
+		in: in, out: &analysis{}, funcs: map[string]bool{}, defined: map[string]syntax.Pos{},
 		redirs: map[*syntax.CallExpr][]*syntax.Redirect{}, where: map[*syntax.CallExpr]string{},
 		warned: map[string]bool{}, printer: syntax.NewPrinter(),
 	}
 	syntax.Walk(in.file, func(n syntax.Node) bool {
-		if fd, ok := n.(*syntax.FuncDecl); ok && fd.Name != nil {
-			z.funcs[fd.Name.Value] = true
+		switch n := n.(type) {
+		case *syntax.FuncDecl:
+			if n.Name != nil {
+				z.funcs[n.Name.Value] = true
+			}
+		case *syntax.CallExpr:
+			if len(n.Args) > 0 {
+				if v, _ := wordLit(n.Args[0]); v == "unset" {
+					z.unsets = append(z.unsets, n.Args[1:]...)
+				}
+			}
 		}
 		return true
 	})
+	// A function is known to be defined before a call when its definition
+	// is a statement of the script itself, before the call, and nothing
+	// unsets it.
+	for _, st := range in.file.Stmts {
+		if fd, ok := st.Cmd.(*syntax.FuncDecl); ok && fd.Name != nil {
+			if _, seen := z.defined[fd.Name.Value]; !seen {
+				z.defined[fd.Name.Value] = fd.Pos()
+			}
+		}
+	}
 	z.walk(in.file.Stmts, "", 0)
 	return z.out
 }
@@ -305,6 +327,7 @@ func (z *analyzer) call(ce *syntax.CallExpr, context string, depth int) {
 		z.out.unseen = true
 		z.addProgram(words, static, &entry)
 	default:
+		z.at = ce.Pos()
 		entry.Kind = z.command(words, static, allStatic, &entry, depth)
 	}
 	z.out.plan.Commands = append(z.out.plan.Commands, entry)
@@ -314,6 +337,12 @@ func (z *analyzer) call(ce *syntax.CallExpr, context string, depth int) {
 func (z *analyzer) command(words []string, static []bool, allStatic bool, entry *PlanCommand, depth int) string {
 	name := words[0]
 	if z.funcs[name] {
+		if depth > 0 || !z.definedBefore(name, z.at) {
+			// The function may not be defined yet when the call runs
+			// (sh -c 'rm -rf src; rm() { :; }'): the program of that
+			// name is a subject too.
+			z.addProgram(words, static, entry)
+		}
 		return "function"
 	}
 	if !interp.IsBuiltin(name) {
@@ -321,7 +350,7 @@ func (z *analyzer) command(words []string, static []bool, allStatic bool, entry 
 		return "program"
 	}
 	switch name {
-	case "command", "exec":
+	case "command", "exec", "builtin":
 		i := 1
 		for i < len(words) && static[i] && strings.HasPrefix(words[i], "-") && words[i] != "-" {
 			if name == "command" && (words[i] == "-v" || words[i] == "-V") {
@@ -329,8 +358,28 @@ func (z *analyzer) command(words []string, static []bool, allStatic bool, entry 
 			}
 			i++
 		}
-		if i < len(words) && static[i] && !interp.IsBuiltin(words[i]) && !z.funcs[words[i]] {
+		switch {
+		case i >= len(words) || !static[i]:
+		case interp.IsBuiltin(words[i]) && name != "exec":
+			// command eval '…', builtin trap '…' EXIT: the builtin's own reading.
+			z.command(words[i:], static[i:], allStatic, entry, depth)
+		case !interp.IsBuiltin(words[i]) && name != "builtin":
 			z.program(words[i:], static[i:], allStatic, entry)
+		}
+	case "trap":
+		z.trap(words, static, depth)
+	case "alias":
+		// dash expands aliases in scripts (and bash with expand_aliases).
+		z.out.unseen = z.out.unseen || len(words) > 1
+	case "enable", "hash", "mapfile", "readarray":
+		// enable -f loads a builtin from a file, hash -p names the file a
+		// program name runs, mapfile -C runs a callback: what runs is
+		// unseen.
+		flag := map[string]string{"enable": "f", "hash": "p", "mapfile": "C", "readarray": "C"}[name]
+		for i, w := range words[1:] {
+			if !static[i+1] || strings.HasPrefix(w, "-") && strings.Contains(w, flag) {
+				z.out.unseen = true
+			}
 		}
 	case "eval":
 		if !allStatic || depth >= maxEvalDepth {
@@ -360,6 +409,49 @@ func (z *analyzer) command(words []string, static []bool, allStatic bool, entry 
 		z.dirChanged = true
 	}
 	return "builtin"
+}
+
+// definedBefore reports whether function name is defined before pos by
+// a statement of the script that nothing unsets.
+func (z *analyzer) definedBefore(name string, pos syntax.Pos) bool {
+	at, ok := z.defined[name]
+	if !ok || !at.IsValid() || !pos.IsValid() || pos.Offset() < at.Offset() {
+		return false
+	}
+	for _, w := range z.unsets {
+		if v, ok := wordLit(w); !ok || v == name {
+			return false
+		}
+	}
+	return true
+}
+
+// trap reads trap's action, a script the shell runs on a signal or at
+// exit, as eval's string is read (trap [-lp] [--] [ACTION] CONDITION…).
+func (z *analyzer) trap(words []string, static []bool, depth int) {
+	i := 1
+	for i < len(words) && static[i] && (words[i] == "-l" || words[i] == "-p" || words[i] == "-lp" || words[i] == "-pl") {
+		i++
+	}
+	if i < len(words) && static[i] && words[i] == "--" {
+		i++
+	}
+	if i+1 >= len(words) {
+		return // trap -p, trap -l, trap, or a single condition: nothing is set
+	}
+	if !static[i] || depth >= maxEvalDepth {
+		z.out.unseen = true
+		return
+	}
+	action := words[i]
+	if action == "-" || action == "" || strings.Trim(action, "0123456789") == "" {
+		return // resets or ignores the conditions
+	}
+	if f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(action), ""); err == nil {
+		z.walk(f.Stmts, "trap", depth+1)
+	} else {
+		z.out.unseen = true
+	}
 }
 
 // program records the exec need of a program and refuses, before running,
@@ -557,7 +649,7 @@ func wordLit(w *syntax.Word) (string, bool) {
 					if v[i] != '\n' {
 						b.WriteByte(v[i])
 					}
-				case strings.IndexByte("*?[]{}~", c) >= 0:
+				case strings.IndexByte("*?[]~", c) >= 0 || (c == '{' || c == '}') && braces(w):
 					return "", false
 				default:
 					b.WriteByte(c)
@@ -594,6 +686,18 @@ func wordLit(w *syntax.Word) (string, bool) {
 		}
 	}
 	return b.String(), true
+}
+
+// braces reports whether w may hold a brace expansion ({a,b}, {1..3}): a
+// brace with an unquoted comma or .. in the same word. {} alone (xargs -I{},
+// find -exec … {}) is plain text.
+func braces(w *syntax.Word) bool {
+	for _, part := range w.Parts {
+		if l, ok := part.(*syntax.Lit); ok && (strings.Contains(l.Value, ",") || strings.Contains(l.Value, "..")) {
+			return true
+		}
+	}
+	return false
 }
 
 // quote quotes a word for display when it needs it: when the shell would

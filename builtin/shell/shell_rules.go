@@ -18,6 +18,7 @@ import (
 
 	"mvdan.cc/sh/v3/syntax"
 
+	"github.com/wardenrt/warden/builtin/internal/getopt"
 	"github.com/wardenrt/warden/runtime/tool"
 )
 
@@ -38,6 +39,73 @@ var starters = map[string]bool{
 	"ltrace": true, "gdb": true, "valgrind": true, "su": true, "runuser": true, "sg": true, "parallel": true,
 	"systemd-run": true, "tmux": true, "screen": true, "vi": true, "vim": true, "nvim": true, "emacs": true,
 	"less": true, "more": true, "man": true, "ssh": true, "docker": true, "podman": true, "kubectl": true,
+}
+
+// launcher is how warden reads a launcher's words: its options, the
+// operands before its command (timeout's duration, taskset's mask),
+// whether NAME=value words come before the command (sudo), and the
+// options with which what it runs is unseen (sudo -s runs the command
+// through a shell, -e an editor).
+type launcher struct {
+	opts     *getopt.Table
+	operands int
+	assigns  bool
+	unseen   string // keys, space separated
+}
+
+// launchers are the option tables of the launchers as this machine's
+// programs read them (coreutils 9.1, findutils 4.9, util-linux 2.38, GNU
+// time 1.9) or as documented (sudo, doas, moreutils' chronic, expect's
+// unbuffer). env and xargs are read by readEnv and xargsLaunched.
+var launchers = map[string]launcher{
+	"timeout":  {opts: &getopt.Table{Short: "k:s:v", Long: "kill-after=k: signal=s: verbose=v foreground preserve-status help version"}, operands: 1},
+	"nice":     {opts: &getopt.Table{Short: "n:", Long: "adjustment=n: help version", Numeric: true}},
+	"nohup":    {opts: &getopt.Table{Long: "help version"}},
+	"setsid":   {opts: &getopt.Table{Short: "Vhcfw", Long: "ctty=c fork=f wait=w help=h version=V"}},
+	"stdbuf":   {opts: &getopt.Table{Short: "i:o:e:", Long: "input=i: output=o: error=e: help version"}},
+	"time":     {opts: &getopt.Table{Short: "af:o:pqvV", Long: "append=a format=f: output=o: portability=p quiet=q verbose=v help version=V"}},
+	"ionice":   {opts: &getopt.Table{Short: "n:c:p:P:u:tVh", Long: "class=c: classdata=n: pid=p: pgid=P: uid=u: ignore=t help=h version=V"}},
+	"taskset":  {opts: &getopt.Table{Short: "apchV", Long: "all-tasks=a pid=p cpu-list=c help=h version=V"}, operands: 1},
+	"flock":    {opts: &getopt.Table{Short: "sexnoFuw:E:hV", Long: "shared=s exclusive=x unlock=u nonblocking=n nb=n timeout=w: wait=w: conflict-exit-code=E: close=o no-fork=F verbose help=h version=V"}},
+	"chronic":  {opts: &getopt.Table{Short: "ev"}},
+	"unbuffer": {opts: &getopt.Table{Short: "p"}},
+	"doas":     {opts: &getopt.Table{Short: "a:C:Lnsu:"}, assigns: true, unseen: "s"},
+	"sudo": {opts: &getopt.Table{
+		Short: "Aa:BbC:c:D:Eeg:Hh::iKklNnPp:R:r:SsT:t:U:u:Vv",
+		Long: "askpass=A auth-type=a: background=b bell=B close-from=C: login-class=c: chdir=D: preserve-env=E:: edit=e group=g: " +
+			"set-home=H help=h host: login=i remove-timestamp=K reset-timestamp=k list=l non-interactive=n no-update=N " +
+			"preserve-groups=P prompt=p: chroot=R: role=r: stdin=S shell=s type=t: command-timeout=T: other-user=U: user=u: version=V validate=v",
+	}, assigns: true, unseen: "s i e h host"},
+}
+
+var (
+	envOpts = getopt.Table{Short: "C:iS:u:v0", Long: "ignore-environment=i null=0 unset=u: chdir=C: split-string=S: block-signal:: " +
+		"default-signal:: ignore-signal:: list-signal-handling debug=v help version"}
+	xargsOpts = getopt.Table{Short: "0a:E:e::i::I:l::L:n:oprs:txP:d:", Long: "null=0 arg-file=a: delimiter=d: eof=e:: replace=I:: " +
+		"max-lines=l:: max-args=n: open-tty=o interactive=p no-run-if-empty=r max-chars=s: verbose=t show-limits exit=x " +
+		"max-procs=P: process-slot-var: version help"}
+)
+
+// command returns the index of the first word after p's options and
+// assignments (and its operands: the command's name); false when warden
+// cannot tell, or cannot see what runs.
+func (l launcher) command(p tool.Program) (int, bool) {
+	opts, i, st := l.opts.Parse(p.Argv, dynOf(p), 1, "")
+	if st != getopt.OK {
+		return 0, false
+	}
+	for _, o := range opts {
+		if strings.Contains(" "+l.unseen+" ", " "+o.Key+" ") {
+			return 0, false
+		}
+	}
+	for l.assigns && i < len(p.Argv) && !dyn(p, i) && strings.IndexByte(p.Argv[i], '=') > 0 {
+		i++
+	}
+	if l.assigns && dyn(p, i) {
+		return 0, false // an assignment or the command
+	}
+	return i + l.operands, true
 }
 
 // subjects returns the program and what it launches: what command
@@ -80,7 +148,11 @@ func opaque(p tool.Program) []tool.Program {
 
 // launched returns the commands p launches: the command a launcher
 // runs, the programs of an sh -c script, or an opaque subject; nil when p
-// launches nothing.
+// launches nothing. A launcher's words are read with its own option
+// table (launchers); what warden does not model exactly — an unknown or
+// ambiguous option, a word known only at run time where an option or an
+// assignment may stand, what xargs builds from its input in a command's
+// place — makes an opaque subject rather than a guess.
 func launched(p tool.Program) []tool.Program {
 	if len(p.Argv) == 0 || p.Opaque {
 		return nil
@@ -88,45 +160,34 @@ func launched(p tool.Program) []tool.Program {
 	if dyn(p, 0) {
 		return nil // a name known only at run time: matched as a dynamic word, checked when it runs
 	}
-	name := path.Base(p.Argv[0])
-	switch name {
+	switch name := path.Base(p.Argv[0]); name {
 	case "env":
-		return envLaunched(p)
-	case "timeout":
-		i := skipOptions(p, 1, " -s --signal -k --kill-after ", false)
-		if i < 0 {
-			return opaque(p)
-		}
-		return launchRest(p, i+1) // the duration
-	case "nice":
-		return launchAt(p, skipOptions(p, 1, " -n --adjustment ", false))
-	case "nohup", "setsid", "time", "chronic", "unbuffer", "stdbuf", "ionice", "doas", "sudo":
-		return launchAt(p, skipOptions(p, 1, " -f -o --output --format -i -e --input --error -c -n -p -P -u --class --classdata --user -g --group -C --close-from -h --host --prompt -r --role -t --type -D --chdir ", name == "sudo" || name == "doas"))
-	case "taskset":
-		i := skipOptions(p, 1, "", false)
-		if i < 0 {
-			return opaque(p)
-		}
-		return launchRest(p, i+1) // the mask
+		return readEnv(p).launched(p)
+	case "xargs":
+		return xargsLaunched(p)
 	case "flock":
 		return flockLaunched(p)
-	case "xargs":
-		// xargs adds the words it reads to the command's argv.
-		i := skipOptions(p, 1, " -a --arg-file -d --delimiter -E -e -I -i -L -l -n --max-args -P --max-procs -s --max-chars --process-slot-var ", false)
-		if i < 0 {
+	case "busybox":
+		// An applet that launches reads busybox's own options, which
+		// warden does not model.
+		if len(p.Argv) < 2 || dyn(p, 1) || strings.HasPrefix(p.Argv[1], "-") || path.Base(p.Argv[1]) == "env" ||
+			path.Base(p.Argv[1]) == "xargs" || launchers[path.Base(p.Argv[1])].opts != nil {
 			return opaque(p)
 		}
-		if i >= len(p.Argv) {
-			return []tool.Program{{Argv: []string{"echo", "‹input›"}, Dynamic: []bool{false, true}}}
-		}
-		return launchRest(p, i, true)
-	case "busybox":
 		return launchRest(p, 1)
 	case "sh", "bash", "dash", "zsh", "ksh", "ash", "mksh", "posh", "fish", "csh", "tcsh":
 		return invocation(p)
-	}
-	if starters[name] {
-		return opaque(p)
+	default:
+		if l, ok := launchers[name]; ok {
+			i, ok := l.command(p)
+			if !ok {
+				return opaque(p)
+			}
+			return launchRest(p, i)
+		}
+		if starters[name] {
+			return opaque(p)
+		}
 	}
 	return nil
 }
@@ -143,121 +204,94 @@ func launchRest(p tool.Program, i int, extra ...bool) []tool.Program {
 		q.Dynamic[k] = dyn(p, i+k)
 	}
 	for range extra {
-		q.Argv = append(q.Argv, "‹input›")
+		q.Argv = append(q.Argv, inputWord)
 		q.Dynamic = append(q.Dynamic, true)
 	}
 	return []tool.Program{q}
 }
 
-// launchAt is launchRest, or an opaque subject when i < 0 (skipOptions
-// met a word known only at run time).
-func launchAt(p tool.Program, i int, extra ...bool) []tool.Program {
-	if i < 0 {
+// inputWord stands for the words xargs reads from its input.
+const inputWord = "‹input›"
+
+// xargsLaunched is what xargs launches: its command with the words it
+// reads added at the end, or put in place of the replace string (-I R,
+// -i, --replace). A command whose name is read from the input is an
+// opaque subject: xargs starts it, and warden never sees its words.
+func xargsLaunched(p tool.Program) []tool.Program {
+	opts, i, st := xargsOpts.Parse(p.Argv, dynOf(p), 1, "")
+	if st != getopt.OK {
 		return opaque(p)
 	}
-	return launchRest(p, i, extra...)
-}
-
-// skipOptions steps over the options of p from word i on: valued are the
-// options taking a value as the next word (their --long=value forms need
-// no care), and with stopAtAssign NAME=value words are stepped over too;
-// it returns the index of the first operand, or -1 when a word is only
-// known at run time.
-func skipOptions(p tool.Program, i int, valued string, stopAtAssign bool) int {
-	for i < len(p.Argv) {
-		a := p.Argv[i]
-		if dyn(p, i) {
-			return -1
-		}
-		switch {
-		case a == "--":
-			return i + 1
-		case stopAtAssign && strings.Contains(a, "=") && !strings.HasPrefix(a, "-"):
-		case strings.HasPrefix(a, "--"):
-			if !strings.Contains(a, "=") && strings.Contains(valued, " "+a+" ") {
-				i++
+	replace := ""
+	for _, o := range opts {
+		if o.Key == "I" || o.Key == "i" {
+			switch {
+			case o.Dynamic || o.HasValue && o.Value == "":
+				return opaque(p)
+			case o.HasValue:
+				replace = o.Value
+			default:
+				replace = "{}"
 			}
-		case strings.HasPrefix(a, "-") && len(a) > 1:
-			if len(a) == 2 && strings.Contains(valued, " "+a+" ") {
-				i++
-			}
-		default:
-			return i
-		}
-		i++
-	}
-	return i
-}
-
-// envLaunched is what env launches: the programs of its -S string, or the
-// command after its options and assignments.
-func envLaunched(p tool.Program) []tool.Program {
-	for j := 1; j < len(p.Argv) && !dyn(p, j); j++ {
-		a := p.Argv[j]
-		split, ok := "", false
-		switch {
-		case a == "-S" || a == "--split-string":
-			if j+1 < len(p.Argv) && !dyn(p, j+1) {
-				split, ok = p.Argv[j+1], true
-			}
-		case strings.HasPrefix(a, "--split-string="):
-			split, ok = strings.TrimPrefix(a, "--split-string="), true
-		case strings.HasPrefix(a, "-S"):
-			split, ok = a[2:], true
-		}
-		if ok {
-			return scriptPrograms(split)
-		}
-		if !strings.HasPrefix(a, "-") {
-			break
 		}
 	}
-	return launchAt(p, skipOptions(p, 1, " -u --unset -C --chdir -S --split-string -P ", true))
+	if i >= len(p.Argv) {
+		return []tool.Program{{Argv: []string{"echo", inputWord}, Dynamic: []bool{false, true}}}
+	}
+	if replace == "" {
+		return launchRest(p, i, true)
+	}
+	qs := launchRest(p, i)
+	q := qs[0]
+	for k, w := range q.Argv {
+		if strings.Contains(w, replace) {
+			q.Argv[k], q.Dynamic[k] = strings.ReplaceAll(w, replace, inputWord), true
+		}
+	}
+	if q.Dynamic[0] && strings.Contains(q.Argv[0], inputWord) {
+		return opaque(p)
+	}
+	return qs
 }
 
 // flockLaunched is what flock launches: the programs of its -c script, or
 // the command after the lock file.
 func flockLaunched(p tool.Program) []tool.Program {
-	i := skipOptions(p, 1, " -w --timeout -E --conflict-exit-code ", false)
-	if i < 0 || i+1 >= len(p.Argv) {
+	i, ok := launchers["flock"].command(p)
+	if !ok || i+1 >= len(p.Argv) {
 		return opaque(p)
 	}
-	if c := p.Argv[i+1]; c == "-c" || c == "--command" {
-		if i+2 < len(p.Argv) && !dyn(p, i+2) {
-			return scriptPrograms(p.Argv[i+2])
-		}
+	if src, ok := flockScript(p, i); ok {
+		return scriptPrograms(src)
+	}
+	if c := p.Argv[i+1]; dyn(p, i+1) || c == "-c" || c == "--command" {
 		return opaque(p)
 	}
 	return launchRest(p, i+1) // the lock file
+}
+
+// flockScript returns the literal script of flock FILE -c SCRIPT, the
+// lock file at word i.
+func flockScript(p tool.Program, i int) (string, bool) {
+	if i+2 < len(p.Argv) && !dyn(p, i+1) && (p.Argv[i+1] == "-c" || p.Argv[i+1] == "--command") && !dyn(p, i+2) {
+		return p.Argv[i+2], true
+	}
+	return "", false
 }
 
 // invocation is what a shell runs: the script of -c, parsed, when it
 // is literal; an opaque subject otherwise (a script from a file or stdin,
 // options warden does not know).
 func invocation(p tool.Program) []tool.Program {
-	for i := 1; i < len(p.Argv); i++ {
-		a := p.Argv[i]
-		if dyn(p, i) {
-			return opaque(p)
-		}
-		switch {
-		case a == "-o" || a == "+o" || a == "-O" || a == "+O" || a == "--rcfile" || a == "--init-file":
-			i++ // takes a value
-		case a == "--" || a == "-" || !(strings.HasPrefix(a, "-") || strings.HasPrefix(a, "+")):
-			return opaque(p) // a script file, or stdin
-		case strings.HasPrefix(a, "--"):
-			// --norc, --noprofile, --posix, …
-		case strings.HasPrefix(a, "-") && strings.Contains(a, "c"):
-			if i+1 >= len(p.Argv) || dyn(p, i+1) {
-				return opaque(p)
-			}
-			return scriptPrograms(p.Argv[i+1])
-		}
+	if src, ok := shellScript(p); ok {
+		return scriptPrograms(src)
 	}
-	return opaque(p) // no -c: it reads its script from stdin
+	return opaque(p)
 }
 
 func dyn(p tool.Program, i int) bool { return i < len(p.Dynamic) && p.Dynamic[i] }
+
+func dynOf(p tool.Program) func(int) bool { return func(i int) bool { return dyn(p, i) } }
 
 // scriptPrograms returns the programs of a script another shell
 // runs, as they are known before it runs: warden's interpreter does not
