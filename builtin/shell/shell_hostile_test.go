@@ -486,7 +486,7 @@ func TestShellHostileLaunchedEnvironment(t *testing.T) {
 		{name: "let quoted", cmd: `bash -c 'let "GIT_CONFIG_COUNT=0"; git status'`, code: denied, planted: true},
 		{name: "mapfile computed", cmd: `bash -c 'n=CONFIG_COUNT; mapfile -t "GIT_$n" <<< 0; git status'`, code: denied, planted: true},
 		// Ordinary forms still run.
-		{name: "xargs -I{} echo", cmd: "xargs -I{} echo {} <<< a"},
+		{name: "xargs -I X echo", cmd: "xargs -I X echo X <<< a"},
 		{name: "env -S plain", cmd: "env -S 'FOO=1 true'"},
 		{name: "inner setters of plain variables", cmd: "bash -c 'read -r x <<< 1; printf -v y %s 2; : ${z:=3}; declare -n r=x; r=4; git status'", planted: true},
 		// What changes nothing warden guards still runs.
@@ -549,7 +549,7 @@ func TestShellHostileLauncherRules(t *testing.T) {
 		{name: "env -S with env's -v", cmd: "env -S '-v rm -rf src'", code: tool.CodePolicyDenied},
 		{name: "env --split= (prefix of --split-string)", cmd: "env --split='rm -rf src'", code: tool.CodePolicyDenied},
 		{name: "env -S with -C and ${NAME}", cmd: "export F=-rf; env -S '-C. rm ${F} src'", code: tool.CodePolicyDenied},
-		{name: "xargs command name from its input", cmd: "xargs -I X X -rf src <<< rm", code: tool.CodePolicyDenied},
+		{name: "a command name from xargs's input", cmd: "xargs -I X timeout 5 X -rf src <<< rm", code: tool.CodePolicyDenied},
 		{name: "stdbuf --out (prefix of --output)", cmd: "stdbuf --out 0 rm -rf src", code: tool.CodePolicyDenied},
 		{name: "flock --wait (an alias of --timeout)", cmd: "flock --wait 5 lk rm -rf src", code: tool.CodePolicyDenied},
 		{name: "function defined after its call", cmd: "sh -c 'rm -rf src; rm() { :; }'", code: tool.CodePolicyDenied},
@@ -564,7 +564,7 @@ func TestShellHostileLauncherRules(t *testing.T) {
 		{name: "env FOO=1", cmd: "env FOO=1 true"},
 		{name: "env -S assignment", cmd: "env -S 'FOO=1 true'"},
 		{name: "xargs -n1", cmd: "xargs -n1 echo <<< 'a b'"},
-		{name: "xargs -I{}", cmd: "xargs -I{} echo {} <<< a"},
+		{name: "xargs -I X", cmd: "xargs -I X echo X <<< a"},
 		{name: "setsid -w", cmd: "setsid -w true"},
 		{name: "a function defined first", cmd: "sh -c 'f() { true; }; f'"},
 		{name: "a trap that echoes", cmd: `sh -c "trap 'echo bye' EXIT; true"`},

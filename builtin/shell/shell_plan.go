@@ -649,7 +649,7 @@ func wordLit(w *syntax.Word) (string, bool) {
 					if v[i] != '\n' {
 						b.WriteByte(v[i])
 					}
-				case strings.IndexByte("*?[]~", c) >= 0 || (c == '{' || c == '}') && braces(w):
+				case strings.IndexByte("*?[]{}~", c) >= 0:
 					return "", false
 				default:
 					b.WriteByte(c)
@@ -686,18 +686,6 @@ func wordLit(w *syntax.Word) (string, bool) {
 		}
 	}
 	return b.String(), true
-}
-
-// braces reports whether w may hold a brace expansion ({a,b}, {1..3}): a
-// brace with an unquoted comma or .. in the same word. {} alone (xargs -I{},
-// find -exec … {}) is plain text.
-func braces(w *syntax.Word) bool {
-	for _, part := range w.Parts {
-		if l, ok := part.(*syntax.Lit); ok && (strings.Contains(l.Value, ",") || strings.Contains(l.Value, "..")) {
-			return true
-		}
-	}
-	return false
 }
 
 // quote quotes a word for display when it needs it: when the shell would

@@ -207,6 +207,9 @@ func launchRest(p tool.Program, i int, extra ...bool) []tool.Program {
 		q.Argv = append(q.Argv, inputWord)
 		q.Dynamic = append(q.Dynamic, true)
 	}
+	if q.Dynamic[0] && strings.Contains(q.Argv[0], inputWord) {
+		return opaque(p) // a name xargs reads from its input: never seen again
+	}
 	return []tool.Program{q}
 }
 
@@ -241,17 +244,16 @@ func xargsLaunched(p tool.Program) []tool.Program {
 	if replace == "" {
 		return launchRest(p, i, true)
 	}
-	qs := launchRest(p, i)
-	q := qs[0]
+	q := launchRest(p, i)[0]
 	for k, w := range q.Argv {
 		if strings.Contains(w, replace) {
 			q.Argv[k], q.Dynamic[k] = strings.ReplaceAll(w, replace, inputWord), true
 		}
 	}
-	if q.Dynamic[0] && strings.Contains(q.Argv[0], inputWord) {
+	if strings.Contains(q.Argv[0], inputWord) {
 		return opaque(p)
 	}
-	return qs
+	return []tool.Program{q}
 }
 
 // flockLaunched is what flock launches: the programs of its -c script, or
