@@ -592,7 +592,7 @@ var envGuardedNames = map[string]string{
 	"PATH": "it decides which programs run", "HOME": "programs read their configuration from it (.gitconfig, .npmrc, …)",
 	"XDG_CONFIG_HOME": "programs read their configuration from it",
 	"BASH_ENV":        "shells run the file it names", "ENV": "shells run the file it names", "IFS": "it changes how shells split words",
-	"CDPATH": "it changes where cd goes", "PS4": "shells expand it", "SHELLOPTS": "it sets shell options", "BASHOPTS": "it sets shell options",
+	"CDPATH": "it changes where cd goes", "PS4": "shells expand it", "SHELL": "programs run it as the shell (flock -c, sudo -s, script)", "SHELLOPTS": "it sets shell options", "BASHOPTS": "it sets shell options",
 	"PROMPT_COMMAND": "shells run it", "GLOBIGNORE": "it changes globbing",
 	"PYTHONPATH": "Python loads modules from it", "PYTHONHOME": "Python loads modules from it", "PYTHONSTARTUP": "Python runs the file it names",
 	"PYTHONINSPECT": "it changes how Python runs", "PYTHONUSERBASE": "Python loads modules from it",

@@ -423,7 +423,7 @@ func TestShellHostileOutputFlood(t *testing.T) {
 // refusal keeps it from being made.
 func TestShellHostileLaunchedEnvironment(t *testing.T) {
 	tooltest.GitBinary(t)
-	grants := []string{"fs.read:**", "fs.write:**", "exec:git", "exec:env", "exec:sh", "exec:bash", "exec:touch", "exec:true", "exec:timeout", "exec:xargs", "exec:printf", "exec:echo"}
+	grants := []string{"fs.read:**", "fs.write:**", "exec:git", "exec:env", "exec:sh", "exec:bash", "exec:touch", "exec:true", "exec:timeout", "exec:xargs", "exec:printf", "exec:echo", "exec:flock"}
 	const fsmonitor = "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.fsmonitor GIT_CONFIG_VALUE_0='touch MARK; false'"
 	plantMonitor := func(t *testing.T, ws, mark string) {
 		shellAppend(t, filepath.Join(ws, ".git", "config"), "[core]\n\tfsmonitor = \"touch '"+mark+"'; false\"\n")
@@ -485,9 +485,12 @@ func TestShellHostileLaunchedEnvironment(t *testing.T) {
 		{name: "builtin declare computed", cmd: `bash -c 'n=CONFIG_COUNT; builtin declare "GIT_$n=0"; git status'`, code: denied, planted: true},
 		{name: "let quoted", cmd: `bash -c 'let "GIT_CONFIG_COUNT=0"; git status'`, code: denied, planted: true},
 		{name: "mapfile computed", cmd: `bash -c 'n=CONFIG_COUNT; mapfile -t "GIT_$n" <<< 0; git status'`, code: denied, planted: true},
+		// flock -c runs its script with $SHELL.
+		{name: "SHELL for flock -c", cmd: "SHELL=/bin/echo flock lk -c 'touch MARK'", code: denied, msg: "SHELL"},
 		// Ordinary forms still run.
 		{name: "xargs -I X echo", cmd: "xargs -I X echo X <<< a"},
 		{name: "env -S plain", cmd: "env -S 'FOO=1 true'"},
+		{name: "inner reads and formats", cmd: `bash -c 'x=1; printf "%s\n" "$x"; while read -r l; do echo "$l"; done <<< a; for ((i=0; i<2; i++)); do :; done'`},
 		{name: "inner setters of plain variables", cmd: "bash -c 'read -r x <<< 1; printf -v y %s 2; : ${z:=3}; declare -n r=x; r=4; git status'", planted: true},
 		// What changes nothing warden guards still runs.
 		{name: "planted fsmonitor, plain git", cmd: "git status", planted: true},
