@@ -485,12 +485,18 @@ func TestShellHostileLaunchedEnvironment(t *testing.T) {
 		{name: "builtin declare computed", cmd: `bash -c 'n=CONFIG_COUNT; builtin declare "GIT_$n=0"; git status'`, code: denied, planted: true},
 		{name: "let quoted", cmd: `bash -c 'let "GIT_CONFIG_COUNT=0"; git status'`, code: denied, planted: true},
 		{name: "mapfile computed", cmd: `bash -c 'n=CONFIG_COUNT; mapfile -t "GIT_$n" <<< 0; git status'`, code: denied, planted: true},
+		// bash evaluates a variable's value as an expression in arithmetic.
+		{name: "arithmetic on an inherited value", cmd: "export X=GIT_CONFIG_COUNT=0; bash -c ': $((X)); git status'", code: denied, msg: "arithmetic", planted: true},
+		{name: "arithmetic test on an inherited value", cmd: "export X=GIT_CONFIG_COUNT=0; bash -c '[[ X -eq 0 ]]; git status'", code: denied, planted: true},
+		{name: "arithmetic on an expanded value", cmd: "export X=GIT_CONFIG_COUNT=0; bash -c '(( $X )); git status'", code: denied, planted: true},
+		{name: "arithmetic on a value read", cmd: "bash -c 'read -r n <<< GIT_CONFIG_COUNT=0; : $((n)); git status'", code: denied, planted: true},
 		// flock -c runs its script with $SHELL.
 		{name: "SHELL for flock -c", cmd: "SHELL=/bin/echo flock lk -c 'touch MARK'", code: denied, msg: "SHELL"},
 		// Ordinary forms still run.
 		{name: "xargs -I X echo", cmd: "xargs -I X echo X <<< a"},
 		{name: "env -S plain", cmd: "env -S 'FOO=1 true'"},
 		{name: "inner reads and formats", cmd: `bash -c 'x=1; printf "%s\n" "$x"; while read -r l; do echo "$l"; done <<< a; for ((i=0; i<2; i++)); do :; done'`},
+		{name: "inner arithmetic on numbers", cmd: `bash -c 'n=0; for ((i=0; i<3; i++)); do n=$((n + i)); done; ((n++)); [[ $n -gt 1 && $# -eq 0 ]]; echo $((RANDOM % 2 + 16#f)) ${#n}'`},
 		{name: "inner setters of plain variables", cmd: "bash -c 'read -r x <<< 1; printf -v y %s 2; : ${z:=3}; declare -n r=x; r=4; git status'", planted: true},
 		// What changes nothing warden guards still runs.
 		{name: "planted fsmonitor, plain git", cmd: "git status", planted: true},

@@ -35,6 +35,7 @@ type envChange struct {
 	unset   bool   // removed (env -u, unset) rather than set
 	clear   bool   // the whole environment dropped (env -i)
 	unknown bool   // a variable whose name is known only when the script runs
+	arith   bool   // with unknown: arithmetic on a value that may assign one (shell_arith.go)
 	by      string // what makes it: "env", "sh -c", …
 }
 
@@ -56,6 +57,9 @@ const envHint = "leave it as warden sets it; a variable that changes what progra
 
 func (c envChange) refusal(grants capability.Set) *tool.Error {
 	switch {
+	case c.unknown && c.arith:
+		return tool.Errorf(tool.CodeCapabilityDenied, "use literal numbers in arithmetic, or variables the script sets to a number before it uses them",
+			"%s evaluates in arithmetic a value it only knows when it runs, which bash reads as an expression that may assign a variable warden guards (X='GIT_CONFIG_COUNT=0'; : $((X)))", c.by)
 	case c.unknown:
 		return tool.Errorf(tool.CodeCapabilityDenied, "name the variable literally",
 			"%s sets or removes a variable whose name it only knows when it runs, which may be one warden guards (GIT_CONFIG_*, LD_PRELOAD, PATH, …)", c.by)
@@ -346,7 +350,24 @@ func scriptEnv(src, by string) []envChange {
 	}
 	e := &scriptEnvs{by: by}
 	syntax.Walk(f, e.node)
+	if arithUnseen(f) {
+		e.out = append(e.out, envChange{unknown: true, arith: true, by: by})
+	}
 	return e.out
+}
+
+// callNames returns the variables a simple command of a script sets by
+// name (read, printf -v, mapfile, getopts, export …), as call reads them.
+func (e *scriptEnvs) callNames(args []*syntax.Word) []string {
+	c := &scriptEnvs{}
+	c.call(args)
+	var names []string
+	for _, ch := range c.out {
+		if !ch.unknown && !ch.unset {
+			names = append(names, ch.name)
+		}
+	}
+	return names
 }
 
 // scriptEnvs gathers the changes of one script (scriptEnv).
