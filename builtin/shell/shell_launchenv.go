@@ -160,7 +160,7 @@ func launchEnv(s tool.Program, recheck bool) []envChange {
 			if src, ok := flockScript(s, i); ok {
 				return scriptEnv(src, "flock -c")
 			}
-			if i+2 < len(s.Argv) && (dyn(s, i+1) || dyn(s, i+2)) {
+			if i+2 < len(s.Argv) && (dyn(s, i+1) || (s.Argv[i+1] == "-c" || s.Argv[i+1] == "--command") && dyn(s, i+2)) {
 				return open("flock -c")
 			}
 		}
