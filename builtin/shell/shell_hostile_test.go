@@ -593,3 +593,48 @@ func TestShellHostileLauncherRules(t *testing.T) {
 		})
 	}
 }
+
+// TestShellHostileUnseenWords: a word only known at run time that no check
+// ever sees — an inner script's variable, what xargs reads — may be any
+// words at all, so the first rule it could match does not decide for it:
+// the strictest rule it could match does, up to the first rule that
+// matches whatever it is. Before, an allow rule written above the deny
+// rule matched the unseen word and rm -rf src ran.
+func TestShellHostileUnseenWords(t *testing.T) {
+	const policy = `version: 1
+grants: ["fs.read:**", "fs.write:**", "exec:rm", "exec:sh", "exec:xargs", "exec:echo", "exec:git"]
+rules:
+  - {tool: shell, command: ["rm -f*", "git status*"], action: allow}
+  - {name: no-recursive-rm, tool: shell, command: ["rm ** -*r*"], action: deny}
+  - {tool: shell, command: ["git **"], action: allow}
+  - {tool: shell, command: ["git push*"], action: deny}
+  - {tool: shell, action: allow}
+`
+	for _, tc := range []struct {
+		name, cmd string
+		code      tool.Code // "" = runs
+	}{
+		{name: "an inner script's variable", cmd: `sh -c 'o=-rf; rm $o src'`, code: tool.CodePolicyDenied},
+		{name: "xargs's input", cmd: `echo -rf src | xargs rm`, code: tool.CodePolicyDenied},
+		{name: "a variable that splits into words", cmd: `sh -c 'o="-f -r"; rm $o src'`, code: tool.CodePolicyDenied},
+		// Ordinary forms still run: the words are seen (the top-level
+		// script), or a rule matches whatever they are (git ** above
+		// git push*).
+		{name: "a top-level variable", cmd: `o=-f; rm $o nothing`},
+		{name: "git under a rule that covers any words", cmd: `sh -c 'x=--version; git $x'`},
+		{name: "rm -f from an inner script, literally", cmd: `sh -c 'rm -f nothing'`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ws := cleanDir(t)
+			tooltest.WriteFile(t, filepath.Join(ws, "src", "main.go"), "package main\n", 0o644)
+			g, _ := tooltest.Gate(t, policy, ws, tool.Adapt[Args](&Shell{}))
+			res := tooltest.ShellDo(t, g, map[string]any{"command": tc.cmd, "timeout_ms": 20000})
+			if tooltest.Code(res) != tc.code {
+				t.Fatalf("want %q, got %+v\n%s", tc.code, res.Error, res.Data)
+			}
+			if _, err := os.Stat(filepath.Join(ws, "src", "main.go")); err != nil {
+				t.Fatalf("src is gone: %v", err)
+			}
+		})
+	}
+}

@@ -104,19 +104,19 @@ func FuzzPolicy(f *testing.F) {
 			name = "shell"
 		}
 		facts, progs := fuzzCall(name, command, file, ws)
-		v := p.decide(facts, progs, ws)
+		v := p.decide(facts, progs, ws, false)
 		checkVerdict(t, p, facts, progs, ws, v)
-		if w := again.decide(facts, progs, ws); !sameVerdict(v, w) {
+		if w := again.decide(facts, progs, ws, false); !sameVerdict(v, w) {
 			t.Fatalf("two parses decide differently: %+v / %+v", v, w)
 		}
-		if w := p.decide(facts, progs, ws); !sameVerdict(v, w) { // now from the candidates' cache
+		if w := p.decide(facts, progs, ws, false); !sameVerdict(v, w) { // now from the candidates' cache
 			t.Fatalf("deciding again differs: %+v / %+v", v, w)
 		}
 		for _, r := range p.Rules {
 			for _, words := range r.m.command {
 				for _, prog := range progs {
-					if len(words) <= 8 && len(prog.Argv) <= 8 && matchArgv(words, prog) != naiveMatchArgv(words, prog) {
-						t.Fatalf("pattern %q on %v: matchArgv says %v", words, prog, matchArgv(words, prog))
+					if len(words) <= 8 && len(prog.Argv) <= 8 && matchArgv(words, prog, dynOne) != naiveMatchArgv(words, prog) {
+						t.Fatalf("pattern %q on %v: matchArgv says %v", words, prog, matchArgv(words, prog, dynOne))
 					}
 				}
 			}
@@ -124,7 +124,7 @@ func FuzzPolicy(f *testing.F) {
 
 		// As an untrusted policy over the trusted base, it only narrows.
 		n, _ := Narrow(base, again)
-		vb, vn := base.decide(facts, progs, ws), n.decide(facts, progs, ws)
+		vb, vn := base.decide(facts, progs, ws, false), n.decide(facts, progs, ws, false)
 		if vb.Deny && !vn.Deny || vb.Approval && !vn.Approval || vb.DryRunFirst && !vn.DryRunFirst || vb.Rule != vn.Rule {
 			t.Fatalf("narrowed, the decision loosened: base %+v, narrowed %+v", vb, vn)
 		}

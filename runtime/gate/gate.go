@@ -369,7 +369,7 @@ func (g *Gate) decide(c *checked, names []string) {
 		c.rules = &callRules{p: pol, f: facts, ws: g.o.Workspace}
 		c.call.SetChecker(c.rules)
 	}
-	c.verdict = pol.decide(facts, progs, g.o.Workspace)
+	c.verdict = pol.decide(facts, progs, g.o.Workspace, false)
 	if c.entry.spec.ApprovalRequired && !c.verdict.Deny {
 		c.verdict.Approval, c.verdict.DryRunFirst = true, true
 	}

@@ -256,14 +256,31 @@ func wildcard(pat, s string) bool {
 	return px == len(pat)
 }
 
+// dynMode says what a word known only at run time may be when a command
+// pattern is matched against it.
+type dynMode int
+
+const (
+	// dynOne: any one word. At decision time the rule is assumed to apply,
+	// and the tool checks the real argv again when the program starts.
+	dynOne dynMode = iota
+	// dynAny: any number of words, none included (an unquoted $x splits
+	// into fields, or vanishes). For words no later check will see (an
+	// inner script's variables, what xargs reads): a pattern that matches
+	// some expansion of them.
+	dynAny
+	// dynNone: no word a pattern can rely on; only ** covers it. A pattern
+	// that matches this way matches whatever the word turns out to be.
+	dynNone
+)
+
 // matchArgv reports whether argv starts with the words of pattern: each
 // word a wildcard over one argument, ** any number of arguments. The
-// program's name is compared by its base name (/usr/bin/git is git). A word
-// known only at run time matches any pattern word: at decision time the
-// rule is assumed to apply, and the tool checks the real argv again when
-// the program starts. An opaque program matches every pattern. Linear in
-// pattern × argv: the positions reachable after each pattern word.
-func matchArgv(pattern []string, p tool.Program) bool {
+// program's name is compared by its base name (/usr/bin/git is git).
+// Words known only at run time match as mode says. An opaque program
+// matches every pattern. Linear in pattern × argv: the positions reachable
+// after each pattern word.
+func matchArgv(pattern []string, p tool.Program, mode dynMode) bool {
 	if p.Opaque {
 		return true
 	}
@@ -271,7 +288,19 @@ func matchArgv(pattern []string, p tool.Program) bool {
 	reach := make([]bool, n+1)
 	reach[0] = true
 	next := make([]bool, n+1)
+	// skipDynamic lets a dynamic word expand to nothing (dynAny).
+	skipDynamic := func(r []bool) {
+		if mode != dynAny {
+			return
+		}
+		for ai := 0; ai < n; ai++ {
+			if r[ai] && p.IsDynamic(ai) {
+				r[ai+1] = true
+			}
+		}
+	}
 	for _, w := range pattern {
+		skipDynamic(reach)
 		clear(next)
 		any := false
 		if w == "**" {
@@ -285,11 +314,20 @@ func matchArgv(pattern []string, p tool.Program) bool {
 				if !reach[ai] {
 					continue
 				}
+				if p.IsDynamic(ai) {
+					switch mode {
+					case dynOne:
+						next[ai+1], any = true, true
+					case dynAny: // this pattern word is one of its words: more may follow
+						next[ai], next[ai+1], any = true, true, true
+					}
+					continue
+				}
 				arg := p.Argv[ai]
-				if ai == 0 && !p.IsDynamic(0) {
+				if ai == 0 {
 					arg = path.Base(arg)
 				}
-				if p.IsDynamic(ai) || wildcard(w, arg) {
+				if wildcard(w, arg) {
 					next[ai+1], any = true, true
 				}
 			}
@@ -345,6 +383,11 @@ func netHost(res string) string {
 // matches reports whether the rule applies to a subject: the call f, and
 // prog (nil: the call starts no program). why says which matcher matched.
 func (r *Rule) matches(f *callFacts, prog *tool.Program, ws string) (bool, string) {
+	return r.matchesAs(f, prog, ws, dynOne)
+}
+
+// matchesAs is matches with prog's run-time words matched as mode says.
+func (r *Rule) matchesAs(f *callFacts, prog *tool.Program, ws string, mode dynMode) (bool, string) {
 	m := r.m
 	var why []string
 	if len(m.command) > 0 {
@@ -353,7 +396,7 @@ func (r *Rule) matches(f *callFacts, prog *tool.Program, ws string) (bool, strin
 		}
 		hit := ""
 		for i, words := range m.command {
-			if matchArgv(words, *prog) {
+			if matchArgv(words, *prog, mode) {
 				hit = fmt.Sprintf("command %q matched %s", r.Command[i], prog)
 				break
 			}
@@ -589,10 +632,35 @@ type judged struct {
 	unseen bool
 }
 
+// strictestUnseen is how a subject with words no later check sees is
+// judged: the strictest of the rules that match some expansion of them,
+// up to the first rule that matches whatever they are (which would decide
+// any of its expansions: the rules after it never apply).
+func strictestUnseen(cands []*Rule, f *callFacts, prog *tool.Program, ws string) (*Rule, string) {
+	var best *Rule
+	why := ""
+	for _, r := range cands {
+		ok, w := r.matchesAs(f, prog, ws, dynAny)
+		if !ok {
+			continue
+		}
+		if best == nil || stricter(r, best) {
+			best, why = r, w
+		}
+		if sure, _ := r.matchesAs(f, prog, ws, dynNone); sure {
+			break
+		}
+	}
+	return best, why
+}
+
 // judge applies cands to every subject: the first rule matching a subject
 // decides for it (the strictest that can, for an opaque one whose launcher
-// no command rule decides); the call takes the strictest subject's.
-func judge(cands []*Rule, f *callFacts, progs []tool.Program, ws string) judged {
+// no command rule decides); the call takes the strictest subject's. final
+// says no later check will see the words a subject knows only at run time
+// (the check as a program starts): such a subject is judged by
+// strictestUnseen.
+func judge(cands []*Rule, f *callFacts, progs []tool.Program, ws string, final bool) judged {
 	var j judged
 	add := func(r *Rule, why string) {
 		if r != nil && r.RequireApproval && !slices.Contains(j.asking, r) {
@@ -619,10 +687,13 @@ func judge(cands []*Rule, f *callFacts, progs []tool.Program, ws string) judged 
 			add(r, why)
 			continue
 		}
-		for k := range p.Dynamic {
-			j.unseen = j.unseen || p.Dynamic[k]
+		dynamic := slices.Contains(p.Dynamic, true)
+		j.unseen = j.unseen || dynamic
+		pick := first
+		if final && dynamic {
+			pick = strictestUnseen
 		}
-		r, why := first(cands, f, p, ws)
+		r, why := pick(cands, f, p, ws)
 		decided[i] = r
 		add(r, why)
 	}
@@ -630,10 +701,10 @@ func judge(cands []*Rule, f *callFacts, progs []tool.Program, ws string) judged 
 }
 
 // decide evaluates the policy's rules (and an untrusted workspace policy's
-// restrictions) for a call.
-func (p *Policy) decide(f *callFacts, progs []tool.Program, ws string) ruleVerdict {
+// restrictions) for a call; final as judge's.
+func (p *Policy) decide(f *callFacts, progs []tool.Program, ws string, final bool) ruleVerdict {
 	var v ruleVerdict
-	base := judge(p.book.candidates(f.names), f, progs, ws)
+	base := judge(p.book.candidates(f.names), f, progs, ws, final)
 	v.Rule, v.Why, v.Asking, v.Unseen = base.rule, base.why, base.asking, base.unseen
 	if v.Rule != nil {
 		v.Deny = v.Rule.Action == ActionDeny
@@ -641,7 +712,7 @@ func (p *Policy) decide(f *callFacts, progs []tool.Program, ws string) ruleVerdi
 		v.DryRunFirst = v.Rule.DryRunFirst
 	}
 	for _, u := range p.narrowers {
-		nj := judge(u.book.candidates(f.names), f, progs, ws)
+		nj := judge(u.book.candidates(f.names), f, progs, ws, final)
 		if r := nj.rule; severity(r) >= 2 {
 			if v.Narrowed == nil || stricter(r, v.Narrowed) {
 				v.Narrowed, v.NarrowedWhy = r, nj.why
@@ -713,8 +784,10 @@ func (cr *callRules) CheckPath(p string) *tool.Error {
 	return cr.check(&f, nil, p)
 }
 
+// It is the last look at what it checks: a word still known only at run
+// time is never seen (an inner script's variable, what xargs reads).
 func (cr *callRules) check(f *callFacts, ps []tool.Program, what string) *tool.Error {
-	v := cr.p.decide(f, ps, cr.ws)
+	v := cr.p.decide(f, ps, cr.ws, true)
 	r, why := v.deciding()
 	if v.Deny {
 		return tool.Errorf(tool.CodePolicyDenied, "the policy denies this; change its rule to allow it",

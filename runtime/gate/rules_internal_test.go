@@ -35,8 +35,51 @@ func TestMatchArgv(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := matchArgv(words, tt.p); got != tt.want {
+		if got := matchArgv(words, tt.p, dynOne); got != tt.want {
 			t.Errorf("%q ~ %v = %v, want %v", tt.pattern, tt.p, got, tt.want)
+		}
+	}
+}
+
+// TestMatchArgvUnseen: a word no later check sees (dynAny) may be any
+// number of words, none included, so `git $x` may be `git push --force
+// origin` or `git`; a pattern matches it for sure (dynNone) only when **
+// covers it.
+func TestMatchArgvUnseen(t *testing.T) {
+	dyn := func(words ...string) tool.Program {
+		p := tool.Program{Argv: words, Dynamic: make([]bool, len(words))}
+		for i, w := range words {
+			p.Dynamic[i] = strings.HasPrefix(w, "$")
+		}
+		return p
+	}
+	tests := []struct {
+		pattern       string
+		p             tool.Program
+		possible, all bool
+	}{
+		{"git push --force*", dyn("git", "$x"), true, false},
+		{"git push --force*", dyn("git", "$x", "origin"), true, false},
+		{"git push", dyn("$g"), true, false},
+		{"git *", dyn("git", "$x"), true, false},
+		{"git **", dyn("git", "$x"), true, true},
+		{"git ** --force", dyn("git", "$x", "--force"), true, true},
+		{"git ** --force", dyn("git", "$x"), true, false},
+		{"git status", dyn("git", "push", "$x"), false, false},
+		{"rm ** -*r*", dyn("rm", "$a", "$b"), true, false},
+		{"rm ** -*r*", dyn("rm", "-f", "x"), false, false},
+		{"rm ** -*r*", dyn("rm", "$a", "-r"), true, true},
+	}
+	for _, tt := range tests {
+		words, err := splitWords(tt.pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := matchArgv(words, tt.p, dynAny); got != tt.possible {
+			t.Errorf("%q ~ %v (any expansion) = %v, want %v", tt.pattern, tt.p, got, tt.possible)
+		}
+		if got := matchArgv(words, tt.p, dynNone); got != tt.all {
+			t.Errorf("%q ~ %v (every expansion) = %v, want %v", tt.pattern, tt.p, got, tt.all)
 		}
 	}
 }
