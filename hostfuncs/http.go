@@ -23,11 +23,12 @@ import (
 const maxHTTPRequestBody = 512 << 10
 
 // httpDropHeaders are the request headers the http tool refuses (it sets
-// them from the URL and the body): a guest's values are left out rather
-// than failing the request.
+// them from the URL and the body, and asks for the encodings it decodes):
+// a guest's values are left out rather than failing the request.
 var httpDropHeaders = map[string]bool{
 	"Host": true, "Content-Length": true, "Transfer-Encoding": true, "Connection": true,
 	"Keep-Alive": true, "Upgrade": true, "Te": true, "Trailer": true, "Proxy-Connection": true,
+	"Accept-Encoding": true,
 }
 
 // Transport gates the requests Extism's http_request sends through

@@ -199,7 +199,7 @@ func TestTransportResponses(t *testing.T) {
 
 	t.Run("post with headers and a body", func(t *testing.T) {
 		h := http.Header{"X-Custom": {"v1"}, "X-Multi": {"a", "b"}, "Connection": {"close"}, "Te": {"trailers"},
-			"Host": {"evil.test"}, "Content-Type": {"text/plain"}}
+			"Host": {"evil.test"}, "Content-Type": {"text/plain"}, "Accept-Encoding": {"br"}}
 		resp, body, err := do(t, g, http.MethodPost, srv.URL+"/echo", strings.NewReader("héllo"), h)
 		if err != nil {
 			t.Fatal(err)

@@ -31,6 +31,9 @@ type Backend interface {
 
 	PutRun(ctx context.Context, id string, doc json.RawMessage) error
 	Run(ctx context.Context, id string) (json.RawMessage, error)
+	// UpdateRun replaces run id's document by what fn makes of it, in one
+	// transaction; fn's error aborts the change and is returned.
+	UpdateRun(ctx context.Context, id string, fn func(json.RawMessage) (json.RawMessage, error)) error
 	ListRuns(ctx context.Context, limit int) ([]json.RawMessage, error)
 
 	PutArtifact(ctx context.Context, data []byte) (digest string, err error)

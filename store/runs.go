@@ -66,6 +66,14 @@ func (s *Store) Run(ctx context.Context, id string) (json.RawMessage, error) {
 	return s.getDoc(ctx, bucketRuns, "run", id)
 }
 
+// UpdateRun replaces run id's document by what fn makes of it, in one
+// transaction: a compare-and-set (a run marked interrupted only if it is
+// still running). fn's error aborts the change and is returned; a missing
+// run is an error wrapping ErrNotFound.
+func (s *Store) UpdateRun(ctx context.Context, id string, fn func(doc json.RawMessage) (json.RawMessage, error)) error {
+	return s.updateDoc(ctx, bucketRuns, "run", id, fn)
+}
+
 // ListRuns returns run documents newest (largest id) first, at most limit
 // of them (<= 0: all).
 func (s *Store) ListRuns(ctx context.Context, limit int) ([]json.RawMessage, error) {
@@ -210,24 +218,32 @@ func (s *Store) Job(ctx context.Context, id string) (json.RawMessage, error) {
 // UpdateJob replaces job id's document by what fn makes of it, in one
 // transaction; fn's error aborts the change and is returned.
 func (s *Store) UpdateJob(ctx context.Context, id string, fn func(doc json.RawMessage) (json.RawMessage, error)) error {
-	if err := validName("job", id); err != nil {
+	return s.updateDoc(ctx, bucketJobs, "job", id, fn)
+}
+
+// updateDoc replaces the document under name in bucket by what fn makes
+// of it, in one write transaction: no other write of it comes between
+// fn's read and the write. fn's error aborts the change and is returned;
+// a missing document is an error wrapping ErrNotFound.
+func (s *Store) updateDoc(ctx context.Context, bucket []byte, kind, name string, fn func(doc json.RawMessage) (json.RawMessage, error)) error {
+	if err := validName(kind, name); err != nil {
 		return err
 	}
 	return s.update(ctx, func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketJobs)
-		v := b.Get([]byte(id))
+		b := tx.Bucket(bucket)
+		v := b.Get([]byte(name))
 		if v == nil {
-			return fmt.Errorf("job %s: %w", id, ErrNotFound)
+			return fmt.Errorf("%s %s: %w", kind, name, ErrNotFound)
 		}
 		doc, err := fn(bytes.Clone(v))
 		if err != nil {
 			return err
 		}
-		nv, err := compactJSON("job "+id, doc)
+		nv, err := compactJSON(kind+" "+name, doc)
 		if err != nil {
 			return err
 		}
-		return b.Put([]byte(id), nv)
+		return b.Put([]byte(name), nv)
 	})
 }
 

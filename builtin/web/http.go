@@ -91,7 +91,7 @@ func (t *HTTPTool) Spec() tool.Spec {
 type httpArgs struct {
 	Method  string            `json:"method" pattern:"^[A-Za-z]{3,7}$" jsonschema:"GET, HEAD, POST, PUT, PATCH, DELETE or OPTIONS"`
 	URL     string            `json:"url" minLength:"1" maxLength:"8192" jsonschema:"absolute http:// or https:// URL; the host needs a net grant (net:HOST); user info (user@host) is refused"`
-	Headers map[string]string `json:"headers,omitempty" maxProperties:"64" keyPattern:"^[!#$%&'*+.^_|~0-9A-Za-z-]{1,256}$" values.maxLength:"8192" jsonschema:"request headers, name to value (Authorization passes through; Host, Content-Length, Transfer-Encoding and Connection are set by warden)"`
+	Headers map[string]string `json:"headers,omitempty" maxProperties:"64" keyPattern:"^[!#$%&'*+.^_|~0-9A-Za-z-]{1,256}$" values.maxLength:"8192" jsonschema:"request headers, name to value (Authorization passes through; Host, Content-Length, Transfer-Encoding, Connection and Accept-Encoding are set by warden)"`
 	Params  map[string]string `json:"params,omitempty" maxProperties:"256" keyPattern:"^.{1,512}$" values.maxLength:"8192" jsonschema:"query parameters added to the URL's query"`
 	// JSON is any JSON value, kept as sent (RefineSchema says so: the
 	// derived schema of a json.RawMessage is an array of bytes).
@@ -172,6 +172,10 @@ func httpPrepare(a *httpArgs) (*httpPlan, *tool.Error) {
 		cn := http.CanonicalHeaderKey(name)
 		if _, dup := p.header[cn]; dup {
 			return nil, httpInvalid("give each header once", "header %s is given twice (header names are case-insensitive)", cn)
+		}
+		if cn == "Accept-Encoding" {
+			return nil, httpInvalid("leave Accept-Encoding out: warden asks for gzip and decodes the body, so that it is redacted as the text it carries",
+				"header Accept-Encoding cannot be set")
 		}
 		if httpForbiddenHeaders[cn] {
 			return nil, httpInvalid("leave "+cn+" out: warden sets it from the URL and the body", "header %s cannot be set", cn)
@@ -306,7 +310,11 @@ func (t *HTTPTool) Run(ctx context.Context, c *tool.Call, a *httpArgs) tool.Outc
 		return tool.Outcome{Err: httpClassify(err, c.Workspace, p.timeout)}
 	}
 	defer resp.Body.Close()
-	raw, truncated, err := httpReadCapped(resp.Body, httpMaxBody)
+	decoded, derr := httpDecoded(resp)
+	if derr != nil {
+		return tool.Outcome{Err: derr}
+	}
+	raw, truncated, err := httpReadCapped(decoded, httpMaxBody)
 	if err != nil {
 		return tool.Outcome{Err: httpClassify(err, c.Workspace, p.timeout)}
 	}

@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"compress/gzip"
+	"compress/zlib"
 	"context"
 	"fmt"
 	"io"
@@ -343,5 +344,77 @@ func TestHTTPHostileControlChecksSocketAddress(t *testing.T) {
 	}
 	if _, err := g.dialContext(context.Background(), "tcp", "metadata.test:80"); err == nil || !strings.Contains(err.Error(), "cloud metadata") {
 		t.Fatalf("dial mapped metadata: %v", err)
+	}
+}
+
+// A compressed body is redacted as the text it carries: a secret inside a
+// gzip or deflate body (the transport's own gzip, one sent unasked — the
+// request carried a Range header, so the transport asked for none —, a
+// deflate one, gzip applied twice) is masked in the outcome and the audit
+// record, never shown as compressed bytes in base64 that hide it. An
+// encoding warden does not decode (br) is refused, and so is a request
+// that asks for one itself (Accept-Encoding: warden asks for gzip and
+// decodes it).
+func TestHTTPHostileCompressedBody(t *testing.T) {
+	const key, pw = "AKIAZ3MHQXE7RJ5TWV2K", "Xk7vQ2mR9tLp4"
+	text := "config:\npassword=" + pw + "\naws_key: " + key + "\n"
+	gz := func(b []byte) []byte {
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		zw.Write(b)
+		zw.Close()
+		return buf.Bytes()
+	}
+	var zl bytes.Buffer
+	zw := zlib.NewWriter(&zl)
+	io.WriteString(zw, text)
+	zw.Close()
+	srv := httpServe(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		body := []byte(text)
+		switch r.URL.Path {
+		case "/gzip":
+			w.Header().Set("Content-Encoding", "gzip")
+			body = gz(body)
+		case "/deflate":
+			w.Header().Set("Content-Encoding", "deflate")
+			body = zl.Bytes()
+		case "/twice":
+			w.Header().Set("Content-Encoding", "gzip, gzip")
+			body = gz(gz(body))
+		case "/br":
+			w.Header().Set("Content-Encoding", "br")
+			body = gz(body) // not brotli: it is refused unread
+		}
+		w.Write(body)
+	})
+	g, audit := httpGate(t, httpNewTool(httpNewResolver(httpTestNames())), "net:allowed.test", "net:127.0.0.1")
+	get := func(path string, headers map[string]string) tool.Result {
+		args := map[string]any{"method": "GET", "url": srv.at("allowed.test", path)}
+		if headers != nil {
+			args["headers"] = headers
+		}
+		return tooltest.Call(t, g, "http", httpArgsJSON(t, args))
+	}
+	for _, c := range []struct {
+		path    string
+		headers map[string]string
+	}{{"/gzip", nil}, {"/gzip", map[string]string{"Range": "bytes=0-"}}, {"/deflate", nil}, {"/twice", nil}} {
+		res := get(c.path, c.headers)
+		tooltest.AssertNoSecret(t, res, audit, key)
+		tooltest.AssertNoSecret(t, res, audit, pw)
+		d := httpResult(t, res)
+		if d.BodyEncoding != "" || !strings.Contains(res.Output, "[REDACTED:aws-access-key:") || !strings.Contains(res.Output, "password=[REDACTED:password:") {
+			t.Errorf("%s %v: body encoding %q, output %.300q", c.path, c.headers, d.BodyEncoding, res.Output)
+		}
+		if ce := d.Headers["Content-Encoding"]; ce != "" {
+			t.Errorf("%s %v: the decoded body is said to be %s", c.path, c.headers, ce)
+		}
+	}
+	res := get("/br", nil)
+	httpWantError(t, res, tool.CodeOperationNotSupported, "br", "")
+	for _, ae := range []string{"gzip", "br", "gzip, deflate, br"} {
+		res := get("/gzip", map[string]string{"Accept-Encoding": ae})
+		httpWantError(t, res, tool.CodeInvalidInput, "Accept-Encoding", "warden")
 	}
 }

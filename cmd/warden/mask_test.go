@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -165,4 +168,70 @@ func TestMCPMaskRoundTrip(t *testing.T) {
 		t.Fatalf(".env:\n%s", got)
 	}
 	noSecretIn(t, w.home)
+}
+
+// TestShortURLPasswordsNeverRecorded: passwords of 4 and 7 bytes, as the
+// user info of URLs in an http call's params, are masked in the call's
+// outcome (what the model is shown), the audit record and the run's
+// export, also where the call repeats them URL-encoded in the URL it
+// fetched — a form the patterns do not know. (The model's own tool call,
+// which it wrote, goes back to it as written.)
+func TestShortURLPasswordsNeverRecorded(t *testing.T) {
+	pws := []string{"Zq4x", "k7Vq2Rx"}
+	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "asked for "+r.URL.RawQuery)
+	}))
+	defer echo.Close()
+	noPasswords := func(t testing.TB, where string, b []byte) {
+		t.Helper()
+		for _, pw := range pws {
+			if bytes.Contains(b, []byte(pw)) {
+				t.Errorf("the password %s reached %s", pw, where)
+			}
+		}
+	}
+	args, _ := json.Marshal(map[string]any{"method": "GET", "url": echo.URL + "/hook",
+		"params": map[string]string{"a": "postgres://app:" + pws[0] + "@db.internal/prod", "b": "mysql://root:" + pws[1] + "@db/x"}})
+	srv := llmtest.New(t,
+		llmtest.Step{ToolCalls: []llmtest.ToolCall{{Name: "http", Arguments: string(args)}}},
+		llmtest.Step{Content: "Done.", Check: func(t testing.TB, req openai.ChatCompletionRequest) {
+			last := req.Messages[len(req.Messages)-1]
+			if last.Role != "tool" || !strings.Contains(last.Content, "asked for") {
+				t.Errorf("the http call's outcome: %s", last.Content)
+			}
+			noPasswords(t, "the outcome shown to the model", []byte(last.Content))
+		}},
+	)
+	t.Setenv("OPENAI_BASE_URL", srv.URL)
+	t.Setenv("OPENAI_API_KEY", "")
+	t.Setenv("WARDEN_MODEL", "scripted")
+	home, ws := t.TempDir(), t.TempDir()
+	code, out, errs := runWS(t, home, ws, "--grant", "net:"+strings.TrimPrefix(echo.URL, "http://"), "run", "--tools", "http", "fetch the hook")
+	if code != 0 || srv.Remaining() != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	id := regexp.MustCompile(`run (\w+) on scripted`).FindStringSubmatch(errs)
+	if id == nil {
+		t.Fatalf("no run id in %s", errs)
+	}
+	dir := t.TempDir()
+	if code, _, e := runWS(t, home, ws, "runs", "export", id[1], "--dir", dir); code != 0 {
+		t.Fatalf("runs export: %s", e)
+	}
+	if code, _, e := runWS(t, home, ws, "audit", "export", "--out", filepath.Join(dir, "audit.jsonl")); code != 0 {
+		t.Fatalf("audit export: %s", e)
+	}
+	for _, root := range []string{home, dir} {
+		filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				b, _ := os.ReadFile(p)
+				noPasswords(t, p, b)
+			}
+			return nil
+		})
+	}
+	audit, _ := os.ReadFile(filepath.Join(dir, "audit.jsonl"))
+	if !bytes.Contains(audit, []byte("[REDACTED:url-password:")) && !bytes.Contains(audit, []byte("[REDACTED]")) {
+		t.Errorf("no mask in the audit record:\n%s", audit)
+	}
 }

@@ -407,7 +407,7 @@ func (g *Gate) grantsRefusal(c *checked, grants capability.Set) *tool.Error {
 		}
 		if secrets == nil {
 			_, inArgs := g.redactArgsFound(c.shown)
-			secrets = g.callRedactor(c).WithSecrets(minArgSecret, inArgs...)
+			secrets = withArgSecrets(g.callRedactor(c), inArgs)
 		}
 		_, inNeed := secrets.Replace(n.String(), plainMask)
 		if _, inHint := secrets.Replace(h, plainMask); len(inHint) < len(inNeed) {
@@ -502,7 +502,7 @@ func (g *Gate) Call(ctx context.Context, req Request) (tool.Result, error) {
 	var inArgs []redact.Secret
 	if c != nil && c.call != nil {
 		ev.Args, inArgs = g.redactArgsFound(c.shown)
-		red = red.WithSecrets(minArgSecret, inArgs...)
+		red = withArgSecrets(red, inArgs)
 		ev.Needs = redactNeeds(red, c.needs)
 		ev.DryRun = c.call.DryRun
 		res.DryRun = c.call.DryRun
@@ -517,7 +517,7 @@ func (g *Gate) Call(ctx context.Context, req Request) (tool.Result, error) {
 		ev.Decision = &d
 	} else {
 		ev.ArgsText, inArgs = g.argsText(req.Args)
-		red = red.WithSecrets(minArgSecret, inArgs...)
+		red = withArgSecrets(red, inArgs)
 	}
 
 	if cerr != nil {
@@ -596,7 +596,7 @@ func (g *Gate) approve(ctx context.Context, c *checked, preview *tool.Outcome) (
 			break
 		}
 		args, inArgs := g.redactArgsFound(c.shown)
-		red := g.callRedactor(c).WithSecrets(minArgSecret, inArgs...)
+		red := withArgSecrets(g.callRedactor(c), inArgs)
 		a, err := g.o.Approver.Approve(ctx, ApprovalRequest{
 			Tool: name, CallID: c.call.ID, Principal: c.call.Principal,
 			Args: args, Needs: redactNeeds(red, c.needs),
@@ -796,8 +796,26 @@ func (g *Gate) redactArgs(args json.RawMessage) json.RawMessage {
 }
 
 // minArgSecret is the shortest secret found in a call's arguments that is
-// masked wherever the call's record and outcome repeat it.
+// masked wherever the call's record and outcome repeat it — but for a
+// password (redact.IsPassword), masked whatever its length: a short
+// password is still one, while a short value of another kind may be an
+// ordinary word.
 const minArgSecret = 8
+
+// withArgSecrets returns red that also masks the secrets found in a call's
+// arguments wherever the call's record and outcome repeat them: each
+// password whatever its length, the others from minArgSecret bytes.
+func withArgSecrets(red *redact.Redactor, found []redact.Secret) *redact.Redactor {
+	var passwords, others []redact.Secret
+	for _, s := range found {
+		if redact.IsPassword(s.Kind) {
+			passwords = append(passwords, s)
+		} else {
+			others = append(others, s)
+		}
+	}
+	return red.WithSecrets(minArgSecret, others...).WithSecrets(1, passwords...)
+}
 
 // redactArgsFound is redactArgs, and the secrets it masked.
 func (g *Gate) redactArgsFound(args json.RawMessage) (json.RawMessage, []redact.Secret) {

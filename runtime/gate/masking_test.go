@@ -3,6 +3,7 @@ package gate
 import (
 	"context"
 	"encoding/json"
+	"net/url"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -293,5 +294,48 @@ func TestVaultConcurrent(t *testing.T) {
 	wg.Wait()
 	if len(w.got) != 8 {
 		t.Fatalf("%d writes", len(w.got))
+	}
+}
+
+// TestGateMasksShortPasswordsWhereverRepeated: a password found in a call's
+// arguments as a URL's user info (or a password= pair) is masked wherever
+// the call's record and outcome repeat it, however short — a 4-byte and a
+// 7-byte one — also where the patterns no longer know it: URL-encoded in
+// a query the tool echoes (as the http tool echoes its params), in the
+// path of a capability cleaned of the URL's "//" and the refusal naming
+// it. A short value that is not a password keeps the floor: "postgres"
+// in the same arguments is left alone.
+func TestGateMasksShortPasswordsWhereverRepeated(t *testing.T) {
+	for _, pw := range []string{"Zq4x", "k7Vq2Rx"} {
+		g, nt, audit := newTestGate(t, notesPolicy, GateOptions{})
+		if err := g.Registry().Register(&pathTool{}); err != nil {
+			t.Fatal(err)
+		}
+		dsn := "postgres://app:" + pw + "@db.internal:5432/prod"
+		nt.output = "sent ?db=" + url.QueryEscape(dsn) + "&pwd=" + url.QueryEscape("x "+pw)
+		args, _ := json.Marshal(map[string]string{"name": "a", "text": dsn + " PGPASSWORD=" + pw})
+		res := call(t, g, string(args))
+		refused, err := g.Call(context.Background(), Request{Tool: "readpath", Principal: []string{"test"},
+			Args: json.RawMessage(`{"path":"/outside/` + dsn + `"}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range []tool.Result{res, refused} {
+			blob, _ := json.Marshal(r)
+			if strings.Contains(string(blob), pw) {
+				t.Errorf("password %q in the outcome: %s", pw, blob)
+			}
+		}
+		if !res.Success || !strings.Contains(res.Output, "postgres") || !strings.Contains(res.Output, "[REDACTED:url-password:") {
+			t.Errorf("the outcome: %+v", res)
+		}
+		if refused.Error == nil || refused.Error.Code != tool.CodeCapabilityDenied {
+			t.Errorf("the refusal: %+v", refused)
+		}
+		for _, raw := range audit.raw {
+			if strings.Contains(raw, pw) {
+				t.Errorf("password %q in the audit record: %s", pw, raw)
+			}
+		}
 	}
 }

@@ -111,7 +111,8 @@ func (r *Redactor) WithLiterals(minLen int, literals ...string) *Redactor {
 // secrets found in a call's arguments, wherever its record and outcome
 // repeat them in a form the patterns do not know: a path cleaned of a
 // URL's "//" in a capability, an error quoting an argument whose escapes
-// the quote escaped again).
+// the quote escaped again). An original that is part of a mask's text
+// ("RED", "url") is masked where it stands alone, never inside a mask.
 func (r *Redactor) WithSecrets(minLen int, secrets ...Secret) *Redactor {
 	if r == nil {
 		r = plain
@@ -127,7 +128,7 @@ func (r *Redactor) WithSecrets(minLen int, secrets ...Secret) *Redactor {
 			continue
 		}
 		for _, l := range quotedForms(sc.Original) {
-			if seen[l] || strings.Contains(Mask, l) || strings.Contains(l, maskPrefix) {
+			if seen[l] || strings.Contains(l, maskPrefix) {
 				continue
 			}
 			seen[l] = true
@@ -146,6 +147,13 @@ func (r *Redactor) WithSecrets(minLen int, secrets ...Secret) *Redactor {
 	sort.SliceStable(out.literals, func(i, j int) bool { return len(out.literals[i]) > len(out.literals[j]) })
 	return out
 }
+
+// IsPassword reports whether kind is what the patterns call a password:
+// a URL's user info (url-password), the value of a password=, passwd=,
+// passphrase= or pwd= pair, a curl -u password. Such a value is a
+// password whatever its length; a short value of another kind may be an
+// ordinary word.
+func IsPassword(kind string) bool { return kind == "url-password" || kind == "password" }
 
 // quotedForms returns s, and s as Go's %q and JSON write it inside their
 // quotes when that differs.
@@ -504,9 +512,11 @@ func outsideMasks(spans []span, masks [][2]int) []span {
 }
 
 // literalSpans returns the merged spans of all occurrences (overlapping
-// ones included) of every literal in s. A span that overlaps a mask
-// already in s takes in the whole mask, so that a literal re-formed across
-// a mask leaves one mask, not a torn one.
+// ones included) of every literal in s. An occurrence wholly inside a mask
+// already in s is the mask's own text (a short password that is also a
+// kind's name or an id's digits: "url", "a0"), not the secret: it is left,
+// as masks are. A span that overlaps a mask takes in the whole mask, so
+// that a literal re-formed across a mask leaves one mask, not a torn one.
 func (r *Redactor) literalSpans(s string) []span {
 	var spans []span
 	for _, l := range r.literals {
@@ -515,8 +525,14 @@ func (r *Redactor) literalSpans(s string) []span {
 	if len(spans) == 0 {
 		return nil
 	}
-	spans = mergeSpans(spans)
 	masks := existingMasks(s) // in order, never overlapping
+	if len(masks) > 0 {
+		spans = slices.DeleteFunc(spans, func(sp span) bool { return insideMask(masks, sp) })
+		if len(spans) == 0 {
+			return nil
+		}
+	}
+	spans = mergeSpans(spans)
 	j := 0
 	for i := range spans {
 		for j < len(masks) && masks[j][1] <= spans[i].start {
@@ -528,6 +544,13 @@ func (r *Redactor) literalSpans(s string) []span {
 		}
 	}
 	return mergeSpans(spans)
+}
+
+// insideMask reports whether sp lies wholly inside one of masks (in
+// order, never overlapping).
+func insideMask(masks [][2]int, sp span) bool {
+	i := sort.Search(len(masks), func(i int) bool { return masks[i][1] >= sp.end })
+	return i < len(masks) && masks[i][0] <= sp.start
 }
 
 // appendOccurrences appends the spans of every occurrence of sub in s,

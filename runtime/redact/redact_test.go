@@ -303,6 +303,32 @@ func TestWithSecrets(t *testing.T) {
 	}
 }
 
+// TestShortLiteralsLeaveMasksAlone: a short literal (a short password
+// masked wherever it is repeated) that is also part of a mask's own text —
+// a kind's name, an id's digits, a piece of "[REDACTED]" — masks where it
+// stands alone and leaves the masks as they are: the masks already there
+// keep their ids, and the text is not masked whole.
+func TestShortLiteralsLeaveMasksAlone(t *testing.T) {
+	for _, pw := range []string{"url", "pass", "word", "00a1", "a", "ED:", "RED", "D]"} {
+		r := New().WithSecrets(1, Secret{Kind: "url-password", Original: pw})
+		n := 0
+		out, found := r.Replace("x [REDACTED:url-password:00a1] and [REDACTED] then "+pw+" ok", func(kind, _ string, _ int) string {
+			n++
+			return FormatMask(kind, "0fff")
+		})
+		want := "x [REDACTED:url-password:00a1] and [REDACTED] then [REDACTED:url-password:0fff] ok"
+		if pw == "a" {
+			want = "x [REDACTED:url-password:00a1] [REDACTED:url-password:0fff]nd [REDACTED] then [REDACTED:url-password:0fff] ok"
+		}
+		if out != want || len(found) != n {
+			t.Errorf("%q: got  %q (%d found)\nwant %q", pw, out, len(found), want)
+		}
+		if again := r.String(out); again != out {
+			t.Errorf("%q: redacted again: %q", pw, again)
+		}
+	}
+}
+
 // TestCut: text cut short is never cut inside a secret, nor inside a
 // UTF-8 sequence.
 func TestCut(t *testing.T) {

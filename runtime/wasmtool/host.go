@@ -832,19 +832,22 @@ func (h *Host) Install(ctx context.Context, file string, o InstallOptions) (*Ins
 	// one killed after it a pinned module whose files the next Load puts
 	// in place. Never a module in place that is not what its pin says.
 	stWasm, stSc := h.stagedPath(name, stagedWasm), h.stagedPath(name, stagedSidecar)
+	var staged []string // what this install wrote: all that cleanup removes
 	cleanup := func() {
-		os.Remove(stWasm)
-		os.Remove(stSc)
+		for _, p := range staged {
+			os.Remove(p)
+		}
 	}
-	if err := writeFileSynced(stWasm, src); err != nil {
-		cleanup()
+	if err := createStaged(stWasm, src); err != nil {
 		return nil, err
 	}
+	staged = append(staged, stWasm)
 	if scErr == nil {
-		if err := writeFileSynced(stSc, scRaw); err != nil {
+		if err := createStaged(stSc, scRaw); err != nil {
 			cleanup()
 			return nil, err
 		}
+		staged = append(staged, stSc)
 	}
 	if err := CheckNaming(o.Naming); err != nil {
 		cleanup()
@@ -915,22 +918,54 @@ func parseGrants(specs []string) ([]string, error) {
 	return out, nil
 }
 
-// writeFileSynced writes data to a new file at path, on disk when it
-// returns.
+// createStaged writes data to a new file at path, a staged name, on disk
+// when it returns. A regular file of this user's already there is a
+// staged copy an install killed in an earlier process with this pid left
+// behind, and is replaced; anything else there — a symlink planted to have
+// the install write elsewhere, a directory, another user's file — is
+// refused (PATH_ESCAPE) and left as it is. The file is created
+// exclusively, without following a final symlink: nothing planted between
+// the check and the open is written through either.
+func createStaged(path string, data []byte) error {
+	if fi, err := os.Lstat(path); err == nil {
+		if !fi.Mode().IsRegular() || !ownedByUs(fi) {
+			what := "a file of another user"
+			switch {
+			case fi.Mode()&os.ModeSymlink != 0:
+				what = "a symbolic link"
+			case !fi.Mode().IsRegular():
+				what = "not a regular file (" + fi.Mode().Type().String() + ")"
+			}
+			return tool.Errorf(tool.CodePathEscape,
+				fmt.Sprintf("remove %s (warden did not put it there; see who could write to %s), then install again", path, filepath.Dir(path)),
+				"%s is in the way of the install: it is %s, not a copy warden staged", filepath.Base(path), what)
+		}
+		if err := os.Remove(path); err != nil {
+			return err
+		}
+	}
+	return writeFileSynced(path, data)
+}
+
+// writeFileSynced writes data to a new file at path, which must not exist
+// (not even as a symlink), on disk when it returns; the file is removed
+// when that fails.
 func writeFileSynced(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|oNoFollow, 0o600)
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	return f.Close()
+	if err != nil {
+		os.Remove(path)
+	}
+	return err
 }
 
 // syncDir makes the renames in dir durable (best effort: not every

@@ -608,6 +608,59 @@ func TestDroppedInModuleRunsNothingUntilChecked(t *testing.T) {
 	}
 }
 
+// TestInstallFollowsNoPlantedStagedFile: an install stages its files at
+// names derived from its pid (.install.PID.NAME.wasm.tmp); a symlink
+// planted at those names in the tools directory, pointing elsewhere, is
+// neither followed nor truncated: the install is refused (PATH_ESCAPE)
+// and the files the links point to are untouched. A stale staged file of
+// our own (a killed install of an earlier process with this pid) is
+// replaced, and the install goes through.
+func TestInstallFollowsNoPlantedStagedFile(t *testing.T) {
+	e := newEnv(t)
+	dir := filepath.Join(e.home, "tools")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	staged := func(kind string) string {
+		return filepath.Join(dir, fmt.Sprintf(".install.%d.textstats%s.tmp", os.Getpid(), kind))
+	}
+	outside := t.TempDir()
+	for _, kind := range []string{".wasm", ".tool.yaml"} {
+		victim := filepath.Join(outside, "victim"+kind)
+		if err := os.WriteFile(victim, []byte("precious"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(victim, staged(kind)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src := wasmfixture.Stage(t, "examples/textstats", "textstats", false)
+	_, err := e.host.Install(context.Background(), src, wasmtool.InstallOptions{Name: "textstats", Taken: e.core.Has, By: "test"})
+	var te *tool.Error
+	if !errors.As(err, &te) || te.Code != tool.CodePathEscape || te.Hint == "" {
+		t.Errorf("install over planted links: %v", err)
+	}
+	for _, kind := range []string{".wasm", ".tool.yaml"} {
+		if b, err := os.ReadFile(filepath.Join(outside, "victim"+kind)); err != nil || string(b) != "precious" {
+			t.Errorf("the file a planted link points to was written: %d bytes, %v", len(b), err)
+		}
+		if fi, err := os.Lstat(staged(kind)); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			t.Errorf("the planted link is not left as it was: %v", err)
+		}
+		os.Remove(staged(kind))
+	}
+	if _, err := e.pins.Pin(context.Background(), "textstats"); err == nil {
+		t.Fatal("the refused install pinned its module")
+	}
+	// A stale staged file of our own is replaced.
+	if err := os.WriteFile(staged(".wasm"), []byte("stale"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.host.Install(context.Background(), src, wasmtool.InstallOptions{Name: "textstats", Taken: e.core.Has, By: "test"}); err != nil {
+		t.Fatalf("install over a stale staged file: %v", err)
+	}
+}
+
 // TestKilledInstallSettles: an install killed after its pin and before its
 // files were renamed into place leaves them staged; the next Load puts them
 // in place (the module works). Staged files of an install killed before

@@ -108,6 +108,14 @@ func (s *Store) Run(ctx context.Context, id string) (json.RawMessage, error) {
 	return s.getDoc(ctx, runsTable, id)
 }
 
+// UpdateRun replaces run id's document by what fn makes of it, in one
+// transaction holding the run's row: a compare-and-set (a run marked
+// interrupted only if it is still running). fn's error aborts the change
+// and is returned; fn may be called again if the transaction is retried.
+func (s *Store) UpdateRun(ctx context.Context, id string, fn func(doc json.RawMessage) (json.RawMessage, error)) error {
+	return s.updateDoc(ctx, runsTable, id, fn)
+}
+
 // ListRuns returns run documents newest (largest id) first, at most limit
 // of them (<= 0: all).
 func (s *Store) ListRuns(ctx context.Context, limit int) ([]json.RawMessage, error) {
@@ -217,14 +225,23 @@ func (s *Store) Job(ctx context.Context, id string) (json.RawMessage, error) {
 // transaction holding the job's row; fn's error aborts the change and is
 // returned. fn may be called again if the transaction is retried.
 func (s *Store) UpdateJob(ctx context.Context, id string, fn func(doc json.RawMessage) (json.RawMessage, error)) error {
-	if err := store.ValidName("job", id); err != nil {
+	return s.updateDoc(ctx, jobsTable, id, fn)
+}
+
+// updateDoc replaces the document under name by what fn makes of it, in
+// one transaction holding its row (SELECT … FOR UPDATE): a write of it
+// from another connection waits until this one commits. fn's error aborts
+// the change and is returned; fn may be called again if the transaction
+// is retried.
+func (s *Store) updateDoc(ctx context.Context, t docTable, name string, fn func(doc json.RawMessage) (json.RawMessage, error)) error {
+	if err := store.ValidName(t.kind, name); err != nil {
 		return err
 	}
-	return s.inTx(ctx, "updating a job", pgx.TxOptions{}, func(ctx context.Context, tx pgx.Tx) error {
+	return s.inTx(ctx, "updating a "+t.kind, pgx.TxOptions{}, func(ctx context.Context, tx pgx.Tx) error {
 		var doc []byte
-		err := tx.QueryRow(ctx, `SELECT doc FROM warden.jobs WHERE name = $1 FOR UPDATE`, id).Scan(&doc)
+		err := tx.QueryRow(ctx, `SELECT doc FROM `+t.table+` WHERE `+t.key()+` = $1 FOR UPDATE`, name).Scan(&doc)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("job %s: %w", id, store.ErrNotFound)
+			return fmt.Errorf("%s %s: %w", t.kind, name, store.ErrNotFound)
 		}
 		if err != nil {
 			return err
@@ -233,11 +250,11 @@ func (s *Store) UpdateJob(ctx context.Context, id string, fn func(doc json.RawMe
 		if err != nil {
 			return err
 		}
-		v, err := store.CompactDoc("job "+id, nd)
+		v, err := store.CompactDoc(t.kind+" "+name, nd)
 		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `UPDATE warden.jobs SET doc = $2 WHERE name = $1`, id, v)
+		_, err = tx.Exec(ctx, `UPDATE `+t.table+` SET doc = $2 WHERE `+t.key()+` = $1`, name, v)
 		return err
 	})
 }

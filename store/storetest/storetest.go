@@ -102,6 +102,7 @@ func Run(t *testing.T, open func(t *testing.T) Backend) {
 		{"MemorySearchFollowsUpdates", testMemoryUpdates},
 		{"MemorySearchNamespacesAndLimit", testMemoryNamespaces},
 		{"Runs", testRuns},
+		{"UpdateRunIsOneTransaction", testUpdateRun},
 		{"Artifacts", testArtifacts},
 		{"Pins", testPins},
 		{"GrantsAndTrust", testGrantsAndTrust},
@@ -571,6 +572,43 @@ func testRuns(t *testing.T, b Backend) {
 	}
 	if err := b.PutRun(ctx, "", json.RawMessage(`{}`)); err == nil {
 		t.Errorf("PutRun accepted an empty id")
+	}
+}
+
+// testUpdateRun: UpdateRun replaces a run's document by what fn makes of
+// the one stored, in one transaction: a write of the run that comes while
+// fn holds it lands after the update, never under it (a run resumed while
+// a dead process's run is marked interrupted stays resumed); fn's error
+// changes nothing and is returned.
+func testUpdateRun(t *testing.T, b Backend) {
+	must(t, b.PutRun(ctx, "r1", json.RawMessage(`{"id":"r1","status":"running"}`)))
+	wrote := make(chan error, 1)
+	must(t, b.UpdateRun(ctx, "r1", func(doc json.RawMessage) (json.RawMessage, error) {
+		if string(doc) != `{"id":"r1","status":"running"}` {
+			t.Errorf("UpdateRun saw %s", doc)
+		}
+		go func() { wrote <- b.PutRun(ctx, "r1", json.RawMessage(`{"id":"r1","status":"running","resumed":1}`)) }()
+		return json.RawMessage(`{"id":"r1","status":"interrupted"}`), nil
+	}))
+	must(t, <-wrote)
+	if doc, err := b.Run(ctx, "r1"); err != nil || string(doc) != `{"id":"r1","status":"running","resumed":1}` {
+		t.Errorf("the write that came during UpdateRun: %s, %v", doc, err)
+	}
+	boom := errors.New("boom")
+	if err := b.UpdateRun(ctx, "r1", func(json.RawMessage) (json.RawMessage, error) { return json.RawMessage(`{}`), boom }); !errors.Is(err, boom) {
+		t.Errorf("UpdateRun with an error: %v", err)
+	}
+	if err := b.UpdateRun(ctx, "r1", func(json.RawMessage) (json.RawMessage, error) { return json.RawMessage(`{"unterminated":`), nil }); err == nil {
+		t.Errorf("UpdateRun accepted invalid JSON")
+	}
+	if doc, err := b.Run(ctx, "r1"); err != nil || string(doc) != `{"id":"r1","status":"running","resumed":1}` {
+		t.Errorf("Run after failed updates: %s, %v", doc, err)
+	}
+	if err := b.UpdateRun(ctx, "none", func(d json.RawMessage) (json.RawMessage, error) { return d, nil }); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("UpdateRun of a missing run: %v", err)
+	}
+	if err := b.UpdateRun(ctx, "", func(d json.RawMessage) (json.RawMessage, error) { return d, nil }); err == nil {
+		t.Errorf("UpdateRun accepted an empty id")
 	}
 }
 

@@ -26,6 +26,7 @@ import (
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"strings"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -87,6 +88,9 @@ type EngineOptions struct {
 type Engine struct {
 	cache   wazero.CompilationCache
 	workers int
+	// lock is the shared lock on the cache directory's .lock (lockCache),
+	// or nil.
+	lock *os.File
 }
 
 // ErrUnsafeCacheDir is returned by [NewEngine] for a cache directory that
@@ -112,11 +116,15 @@ func NewEngine(ctx context.Context, opts EngineOptions) (*Engine, error) {
 	if err := checkCacheDir(dir); err != nil {
 		return nil, err
 	}
+	lock := lockCache(dir, func(alone bool) { removeAbandonedTemps(dir, alone, time.Now()) })
 	cache, err := wazero.NewCompilationCacheWithDir(dir)
 	if err != nil {
+		if lock != nil {
+			lock.Close()
+		}
 		return nil, fmt.Errorf("wasm: cache dir %s: %w", dir, err)
 	}
-	return &Engine{cache: cache, workers: workers}, nil
+	return &Engine{cache: cache, workers: workers, lock: lock}, nil
 }
 
 // checkCacheDir refuses a cache directory whose native code someone else
@@ -209,7 +217,72 @@ func walkCache(dir string, depth int) error {
 	return nil
 }
 
+// abandonedAfter is how long a temporary file of the cache must have been
+// left unwritten to be taken for one a killed compile left behind, while
+// other processes may use the cache.
+const abandonedAfter = time.Hour
+
+// removeAbandonedTemps removes from the cache's version directories the
+// temporary files wazero writes a compiled module into before renaming it
+// into place (<64 hex digits>.<random digits>.tmp): a compile killed on
+// the way leaves one, and nothing else removes it. Alone on the cache (no
+// other process holds its lock), every one is abandoned. Otherwise their
+// names say nothing of their writer, and age tells: one no one has written
+// for abandonedAfter — a compile writes its file in seconds — since
+// removing a file another process is writing would fail its compile (its
+// rename into place). Best effort: errors are ignored. checkCacheDir has
+// made sure every entry is a plain, private file or directory of this
+// user's.
+func removeAbandonedTemps(dir string, alone bool, now time.Time) {
+	versions, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, v := range versions {
+		if !v.IsDir() {
+			continue
+		}
+		vdir := filepath.Join(dir, v.Name())
+		entries, err := os.ReadDir(vdir)
+		if err != nil {
+			continue
+		}
+		for _, ent := range entries {
+			if !ent.Type().IsRegular() || !isCacheTemp(ent.Name()) {
+				continue
+			}
+			if fi, err := ent.Info(); err == nil && (alone || now.Sub(fi.ModTime()) > abandonedAfter) {
+				_ = os.Remove(filepath.Join(vdir, ent.Name()))
+			}
+		}
+	}
+}
+
+// isCacheTemp reports whether name is one wazero gives the temporary file
+// of a cache entry: the entry's key (64 hex digits), a dot, os.CreateTemp's
+// random digits, ".tmp".
+func isCacheTemp(name string) bool {
+	rest, ok := strings.CutSuffix(name, ".tmp")
+	if !ok || len(rest) < 66 || rest[64] != '.' {
+		return false
+	}
+	for i, c := range []byte(rest) {
+		switch {
+		case i < 64 && (c >= '0' && c <= '9' || c >= 'a' && c <= 'f'):
+		case i > 64 && c >= '0' && c <= '9':
+		case i == 64:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // Close releases the compilation cache. Close every [Module] first.
 func (e *Engine) Close(ctx context.Context) error {
-	return e.cache.Close(ctx)
+	err := e.cache.Close(ctx)
+	if e.lock != nil {
+		e.lock.Close()
+	}
+	return err
 }

@@ -487,3 +487,74 @@ func TestCacheDir(t *testing.T) {
 		t.Errorf("under a sticky world-writable parent: %v", err)
 	}
 }
+
+// TestCacheDirRemovesAbandonedTemps: a compile killed while wazero wrote
+// its result leaves <key>.<random>.tmp in the cache's version directory,
+// which nothing else removes. Opening the cache while another process
+// uses it (an engine holds its lock) removes those untouched for an hour,
+// and leaves a fresh one (that process may be writing it now), the
+// cache's entries and files not of wazero's naming alone; opening it
+// alone removes every temporary file.
+func TestCacheDirRemovesAbandonedTemps(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "cache")
+	open := func() *Engine {
+		t.Helper()
+		e, err := NewEngine(ctx, EngineOptions{CacheDir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	first := open() // another process, using the cache
+	ver := filepath.Join(dir, "wazero-v1-"+goruntime.GOARCH+"-"+goruntime.GOOS)
+	if err := os.MkdirAll(ver, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	key := strings.Repeat("ab12", 16)
+	abandoned := filepath.Join(ver, key+".123456789.tmp")
+	fresh := filepath.Join(ver, strings.Repeat("cd34", 16)+".987654321.tmp")
+	entry := filepath.Join(ver, key)
+	other := filepath.Join(ver, "notes.tmp")
+	for _, p := range []string{abandoned, fresh, entry, other} {
+		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-2 * time.Hour)
+	for _, p := range []string{abandoned, entry, other} {
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Written now, whatever the clock does while the test runs.
+	if err := os.Chtimes(fresh, time.Now().Add(time.Hour), time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	there := func(p string) bool {
+		_, err := os.Lstat(p)
+		return err == nil
+	}
+	open().Close(ctx) // not alone
+	if there(abandoned) {
+		t.Errorf("the abandoned temporary file is still there")
+	}
+	for _, p := range []string{fresh, entry, other} {
+		if !there(p) {
+			t.Errorf("%s was removed while another engine used the cache", filepath.Base(p))
+		}
+	}
+	first.Close(ctx)
+	if !cacheLocks {
+		return
+	}
+	open().Close(ctx) // alone: no one is writing
+	if there(fresh) {
+		t.Errorf("a temporary file is left by an engine alone on the cache")
+	}
+	for _, p := range []string{entry, other} {
+		if !there(p) {
+			t.Errorf("%s was removed", filepath.Base(p))
+		}
+	}
+}

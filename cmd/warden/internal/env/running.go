@@ -1,6 +1,7 @@
 package env
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -241,7 +242,13 @@ func (e *Env) recoverRuns(st store.Backend) {
 		if m.Boot != "" && m.Boot != BootID() {
 			why = fmt.Sprintf("the machine restarted while process %d ran it", m.PID)
 		}
-		marked, err := MarkInterrupted(ctx, st, name, why)
+		// The mark is read again where the run is marked, and before it is
+		// removed: a warden that resumed the run meanwhile wrote its own.
+		same := func() bool {
+			now, err := os.ReadFile(path)
+			return err == nil && bytes.Equal(now, b)
+		}
+		marked, err := markInterrupted(ctx, st, name, why, same)
 		if err != nil {
 			e.Logger().Warn("a run left running could not be marked interrupted", "run", name, "err", err)
 			continue
@@ -249,33 +256,44 @@ func (e *Env) recoverRuns(st store.Backend) {
 		if marked {
 			e.Logger().Info("a run left running was marked interrupted", "run", name, "why", why)
 		}
-		_ = os.Remove(path)
+		if same() {
+			_ = os.Remove(path)
+		}
 	}
 }
 
+// errLeftAlone aborts the update of a run that is no longer the one a dead
+// process left running.
+var errLeftAlone = errors.New("the run is no longer left running")
+
 // MarkInterrupted records run runID, if it is still running, as
 // interrupted, saying why; it reports whether it did. A run never
-// recorded (its process died first) is no error.
+// recorded (its process died first) is no error. The check and the write
+// are one store transaction (a compare-and-set): a run that ended
+// meanwhile is left as it ended.
 func MarkInterrupted(ctx context.Context, st store.Backend, runID, reason string) (bool, error) {
-	doc, err := st.Run(ctx, runID)
-	if errors.Is(err, store.ErrNotFound) {
+	return markInterrupted(ctx, st, runID, reason, nil)
+}
+
+// markInterrupted is MarkInterrupted that also asks still, inside the
+// transaction, whether the run is still the dead process's: a run that
+// another warden marked and resumed meanwhile is running again, under a
+// mark of its own, and stays so.
+func markInterrupted(ctx context.Context, st store.Backend, runID, reason string, still func() bool) (bool, error) {
+	err := st.UpdateRun(ctx, runID, func(doc json.RawMessage) (json.RawMessage, error) {
+		var m map[string]any
+		if err := json.Unmarshal(doc, &m); err != nil {
+			return nil, err
+		}
+		if m["status"] != gate.RunRunning || still != nil && !still() {
+			return nil, errLeftAlone
+		}
+		m["status"] = RunInterrupted
+		m["error"] = tool.Errorf(tool.CodeInternal, "", "the run was lost: %s", reason)
+		return json.Marshal(m)
+	})
+	if errors.Is(err, errLeftAlone) || errors.Is(err, store.ErrNotFound) {
 		return false, nil
 	}
-	if err != nil {
-		return false, err
-	}
-	var m map[string]any
-	if err := json.Unmarshal(doc, &m); err != nil {
-		return false, err
-	}
-	if m["status"] != gate.RunRunning {
-		return false, nil
-	}
-	m["status"] = RunInterrupted
-	m["error"] = tool.Errorf(tool.CodeInternal, "", "the run was lost: %s", reason)
-	out, err := json.Marshal(m)
-	if err != nil {
-		return false, err
-	}
-	return true, st.PutRun(ctx, runID, out)
+	return err == nil, err
 }
