@@ -67,6 +67,8 @@ type runResult struct {
 	path      string
 	// limit names the resource limit a program hit, if one did.
 	limit string
+	// refused: the call was refused before anything ran.
+	refused *tool.Error
 }
 
 // run is the state of one running command, shared by its handlers
@@ -81,7 +83,11 @@ type run struct {
 	path     string
 	pathDirs []string
 	base     map[string]string // the environment warden built, before the call's env
-	cancel   context.CancelCauseFunc
+	// hardening is added last to every program's environment: the shell's
+	// own and what turns off the programs the repository's git
+	// configuration names (gitHardening).
+	hardening []string
+	cancel    context.CancelCauseFunc
 
 	mu       sync.Mutex
 	closed   bool
@@ -148,17 +154,22 @@ func (s *Shell) execute(ctx context.Context, c *tool.Call, sc *call) *runResult 
 		st.pathDirs = strings.Split(path, ":")
 	}
 	env := st.buildEnv(s.environ(), sc.args.Env)
+	res := &runResult{
+		stdout: &proc.CappedBuffer{Max: s.maxOutput()}, stderr: &proc.CappedBuffer{Max: s.maxOutput()}, path: path,
+	}
+	tctx, cancelT := context.WithTimeout(ctx, sc.timeout)
+	defer cancelT()
+	st.hardening, res.refused = st.gitHardening(tctx)
+	if res.refused != nil {
+		st.closeNet()
+		return res
+	}
 	// The interpreter opens files named sh-interp-* in its temporary
 	// directory without the open handler (they are its FIFOs for <(…)), so
 	// it gets a temporary directory where nothing can exist; its TMPDIR
 	// variable is restored below, before the command runs.
 	interpEnv := append(slices.Clone(env), "TMPDIR="+noTempDir)
-	res := &runResult{
-		stdout: &proc.CappedBuffer{Max: s.maxOutput()}, stderr: &proc.CappedBuffer{Max: s.maxOutput()}, path: path,
-	}
 
-	tctx, cancelT := context.WithTimeout(ctx, sc.timeout)
-	defer cancelT()
 	rctx, cancel := context.WithCancelCause(tctx)
 	defer cancel(nil)
 	st.cancel = cancel
@@ -579,7 +590,7 @@ func envName(k string) bool {
 }
 
 // childEnv returns the environment a program gets: the interpreter's
-// exported variables, checked, plus the hardening. It returns a refusal
+// exported variables, checked, plus the call's hardening. It returns a refusal
 // message when a guarded variable was changed for the program.
 func (st *run) childEnv(env expand.Environ, prog string) ([]string, string) {
 	vars := map[string]string{}
@@ -612,12 +623,12 @@ func (st *run) childEnv(env expand.Environ, prog string) ([]string, string) {
 		return nil, fmt.Sprintf("the command set %s for %s, which needs an exact env:%s grant: %s", name, prog, name, why)
 	}
 	vars["PATH"] = st.path
-	out := make([]string, 0, len(vars)+len(hardening))
+	out := make([]string, 0, len(vars)+len(st.hardening))
 	for k, v := range vars {
 		out = append(out, k+"="+v)
 	}
 	sort.Strings(out)
-	return append(out, hardening...), ""
+	return append(out, st.hardening...), ""
 }
 
 // resolve turns a path the interpreter uses (relative to dir) into the

@@ -12,8 +12,10 @@ package shell
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
+	"github.com/wardenrt/warden/builtin/internal/gitcfg"
 	"github.com/wardenrt/warden/runtime/capability"
 )
 
@@ -110,8 +112,10 @@ var gitCommands = map[string]bool{
 // guardGit refuses git options that make git run a program or read a
 // configuration the caller chooses. The shell also hardens every program's
 // environment (hardening): core.fsmonitor, core.hooksPath, the pager and
-// editors, credential helpers and askpass are neutralised at command scope, so
-// a repository's own .git/config cannot make them run code either.
+// editors, credential helpers, askpass, ssh and signature programs are
+// neutralised at command scope, and so are the drivers and other programs
+// the repository's own configuration names (run.gitHardening), so a
+// repository's .git/config cannot make them run code either.
 func guardGit(args []string) guardResult {
 	cfg := func(opt string) guardResult {
 		return guardResult{
@@ -669,22 +673,54 @@ func exactEnvGrant(s capability.Set, name string) bool {
 }
 
 // hardening is added to every program's environment, last, so nothing
-// overrides it: no system git configuration; at command scope (above the
-// repository's own .git/config) no fsmonitor, no hooks, cat as pager, no
-// credential helper or askpass program, no ext:: transport; editors that fail
-// instead of waiting for a terminal; no terminal prompts.
-var hardening = []string{
+// overrides it: no system git configuration; editors that fail instead of
+// waiting for a terminal; no terminal prompts; cat as pager; no git://
+// proxy program (GIT_PROXY_COMMAND="" wins over every core.gitProxy, which
+// is matched first-come and so cannot be overridden at command scope); and
+// gitHardening at command scope. Each call adds the settings that turn off
+// the programs the workspace repository's configuration names
+// (run.gitHardening, hardeningWith).
+var hardening = append([]string{
 	"GIT_CONFIG_NOSYSTEM=1",
 	"GIT_TERMINAL_PROMPT=0",
 	"GIT_PAGER=cat",
 	"GIT_EDITOR=false",
 	"GIT_SEQUENCE_EDITOR=false",
-	"GIT_CONFIG_COUNT=6",
-	"GIT_CONFIG_KEY_0=core.fsmonitor", "GIT_CONFIG_VALUE_0=false",
-	"GIT_CONFIG_KEY_1=core.hooksPath", "GIT_CONFIG_VALUE_1=/dev/null",
-	"GIT_CONFIG_KEY_2=core.pager", "GIT_CONFIG_VALUE_2=cat",
-	"GIT_CONFIG_KEY_3=credential.helper", "GIT_CONFIG_VALUE_3=",
-	"GIT_CONFIG_KEY_4=core.askPass", "GIT_CONFIG_VALUE_4=",
-	"GIT_CONFIG_KEY_5=protocol.ext.allow", "GIT_CONFIG_VALUE_5=never",
+	"GIT_PROXY_COMMAND=",
 	"PAGER=cat",
+}, gitcfg.Env(gitHardening)...)
+
+// gitHardening are set at command scope, above every configuration file:
+// no fsmonitor, no hooks, cat as pager, no credential helper (an empty
+// credential.helper empties the list, the repository's credential.<url>.helper
+// too) or askpass program, no ext:: transport, no program listing the refs
+// of alternates (git reports it cannot run "" and goes without them), the
+// programs git runs for ssh and for signatures set to git's defaults (ssh,
+// gpg, gpgsm, ssh-keygen), and no signature shown by log unless asked for.
+var gitHardening = []gitcfg.Pair{
+	{Key: "core.fsmonitor", Value: "false"},
+	{Key: "core.hooksPath", Value: "/dev/null"},
+	{Key: "core.pager", Value: "cat"},
+	{Key: "credential.helper", Value: ""},
+	{Key: "core.askPass", Value: ""},
+	{Key: "protocol.ext.allow", Value: "never"},
+	{Key: "core.sshCommand", Value: "ssh"},
+	{Key: "core.alternateRefsCommand", Value: ""},
+	{Key: "gpg.program", Value: "gpg"},
+	{Key: "gpg.openpgp.program", Value: "gpg"},
+	{Key: "gpg.x509.program", Value: "gpgsm"},
+	{Key: "gpg.ssh.program", Value: "ssh-keygen"},
+	{Key: "log.showSignature", Value: "false"},
+}
+
+// hardeningWith is the hardening with more command-scope settings: one
+// GIT_CONFIG_COUNT for gitHardening and them.
+func hardeningWith(more []gitcfg.Pair) []string {
+	if len(more) == 0 {
+		return hardening
+	}
+	out := slices.DeleteFunc(slices.Clone(hardening), func(kv string) bool {
+		return strings.HasPrefix(kv, "GIT_CONFIG_") && !strings.HasPrefix(kv, "GIT_CONFIG_NOSYSTEM=")
+	})
+	return append(out, gitcfg.Env(append(slices.Clone(gitHardening), more...))...)
 }
