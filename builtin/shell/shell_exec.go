@@ -28,6 +28,7 @@ import (
 	"mvdan.cc/sh/v3/interp"
 	"mvdan.cc/sh/v3/syntax"
 
+	"github.com/wardenrt/warden/builtin/internal/gitcfg"
 	"github.com/wardenrt/warden/builtin/internal/proc"
 	"github.com/wardenrt/warden/runtime/capability"
 	"github.com/wardenrt/warden/runtime/gate"
@@ -66,27 +67,23 @@ type runResult struct {
 	warnings  []string
 	path      string
 	// limit names the resource limit a program hit, if one did.
-	limit string
-	// refused: the call was refused before anything ran.
-	refused *tool.Error
+	limit   string
+	refused *tool.Error // the call was refused before anything ran
 }
 
 // run is the state of one running command, shared by its handlers
 // (which run concurrently: pipes, background jobs).
 type run struct {
-	grants   capability.Set
-	ws       string
-	rtCall   *tool.Call
-	ctx      context.Context // the call's (where its connections are noted)
-	limits   resource.Limits // the call's
-	needBox  bool            // require_sandbox
-	path     string
-	pathDirs []string
-	base     map[string]string // the environment warden built, before the call's env
-	// hardening is added last to every program's environment: the shell's
-	// own and what turns off the programs the repository's git
-	// configuration names (gitHardening).
-	hardening []string
+	grants    capability.Set
+	ws        string
+	rtCall    *tool.Call
+	ctx       context.Context // the call's (where its connections are noted)
+	limits    resource.Limits // the call's
+	needBox   bool            // require_sandbox
+	path      string
+	pathDirs  []string
+	base      map[string]string // the environment warden built, before the call's env
+	hardening []string          // added last to every program's environment (gitHardening)
 	cancel    context.CancelCauseFunc
 
 	mu       sync.Mutex
@@ -128,6 +125,30 @@ func (st *run) sandbox() (sandbox.Spec, *proc.Net, error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return st.box, st.net, st.boxErr
+}
+
+// gitHardening is the call's hardening: when its programs may run git and
+// git may find a repository from the workspace, with what turns off the
+// programs the repository's configuration names (gitcfg.Programs.Settings,
+// which refuses a configuration file the call could change).
+func (st *run) gitHardening(ctx context.Context) ([]string, *tool.Error) {
+	git := st.lookPath("git")
+	execs := slices.ContainsFunc(st.grants.Grants(), func(g capability.Grant) bool { return g.Kind() == capability.Exec })
+	if git == "" || !execs || !gitcfg.RepositoryNear(st.ws) {
+		return hardening, nil
+	}
+	box, _, err := st.sandbox()
+	p := gitcfg.Programs{Git: git, Dir: st.ws, Path: st.path, Vars: st.base, Hardening: hardening, Box: box, RequireBox: st.needBox,
+		Hint: "use the git tools, which read the repository without its programs, or run the command without granting git",
+		Writable: func(c string) bool {
+			_, prot := st.rtCall.Protect.Match(st.ws, c)
+			return st.grants.Allows(capability.Need{Kind: capability.FSWrite, Resource: c}) && !protected(st.ws, c) && !prot
+		}}
+	if err != nil || !p.Runnable() { // a sandbox that cannot be made starts no program: start says why
+		return hardening, nil
+	}
+	more, e := p.Settings(ctx)
+	return hardeningWith(more), e
 }
 
 // closeNet closes the call's way out, now or as soon as it is made.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wardenrt/warden/builtin/internal/gitcfg"
 	"github.com/wardenrt/warden/builtin/internal/tooltest"
 	"github.com/wardenrt/warden/runtime/sandbox"
 	"github.com/wardenrt/warden/runtime/tool"
@@ -283,13 +284,13 @@ func TestShellGitHardeningEnv(t *testing.T) {
 	ws := cleanDir(t)
 	g, _ := tooltest.ShellGate(t, tool.Adapt[Args](&Shell{}), ws, "fs.read:**", "exec:git", "exec:env")
 	static := tooltest.Decode[Result](t, tooltest.ShellDo(t, g, map[string]any{"command": "env"})).Stdout
-	want := "GIT_CONFIG_COUNT=" + strconv.Itoa(len(gitHardening)) + "\n"
+	want := "GIT_CONFIG_COUNT=" + strconv.Itoa(len(gitcfg.Hardening)) + "\n"
 	if !strings.Contains(static, want) || !strings.Contains(static, "GIT_CONFIG_KEY_0=core.fsmonitor\n") {
 		t.Fatalf("without a repository:\n%s", static)
 	}
 	gitDriverRepo(t, ws, "*.txt filter=x diff=x\n", "[filter \"x\"]\n\tclean = c\n[diff \"x\"]\n\ttextconv = t\n")
 	out := tooltest.Decode[Result](t, tooltest.ShellDo(t, g, map[string]any{"command": "env"})).Stdout
-	n := len(gitHardening)
+	n := len(gitcfg.Hardening)
 	for _, w := range []string{
 		"GIT_CONFIG_COUNT=" + strconv.Itoa(n+5) + "\n",
 		"GIT_CONFIG_KEY_0=core.fsmonitor\n",

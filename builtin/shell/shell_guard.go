@@ -111,11 +111,10 @@ var gitCommands = map[string]bool{
 
 // guardGit refuses git options that make git run a program or read a
 // configuration the caller chooses. The shell also hardens every program's
-// environment (hardening): core.fsmonitor, core.hooksPath, the pager and
-// editors, credential helpers, askpass, ssh and signature programs are
-// neutralised at command scope, and so are the drivers and other programs
-// the repository's own configuration names (run.gitHardening), so a
-// repository's .git/config cannot make them run code either.
+// environment (hardening): the fixed keys that name programs (core.fsmonitor,
+// core.pager, …) and the drivers the repository's configuration names
+// (run.gitHardening) are neutralised at command scope, so a repository's
+// own .git/config cannot make them run code either.
 func guardGit(args []string) guardResult {
 	cfg := func(opt string) guardResult {
 		return guardResult{
@@ -673,54 +672,16 @@ func exactEnvGrant(s capability.Set, name string) bool {
 }
 
 // hardening is added to every program's environment, last, so nothing
-// overrides it: no system git configuration; editors that fail instead of
-// waiting for a terminal; no terminal prompts; cat as pager; no git://
-// proxy program (GIT_PROXY_COMMAND="" wins over every core.gitProxy, which
-// is matched first-come and so cannot be overridden at command scope); and
-// gitHardening at command scope. Each call adds the settings that turn off
-// the programs the workspace repository's configuration names
-// (run.gitHardening, hardeningWith).
-var hardening = append([]string{
-	"GIT_CONFIG_NOSYSTEM=1",
-	"GIT_TERMINAL_PROMPT=0",
-	"GIT_PAGER=cat",
-	"GIT_EDITOR=false",
-	"GIT_SEQUENCE_EDITOR=false",
-	"GIT_PROXY_COMMAND=",
-	"PAGER=cat",
-}, gitcfg.Env(gitHardening)...)
+// overrides it: no system git configuration, editors that fail instead of
+// waiting for a terminal, no terminal prompts, cat as pager, no git://
+// proxy program, and gitcfg.Hardening at command scope. A call whose
+// programs may run git adds what turns off the programs the repository's
+// configuration names (run.gitHardening).
+var hardening = hardeningWith(nil)
 
-// gitHardening are set at command scope, above every configuration file:
-// no fsmonitor, no hooks, cat as pager, no credential helper (an empty
-// credential.helper empties the list, the repository's credential.<url>.helper
-// too) or askpass program, no ext:: transport, no program listing the refs
-// of alternates (git reports it cannot run "" and goes without them), the
-// programs git runs for ssh and for signatures set to git's defaults (ssh,
-// gpg, gpgsm, ssh-keygen), and no signature shown by log unless asked for.
-var gitHardening = []gitcfg.Pair{
-	{Key: "core.fsmonitor", Value: "false"},
-	{Key: "core.hooksPath", Value: "/dev/null"},
-	{Key: "core.pager", Value: "cat"},
-	{Key: "credential.helper", Value: ""},
-	{Key: "core.askPass", Value: ""},
-	{Key: "protocol.ext.allow", Value: "never"},
-	{Key: "core.sshCommand", Value: "ssh"},
-	{Key: "core.alternateRefsCommand", Value: ""},
-	{Key: "gpg.program", Value: "gpg"},
-	{Key: "gpg.openpgp.program", Value: "gpg"},
-	{Key: "gpg.x509.program", Value: "gpgsm"},
-	{Key: "gpg.ssh.program", Value: "ssh-keygen"},
-	{Key: "log.showSignature", Value: "false"},
-}
-
-// hardeningWith is the hardening with more command-scope settings: one
-// GIT_CONFIG_COUNT for gitHardening and them.
+// hardeningWith is the hardening with more command-scope settings, after
+// gitcfg.Hardening's under one GIT_CONFIG_COUNT.
 func hardeningWith(more []gitcfg.Pair) []string {
-	if len(more) == 0 {
-		return hardening
-	}
-	out := slices.DeleteFunc(slices.Clone(hardening), func(kv string) bool {
-		return strings.HasPrefix(kv, "GIT_CONFIG_") && !strings.HasPrefix(kv, "GIT_CONFIG_NOSYSTEM=")
-	})
-	return append(out, gitcfg.Env(append(slices.Clone(gitHardening), more...))...)
+	return append([]string{"GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0", "GIT_PAGER=cat", "GIT_EDITOR=false",
+		"GIT_SEQUENCE_EDITOR=false", "GIT_PROXY_COMMAND=", "PAGER=cat"}, gitcfg.Env(append(slices.Clone(gitcfg.Hardening), more...))...)
 }
