@@ -7,9 +7,10 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
+
+	"github.com/wardenrt/warden/internal/thirdparty/jsonschema"
 )
 
 // Schema is a compiled input schema.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // A Draft represents json-schema specification.
@@ -16,6 +17,7 @@ type Draft struct {
 	vocabPrefix   string             // prefix used for vocabulary
 	allVocabs     map[string]*Schema // names of supported vocabs with its schemas
 	defaultVocabs []string           // names of default vocabs
+	meta          sync.Once          // compiles sch and allVocabs (compileMeta)
 }
 
 // String returns the specification url.
@@ -124,15 +126,22 @@ var (
 	draftLatest = Draft2020
 )
 
-func init() {
-	c := NewCompiler()
-	c.AssertFormat()
-	for _, d := range []*Draft{Draft4, Draft6, Draft7, Draft2019, Draft2020} {
+// compileMeta compiles d's metaschema and those of its vocabularies, once,
+// the first time a schema is checked against them (warden's patch: the
+// published package compiled every draft's in its init, at the start of
+// every program that imports it). The compiler is marked as
+// bootstrapping: checking the metaschemas' own subschemas uses the draft
+// as it stands, as the init did, instead of waiting for itself.
+func (d *Draft) compileMeta() {
+	d.meta.Do(func() {
+		c := NewCompiler()
+		c.AssertFormat()
+		c.roots.bootstrap = true
 		d.sch = c.MustCompile(d.url)
 		for name := range d.allVocabs {
 			d.allVocabs[name] = c.MustCompile(strings.TrimSuffix(d.url, "schema") + "meta/" + name)
 		}
-	}
+	})
 }
 
 func draftFromURL(url string) *Draft {

@@ -12,6 +12,7 @@ type roots struct {
 	regexpEngine RegexpEngine
 	vocabularies map[string]*Vocabulary
 	assertVocabs bool
+	bootstrap    bool // compiling a draft's metaschemas (Draft.compileMeta)
 }
 
 func newRoots() *roots {
@@ -236,6 +237,15 @@ func (rr *roots) addSubschema(r *root, ptr jsonPointer) error {
 
 func (rr *roots) validate(r *root, v any, ptr jsonPointer) error {
 	dialect := r.resource(ptr).dialect
+	if !rr.bootstrap {
+		// The drafts this check can meet: r's and those of the
+		// resources in it (validator.handleMeta switches to theirs).
+		for _, res := range r.resources {
+			if res.dialect.draft != nil {
+				res.dialect.draft.compileMeta()
+			}
+		}
+	}
 	meta := dialect.getSchema(rr.assertVocabs, rr.vocabularies)
 	if err := meta.validate(v, rr.regexpEngine, meta, r.resources, rr.assertVocabs, rr.vocabularies); err != nil {
 		up := urlPtr{r.url, ptr}
