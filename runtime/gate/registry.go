@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 
@@ -25,7 +26,9 @@ type Registry struct {
 }
 
 type entry struct {
-	tool   tool.Tool
+	tool tool.Tool
+	// spec is the tool's head (tool.HeadOf): its InputSchema is empty
+	// when the tool derives it on first use; Specs asks the tool.
 	spec   tool.Spec
 	schema *tool.Schema
 }
@@ -37,9 +40,13 @@ func NewRegistry() *Registry {
 
 // Register adds tools. A name that is invalid, already taken, or a schema
 // that does not compile or is not closed is refused with an error naming it.
+// The schema a typed tool derives from its argument struct (tool.Headed) is
+// derived and compiled when the tool is first called instead: a schema of
+// warden's own types, every one of which tests compile; should one not
+// compile, every call of the tool is refused (tool.DeferSchema).
 func (r *Registry) Register(tools ...tool.Tool) error {
 	for _, t := range tools {
-		spec := t.Spec()
+		spec, deferred := tool.HeadOf(t)
 		if !toolName.MatchString(spec.Name) {
 			return fmt.Errorf("tool name %q is invalid: use 1-64 letters, digits, _ or -", spec.Name)
 		}
@@ -49,9 +56,14 @@ func (r *Registry) Register(tools ...tool.Tool) error {
 		if _, ok := t.(tool.Previewer); !ok && !spec.ReadOnly {
 			return fmt.Errorf("tool %s changes things (its spec is not read-only) but has no Preview", spec.Name)
 		}
-		sch, err := tool.CompileSchema(spec.Name, spec.InputSchema)
-		if err != nil {
-			return err
+		var sch *tool.Schema
+		if deferred {
+			sch = tool.DeferSchema(spec.Name, func() json.RawMessage { return t.Spec().InputSchema })
+		} else {
+			var err error
+			if sch, err = tool.CompileSchema(spec.Name, spec.InputSchema); err != nil {
+				return err
+			}
 		}
 		r.tools[spec.Name] = &entry{tool: t, spec: spec, schema: sch}
 	}
@@ -120,7 +132,7 @@ func (r *Registry) Names(name string) []string {
 func (r *Registry) Specs() []tool.Spec {
 	out := make([]tool.Spec, 0, len(r.tools))
 	for _, e := range r.tools {
-		out = append(out, e.spec)
+		out = append(out, e.tool.Spec())
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out

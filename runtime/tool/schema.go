@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
@@ -13,10 +14,9 @@ import (
 	"github.com/wardenrt/warden/internal/thirdparty/jsonschema"
 )
 
-// Schema is a compiled input schema.
+// Schema is a tool's input schema, compiled.
 type Schema struct {
-	raw      json.RawMessage
-	compiled *jsonschema.Schema
+	compiled func() (*jsonschema.Schema, error)
 }
 
 // CompileSchema compiles a tool's input schema. It must be an object schema,
@@ -24,6 +24,25 @@ type Schema struct {
 // (additionalProperties: false), so unknown and case-variant field names are
 // refused.
 func CompileSchema(name string, raw json.RawMessage) (*Schema, error) {
+	sch, err := compileSchema(name, raw)
+	if err != nil {
+		return nil, err
+	}
+	return &Schema{compiled: func() (*jsonschema.Schema, error) { return sch, nil }}, nil
+}
+
+// DeferSchema is CompileSchema of the schema raw returns, run when the
+// schema is first used (Validate) rather than now: a typed tool's schema
+// is derived from its argument struct (Adapt), which costs, and a process
+// uses one tool or a few. A schema that does not compile then refuses
+// every value (CodeInternal): nothing is let through unchecked.
+func DeferSchema(name string, raw func() json.RawMessage) *Schema {
+	return &Schema{compiled: sync.OnceValues(func() (*jsonschema.Schema, error) {
+		return compileSchema(name, raw())
+	})}
+}
+
+func compileSchema(name string, raw json.RawMessage) (*jsonschema.Schema, error) {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
 		return nil, fmt.Errorf("tool %s: input schema is not JSON: %w", name, err)
@@ -46,7 +65,7 @@ func CompileSchema(name string, raw json.RawMessage) (*Schema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tool %s: input schema: %w", name, err)
 	}
-	return &Schema{raw: raw, compiled: sch}, nil
+	return sch, nil
 }
 
 // openObjects lists the schema locations that name fields (properties or
@@ -89,15 +108,16 @@ func openObjects(v any, at string) []string {
 	return out
 }
 
-// Raw returns the schema as registered.
-func (s *Schema) Raw() json.RawMessage { return s.raw }
-
 var schemaPrinter = message.NewPrinter(language.English)
 
 // Validate checks v against the schema and reports every error with the JSON
 // pointer of the value at fault.
 func (s *Schema) Validate(v any) *Error {
-	err := s.compiled.Validate(v)
+	compiled, err := s.compiled()
+	if err != nil {
+		return Errorf(CodeInternal, "the tool's input schema is broken: report it to the tool's author", "%v", err)
+	}
+	err = compiled.Validate(v)
 	if err == nil {
 		return nil
 	}

@@ -55,6 +55,23 @@ type Spec struct {
 	ApprovalRequired bool
 }
 
+// Headed is implemented by a tool whose input schema is derived when
+// first asked for (Adapt): Head is its Spec without the InputSchema, at no
+// cost. The registry names and checks a tool by its head and compiles its
+// schema on first use (DeferSchema).
+type Headed interface {
+	Head() Spec
+}
+
+// HeadOf returns t's Spec, leaving out the input schema when deriving it
+// costs (t is Headed); deferred reports that it did.
+func HeadOf(t Tool) (spec Spec, deferred bool) {
+	if h, ok := t.(Headed); ok {
+		return h.Head(), true
+	}
+	return t.Spec(), false
+}
+
 // Call is one validated invocation, as a tool sees it.
 type Call struct {
 	ID   string
