@@ -43,7 +43,7 @@ func NewRegistry() *Registry {
 // The schema a typed tool derives from its argument struct (tool.Headed) is
 // derived and compiled when the tool is first called instead: a schema of
 // warden's own types, every one of which tests compile; should one not
-// compile, every call of the tool is refused (tool.DeferSchema).
+// compile, every call of the tool is refused (tool.DeferOwnSchema).
 func (r *Registry) Register(tools ...tool.Tool) error {
 	for _, t := range tools {
 		spec, deferred := tool.HeadOf(t)
@@ -58,7 +58,7 @@ func (r *Registry) Register(tools ...tool.Tool) error {
 		}
 		var sch *tool.Schema
 		if deferred {
-			sch = tool.DeferSchema(spec.Name, func() json.RawMessage { return t.Spec().InputSchema })
+			sch = tool.DeferOwnSchema(spec.Name, func() json.RawMessage { return t.Spec().InputSchema })
 		} else {
 			var err error
 			if sch, err = tool.CompileSchema(spec.Name, spec.InputSchema); err != nil {

@@ -24,25 +24,29 @@ type Schema struct {
 // (additionalProperties: false), so unknown and case-variant field names are
 // refused.
 func CompileSchema(name string, raw json.RawMessage) (*Schema, error) {
-	sch, err := compileSchema(name, raw)
+	sch, err := compileSchema(name, raw, false)
 	if err != nil {
 		return nil, err
 	}
 	return &Schema{compiled: func() (*jsonschema.Schema, error) { return sch, nil }}, nil
 }
 
-// DeferSchema is CompileSchema of the schema raw returns, run when the
-// schema is first used (Validate) rather than now: a typed tool's schema
-// is derived from its argument struct (Adapt), which costs, and a process
-// uses one tool or a few. A schema that does not compile then refuses
-// every value (CodeInternal): nothing is let through unchecked.
-func DeferSchema(name string, raw func() json.RawMessage) *Schema {
+// DeferOwnSchema is CompileSchema of the schema raw returns, run when the
+// schema is first used (Validate) rather than now, for a schema warden
+// derives from its own types (Adapt): deriving it costs, and a process
+// calls one tool or a few. It is not checked against its metaschema —
+// compiling the draft's metaschemas would cost a process more than the
+// rest of its schema work; tests check every such schema whole
+// (builtin TestEveryToolAgrees) — so never use it for a schema someone
+// else wrote. A schema that does not compile refuses every value
+// (CodeInternal): nothing is let through unchecked.
+func DeferOwnSchema(name string, raw func() json.RawMessage) *Schema {
 	return &Schema{compiled: sync.OnceValues(func() (*jsonschema.Schema, error) {
-		return compileSchema(name, raw())
+		return compileSchema(name, raw(), true)
 	})}
 }
 
-func compileSchema(name string, raw json.RawMessage) (*jsonschema.Schema, error) {
+func compileSchema(name string, raw json.RawMessage, own bool) (*jsonschema.Schema, error) {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
 		return nil, fmt.Errorf("tool %s: input schema is not JSON: %w", name, err)
@@ -57,6 +61,9 @@ func compileSchema(name string, raw json.RawMessage) (*jsonschema.Schema, error)
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.AssertFormat()
+	if own {
+		c.SkipMetaschemaCheck()
+	}
 	url := "warden:///tools/" + name + ".json"
 	if err := c.AddResource(url, doc); err != nil {
 		return nil, fmt.Errorf("tool %s: input schema: %w", name, err)

@@ -58,7 +58,7 @@ type Spec struct {
 // Headed is implemented by a tool whose input schema is derived when
 // first asked for (Adapt): Head is its Spec without the InputSchema, at no
 // cost. The registry names and checks a tool by its head and compiles its
-// schema on first use (DeferSchema).
+// schema on first use (DeferOwnSchema).
 type Headed interface {
 	Head() Spec
 }

@@ -54,6 +54,16 @@ func (c *Compiler) AssertFormat() {
 	c.assertFormat = true
 }
 
+// SkipMetaschemaCheck compiles schemas without checking them against
+// their metaschema (warden's patch): for schemas a program derives itself
+// and whose validity its tests establish, where the check costs more than
+// the compilation (the first one compiles the draft's metaschemas). A
+// schema that is not valid may compile to a validator that checks less
+// than it says: never use it for a schema someone else wrote.
+func (c *Compiler) SkipMetaschemaCheck() {
+	c.roots.skipMeta = true
+}
+
 // AssertContent enables content assertions.
 //
 // Content assertions include keywords:

@@ -1,7 +1,8 @@
 package jsonschema_test
 
 // Warden's test of its patch (README.md): the patched package compiles and
-// validates exactly as the published one does.
+// validates exactly as the published one does, and a schema compiled
+// without the metaschema check validates as it does with it.
 
 import (
 	"encoding/json"
@@ -134,14 +135,39 @@ func compare(s suite, draft string, schema any, instances []any, strict bool) er
 	if ea != nil {
 		return nil
 	}
+	// The same schema compiled without the metaschema check (the
+	// patch's SkipMetaschemaCheck) validates the same: the check refuses
+	// schemas, it changes nothing in what a valid one compiles to.
+	unchecked := jsonschema.NewCompiler()
+	if d, ok := drafts[draft]; ok {
+		unchecked.DefaultDraft(d[0].(*jsonschema.Draft))
+	}
+	if strict {
+		unchecked.AssertFormat()
+		unchecked.AssertContent()
+		unchecked.AssertVocabs()
+	}
+	unchecked.UseLoader(jsonschema.SchemeURLLoader{"http": remotes(s.remotes)})
+	unchecked.SkipMetaschemaCheck()
+	if err := unchecked.AddResource(url, doc); err != nil {
+		return err
+	}
+	sc, err := unchecked.Compile(url)
+	if err != nil {
+		return fmt.Errorf("Compile %s without the metaschema check: %v", raw, err)
+	}
 	for _, v := range instances {
 		b, _ := json.Marshal(v)
 		inst, err := jsonschema.UnmarshalJSON(strings.NewReader(string(b)))
 		if err != nil {
 			return err
 		}
-		if x, y := sa.Validate(inst), sb.Validate(inst); same(x) != same(y) {
+		x, y, z := sa.Validate(inst), sb.Validate(inst), sc.Validate(inst)
+		if same(x) != same(y) {
 			return fmt.Errorf("Validate %s against %s:\n%v\npublished:\n%v", b, raw, x, y)
+		}
+		if same(z) != same(y) {
+			return fmt.Errorf("Validate %s against %s compiled without the metaschema check:\n%v\npublished:\n%v", b, raw, z, y)
 		}
 	}
 	return nil

@@ -13,6 +13,7 @@ type roots struct {
 	vocabularies map[string]*Vocabulary
 	assertVocabs bool
 	bootstrap    bool // compiling a draft's metaschemas (Draft.compileMeta)
+	skipMeta     bool // Compiler.SkipMetaschemaCheck
 }
 
 func newRoots() *roots {
@@ -236,6 +237,9 @@ func (rr *roots) addSubschema(r *root, ptr jsonPointer) error {
 }
 
 func (rr *roots) validate(r *root, v any, ptr jsonPointer) error {
+	if rr.skipMeta {
+		return nil
+	}
 	dialect := r.resource(ptr).dialect
 	if !rr.bootstrap {
 		// The drafts this check can meet: r's and those of the
