@@ -5,17 +5,26 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/wardenrt/warden/internal/lazyre"
-
 	"github.com/wardenrt/warden/runtime/tool"
 )
 
-// toolName is the set of names valid as OpenAI function names.
-var toolName = lazyre.New(`^[a-zA-Z0-9_-]{1,64}$`)
-
 // ValidToolName reports whether name is valid as a tool name (and as an
-// OpenAI function name): ^[a-zA-Z0-9_-]{1,64}$.
-func ValidToolName(name string) bool { return toolName.MatchString(name) }
+// OpenAI function name): ^[a-zA-Z0-9_-]{1,64}$, checked by hand (compiling
+// that pattern cost every process that builds a registry more than
+// checking all its names).
+func ValidToolName(name string) bool {
+	if len(name) < 1 || len(name) > 64 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // Registry is the explicit list of enabled tools. It is built in one place
 // (cmd/warden) so that every power warden has is visible there; there is no
@@ -47,7 +56,7 @@ func NewRegistry() *Registry {
 func (r *Registry) Register(tools ...tool.Tool) error {
 	for _, t := range tools {
 		spec, deferred := tool.HeadOf(t)
-		if !toolName.MatchString(spec.Name) {
+		if !ValidToolName(spec.Name) {
 			return fmt.Errorf("tool name %q is invalid: use 1-64 letters, digits, _ or -", spec.Name)
 		}
 		if r.taken(spec.Name) {
@@ -73,7 +82,7 @@ func (r *Registry) Register(tools ...tool.Tool) error {
 // Alias makes alias another name for an already registered tool (e.g. `run`
 // for `shell`).
 func (r *Registry) Alias(alias, target string) error {
-	if !toolName.MatchString(alias) {
+	if !ValidToolName(alias) {
 		return fmt.Errorf("tool alias %q is invalid", alias)
 	}
 	if r.taken(alias) {

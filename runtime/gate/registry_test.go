@@ -3,6 +3,7 @@ package gate
 import (
 	"context"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -125,4 +126,21 @@ func codeOf(err error) tool.Code {
 		return ""
 	}
 	return tool.AsError(err).Code
+}
+
+// TestValidToolName: the hand-written check is the pattern it replaced,
+// ^[a-zA-Z0-9_-]{1,64}$ (compiling which cost every process that built a
+// registry more than checking all its names).
+func TestValidToolName(t *testing.T) {
+	pattern := regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+	names := []string{"", "a", "fs_read", "git-status", "A9", strings.Repeat("x", 64), strings.Repeat("x", 65),
+		"a b", "a.b", "a/b", "é", "a\n", "\na", "a\x00", "ünï", "-", "_", "Z", "tool:x", "${x}", "a\u200bb"}
+	for c := 0; c < 256; c++ {
+		names = append(names, "x"+string(rune(c)), string([]byte{byte(c)}))
+	}
+	for _, n := range names {
+		if got, want := ValidToolName(n), pattern.MatchString(n); got != want {
+			t.Errorf("ValidToolName(%q) = %v, the pattern says %v", n, got, want)
+		}
+	}
 }
