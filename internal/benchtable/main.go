@@ -13,8 +13,9 @@
 // table puts its baseline in the same Benchmark function, as a
 // sub-benchmark named for what it is (exec.Command, os.ReadFile,
 // hello-world), and gets a row in rows below. Each package's benchmarks run
-// in one `go test -run '^$' -bench … -benchmem -count N`; with -count above
-// 1 a side's figure is the median of its runs.
+// in one `go test -v -run '^$' -bench … -benchmem -count N` (-v: what the
+// benchmarks log, such as interleaved medians, is shown); with -count
+// above 1 a side's figure is the median of its runs.
 package main
 
 import (
@@ -69,7 +70,7 @@ func main() {
 	results := map[string][]result{}
 	failed := false
 	for _, pkg := range packages(selected) {
-		args := []string{"test", "-run", "^$", "-bench", benchPattern(selected, pkg), "-benchmem",
+		args := []string{"test", "-v", "-run", "^$", "-bench", benchPattern(selected, pkg), "-benchmem",
 			"-count", strconv.Itoa(*count), "-benchtime", *benchtime, "-timeout", "30m", pkg}
 		fmt.Fprintf(os.Stderr, "== go %s\n", strings.Join(args, " "))
 		start := time.Now()
