@@ -49,7 +49,7 @@ func NewRegistry() *Registry {
 
 // Register adds tools. A name that is invalid, already taken, or a schema
 // that does not compile or is not closed is refused with an error naming it.
-// The schema a typed tool derives from its argument struct (tool.Headed) is
+// The schema a typed tool derives from its argument struct (tool.Adapt) is
 // derived and compiled when the tool is first called instead: a schema of
 // warden's own types, every one of which tests compile; should one not
 // compile, every call of the tool is refused (tool.DeferOwnSchema).

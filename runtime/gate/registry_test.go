@@ -144,3 +144,22 @@ func TestValidToolName(t *testing.T) {
 		}
 	}
 }
+
+// headTool has a Head method that returns a spec without its schema, as a
+// typed tool's head: a tool that is not typed cannot pass for one and
+// have its schema (here an open one) compiled later, or without the
+// metaschema check.
+type headTool struct{ openTool }
+
+func (h *headTool) Head() tool.Spec { return tool.Spec{Name: "open"} }
+
+func (h *headTool) head() tool.Spec { return tool.Spec{Name: "open"} }
+
+func TestOnlyTypedToolsDefer(t *testing.T) {
+	if _, deferred := tool.HeadOf(&headTool{}); deferred {
+		t.Fatal("a tool that is not typed is taken for one")
+	}
+	if err := NewRegistry().Register(&headTool{}); err == nil || !strings.Contains(err.Error(), "additionalProperties") {
+		t.Fatalf("the open schema of a tool with a Head method was not refused at registration: %v", err)
+	}
+}

@@ -55,19 +55,21 @@ type Spec struct {
 	ApprovalRequired bool
 }
 
-// Headed is implemented by a tool whose input schema is derived when
-// first asked for (Adapt): Head is its Spec without the InputSchema, at no
-// cost. The registry names and checks a tool by its head and compiles its
-// schema on first use (DeferOwnSchema).
-type Headed interface {
-	Head() Spec
+// headed is implemented by a typed tool (Adapt), whose input schema is
+// derived when first asked for: head is its Spec without the InputSchema,
+// at no cost. The method is unexported so that no other tool — a wasm
+// tool, anything whose schema someone else wrote — can be taken for one.
+type headed interface {
+	head() Spec
 }
 
-// HeadOf returns t's Spec, leaving out the input schema when deriving it
-// costs (t is Headed); deferred reports that it did.
+// HeadOf returns t's Spec, leaving out the input schema when t is a typed
+// tool (Adapt), which derives it when first asked for; deferred reports
+// that it did. The registry names and checks a tool by its head and
+// compiles a typed tool's schema on first use (DeferOwnSchema).
 func HeadOf(t Tool) (spec Spec, deferred bool) {
-	if h, ok := t.(Headed); ok {
-		return h.Head(), true
+	if h, ok := t.(headed); ok {
+		return h.head(), true
 	}
 	return t.Spec(), false
 }

@@ -48,8 +48,8 @@ type SchemaRefiner interface {
 }
 
 // Adapt turns a typed tool into a Tool. The result implements Previewer
-// and Sinker exactly when t implements TypedPreviewer and TypedSinker, and
-// Headed: its input schema is derived from A when first asked for (Spec),
+// and Sinker exactly when t implements TypedPreviewer and TypedSinker. Its
+// input schema is derived from A when first asked for (Spec; HeadOf),
 // not here — building every core tool is on the start-up path of every
 // warden process, which calls one of them or a few. A struct the schema
 // cannot be derived from is a programming error, and Spec panics saying
@@ -111,7 +111,7 @@ func (a *adapter[A]) Spec() Spec {
 	return spec
 }
 
-func (a *adapter[A]) Head() Spec { return a.spec }
+func (a *adapter[A]) head() Spec { return a.spec }
 
 func (a *adapter[A]) Needs(c *Call) ([]capability.Need, error) {
 	v, err := a.args(c)
