@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -87,6 +88,79 @@ func BenchmarkFreshProcess(b *testing.B) {
 	mw, mx := median(w), median(x)
 	b.Logf("interleaved medians of %d pairs: warden call %v, minimal Extism host %v: %.2f×",
 		pairs, mw.Round(100*time.Microsecond), mx.Round(100*time.Microsecond), float64(mw)/float64(mx))
+}
+
+// BenchmarkProcessStart (issue 18, aim 1): one fresh process per
+// iteration, with its baseline built in the same run —
+//
+//   - hello-world: a Go program that prints a line (testdata/hello), the
+//     floor of any Go process here;
+//   - version: `warden version`;
+//   - call-get_info: `warden call system` get_info in a home of its own
+//     (default policy, no modules), with its durable audit writes.
+//
+// Each sub-benchmark also reports cpu-ns/op, the processes' user and
+// system time, which the load of the machine moves less than the wall
+// clock. The aims are version ≤ 3 ms and call-get_info ≤ 8 ms.
+func BenchmarkProcessStart(b *testing.B) {
+	if testing.Short() {
+		b.Skip("builds binaries; skipped with -short")
+	}
+	dir := b.TempDir()
+	warden := filepath.Join(dir, "warden")
+	hello := filepath.Join(dir, "hello")
+	goBuild(b, warden, ".")
+	goBuild(b, hello, "./testdata/hello")
+	home := filepath.Join(dir, "home")
+	ws := filepath.Join(dir, "ws")
+	if err := os.MkdirAll(ws, 0o700); err != nil {
+		b.Fatal(err)
+	}
+	commands := []struct {
+		name string
+		cmd  func() *exec.Cmd
+		want string
+	}{
+		{"hello-world", func() *exec.Cmd { return exec.Command(hello) }, "hello ("},
+		{"version", func() *exec.Cmd { return exec.Command(warden, "version") }, "warden "},
+		{"call-get_info", func() *exec.Cmd {
+			cmd := exec.Command(warden, "--home", home, "--workspace", ws, "call", "system", "--args", `{"operation":"get_info"}`)
+			cmd.Env = append(os.Environ(), "WARDEN_LOG_LEVEL=warn")
+			return cmd
+		}, `"success": true`},
+	}
+	for _, c := range commands {
+		if out := mustRun(b, c.cmd()); !bytes.Contains(out, []byte(c.want)) {
+			b.Fatalf("%s: %s", c.name, out)
+		}
+	}
+	for _, c := range commands {
+		b.Run(c.name, func(b *testing.B) {
+			var cpu time.Duration
+			for b.Loop() {
+				cmd := c.cmd()
+				mustRun(b, cmd)
+				cpu += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+			}
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+		})
+	}
+	// The same, interleaved (one of each in turn), medians: robust
+	// against the load of the machine drifting between sub-benchmarks.
+	const rounds = 21
+	took := make([][]time.Duration, len(commands))
+	for range rounds {
+		for i, c := range commands {
+			start := time.Now()
+			mustRun(b, c.cmd())
+			took[i] = append(took[i], time.Since(start))
+		}
+	}
+	line := fmt.Sprintf("interleaved medians of %d rounds:", rounds)
+	for i, c := range commands {
+		line += fmt.Sprintf(" %s %v", c.name, median(took[i]).Round(10*time.Microsecond))
+	}
+	b.Log(line)
 }
 
 func median(d []time.Duration) time.Duration {

@@ -6,16 +6,17 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
+
+	"github.com/wardenrt/warden/internal/thirdparty/jsonschema"
 )
 
-// Schema is a compiled input schema.
+// Schema is a tool's input schema, compiled.
 type Schema struct {
-	raw      json.RawMessage
-	compiled *jsonschema.Schema
+	compiled func() (*jsonschema.Schema, error)
 }
 
 // CompileSchema compiles a tool's input schema. It must be an object schema,
@@ -23,6 +24,29 @@ type Schema struct {
 // (additionalProperties: false), so unknown and case-variant field names are
 // refused.
 func CompileSchema(name string, raw json.RawMessage) (*Schema, error) {
+	sch, err := compileSchema(name, raw, false)
+	if err != nil {
+		return nil, err
+	}
+	return &Schema{compiled: func() (*jsonschema.Schema, error) { return sch, nil }}, nil
+}
+
+// DeferOwnSchema is CompileSchema of the schema raw returns, run when the
+// schema is first used (Validate) rather than now, for a schema warden
+// derives from its own types (Adapt): deriving it costs, and a process
+// calls one tool or a few. It is not checked against its metaschema —
+// compiling the draft's metaschemas would cost a process more than the
+// rest of its schema work; tests check every such schema whole
+// (builtin TestEveryToolAgrees) — so never use it for a schema someone
+// else wrote. A schema that does not compile refuses every value
+// (CodeInternal): nothing is let through unchecked.
+func DeferOwnSchema(name string, raw func() json.RawMessage) *Schema {
+	return &Schema{compiled: sync.OnceValues(func() (*jsonschema.Schema, error) {
+		return compileSchema(name, raw(), true)
+	})}
+}
+
+func compileSchema(name string, raw json.RawMessage, own bool) (*jsonschema.Schema, error) {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
 		return nil, fmt.Errorf("tool %s: input schema is not JSON: %w", name, err)
@@ -37,6 +61,9 @@ func CompileSchema(name string, raw json.RawMessage) (*Schema, error) {
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.AssertFormat()
+	if own {
+		c.SkipMetaschemaCheck()
+	}
 	url := "warden:///tools/" + name + ".json"
 	if err := c.AddResource(url, doc); err != nil {
 		return nil, fmt.Errorf("tool %s: input schema: %w", name, err)
@@ -45,7 +72,7 @@ func CompileSchema(name string, raw json.RawMessage) (*Schema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tool %s: input schema: %w", name, err)
 	}
-	return &Schema{raw: raw, compiled: sch}, nil
+	return sch, nil
 }
 
 // openObjects lists the schema locations that name fields (properties or
@@ -88,15 +115,16 @@ func openObjects(v any, at string) []string {
 	return out
 }
 
-// Raw returns the schema as registered.
-func (s *Schema) Raw() json.RawMessage { return s.raw }
-
 var schemaPrinter = message.NewPrinter(language.English)
 
 // Validate checks v against the schema and reports every error with the JSON
 // pointer of the value at fault.
 func (s *Schema) Validate(v any) *Error {
-	err := s.compiled.Validate(v)
+	compiled, err := s.compiled()
+	if err != nil {
+		return Errorf(CodeInternal, "the tool's input schema is broken: report it to the tool's author", "%v", err)
+	}
+	err = compiled.Validate(v)
 	if err == nil {
 		return nil
 	}

@@ -493,7 +493,8 @@ func (e *Env) loadRegistry() (*gate.Registry, error) {
 	}
 	core := map[string]bool{coreAlias[0]: true}
 	for _, t := range e.coreTools() {
-		core[t.Spec().Name] = true
+		spec, _ := tool.HeadOf(t) // the name only: no schema derived
+		core[spec.Name] = true
 	}
 	type loaded struct {
 		tools []tool.Tool
