@@ -172,7 +172,7 @@ func median(d []time.Duration) time.Duration {
 // goBuild builds the package pkg (relative to this directory) into out.
 func goBuild(tb testing.TB, out, pkg string) {
 	tb.Helper()
-	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd := exec.Command("go", "build", "-tags", "urfave_cli_no_docs", "-o", out, pkg)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		tb.Fatalf("go build %s: %v\n%s", pkg, err, b)
 	}
