@@ -59,6 +59,7 @@ func compileSchema(name string, raw json.RawMessage, own bool) (*jsonschema.Sche
 		return nil, fmt.Errorf("tool %s: input schema objects must set additionalProperties: false (at %s)", name, strings.Join(open, ", "))
 	}
 	c := jsonschema.NewCompiler()
+	c.UseLoader(noLoader{})
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.AssertFormat()
 	if own {
@@ -154,4 +155,14 @@ func escapeAll(parts []string) []string {
 		out[i] = EscapePointer(p)
 	}
 	return out
+}
+
+// noLoader refuses every document a schema refers to: a tool's schema is
+// compiled from its own text and the drafts' metaschemas (built in), never
+// from a file or the network, so a schema someone else wrote can neither
+// read the host's files nor change with them.
+type noLoader struct{}
+
+func (noLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("a schema is compiled from its own text: %s is not loaded (use $defs and a #/$defs/… reference)", url)
 }
