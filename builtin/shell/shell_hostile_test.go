@@ -460,6 +460,11 @@ func TestShellHostileLaunchedEnvironment(t *testing.T) {
 		{name: "bash -c export of a computed name", cmd: "bash -c 'export \"$0\"=0; git status' GIT_CONFIG_COUNT", code: denied, msg: "only knows when it runs", planted: true},
 		{name: "sh -c in sh -c", cmd: `sh -c "sh -c 'GIT_CONFIG_COUNT=0; git status'"`, code: denied, planted: true},
 		{name: "env in sh -c", cmd: `sh -c "env -i git status"`, code: denied, planted: true},
+		// The script is the first operand after -c's options (F1).
+		{name: "sh -c -- unset", cmd: "sh -c -- 'unset GIT_CONFIG_COUNT; git status'", code: denied, msg: "removes GIT_CONFIG_COUNT", planted: true},
+		{name: "bash -c -e export", cmd: "bash -c -e 'export GIT_CONFIG_COUNT=0; git status'", code: denied, planted: true},
+		{name: "bash -co pipefail unset", cmd: "bash -co pipefail 'unset GIT_CONFIG_COUNT; git status'", code: denied, planted: true},
+		{name: "bash -Oc extglob unset", cmd: "bash -Oc extglob 'unset GIT_CONFIG_COUNT; git status'", code: denied, planted: true},
 		// xargs builds env's words, or a shell's script, from its input.
 		{name: "xargs -I{} env {}", cmd: "xargs -I{} env {} git status <<< GIT_CONFIG_COUNT=0", code: denied, msg: "only knows when it runs", planted: true},
 		{name: "xargs env", cmd: "xargs env <<< 'GIT_CONFIG_COUNT=0 git status'", code: denied, planted: true},
@@ -566,6 +571,16 @@ func TestShellHostileLauncherRules(t *testing.T) {
 		{name: "dash alias", cmd: "dash -c 'alias r=rm\nr -rf src'", code: tool.CodePolicyDenied},
 		{name: "builtin eval", cmd: `bash -c 'builtin eval "rm -rf src"'`, code: tool.CodePolicyDenied},
 		{name: "command eval", cmd: `bash -c 'command eval "rm -rf src"'`, code: tool.CodePolicyDenied},
+		// A shell reads -c as a flag and goes on reading options: the
+		// script is its first operand (F1).
+		{name: "sh -c --", cmd: "sh -c -- 'rm -rf src'", code: tool.CodePolicyDenied},
+		{name: "bash -c -e", cmd: "bash -c -e 'rm -rf src'", code: tool.CodePolicyDenied},
+		{name: "bash -co pipefail", cmd: "bash -co pipefail 'rm -rf src'", code: tool.CodePolicyDenied},
+		{name: "bash -Oc extglob", cmd: "bash -Oc extglob 'rm -rf src'", code: tool.CodePolicyDenied},
+		{name: "bash -ceO extglob", cmd: "bash -ceO extglob 'rm -rf src'", code: tool.CodePolicyDenied},
+		{name: "dash -c - (ends options)", cmd: "dash -c - 'rm -rf src'", code: tool.CodePolicyDenied},
+		{name: "bash -c +o pipefail", cmd: "bash -c +o pipefail 'rm -rf src'", code: tool.CodePolicyDenied},
+		{name: "bash --norc -c -x", cmd: "bash --norc -c -x 'rm -rf src'", code: tool.CodePolicyDenied},
 		// Ordinary forms still run.
 		{name: "timeout 5", cmd: "timeout 5 true"},
 		{name: "timeout -s KILL --kill-after=1", cmd: "timeout -s KILL --kill-after=1 5 true"},
@@ -578,6 +593,8 @@ func TestShellHostileLauncherRules(t *testing.T) {
 		{name: "a function defined first", cmd: "sh -c 'f() { true; }; f'"},
 		{name: "a trap that echoes", cmd: `sh -c "trap 'echo bye' EXIT; true"`},
 		{name: "rm without -r", cmd: "timeout 5 rm -f nothing"},
+		{name: "bash -c -e, plain", cmd: "bash -c -e 'rm -f nothing'"},
+		{name: "sh -c --, plain", cmd: "sh -c -- 'true' x"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ws := cleanDir(t)

@@ -36,6 +36,7 @@ type envChange struct {
 	clear   bool   // the whole environment dropped (env -i)
 	unknown bool   // a variable whose name is known only when the script runs
 	arith   bool   // with unknown: arithmetic on a value that may assign one (shell_arith.go)
+	unread  bool   // with unknown: a shell's words warden cannot read (getopt.Shells)
 	by      string // what makes it: "env", "sh -c", …
 }
 
@@ -60,6 +61,9 @@ func (c envChange) refusal(grants capability.Set) *tool.Error {
 	case c.unknown && c.arith:
 		return tool.Errorf(tool.CodeCapabilityDenied, "use literal numbers in arithmetic, or variables the script sets to a number before it uses them",
 			"%s evaluates in arithmetic a value it only knows when it runs, which bash reads as an expression that may assign a variable warden guards (X='GIT_CONFIG_COUNT=0'; : $((X)))", c.by)
+	case c.unknown && c.unread:
+		return tool.Errorf(tool.CodeCapabilityDenied, "start the shell with the options of its manual, the script after -c and its options",
+			"%s is started with words warden cannot read as the shell does (an unknown option, --rcfile, a missing value, or a shell warden has no table for): the script it runs may set or remove a variable warden guards", c.by)
 	case c.unknown:
 		return tool.Errorf(tool.CodeCapabilityDenied, "name the variable literally",
 			"%s sets or removes a variable whose name it only knows when it runs, which may be one warden guards (GIT_CONFIG_*, LD_PRELOAD, PATH, …)", c.by)
@@ -165,11 +169,13 @@ func launchEnv(s tool.Program, recheck bool) []envChange {
 			}
 		}
 	case "sh", "bash", "dash", "zsh", "ksh", "ash", "mksh", "posh", "fish", "csh", "tcsh":
-		if src, ok := shellScript(s); ok {
-			return scriptEnv(src, name+" -c")
-		}
-		if scriptOpen(s) {
+		switch i, st := shellScriptAt(s); {
+		case st == getopt.Unknown:
+			return append(out, envChange{unknown: true, unread: true, by: name})
+		case st == getopt.Dynamic || i > 0 && dyn(s, i):
 			return open(name + " -c")
+		case i > 0:
+			return scriptEnv(s.Argv[i], name+" -c")
 		}
 	}
 	return out
@@ -269,42 +275,33 @@ func (r envRun) launched(p tool.Program) []tool.Program {
 	return qs
 }
 
-// shellScript returns the literal script of a shell's -c (see invocation).
+// shellScript returns the literal script of a shell's -c, read with the
+// shell's own invocation table (getopt.Shells).
 func shellScript(p tool.Program) (string, bool) {
-	src, i := shellScriptAt(p)
-	return src, i > 0 && !dyn(p, i)
-}
-
-// scriptOpen reports a shell's -c whose script, or an option before it,
-// is known only at run time.
-func scriptOpen(p tool.Program) bool {
-	_, i := shellScriptAt(p)
-	return i < 0 || i > 0 && dyn(p, i)
-}
-
-// shellScriptAt finds the script of a shell's -c: its text and index (0:
-// there is none; -1: a word known only at run time stands before it).
-func shellScriptAt(p tool.Program) (string, int) {
-	for i := 1; i < len(p.Argv); i++ {
-		a := p.Argv[i]
-		if dyn(p, i) {
-			return "", -1
-		}
-		switch {
-		case a == "-o" || a == "+o" || a == "-O" || a == "+O" || a == "--rcfile" || a == "--init-file":
-			i++
-		case a == "--" || a == "-" || !(strings.HasPrefix(a, "-") || strings.HasPrefix(a, "+")):
-			return "", 0
-		case strings.HasPrefix(a, "--"):
-		case strings.HasPrefix(a, "-") && strings.Contains(a, "c"):
-			if i+1 >= len(p.Argv) {
-				return "", 0
-			}
-			return p.Argv[i+1], i + 1
-		}
+	i, st := shellScriptAt(p)
+	if st != getopt.OK || i == 0 || dyn(p, i) {
+		return "", false
 	}
-	return "", 0
+	return p.Argv[i], true
 }
+
+// shellScriptAt finds the script of a shell's -c: its index (0: there is
+// none, the shell reads a file or its input) and how far the shell's
+// words could be read; a shell warden has no table for is Unknown.
+func shellScriptAt(p tool.Program) (int, getopt.Status) {
+	t, ok := getopt.Shells[path.Base(p.Argv[0])]
+	if !ok {
+		return 0, getopt.Unknown
+	}
+	return t.Script(p.Argv, dynOf(p))
+}
+
+// readShells are the shells whose scripts warden reads: bash's language
+// and the POSIX shells', which it parses as bash's. zsh, ksh and mksh
+// have tables (their script is found, and its plain assignments are
+// checked) but their languages differ — zsh's glob qualifiers run code —
+// so what they run is an opaque subject.
+var readShells = map[string]bool{"sh": true, "dash": true, "ash": true, "posh": true, "bash": true}
 
 // setters are the builtins that set variables they name, and how each
 // reads its words: its options (bash's), the options whose value names a

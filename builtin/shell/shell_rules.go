@@ -282,10 +282,10 @@ func flockScript(p tool.Program, i int) (string, bool) {
 }
 
 // invocation is what a shell runs: the script of -c, parsed, when it
-// is literal; an opaque subject otherwise (a script from a file or stdin,
-// options warden does not know).
+// is literal and in a language warden reads; an opaque subject otherwise
+// (a script from a file or stdin, options warden does not know, zsh).
 func invocation(p tool.Program) []tool.Program {
-	if src, ok := shellScript(p); ok {
+	if src, ok := shellScript(p); ok && readShells[path.Base(p.Argv[0])] {
 		return scriptPrograms(src)
 	}
 	return opaque(p)
