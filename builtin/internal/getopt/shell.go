@@ -8,9 +8,7 @@ import "strings"
 // only) is a flag saying the script is a word, and each letter of Value
 // in a group takes the next word in turn (bash -Oo extglob pipefail);
 // "--" and "-" end the options. The script of -c is the first word after
-// the options; the words after it are $0, $1, …. bash's --rcfile and
-// --init-file are not in its table: they name a file the shell runs,
-// which is unseen, so reading them is Unknown.
+// the options; the words after it are $0, $1, ….
 type Shell struct {
 	Short string // letters that are flags
 	Value string // letters that take the next word
@@ -30,7 +28,7 @@ var Shells = map[string]Shell{
 	"ash":  posixShell,
 	"posh": posixShell,
 	"bash": {Short: "abefhkmnptuvxBCEHPTilrsD", Value: "oO", Long: "debug debugger dump-po-strings dump-strings help " +
-		"login noediting noprofile norc posix pretty-print restricted verbose version wordexp"},
+		"init-file: login noediting noprofile norc posix pretty-print rcfile: restricted verbose version wordexp"},
 	"ksh":  kornShell,
 	"mksh": kornShell,
 	"zsh":  {Short: "0123456789abdefghiklmnpqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", Value: "o", Long: "*", Ends: "b"},
@@ -58,9 +56,12 @@ func (s Shell) longKind(name string) (known, value bool) {
 // returns where the script of -c is: its index, or 0 when there is no -c
 // (the shell reads a file or its input). Unknown: an option the table
 // does not hold, or a missing value; Dynamic: a word known only at run
-// time where an option may stand (next is that word).
+// time where an option may stand (next is that word). An interactive
+// shell (-i) with a startup file its words name (bash --rcfile F,
+// --init-file F) runs that file first: that is Unknown too, as what it
+// runs is not in the words.
 func (s Shell) Script(words []string, dyn func(int) bool) (next int, st Status) {
-	c, short := false, false
+	c, short, startup, interactive := false, false, false, false
 	i := 1
 options:
 	for ; i < len(words); i++ {
@@ -81,6 +82,7 @@ options:
 				if i++; i >= len(words) || dyn(i) {
 					return valueStatus(words, dyn, i)
 				}
+				startup = startup || a == "--rcfile" || a == "--init-file"
 			}
 		case len(a) > 1 && (a[0] == '-' || a[0] == '+'):
 			short = true
@@ -89,6 +91,8 @@ options:
 				switch l := a[k]; {
 				case l == 'c' && a[0] == '-':
 					c = true
+				case l == 'i' && a[0] == '-' && strings.IndexByte(s.Short, l) >= 0:
+					interactive = true
 				case strings.IndexByte(s.Value, l) >= 0:
 					if i++; i >= len(words) || dyn(i) {
 						return valueStatus(words, dyn, i)
@@ -108,6 +112,8 @@ options:
 		}
 	}
 	switch {
+	case startup && interactive:
+		return i, Unknown
 	case !c:
 		return 0, OK
 	case i >= len(words):

@@ -31,8 +31,9 @@ func TestShellScript(t *testing.T) {
 		{[]string{"bash", "-c", "--", "echo MARK", "--", "x"}, 3, OK},
 		{[]string{"bash", "-e", "x.sh"}, 0, OK},
 		{[]string{"bash", "x.sh", "-c", "y"}, 0, OK},
-		{[]string{"bash", "-c", "--norc", "y"}, 2, Unknown},        // bash refuses a long option after the short ones
-		{[]string{"bash", "--rcfile", "r", "-c", "y"}, 1, Unknown}, // a file the shell runs
+		{[]string{"bash", "-c", "--norc", "y"}, 2, Unknown}, // bash refuses a long option after the short ones
+		{[]string{"bash", "--rcfile", "/dev/null", "-c", "echo MARK"}, 4, OK},
+		{[]string{"bash", "--rcfile", "r", "-ic", "y"}, 4, Unknown}, // an interactive shell runs r first
 		{[]string{"bash", "-cZ", "y"}, 1, Unknown},
 		{[]string{"bash", "-c"}, 2, Unknown},
 		{[]string{"bash", "-co"}, 2, Unknown},
