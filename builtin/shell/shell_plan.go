@@ -13,6 +13,7 @@ import (
 	"mvdan.cc/sh/v3/interp"
 	"mvdan.cc/sh/v3/syntax"
 
+	"github.com/wardenrt/warden/builtin/internal/argguard"
 	"github.com/wardenrt/warden/runtime/capability"
 	"github.com/wardenrt/warden/runtime/tool"
 )
@@ -483,13 +484,13 @@ func (z *analyzer) program(words []string, static []bool, allStatic bool, entry 
 	if !allStatic {
 		return
 	}
-	for _, w := range riskWarnings(base, words[1:]) {
+	for _, w := range argguard.RiskWarnings(base, words[1:]) {
 		z.warn(w)
 	}
-	if g := guard(base, words[1:]); g.reason != "" {
-		z.refuse(tool.Errorf(tool.CodeCapabilityDenied, g.hint, "%s refused: %s", shellShort(words), g.reason))
+	if g := argguard.Check(base, words[1:]); g.Reason != "" {
+		z.refuse(tool.Errorf(tool.CodeCapabilityDenied, g.Hint, "%s refused: %s", shellShort(words), g.Reason))
 	} else if !z.dirChanged {
-		for _, f := range g.writes {
+		for _, f := range g.Writes {
 			if p, ok := z.staticPath(f); ok {
 				z.need(capability.Need{Kind: capability.FSWrite, Resource: p})
 				if protected(z.in.ws, p) {
