@@ -465,6 +465,12 @@ func TestShellHostileLaunchedEnvironment(t *testing.T) {
 		{name: "bash -c -e export", cmd: "bash -c -e 'export GIT_CONFIG_COUNT=0; git status'", code: denied, planted: true},
 		{name: "bash -co pipefail unset", cmd: "bash -co pipefail 'unset GIT_CONFIG_COUNT; git status'", code: denied, planted: true},
 		{name: "bash -Oc extglob unset", cmd: "bash -Oc extglob 'unset GIT_CONFIG_COUNT; git status'", code: denied, planted: true},
+		// A subscript bash evaluates assigns (F2).
+		{name: "read a[NAME=0]", cmd: `bash -c 'read "a[GIT_CONFIG_COUNT=0]" <<< x; git status'`, code: denied, msg: "evaluates", planted: true},
+		{name: "test -v a[NAME=0]", cmd: `bash -c 'test -v "a[GIT_CONFIG_COUNT=0]"; git status'`, code: denied, planted: true},
+		{name: "declare -n to a[NAME=0]", cmd: `bash -c 'declare -n r="a[GIT_CONFIG_COUNT=0]"; : $r; git status'`, code: denied, planted: true},
+		{name: "${!r} of a[NAME=0]", cmd: `bash -c 'r="a[GIT_CONFIG_COUNT=0]"; : ${!r}; git status'`, code: denied, planted: true},
+		{name: "${x@P} of $((NAME=0))", cmd: `bash -c 'x="\$((GIT_CONFIG_COUNT=0))"; : "${x@P}"; git status'`, code: denied, planted: true},
 		// xargs builds env's words, or a shell's script, from its input.
 		{name: "xargs -I{} env {}", cmd: "xargs -I{} env {} git status <<< GIT_CONFIG_COUNT=0", code: denied, msg: "only knows when it runs", planted: true},
 		{name: "xargs env", cmd: "xargs env <<< 'GIT_CONFIG_COUNT=0 git status'", code: denied, planted: true},
@@ -581,6 +587,21 @@ func TestShellHostileLauncherRules(t *testing.T) {
 		{name: "dash -c - (ends options)", cmd: "dash -c - 'rm -rf src'", code: tool.CodePolicyDenied},
 		{name: "bash -c +o pipefail", cmd: "bash -c +o pipefail 'rm -rf src'", code: tool.CodePolicyDenied},
 		{name: "bash --norc -c -x", cmd: "bash --norc -c -x 'rm -rf src'", code: tool.CodePolicyDenied},
+		// bash evaluates a subscript in a name given as a word, the value
+		// of ${!name} and a prompt string: a $(…) there runs (F2).
+		{name: "${x@P}", cmd: `bash -c 'x="\$(rm -rf src)"; echo "${x@P}"'`, code: tool.CodeCapabilityDenied},
+		{name: "${!r} of a subscript", cmd: `bash -c 'r="a[\$(rm -rf src)]"; echo ${!r}'`, code: tool.CodeCapabilityDenied},
+		{name: "printf -v a[…]", cmd: `bash -c 'printf -v "a[\$(rm -rf src)]" x'`, code: tool.CodeCapabilityDenied},
+		{name: "read a[…]", cmd: `bash -c 'read "a[\$(rm -rf src)]" <<< x'`, code: tool.CodeCapabilityDenied},
+		{name: "declare a[…]=", cmd: `bash -c 'declare "a[\$(rm -rf src)]=1"'`, code: tool.CodeCapabilityDenied},
+		{name: "declare -a a=([…]=)", cmd: `bash -c 'declare -a "a=([\$(rm -rf src)]=1)"'`, code: tool.CodeCapabilityDenied},
+		{name: "declare -n to a subscript", cmd: `bash -c 'declare -n r="a[\$(rm -rf src)]"; echo $r'`, code: tool.CodeCapabilityDenied},
+		{name: "declare -n without a target", cmd: `bash -c 'declare -n r; r="a[\$(rm -rf src)]"; echo $r'`, code: tool.CodeCapabilityDenied},
+		{name: "test -v a[…]", cmd: `bash -c 'test -v "a[\$(rm -rf src)]"'`, code: tool.CodeCapabilityDenied},
+		{name: "[ -v a[…] ]", cmd: `bash -c '[ -v "a[\$(rm -rf src)]" ]'`, code: tool.CodeCapabilityDenied},
+		{name: "[[ -v $x ]]", cmd: `bash -c 'x="a[\$(rm -rf src)]"; [[ -v $x ]]'`, code: tool.CodeCapabilityDenied},
+		{name: "unset of an associative subscript", cmd: `bash -c 'declare -A A; unset "A[\$(rm -rf src)]"'`, code: tool.CodeCapabilityDenied},
+		{name: "let with a subscript", cmd: `bash -c "let 'a[\$(rm -rf src)]=1'"`, code: tool.CodeCapabilityDenied},
 		// Ordinary forms still run.
 		{name: "timeout 5", cmd: "timeout 5 true"},
 		{name: "timeout -s KILL --kill-after=1", cmd: "timeout -s KILL --kill-after=1 5 true"},
@@ -594,6 +615,7 @@ func TestShellHostileLauncherRules(t *testing.T) {
 		{name: "a trap that echoes", cmd: `sh -c "trap 'echo bye' EXIT; true"`},
 		{name: "rm without -r", cmd: "timeout 5 rm -f nothing"},
 		{name: "bash -c -e, plain", cmd: "bash -c -e 'rm -f nothing'"},
+		{name: "plain names and transformations", cmd: `bash -c 'read -r x <<< 1; printf -v y %s "$x"; echo "${x@Q}" "${y@U}" ${!BASH*}; [[ -v x ]]; test -v y; declare -n r=x; echo $r'`},
 		{name: "sh -c --, plain", cmd: "sh -c -- 'true' x"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -37,6 +37,7 @@ type envChange struct {
 	unknown bool   // a variable whose name is known only when the script runs
 	arith   bool   // with unknown: arithmetic on a value that may assign one (shell_arith.go)
 	unread  bool   // with unknown: a shell's words warden cannot read (getopt.Shells)
+	evals   string // with unknown: what bash evaluates as it runs (shell_arith.go's evalsUnseen)
 	by      string // what makes it: "env", "sh -c", …
 }
 
@@ -61,6 +62,9 @@ func (c envChange) refusal(grants capability.Set) *tool.Error {
 	case c.unknown && c.arith:
 		return tool.Errorf(tool.CodeCapabilityDenied, "use literal numbers in arithmetic, or variables the script sets to a number before it uses them",
 			"%s evaluates in arithmetic a value it only knows when it runs, which bash reads as an expression that may assign a variable warden guards (X='GIT_CONFIG_COUNT=0'; : $((X)))", c.by)
+	case c.unknown && c.evals != "":
+		return tool.Errorf(tool.CodeCapabilityDenied, "name variables plainly: no subscript in a name given as a word (read, printf -v, declare, test -v, unset …), no ${!name}, no ${name@P}, a declare -n with a plain target",
+			"%s %s, which bash evaluates as it runs (a subscript as arithmetic, a prompt string as the shell would expand it): a $(…) in it runs a command, and an assignment in it sets a variable, that warden never sees", c.by, c.evals)
 	case c.unknown && c.unread:
 		return tool.Errorf(tool.CodeCapabilityDenied, "start the shell with the options of its manual, the script after -c and its options",
 			"%s is started with words warden cannot read as the shell does (an unknown option, --rcfile, a missing value, or a shell warden has no table for): the script it runs may set or remove a variable warden guards", c.by)
@@ -347,6 +351,9 @@ func scriptEnv(src, by string) []envChange {
 	}
 	e := &scriptEnvs{by: by}
 	syntax.Walk(f, e.node)
+	if what := evalsUnseen(f); what != "" {
+		e.out = append(e.out, envChange{unknown: true, evals: what, by: by})
+	}
 	if arithUnseen(f) {
 		e.out = append(e.out, envChange{unknown: true, arith: true, by: by})
 	}
@@ -374,6 +381,10 @@ type scriptEnvs struct {
 }
 
 func (e *scriptEnvs) add(name string, unset bool) {
+	if strings.Contains(name, "[") { // a subscript bash evaluates
+		e.out = append(e.out, envChange{unknown: true, evals: "names the variable " + quote(name), by: e.by})
+		return
+	}
 	e.out = append(e.out, envChange{name: name, unset: unset, by: e.by})
 }
 
@@ -388,7 +399,10 @@ func (e *scriptEnvs) word(w *syntax.Word, unset bool) {
 		e.unknown()
 	case strings.HasPrefix(v, "-") || strings.HasPrefix(v, "+"):
 	default:
-		n, _, _ := strings.Cut(v, "=")
+		n, val, _ := strings.Cut(v, "=")
+		if strings.HasPrefix(val, "(") { // declare "a=([…]=…)": the subscripts are evaluated
+			n += "["
+		}
 		e.add(n, unset)
 	}
 }
@@ -466,8 +480,16 @@ func (e *scriptEnvs) decl(d *syntax.DeclClause) {
 		}
 	}
 	for _, as := range d.Args {
-		if _, ok := wordLit(as.Value); ref && as.Value != nil && !ok {
+		v, ok := wordLit(as.Value)
+		switch {
+		case !ref || as.Naked && ok && (strings.HasPrefix(v, "-") || strings.HasPrefix(v, "+")):
+		case as.Value == nil || as.Naked:
+			// declare -n r: the next r=… names its target.
+			e.out = append(e.out, envChange{unknown: true, evals: "declares a reference without a plain target", by: e.by})
+		case !ok:
 			e.unknown()
+		case !envName(v):
+			e.out = append(e.out, envChange{unknown: true, evals: "declares a reference to " + quote(v), by: e.by})
 		}
 	}
 }
