@@ -471,6 +471,14 @@ func TestShellHostileLaunchedEnvironment(t *testing.T) {
 		{name: "declare -n to a[NAME=0]", cmd: `bash -c 'declare -n r="a[GIT_CONFIG_COUNT=0]"; : $r; git status'`, code: denied, planted: true},
 		{name: "${!r} of a[NAME=0]", cmd: `bash -c 'r="a[GIT_CONFIG_COUNT=0]"; : ${!r}; git status'`, code: denied, planted: true},
 		{name: "${x@P} of $((NAME=0))", cmd: `bash -c 'x="\$((GIT_CONFIG_COUNT=0))"; : "${x@P}"; git status'`, code: denied, planted: true},
+		// bash builtins that change the environment (F3).
+		{name: "exec -c", cmd: "bash -c 'exec -c git status'", code: denied, msg: "clears the environment", planted: true},
+		{name: "coproc NAME", cmd: "bash -c 'coproc GIT_CONFIG_COUNT { :; }; git status'", code: denied, msg: "GIT_CONFIG_COUNT", planted: true},
+		{name: "wait -p NAME", cmd: "bash -c 'true & wait -p GIT_CONFIG_COUNT; git status'", code: denied, msg: "GIT_CONFIG_COUNT", planted: true},
+		{name: "trap's script", cmd: `bash -c "trap 'unset GIT_CONFIG_COUNT; git status' EXIT"`, code: denied, msg: "removes GIT_CONFIG_COUNT", planted: true},
+		{name: "eval of a variable", cmd: `bash -c 'x="unset GIT_CONFIG_COUNT"; eval "$x"; git status'`, code: denied, planted: true},
+		{name: "a sourced file", cmd: `echo 'unset GIT_CONFIG_COUNT' > u.sh; bash -c '. ./u.sh; git status'`, code: denied, planted: true},
+		{name: "sh (dash) alias", cmd: "sh -c 'alias u=\"unset GIT_CONFIG_COUNT\"\nu; git status'", code: denied, planted: true},
 		// xargs builds env's words, or a shell's script, from its input.
 		{name: "xargs -I{} env {}", cmd: "xargs -I{} env {} git status <<< GIT_CONFIG_COUNT=0", code: denied, msg: "only knows when it runs", planted: true},
 		{name: "xargs env", cmd: "xargs env <<< 'GIT_CONFIG_COUNT=0 git status'", code: denied, planted: true},
@@ -515,6 +523,7 @@ func TestShellHostileLaunchedEnvironment(t *testing.T) {
 		{name: "env -u a plain variable", cmd: "env -u FOO true"},
 		{name: "sh -c with plain variables", cmd: "sh -c 'x=1; export y=2; unset x; for i in 1; do true; done; git status'", planted: true},
 		{name: "git identity through env", cmd: "env GIT_AUTHOR_NAME=a true"},
+		{name: "exec and wait -p of plain names", cmd: "bash -c 'true & wait -p pid; exec -a name git status'", planted: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ws := cleanDir(t)
@@ -602,6 +611,9 @@ func TestShellHostileLauncherRules(t *testing.T) {
 		{name: "[[ -v $x ]]", cmd: `bash -c 'x="a[\$(rm -rf src)]"; [[ -v $x ]]'`, code: tool.CodeCapabilityDenied},
 		{name: "unset of an associative subscript", cmd: `bash -c 'declare -A A; unset "A[\$(rm -rf src)]"'`, code: tool.CodeCapabilityDenied},
 		{name: "let with a subscript", cmd: `bash -c "let 'a[\$(rm -rf src)]=1'"`, code: tool.CodeCapabilityDenied},
+		// exec's own options: -a takes a word (F3).
+		{name: "exec -a NAME", cmd: "bash -c 'exec -a x rm -rf src'", code: tool.CodePolicyDenied},
+		{name: "exec -la NAME", cmd: "bash -c 'exec -cla x rm -rf src'", code: tool.CodeCapabilityDenied},
 		// Ordinary forms still run.
 		{name: "timeout 5", cmd: "timeout 5 true"},
 		{name: "timeout -s KILL --kill-after=1", cmd: "timeout -s KILL --kill-after=1 5 true"},

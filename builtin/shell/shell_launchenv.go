@@ -318,6 +318,7 @@ var setters = map[string]struct {
 }{
 	"read":      {opts: getopt.Table{Short: "ersa:d:i:n:N:p:t:u:"}, named: "a", operands: true},
 	"printf":    {opts: getopt.Table{Short: "v:"}, named: "v"},
+	"wait":      {opts: getopt.Table{Short: "fnp:"}, named: "p"},
 	"getopts":   {operands: true, only: true},
 	"mapfile":   {opts: getopt.Table{Short: "d:n:O:s:tu:C:c:"}, operands: true},
 	"readarray": {opts: getopt.Table{Short: "d:n:O:s:tu:C:c:"}, operands: true},
@@ -433,6 +434,19 @@ func (e *scriptEnvs) node(n syntax.Node) bool {
 		if wi, ok := n.Loop.(*syntax.WordIter); ok && wi.Name != nil {
 			e.add(wi.Name.Value, false)
 		}
+	case *syntax.CoprocClause:
+		// coproc NAME sets NAME (its file descriptors) and NAME_PID.
+		name := "COPROC"
+		if n.Name != nil {
+			v, ok := wordLit(n.Name)
+			if !ok {
+				e.unknown()
+				break
+			}
+			name = v
+		}
+		e.add(name, false)
+		e.add(name+"_PID", false)
 	case *syntax.ParamExp:
 		// ${NAME=value} and ${NAME:=value} set NAME.
 		if n.Exp != nil && (n.Exp.Op == syntax.AssignUnset || n.Exp.Op == syntax.AssignUnsetOrNull) {
@@ -527,23 +541,79 @@ func (e *scriptEnvs) call(args []*syntax.Word) {
 		for _, w := range args[1:] {
 			v, ok := wordLit(w)
 			if !ok {
-				return // an opaque subject: the command rules judge it
+				e.unknown() // what it runs is known only then
+				return
 			}
 			words = append(words, v)
 		}
 		e.out = append(e.out, scriptEnv(strings.Join(words, " "), e.by)...)
+	case cmd == "source" || cmd == ".":
+		e.unknown() // the file may set anything
+	case cmd == "trap" || cmd == "alias":
+		e.scripts(cmd, args[1:])
+	case cmd == "exec":
+		p := wordsProgram(args)
+		opts, _, st := execOpts.Parse(p.Argv, dynOf(p), 1, "")
+		if st != getopt.OK {
+			e.unknown()
+		}
+		for _, o := range opts {
+			if o.Key == "c" {
+				e.out = append(e.out, envChange{clear: true, by: e.by + " (exec -c)"})
+			}
+		}
 	case isSetter:
 		e.setter(st.opts, st.named, st.operands, st.only, args)
 	}
 }
 
-// setter adds the variables a setter's words name.
-func (e *scriptEnvs) setter(opts getopt.Table, named string, operands, only bool, args []*syntax.Word) {
+// execOpts are the options of bash's exec: -c clears the environment of
+// the command, -l makes it a login shell, -a names its argv[0].
+var execOpts = getopt.Table{Short: "cla:"}
+
+// scripts reads the scripts trap and alias hold as eval's: a trap's
+// action (trap [-lp] [--] ACTION CONDITION…) and each alias's value
+// (dash expands aliases in scripts); one known only at run time is an
+// unknown change.
+func (e *scriptEnvs) scripts(cmd string, args []*syntax.Word) {
+	var srcs []string
+	for i, w := range args {
+		v, ok := wordLit(w)
+		switch {
+		case !ok:
+			e.unknown()
+			return
+		case cmd == "alias":
+			if _, val, eq := strings.Cut(v, "="); eq {
+				srcs = append(srcs, val)
+			}
+		case strings.HasPrefix(v, "-") && v != "-":
+		case len(args) > i+1:
+			srcs = append(srcs, v) // the action; the rest are conditions
+		}
+		if cmd == "trap" && len(srcs) > 0 {
+			break
+		}
+	}
+	for _, src := range srcs {
+		e.out = append(e.out, scriptEnv(src, e.by)...)
+	}
+}
+
+// wordsProgram is a script's words as a program's: the literal ones, and
+// those known only at run time marked dynamic.
+func wordsProgram(args []*syntax.Word) tool.Program {
 	p := tool.Program{Argv: make([]string, len(args)), Dynamic: make([]bool, len(args))}
 	for i, w := range args {
 		v, ok := wordLit(w)
 		p.Argv[i], p.Dynamic[i] = v, !ok
 	}
+	return p
+}
+
+// setter adds the variables a setter's words name.
+func (e *scriptEnvs) setter(opts getopt.Table, named string, operands, only bool, args []*syntax.Word) {
+	p := wordsProgram(args)
 	read, i, st := opts.Parse(p.Argv, dynOf(p), 1, "")
 	if st != getopt.OK {
 		e.unknown() // an option known only at run time may name a variable
