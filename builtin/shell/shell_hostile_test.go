@@ -552,7 +552,8 @@ func TestShellHostileLaunchedEnvironment(t *testing.T) {
 // keeps src.
 const launcherPolicy = `version: 1
 grants: ["fs.read:**", "fs.write:**", "exec:rm", "exec:env", "exec:timeout", "exec:nice", "exec:setsid", "exec:xargs",
-  "exec:sh", "exec:bash", "exec:dash", "exec:git", "exec:true", "exec:echo", "exec:printf", "exec:cat", "exec:stdbuf", "exec:flock"]
+  "exec:sh", "exec:bash", "exec:dash", "exec:git", "exec:true", "exec:echo", "exec:printf", "exec:cat", "exec:stdbuf", "exec:flock",
+  "exec:tar", "exec:sort", "exec:sed", "exec:yes", "exec:head"]
 rules:
   - {name: no-recursive-rm, tool: shell, command: ["rm ** -*r*", "rm ** -*R*", "rm ** --recursive*"], action: deny}
   - {tool: shell, action: allow}
@@ -570,6 +571,7 @@ func TestShellHostileLauncherRules(t *testing.T) {
 	for _, tc := range []struct {
 		name, cmd string
 		code      tool.Code // "" = runs
+		repo      bool      // the workspace is a git repository
 	}{
 		{name: "setsid -f (no value)", cmd: "setsid -w -f rm -rf src", code: tool.CodePolicyDenied},
 		{name: "xargs -i (optional attached value)", cmd: "xargs -i rm -rf src <<< x", code: tool.CodePolicyDenied},
@@ -614,6 +616,16 @@ func TestShellHostileLauncherRules(t *testing.T) {
 		// exec's own options: -a takes a word (F3).
 		{name: "exec -a NAME", cmd: "bash -c 'exec -a x rm -rf src'", code: tool.CodePolicyDenied},
 		{name: "exec -la NAME", cmd: "bash -c 'exec -cla x rm -rf src'", code: tool.CodeCapabilityDenied},
+		// A guarded program's long options by an unambiguous prefix, as
+		// getopt_long and git read them (F4).
+		{name: "git ls-remote --upload-pa=", cmd: "git ls-remote --upload-pa='rm -rf src;:' .", code: tool.CodeCapabilityDenied, repo: true},
+		{name: "git grep --open=", cmd: "git grep --untracked --open='rm -rf src;:' -e main", code: tool.CodeCapabilityDenied, repo: true},
+		{name: "git grep --open-files-in-pa=", cmd: "git grep --untracked --open-files-in-pa='rm -rf src;:' -e main", code: tool.CodeCapabilityDenied, repo: true},
+		{name: "tar --to-com=", cmd: "tar cf a.tar src/main.go && tar --to-com='rm -rf src;:' -xf a.tar", code: tool.CodeCapabilityDenied},
+		{name: "tar --checkpoint-ac=", cmd: "tar cf /dev/null --checkpoint=1 --checkpoint-ac=exec='rm -rf src' src", code: tool.CodeCapabilityDenied},
+		{name: "tar --use-compress-prog=", cmd: `tar --use-compress-prog='sh -c "rm -rf src"' -cf b.tar src/main.go`, code: tool.CodeCapabilityDenied},
+		{name: "sort --compress=", cmd: "yes 'rm -rf src' | head -c 150000 > d.txt; sort -T . -S 64k --compress='sh' d.txt > /dev/null", code: tool.CodeCapabilityDenied},
+		{name: "sed --expr=", cmd: "echo x > p; sed --expr='1e rm -rf src' p", code: tool.CodeCapabilityDenied},
 		// Ordinary forms still run.
 		{name: "timeout 5", cmd: "timeout 5 true"},
 		{name: "timeout -s KILL --kill-after=1", cmd: "timeout -s KILL --kill-after=1 5 true"},
@@ -627,19 +639,24 @@ func TestShellHostileLauncherRules(t *testing.T) {
 		{name: "a trap that echoes", cmd: `sh -c "trap 'echo bye' EXIT; true"`},
 		{name: "rm without -r", cmd: "timeout 5 rm -f nothing"},
 		{name: "bash -c -e, plain", cmd: "bash -c -e 'rm -f nothing'"},
+		{name: "tar --checkpoint=1, sed --expr=", cmd: "tar cf /dev/null --checkpoint=1 src && echo a > p && sed --expr=s/a/b/ p"},
+		{name: "git diff --text", cmd: "git diff --text --stat", repo: true},
 		{name: "plain names and transformations", cmd: `bash -c 'read -r x <<< 1; printf -v y %s "$x"; echo "${x@Q}" "${y@U}" ${!BASH*}; [[ -v x ]]; test -v y; declare -n r=x; echo $r'`},
 		{name: "sh -c --, plain", cmd: "sh -c -- 'true' x"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ws := cleanDir(t)
 			tooltest.WriteFile(t, filepath.Join(ws, "src", "main.go"), "package main\n", 0o644)
+			if tc.repo {
+				tooltest.GitInit(t, ws)
+			}
 			g, _ := tooltest.Gate(t, launcherPolicy, ws, tool.Adapt[Args](&Shell{}))
 			res := tooltest.ShellDo(t, g, map[string]any{"command": tc.cmd, "timeout_ms": 20000})
+			if _, err := os.Stat(filepath.Join(ws, "src", "main.go")); err != nil {
+				t.Errorf("src is gone: %v", err)
+			}
 			if tooltest.Code(res) != tc.code {
 				t.Fatalf("want %q, got %+v\n%s", tc.code, res.Error, res.Data)
-			}
-			if _, err := os.Stat(filepath.Join(ws, "src", "main.go")); err != nil {
-				t.Fatalf("src is gone: %v", err)
 			}
 		})
 	}

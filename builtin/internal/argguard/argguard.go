@@ -10,7 +10,10 @@ package argguard
 
 import (
 	"fmt"
+	"slices"
 	"strings"
+
+	"github.com/wardenrt/warden/builtin/internal/getopt"
 )
 
 // Result is a guard's verdict on one argv.
@@ -51,13 +54,13 @@ func Check(name string, args []string) Result {
 		return guardTar(args)
 	case "sort":
 		for _, a := range args {
-			if a == "--compress-program" || strings.HasPrefix(a, "--compress-program=") {
+			if abbreviates(a, []string{"--compress-program"}) != "" { // --compress= too
 				return Result{Reason: "sort --compress-program runs a program", Hint: "sort without --compress-program"}
 			}
 		}
 	case "rsync":
 		for _, a := range args {
-			if a == "-e" || strings.HasPrefix(a, "--rsh") || strings.HasPrefix(a, "--rsync-path") ||
+			if a == "-e" || strings.HasPrefix(a, "--rsh") || strings.HasPrefix(a, "--rsync-path") || abbreviates(a, []string{"--rsh", "--rsync-path"}) != "" ||
 				(strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "e")) {
 				return Result{Reason: "rsync -e / --rsh / --rsync-path name programs rsync runs", Hint: "copy local files with cp, or grant ssh/rsync as a launcher and use a shell yourself"}
 			}
@@ -70,12 +73,37 @@ func Check(name string, args []string) Result {
 		}
 	case "zip":
 		for _, a := range args {
-			if a == "-TT" || strings.HasPrefix(a, "--unzip-command") {
+			if a == "-TT" || strings.HasPrefix(a, "--unzip-command") || abbreviates(a, []string{"--unzip-command"}) != "" {
 				return Result{Reason: "zip -TT runs a program to test the archive", Hint: "test the archive with unzip -t"}
 			}
 		}
 	}
 	return Result{}
+}
+
+// abbreviates returns the option of dangerous that the long option word
+// a (--name or --name=value) names, in full or by a prefix of it, as
+// getopt_long and git's option parser accept (--to-com= is --to-command);
+// "" when it names none. A prefix several options share is ambiguous to
+// the program, which refuses it; it is refused here too. exact are the
+// program's options that are themselves a prefix of a dangerous one
+// (tar's --checkpoint): they name only themselves.
+func abbreviates(a string, dangerous []string, exact ...string) string {
+	opt, _, _ := strings.Cut(a, "=")
+	if !strings.HasPrefix(opt, "--") || len(opt) < 3 {
+		return ""
+	}
+	for _, e := range exact {
+		if opt == e {
+			return ""
+		}
+	}
+	for _, d := range dangerous {
+		if strings.HasPrefix(d, opt) {
+			return d
+		}
+	}
+	return ""
 }
 
 // gitCommands are the git subcommands the shell runs. Anything else —
@@ -102,6 +130,11 @@ var gitCommands = map[string]bool{
 	"update-ref": true, "var": true, "verify-commit": true, "verify-pack": true, "verify-tag": true,
 	"version": true, "whatchanged": true, "worktree": true, "write-tree": true,
 }
+
+// gitDangerous are the long options of git's subcommands that run a
+// program or write a file; clone's and init's --config and --template
+// are added for them.
+var gitDangerous = []string{"--output", "--ext-diff", "--textconv", "--upload-pack", "--receive-pack", "--exec", "--open-files-in-pager"}
 
 // guardGit refuses git options that make git run a program or read a
 // configuration the caller chooses. The shell also hardens every program's
@@ -162,6 +195,13 @@ global:
 		if k := strings.IndexByte(a, '='); k > 0 && strings.HasPrefix(a, "--") {
 			opt = a[:k]
 		}
+		dangerous := gitDangerous
+		if sub == "clone" || sub == "init" {
+			dangerous = append(slices.Clone(gitDangerous), "--config", "--template")
+		}
+		if d := abbreviates(a, dangerous, "--text"); d != "" {
+			opt = d // git reads a long option by any unambiguous prefix
+		}
 		switch opt {
 		case "--output":
 			return Result{Reason: "git --output writes a file outside the shell's redirection checks", Hint: "redirect git's output with > file instead"}
@@ -220,14 +260,15 @@ func gitConfigRead(rest []string) bool {
 	return read
 }
 
+// tarDangerous are tar's long options that run programs.
+var tarDangerous = []string{"--to-command", "--use-compress-program", "--checkpoint-action", "--rsh-command", "--info-script", "--new-volume-script"}
+
 // guardTar refuses tar options that run programs.
 func guardTar(args []string) Result {
 	refuse := Result{Reason: "tar's --to-command, -I / --use-compress-program, --checkpoint-action, --rsh-command, -F / --info-script and --new-volume-script run programs", Hint: "use tar with its built-in compression options (-z, -j, -J) only"}
 	for i, a := range args {
-		opt, _, _ := strings.Cut(a, "=")
-		switch opt {
-		case "--to-command", "--use-compress-program", "--checkpoint-action", "--rsh-command", "--info-script", "--new-volume-script":
-			return refuse
+		if abbreviates(a, tarDangerous, "--checkpoint") != "" {
+			return refuse // tar reads a long option by any unambiguous prefix
 		}
 		if strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.ContainsAny(a[1:], "IF") {
 			return refuse
@@ -239,6 +280,10 @@ func guardTar(args []string) Result {
 	}
 	return Result{}
 }
+
+// sedLong are GNU sed 4.9's long options.
+var sedLong = getopt.Table{Long: "binary=b debug expression=e: file=f: follow-symlinks in-place=i:: line-length=l: null-data=z " +
+	"zero-terminated=z posix quiet=n silent=n regexp-extended=r sandbox separate=s unbuffered=u help version"}
 
 // guardSed refuses sed scripts with the e and w/W commands or the e and w
 // flags of s (which run programs and write files outside the shell's
@@ -254,22 +299,26 @@ func guardSed(args []string) Result {
 		case a == "--":
 			files = append(files, args[i+1:]...)
 			i = len(args)
-		case a == "-e" || a == "--expression":
-			if i+1 < len(args) {
-				i++
-				scripts = append(scripts, args[i])
-			}
-			haveScript = true
-		case strings.HasPrefix(a, "--expression="):
-			scripts = append(scripts, strings.TrimPrefix(a, "--expression="))
-			haveScript = true
-		case a == "-f" || a == "--file" || strings.HasPrefix(a, "--file="):
-			return Result{Reason: "sed -f reads its script from a file warden cannot check", Hint: "pass the script with -e"}
-		case a == "--in-place" || strings.HasPrefix(a, "--in-place="):
-			inPlace = true
-		case a == "-l" || a == "--line-length":
-			i++
 		case strings.HasPrefix(a, "--"):
+			// sed reads long options by any unambiguous prefix (--expr=).
+			name, v, eq := strings.Cut(a[2:], "=")
+			key, kind, ok := sedLong.Resolve(name)
+			switch {
+			case !ok || kind == getopt.None && eq:
+				return Result{Reason: "warden cannot read sed's option " + a + " (unknown, or an ambiguous prefix)", Hint: "spell sed's long options in full"}
+			case key == "f":
+				return Result{Reason: "sed -f reads its script from a file warden cannot check", Hint: "pass the script with -e"}
+			case kind == getopt.Required && !eq:
+				if i++; i < len(args) {
+					v = args[i]
+				}
+			}
+			switch key {
+			case "i":
+				inPlace = true
+			case "e":
+				scripts, haveScript = append(scripts, v), true
+			}
 		case strings.HasPrefix(a, "-") && len(a) > 1:
 		cluster:
 			for k := 1; k < len(a); k++ {
