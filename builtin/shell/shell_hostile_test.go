@@ -553,7 +553,8 @@ func TestShellHostileLaunchedEnvironment(t *testing.T) {
 const launcherPolicy = `version: 1
 grants: ["fs.read:**", "fs.write:**", "exec:rm", "exec:env", "exec:timeout", "exec:nice", "exec:setsid", "exec:xargs",
   "exec:sh", "exec:bash", "exec:dash", "exec:git", "exec:true", "exec:echo", "exec:printf", "exec:cat", "exec:stdbuf", "exec:flock",
-  "exec:tar", "exec:sort", "exec:sed", "exec:yes", "exec:head"]
+  "exec:tar", "exec:sort", "exec:sed", "exec:yes", "exec:head", "exec:setarch", "exec:linux64", "exec:sqlite3", "exec:gcc",
+  "exec:ed", "exec:split"]
 rules:
   - {name: no-recursive-rm, tool: shell, command: ["rm ** -*r*", "rm ** -*R*", "rm ** --recursive*"], action: deny}
   - {tool: shell, action: allow}
@@ -626,6 +627,15 @@ func TestShellHostileLauncherRules(t *testing.T) {
 		{name: "tar --use-compress-prog=", cmd: `tar --use-compress-prog='sh -c "rm -rf src"' -cf b.tar src/main.go`, code: tool.CodeCapabilityDenied},
 		{name: "sort --compress=", cmd: "yes 'rm -rf src' | head -c 150000 > d.txt; sort -T . -S 64k --compress='sh' d.txt > /dev/null", code: tool.CodeCapabilityDenied},
 		{name: "sed --expr=", cmd: "echo x > p; sed --expr='1e rm -rf src' p", code: tool.CodeCapabilityDenied},
+		// Programs that start a program their words name, or a script
+		// of their own (F5).
+		{name: "setarch", cmd: "setarch x86_64 rm -rf src", code: tool.CodePolicyDenied},
+		{name: "linux64", cmd: "linux64 rm -rf src", code: tool.CodePolicyDenied},
+		{name: "sqlite3 .shell", cmd: "sqlite3 :memory: '.shell rm -rf src'", code: tool.CodePolicyDenied},
+		{name: "gcc -wrapper", cmd: "echo 'int x;' > x.c; TMPDIR=. gcc -wrapper rm,-rf,src,-- -c x.c", code: tool.CodePolicyDenied},
+		{name: "ed !", cmd: "printf '!rm -rf src\\nq\\n' | ed -s", code: tool.CodePolicyDenied},
+		{name: "the dynamic loader", cmd: "bash -c '/lib64/ld-linux-x86-64.so.2 /bin/rm -rf src'", code: tool.CodePolicyDenied},
+		{name: "split --filter", cmd: "echo x > p; split --fil='rm -rf src' p", code: tool.CodeCapabilityDenied},
 		// Ordinary forms still run.
 		{name: "timeout 5", cmd: "timeout 5 true"},
 		{name: "timeout -s KILL --kill-after=1", cmd: "timeout -s KILL --kill-after=1 5 true"},

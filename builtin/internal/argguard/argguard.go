@@ -58,6 +58,15 @@ func Check(name string, args []string) Result {
 				return Result{Reason: "sort --compress-program runs a program", Hint: "sort without --compress-program"}
 			}
 		}
+	case "split":
+		for _, a := range args {
+			if a == "--" {
+				break
+			}
+			if abbreviates(a, []string{"--filter"}) != "" {
+				return Result{Reason: "split --filter runs a shell command for each piece", Hint: "split into files, then run the command on them"}
+			}
+		}
 	case "rsync":
 		for _, a := range args {
 			if a == "-e" || strings.HasPrefix(a, "--rsh") || strings.HasPrefix(a, "--rsync-path") || abbreviates(a, []string{"--rsh", "--rsync-path"}) != "" ||

@@ -134,6 +134,9 @@ func TestCheck(t *testing.T) {
 		{"sed --quiet=1 p", true, ""},
 		{"rsync --rs=x a b", true, ""},
 		{"zip --unzip-c=x a.zip f", true, ""},
+		{"split --fil=x f", true, ""},
+		{"split --filter x f", true, ""},
+		{"split -l 10 f", false, ""},
 	}
 	for _, tt := range tests {
 		argv := strings.Fields(strings.ReplaceAll(tt.argv, "\\ ", "\x00"))
