@@ -541,14 +541,11 @@ func (e *scriptEnvs) call(args []*syntax.Word) {
 		for _, w := range args[1:] {
 			v, ok := wordLit(w)
 			if !ok {
-				e.unknown() // what it runs is known only then
-				return
+				return // an opaque subject, as a sourced file is: the command rules judge it
 			}
 			words = append(words, v)
 		}
 		e.out = append(e.out, scriptEnv(strings.Join(words, " "), e.by)...)
-	case cmd == "source" || cmd == ".":
-		e.unknown() // the file may set anything
 	case cmd == "trap" || cmd == "alias":
 		e.scripts(cmd, args[1:])
 	case cmd == "exec":
