@@ -28,6 +28,7 @@ import (
 	"mvdan.cc/sh/v3/interp"
 	"mvdan.cc/sh/v3/syntax"
 
+	"github.com/wardenrt/warden/builtin/internal/argguard"
 	"github.com/wardenrt/warden/builtin/internal/gitcfg"
 	"github.com/wardenrt/warden/builtin/internal/proc"
 	"github.com/wardenrt/warden/runtime/capability"
@@ -424,11 +425,11 @@ func (st *run) exec(ctx context.Context, args []string) error {
 	if e := launchEnvRefusal(tool.Program{Argv: args}, st.grants); e != nil {
 		return st.refuseCode(hc, e.Code, e.Message, e.Hint)
 	}
-	g := guard(base, args[1:])
-	if g.reason != "" {
-		return st.refuse(hc, fmt.Sprintf("%s refused: %s", shellShort(args), g.reason), g.hint)
+	g := argguard.Check(base, args[1:])
+	if g.Reason != "" {
+		return st.refuse(hc, fmt.Sprintf("%s refused: %s", shellShort(args), g.Reason), g.Hint)
 	}
-	if err := st.checkWrites(hc, args, g.writes); err != nil {
+	if err := st.checkWrites(hc, args, g.Writes); err != nil {
 		return err
 	}
 	if d, err := capability.ResolvePath(st.ws, hc.Dir); err != nil || !st.grants.Allows(capability.Need{Kind: capability.FSRead, Resource: d}) {
@@ -443,7 +444,7 @@ func (st *run) exec(ctx context.Context, args []string) error {
 			st.warn(why)
 		}
 	}
-	for _, w := range riskWarnings(base, args[1:]) {
+	for _, w := range argguard.RiskWarnings(base, args[1:]) {
 		st.warn(w)
 	}
 	return st.start(ctx, hc, name, path, args, env)
