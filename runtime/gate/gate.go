@@ -797,24 +797,28 @@ func (g *Gate) redactArgs(args json.RawMessage) json.RawMessage {
 
 // minArgSecret is the shortest secret found in a call's arguments that is
 // masked wherever the call's record and outcome repeat it — but for a
-// password (redact.IsPassword), masked whatever its length: a short
-// password is still one, while a short value of another kind may be an
-// ordinary word.
+// password only in its place (withArgSecrets).
 const minArgSecret = 8
 
 // withArgSecrets returns red that also masks the secrets found in a call's
-// arguments wherever the call's record and outcome repeat them: each
-// password whatever its length, the others from minArgSecret bytes.
+// arguments wherever the call's record and outcome repeat them, from
+// minArgSecret bytes. A shorter password is masked where it stands as a
+// URL's user info — between ":" and "@", as they are or URL-encoded once
+// or twice (a path cleaned of "//", an http tool repeating its params) —
+// and nowhere else: the arguments choose what is a password, and a short
+// one masked wherever it appears would let them hide any word ("rm",
+// "the") from the approver and the record.
 func withArgSecrets(red *redact.Redactor, found []redact.Secret) *redact.Redactor {
-	var passwords, others []redact.Secret
+	var short []redact.Secret
 	for _, s := range found {
-		if redact.IsPassword(s.Kind) {
-			passwords = append(passwords, s)
-		} else {
-			others = append(others, s)
+		if len(s.Original) >= minArgSecret || !redact.IsPassword(s.Kind) {
+			continue
+		}
+		for _, f := range [][2]string{{":", "@"}, {"%3A", "%40"}, {"%3a", "%40"}, {"%253A", "%2540"}, {"%253a", "%2540"}} {
+			short = append(short, redact.Secret{Kind: s.Kind, Original: f[0] + s.Original + f[1]})
 		}
 	}
-	return red.WithSecrets(minArgSecret, others...).WithSecrets(1, passwords...)
+	return red.WithSecrets(minArgSecret, found...).WithSecrets(1, short...)
 }
 
 // redactArgsFound is redactArgs, and the secrets it masked.
