@@ -55,6 +55,9 @@ func compileSchema(name string, raw json.RawMessage, own bool) (*jsonschema.Sche
 	if !ok || root["type"] != "object" {
 		return nil, fmt.Errorf("tool %s: input schema must be {\"type\":\"object\",...}", name)
 	}
+	if at := refsBeside(root); len(at) > 0 {
+		return nil, fmt.Errorf("tool %s: input schema: $ref beside other keywords at %s, which its draft ignores (put the $ref in an allOf)", name, strings.Join(at, ", "))
+	}
 	if open := openObjects(root, ""); len(open) > 0 {
 		return nil, fmt.Errorf("tool %s: input schema objects must set additionalProperties: false (at %s)", name, strings.Join(open, ", "))
 	}
@@ -166,3 +169,46 @@ type noLoader struct{}
 func (noLoader) Load(url string) (any, error) {
 	return nil, fmt.Errorf("a schema is compiled from its own text: %s is not loaded (use $defs and a #/$defs/… reference)", url)
 }
+
+// refsBeside lists, for a schema of a draft before 2019-09 (draft-03 to
+// -07, by its $schema), the locations where $ref stands beside a keyword
+// that is not an annotation: those drafts ignore every keyword beside a
+// $ref, so an additionalProperties: false there closes nothing.
+func refsBeside(root map[string]any) []string {
+	draft, _ := root["$schema"].(string)
+	if !strings.Contains(draft, "json-schema.org/draft-0") && !strings.Contains(draft, "json-schema.org/schema") {
+		return nil
+	}
+	var out []string
+	var walk func(v any, at string)
+	walk = func(v any, at string) {
+		switch n := v.(type) {
+		case map[string]any:
+			if _, ok := n["$ref"]; ok {
+				for k := range n {
+					if !refSibling[k] {
+						out = append(out, "#"+at)
+						break
+					}
+				}
+			}
+			for k, e := range n {
+				if k != "const" && k != "enum" && k != "default" && k != "examples" {
+					walk(e, at+"/"+EscapePointer(k))
+				}
+			}
+		case []any:
+			for i, e := range n {
+				walk(e, fmt.Sprintf("%s/%d", at, i))
+			}
+		}
+	}
+	walk(root, "")
+	sort.Strings(out)
+	return out
+}
+
+// refSibling are the keywords that may stand beside a $ref in any draft:
+// annotations, and the definitions it may point into.
+var refSibling = map[string]bool{"$ref": true, "$schema": true, "$id": true, "id": true, "$comment": true,
+	"title": true, "description": true, "default": true, "examples": true, "definitions": true, "$defs": true}

@@ -39,3 +39,26 @@ func TestSchemaLoadsNothingElse(t *testing.T) {
 		t.Fatalf("a local $ref: %v", err)
 	}
 }
+
+// TestSchemaOldDraftRefBeside: in drafts before 2019-09 every keyword
+// beside a $ref is ignored, so a root $ref made additionalProperties:
+// false (and the rest) void — the schema compiled and took any field.
+func TestSchemaOldDraftRefBeside(t *testing.T) {
+	for _, draft := range []string{"http://json-schema.org/draft-07/schema#", "http://json-schema.org/draft-04/schema#", "http://json-schema.org/schema#"} {
+		raw := `{"$schema":"` + draft + `","type":"object","additionalProperties":false,` +
+			`"properties":{"a":{"type":"string"}},"$ref":"#/definitions/o","definitions":{"o":{"type":"object"}}}`
+		if _, err := CompileSchema("old", json.RawMessage(raw)); err == nil || !strings.Contains(err.Error(), "allOf") {
+			t.Errorf("%s: %v", draft, err)
+		}
+	}
+	// As allOf, or under 2020-12 (where $ref beside keywords applies), it compiles.
+	for _, raw := range []string{
+		`{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","additionalProperties":false,"properties":{"a":{"type":"string"}},"allOf":[{"$ref":"#/definitions/o"}],"definitions":{"o":{"type":"object"}}}`,
+		`{"type":"object","additionalProperties":false,"properties":{"a":{"type":"string"}},"$ref":"#/$defs/o","$defs":{"o":{"type":"object"}}}`,
+		`{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","additionalProperties":false,"properties":{"a":{"$ref":"#/definitions/s","description":"an a"}},"definitions":{"s":{"type":"string"}}}`,
+	} {
+		if _, err := CompileSchema("ok", json.RawMessage(raw)); err != nil {
+			t.Errorf("%s: %v", raw, err)
+		}
+	}
+}
