@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -376,15 +377,10 @@ var sensitiveKeyParts = []string{"pass", "secret", "token", "key", "auth", "cook
 // sequences (which could spell a secret the raw text does not show), without
 // any fragment of a sensitive key name, and in which String finds nothing,
 // is returned compacted as it is. ok is false when the full walk is needed.
+// (Compact checks that the document is valid.)
 func (r *Redactor) jsonFast(raw []byte) ([]byte, bool) {
-	if bytes.IndexByte(raw, '\\') >= 0 || !json.Valid(raw) {
+	if bytes.IndexByte(raw, '\\') >= 0 || hasSensitivePart(raw) {
 		return nil, false
-	}
-	lower := bytes.ToLower(raw)
-	for _, p := range sensitiveKeyParts {
-		if bytes.Contains(lower, []byte(p)) {
-			return nil, false
-		}
 	}
 	if len(r.find(string(raw))) > 0 {
 		return nil, false
@@ -395,4 +391,33 @@ func (r *Redactor) jsonFast(raw []byte) ([]byte, bool) {
 		return nil, false
 	}
 	return out.Bytes(), true
+}
+
+// hasSensitivePart reports whether raw, lower-cased, holds one of
+// sensitiveKeyParts. ASCII text is read once for all of them; other text
+// is lower-cased as keyWords lower-cases a key (the Kelvin sign is a k).
+func hasSensitivePart(raw []byte) bool {
+	for _, c := range raw {
+		if c >= utf8.RuneSelf {
+			lower := bytes.ToLower(raw)
+			for _, p := range sensitiveKeyParts {
+				if bytes.Contains(lower, []byte(p)) {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	return sensitivePartsScanner().has(raw)
+}
+
+var (
+	sensitiveOnce sync.Once
+	sensitiveScan *scanner
+)
+
+// sensitivePartsScanner finds sensitiveKeyParts in any ASCII case.
+func sensitivePartsScanner() *scanner {
+	sensitiveOnce.Do(func() { sensitiveScan = newScanner([]rule{{anchors: sensitiveKeyParts, fold: true}}) })
+	return sensitiveScan
 }

@@ -167,7 +167,7 @@ var placeholders = map[string]bool{"password": true, "passwd": true, "pass": tru
 // an ellipsis or a value cut by one (sk-...), your-…, a single character,
 // a keyword (password), a mask.
 func isPlaceholder(v string) bool {
-	v = strings.TrimRight(v, codePunct)
+	v = trimCodePunct(v)
 	if len(v) <= 1 || placeholders[strings.ToLower(v)] || strings.Contains(v, "REDACTED") {
 		return true
 	}
@@ -195,7 +195,7 @@ const codePunct = ",;)]}{("
 // a literal: a keyword or type, a call or index, a selector, an
 // operator's operand, a reference to a variable, a format string.
 func isCodeValue(v, key string) bool {
-	w := strings.TrimRight(v, codePunct)
+	w := trimCodePunct(v)
 	if w == "" {
 		return true
 	}

@@ -1,0 +1,270 @@
+package redact
+
+import (
+	"math/rand"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// The one-pass scanner and the shortcuts in front of the regular
+// expressions must change nothing: each is held here to what it replaces
+// or guards, on generated text dense in anchors, separators, quotes and
+// escapes, and in FuzzScan on whatever the fuzzer makes.
+
+// scanPieces are what the generated texts are made of.
+var scanPieces = []string{
+	"password", "PassWord", "passwd", "pwd", "secret", "SECRET", "token", "Token", "key", "KEY", "credential", "secret_key_base",
+	"api_key", "authorization", "Authorization", "AUTHORIZATION", "cookie", "Cookie", "bearer", "Bearer", "basic", "BASIC",
+	"sk-", "sk-ant-", "sk-proj-", "AKIA", "ASIA", "ghp_", "github_pat_", "gl", "glpat-", "glagent-", "xox", "xoxb-", "xapp-",
+	"hooks.slack.com/", "eyJ", "sk_live_", "rk_test_", "AIza", "hf_", "npm_", "-u", "--user", "://", "-----BEGIN",
+	"[REDACTED", "[REDACTED]", "\\", "\\\\\\\"", "\"", "'", ":", "=", ":=", "==", " ", "\t", "\r", "\n", "\f", "\v", "&", ";",
+	"<", ">", "{", "}", "(", ")", "[", "]", ",", "@", "/", "?", "#", ".", "-", "_", "+", "~", "%3D", "é", "\xff", "K",
+	"a", "Z", "0", "9", "abcdefghijklmnopqrstuvwxyz0123456789", "QUJDREVGR0g=", "dXNlcjpwYXNz",
+}
+
+// scanDense is a small alphabet of what decides a key's value: a text
+// of it is a maze of separators, quotes and escapes.
+var scanDense = []string{"token", "Bearer", "://", "-u", ":", "=", "\"", "'", "\\", " ", "\t", "\r", "\n", "a", "1", "é", "\xff", "&", "{", "@", "/"}
+
+func genScanText(rng *rand.Rand) string {
+	pieces := scanPieces
+	if rng.Intn(2) == 0 {
+		pieces = scanDense
+	}
+	var b strings.Builder
+	for range 1 + rng.Intn(24) {
+		b.WriteString(pieces[rng.Intn(len(pieces))])
+	}
+	return b.String()
+}
+
+// naiveCandidates is what searching s once for each anchor of each rule
+// finds (in s lower-cased for the rules that fold case): every position
+// where one of the rule's anchors starts, in order.
+func naiveCandidates(s string) [][]int {
+	lower := asciiLower(s)
+	out := make([][]int, len(rules))
+	for ri, r := range rules {
+		text := s
+		if r.fold {
+			text = lower
+		}
+		for p := 0; p < len(text); p++ {
+			for _, a := range r.anchors {
+				if strings.HasPrefix(text[p:], a) {
+					out[ri] = append(out[ri], p)
+					break
+				}
+			}
+		}
+	}
+	return out
+}
+
+func checkScan(t *testing.T, s string) {
+	t.Helper()
+	c := rulesScanner().scan(s)
+	defer c.put()
+	want := naiveCandidates(s)
+	for ri := range rules {
+		if !slices.Equal(c.byRule[ri], want[ri]) {
+			t.Fatalf("rule %d (%s) in %q: scanned %v, anchors at %v", ri, rules[ri].kind, s, c.byRule[ri], want[ri])
+		}
+	}
+}
+
+func checkPrechecks(t *testing.T, s string) {
+	t.Helper()
+	for p := range len(s) {
+		le := lineEnd(s, p)
+		for ri, r := range rules {
+			if r.pre == nil || !hasAnyAnchor(s[p:], r) {
+				continue
+			}
+			if !r.pre(s, p, le) && r.re.FindStringSubmatchIndex(s[p:le]) != nil {
+				t.Fatalf("rule %d (%s): the precheck dismisses %q at %d, which the expression matches", ri, r.kind, s, p)
+			}
+		}
+	}
+}
+
+func hasAnyAnchor(s string, r rule) bool {
+	if r.fold {
+		s = asciiLower(s)
+	}
+	for _, a := range r.anchors {
+		if strings.HasPrefix(s, a) {
+			return true
+		}
+	}
+	return false
+}
+
+func checkKeyValueRest(t *testing.T, s string) {
+	t.Helper()
+	for e := range len(s) + 1 {
+		le := lineEnd(s, min(e, len(s)))
+		if e > le {
+			continue
+		}
+		var m [14]int
+		matched, decided := keyValueRestAt(s, e, le, &m)
+		if !decided {
+			continue
+		}
+		want := keyValueRest.FindStringSubmatchIndex(s[e:le])
+		if !matched {
+			if want != nil {
+				t.Fatalf("%q at %d: no match read, the expression matches %v", s, e, want)
+			}
+			continue
+		}
+		for i := range want {
+			if want[i] >= 0 {
+				want[i] += e
+			}
+		}
+		if !slices.Equal(m[:], want) {
+			t.Fatalf("%q at %d: read %v, the expression %v", s, e, m, want)
+		}
+	}
+}
+
+// TestScanMatchesAnchors: the scanner's candidates are the anchors'
+// occurrences; each precheck dismisses only what its expression cannot
+// match; the key-value reader decides as the expression does.
+func TestScanMatchesAnchors(t *testing.T) {
+	n := 20000
+	if testing.Short() {
+		n = 2000
+	}
+	rng := rand.New(rand.NewSource(18))
+	for range n {
+		s := genScanText(rng)
+		checkScan(t, s)
+		checkPrechecks(t, s)
+		checkKeyValueRest(t, s)
+	}
+	for _, s := range []string{"", "a", "gl", "token:= \"x", "token:=\"x\\", "token =\\\"a\\\\\\\"b\\\"", "Authorization: Bearer abcdefghijklmnop1",
+		"curl -u a:b --user=c:d", "x://u:p@h", "glpat-abcdefghijklmnopqrstuv", "cookie \t: a=b"} {
+		checkScan(t, s)
+		checkPrechecks(t, s)
+		checkKeyValueRest(t, s)
+	}
+}
+
+func FuzzScan(f *testing.F) {
+	rng := rand.New(rand.NewSource(1))
+	for range 20 {
+		f.Add(genScanText(rng))
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		checkScan(t, s)
+		checkPrechecks(t, s)
+		checkKeyValueRest(t, s)
+	})
+}
+
+// TestMaxKeywordLen: keywordKindAt reads enough of a key for the longest
+// keyword.
+func TestMaxKeywordLen(t *testing.T) {
+	for _, k := range keyValueKeywords {
+		if len(k.word) > maxKeywordLen {
+			t.Fatalf("keyword %q is longer than maxKeywordLen %d", k.word, maxKeywordLen)
+		}
+	}
+}
+
+// TestKeywordKindAt: keywordKindAt is keywordKind of the lower-cased key.
+func TestKeywordKindAt(t *testing.T) {
+	rng := rand.New(rand.NewSource(7))
+	for range 20000 {
+		s := genScanText(rng)
+		for e := range len(s) + 1 {
+			if got, want := keywordKindAt(s, e), keywordKindSlow(asciiLower(s[:e])); got != want {
+				t.Fatalf("%q[:%d]: %q, want %q", s, e, got, want)
+			}
+		}
+	}
+}
+
+// TestTrims: the trims written out are the strings functions they stand
+// for.
+func TestTrims(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	for range 20000 {
+		s := genScanText(rng) + strings.Repeat(codePunct[rng.Intn(len(codePunct)):], rng.Intn(3))
+		if got, want := trimCodePunct(s), strings.TrimRight(s, codePunct); got != want {
+			t.Fatalf("trimCodePunct(%q) = %q, want %q", s, got, want)
+		}
+		if got, want := trimSpaceTab(s), strings.Trim(s, " \t"); got != want {
+			t.Fatalf("trimSpaceTab(%q) = %q, want %q", s, got, want)
+		}
+		if got, want := keywordKind(s), keywordKindSlow(s); got != want {
+			t.Fatalf("keywordKind(%q) = %q, want %q", s, got, want)
+		}
+	}
+}
+
+func keywordKindSlow(s string) string {
+	for _, k := range keyValueKeywords {
+		if strings.HasSuffix(s, k.word) {
+			return k.kind
+		}
+	}
+	return ""
+}
+
+// TestHasSensitivePart: the one-pass test is the lower-cased search it
+// replaces, the Kelvin sign and the dotted I (which lower-case to ASCII)
+// included.
+func TestHasSensitivePart(t *testing.T) {
+	slow := func(raw []byte) bool {
+		lower := strings.ToLower(string(raw))
+		for _, p := range sensitiveKeyParts {
+			if strings.Contains(lower, p) {
+				return true
+			}
+		}
+		return false
+	}
+	rng := rand.New(rand.NewSource(5))
+	extra := []string{"\u212aey", "credent\u0130al", "AUTH", "Sess", "coOKie", "pa", "ss", "\u017fecret"}
+	for range 20000 {
+		s := genScanText(rng)
+		if rng.Intn(4) == 0 {
+			s += extra[rng.Intn(len(extra))]
+		}
+		if got, want := hasSensitivePart([]byte(s)), slow([]byte(s)); got != want {
+			t.Fatalf("hasSensitivePart(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
+// TestCleanTextIsReadNotCopied: a text with nothing to mask is read in
+// one pass that neither copies it (no lower-cased copy for the rules that
+// fold case) nor allocates for each rule: a megabyte of prose costs a few
+// small allocations, not megabytes.
+func TestCleanTextIsReadNotCopied(t *testing.T) {
+	text := strings.Repeat("The quick brown fox jumps over the lazy dog. ", (1<<20)/45)
+	if Contains(text) {
+		t.Fatal("the text holds a secret")
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	const runs = 8
+	for range runs {
+		if String(text) != text {
+			t.Fatal("the text was changed")
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if perRun := (after.TotalAlloc - before.TotalAlloc) / runs; perRun > uint64(len(text))/16 {
+		t.Errorf("redacting %d bytes of clean text allocated %d bytes a time", len(text), perRun)
+	}
+	if allocs := testing.AllocsPerRun(runs, func() { String(text) }); allocs > 8 {
+		t.Errorf("redacting clean text made %.0f allocations a time", allocs)
+	}
+}
