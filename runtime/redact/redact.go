@@ -119,6 +119,9 @@ func (r *Redactor) WithSecrets(minLen int, secrets ...Secret) *Redactor {
 	if r == nil {
 		r = plain
 	}
+	if !slices.ContainsFunc(secrets, func(sc Secret) bool { return len(sc.Original) >= minLen }) {
+		return r // nothing to add: r masks the same (a Redactor is never changed)
+	}
 	out := &Redactor{literals: append([]string(nil), r.literals...), kinds: r.kinds}
 	seen := map[string]bool{}
 	for _, l := range out.literals {

@@ -1,7 +1,10 @@
 package redact
 
 import (
+	"encoding/json"
 	"math/rand"
+	"reflect"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -266,5 +269,65 @@ func TestCleanTextIsReadNotCopied(t *testing.T) {
 	}
 	if allocs := testing.AllocsPerRun(runs, func() { String(text) }); allocs > 8 {
 		t.Errorf("redacting clean text made %.0f allocations a time", allocs)
+	}
+}
+
+// TestValueShapes: the value tests written out are the expressions they
+// replace.
+func TestValueShapes(t *testing.T) {
+	hex := regexp.MustCompile(`^0[xXoObB][0-9a-fA-F_]+$`)
+	for p := range placeholders {
+		if len(p) > len("password") {
+			t.Fatalf("placeholder %q is longer than isPlaceholderWord reads", p)
+		}
+	}
+	rng := rand.New(rand.NewSource(11))
+	pieces := []string{"0", "x", "X", "o", "b", "B", "f", "_", "g", "password", "PassWord", "\u212aey", "T\u0130KEN", "api_key",
+		"REDACTED", "x\u0130", "é", "1", "-", "*", "."}
+	for range 50000 {
+		var b strings.Builder
+		for range rng.Intn(5) {
+			b.WriteString(pieces[rng.Intn(len(pieces))])
+		}
+		v := b.String()
+		if got, want := isPlaceholderWord(v), placeholders[strings.ToLower(v)]; got != want {
+			t.Fatalf("isPlaceholderWord(%q) = %v, want %v", v, got, want)
+		}
+		if got, want := onlyXs(v), strings.Trim(strings.ToLower(v), "x") == ""; got != want {
+			t.Fatalf("onlyXs(%q) = %v, want %v", v, got, want)
+		}
+		if got, want := isHexNumber(v), hex.MatchString(v); got != want {
+			t.Fatalf("isHexNumber(%q) = %v, want %v", v, got, want)
+		}
+	}
+}
+
+// TestReplaceCompactJSON: for json.Marshal's output, ReplaceCompactJSON
+// is ReplaceJSON, secrets and all.
+func TestReplaceCompactJSON(t *testing.T) {
+	rng := rand.New(rand.NewSource(9))
+	keys := []string{"os", "kernel", "token", "Key", "note", "auth", "x"}
+	named := func(kind, _ string, _ int) string { return FormatMask(kind, "0a1b") }
+	for range 20000 {
+		v := map[string]any{}
+		for range rng.Intn(4) {
+			var val any = genScanText(rng)
+			switch rng.Intn(4) {
+			case 0:
+				val = []any{genScanText(rng), rng.Intn(100)}
+			case 1:
+				val = map[string]any{keys[rng.Intn(len(keys))]: genScanText(rng)}
+			}
+			v[keys[rng.Intn(len(keys))]+genScanText(rng)[:1]] = val
+		}
+		raw, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, wantSecrets, werr := New("sekrit-value").ReplaceJSON(raw, named)
+		got, gotSecrets, gerr := New("sekrit-value").ReplaceCompactJSON(raw, named)
+		if string(got) != string(want) || !reflect.DeepEqual(gotSecrets, wantSecrets) || (werr == nil) != (gerr == nil) {
+			t.Fatalf("%s:\n compact %s %v %v\n json    %s %v %v", raw, got, gotSecrets, gerr, want, wantSecrets, werr)
+		}
 	}
 }
