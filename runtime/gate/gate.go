@@ -406,7 +406,7 @@ func (g *Gate) grantsRefusal(c *checked, grants capability.Set) *tool.Error {
 			continue
 		}
 		if secrets == nil {
-			_, inArgs := g.redactArgsFound(c.shown)
+			_, inArgs := g.redactShown(c.shown)
 			secrets = withArgSecrets(g.callRedactor(c), inArgs)
 		}
 		_, inNeed := secrets.Replace(n.String(), plainMask)
@@ -501,7 +501,7 @@ func (g *Gate) Call(ctx context.Context, req Request) (tool.Result, error) {
 	// cleaned of a URL's "//" in a capability, a refusal naming it).
 	var inArgs []redact.Secret
 	if c != nil && c.call != nil {
-		ev.Args, inArgs = g.redactArgsFound(c.shown)
+		ev.Args, inArgs = g.redactShown(c.shown)
 		red = withArgSecrets(red, inArgs)
 		ev.Needs = redactNeeds(red, c.needs)
 		ev.DryRun = c.call.DryRun
@@ -595,7 +595,7 @@ func (g *Gate) approve(ctx context.Context, c *checked, preview *tool.Outcome) (
 		if g.o.Approver == nil {
 			break
 		}
-		args, inArgs := g.redactArgsFound(c.shown)
+		args, inArgs := g.redactShown(c.shown)
 		red := withArgSecrets(g.callRedactor(c), inArgs)
 		a, err := g.o.Approver.Approve(ctx, ApprovalRequest{
 			Tool: name, CallID: c.call.ID, Principal: c.call.Principal,
@@ -706,15 +706,15 @@ func (g *Gate) finish(ctx context.Context, res tool.Result, ev AuditEvent, o too
 		ev.Outcome = string(o.Err.Code)
 		ev.Message = o.Err.Message
 	}
-	sum := sha256.New()
-	sum.Write([]byte(res.Output))
-	sum.Write(res.Data)
-	ev.Digest = "sha256:" + hex.EncodeToString(sum.Sum(nil))
+	ev.Digest = outcomeDigest(res.Output, res.Data)
 	seq, err := g.append(ctx, ev)
 	if err != nil {
 		return res, err
 	}
 	res.AuditSeq = seq
+	if !g.o.Logger.Enabled(context.Background(), slog.LevelInfo) { // as Info asks
+		return res, nil // the line would be dropped: not built
+	}
 	attrs := []any{"tool", res.Tool, "call_id", res.CallID, "principal", strings.Join(ev.Principal, ">"),
 		"outcome", ev.Outcome, "duration_ms", res.DurationMS, "dry_run", res.DryRun, "audit_seq", seq}
 	if ev.RunID != "" {
@@ -727,8 +727,29 @@ func (g *Gate) finish(ctx context.Context, res tool.Result, ev AuditEvent, o too
 	return res, nil
 }
 
+// outcomeDigest is "sha256:" and the hex SHA-256 of output then data. A
+// long output is hashed a piece at a time, not copied whole.
+func outcomeDigest(output string, data []byte) string {
+	h := sha256.New()
+	if len(output) <= 4<<10 {
+		h.Write([]byte(output))
+	} else {
+		buf := make([]byte, 32<<10)
+		for s := output; s != ""; {
+			n := copy(buf, s)
+			h.Write(buf[:n])
+			s = s[n:]
+		}
+	}
+	h.Write(data)
+	var sum [sha256.Size]byte
+	d := make([]byte, 0, len("sha256:")+2*sha256.Size)
+	d = append(d, "sha256:"...)
+	return string(hex.AppendEncode(d, h.Sum(sum[:0])))
+}
+
 func (g *Gate) append(ctx context.Context, ev AuditEvent) (uint64, error) {
-	body, err := json.Marshal(ev)
+	body, err := marshalEvent(&ev)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %v", tool.ErrAudit, err)
 	}
@@ -815,6 +836,21 @@ func withArgSecrets(red *redact.Redactor, found []redact.Secret) *redact.Redacto
 		}
 	}
 	return red.WithSecrets(minArgSecret, others...).WithSecrets(1, passwords...)
+}
+
+// redactShown is redactArgsFound for a call's arguments as shown
+// (checked.shown: json.Compact's output, valid and compact), which are
+// not read again to be checked and compacted when there is nothing to
+// mask. The result is the gate's own copy.
+func (g *Gate) redactShown(shown json.RawMessage) (json.RawMessage, []redact.Secret) {
+	out, found, err := g.o.Redactor.ReplaceCompactJSON(shown, plainMask)
+	if err != nil {
+		return g.redactArgsFound(shown)
+	}
+	if len(found) == 0 {
+		out = bytes.Clone(out) // it may be shown itself
+	}
+	return out, found
 }
 
 // redactArgsFound is redactArgs, and the secrets it masked.
