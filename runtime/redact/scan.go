@@ -27,6 +27,11 @@ type scanner struct {
 	// 1 + the index in groups of the anchors that may start there; 0: none.
 	pair   [1 << 16]uint8
 	groups [][]int // anchors, by index in anchors, in rule order
+	// third says, for each group, the bytes that may follow its pair (all
+	// of them when one of its anchors is two bytes long): most pairs that
+	// begin an anchor in prose and code ("to", "se", "co") do not go on
+	// as one.
+	third []byteSet
 }
 
 var (
@@ -89,6 +94,21 @@ func newScanner(rs []rule) *scanner {
 		}
 		sc.pair[k] = uint8(g + 1)
 	}
+	sc.third = make([]byteSet, len(sc.groups))
+	for g, set := range sc.groups {
+		for _, ai := range set {
+			a := sc.anchors[ai]
+			if len(a.text) == 2 {
+				for c := range sc.third[g] {
+					sc.third[g][c] = true
+				}
+				continue
+			}
+			for _, c := range caseVariants(a.text[2], a.fold) {
+				sc.third[g][c] = true
+			}
+		}
+	}
 	return sc
 }
 
@@ -120,7 +140,7 @@ func (sc *scanner) scan(s string) *candidates {
 	pair := &sc.pair
 	for i := 0; i+1 < len(s); i++ {
 		g := pair[uint16(s[i])|uint16(s[i+1])<<8]
-		if g == 0 {
+		if g == 0 || i+2 < len(s) && !sc.third[g-1][s[i+2]] {
 			continue
 		}
 		for _, ai := range sc.groups[g-1] {
@@ -142,7 +162,7 @@ func (sc *scanner) scan(s string) *candidates {
 func (sc *scanner) has(b []byte) bool {
 	for i := 0; i+1 < len(b); i++ {
 		g := sc.pair[uint16(b[i])|uint16(b[i+1])<<8]
-		if g == 0 {
+		if g == 0 || i+2 < len(b) && !sc.third[g-1][b[i+2]] {
 			continue
 		}
 		for _, ai := range sc.groups[g-1] {

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 )
 
 // The one-pass scanner and the shortcuts in front of the regular
@@ -328,6 +330,79 @@ func TestReplaceCompactJSON(t *testing.T) {
 		got, gotSecrets, gerr := New("sekrit-value").ReplaceCompactJSON(raw, named)
 		if string(got) != string(want) || !reflect.DeepEqual(gotSecrets, wantSecrets) || (werr == nil) != (gerr == nil) {
 			t.Fatalf("%s:\n compact %s %v %v\n json    %s %v %v", raw, got, gotSecrets, gerr, want, wantSecrets, werr)
+		}
+	}
+}
+
+// lineStartKeySlow is lineStartKey as it read before: a rune at a time.
+func lineStartKeySlow(s string, keyStart int) bool {
+	// What may stand before the key is short: a word (export, readonly)
+	// and four bytes more, white space aside. Past that many other bytes
+	// the key does not begin its line, however long the line is.
+	ls, other := keyStart, 0
+	for ls > 0 && s[ls-1] != '\n' {
+		r, size := utf8.DecodeLastRuneInString(s[:ls])
+		if !unicode.IsSpace(r) {
+			if other += size; other > maxLineStartPrefix {
+				return false
+			}
+		}
+		ls -= size
+	}
+	prefix := strings.TrimSpace(s[ls:keyStart])
+	if prefix == "" {
+		return true
+	}
+	for _, w := range []string{"export", "set", "setx", "ENV", "ARG", "declare", "readonly"} {
+		if rest, ok := strings.CutPrefix(prefix, w); ok && (rest == "" || rest[0] == ' ' || rest[0] == '\t') {
+			prefix = strings.TrimSpace(rest)
+			break
+		}
+	}
+	// What is left, white space aside, must be a list item, a comment, a
+	// flag's dashes or an opening quote.
+	var b [4]byte
+	n := 0
+	for i := 0; i < len(prefix); i++ {
+		if c := prefix[i]; c != ' ' && c != '\t' {
+			if n == len(b) {
+				return false
+			}
+			b[n] = c
+			n++
+		}
+	}
+	switch string(b[:n]) {
+	case "", "-", "#", ";", "--", "\"", "'", "-\"", "-'", "#-", "{\"", "{'", "[", "-\\\"", "\\\"":
+		return true
+	}
+	return false
+}
+
+// TestLineStartAndKeywords: lineStartKey's ASCII path and isCodeKeyword
+// decide as what they replace.
+func TestLineStartAndKeywords(t *testing.T) {
+	rng := rand.New(rand.NewSource(13))
+	pieces := []string{" ", "\t", "\v", "\f", "\v\v\v\v", "\f\f\f\f", "\u00a0", "\u0085", "\u2003", "\n", "export", "set", "-", "#", "\"", "'", "{", "[",
+		"x", "é", "readonly ", "--", "\\\"", "token", "nil", "None?", "lambda:", "Optional", "string::", "?"}
+	for range 50000 {
+		var b strings.Builder
+		for range rng.Intn(16) {
+			b.WriteString(pieces[rng.Intn(len(pieces))])
+		}
+		s := b.String()
+		for k := 0; k <= len(s); k++ {
+			if k < len(s) && !utf8.RuneStart(s[k]) {
+				continue
+			}
+			if got, want := lineStartKey(s, k), lineStartKeySlow(s, k); got != want {
+				t.Fatalf("lineStartKey(%q, %d) = %v, want %v", s, k, got, want)
+			}
+		}
+		w := strings.TrimSpace(s)
+		want := codeKeywords[w] || codeKeywords[strings.TrimSuffix(w, "?")] || codeKeywords[strings.TrimRight(w, ":")]
+		if got := isCodeKeyword(w); got != want {
+			t.Fatalf("isCodeKeyword(%q) = %v, want %v", w, got, want)
 		}
 	}
 }

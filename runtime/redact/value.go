@@ -249,7 +249,7 @@ func isCodeValue(v, key string) bool {
 		return true // &x, *p, !ok, (a), []byte, <-ch, @decorator, | and > (YAML blocks), ==
 	}
 	switch {
-	case codeKeywords[w], codeKeywords[strings.TrimSuffix(w, "?")], codeKeywords[strings.TrimRight(w, ":")]:
+	case isCodeKeyword(w):
 		return true // nil, None, Optional?, lambda:
 	case strings.EqualFold(w, key), strings.EqualFold(w, lastWord(key)), strings.EqualFold(w, key[strings.LastIndexByte(key, '.')+1:]):
 		return true // token: token, self.secret_key = secret_key
@@ -265,6 +265,19 @@ func isCodeValue(v, key string) bool {
 		return true // -flag, -x
 	}
 	return false
+}
+
+// isCodeKeyword: w, without a trailing ? or :'s, is one of codeKeywords
+// (each form looked up once).
+func isCodeKeyword(w string) bool {
+	if codeKeywords[w] {
+		return true
+	}
+	if q := strings.TrimSuffix(w, "?"); q != w && codeKeywords[q] {
+		return true
+	}
+	c := strings.TrimRight(w, ":")
+	return c != w && codeKeywords[c]
 }
 
 // isExpression: a call, an index or a selector — code whatever its
@@ -583,6 +596,15 @@ func lineStartKey(s string, keyStart int) bool {
 	// the key does not begin its line, however long the line is.
 	ls, other := keyStart, 0
 	for ls > 0 && s[ls-1] != '\n' {
+		if c := s[ls-1]; c < utf8.RuneSelf { // unicode.IsSpace, for ASCII
+			if !isSpace(c) {
+				if other++; other > maxLineStartPrefix {
+					return false
+				}
+			}
+			ls--
+			continue
+		}
 		r, size := utf8.DecodeLastRuneInString(s[:ls])
 		if !unicode.IsSpace(r) {
 			if other += size; other > maxLineStartPrefix {
