@@ -727,25 +727,16 @@ func (g *Gate) finish(ctx context.Context, res tool.Result, ev AuditEvent, o too
 	return res, nil
 }
 
-// outcomeDigest is "sha256:" and the hex SHA-256 of output then data. A
+// outcomeDigest is "sha256:" and the hex SHA-256 of output then data; a
 // long output is hashed a piece at a time, not copied whole.
 func outcomeDigest(output string, data []byte) string {
-	h := sha256.New()
-	if len(output) <= 4<<10 {
-		h.Write([]byte(output))
-	} else {
-		buf := make([]byte, 32<<10)
-		for s := output; s != ""; {
-			n := copy(buf, s)
-			h.Write(buf[:n])
-			s = s[n:]
-		}
+	h, buf := sha256.New(), make([]byte, min(len(output), 32<<10))
+	for s := output; s != ""; s = s[len(buf):] {
+		buf = buf[:copy(buf, s)]
+		h.Write(buf)
 	}
 	h.Write(data)
-	var sum [sha256.Size]byte
-	d := make([]byte, 0, len("sha256:")+2*sha256.Size)
-	d = append(d, "sha256:"...)
-	return string(hex.AppendEncode(d, h.Sum(sum[:0])))
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
 func (g *Gate) append(ctx context.Context, ev AuditEvent) (uint64, error) {
@@ -811,11 +802,6 @@ func NoteSandbox(ctx context.Context, level string) {
 	}
 }
 
-func (g *Gate) redactArgs(args json.RawMessage) json.RawMessage {
-	out, _ := g.redactArgsFound(args)
-	return out
-}
-
 // minArgSecret is the shortest secret found in a call's arguments that is
 // masked wherever the call's record and outcome repeat it — but for a
 // password (redact.IsPassword), masked whatever its length: a short
@@ -838,22 +824,15 @@ func withArgSecrets(red *redact.Redactor, found []redact.Secret) *redact.Redacto
 	return red.WithSecrets(minArgSecret, others...).WithSecrets(1, passwords...)
 }
 
-// redactShown is redactArgsFound for a call's arguments as shown
-// (checked.shown: json.Compact's output, valid and compact), which are
-// not read again to be checked and compacted when there is nothing to
-// mask. The result is the gate's own copy.
+// redactShown is redactArgsFound for checked.shown (compact JSON); a copy.
 func (g *Gate) redactShown(shown json.RawMessage) (json.RawMessage, []redact.Secret) {
-	out, found, err := g.o.Redactor.ReplaceCompactJSON(shown, plainMask)
-	if err != nil {
-		return g.redactArgsFound(shown)
+	if out, found, err := g.o.Redactor.ReplaceCompactJSON(shown, plainMask); err == nil {
+		return bytes.Clone(out), found
 	}
-	if len(found) == 0 {
-		out = bytes.Clone(out) // it may be shown itself
-	}
-	return out, found
+	return g.redactArgsFound(shown)
 }
 
-// redactArgsFound is redactArgs, and the secrets it masked.
+// redactArgsFound redacts a call's arguments, and says what it masked.
 func (g *Gate) redactArgsFound(args json.RawMessage) (json.RawMessage, []redact.Secret) {
 	out, found, err := g.o.Redactor.ReplaceJSON(args, plainMask)
 	if err != nil {

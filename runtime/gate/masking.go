@@ -105,14 +105,11 @@ func (g *Gate) maskOutcome(o tool.Outcome, v *tool.Vault, red *redact.Redactor, 
 		var found []redact.Secret
 		var wrote []string
 		if err == nil {
-			inVault := func(kind, original string, _ int) string { return v.Mask(kind, original, whole) }
 			var text string
-			if text, wrote = v.Admit(string(data), whole); len(wrote) > 0 {
-				masked, found, err = red.ReplaceJSON([]byte(text), inVault)
-			} else {
-				// Admit changed nothing: data is json.Marshal's, valid and compact.
-				masked, found, err = red.ReplaceCompactJSON(data, inVault)
-			}
+			text, wrote = v.Admit(string(data), whole) // json.Marshal's, masks rewritten inside strings: compact
+			masked, found, err = red.ReplaceCompactJSON([]byte(text), func(kind, original string, _ int) string {
+				return v.Mask(kind, original, whole)
+			})
 		}
 		if err != nil {
 			o.Data = nil
