@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"unicode"
 	"unicode/utf8"
@@ -405,4 +406,33 @@ func TestLineStartAndKeywords(t *testing.T) {
 			t.Fatalf("isCodeKeyword(%q) = %v, want %v", w, got, want)
 		}
 	}
+}
+
+// TestConcurrentScans: redactions running at once (each with candidate
+// lists from the shared pool) give what each gives alone.
+func TestConcurrentScans(t *testing.T) {
+	rng := rand.New(rand.NewSource(21))
+	texts := make([]string, 64)
+	want := make([]string, len(texts))
+	for i := range texts {
+		for range 40 {
+			texts[i] += genScanText(rng) + "\n"
+		}
+		want[i] = String(texts[i])
+	}
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range 200 {
+				i := (w*31 + k) % len(texts)
+				if got := String(texts[i]); got != want[i] {
+					t.Errorf("text %d redacted differently at once", i)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
