@@ -53,6 +53,11 @@ type Options struct {
 	Pins Pins
 	// HostFuncs are the host functions guests may import (hostfuncs.Functions()).
 	HostFuncs []extism.HostFunction
+	// CallContext, if set, derives the context of each guest call from
+	// the one carrying its gate.Guest: cmd/warden passes
+	// hostfuncs.WithExchange, which gives the call warden_call's buffer
+	// path.
+	CallContext func(context.Context) context.Context
 	// Logger receives the guests' captured stdout and stderr.
 	Logger *slog.Logger
 	// HostTimeout bounds each host call a guest makes; 0 = gate.DefaultHostTimeout.
