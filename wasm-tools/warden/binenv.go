@@ -20,39 +20,53 @@ const (
 var errBinaryEnvelope = errors.New("warden: malformed envelope (buffer path)")
 
 // binReader reads the binary envelope; after the first error every read
-// gives zero values and err stays set.
+// gives zero values and err stays set. Texts are cut from s, one string
+// of the whole envelope (one allocation, not one per text), bytes from b.
 type binReader struct {
 	b   []byte
+	s   string
+	at  int
 	err error
 }
 
-func (r *binReader) bytes() []byte {
-	if r.err != nil || len(r.b) < 4 {
+// next returns the bounds of the next length-prefixed field.
+func (r *binReader) next() (int, int) {
+	if r.err != nil || len(r.b)-r.at < 4 {
 		r.err = errBinaryEnvelope
-		return nil
+		return 0, 0
 	}
-	n := binary.LittleEndian.Uint32(r.b)
-	if uint64(len(r.b)-4) < uint64(n) {
+	n := binary.LittleEndian.Uint32(r.b[r.at:])
+	start := r.at + 4
+	if uint64(len(r.b)-start) < uint64(n) {
 		r.err = errBinaryEnvelope
-		return nil
+		return 0, 0
 	}
-	s := r.b[4 : 4+n]
-	r.b = r.b[4+n:]
-	return s
+	r.at = start + int(n)
+	return start, r.at
 }
 
-func (r *binReader) text() string { return string(r.bytes()) }
+// bytes returns the next field as a slice of b whose capacity ends with it
+// (an append to it cannot reach the rest).
+func (r *binReader) bytes() []byte {
+	i, j := r.next()
+	return r.b[i:j:j]
+}
+
+func (r *binReader) text() string {
+	i, j := r.next()
+	return r.s[i:j]
+}
 
 // texts reads a count and as many texts; count 0 is empty (nil unless
 // keepEmpty).
 func (r *binReader) texts(keepEmpty bool) []string {
-	if r.err != nil || len(r.b) < 4 {
+	if r.err != nil || len(r.b)-r.at < 4 {
 		r.err = errBinaryEnvelope
 		return nil
 	}
-	n := binary.LittleEndian.Uint32(r.b)
-	r.b = r.b[4:]
-	if uint64(n) > uint64(len(r.b))/4 { // each text takes at least 4 bytes
+	n := binary.LittleEndian.Uint32(r.b[r.at:])
+	r.at += 4
+	if uint64(n) > uint64(len(r.b)-r.at)/4 { // each text takes at least 4 bytes
 		r.err = errBinaryEnvelope
 		return nil
 	}
@@ -79,11 +93,11 @@ func decodeBinaryEnvelope(b []byte) (Envelope, error) {
 		DryRun:     flags&envDryRun != 0,
 		DurationMS: int64(binary.LittleEndian.Uint64(b[1:])),
 	}
-	r := &binReader{b: b[9:]}
+	r := &binReader{b: b, s: string(b), at: 9}
 	e.Tool = r.text()
 	e.CallID = r.text()
 	e.Output = r.text()
-	e.Data = json.RawMessage(r.bytes()) // b is the caller's own copy
+	e.Data = json.RawMessage(r.bytes()) // b is the caller's own copy, and no text overlaps it
 	e.Warnings = r.texts(true)
 	if flags&envNoWarnings != 0 && len(e.Warnings) == 0 {
 		e.Warnings = nil
@@ -94,7 +108,7 @@ func decodeBinaryEnvelope(b []byte) (Envelope, error) {
 			e.Error.Approval = &Approval{Rule: r.text(), Mode: r.text(), Failed: r.text()}
 		}
 	}
-	if r.err != nil || len(r.b) != 0 || len(e.Data) == 0 {
+	if r.err != nil || r.at != len(r.b) || len(e.Data) == 0 {
 		return Envelope{}, errBinaryEnvelope
 	}
 	if !e.Success && e.Error == nil && e.Tool == "" {

@@ -2,6 +2,7 @@ package warden
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -257,4 +258,60 @@ func randValue(r *rand.Rand, depth int) any {
 		}
 		return m
 	}
+}
+
+// binEnvelope builds a binary envelope (the layout of wasm-tools/README.md,
+// "The buffer path").
+func binEnvelope(flags byte, duration int64, fields ...any) []byte {
+	b := []byte{flags}
+	b = binary.LittleEndian.AppendUint64(b, uint64(duration))
+	for _, f := range fields {
+		switch v := f.(type) {
+		case string:
+			b = binary.LittleEndian.AppendUint32(b, uint32(len(v)))
+			b = append(b, v...)
+		case []string:
+			b = binary.LittleEndian.AppendUint32(b, uint32(len(v)))
+			for _, s := range v {
+				b = binary.LittleEndian.AppendUint32(b, uint32(len(s)))
+				b = append(b, s...)
+			}
+		}
+	}
+	return b
+}
+
+func TestDecodeBinaryEnvelope(t *testing.T) {
+	b := binEnvelope(envDryRun|envError|envApproval, -3, "fs_write", "c1", "out", `{"k":"v"}`, []string{"w"},
+		"APPROVAL_REQUIRED", "m", "h", []string{}, "r", "ask", "no tty")
+	e, err := decodeBinaryEnvelope(b)
+	want := Envelope{Tool: "fs_write", CallID: "c1", DryRun: true, Output: "out", Data: json.RawMessage(`{"k":"v"}`), Warnings: []string{"w"},
+		Error: &Error{Code: "APPROVAL_REQUIRED", Message: "m", Hint: "h", Approval: &Approval{Rule: "r", Mode: "ask", Failed: "no tty"}}, DurationMS: -3}
+	if err != nil || !reflect.DeepEqual(e, want) {
+		t.Fatalf("got %#v, %v\nwant %#v", e, err, want)
+	}
+	e, err = decodeBinaryEnvelope(binEnvelope(envSuccess|envNoWarnings, 0, "t", "", "", "null", []string{}))
+	if err != nil || e.Warnings != nil || string(e.Data) != "null" || !e.Success {
+		t.Fatalf("got %#v, %v", e, err)
+	}
+	if cap(e.Data) != len(e.Data) { // an append to it must not reach the rest of the envelope
+		t.Fatal("Data's capacity reaches past it")
+	}
+	// Every truncation, and trailing bytes, are refused.
+	for i := range b {
+		if _, err := decodeBinaryEnvelope(b[:i]); err == nil {
+			t.Fatalf("truncated at %d: accepted", i)
+		}
+	}
+	if _, err := decodeBinaryEnvelope(append(b, 0)); err == nil {
+		t.Fatal("trailing byte accepted")
+	}
+}
+
+func FuzzDecodeBinaryEnvelope(f *testing.F) {
+	f.Add(binEnvelope(envSuccess, 1, "t", "c", "o", "{}", []string{"a", "b"}))
+	f.Add(binEnvelope(envError|envApproval, 1, "t", "c", "o", "{}", []string{}, "X", "m", "h", []string{"g"}, "r", "m", "f"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, _ = decodeBinaryEnvelope(b) // never panics
+	})
 }
