@@ -630,6 +630,9 @@ func (e *Env) WasmHost() (*wasmtool.Host, error) {
 		Pins:      fleetPins{lazyStore{open: e.store}, e},
 		HostFuncs: hostfuncs.Functions(),
 		Logger:    e.guestLog, // nil (discarded) when there is no log file
+
+		// Each guest call gets warden_call's buffer path.
+		CallContext: hostfuncs.WithExchange,
 	})
 	if err != nil {
 		if errors.Is(err, wasmtool.ErrUnsafeCacheDir) {
