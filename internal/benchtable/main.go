@@ -47,6 +47,7 @@ var rows = []row{
 	{"`warden version` as a process", "./cmd/warden", "BenchmarkProcessStart/version", "BenchmarkProcessStart/hello-world", "≤ 3 ms"},
 	{"`warden call system get_info` as a process (durable audit)", "./cmd/warden", "BenchmarkProcessStart/call-get_info", "BenchmarkProcessStart/version", "≤ 8 ms"},
 	{"fresh `warden call` of textstats, warm cache", "./cmd/warden", "BenchmarkFreshProcess/warden-call-textstats", "BenchmarkFreshProcess/extism-host-textstats", "≤ 1.3×"},
+	{"fresh `warden call` of a published-size plugin (count_vowels, 2.4 MB), warm cache", "./cmd/warden", "BenchmarkFreshProcessPlugin/warden-call-count_vowels", "BenchmarkFreshProcessPlugin/extism-host-count_vowels", "≤ 1.3×"},
 	{"fresh `warden call` of a published servlet, warm cache", "./cmd/warden", "BenchmarkFreshProcessServlet/warden-call-servlet", "BenchmarkFreshProcessServlet/extism-host-servlet", "≤ 1.3×"},
 	{"a program started under the sandbox (`true`)", "./builtin/shell", "BenchmarkShellTrue/runProc-sandboxed", "BenchmarkShellTrue/exec.Command", "≤ 2 ms or ≤ 2×"},
 	{"`warden_call` round trip from a guest (`system get_info`)", "./hostfuncs", "BenchmarkWardenCall/guest", "BenchmarkWardenCall/gate", "≤ 60 µs or ≤ 3×"},
