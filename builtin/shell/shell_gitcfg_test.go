@@ -205,27 +205,27 @@ func TestShellGitIncludes(t *testing.T) {
 		code         tool.Code
 		cmd          string
 	}{
-		{name: "a file under .git", config: "[include]\n\tpath = shared.cfg\n",
+		{name: "a file under .git", config: "[include]\n\tpath = common.cfg\n",
 			setup: func(t *testing.T, ws, _, mark string) {
-				tooltest.WriteFile(t, filepath.Join(ws, ".git", "shared.cfg"), strings.ReplaceAll(filter, "MARK", mark), 0o644)
+				tooltest.WriteFile(t, filepath.Join(ws, ".git", "common.cfg"), strings.ReplaceAll(filter, "MARK", mark), 0o644)
 			}},
-		{name: "a file outside the write grants", config: "[include]\n\tpath = OUT/shared.cfg\n",
+		{name: "a file outside the write grants", config: "[include]\n\tpath = OUT/common.cfg\n",
 			setup: func(t *testing.T, _, outside, mark string) {
-				tooltest.WriteFile(t, filepath.Join(outside, "shared.cfg"), strings.ReplaceAll(filter, "MARK", mark), 0o644)
+				tooltest.WriteFile(t, filepath.Join(outside, "common.cfg"), strings.ReplaceAll(filter, "MARK", mark), 0o644)
 			},
 			grants: []string{"fs.read:**", "fs.read:OUT/**", "fs.write:**", "exec:git", "exec:sh", "exec:touch", "exec:cat"}},
 		{name: "a missing file under .git", config: "[include]\n\tpath = missing.cfg\n"},
 		{name: "a symlink under .git to the working tree", config: "[include]\n\tpath = link.cfg\n", code: tool.CodePolicyDenied,
 			setup: func(t *testing.T, ws, _, _ string) {
-				tooltest.WriteFile(t, filepath.Join(ws, "shared.cfg"), "", 0o644)
-				if err := os.Symlink("../shared.cfg", filepath.Join(ws, ".git", "link.cfg")); err != nil {
+				tooltest.WriteFile(t, filepath.Join(ws, "common.cfg"), "", 0o644)
+				if err := os.Symlink("../common.cfg", filepath.Join(ws, ".git", "link.cfg")); err != nil {
 					t.Fatal(err)
 				}
 			}},
 		{name: "a symlink in the working tree to .git", config: "[include]\n\tpath = ../link.cfg\n", code: tool.CodePolicyDenied,
 			setup: func(t *testing.T, ws, _, _ string) {
-				tooltest.WriteFile(t, filepath.Join(ws, ".git", "shared.cfg"), "", 0o644)
-				if err := os.Symlink(".git/shared.cfg", filepath.Join(ws, "link.cfg")); err != nil {
+				tooltest.WriteFile(t, filepath.Join(ws, ".git", "common.cfg"), "", 0o644)
+				if err := os.Symlink(".git/common.cfg", filepath.Join(ws, "link.cfg")); err != nil {
 					t.Fatal(err)
 				}
 			}},
@@ -233,9 +233,9 @@ func TestShellGitIncludes(t *testing.T) {
 		// Below full, .git is not read-only to programs: a file included
 		// from it is no more changeable than .git/config itself (the limit
 		// docs/sandbox.md states).
-		{name: "a file under .git at the fallback level", config: "[include]\n\tpath = shared.cfg\n", fallback: true,
+		{name: "a file under .git at the fallback level", config: "[include]\n\tpath = common.cfg\n", fallback: true,
 			setup: func(t *testing.T, ws, _, mark string) {
-				tooltest.WriteFile(t, filepath.Join(ws, ".git", "shared.cfg"), strings.ReplaceAll(filter, "MARK", mark), 0o644)
+				tooltest.WriteFile(t, filepath.Join(ws, ".git", "common.cfg"), strings.ReplaceAll(filter, "MARK", mark), 0o644)
 			}},
 		{name: "a working-tree file, git not granted", config: "[include]\n\tpath = ../inc.cfg\n",
 			grants: []string{"fs.read:**", "fs.write:**", "exec:cat"}, cmd: "cat a.txt"},

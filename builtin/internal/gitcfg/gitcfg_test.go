@@ -103,7 +103,7 @@ func TestOverrides(t *testing.T) {
 func TestIncludes(t *testing.T) {
 	e := func(scope, origin, key, val string) Entry { return Entry{scope, origin, key, val} }
 	got, err := Includes([]Entry{
-		e("local", "file:/ws/.git/config", "include.path", "../shared.cfg"),
+		e("local", "file:/ws/.git/config", "include.path", "../common.cfg"),
 		e("local", "file:/ws/.git/config", "includeif.gitdir:/ws/.path", "~/x.cfg"),
 		e("worktree", "file:/ws/.git/config.worktree", "includeif.onbranch:a.b.path", "/etc/x.cfg"),
 		e("local", "file:/ws/.git/inc/a.cfg", "include.path", "b.cfg"),
@@ -113,7 +113,7 @@ func TestIncludes(t *testing.T) {
 		e("command", "command line:", "include.path", "/x"),
 	}, "/home/u")
 	want := []Include{
-		{"include.path", "/ws/.git/config", "/ws/.git/../shared.cfg"},
+		{"include.path", "/ws/.git/config", "/ws/.git/../common.cfg"},
 		{"includeif.gitdir:/ws/.path", "/ws/.git/config", "/home/u/x.cfg"},
 		{"includeif.onbranch:a.b.path", "/ws/.git/config.worktree", "/etc/x.cfg"},
 		{"include.path", "/ws/.git/inc/a.cfg", "/ws/.git/inc/b.cfg"},
