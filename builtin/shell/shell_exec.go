@@ -10,6 +10,7 @@ package shell
 // refused step runs and the programs still running are killed.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -85,6 +86,7 @@ type run struct {
 	pathDirs  []string
 	base      map[string]string // the environment warden built, before the call's env
 	hardening []string          // added last to every program's environment (gitHardening)
+	gitlinks  []string          // the repository's gitlinks (gitHardening)
 	cancel    context.CancelCauseFunc
 
 	mu       sync.Mutex
@@ -131,8 +133,11 @@ func (st *run) sandbox() (sandbox.Spec, *proc.Net, error) {
 // gitHardening is the call's hardening: when its programs may run git and
 // git may find a repository from the workspace, with what turns off the
 // programs the repository's configuration names (gitcfg.Programs.Settings,
-// which refuses a configuration file the call could change).
-func (st *run) gitHardening(ctx context.Context) ([]string, *tool.Error) {
+// which refuses a configuration file the call could change) and that
+// repository as the only one git may use. A repository with gitlinks
+// refuses a call that starts git by name (startsGit): git runs git in
+// them, with their own configuration, which the call could change.
+func (st *run) gitHardening(ctx context.Context, plan *analysis) ([]string, *tool.Error) {
 	git := st.lookPath("git")
 	execs := slices.ContainsFunc(st.grants.Grants(), func(g capability.Grant) bool { return g.Kind() == capability.Exec })
 	if git == "" || !execs || !gitcfg.RepositoryNear(st.ws) {
@@ -148,8 +153,38 @@ func (st *run) gitHardening(ctx context.Context) ([]string, *tool.Error) {
 	if err != nil || !p.Runnable() { // a sandbox that cannot be made starts no program: start says why
 		return hardening, nil
 	}
-	more, e := p.Settings(ctx)
-	return hardeningWith(more), e
+	found, e := p.Settings(ctx)
+	if e != nil {
+		return nil, e
+	}
+	st.gitlinks = found.Gitlinks
+	if plan != nil && startsGit(plan.programs) {
+		if e := st.submodulesRefusal(); e != nil {
+			return nil, e
+		}
+	}
+	return hardeningWith(found), nil
+}
+
+// startsGit reports whether one of the programs the command starts, as
+// the command rules see them, is git. (An opaque one may be too, but a
+// rule allowing it allows whatever it runs.)
+func startsGit(progs []tool.Program) bool {
+	return slices.ContainsFunc(progs, func(p tool.Program) bool {
+		return !p.Opaque && len(p.Argv) > 0 && filepath.Base(p.Argv[0]) == "git"
+	})
+}
+
+// submodulesRefusal refuses git started from the shell in a repository
+// with gitlinks (nil without).
+func (st *run) submodulesRefusal() *tool.Error {
+	if len(st.gitlinks) == 0 {
+		return nil
+	}
+	shown := st.gitlinks[:min(len(st.gitlinks), 3)]
+	return tool.Errorf(tool.CodePolicyDenied, "use the git tools for this repository, or run the command without git",
+		"the repository has submodules (%s): git started from the shell runs git inside them, with their own configuration, which the command could change (a submodule's .git is in the work tree), so git is not started",
+		strings.Join(shown, ", "))
 }
 
 // closeNet closes the call's way out, now or as soon as it is made.
@@ -181,7 +216,7 @@ func (s *Shell) execute(ctx context.Context, c *tool.Call, sc *call) *runResult 
 	}
 	tctx, cancelT := context.WithTimeout(ctx, sc.timeout)
 	defer cancelT()
-	st.hardening, res.refused = st.gitHardening(tctx)
+	st.hardening, res.refused = st.gitHardening(tctx, sc.plan)
 	if res.refused != nil {
 		st.closeNet()
 		return res
@@ -243,6 +278,9 @@ func (s *Shell) execute(ctx context.Context, c *tool.Call, sc *call) *runResult 
 		st.warn(fmt.Sprintf("%d program(s) still running in the background when the command ended were killed; use wait to wait for background jobs", left))
 	}
 	st.closeNet()
+	if bytes.Contains(res.stderr.Bytes(), []byte("detected dubious ownership")) {
+		st.warn("git from the shell uses only the workspace's own repository (warden's setting, not the files' owner: another repository's configuration can name programs for git to run); use the git tools there instead of adding a safe.directory")
+	}
 
 	st.mu.Lock()
 	res.denial, res.notFound, res.warnings = st.denial, st.notFound, st.warnings
@@ -421,6 +459,11 @@ func (st *run) exec(ctx context.Context, args []string) error {
 	}
 	if e := st.rtCall.CheckPrograms(subjects(tool.Program{Argv: args})...); e != nil {
 		return st.refuseCode(hc, e.Code, e.Message, e.Hint)
+	}
+	if progs := append([]tool.Program{{Argv: args}}, subjects(tool.Program{Argv: args})...); startsGit(progs) {
+		if e := st.submodulesRefusal(); e != nil {
+			return st.refuseCode(hc, e.Code, e.Message, e.Hint)
+		}
 	}
 	if e := launchEnvRefusal(tool.Program{Argv: args}, st.grants); e != nil {
 		return st.refuseCode(hc, e.Code, e.Message, e.Hint)

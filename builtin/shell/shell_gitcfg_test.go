@@ -80,7 +80,10 @@ func TestShellHostileGitDrivers(t *testing.T) {
 			}},
 		{name: "ssh command", attrs: "",
 			config: "[core]\n\tsshCommand = \"touch MARK; false\"\n", cmd: "git ls-remote ssh://example.invalid/x", code: failed},
-		{name: "alternates' refs command", attrs: "",
+		// git from the shell now uses no repository but the workspace's
+		// (safe.directory), so the fetch from up.git fails before the
+		// alternates are read; TestOverridesWithGit shows the override.
+		{name: "alternates' refs command", attrs: "", code: failed,
 			config: "[core]\n\talternateRefsCommand = \"touch MARK; true\"\n", cmd: "git fetch --dry-run -q ./up.git main",
 			setup: func(t *testing.T, ws, _ string) {
 				tooltest.GitPlain(t, ws, "clone", "-q", "--bare", ".", "alt.git")
@@ -284,7 +287,7 @@ func TestShellGitHardeningEnv(t *testing.T) {
 	ws := cleanDir(t)
 	g, _ := tooltest.ShellGate(t, tool.Adapt[Args](&Shell{}), ws, "fs.read:**", "exec:git", "exec:env")
 	static := tooltest.Decode[Result](t, tooltest.ShellDo(t, g, map[string]any{"command": "env"})).Stdout
-	want := "GIT_CONFIG_COUNT=" + strconv.Itoa(len(gitcfg.Hardening)) + "\n"
+	want := "GIT_CONFIG_COUNT=" + strconv.Itoa(len(gitcfg.Hardening)+1) + "\n" // and safe.directory emptied
 	if !strings.Contains(static, want) || !strings.Contains(static, "GIT_CONFIG_KEY_0=core.fsmonitor\n") {
 		t.Fatalf("without a repository:\n%s", static)
 	}
@@ -292,7 +295,11 @@ func TestShellGitHardeningEnv(t *testing.T) {
 	out := tooltest.Decode[Result](t, tooltest.ShellDo(t, g, map[string]any{"command": "env"})).Stdout
 	n := len(gitcfg.Hardening)
 	for _, w := range []string{
-		"GIT_CONFIG_COUNT=" + strconv.Itoa(n+5) + "\n",
+		"GIT_CONFIG_COUNT=" + strconv.Itoa(n+8) + "\n",
+		"GIT_CONFIG_KEY_" + strconv.Itoa(n+5) + "=safe.directory\n", "GIT_CONFIG_VALUE_" + strconv.Itoa(n+5) + "=\n",
+		"GIT_CONFIG_VALUE_" + strconv.Itoa(n+6) + "=" + filepath.Join(ws, ".git") + "\n",
+		"GIT_CONFIG_VALUE_" + strconv.Itoa(n+7) + "=" + ws + "\n",
+		"GIT_TEST_ASSUME_DIFFERENT_OWNER=1\n",
 		"GIT_CONFIG_KEY_0=core.fsmonitor\n",
 		"GIT_CONFIG_KEY_" + strconv.Itoa(n) + "=filter.x.process\n", "GIT_CONFIG_VALUE_" + strconv.Itoa(n) + "=\n",
 		"GIT_CONFIG_KEY_" + strconv.Itoa(n+3) + "=filter.x.required\n", "GIT_CONFIG_VALUE_" + strconv.Itoa(n+3) + "=false\n",

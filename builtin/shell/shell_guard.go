@@ -107,14 +107,19 @@ func exactEnvGrant(s capability.Set, name string) bool {
 // hardening is added to every program's environment, last, so nothing
 // overrides it: no system git configuration, editors that fail instead of
 // waiting for a terminal, no terminal prompts, cat as pager, no git://
-// proxy program, and gitcfg.Hardening at command scope. A call whose
-// programs may run git adds what turns off the programs the repository's
-// configuration names (run.gitHardening).
-var hardening = hardeningWith(nil)
+// proxy program, gitcfg.Hardening at command scope, and git using no
+// repository it discovers (gitcfg.SafeOnly). A call whose programs may
+// run git adds what turns off the programs the repository's configuration
+// names and the repository itself as the one git may use
+// (run.gitHardening).
+var hardening = hardeningWith(gitcfg.Found{})
 
-// hardeningWith is the hardening with more command-scope settings, after
-// gitcfg.Hardening's under one GIT_CONFIG_COUNT.
-func hardeningWith(more []gitcfg.Pair) []string {
+// hardeningWith is the hardening for the repository found: its
+// command-scope settings after gitcfg.Hardening's, under one
+// GIT_CONFIG_COUNT, and it alone safe.
+func hardeningWith(f gitcfg.Found) []string {
+	knob, safe := gitcfg.SafeOnly(f.Safe)
+	pairs := append(append(slices.Clone(gitcfg.Hardening), f.Pairs...), safe...)
 	return append([]string{"GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0", "GIT_PAGER=cat", "GIT_EDITOR=false",
-		"GIT_SEQUENCE_EDITOR=false", "GIT_PROXY_COMMAND=", "PAGER=cat"}, gitcfg.Env(append(slices.Clone(gitcfg.Hardening), more...))...)
+		"GIT_SEQUENCE_EDITOR=false", "GIT_PROXY_COMMAND=", "PAGER=cat", knob}, gitcfg.Env(pairs)...)
 }

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -69,6 +70,11 @@ type injScenario struct {
 	Symlinks map[string]string `yaml:"symlinks"`
 	// Bare names bare git repositories made before the run ({{outside}}/r.git).
 	Bare []string `yaml:"bare"`
+	// Submodules are repositories made in the workspace and recorded in
+	// its repository as gitlinks: their files committed, then their config
+	// appended to their own .git/config and their files' times moved, so
+	// that git reads them again.
+	Submodules map[string]injSubmodule `yaml:"submodules"`
 	// Memory entries are written with `warden call write_memory` before
 	// the run.
 	Memory []injMemory `yaml:"memory"`
@@ -103,6 +109,11 @@ type injScenario struct {
 	// afterRun, for the runner's own test, acts between the run and the
 	// checks.
 	afterRun func(w *injWorld)
+}
+
+type injSubmodule struct {
+	Files  map[string]string `yaml:"files"`
+	Config string            `yaml:"config"`
 }
 
 type injPolicy struct {
@@ -645,6 +656,7 @@ func (w *injWorld) plant() {
 	for name, content := range sc.Dirty {
 		writeFile(t, w.abs(w.sub(name)), w.sub(content))
 	}
+	w.plantSubmodules()
 	for _, b := range sc.Bare {
 		dir := w.sub(b)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -676,6 +688,36 @@ func (w *injWorld) plant() {
 			args = append(args, "--grant", w.sub(g))
 		}
 		w.cli(args...)
+	}
+}
+
+// plantSubmodules makes the scenario's submodules (injScenario.Submodules).
+func (w *injWorld) plantSubmodules() {
+	t := w.t
+	for _, name := range slices.Sorted(maps.Keys(w.sc.Submodules)) {
+		sm, dir := w.sc.Submodules[name], filepath.Join(w.ws, name)
+		for f, content := range sm.Files {
+			writeFile(t, filepath.Join(dir, f), w.sub(content))
+		}
+		injGit(t, dir, "init", "-q", "-b", "main")
+		injGit(t, dir, "add", "-A")
+		injGit(t, dir, "commit", "-q", "-m", "submodule")
+		f, err := os.OpenFile(filepath.Join(dir, ".git", "config"), os.O_APPEND|os.O_WRONLY, 0)
+		if err == nil {
+			_, err = f.WriteString(w.sub(sm.Config))
+			f.Close()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		later := time.Now().Add(time.Hour)
+		for f := range sm.Files {
+			if err := os.Chtimes(filepath.Join(dir, f), later, later); err != nil {
+				t.Fatal(err)
+			}
+		}
+		injGit(t, w.ws, "add", name)
+		injGit(t, w.ws, "commit", "-q", "-m", "add "+name)
 	}
 }
 

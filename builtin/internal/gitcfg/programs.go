@@ -84,9 +84,17 @@ func (p Programs) Runnable() bool {
 // programs or warden may write or create (Changeable), among the
 // repository's own config files, those its configuration includes, and
 // the paths leading to them — could name a driver after the listing: it
-// is refused.
-func (p Programs) Settings(ctx context.Context) ([]Pair, *tool.Error) {
-	env := append([]string{"PATH=" + p.Path, "LC_ALL=C"}, p.Hardening...)
+// is refused. With the settings come where git, discovering the
+// repository, will find it (Found.Safe) and the repository's gitlinks.
+func (p Programs) Settings(ctx context.Context) (Found, *tool.Error) {
+	// git finds the repository as the programs' git would, but before
+	// it is known to be safe (SafeOnly).
+	env := []string{"PATH=" + p.Path, "LC_ALL=C"}
+	for _, kv := range p.Hardening {
+		if !strings.HasPrefix(kv, "GIT_TEST_ASSUME_DIFFERENT_OWNER=") {
+			env = append(env, kv)
+		}
+	}
 	for _, k := range []string{"HOME", "XDG_CONFIG_HOME"} {
 		if v, ok := p.Vars[k]; ok {
 			env = append(env, k+"="+v)
@@ -96,11 +104,11 @@ func (p Programs) Settings(ctx context.Context) ([]Pair, *tool.Error) {
 		Box: sandbox.Spec{Read: append(slices.Clone(p.Box.Read), p.Box.Write...), Hide: p.Box.Hide, Limits: p.Box.Limits}}
 	gitDir, entries, e := r.Repository(ctx)
 	if e != nil || gitDir == "" {
-		return nil, e
+		return Found{}, e
 	}
 	includes, err := Includes(entries, p.Vars["HOME"])
 	if err != nil {
-		return nil, tool.Errorf(tool.CodePolicyDenied, p.Hint, "the repository's git configuration has an include warden cannot check: %v", err)
+		return Found{}, tool.Errorf(tool.CodePolicyDenied, p.Hint, "the repository's git configuration has an include warden cannot check: %v", err)
 	}
 	// Its own files, even missing (they could be created; a linked
 	// worktree's, named by its .git file, are among the origins), and
@@ -123,12 +131,105 @@ func (p Programs) Settings(ctx context.Context) ([]Pair, *tool.Error) {
 			if c != name {
 				name += " (through " + c + ")"
 			}
-			return nil, tool.Errorf(tool.CodePolicyDenied, p.Hint+"; or remove the include, or move the file where the command cannot write",
+			return Found{}, tool.Errorf(tool.CodePolicyDenied, p.Hint+"; or remove the include, or move the file where the command cannot write",
 				"the git configuration of the repository %s reads %s, which %s: it could name a program for git to run after warden has read the configuration, so the command is not started",
 				gitDir, name, why)
 		}
 	}
-	return Overrides(entries, Repository), nil
+	if real, ok := dotGitTarget(gitDir); ok && real != "" {
+		gitDir = real // a linked worktree's .git file: the directory it names
+	}
+	hashLen := 20
+	if slices.ContainsFunc(entries, func(en Entry) bool {
+		return en.Key == "extensions.objectformat" && strings.EqualFold(en.Value, "sha256")
+	}) {
+		hashLen = 32
+	}
+	links, err := Gitlinks(gitDir, hashLen)
+	if err != nil {
+		return Found{}, tool.Errorf(tool.CodePolicyDenied, p.Hint, "the repository's index could not be read for its submodules: %v", err)
+	}
+	return Found{Pairs: Overrides(entries, Repository), Safe: safeDirs(p.Dir, gitDir), Gitlinks: links}, nil
+}
+
+// Found is what Settings found of the repository.
+type Found struct {
+	// Pairs turn off the programs its configuration names.
+	Pairs []Pair
+	// Safe are the paths git names it by when it checks, on discovering
+	// a repository, that it may use it (safe.directory): its work tree
+	// (the directory holding its .git) and its git directory, resolved.
+	Safe []string
+	// Gitlinks are the paths its index records as gitlinks.
+	Gitlinks []string
+}
+
+// SafeOnly are the environment and command-scope settings that make git
+// use no repository it discovers but those named in safe (Found.Safe):
+// git then takes every repository for another user's
+// (GIT_TEST_ASSUME_DIFFERENT_OWNER, which git has read since 2.35.2),
+// and safe.directory, emptied first, lists only these. A repository named
+// explicitly (GIT_DIR, --git-dir) is not checked by git — the shell's
+// guards refuse both — nor is a submodule git starts itself
+// (Found.Gitlinks).
+func SafeOnly(safe []string) (string, []Pair) {
+	pairs := []Pair{{"safe.directory", ""}}
+	for _, s := range safe {
+		pairs = append(pairs, Pair{"safe.directory", s})
+	}
+	return "GIT_TEST_ASSUME_DIFFERENT_OWNER=1", pairs
+}
+
+// safeDirs are the names git checks a repository by when it discovers it
+// from dir: the work tree (a directory at or above dir holding a .git
+// that leads to gitDir) and gitDir itself (a bare repository), with
+// symbolic links resolved as git's own getcwd resolves them.
+func safeDirs(dir, gitDir string) []string {
+	var out []string
+	add := func(p string) {
+		if r, err := filepath.EvalSymlinks(p); err == nil && !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	add(gitDir)
+	want, err := filepath.EvalSymlinks(gitDir)
+	if err != nil {
+		return out
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if target, ok := dotGitTarget(filepath.Join(d, ".git")); ok && target == want {
+			add(d)
+		}
+		if d == filepath.Dir(d) {
+			return out
+		}
+	}
+}
+
+// dotGitTarget resolves a .git entry: a directory, or a file saying
+// "gitdir: <path>".
+func dotGitTarget(dotgit string) (string, bool) {
+	fi, err := os.Stat(dotgit)
+	if err != nil {
+		return "", false
+	}
+	p := dotgit
+	if !fi.IsDir() {
+		if !fi.Mode().IsRegular() || fi.Size() > 4096 { // git reads no other
+			return "", true
+		}
+		b, err := os.ReadFile(dotgit)
+		rest, ok := strings.CutPrefix(string(b), "gitdir: ")
+		if err != nil || !ok {
+			return "", true
+		}
+		p = strings.TrimRight(rest, "\r\n")
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(filepath.Dir(dotgit), p)
+		}
+	}
+	r, err := filepath.EvalSymlinks(p)
+	return r, err == nil
 }
 
 // Changeable reports whether the call could change the file path names:
