@@ -11,6 +11,7 @@ import (
 	"github.com/wardenrt/warden/builtin/internal/tooltest"
 	"github.com/wardenrt/warden/runtime/gate"
 	"github.com/wardenrt/warden/runtime/sandbox"
+	"github.com/wardenrt/warden/runtime/sandbox/sandboxtest"
 	"github.com/wardenrt/warden/runtime/tool"
 )
 
@@ -30,6 +31,22 @@ func BenchmarkShellTrue(b *testing.B) {
 	// re-executed: limits, Landlock, execve) with a process group: the
 	// launcher's cost is this minus exec.Command.
 	b.Run("runProc-sandboxed", func(b *testing.B) {
+		box := sandbox.Spec{Read: []string{tooltest.WS(b)}}
+		for b.Loop() {
+			if code, err := proc.Run(context.Background(), proc.Spec{Path: "/bin/true", Args: []string{"true"}, Box: box}); err != nil || code != 0 {
+				b.Fatal(code, err)
+			}
+		}
+	})
+	// The same through the small launcher (cmd/warden-sandbox), which an
+	// installed warden finds beside its binary.
+	b.Run("runProc-small-launcher", func(b *testing.B) {
+		p, done, err := sandboxtest.Launcher()
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer done()
+		defer sandbox.UseLauncher(p)()
 		box := sandbox.Spec{Read: []string{tooltest.WS(b)}}
 		for b.Loop() {
 			if code, err := proc.Run(context.Background(), proc.Spec{Path: "/bin/true", Args: []string{"true"}, Box: box}); err != nil || code != 0 {

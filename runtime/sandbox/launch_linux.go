@@ -62,7 +62,10 @@ func launch(path string, argv []string) error {
 	dec := json.NewDecoder(strings.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&spec); err != nil {
-		return fmt.Errorf("sandbox spec: %w", err)
+		return fmt.Errorf("sandbox spec: %w (is the launcher from another version of warden than the one running?)", err)
+	}
+	if spec.Shape != specShape() {
+		return fmt.Errorf("sandbox spec of shape %q, and this launcher reads %q: install warden and %s from one version", spec.Shape, specShape(), LauncherName)
 	}
 	// The ABI warden's process decided on and reports. Only the spec says
 	// it — never the environment, which the caller's program shares — and

@@ -335,6 +335,11 @@ type Spec struct {
 	// itself runs with none but the spec: a variable such as LD_PRELOAD
 	// must not reach it, unconfined as it starts.
 	Env []string `json:"env"`
+	// Shape names this struct's layout (specShape, set by Command): a
+	// launcher built from other sources — the small launcher installed
+	// beside warden from another version — refuses a spec it would read
+	// differently, instead of running the program under less.
+	Shape string `json:"shape"`
 }
 
 // SystemReadDirs are readable by every sandboxed program: what programs
@@ -430,6 +435,7 @@ func Command(path string, args, env []string, spec Spec) (*Launch, error) {
 		spec.NetNS = len(spec.Listen) > 0
 	}
 	spec.Env = programEnv(env, spec, LimitsHeld())
+	spec.Shape = specShape()
 	return command(path, args, spec, sup.Level())
 }
 

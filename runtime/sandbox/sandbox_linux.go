@@ -86,7 +86,8 @@ func nsAttr() *syscall.SysProcAttr {
 }
 
 // command is how Command starts the program on Linux: through the
-// launcher, warden's own binary re-executed, which applies spec.
+// launcher — the small one beside warden (launcherPath), or warden's own
+// binary re-executed — which applies spec.
 func command(path string, args []string, spec Spec, level string) (*Launch, error) {
 	if !mainCalled.Load() {
 		return nil, errNoMain
@@ -100,7 +101,7 @@ func command(path string, args []string, spec Spec, level string) (*Launch, erro
 		argv0 = args[0]
 	}
 	l := &Launch{
-		Path:  "/proc/self/exe",
+		Path:  launcherPath(),
 		Args:  append([]string{argv0, launcherArg, path}, args...),
 		Env:   []string{specEnv + "=" + string(b)},
 		Level: level,

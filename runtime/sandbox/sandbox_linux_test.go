@@ -17,8 +17,8 @@ import (
 	"github.com/wardenrt/warden/runtime/resource"
 )
 
-// TestCommand: the launcher is warden's own binary with the hidden
-// argument; the program's argv follows; the launcher's environment is the
+// TestCommand: the launcher is warden's own binary (or the small
+// launcher) with the hidden argument; the program's argv follows; the launcher's environment is the
 // spec alone, and the program's (inside it) loses warden's sandbox
 // variables, and HOME when the sandbox does not reach it.
 func TestCommand(t *testing.T) {
@@ -29,7 +29,7 @@ func TestCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	path, argv, out := l.Path, l.Args, l.Env
-	if path != "/proc/self/exe" || !slices.Equal(argv, []string{"echo", launcherArg, "/bin/echo", "echo", "hi"}) {
+	if path != launcherPath() || !slices.Equal(argv, []string{"echo", launcherArg, "/bin/echo", "echo", "hi"}) {
 		t.Fatalf("%s %q", path, argv)
 	}
 	if len(out) != 1 || !strings.HasPrefix(out[0], specEnv+"=") {

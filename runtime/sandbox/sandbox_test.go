@@ -2,6 +2,8 @@ package sandbox
 
 import (
 	"errors"
+
+	"github.com/wardenrt/warden/runtime/sandbox/sandboxtest"
 	"os"
 	"os/exec"
 	"slices"
@@ -10,12 +12,13 @@ import (
 )
 
 // TestMain: the tests start programs through this binary, which acts as
-// the launcher only because it calls Main first.
+// the launcher only because it calls Main first (or, with
+// WARDEN_TEST_LAUNCHER=small, through the small launcher: sandboxtest).
 func TestMain(m *testing.M) {
 	if Main() {
 		return
 	}
-	os.Exit(m.Run())
+	os.Exit(sandboxtest.Run(m, UseLauncher))
 }
 
 func TestLevels(t *testing.T) {
