@@ -73,6 +73,13 @@ func sandboxCommand() *cli.Command {
 						fmt.Fprintf(e.Stdout(), "  %s  %s (%s)\n", mark(f.On), f.What, f.Why)
 					}
 					fmt.Fprintf(e.Stdout(), "process limit:  %s\n", how)
+					switch l := sandbox.Launcher(); {
+					case !sandbox.LimitsHeld():
+					case l != "":
+						fmt.Fprintf(e.Stdout(), "launcher:       %s (beside warden, from the same build)\n", l)
+					default:
+						fmt.Fprintf(e.Stdout(), "launcher:       warden's own binary, re-executed (no %s from this build beside it: a slower start)\n", sandbox.LauncherName)
+					}
 					l := resource.Default
 					set := "policy: limits:"
 					if !sandbox.LimitsHeld() {

@@ -39,6 +39,16 @@ func UseLauncher(path string) (restore func()) {
 	}
 }
 
+// Launcher describes the launcher programs start through here (for
+// warden sandbox check): the small launcher's path, or "" when warden
+// re-executes its own binary.
+func Launcher() string {
+	if p := launcherPath(); p != "/proc/self/exe" {
+		return p
+	}
+	return ""
+}
+
 // launcherPath is the binary Command re-executes as the launcher: the
 // small launcher beside this executable when it is one this warden can
 // trust (smallLauncher), else this binary itself.
