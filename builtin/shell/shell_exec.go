@@ -166,6 +166,73 @@ func (st *run) gitHardening(ctx context.Context, plan *analysis) ([]string, *too
 	return hardeningWith(found), nil
 }
 
+// programPathRefusal refuses a program named by a path (a launcher's
+// subject, a program of an inner script, or one the interpreter starts)
+// unless it is the program of that name warden finds on its PATH: a
+// relative path, or an absolute one to another file. A link in the
+// workspace to a granted program runs that program — the sandbox's
+// execute right follows it — under a name the checks that go by name (the
+// argument guards, command rules, git's) would not know. A name known only
+// at run time is checked when the interpreter starts it, or is opaque.
+func (st *run) programPathRefusal(progs []tool.Program) *tool.Error {
+	for _, p := range progs {
+		if p.Opaque || len(p.Argv) == 0 || p.IsDynamic(0) || !strings.Contains(p.Argv[0], "/") {
+			continue
+		}
+		name, base := p.Argv[0], filepath.Base(p.Argv[0])
+		if !filepath.IsAbs(name) {
+			return tool.Errorf(tool.CodeCapabilityDenied, "name the program without a path (exec:"+base+"); warden finds it on "+st.path,
+				"program %s is a relative path: warden never runs programs from the workspace or a relative directory", name)
+		}
+		path := st.lookPath(base)
+		if path == "" {
+			return tool.Errorf(tool.CodeCommandNotFound, "warden runs only programs on "+st.path+", by their names",
+				"program %s: there is no %s on warden's PATH", name, base)
+		}
+		a, errA := os.Stat(name)
+		b, errB := os.Stat(path)
+		if errA != nil || errB != nil || !os.SameFile(a, b) {
+			return tool.Errorf(tool.CodeCapabilityDenied, "call it as "+base+"; warden runs only programs on "+st.path,
+				"program %s is not the %s warden finds on its PATH", name, base)
+		}
+	}
+	return nil
+}
+
+// launchedArgsRefusal applies the argument guards to the programs other
+// programs launch (a launcher's subject, a program of an inner script,
+// what xargs builds), as the interpreter applies them to the programs it
+// starts: a guarded program's words are checked where they are known, and
+// a guarded program given words known only when it runs — a variable of
+// an inner script, what xargs reads — is refused unless they follow a
+// "--" (operands, then, not options).
+func launchedArgsRefusal(progs []tool.Program) *tool.Error {
+	for _, p := range progs {
+		if p.Opaque || len(p.Argv) == 0 || p.IsDynamic(0) {
+			continue
+		}
+		base := filepath.Base(p.Argv[0])
+		if !argguard.Guarded(base) {
+			continue
+		}
+		var words []string
+		for i, w := range p.Argv[1:] {
+			if !p.IsDynamic(i + 1) {
+				words = append(words, w)
+				continue
+			}
+			if !slices.Contains(words, "--") {
+				return tool.Errorf(tool.CodeCapabilityDenied, "give "+base+" its words in the command itself, or put them after --",
+					"%s refused: it is launched with words known only when it runs (%s), which could be options that make it run a program or write a file", shellShort(p.Argv), w)
+			}
+		}
+		if g := argguard.Check(base, words); g.Reason != "" {
+			return tool.Errorf(tool.CodeCapabilityDenied, g.Hint, "%s refused: %s", shellShort(p.Argv), g.Reason)
+		}
+	}
+	return nil
+}
+
 // startsGit reports whether one of the programs the command starts, as
 // the command rules see them, is git. (An opaque one may be too, but a
 // rule allowing it allows whatever it runs.)
@@ -217,6 +284,9 @@ func (s *Shell) execute(ctx context.Context, c *tool.Call, sc *call) *runResult 
 	tctx, cancelT := context.WithTimeout(ctx, sc.timeout)
 	defer cancelT()
 	st.hardening, res.refused = st.gitHardening(tctx, sc.plan)
+	if res.refused == nil && sc.plan != nil {
+		res.refused = st.programPathRefusal(sc.plan.programs)
+	}
 	if res.refused != nil {
 		st.closeNet()
 		return res
@@ -460,7 +530,14 @@ func (st *run) exec(ctx context.Context, args []string) error {
 	if e := st.rtCall.CheckPrograms(subjects(tool.Program{Argv: args})...); e != nil {
 		return st.refuseCode(hc, e.Code, e.Message, e.Hint)
 	}
-	if progs := append([]tool.Program{{Argv: args}}, subjects(tool.Program{Argv: args})...); startsGit(progs) {
+	launched := subjects(tool.Program{Argv: args})
+	if e := st.programPathRefusal(launched); e != nil {
+		return st.refuseCode(hc, e.Code, e.Message, e.Hint)
+	}
+	if e := launchedArgsRefusal(launched[1:]); e != nil {
+		return st.refuseCode(hc, e.Code, e.Message, e.Hint)
+	}
+	if startsGit(append([]tool.Program{{Argv: args}}, launched...)) {
 		if e := st.submodulesRefusal(); e != nil {
 			return st.refuseCode(hc, e.Code, e.Message, e.Hint)
 		}

@@ -287,13 +287,14 @@ func TestShellGitHardeningEnv(t *testing.T) {
 	ws := cleanDir(t)
 	g, _ := tooltest.ShellGate(t, tool.Adapt[Args](&Shell{}), ws, "fs.read:**", "exec:git", "exec:env")
 	static := tooltest.Decode[Result](t, tooltest.ShellDo(t, g, map[string]any{"command": "env"})).Stdout
-	want := "GIT_CONFIG_COUNT=" + strconv.Itoa(len(gitcfg.Hardening)+1) + "\n" // and safe.directory emptied
+	fixed := len(gitcfg.Hardening) + len(gitcfg.NoSubmodules)
+	want := "GIT_CONFIG_COUNT=" + strconv.Itoa(fixed+1) + "\n" // and safe.directory emptied
 	if !strings.Contains(static, want) || !strings.Contains(static, "GIT_CONFIG_KEY_0=core.fsmonitor\n") {
 		t.Fatalf("without a repository:\n%s", static)
 	}
 	gitDriverRepo(t, ws, "*.txt filter=x diff=x\n", "[filter \"x\"]\n\tclean = c\n[diff \"x\"]\n\ttextconv = t\n")
 	out := tooltest.Decode[Result](t, tooltest.ShellDo(t, g, map[string]any{"command": "env"})).Stdout
-	n := len(gitcfg.Hardening)
+	n := fixed
 	for _, w := range []string{
 		"GIT_CONFIG_COUNT=" + strconv.Itoa(n+8) + "\n",
 		"GIT_CONFIG_KEY_" + strconv.Itoa(n+5) + "=safe.directory\n", "GIT_CONFIG_VALUE_" + strconv.Itoa(n+5) + "=\n",

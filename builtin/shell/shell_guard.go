@@ -119,7 +119,7 @@ var hardening = hardeningWith(gitcfg.Found{})
 // GIT_CONFIG_COUNT, and it alone safe.
 func hardeningWith(f gitcfg.Found) []string {
 	knob, safe := gitcfg.SafeOnly(f.Safe)
-	pairs := append(append(slices.Clone(gitcfg.Hardening), f.Pairs...), safe...)
+	pairs := append(append(append(slices.Clone(gitcfg.Hardening), gitcfg.NoSubmodules...), f.Pairs...), safe...)
 	return append([]string{"GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0", "GIT_PAGER=cat", "GIT_EDITOR=false",
 		"GIT_SEQUENCE_EDITOR=false", "GIT_PROXY_COMMAND=", "PAGER=cat", knob}, gitcfg.Env(pairs)...)
 }

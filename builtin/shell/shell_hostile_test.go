@@ -697,7 +697,9 @@ rules:
 		// script), or a rule matches whatever they are (git ** above
 		// git push*).
 		{name: "a top-level variable", cmd: `o=-f; rm $o nothing`},
-		{name: "git under a rule that covers any words", cmd: `sh -c 'x=--version; git $x'`},
+		// (after --: git's argument guard refuses a run-time word where an
+		// option may stand)
+		{name: "git under a rule that covers any words", cmd: `sh -c 'x=README; git --version -- $x'`},
 		{name: "rm -f from an inner script, literally", cmd: `sh -c 'rm -f nothing'`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

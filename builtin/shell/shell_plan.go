@@ -481,6 +481,10 @@ func (z *analyzer) program(words []string, static []bool, allStatic bool, entry 
 		if !filepath.IsAbs(name) {
 			z.refuse(tool.Errorf(tool.CodeCapabilityDenied, "name the program without a path (exec:"+filepath.Base(name)+"); warden finds it on its fixed PATH",
 				"program %s is a relative path: warden never runs programs from the workspace or a relative directory", name))
+			// Listed all the same: in an inner script, whose refusals
+			// are not the call's, the list is what is checked
+			// (programPathRefusal).
+			z.addProgram(words, static, entry)
 			return
 		}
 		base = filepath.Base(name)

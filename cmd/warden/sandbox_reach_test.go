@@ -535,8 +535,10 @@ for f, t, p in ((socket.AF_INET, socket.SOCK_RAW, 1), (socket.AF_PACKET, socket.
 fd = os.memfd_create("x")
 os.write(fd, open("/usr/bin/touch", "rb").read())
 os.execv("/proc/self/fd/%d" % fd, ["touch", "MARK"])'`},
-		{name: "the loader run directly", expect: []string{"failed to map segment from shared object"}, grants: with("exec:env", "exec:cp"), needsNS: true,
-			command: "env /lib64/ld-linux-x86-64.so.2 /usr/bin/touch MARK; cp /usr/bin/touch t && env /lib64/ld-linux-x86-64.so.2 ./t MARK", marker: "MARK", creates: []string{"t"}},
+		// (named by a path, the loader is refused by name before it starts;
+		// a name only an inner script knows reaches the sandbox)
+		{name: "the loader run directly", expect: []string{"failed to map segment from shared object"}, grants: with("exec:sh", "exec:cp"), needsNS: true,
+			command: "sh -c 'l=/lib64/ld-linux-x86-64.so.2; $l /usr/bin/touch MARK'; cp /usr/bin/touch t && sh -c 'l=/lib64/ld-linux-x86-64.so.2; $l ./t MARK'", marker: "MARK", creates: []string{"t"}},
 	}
 	for i, c := range cases {
 		// Protected and hidden paths are held by the mount namespace.
@@ -721,9 +723,9 @@ func TestSandboxReachGranted(t *testing.T) {
 			}
 			w.writePolicy(t, grants)
 			_, out := w.callShell(t, "curl -sS --max-time 10 "+srv.URL+"/file.txt && curl -sS --noproxy '*' --max-time 10 "+srv.URL+"/file.txt"+
-				" && git clone -q "+srv.URL+"/repo.git cloned && cat cloned/hello.txt"+
+				" && git clone -q -n "+srv.URL+"/repo.git cloned && git ls-remote "+srv.URL+"/repo.git"+
 				" && echo junk1 | xargs rm && git status --short && git log --oneline && git diff --stat && sh -c 'echo new > new.txt'")
-			if !strings.Contains(out, `"success": true`) || strings.Count(out, "served file") < 2 || !strings.Contains(out, "hello from the server") ||
+			if !strings.Contains(out, `"success": true`) || strings.Count(out, "served file") < 2 || !strings.Contains(out, "refs/heads/") ||
 				!strings.Contains(out, "M f.txt") || !strings.Contains(out, "one") || !strings.Contains(out, "f.txt | 2") {
 				t.Fatalf("%s", out)
 			}

@@ -23,6 +23,16 @@ type Result struct {
 	Writes []string // files the program will write (sed -i): they need fs.write
 }
 
+// Guarded reports whether Check has a guard for program name: its
+// arguments can make it run a program or write a file.
+func Guarded(name string) bool {
+	switch name {
+	case "git", "find", "rg", "sed", "tar", "sort", "split", "rsync", "scp", "zip":
+		return true
+	}
+	return false
+}
+
 // Check checks the arguments of program name (a base name).
 func Check(name string, args []string) Result {
 	switch name {
@@ -140,6 +150,17 @@ var gitCommands = map[string]bool{
 	"version": true, "whatchanged": true, "worktree": true, "write-tree": true,
 }
 
+// gitGlobalOptions are git's own options (before the command) the shell
+// passes: output, paging and pathspec switches. The others are refused
+// above or here — --bare among them: it names the directory git runs in as
+// the repository, which git then uses without its ownership check.
+var gitGlobalOptions = map[string]bool{
+	"-p": true, "--paginate": true, "-P": true, "--no-pager": true, "--no-replace-objects": true,
+	"--literal-pathspecs": true, "--glob-pathspecs": true, "--noglob-pathspecs": true, "--icase-pathspecs": true,
+	"--no-optional-locks": true, "--namespace": true, "--super-prefix": true, "--version": true, "-v": true,
+	"--exec-path": true, "--html-path": true, "--man-path": true, "--info-path": true, "--list-cmds": true,
+}
+
 // gitDangerous are the long options of git's subcommands that run a
 // program or write a file; clone's and init's --config and --template
 // are added for them.
@@ -173,12 +194,16 @@ global:
 			return Result{Reason: "git -C moves git to another directory outside the shell's checks", Hint: "set cwd, or cd into the directory first"}
 		case a == "--git-dir" || strings.HasPrefix(a, "--git-dir=") || a == "--work-tree" || strings.HasPrefix(a, "--work-tree="):
 			return Result{Reason: "git " + strings.SplitN(a, "=", 2)[0] + " points git at another repository, whose configuration is not checked", Hint: "set cwd to the repository instead"}
-		case a == "--namespace" || a == "--super-prefix" || a == "--attr-source":
+		case a == "--namespace" || a == "--super-prefix":
 			i++
 		case a == "--":
 			i++
 			break global
 		case strings.HasPrefix(a, "-"):
+			if opt, _, _ := strings.Cut(a, "="); !gitGlobalOptions[opt] {
+				return Result{Reason: "git " + a + " is not one of git's options the shell passes (--bare, for one, makes git use the directory it runs in as a repository without checking whose it is)",
+					Hint: "run git without " + opt}
+			}
 		default:
 			break global
 		}
@@ -221,6 +246,9 @@ global:
 		case "--open-files-in-pager":
 			return Result{Reason: "git grep --open-files-in-pager runs a program", Hint: "run git grep without -O"}
 		}
+		if r := gitSubmoduleOption(a); r.Reason != "" {
+			return r
+		}
 		switch sub {
 		case "clone", "init":
 			if opt == "--config" || opt == "--template" || (sub == "clone" && short(a, "cu")) {
@@ -240,10 +268,59 @@ global:
 			}
 		}
 	}
+	if sub == "clone" && !gitCloneWithoutCheckout(rest) {
+		return Result{Reason: "git clone checks the files out with the new repository's configuration, which the command could rewrite while it runs",
+			Hint: "clone with --no-checkout (-n), --bare or --mirror"}
+	}
 	if sub == "config" && !gitConfigRead(rest) {
 		return Result{Reason: "git config can only be read from the shell: a written key can make git run a program (core.fsmonitor, alias.*=!…, diff.external)", Hint: "change git configuration outside warden"}
 	}
 	return Result{}
+}
+
+// gitSubmoduleOption refuses the options that make git start git inside a
+// submodule — found in the index or in any tree of the history — where
+// git names the submodule's repository itself, so its configuration is
+// used without the ownership check the shell relies on.
+func gitSubmoduleOption(a string) Result {
+	_, val, _ := strings.Cut(a, "=")
+	switch abbreviates(a, []string{"--recurse-submodules", "--recursive", "--submodule"}) { // by any prefix, as git reads them
+	case "--recurse-submodules", "--recursive":
+		if val == "no" {
+			break
+		}
+		return Result{Reason: "git " + a + " runs git inside the submodules, with their own configuration", Hint: "leave submodules out (--no-recurse-submodules), or use the git tools"}
+	case "--submodule":
+		if val != "diff" {
+			break
+		}
+		return Result{Reason: "git --submodule=diff runs git inside the submodules, with their own configuration", Hint: "use --submodule=log or --submodule=short"}
+	}
+	return Result{}
+}
+
+// gitCloneWithoutCheckout reports whether git clone's arguments check no
+// files out.
+func gitCloneWithoutCheckout(rest []string) bool {
+	for _, a := range rest {
+		if a == "--" {
+			break
+		}
+		if a == "--no-checkout" || a == "--bare" || a == "--mirror" {
+			return true
+		}
+		if strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") {
+			for _, c := range a[1:] {
+				if c == 'n' {
+					return true
+				}
+				if strings.ContainsRune("obucj", c) { // the rest is the option's value
+					break
+				}
+			}
+		}
+	}
+	return false
 }
 
 // gitConfigRead reports whether git config's arguments only read.

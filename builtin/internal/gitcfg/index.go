@@ -2,12 +2,14 @@ package gitcfg
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -29,6 +31,33 @@ func Gitlinks(gitDir string, hashLen int) ([]string, error) {
 	}
 	more, _, err := indexGitlinks(filepath.Join(gitDir, "sharedindex."+shared), hashLen)
 	return append(links, more...), err
+}
+
+// AnyGitlinks is Gitlinks read with each object name length git may use
+// (SHA-1, SHA-256): the configuration warden lists (with its includes)
+// need not decide it as git does, so the gitlinks of every reading that
+// succeeds count; an error only when none does.
+func AnyGitlinks(gitDir string) ([]string, error) {
+	var out []string
+	var first error
+	ok := false
+	for _, n := range []int{20, 32} {
+		links, err := Gitlinks(gitDir, n)
+		if err != nil {
+			first = cmp.Or(first, err)
+			continue
+		}
+		ok = true
+		for _, l := range links {
+			if !slices.Contains(out, l) {
+				out = append(out, l)
+			}
+		}
+	}
+	if !ok {
+		return nil, first
+	}
+	return out, nil
 }
 
 // indexGitlinks reads one index file: its gitlinks, and the shared index
@@ -85,29 +114,38 @@ func parseIndex(b []byte, hashLen int) ([]string, string, error) {
 		if off >= end {
 			return bad("entries run past the end")
 		}
+		// The name's length is the flags' when below 0xFFF, as git reads
+		// it (a NUL inside is git's business), else up to the first NUL.
+		n := int(flags & 0xFFF)
 		var name []byte
 		if version == 4 {
-			strip, n := binary.Uvarint(b[off:min(off+10, end)])
-			if n <= 0 || strip > uint64(len(prev)) {
+			strip, k := binary.Uvarint(b[off:min(off+10, end)])
+			if k <= 0 || strip > uint64(len(prev)) {
 				return bad("bad path prefix")
 			}
-			off += n
-			nul := bytes.IndexByte(b[off:end], 0)
-			if nul < 0 {
-				return bad("unterminated path")
+			off += k
+			kept := prev[: len(prev)-int(strip) : len(prev)-int(strip)]
+			suffix := n - len(kept)
+			if n == 0xFFF {
+				suffix = bytes.IndexByte(b[off:end], 0)
 			}
-			name = append(prev[:len(prev)-int(strip):len(prev)-int(strip)], b[off:off+nul]...)
-			off += nul + 1
+			if suffix < 0 || off+suffix >= end {
+				return bad("bad path")
+			}
+			name = append(kept, b[off:off+suffix]...)
+			off += suffix + 1
 		} else {
-			nul := bytes.IndexByte(b[off:end], 0)
-			if nul < 0 {
-				return bad("unterminated path")
+			if n == 0xFFF {
+				n = bytes.IndexByte(b[off:end], 0)
 			}
-			name = b[off : off+nul]
-			off = start + (off-start+nul+8)&^7 // padded with 1 to 8 NULs
+			if n < 0 || off+n >= end {
+				return bad("bad path")
+			}
+			name = b[off : off+n]
+			off = start + (off-start+n+8)&^7 // padded with 1 to 8 NULs
 		}
 		prev = name
-		if mode>>12 == 0o16 { // S_IFGITLINK
+		if mode&0o170000 == 0o160000 { // S_ISGITLINK, as git tests it
 			links = append(links, string(name))
 		}
 	}

@@ -29,6 +29,20 @@ var Hardening = []Pair{
 	{"log.showSignature", "false"},
 }
 
+// NoSubmodules are set at command scope for git started from the shell:
+// git never starts git inside a submodule by itself — for a status, a
+// diff's submodule section (diff.submodule=diff, which a repository's own
+// configuration may set, enters submodules found in any tree of the
+// history), a fetch, a push — because it names the submodule's repository
+// explicitly, and git then uses its configuration without the ownership
+// check SafeOnly relies on. (The options that ask for it are refused by
+// the shell's argument guards; git status still looks inside the
+// submodules the index records, which the shell refuses instead.)
+var NoSubmodules = []Pair{
+	{"diff.submodule", "log"}, {"submodule.recurse", "false"}, {"fetch.recurseSubmodules", "false"},
+	{"push.recurseSubmodules", "no"}, {"status.submoduleSummary", "false"},
+}
+
 // Programs are the programs of a tool call that may start git (the
 // shell's), as Settings reads the repository for them.
 type Programs struct {
@@ -139,13 +153,7 @@ func (p Programs) Settings(ctx context.Context) (Found, *tool.Error) {
 	if real, ok := dotGitTarget(gitDir); ok && real != "" {
 		gitDir = real // a linked worktree's .git file: the directory it names
 	}
-	hashLen := 20
-	if slices.ContainsFunc(entries, func(en Entry) bool {
-		return en.Key == "extensions.objectformat" && strings.EqualFold(en.Value, "sha256")
-	}) {
-		hashLen = 32
-	}
-	links, err := Gitlinks(gitDir, hashLen)
+	links, err := AnyGitlinks(gitDir)
 	if err != nil {
 		return Found{}, tool.Errorf(tool.CodePolicyDenied, p.Hint, "the repository's index could not be read for its submodules: %v", err)
 	}
