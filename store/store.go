@@ -225,10 +225,11 @@ var (
 	bucketTrust     = []byte("trust")
 	bucketJobs      = []byte("jobs")
 
-	allBuckets = [][]byte{bucketMeta, bucketAudit, bucketMemory, bucketMemIndex, bucketMemStats, bucketRuns, bucketArtifacts, bucketPins, bucketGrants, bucketTrust, bucketJobs}
+	allBuckets = [][]byte{bucketMeta, bucketAudit, bucketMemory, bucketMemIndex, bucketMemStats, bucketRuns, bucketArtifacts, bucketPins, bucketGrants, bucketTrust, bucketJobs,
+		bucketAuditIndex}
 	// laterBuckets were added after the format's first release: a store
 	// made before them gets them when it is next opened.
-	laterBuckets = [][]byte{bucketGrants, bucketTrust, bucketJobs}
+	laterBuckets = [][]byte{bucketGrants, bucketTrust, bucketJobs, bucketAuditIndex}
 
 	formatKey   = []byte("format")
 	formatValue = []byte("warden.store/v1")

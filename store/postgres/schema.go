@@ -179,6 +179,36 @@ CREATE TABLE warden.published (
 CREATE TRIGGER published_changed AFTER INSERT OR UPDATE OR DELETE ON warden.published
 	FOR EACH STATEMENT EXECUTE FUNCTION warden.notify_change();
 `},
+	{4, "audit records by tool and by run", `
+-- An event's top-level field "tool" or "run_id" as warden reads it (the
+-- last member of that name, if it is a non-empty string), for the indexes
+-- that list a tool's or a run's records without reading the others. An
+-- event PostgreSQL cannot read as jsonb (a \u0000 escape, a lone
+-- surrogate, bytes that are not UTF-8), or read exactly as warden does (a
+-- database not in UTF8), gives '': listings read those records too and
+-- leave the choice to warden. The indexes are the database's own, derived
+-- from the stored events: warden's role cannot write them.
+CREATE FUNCTION warden.audit_field(event bytea, name text) RETURNS text
+	LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$
+DECLARE
+	doc jsonb;
+BEGIN
+	IF current_setting('server_encoding') <> 'UTF8' THEN
+		RETURN '';
+	END IF;
+	BEGIN
+		doc := convert_from(event, 'UTF8')::jsonb;
+	EXCEPTION WHEN others THEN
+		RETURN '';
+	END;
+	IF jsonb_typeof(doc) = 'object' AND jsonb_typeof(doc -> name) = 'string' AND doc ->> name <> '' THEN
+		RETURN doc ->> name;
+	END IF;
+	RETURN NULL;
+END $$;
+CREATE INDEX audit_by_tool ON warden.audit (warden.audit_field(event, 'tool'), seq);
+CREATE INDEX audit_by_run ON warden.audit (warden.audit_field(event, 'run_id'), seq);
+`},
 }
 
 // SchemaVersion is the schema version this warden reads and writes.

@@ -92,6 +92,7 @@ func Run(t *testing.T, open func(t *testing.T) Backend) {
 		{"AuditAppendIsGaplessAndChained", testAuditChain},
 		{"AuditRejectsNonObjects", testAuditRejects},
 		{"AuditFilters", testAuditFilters},
+		{"AuditFiltersReadEventsAsJSON", testAuditOddEvents},
 		{"AuditNotFound", testAuditNotFound},
 		{"AuditExport", testAuditExport},
 		{"AuditConcurrentAppends", testAuditConcurrent},
@@ -243,6 +244,11 @@ func testAuditFilters(t *testing.T, b Backend) {
 		{store.AuditFilter{AfterSeq: 1<<64 - 1}, nil},
 		{store.AuditFilter{Limit: 2}, []uint64{1, 2}},
 		{store.AuditFilter{Tool: "fs.read", AfterSeq: 1, Limit: 2}, []uint64{2, 4}},
+		{store.AuditFilter{Limit: 2, Newest: true}, []uint64{6, 7}},
+		{store.AuditFilter{Tool: "fs.read", Limit: 3, Newest: true}, []uint64{2, 4, 5}},
+		{store.AuditFilter{RunID: "r1", AfterSeq: 2, Limit: 5, Newest: true}, []uint64{3, 5}},
+		{store.AuditFilter{Tool: "fs.read", Newest: true}, []uint64{1, 2, 4, 5}},
+		{store.AuditFilter{RunID: "r1", Tool: "shell.exec", Limit: 1, Newest: true}, []uint64{3}},
 	}
 	for _, tc := range tests {
 		recs, err := b.ListAudit(ctx, tc.f)
@@ -253,6 +259,99 @@ func testAuditFilters(t *testing.T, b Backend) {
 		}
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("ListAudit(%+v) = %v, want %v", tc.f, got, tc.want)
+		}
+	}
+}
+
+// testAuditOddEvents: listings by run and tool read an event's fields as
+// a JSON decoder does (escaped names and values, the last of duplicate
+// members, only strings), whatever a backend's index makes of them, and
+// agree with a scan over many records.
+func testAuditOddEvents(t *testing.T, b Backend) {
+	events := []string{
+		`{"run\u005fid":"r1","tool":"fs_read"}`,
+		`{"run_id":"r\u0031","tool":"fs\u005fread"}`,
+		`{"run_id":"r2","run_id":"r1","tool":"shell","tool":"fs_read"}`,
+		`{"run_id":"r1","run_id":"r2","tool":"fs_read","tool":"shell"}`,
+		`{"run_id":1,"tool":["fs_read"]}`,
+		`{"run_id":null,"tool":"fs_read"}`,
+		`{"args":{"run_id":"r1","tool":"fs_read"},"tool":"shell"}`,
+		`{"tool":"fs_read","x":"\u0000","run_id":"r1"}`,
+		`{"tool":"fs_read","x":"\ud800","run_id":"r1"}`,
+		`{"tool":"\ud800","run_id":"r1"}`,
+		`{"tool":"nul\u0000","run_id":"r1"}`,
+		`{"tool":"\u00e9t\u00e9","run_id":"r\ud83d\ude00"}`,
+		`{"tool":"été","run_id":"r😀"}`,
+		"{\"tool\":\"fs_read\",\"x\":\"\xff\",\"run_id\":\"r1\"}",
+		`{"tool":"fs_read","n":1e400,"run_id":"r1"}`,
+	}
+	var all []uint64
+	for i := range 3 {
+		for _, ev := range events {
+			all = append(all, appendEvent(t, b, ev))
+		}
+		for j := range 200 {
+			all = append(all, appendEvent(t, b, fmt.Sprintf(`{"tool":"other","run_id":"r%d","i":%d}`, (i+j)%5, j)))
+		}
+	}
+	recs, err := b.ListAudit(ctx, store.AuditFilter{})
+	must(t, err)
+	for _, run := range []string{"", "r1", "r2", "r😀", "r3"} {
+		for _, tool := range []string{"", "fs_read", "shell", "été", "\uFFFD", "nul\x00", "other"} {
+			if run == "" && tool == "" {
+				continue
+			}
+			var want []uint64
+			for _, r := range recs {
+				if store.EventMatches(r.Event, run, tool) {
+					want = append(want, r.Seq)
+				}
+			}
+			for _, f := range []store.AuditFilter{
+				{RunID: run, Tool: tool},
+				{RunID: run, Tool: tool, Limit: 4, Newest: true},
+				{RunID: run, Tool: tool, Limit: 3, AfterSeq: 250},
+			} {
+				got, err := b.ListAudit(ctx, f)
+				must(t, err)
+				var seqs []uint64
+				for _, r := range got {
+					seqs = append(seqs, r.Seq)
+				}
+				w := want
+				if f.AfterSeq > 0 {
+					w = slices.DeleteFunc(slices.Clone(w), func(s uint64) bool { return s <= f.AfterSeq })
+				}
+				if f.Limit > 0 && len(w) > f.Limit {
+					if f.Newest {
+						w = w[len(w)-f.Limit:]
+					} else {
+						w = w[:f.Limit]
+					}
+				}
+				if !slices.Equal(seqs, w) {
+					t.Errorf("ListAudit(%+v) = %v, want %v", f, seqs, w)
+				}
+			}
+		}
+	}
+	// What a decoder reads, spelled out for a few.
+	for _, tc := range []struct {
+		run, tool string
+		want      []uint64 // within the first round of events
+	}{
+		{"r1", "fs_read", []uint64{1, 2, 3, 8, 9, 14, 15}},
+		{"", "shell", []uint64{4, 7}},
+		{"r2", "", []uint64{4}},
+	} {
+		got, err := b.ListAudit(ctx, store.AuditFilter{RunID: tc.run, Tool: tc.tool, Limit: len(tc.want)})
+		must(t, err)
+		var seqs []uint64
+		for _, r := range got {
+			seqs = append(seqs, r.Seq)
+		}
+		if !slices.Equal(seqs, tc.want) {
+			t.Errorf("run %q tool %q: %v, want %v", tc.run, tc.tool, seqs, tc.want)
 		}
 	}
 }
