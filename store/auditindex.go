@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"hash/maphash"
 	"slices"
-	"unicode/utf8"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/wardenrt/warden/internal/jsontop"
 )
 
 // The audit index. "warden audit ls --tool T" and "--run ID" read the
@@ -124,143 +124,11 @@ func indexUsable(tx *bolt.Tx, head uint64) uint64 {
 }
 
 // eventKeys returns the event's top-level "run_id" and "tool" fields as
-// a JSON decoder reads them into a map: the last member of that name,
-// decoded, if it is a string; "" if it is absent or not a string. The
-// event must be valid JSON.
+// a JSON decoder reads them into a map (jsontop.Strings). The event must
+// be valid JSON.
 func eventKeys(event []byte) (runID, tool string) {
-	if r, t, ok := scanEventKeys(event); ok {
-		return r, t
-	}
-	return eventKeysSlow(event)
-}
-
-// eventKeysSlow is eventKeys by encoding/json: the reference.
-func eventKeysSlow(event []byte) (runID, tool string) {
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(event, &fields) != nil {
-		return "", ""
-	}
-	str := func(name string) string {
-		var s string
-		if json.Unmarshal(fields[name], &s) != nil {
-			return ""
-		}
-		return s
-	}
-	return str("run_id"), str("tool")
-}
-
-// scanEventKeys is eventKeys for a compact JSON object whose member names
-// have no escapes (every event warden writes); ok is false for anything
-// else, which eventKeysSlow then reads.
-func scanEventKeys(b []byte) (runID, tool string, ok bool) {
-	if len(b) < 2 || b[0] != '{' {
-		return "", "", false
-	}
-	if b[1] == '}' {
-		return "", "", len(b) == 2
-	}
-	for i := 1; ; {
-		if i >= len(b) || b[i] != '"' {
-			return "", "", false
-		}
-		end, esc := stringEnd(b, i)
-		if end < 0 || esc || end >= len(b) || b[end] != ':' {
-			return "", "", false
-		}
-		key := b[i+1 : end-1]
-		vend := skipValue(b, end+1)
-		if vend < 0 || vend >= len(b) {
-			return "", "", false
-		}
-		switch string(key) {
-		case "run_id":
-			runID = stringValue(b[end+1 : vend])
-		case "tool":
-			tool = stringValue(b[end+1 : vend])
-		}
-		switch {
-		case b[vend] == ',':
-			i = vend + 1
-		case b[vend] == '}' && vend+1 == len(b):
-			return runID, tool, true
-		default:
-			return "", "", false
-		}
-	}
-}
-
-// stringEnd returns the index just past the string starting at b[i] (a
-// quote), and whether it has escapes; -1 if it does not end.
-func stringEnd(b []byte, i int) (end int, esc bool) {
-	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			esc = true
-			j++
-		case '"':
-			return j + 1, esc
-		}
-	}
-	return -1, esc
-}
-
-// skipValue returns the index just past the compact JSON value starting at
-// b[i], or -1.
-func skipValue(b []byte, i int) int {
-	if i >= len(b) {
-		return -1
-	}
-	switch b[i] {
-	case '"':
-		end, _ := stringEnd(b, i)
-		return end
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(b); j++ {
-			switch b[j] {
-			case '"':
-				end, _ := stringEnd(b, j)
-				if end < 0 {
-					return -1
-				}
-				j = end - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return j + 1
-				}
-			}
-		}
-		return -1
-	}
-	for j := i; j < len(b); j++ {
-		switch b[j] {
-		case ',', '}', ']':
-			return j
-		case ' ', '\t', '\n', '\r':
-			return -1
-		}
-	}
-	return -1
-}
-
-// stringValue decodes v if it is a JSON string, else returns "".
-func stringValue(v []byte) string {
-	if len(v) < 2 || v[0] != '"' {
-		return ""
-	}
-	inner := v[1 : len(v)-1]
-	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
-		return string(inner)
-	}
-	var s string
-	if json.Unmarshal(v, &s) != nil {
-		return ""
-	}
-	return s
+	v := jsontop.Strings(event, "run_id", "tool")
+	return v[0], v[1]
 }
 
 // putIndexKeys adds keys to the index, in key order (bbolt splits a node

@@ -10,6 +10,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/wardenrt/warden/internal/runpatch"
 )
 
 // Backend is the store contract: what every backend provides (this
@@ -35,6 +37,11 @@ type Backend interface {
 	// transaction; fn's error aborts the change and is returned.
 	UpdateRun(ctx context.Context, id string, fn func(json.RawMessage) (json.RawMessage, error)) error
 	ListRuns(ctx context.Context, limit int) ([]json.RawMessage, error)
+	// PatchRun writes run id's record in parts: its head and the list
+	// elements new or changed since the last write (see runpatch), so a
+	// run's record costs what changed, not its whole length, at each
+	// step. Run and ListRuns give the whole document back.
+	PatchRun(ctx context.Context, id string, p runpatch.Patch) error
 
 	PutArtifact(ctx context.Context, data []byte) (digest string, err error)
 	Artifact(ctx context.Context, digest string) ([]byte, error)

@@ -226,10 +226,10 @@ var (
 	bucketJobs      = []byte("jobs")
 
 	allBuckets = [][]byte{bucketMeta, bucketAudit, bucketMemory, bucketMemIndex, bucketMemStats, bucketRuns, bucketArtifacts, bucketPins, bucketGrants, bucketTrust, bucketJobs,
-		bucketAuditIndex}
+		bucketAuditIndex, bucketRunParts}
 	// laterBuckets were added after the format's first release: a store
 	// made before them gets them when it is next opened.
-	laterBuckets = [][]byte{bucketGrants, bucketTrust, bucketJobs, bucketAuditIndex}
+	laterBuckets = [][]byte{bucketGrants, bucketTrust, bucketJobs, bucketAuditIndex, bucketRunParts}
 
 	formatKey   = []byte("format")
 	formatValue = []byte("warden.store/v1")

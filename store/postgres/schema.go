@@ -209,6 +209,19 @@ END $$;
 CREATE INDEX audit_by_tool ON warden.audit (warden.audit_field(event, 'tool'), seq);
 CREATE INDEX audit_by_run ON warden.audit (warden.audit_field(event, 'run_id'), seq);
 `},
+	{5, "runs kept in parts", `
+-- A run written in parts (PatchRun): doc is its head, with each list named
+-- in list_fields null; run_items holds the lists' elements. A run written
+-- whole has no list_fields and no items.
+ALTER TABLE warden.runs ADD COLUMN list_fields text[], ADD COLUMN list_lens integer[];
+CREATE TABLE warden.run_items (
+	id   text COLLATE "C" NOT NULL,
+	list smallint NOT NULL,
+	n    integer NOT NULL,
+	doc  bytea NOT NULL,
+	PRIMARY KEY (id, list, n)
+);
+`},
 }
 
 // SchemaVersion is the schema version this warden reads and writes.
@@ -223,8 +236,8 @@ var grants = []string{
 	`GRANT SELECT, INSERT ON warden.audit TO %[1]s`,
 	`GRANT SELECT, UPDATE ON warden.audit_head TO %[1]s`,
 	`GRANT SELECT, INSERT, UPDATE ON warden.audit_anchors TO %[1]s`,
-	`GRANT SELECT, INSERT, UPDATE, DELETE ON warden.memory, warden.memory_stats, warden.runs, warden.pins, warden.grants,
-		warden.trust, warden.jobs TO %[1]s`,
+	`GRANT SELECT, INSERT, UPDATE, DELETE ON warden.memory, warden.memory_stats, warden.runs, warden.run_items, warden.pins,
+		warden.grants, warden.trust, warden.jobs TO %[1]s`,
 	`GRANT SELECT, INSERT ON warden.artifacts, warden.artifact_chunks TO %[1]s`,
 	`GRANT SELECT, INSERT, UPDATE, DELETE ON warden.job_firings TO %[1]s`,
 	`GRANT USAGE ON SEQUENCE warden.job_fence TO %[1]s`,
