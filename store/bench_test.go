@@ -15,6 +15,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/wardenrt/warden/store/internal/memindex"
 )
 
 // openBench opens a store in b.TempDir().
@@ -110,7 +112,7 @@ func newCorpus(randSeed uint64, words int) *corpus {
 			sb.WriteString(vowels[rng.IntN(len(vowels))])
 		}
 		w := sb.String()
-		if !seen[w] && !stopWords[w] {
+		if !seen[w] && !memindex.IsStopWord(w) {
 			seen[w] = true
 			vocab = append(vocab, w)
 		}
@@ -169,7 +171,7 @@ func BenchmarkSearchMemory100k(b *testing.B) {
 		b.Fatal(err)
 	}
 	fi, _ := os.Stat(path)
-	b.Logf("loaded 100k entries in %v; file %d MiB", time.Since(start).Round(time.Millisecond), fi.Size()>>20)
+	b.Logf("loaded 100k entries in %v; file %d MiB; %s", time.Since(start).Round(time.Millisecond), fi.Size()>>20, memorySizes(b, path, 100_000))
 	ctx := context.Background()
 	for _, mode := range []string{"uniform", "zipf", "uniform-reopen"} {
 		b.Run(mode, func(b *testing.B) {
@@ -201,6 +203,64 @@ func BenchmarkSearchMemory100k(b *testing.B) {
 				}
 				if len(hits) == 0 {
 					b.Fatalf("no hits for %v", terms)
+				}
+			}
+			slices.Sort(times)
+			b.ReportMetric(float64(times[len(times)/2].Nanoseconds()), "median-ns/op")
+			b.ReportMetric(float64(times[len(times)*99/100].Nanoseconds()), "p99-ns/op")
+		})
+	}
+}
+
+// BenchmarkSearchMemoryScale is memory search at WARDEN_SCALE entries
+// (skipped without it; the figure is WARDEN_SCALE=1000000), 10
+// namespaces, 2- and 3-term queries drawn like the text (zipf: frequent
+// words) or uniformly from the vocabulary, with the baseline in the same
+// run: the same index scored exhaustively, every posting of every term,
+// as the search before block-max pruning did. It reports the median and
+// 99th percentile, the load time, and the bytes per entry of the file and
+// of each memory bucket.
+func BenchmarkSearchMemoryScale(b *testing.B) {
+	if os.Getenv("WARDEN_SCALE") == "" {
+		b.Skip("set WARDEN_SCALE (e.g. 1000000) to run")
+	}
+	n := benchScale(b, 0)
+	path := filepath.Join(b.TempDir(), "warden.db")
+	s, err := Open(path, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := newCorpus(1, 5000)
+	start := time.Now()
+	loadCorpus(b, s, c, n)
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+	fi, _ := os.Stat(path)
+	b.Logf("loaded %d entries in %v; file %d MiB (%d B per entry); %s", n, time.Since(start).Round(time.Second), fi.Size()>>20, fi.Size()/int64(n), memorySizes(b, path, n))
+	s, err = Open(path, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	for _, mode := range []string{"zipf", "zipf-exhaustive", "uniform", "uniform-exhaustive"} {
+		b.Run(mode, func(b *testing.B) {
+			qrng := rand.New(rand.NewPCG(2, 3))
+			var times []time.Duration
+			for b.Loop() {
+				terms := make([]string, 2+qrng.IntN(2))
+				for i := range terms {
+					if strings.HasPrefix(mode, "zipf") {
+						terms[i] = c.word()
+					} else {
+						terms[i] = c.vocab[qrng.IntN(len(c.vocab))]
+					}
+				}
+				t0 := time.Now()
+				hits, err := s.searchMemory(context.Background(), MemoryQuery{Text: strings.Join(terms, " ")}, strings.HasSuffix(mode, "exhaustive"))
+				times = append(times, time.Since(t0))
+				if err != nil || len(hits) == 0 {
+					b.Fatalf("%v: %d hits, %v", terms, len(hits), err)
 				}
 			}
 			slices.Sort(times)
@@ -459,4 +519,32 @@ func BenchmarkAuditIndexBuild(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "records/s")
+}
+
+// memorySizes says how many bytes per entry the memory buckets of the
+// store at path take: in use (the keys and values, and their pages'
+// headers) and allocated (whole pages).
+func memorySizes(tb testing.TB, path string, n int) string {
+	tb.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer db.Close()
+	var out []string
+	err = db.View(func(tx *bolt.Tx) error {
+		for _, name := range []string{"memory", "memory_postings", "memory_terms", "memory_stats", "memory_index"} {
+			if b := tx.Bucket([]byte(name)); b != nil {
+				st := b.Stats()
+				inuse := st.BranchInuse + st.LeafInuse
+				alloc := st.BranchAlloc + st.LeafAlloc
+				out = append(out, fmt.Sprintf("%s %d/%d B", name, inuse/n, alloc/n))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return "per entry (in use/allocated): " + strings.Join(out, ", ")
 }

@@ -8,10 +8,10 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/wardenrt/warden/internal/runpatch"
+	"github.com/wardenrt/warden/store/internal/memindex"
 )
 
 // Backend is the store contract: what every backend provides (this
@@ -221,19 +221,11 @@ func (c *ChainVerifier) Head() Anchor {
 
 // QueryTerms returns the distinct search terms of a memory query, in order,
 // at most 32 of them (the tokenizer SearchMemory uses).
-func QueryTerms(text string) []string {
-	var terms []string
-	tokenize(text, func(t []byte) {
-		if len(terms) < maxQueryTerm && !slices.Contains(terms, string(t)) {
-			terms = append(terms, string(t))
-		}
-	})
-	return terms
-}
+func QueryTerms(text string) []string { return memindex.QueryTerms(text) }
 
 // TermFreqs returns the distinct terms of a memory value with their
 // frequencies, and its length in terms.
-func TermFreqs(value string) (map[string]uint32, uint32) { return termFreqs(value) }
+func TermFreqs(value string) (map[string]uint32, uint32) { return memindex.TermFreqs(value) }
 
 // BM25IDF is the inverse document frequency of a term found in df of docs
 // entries.

@@ -73,7 +73,7 @@ func (s *Store) PatchRun(ctx context.Context, id string, p runpatch.Patch) error
 				}
 			}
 		}
-		if err := parts.Put([]byte(id), encodeRunMeta(c.Fields, c.Lens)); err != nil {
+		if err := parts.Put([]byte(id), runpatch.EncodeStored(runpatch.Stored{Fields: c.Fields, Lens: c.Lens})); err != nil {
 			return err
 		}
 		return tx.Bucket(bucketRuns).Put([]byte(id), c.Head)
@@ -102,49 +102,17 @@ func deleteItems(parts *bolt.Bucket, id string, list, n int) error {
 	return nil
 }
 
-func encodeRunMeta(fields []string, lens []int) []byte {
-	b := binary.AppendUvarint(nil, uint64(len(fields)))
-	for i, f := range fields {
-		b = binary.AppendUvarint(b, uint64(len(f)))
-		b = append(b, f...)
-		b = binary.AppendUvarint(b, uint64(lens[i]))
-	}
-	return b
-}
-
 // runMeta returns the lists of run id kept in parts, or nil if it is not.
 func runMeta(path string, parts *bolt.Bucket, id string) (*runpatch.Stored, error) {
 	v := parts.Get([]byte(id))
 	if v == nil {
 		return nil, nil
 	}
-	bad := func() (*runpatch.Stored, error) {
+	st, err := runpatch.DecodeStored(v)
+	if err != nil {
 		return nil, corruptf(path, "the parts of run %s are malformed", id)
 	}
-	n, w := binary.Uvarint(v)
-	if w <= 0 || n > runpatch.MaxLists {
-		return bad()
-	}
-	v = v[w:]
-	var st runpatch.Stored
-	for range n {
-		l, w := binary.Uvarint(v)
-		if w <= 0 || uint64(len(v)-w) < l {
-			return bad()
-		}
-		st.Fields = append(st.Fields, string(v[w:w+int(l)]))
-		v = v[w+int(l):]
-		m, w2 := binary.Uvarint(v)
-		if w2 <= 0 || m > runpatch.MaxLen {
-			return bad()
-		}
-		st.Lens = append(st.Lens, int(m))
-		v = v[w2:]
-	}
-	if len(v) != 0 {
-		return bad()
-	}
-	return &st, nil
+	return st, nil
 }
 
 // readRun returns the whole document of run id (a copy), or nil if there

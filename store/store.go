@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -226,10 +227,10 @@ var (
 	bucketJobs      = []byte("jobs")
 
 	allBuckets = [][]byte{bucketMeta, bucketAudit, bucketMemory, bucketMemIndex, bucketMemStats, bucketRuns, bucketArtifacts, bucketPins, bucketGrants, bucketTrust, bucketJobs,
-		bucketAuditIndex, bucketRunParts}
+		bucketAuditIndex, bucketRunParts, bucketMemPostings, bucketMemTerms}
 	// laterBuckets were added after the format's first release: a store
 	// made before them gets them when it is next opened.
-	laterBuckets = [][]byte{bucketGrants, bucketTrust, bucketJobs, bucketAuditIndex, bucketRunParts}
+	laterBuckets = [][]byte{bucketGrants, bucketTrust, bucketJobs, bucketAuditIndex, bucketRunParts, bucketMemPostings, bucketMemTerms}
 
 	formatKey   = []byte("format")
 	formatValue = []byte("warden.store/v1")
@@ -280,14 +281,21 @@ func (s *Store) create() error {
 	return nil
 }
 
-// initBuckets writes the format marker and creates every bucket.
+// initBuckets writes the format marker and creates every bucket. A store
+// without memory entries has its (empty) memory index complete.
 func initBuckets(tx *bolt.Tx) error {
 	for _, name := range allBuckets {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 			return err
 		}
 	}
-	return tx.Bucket(bucketMeta).Put(formatKey, formatValue)
+	meta := tx.Bucket(bucketMeta)
+	if k, _ := tx.Bucket(bucketMemory).Cursor().First(); k == nil && meta.Get(memIndexKey) == nil {
+		if err := meta.Put(memIndexKey, binary.AppendUvarint(nil, 0)); err != nil {
+			return err
+		}
+	}
+	return meta.Put(formatKey, formatValue)
 }
 
 // validate checks that tx is a warden store. A bbolt file with no buckets at
@@ -602,6 +610,17 @@ func (s *Store) prepare(h *handle) error {
 	})
 	if err == nil && (needsInit || upgrade) {
 		err = h.run(true, initBuckets)
+	}
+	var stale bool
+	if err == nil {
+		err = h.run(false, func(tx *bolt.Tx) error {
+			var err error
+			stale, err = memoryIndexStale(tx)
+			return err
+		})
+	}
+	if err == nil && stale {
+		err = rebuildMemoryIndex(h)
 	}
 	if err != nil {
 		if errors.Is(err, ErrCorrupt) {

@@ -10,6 +10,7 @@ package runpatch
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -108,6 +109,47 @@ func Check(p Patch) (*Checked, error) {
 type Stored struct {
 	Fields []string
 	Lens   []int
+}
+
+// EncodeStored is the bytes of s: uvarint lists, then per list uvarint
+// len(name) | name | uvarint length.
+func EncodeStored(s Stored) []byte {
+	b := binary.AppendUvarint(nil, uint64(len(s.Fields)))
+	for i, f := range s.Fields {
+		b = binary.AppendUvarint(b, uint64(len(f)))
+		b = append(b, f...)
+		b = binary.AppendUvarint(b, uint64(s.Lens[i]))
+	}
+	return b
+}
+
+// DecodeStored decodes EncodeStored.
+func DecodeStored(v []byte) (*Stored, error) {
+	bad := errors.New("malformed list lengths")
+	n, w := binary.Uvarint(v)
+	if w <= 0 || n > MaxLists {
+		return nil, bad
+	}
+	v = v[w:]
+	var st Stored
+	for range n {
+		l, w := binary.Uvarint(v)
+		if w <= 0 || uint64(len(v)-w) < l {
+			return nil, bad
+		}
+		st.Fields = append(st.Fields, string(v[w:w+int(l)]))
+		v = v[w+int(l):]
+		m, w2 := binary.Uvarint(v)
+		if w2 <= 0 || m > MaxLen {
+			return nil, bad
+		}
+		st.Lens = append(st.Lens, int(m))
+		v = v[w2:]
+	}
+	if len(v) != 0 {
+		return nil, bad
+	}
+	return &st, nil
 }
 
 // SameLists reports whether s has c's lists, in c's order.
