@@ -20,7 +20,7 @@ var families = []string{"automation", "fs", "git", "interact", "memory", "ops", 
 
 // shared are the packages the families share: builtin/internal/* and the
 // egress proxy.
-var shared = []string{"egress", "internal/fspath", "internal/getopt", "internal/netguard", "internal/proc", "internal/textutil", "internal/tooltest"}
+var shared = []string{"egress", "internal/argguard", "internal/fspath", "internal/getopt", "internal/gitcfg", "internal/netguard", "internal/proc", "internal/textutil", "internal/tooltest"}
 
 // libraries are the packages outside the runtime and builtin/ that each
 // package under builtin/ may import (all of them for the catalogue, which

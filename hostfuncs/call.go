@@ -63,6 +63,12 @@ const requestHint = `send {"tool":"<core tool>","args":{…}}: exactly these two
 // It returns 0 only when there is no envelope at all: a parameter that is
 // not a live memory block (0, out of range, freed), or no memory left for
 // even a short envelope.
+//
+// warden_buffer and warden_call_buffer (buffer.go) are the same call with
+// the request and the envelope in one buffer the host keeps for the export
+// call: fewer Extism kernel calls, whole words copied. The guest helper of
+// wasm-tools uses them when the context has an exchange (WithExchange) and
+// warden_call otherwise; modules built with other PDKs keep warden_call.
 func Functions() []extism.HostFunction {
 	f := extism.NewHostFunctionWithStack("warden_call",
 		func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
@@ -70,7 +76,7 @@ func Functions() []extism.HostFunction {
 		},
 		[]extism.ValueType{extism.ValueTypeI64}, []extism.ValueType{extism.ValueTypeI64})
 	f.SetNamespace(ModuleName)
-	return []extism.HostFunction{f}
+	return append([]extism.HostFunction{f}, bufferFunctions()...)
 }
 
 // wardenCall is warden_call: the request block at in → the envelope block's
@@ -111,8 +117,9 @@ func handle(ctx context.Context, raw []byte, size uint64) tool.Result {
 		args = b // a JSON string: never a valid arguments object
 	}
 	// The core tool runs as itself under the guest's grants: the context
-	// it gets carries no guest (see the package doc).
-	res, err := g.Call(gate.WithGuest(ctx, nil), toolName, args)
+	// it gets carries no guest (see the package doc), nor the guest's
+	// exchange.
+	res, err := g.Call(gate.WithGuest(context.WithValue(ctx, exchangeKey{}, (*exchange)(nil)), nil), toolName, args)
 	if err != nil {
 		name := res.Tool
 		if name == "" {
@@ -169,6 +176,68 @@ func parseRequest(raw []byte) (tool string, args json.RawMessage, problem string
 	if !utf8.Valid(raw) {
 		return "", nil, "the request is not valid UTF-8"
 	}
+	if tool, args, ok := parseCanonical(raw); ok {
+		return tool, args, ""
+	}
+	return parseGeneral(raw)
+}
+
+// parseCanonical reads the request in the form the guest helper sends,
+// {"tool":"<name>","args":<value>} (whitespace allowed where JSON allows
+// it, no escape in the name), as parseGeneral would, without its
+// tokenizer; ok is false for any other form. raw is valid UTF-8.
+func parseCanonical(raw []byte) (tool string, args json.RawMessage, ok bool) {
+	i, ok := expect(raw, 0, `{`)
+	if i, ok = expectAfter(raw, i, ok, `"tool"`); ok {
+		i, ok = expectAfter(raw, i, ok, `:`)
+	}
+	if i, ok = expectAfter(raw, i, ok, `"`); !ok {
+		return "", nil, false
+	}
+	start := i
+	for i < len(raw) && raw[i] != '"' && raw[i] != '\\' && raw[i] >= 0x20 {
+		i++
+	}
+	if i == start || i >= len(raw) || raw[i] != '"' {
+		return "", nil, false
+	}
+	name := raw[start:i]
+	i, ok = expect(raw, i+1, `,`)
+	i, ok = expectAfter(raw, i, ok, `"args"`)
+	i, ok = expectAfter(raw, i, ok, `:`)
+	end := len(bytes.TrimRight(raw, " \t\r\n"))
+	if !ok || end <= i || raw[end-1] != '}' {
+		return "", nil, false
+	}
+	value := bytes.Trim(raw[i:end-1], " \t\r\n")
+	if len(value) == 0 || !json.Valid(value) {
+		return "", nil, false
+	}
+	return string(name), value, true
+}
+
+// expect skips JSON whitespace from i and then lit; ok is false when lit
+// is not there.
+func expect(raw []byte, i int, lit string) (int, bool) {
+	for i < len(raw) && (raw[i] == ' ' || raw[i] == '\t' || raw[i] == '\r' || raw[i] == '\n') {
+		i++
+	}
+	if !bytes.HasPrefix(raw[i:], []byte(lit)) {
+		return i, false
+	}
+	return i + len(lit), true
+}
+
+// expectAfter is expect when ok.
+func expectAfter(raw []byte, i int, ok bool, lit string) (int, bool) {
+	if !ok {
+		return i, false
+	}
+	return expect(raw, i, lit)
+}
+
+// parseGeneral is parseRequest for any request.
+func parseGeneral(raw []byte) (tool string, args json.RawMessage, problem string) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	tok, err := dec.Token()
 	if err != nil {

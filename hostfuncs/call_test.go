@@ -21,15 +21,17 @@ var notesGrants = []string{"memory.write:notes", "memory.read:notes"}
 
 func TestFunctionsSignature(t *testing.T) {
 	fs := hostfuncs.Functions()
-	if len(fs) != 1 {
-		t.Fatalf("Functions() = %d functions, want 1", len(fs))
+	want := []string{"warden_call", "warden_buffer", "warden_call_buffer"}
+	if len(fs) != len(want) {
+		t.Fatalf("Functions() = %d functions, want %d", len(fs), len(want))
 	}
-	f := fs[0]
-	if f.Namespace != "warden" || hostfuncs.ModuleName != "warden" || f.Name != "warden_call" {
-		t.Fatalf("got %s.%s, want warden.warden_call", f.Namespace, f.Name)
-	}
-	if len(f.Params) != 1 || f.Params[0] != extism.ValueTypeI64 || len(f.Returns) != 1 || f.Returns[0] != extism.ValueTypeI64 {
-		t.Fatalf("signature (%v) → (%v), want (i64) → i64", f.Params, f.Returns)
+	for i, f := range fs {
+		if f.Namespace != "warden" || hostfuncs.ModuleName != "warden" || f.Name != want[i] {
+			t.Fatalf("got %s.%s, want warden.%s", f.Namespace, f.Name, want[i])
+		}
+		if len(f.Params) != 1 || f.Params[0] != extism.ValueTypeI64 || len(f.Returns) != 1 || f.Returns[0] != extism.ValueTypeI64 {
+			t.Fatalf("%s: signature (%v) → (%v), want (i64) → i64", f.Name, f.Params, f.Returns)
+		}
 	}
 }
 
@@ -192,7 +194,8 @@ type subst struct {
 
 // substFunctions is warden_call as the test drives it: the guest's own
 // request is ignored; the one in the context's subst is written to a block
-// of the guest's memory and handed to hostfuncs.WardenCall.
+// of the guest's memory and handed to hostfuncs.WardenCall. warden_buffer
+// and warden_call_buffer answer 0, so the guest sends through warden_call.
 func substFunctions() []extism.HostFunction {
 	f := extism.NewHostFunctionWithStack("warden_call", func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
 		s := ctx.Value(substKey{}).(*subst)
@@ -217,7 +220,7 @@ func substFunctions() []extism.HostFunction {
 		stack[0] = s.ret
 	}, []extism.ValueType{extism.ValueTypeI64}, []extism.ValueType{extism.ValueTypeI64})
 	f.SetNamespace(hostfuncs.ModuleName)
-	return []extism.HostFunction{f}
+	return append(playFunctions()[1:], f)
 }
 
 // callRaw runs notes once (one warden_call), substituting s, and returns
@@ -249,17 +252,21 @@ func callRaw(t *testing.T, cp *extism.CompiledPlugin, g *gate.Guest, s *subst) *
 	return &res
 }
 
-func TestWardenCallRequests(t *testing.T) {
-	cp := compile(t, "examples/notes", substFunctions())
+// requestCase is a warden_call request and what it must give.
+type requestCase struct {
+	name      string
+	req       string
+	grants    []string // guest grants (run and tool); default system.info
+	code      tool.Code
+	msg       string // substring of the error message
+	auditTool string // the tool the audit record names; "-" = no record
+}
+
+// requestCases are the requests of TestWardenCallRequests and
+// TestBufferRequests.
+func requestCases() []requestCase {
 	huge := `{"tool":"system","args":{"operation":"` + strings.Repeat("x", 1<<20+8<<10) + `"}}`
-	tests := []struct {
-		name      string
-		req       string
-		grants    []string // guest grants (run and tool); default system.info
-		code      tool.Code
-		msg       string // substring of the error message
-		auditTool string // the tool the audit record names; "-" = no record
-	}{
+	return []requestCase{
 		{"ok", `{"tool":"system","args":{"operation":"get_info"}}`, nil, "", "", "system"},
 		{"ok with whitespace and escapes", " {\"args\" : {\"operation\":\"get_info\"}, \"t\\u006fol\":\"system\"}\n", nil, "", "", "system"},
 		{"denied", `{"tool":"system","args":{"operation":"get_info"}}`, []string{"memory.read:notes"}, tool.CodeCapabilityDenied, "system.info", "system"},
@@ -283,7 +290,11 @@ func TestWardenCallRequests(t *testing.T) {
 		{"invalid UTF-8", "{\"tool\":\"system\",\"args\":{\"operation\":\"get_info\xff\"}}", nil, tool.CodeUnknownTool, "UTF-8", ""},
 		{"oversize", huge, nil, tool.CodeWasmLimit, "the limit is", "-"},
 	}
-	for _, tc := range tests {
+}
+
+func TestWardenCallRequests(t *testing.T) {
+	cp := compile(t, "examples/notes", substFunctions())
+	for _, tc := range requestCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, []string{"system.info", "memory.read:notes"}, &fakeTool{spec: tool.Spec{
 				Name: "evilwasm", Wasm: "evil.wasm", InputSchema: json.RawMessage(`{"type":"object","additionalProperties":false}`),

@@ -7,10 +7,12 @@
 //
 // There are two ways out of a guest, both here:
 //
-//   - warden_call, the one host function of the "warden" host module
-//     ([Functions]): a JSON request {"tool","args"} in an Extism memory
-//     block, the result envelope (docs/envelope.md) in a new block. See
-//     wasm-tools/README.md, "The ABI".
+//   - warden_call, in the "warden" host module ([Functions]): a JSON
+//     request {"tool","args"} in an Extism memory block, the result
+//     envelope (docs/envelope.md) in a new block. See wasm-tools/README.md,
+//     "The ABI". Its buffer path (warden_buffer, warden_call_buffer) makes
+//     the same call through one buffer the host keeps per export call
+//     ([WithExchange]), and answers with the envelope in a binary form.
 //   - Extism's own http_request, which sends through http.DefaultClient
 //     with the guest call's context. [InstallHTTP] puts a [Transport] under
 //     http.DefaultClient that turns every request made in a guest's context

@@ -1,10 +1,12 @@
 package hostfuncs
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/wardenrt/warden/runtime/gate"
 	"github.com/wardenrt/warden/runtime/tool"
@@ -70,4 +72,56 @@ func TestHandleWithoutGate(t *testing.T) {
 	if res.Success || res.Error == nil || res.Error.Code != tool.CodeInternal || res.Tool != "system" {
 		t.Fatalf("%+v", res)
 	}
+}
+
+// FuzzParseCanonical: what the fast path reads, the general one reads the
+// same way.
+func FuzzParseCanonical(f *testing.F) {
+	for _, s := range []string{
+		`{"tool":"system","args":{"operation":"get_info"}}`, " {\"tool\" :\t\"x\" ,\n\"args\": [1] } ", `{"tool":"x","args":{}, "y":{}}`,
+		`{"tool":"x","args":{"a":1}`, `{"tool":"x","args":1}}`, `{"tool":"","args":{}}`, `{"tool":"a\"b","args":{}}`, `{"toolx":"a","args":{}}`,
+		`{"tool":"x","args":"}"}`, `{"tool":"x","args":{}}}`, `{"tool":"x","args":}`, `{"tool":"é","args":null}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if !utf8.Valid(in) {
+			return
+		}
+		tool, args, ok := parseCanonical(in)
+		if !ok {
+			return
+		}
+		gtool, gargs, problem := parseGeneral(in)
+		if problem != "" || gtool != tool || !bytes.Equal(gargs, args) {
+			t.Fatalf("%q: fast %q %q; general %q %q %q", in, tool, args, gtool, gargs, problem)
+		}
+	})
+}
+
+func TestParseCanonicalTakesHelperRequests(t *testing.T) {
+	for _, in := range []string{
+		`{"tool":"system","args":{"operation":"get_info"}}`,
+		`{"tool":"write_memory","args":{"key":"k","namespace":"notes","value":"\u003cb\u003e \"q\" \\ é"}}`,
+		`{"tool":"t","args":{}}`,
+	} {
+		if _, _, ok := parseCanonical([]byte(in)); !ok {
+			t.Errorf("the fast path refused %s", in)
+		}
+	}
+}
+
+// FuzzEnvelopeData: the data of the binary envelope is what json.Marshal
+// writes for it inside the JSON envelope, and fails where it fails.
+func FuzzEnvelopeData(f *testing.F) {
+	for _, s := range []string{`{"a" : [1, 2]}`, ` "<b>&\u2028" `, "\"\xe2\x80\xa8\xe2\x80\xa9\"", `{`, ``, `null`, "\"\xff\""} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		want, werr := json.Marshal(json.RawMessage(data))
+		got, gerr := envelopeData(data)
+		if (werr == nil) != (gerr == nil) || !bytes.Equal(got, want) {
+			t.Fatalf("%q: %q, %v; json.Marshal: %q, %v", data, got, gerr, want, werr)
+		}
+	})
 }

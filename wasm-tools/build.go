@@ -60,20 +60,22 @@ func (f Fixture) Command() bool { return f.ABI == WASICommand }
 // Path returns the fixture's package directory under root.
 func (f Fixture) Path(root string) string { return filepath.Join(root, filepath.FromSlash(f.Dir)) }
 
-const wardenCall = "warden.warden_call"
+// wardenCall is what a guest using the helper (warden/) imports from
+// warden's host module: warden_call and its buffer path.
+var wardenCall = []string{"warden.warden_call", "warden.warden_buffer", "warden.warden_call_buffer"}
 
 // Fixtures lists every example and hostile module. The malformed-module
 // fixture is not here: it is garbage bytes written by the host test.
 var Fixtures = []Fixture{
 	{Name: "textstats", Dir: "examples/textstats", ABI: Extism, Exports: []string{"call"}, Sidecar: "textstats.tool.yaml"},
 	{Name: "fetch", Dir: "examples/fetch", ABI: Extism, Exports: []string{"call"}, Imports: []string{"extism:host/env.http_request"}, Sidecar: "fetch.tool.yaml"},
-	{Name: "notes", Dir: "examples/notes", ABI: Extism, Exports: []string{"call"}, Imports: []string{wardenCall}, Sidecar: "notes.tool.yaml"},
+	{Name: "notes", Dir: "examples/notes", ABI: Extism, Exports: []string{"call"}, Imports: wardenCall, Sidecar: "notes.tool.yaml"},
 	{Name: "jsontools", Dir: "examples/jsontools", ABI: Servlet, Exports: []string{"describe", "call"}},
 	{Name: "webtools", Dir: "examples/webtools", ABI: Servlet, Exports: []string{"describe", "call"}, Imports: []string{"extism:host/env.http_request"}, Sidecar: "webtools.tool.yaml"},
 	{Name: "wordcount", Dir: "examples/wordcount", ABI: WASICommand, Sidecar: "wordcount.tool.yaml"},
 
 	{Name: "loop", Dir: "hostile/loop", ABI: Extism, Hostile: true, Exports: []string{"call"}, Sidecar: "loop.tool.yaml"},
-	{Name: "hostloop", Dir: "hostile/hostloop", ABI: Extism, Hostile: true, Exports: []string{"call"}, Imports: []string{wardenCall}, Sidecar: "hostloop.tool.yaml"},
+	{Name: "hostloop", Dir: "hostile/hostloop", ABI: Extism, Hostile: true, Exports: []string{"call", "times"}, Imports: wardenCall, Sidecar: "hostloop.tool.yaml"},
 	{Name: "membomb", Dir: "hostile/membomb", ABI: Extism, Hostile: true, Exports: []string{"call"}, Sidecar: "membomb.tool.yaml"},
 	{Name: "recursion", Dir: "hostile/recursion", ABI: Extism, Hostile: true, Exports: []string{"call"}, Sidecar: "recursion.tool.yaml"},
 	{Name: "badimport", Dir: "hostile/badimport", ABI: Extism, Hostile: true, Exports: []string{"call"}, Imports: []string{"warden.nonexistent"}, Sidecar: "badimport.tool.yaml"},

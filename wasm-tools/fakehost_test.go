@@ -22,7 +22,9 @@ import (
 
 // fakeHost is a minimal stand-in for the Extism kernel plus warden's
 // warden_call, enough to run the examples' exports and check the guest side
-// of the ABI end to end. It is NOT warden's host: no limits, no gate.
+// of the ABI end to end. It is NOT warden's host: no limits, no gate, and
+// no buffer path (warden_buffer answers 0, so guests send through
+// warden_call; hostfuncs' tests run the buffer path against warden's own).
 type fakeHost struct {
 	mu     sync.Mutex
 	arena  []byte            // Extism memory; offset 0 is the null block
@@ -142,7 +144,11 @@ func (h *fakeHost) instantiate(ctx context.Context, t *testing.T, rt wazero.Runt
 		if h.call != nil {
 			s[0] = h.alloc(h.call([]byte(req)))
 		}
-	}), []api.ValueType{i64}, []api.ValueType{i64}).Export("warden_call").Instantiate(ctx)
+	}), []api.ValueType{i64}, []api.ValueType{i64}).Export("warden_call").
+		// No buffer path: a guest sends through warden_call.
+		NewFunctionBuilder().WithGoFunction(api.GoFunc(func(_ context.Context, s []uint64) { s[0] = 0 }), []api.ValueType{i64}, []api.ValueType{i64}).Export("warden_buffer").
+		NewFunctionBuilder().WithGoFunction(api.GoFunc(func(_ context.Context, s []uint64) { s[0] = 0 }), []api.ValueType{i64}, []api.ValueType{i64}).Export("warden_call_buffer").
+		Instantiate(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

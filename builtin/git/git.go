@@ -8,7 +8,6 @@
 package git
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -16,11 +15,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/wardenrt/warden/builtin/internal/fspath"
+	"github.com/wardenrt/warden/builtin/internal/gitcfg"
 	"github.com/wardenrt/warden/builtin/internal/proc"
 	"github.com/wardenrt/warden/runtime/capability"
 	"github.com/wardenrt/warden/runtime/sandbox"
@@ -148,7 +147,8 @@ func (g *runner) binary() (string, *tool.Error) {
 // disabled by --no-ext-diff and --no-textconv wherever git produces a patch.
 // Filter drivers (filter.<driver>.clean/smudge/process), named from
 // .gitattributes, cannot be listed in advance: session.open reads the
-// configuration and overrides each one it finds (filterOverrides).
+// configuration and overrides each one it finds, and every other program
+// it names (session.driverOverrides).
 var hardenArgs = []string{
 	"--no-pager",
 	"-c", "core.fsmonitor=false",
@@ -274,17 +274,38 @@ func (g *runner) open(ctx context.Context, c *tool.Call, readOnly bool) (*sessio
 		s.cancel()
 		return nil, e
 	}
-	out, e := s.run(nil, maxParse, "config", "-z", "--list")
-	if e != nil {
+	if e := s.driverOverrides(); e != nil {
 		s.cancel()
 		return nil, e
 	}
-	if out.Code != 0 {
-		s.cancel()
-		return nil, s.fail(out, "config")
-	}
-	s.env = append(s.env, filterOverrides(out.Stdout)...)
 	return s, nil
+}
+
+// driverOverrides lists the configuration and adds to the session's
+// environment the command-scope settings that turn off every program it
+// names (gitcfg.Overrides, All: this git reads no user configuration, so
+// all of it is the repository's): filter drivers, named from
+// .gitattributes, cannot be listed in advance, and --no-ext-diff and
+// --no-textconv are the second line for the diff drivers.
+func (s *session) driverOverrides() *tool.Error {
+	var f gitcfg.Format
+	out, e := s.run(nil, maxParse, f.Args()...)
+	if e != nil {
+		return e
+	}
+	if out.Code != 0 {
+		return s.fail(out, "config")
+	}
+	entries, err := f.Parse(out.Stdout)
+	if err == nil && out.Truncated {
+		err = fmt.Errorf("it is longer than %d bytes", maxParse)
+	}
+	if err != nil {
+		return tool.Errorf(tool.CodeCommandFailed, "check the repository's configuration (git config --list)",
+			"the repository's configuration could not be read: %v", err)
+	}
+	s.env = append(s.env, gitcfg.Env(gitcfg.Overrides(entries, gitcfg.All))...)
+	return nil
 }
 
 func (s *session) close() { s.cancel() }
@@ -572,48 +593,6 @@ func gitNotRepo(ws string) *tool.Error {
 	return tool.Errorf(tool.CodeNotFound,
 		"run inside a git repository (git init), or set --workspace to the repository's top directory",
 		"%s is not a git repository (the git tools work on the workspace's own repository, with .git at its top)", ws)
-}
-
-// filterOverrides turns `git config -z --list` output into environment
-// entries (GIT_CONFIG_COUNT/KEY/VALUE, command-line scope) that disable
-// every filter driver the configuration defines: process set to "" makes git
-// ignore clean and smudge too, and required=false keeps git from failing for
-// want of the filter. The environment form keeps key and value apart, so a
-// driver name containing "=" cannot confuse it the way `-c` would.
-func filterOverrides(list []byte) []string {
-	seen := map[string]bool{}
-	var keys, vals []string
-	for _, rec := range bytes.Split(list, []byte{0}) {
-		key := string(rec)
-		if i := strings.IndexByte(key, '\n'); i >= 0 {
-			key = key[:i]
-		}
-		if !strings.HasPrefix(key, "filter.") {
-			continue
-		}
-		dot := strings.LastIndexByte(key, '.')
-		if dot <= len("filter.") {
-			continue // filter.<key> without a driver name
-		}
-		name := key[len("filter."):dot]
-		if seen[name] {
-			continue
-		}
-		seen[name] = true
-		for _, kv := range [][2]string{{"process", ""}, {"clean", ""}, {"smudge", ""}, {"required", "false"}} {
-			keys = append(keys, "filter."+name+"."+kv[0])
-			vals = append(vals, kv[1])
-		}
-	}
-	if len(keys) == 0 {
-		return nil
-	}
-	env := []string{"GIT_CONFIG_COUNT=" + strconv.Itoa(len(keys))}
-	for i := range keys {
-		n := strconv.Itoa(i)
-		env = append(env, "GIT_CONFIG_KEY_"+n+"="+keys[i], "GIT_CONFIG_VALUE_"+n+"="+vals[i])
-	}
-	return env
 }
 
 // gitArgv is the full argv of one git invocation (what a preview shows).

@@ -251,6 +251,9 @@ func (s *Shell) Run(ctx context.Context, c *tool.Call, a *Args) tool.Outcome {
 		return tool.Fail(tool.CodeNotFound, "give an existing directory as cwd", "cwd %s is not an existing directory", sc.cwd)
 	}
 	res := s.execute(ctx, c, sc)
+	if res.refused != nil {
+		return tool.Outcome{Err: res.refused}
+	}
 	return s.outcome(sc, res)
 }
 

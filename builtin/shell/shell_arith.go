@@ -179,3 +179,82 @@ func arithWords(x syntax.Node, f func(w *syntax.Word, assigned bool)) {
 		arithWords(x.X, f)
 	}
 }
+
+// transforms are the ${name@X} operators that only reformat a value;
+// the others (P: prompt expansion, which runs $(…)) evaluate it.
+const transforms = "QEULuAaKk"
+
+// evalsUnseen returns what script f has bash evaluate that warden cannot
+// see ("" when nothing): ${!name} (the value names a variable, and a
+// subscript in it is arithmetic), ${name@P} (a prompt string, expanded
+// with $(…)), and the operand of -v or -R in a test when it is not a
+// literal plain name. Names given as words (read, printf -v, declare …)
+// are checked where they are read (scriptEnvs.add).
+func evalsUnseen(f *syntax.File) string {
+	what := ""
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if what != "" {
+			return false
+		}
+		switch n := n.(type) {
+		case *syntax.ParamExp:
+			if n.Excl && n.Names == 0 && !allIndex(n.Index) {
+				what = "expands ${!" + paramName(n) + "}, whose value names the variable"
+			}
+			if n.Exp != nil && n.Exp.Op == syntax.OtherParamOps {
+				if v, ok := wordLit(n.Exp.Word); !ok || len(v) != 1 || !strings.Contains(transforms, v) {
+					what = "expands ${" + paramName(n) + "@" + v + "}"
+				}
+			}
+		case *syntax.UnaryTest:
+			if n.Op == syntax.TsVarSet || n.Op == syntax.TsRefVar {
+				if w, ok := n.X.(*syntax.Word); !ok || !plainName(w) {
+					what = "tests -v on a name that is not a literal plain name"
+				}
+			}
+		case *syntax.CallExpr:
+			what = testNames(n.Args)
+		}
+		return what == ""
+	})
+	return what
+}
+
+// testNames checks the operands of test's and ['s -v and -R.
+func testNames(args []*syntax.Word) string {
+	if len(args) == 0 {
+		return ""
+	}
+	if cmd, _ := wordLit(args[0]); cmd != "test" && args[0].Lit() != "[" {
+		return ""
+	}
+	for i := 1; i+1 < len(args); i++ {
+		if op, _ := wordLit(args[i]); (op == "-v" || op == "-R") && !plainName(args[i+1]) {
+			return "tests " + op + " on a name that is not a literal plain name"
+		}
+	}
+	return ""
+}
+
+// plainName reports a word that is a literal variable name.
+func plainName(w *syntax.Word) bool {
+	v, ok := wordLit(w)
+	return ok && envName(v)
+}
+
+// allIndex reports the subscript [@] or [*] (${!a[@]}: the keys).
+func allIndex(x syntax.ArithmExpr) bool {
+	w, ok := x.(*syntax.Word)
+	if !ok {
+		return false
+	}
+	v, ok := wordLit(w)
+	return ok && (v == "@" || v == "*")
+}
+
+func paramName(n *syntax.ParamExp) string {
+	if n.Param == nil {
+		return ""
+	}
+	return n.Param.Value
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os/exec"
+	"path/filepath"
 	"testing"
 
 	"github.com/wardenrt/warden/builtin/internal/proc"
@@ -60,8 +61,31 @@ func BenchmarkShellTrue(b *testing.B) {
 }
 
 func benchCall(b *testing.B, args string) {
-	ws := tooltest.WS(b)
-	g, _ := tooltest.ShellGate(b, tool.Adapt[Args](&Shell{}), ws, "fs.read:**", "exec:true")
+	benchCallIn(b, tooltest.WS(b), args, "fs.read:**", "exec:true")
+}
+
+// BenchmarkShellGitConfig: what listing the repository's git configuration
+// costs a call whose programs may run git (exec:git granted), in one run:
+// the same call in a workspace without .git, in a repository, and in a
+// repository with no git granted (not listed).
+func BenchmarkShellGitConfig(b *testing.B) {
+	tooltest.GitBinary(b)
+	repo := tooltest.GitFixture(b)
+	tooltest.WriteFile(b, filepath.Join(repo, ".git", "config.extra"), "[filter \"x\"]\n\tclean = c\n", 0o644)
+	tooltest.GitPlain(b, repo, "config", "include.path", "config.extra")
+	b.Run("no-repo", func(b *testing.B) {
+		benchCallIn(b, tooltest.WS(b), `{"command":"/bin/true"}`, "fs.read:**", "fs.write:**", "exec:true", "exec:git")
+	})
+	b.Run("repo", func(b *testing.B) {
+		benchCallIn(b, repo, `{"command":"/bin/true"}`, "fs.read:**", "fs.write:**", "exec:true", "exec:git")
+	})
+	b.Run("repo-git-not-granted", func(b *testing.B) {
+		benchCallIn(b, repo, `{"command":"/bin/true"}`, "fs.read:**", "fs.write:**", "exec:true")
+	})
+}
+
+func benchCallIn(b *testing.B, ws, args string, grants ...string) {
+	g, _ := tooltest.ShellGate(b, tool.Adapt[Args](&Shell{}), ws, grants...)
 	req := gate.Request{Tool: "shell", Args: json.RawMessage(args), Principal: []string{"bench"}}
 	for b.Loop() {
 		res, err := g.Call(context.Background(), req)

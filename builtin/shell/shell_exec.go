@@ -28,6 +28,8 @@ import (
 	"mvdan.cc/sh/v3/interp"
 	"mvdan.cc/sh/v3/syntax"
 
+	"github.com/wardenrt/warden/builtin/internal/argguard"
+	"github.com/wardenrt/warden/builtin/internal/gitcfg"
 	"github.com/wardenrt/warden/builtin/internal/proc"
 	"github.com/wardenrt/warden/runtime/capability"
 	"github.com/wardenrt/warden/runtime/gate"
@@ -66,22 +68,24 @@ type runResult struct {
 	warnings  []string
 	path      string
 	// limit names the resource limit a program hit, if one did.
-	limit string
+	limit   string
+	refused *tool.Error // the call was refused before anything ran
 }
 
 // run is the state of one running command, shared by its handlers
 // (which run concurrently: pipes, background jobs).
 type run struct {
-	grants   capability.Set
-	ws       string
-	rtCall   *tool.Call
-	ctx      context.Context // the call's (where its connections are noted)
-	limits   resource.Limits // the call's
-	needBox  bool            // require_sandbox
-	path     string
-	pathDirs []string
-	base     map[string]string // the environment warden built, before the call's env
-	cancel   context.CancelCauseFunc
+	grants    capability.Set
+	ws        string
+	rtCall    *tool.Call
+	ctx       context.Context // the call's (where its connections are noted)
+	limits    resource.Limits // the call's
+	needBox   bool            // require_sandbox
+	path      string
+	pathDirs  []string
+	base      map[string]string // the environment warden built, before the call's env
+	hardening []string          // added last to every program's environment (gitHardening)
+	cancel    context.CancelCauseFunc
 
 	mu       sync.Mutex
 	closed   bool
@@ -124,6 +128,30 @@ func (st *run) sandbox() (sandbox.Spec, *proc.Net, error) {
 	return st.box, st.net, st.boxErr
 }
 
+// gitHardening is the call's hardening: when its programs may run git and
+// git may find a repository from the workspace, with what turns off the
+// programs the repository's configuration names (gitcfg.Programs.Settings,
+// which refuses a configuration file the call could change).
+func (st *run) gitHardening(ctx context.Context) ([]string, *tool.Error) {
+	git := st.lookPath("git")
+	execs := slices.ContainsFunc(st.grants.Grants(), func(g capability.Grant) bool { return g.Kind() == capability.Exec })
+	if git == "" || !execs || !gitcfg.RepositoryNear(st.ws) {
+		return hardening, nil
+	}
+	box, _, err := st.sandbox()
+	p := gitcfg.Programs{Git: git, Dir: st.ws, Path: st.path, Vars: st.base, Hardening: hardening, Box: box, RequireBox: st.needBox,
+		Hint: "use the git tools, which read the repository without its programs, or run the command without granting git",
+		Writable: func(c string) bool {
+			_, prot := st.rtCall.Protect.Match(st.ws, c)
+			return st.grants.Allows(capability.Need{Kind: capability.FSWrite, Resource: c}) && !protected(st.ws, c) && !prot
+		}}
+	if err != nil || !p.Runnable() { // a sandbox that cannot be made starts no program: start says why
+		return hardening, nil
+	}
+	more, e := p.Settings(ctx)
+	return hardeningWith(more), e
+}
+
 // closeNet closes the call's way out, now or as soon as it is made.
 func (st *run) closeNet() {
 	st.mu.Lock()
@@ -148,17 +176,22 @@ func (s *Shell) execute(ctx context.Context, c *tool.Call, sc *call) *runResult 
 		st.pathDirs = strings.Split(path, ":")
 	}
 	env := st.buildEnv(s.environ(), sc.args.Env)
+	res := &runResult{
+		stdout: &proc.CappedBuffer{Max: s.maxOutput()}, stderr: &proc.CappedBuffer{Max: s.maxOutput()}, path: path,
+	}
+	tctx, cancelT := context.WithTimeout(ctx, sc.timeout)
+	defer cancelT()
+	st.hardening, res.refused = st.gitHardening(tctx)
+	if res.refused != nil {
+		st.closeNet()
+		return res
+	}
 	// The interpreter opens files named sh-interp-* in its temporary
 	// directory without the open handler (they are its FIFOs for <(…)), so
 	// it gets a temporary directory where nothing can exist; its TMPDIR
 	// variable is restored below, before the command runs.
 	interpEnv := append(slices.Clone(env), "TMPDIR="+noTempDir)
-	res := &runResult{
-		stdout: &proc.CappedBuffer{Max: s.maxOutput()}, stderr: &proc.CappedBuffer{Max: s.maxOutput()}, path: path,
-	}
 
-	tctx, cancelT := context.WithTimeout(ctx, sc.timeout)
-	defer cancelT()
 	rctx, cancel := context.WithCancelCause(tctx)
 	defer cancel(nil)
 	st.cancel = cancel
@@ -392,11 +425,11 @@ func (st *run) exec(ctx context.Context, args []string) error {
 	if e := launchEnvRefusal(tool.Program{Argv: args}, st.grants); e != nil {
 		return st.refuseCode(hc, e.Code, e.Message, e.Hint)
 	}
-	g := guard(base, args[1:])
-	if g.reason != "" {
-		return st.refuse(hc, fmt.Sprintf("%s refused: %s", shellShort(args), g.reason), g.hint)
+	g := argguard.Check(base, args[1:])
+	if g.Reason != "" {
+		return st.refuse(hc, fmt.Sprintf("%s refused: %s", shellShort(args), g.Reason), g.Hint)
 	}
-	if err := st.checkWrites(hc, args, g.writes); err != nil {
+	if err := st.checkWrites(hc, args, g.Writes); err != nil {
 		return err
 	}
 	if d, err := capability.ResolvePath(st.ws, hc.Dir); err != nil || !st.grants.Allows(capability.Need{Kind: capability.FSRead, Resource: d}) {
@@ -411,7 +444,7 @@ func (st *run) exec(ctx context.Context, args []string) error {
 			st.warn(why)
 		}
 	}
-	for _, w := range riskWarnings(base, args[1:]) {
+	for _, w := range argguard.RiskWarnings(base, args[1:]) {
 		st.warn(w)
 	}
 	return st.start(ctx, hc, name, path, args, env)
@@ -579,7 +612,7 @@ func envName(k string) bool {
 }
 
 // childEnv returns the environment a program gets: the interpreter's
-// exported variables, checked, plus the hardening. It returns a refusal
+// exported variables, checked, plus the call's hardening. It returns a refusal
 // message when a guarded variable was changed for the program.
 func (st *run) childEnv(env expand.Environ, prog string) ([]string, string) {
 	vars := map[string]string{}
@@ -612,12 +645,12 @@ func (st *run) childEnv(env expand.Environ, prog string) ([]string, string) {
 		return nil, fmt.Sprintf("the command set %s for %s, which needs an exact env:%s grant: %s", name, prog, name, why)
 	}
 	vars["PATH"] = st.path
-	out := make([]string, 0, len(vars)+len(hardening))
+	out := make([]string, 0, len(vars)+len(st.hardening))
 	for k, v := range vars {
 		out = append(out, k+"="+v)
 	}
 	sort.Strings(out)
-	return append(out, hardening...), ""
+	return append(out, st.hardening...), ""
 }
 
 // resolve turns a path the interpreter uses (relative to dir) into the

@@ -460,6 +460,23 @@ func TestShellHostileLaunchedEnvironment(t *testing.T) {
 		{name: "bash -c export of a computed name", cmd: "bash -c 'export \"$0\"=0; git status' GIT_CONFIG_COUNT", code: denied, msg: "only knows when it runs", planted: true},
 		{name: "sh -c in sh -c", cmd: `sh -c "sh -c 'GIT_CONFIG_COUNT=0; git status'"`, code: denied, planted: true},
 		{name: "env in sh -c", cmd: `sh -c "env -i git status"`, code: denied, planted: true},
+		// The script is the first operand after -c's options (F1).
+		{name: "sh -c -- unset", cmd: "sh -c -- 'unset GIT_CONFIG_COUNT; git status'", code: denied, msg: "removes GIT_CONFIG_COUNT", planted: true},
+		{name: "bash -c -e export", cmd: "bash -c -e 'export GIT_CONFIG_COUNT=0; git status'", code: denied, planted: true},
+		{name: "bash -co pipefail unset", cmd: "bash -co pipefail 'unset GIT_CONFIG_COUNT; git status'", code: denied, planted: true},
+		{name: "bash -Oc extglob unset", cmd: "bash -Oc extglob 'unset GIT_CONFIG_COUNT; git status'", code: denied, planted: true},
+		// A subscript bash evaluates assigns (F2).
+		{name: "read a[NAME=0]", cmd: `bash -c 'read "a[GIT_CONFIG_COUNT=0]" <<< x; git status'`, code: denied, msg: "evaluates", planted: true},
+		{name: "test -v a[NAME=0]", cmd: `bash -c 'test -v "a[GIT_CONFIG_COUNT=0]"; git status'`, code: denied, planted: true},
+		{name: "declare -n to a[NAME=0]", cmd: `bash -c 'declare -n r="a[GIT_CONFIG_COUNT=0]"; : $r; git status'`, code: denied, planted: true},
+		{name: "${!r} of a[NAME=0]", cmd: `bash -c 'r="a[GIT_CONFIG_COUNT=0]"; : ${!r}; git status'`, code: denied, planted: true},
+		{name: "${x@P} of $((NAME=0))", cmd: `bash -c 'x="\$((GIT_CONFIG_COUNT=0))"; : "${x@P}"; git status'`, code: denied, planted: true},
+		// bash builtins that change the environment (F3).
+		{name: "exec -c", cmd: "bash -c 'exec -c git status'", code: denied, msg: "clears the environment", planted: true},
+		{name: "coproc NAME", cmd: "bash -c 'coproc GIT_CONFIG_COUNT { :; }; git status'", code: denied, msg: "GIT_CONFIG_COUNT", planted: true},
+		{name: "wait -p NAME", cmd: "bash -c 'true & wait -p GIT_CONFIG_COUNT; git status'", code: denied, msg: "GIT_CONFIG_COUNT", planted: true},
+		{name: "trap's script", cmd: `bash -c "trap 'unset GIT_CONFIG_COUNT; git status' EXIT"`, code: denied, msg: "removes GIT_CONFIG_COUNT", planted: true},
+		{name: "sh (dash) alias", cmd: "sh -c 'alias u=\"unset GIT_CONFIG_COUNT\"\nu; git status'", code: denied, planted: true},
 		// xargs builds env's words, or a shell's script, from its input.
 		{name: "xargs -I{} env {}", cmd: "xargs -I{} env {} git status <<< GIT_CONFIG_COUNT=0", code: denied, msg: "only knows when it runs", planted: true},
 		{name: "xargs env", cmd: "xargs env <<< 'GIT_CONFIG_COUNT=0 git status'", code: denied, planted: true},
@@ -504,6 +521,7 @@ func TestShellHostileLaunchedEnvironment(t *testing.T) {
 		{name: "env -u a plain variable", cmd: "env -u FOO true"},
 		{name: "sh -c with plain variables", cmd: "sh -c 'x=1; export y=2; unset x; for i in 1; do true; done; git status'", planted: true},
 		{name: "git identity through env", cmd: "env GIT_AUTHOR_NAME=a true"},
+		{name: "exec and wait -p of plain names", cmd: "bash -c 'true & wait -p pid; exec -a name git status'", planted: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ws := cleanDir(t)
@@ -532,7 +550,9 @@ func TestShellHostileLaunchedEnvironment(t *testing.T) {
 // keeps src.
 const launcherPolicy = `version: 1
 grants: ["fs.read:**", "fs.write:**", "exec:rm", "exec:env", "exec:timeout", "exec:nice", "exec:setsid", "exec:xargs",
-  "exec:sh", "exec:bash", "exec:dash", "exec:git", "exec:true", "exec:echo", "exec:printf", "exec:cat", "exec:stdbuf", "exec:flock"]
+  "exec:sh", "exec:bash", "exec:dash", "exec:git", "exec:true", "exec:echo", "exec:printf", "exec:cat", "exec:stdbuf", "exec:flock",
+  "exec:tar", "exec:sort", "exec:sed", "exec:yes", "exec:head", "exec:setarch", "exec:linux64", "exec:sqlite3", "exec:gcc",
+  "exec:ed", "exec:split"]
 rules:
   - {name: no-recursive-rm, tool: shell, command: ["rm ** -*r*", "rm ** -*R*", "rm ** --recursive*"], action: deny}
   - {tool: shell, action: allow}
@@ -550,6 +570,7 @@ func TestShellHostileLauncherRules(t *testing.T) {
 	for _, tc := range []struct {
 		name, cmd string
 		code      tool.Code // "" = runs
+		repo      bool      // the workspace is a git repository
 	}{
 		{name: "setsid -f (no value)", cmd: "setsid -w -f rm -rf src", code: tool.CodePolicyDenied},
 		{name: "xargs -i (optional attached value)", cmd: "xargs -i rm -rf src <<< x", code: tool.CodePolicyDenied},
@@ -566,6 +587,53 @@ func TestShellHostileLauncherRules(t *testing.T) {
 		{name: "dash alias", cmd: "dash -c 'alias r=rm\nr -rf src'", code: tool.CodePolicyDenied},
 		{name: "builtin eval", cmd: `bash -c 'builtin eval "rm -rf src"'`, code: tool.CodePolicyDenied},
 		{name: "command eval", cmd: `bash -c 'command eval "rm -rf src"'`, code: tool.CodePolicyDenied},
+		// A shell reads -c as a flag and goes on reading options: the
+		// script is its first operand (F1).
+		{name: "sh -c --", cmd: "sh -c -- 'rm -rf src'", code: tool.CodePolicyDenied},
+		{name: "bash -c -e", cmd: "bash -c -e 'rm -rf src'", code: tool.CodePolicyDenied},
+		{name: "bash -co pipefail", cmd: "bash -co pipefail 'rm -rf src'", code: tool.CodePolicyDenied},
+		{name: "bash -Oc extglob", cmd: "bash -Oc extglob 'rm -rf src'", code: tool.CodePolicyDenied},
+		{name: "bash -ceO extglob", cmd: "bash -ceO extglob 'rm -rf src'", code: tool.CodePolicyDenied},
+		{name: "dash -c - (ends options)", cmd: "dash -c - 'rm -rf src'", code: tool.CodePolicyDenied},
+		{name: "bash -c +o pipefail", cmd: "bash -c +o pipefail 'rm -rf src'", code: tool.CodePolicyDenied},
+		{name: "bash --norc -c -x", cmd: "bash --norc -c -x 'rm -rf src'", code: tool.CodePolicyDenied},
+		// bash evaluates a subscript in a name given as a word, the value
+		// of ${!name} and a prompt string: a $(…) there runs (F2).
+		{name: "${x@P}", cmd: `bash -c 'x="\$(rm -rf src)"; echo "${x@P}"'`, code: tool.CodeCapabilityDenied},
+		{name: "${!r} of a subscript", cmd: `bash -c 'r="a[\$(rm -rf src)]"; echo ${!r}'`, code: tool.CodeCapabilityDenied},
+		{name: "printf -v a[…]", cmd: `bash -c 'printf -v "a[\$(rm -rf src)]" x'`, code: tool.CodeCapabilityDenied},
+		{name: "read a[…]", cmd: `bash -c 'read "a[\$(rm -rf src)]" <<< x'`, code: tool.CodeCapabilityDenied},
+		{name: "declare a[…]=", cmd: `bash -c 'declare "a[\$(rm -rf src)]=1"'`, code: tool.CodeCapabilityDenied},
+		{name: "declare -a a=([…]=)", cmd: `bash -c 'declare -a "a=([\$(rm -rf src)]=1)"'`, code: tool.CodeCapabilityDenied},
+		{name: "declare -n to a subscript", cmd: `bash -c 'declare -n r="a[\$(rm -rf src)]"; echo $r'`, code: tool.CodeCapabilityDenied},
+		{name: "declare -n without a target", cmd: `bash -c 'declare -n r; r="a[\$(rm -rf src)]"; echo $r'`, code: tool.CodeCapabilityDenied},
+		{name: "test -v a[…]", cmd: `bash -c 'test -v "a[\$(rm -rf src)]"'`, code: tool.CodeCapabilityDenied},
+		{name: "[ -v a[…] ]", cmd: `bash -c '[ -v "a[\$(rm -rf src)]" ]'`, code: tool.CodeCapabilityDenied},
+		{name: "[[ -v $x ]]", cmd: `bash -c 'x="a[\$(rm -rf src)]"; [[ -v $x ]]'`, code: tool.CodeCapabilityDenied},
+		{name: "unset of an associative subscript", cmd: `bash -c 'declare -A A; unset "A[\$(rm -rf src)]"'`, code: tool.CodeCapabilityDenied},
+		{name: "let with a subscript", cmd: `bash -c "let 'a[\$(rm -rf src)]=1'"`, code: tool.CodeCapabilityDenied},
+		// exec's own options: -a takes a word (F3).
+		{name: "exec -a NAME", cmd: "bash -c 'exec -a x rm -rf src'", code: tool.CodePolicyDenied},
+		{name: "exec -la NAME", cmd: "bash -c 'exec -cla x rm -rf src'", code: tool.CodeCapabilityDenied},
+		// A guarded program's long options by an unambiguous prefix, as
+		// getopt_long and git read them (F4).
+		{name: "git ls-remote --upload-pa=", cmd: "git ls-remote --upload-pa='rm -rf src;:' .", code: tool.CodeCapabilityDenied, repo: true},
+		{name: "git grep --open=", cmd: "git grep --untracked --open='rm -rf src;:' -e main", code: tool.CodeCapabilityDenied, repo: true},
+		{name: "git grep --open-files-in-pa=", cmd: "git grep --untracked --open-files-in-pa='rm -rf src;:' -e main", code: tool.CodeCapabilityDenied, repo: true},
+		{name: "tar --to-com=", cmd: "tar cf a.tar src/main.go && tar --to-com='rm -rf src;:' -xf a.tar", code: tool.CodeCapabilityDenied},
+		{name: "tar --checkpoint-ac=", cmd: "tar cf /dev/null --checkpoint=1 --checkpoint-ac=exec='rm -rf src' src", code: tool.CodeCapabilityDenied},
+		{name: "tar --use-compress-prog=", cmd: `tar --use-compress-prog='sh -c "rm -rf src"' -cf b.tar src/main.go`, code: tool.CodeCapabilityDenied},
+		{name: "sort --compress=", cmd: "yes 'rm -rf src' | head -c 150000 > d.txt; sort -T . -S 64k --compress='sh' d.txt > /dev/null", code: tool.CodeCapabilityDenied},
+		{name: "sed --expr=", cmd: "echo x > p; sed --expr='1e rm -rf src' p", code: tool.CodeCapabilityDenied},
+		// Programs that start a program their words name, or a script
+		// of their own (F5).
+		{name: "setarch", cmd: "setarch x86_64 rm -rf src", code: tool.CodePolicyDenied},
+		{name: "linux64", cmd: "linux64 rm -rf src", code: tool.CodePolicyDenied},
+		{name: "sqlite3 .shell", cmd: "sqlite3 :memory: '.shell rm -rf src'", code: tool.CodePolicyDenied},
+		{name: "gcc -wrapper", cmd: "echo 'int x;' > x.c; TMPDIR=. gcc -wrapper rm,-rf,src,-- -c x.c", code: tool.CodePolicyDenied},
+		{name: "ed !", cmd: "printf '!rm -rf src\\nq\\n' | ed -s", code: tool.CodePolicyDenied},
+		{name: "the dynamic loader", cmd: "bash -c '/lib64/ld-linux-x86-64.so.2 /bin/rm -rf src'", code: tool.CodePolicyDenied},
+		{name: "split --filter", cmd: "echo x > p; split --fil='rm -rf src' p", code: tool.CodeCapabilityDenied},
 		// Ordinary forms still run.
 		{name: "timeout 5", cmd: "timeout 5 true"},
 		{name: "timeout -s KILL --kill-after=1", cmd: "timeout -s KILL --kill-after=1 5 true"},
@@ -578,17 +646,25 @@ func TestShellHostileLauncherRules(t *testing.T) {
 		{name: "a function defined first", cmd: "sh -c 'f() { true; }; f'"},
 		{name: "a trap that echoes", cmd: `sh -c "trap 'echo bye' EXIT; true"`},
 		{name: "rm without -r", cmd: "timeout 5 rm -f nothing"},
+		{name: "bash -c -e, plain", cmd: "bash -c -e 'rm -f nothing'"},
+		{name: "tar --checkpoint=1, sed --expr=", cmd: "tar cf /dev/null --checkpoint=1 src && echo a > p && sed --expr=s/a/b/ p"},
+		{name: "git diff --text", cmd: "git diff --text --stat", repo: true},
+		{name: "plain names and transformations", cmd: `bash -c 'read -r x <<< 1; printf -v y %s "$x"; echo "${x@Q}" "${y@U}" ${!BASH*}; [[ -v x ]]; test -v y; declare -n r=x; echo $r'`},
+		{name: "sh -c --, plain", cmd: "sh -c -- 'true' x"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ws := cleanDir(t)
 			tooltest.WriteFile(t, filepath.Join(ws, "src", "main.go"), "package main\n", 0o644)
+			if tc.repo {
+				tooltest.GitInit(t, ws)
+			}
 			g, _ := tooltest.Gate(t, launcherPolicy, ws, tool.Adapt[Args](&Shell{}))
 			res := tooltest.ShellDo(t, g, map[string]any{"command": tc.cmd, "timeout_ms": 20000})
+			if _, err := os.Stat(filepath.Join(ws, "src", "main.go")); err != nil {
+				t.Errorf("src is gone: %v", err)
+			}
 			if tooltest.Code(res) != tc.code {
 				t.Fatalf("want %q, got %+v\n%s", tc.code, res.Error, res.Data)
-			}
-			if _, err := os.Stat(filepath.Join(ws, "src", "main.go")); err != nil {
-				t.Fatalf("src is gone: %v", err)
 			}
 		})
 	}

@@ -36,6 +36,8 @@ type envChange struct {
 	clear   bool   // the whole environment dropped (env -i)
 	unknown bool   // a variable whose name is known only when the script runs
 	arith   bool   // with unknown: arithmetic on a value that may assign one (shell_arith.go)
+	unread  bool   // with unknown: a shell's words warden cannot read (getopt.Shells)
+	evals   string // with unknown: what bash evaluates as it runs (shell_arith.go's evalsUnseen)
 	by      string // what makes it: "env", "sh -c", …
 }
 
@@ -60,6 +62,12 @@ func (c envChange) refusal(grants capability.Set) *tool.Error {
 	case c.unknown && c.arith:
 		return tool.Errorf(tool.CodeCapabilityDenied, "use literal numbers in arithmetic, or variables the script sets to a number before it uses them",
 			"%s evaluates in arithmetic a value it only knows when it runs, which bash reads as an expression that may assign a variable warden guards (X='GIT_CONFIG_COUNT=0'; : $((X)))", c.by)
+	case c.unknown && c.evals != "":
+		return tool.Errorf(tool.CodeCapabilityDenied, "name variables plainly: no subscript in a name given as a word (read, printf -v, declare, test -v, unset …), no ${!name}, no ${name@P}, a declare -n with a plain target",
+			"%s %s, which bash evaluates as it runs (a subscript as arithmetic, a prompt string as the shell would expand it): a $(…) in it runs a command, and an assignment in it sets a variable, that warden never sees", c.by, c.evals)
+	case c.unknown && c.unread:
+		return tool.Errorf(tool.CodeCapabilityDenied, "start the shell with the options of its manual, the script after -c and its options",
+			"%s is started with words warden cannot read as the shell does (an unknown option, --rcfile, a missing value, or a shell warden has no table for): the script it runs may set or remove a variable warden guards", c.by)
 	case c.unknown:
 		return tool.Errorf(tool.CodeCapabilityDenied, "name the variable literally",
 			"%s sets or removes a variable whose name it only knows when it runs, which may be one warden guards (GIT_CONFIG_*, LD_PRELOAD, PATH, …)", c.by)
@@ -165,11 +173,13 @@ func launchEnv(s tool.Program, recheck bool) []envChange {
 			}
 		}
 	case "sh", "bash", "dash", "zsh", "ksh", "ash", "mksh", "posh", "fish", "csh", "tcsh":
-		if src, ok := shellScript(s); ok {
-			return scriptEnv(src, name+" -c")
-		}
-		if scriptOpen(s) {
+		switch i, st := shellScriptAt(s); {
+		case st == getopt.Unknown:
+			return append(out, envChange{unknown: true, unread: true, by: name})
+		case st == getopt.Dynamic || i > 0 && dyn(s, i):
 			return open(name + " -c")
+		case i > 0:
+			return scriptEnv(s.Argv[i], name+" -c")
 		}
 	}
 	return out
@@ -269,42 +279,33 @@ func (r envRun) launched(p tool.Program) []tool.Program {
 	return qs
 }
 
-// shellScript returns the literal script of a shell's -c (see invocation).
+// shellScript returns the literal script of a shell's -c, read with the
+// shell's own invocation table (getopt.Shells).
 func shellScript(p tool.Program) (string, bool) {
-	src, i := shellScriptAt(p)
-	return src, i > 0 && !dyn(p, i)
-}
-
-// scriptOpen reports a shell's -c whose script, or an option before it,
-// is known only at run time.
-func scriptOpen(p tool.Program) bool {
-	_, i := shellScriptAt(p)
-	return i < 0 || i > 0 && dyn(p, i)
-}
-
-// shellScriptAt finds the script of a shell's -c: its text and index (0:
-// there is none; -1: a word known only at run time stands before it).
-func shellScriptAt(p tool.Program) (string, int) {
-	for i := 1; i < len(p.Argv); i++ {
-		a := p.Argv[i]
-		if dyn(p, i) {
-			return "", -1
-		}
-		switch {
-		case a == "-o" || a == "+o" || a == "-O" || a == "+O" || a == "--rcfile" || a == "--init-file":
-			i++
-		case a == "--" || a == "-" || !(strings.HasPrefix(a, "-") || strings.HasPrefix(a, "+")):
-			return "", 0
-		case strings.HasPrefix(a, "--"):
-		case strings.HasPrefix(a, "-") && strings.Contains(a, "c"):
-			if i+1 >= len(p.Argv) {
-				return "", 0
-			}
-			return p.Argv[i+1], i + 1
-		}
+	i, st := shellScriptAt(p)
+	if st != getopt.OK || i == 0 || dyn(p, i) {
+		return "", false
 	}
-	return "", 0
+	return p.Argv[i], true
 }
+
+// shellScriptAt finds the script of a shell's -c: its index (0: there is
+// none, the shell reads a file or its input) and how far the shell's
+// words could be read; a shell warden has no table for is Unknown.
+func shellScriptAt(p tool.Program) (int, getopt.Status) {
+	t, ok := getopt.Shells[path.Base(p.Argv[0])]
+	if !ok {
+		return 0, getopt.Unknown
+	}
+	return t.Script(p.Argv, dynOf(p))
+}
+
+// readShells are the shells whose scripts warden reads: bash's language
+// and the POSIX shells', which it parses as bash's. zsh, ksh and mksh
+// have tables (their script is found, and its plain assignments are
+// checked) but their languages differ — zsh's glob qualifiers run code —
+// so what they run is an opaque subject.
+var readShells = map[string]bool{"sh": true, "dash": true, "ash": true, "posh": true, "bash": true}
 
 // setters are the builtins that set variables they name, and how each
 // reads its words: its options (bash's), the options whose value names a
@@ -317,6 +318,7 @@ var setters = map[string]struct {
 }{
 	"read":      {opts: getopt.Table{Short: "ersa:d:i:n:N:p:t:u:"}, named: "a", operands: true},
 	"printf":    {opts: getopt.Table{Short: "v:"}, named: "v"},
+	"wait":      {opts: getopt.Table{Short: "fnp:"}, named: "p"},
 	"getopts":   {operands: true, only: true},
 	"mapfile":   {opts: getopt.Table{Short: "d:n:O:s:tu:C:c:"}, operands: true},
 	"readarray": {opts: getopt.Table{Short: "d:n:O:s:tu:C:c:"}, operands: true},
@@ -350,6 +352,9 @@ func scriptEnv(src, by string) []envChange {
 	}
 	e := &scriptEnvs{by: by}
 	syntax.Walk(f, e.node)
+	if what := evalsUnseen(f); what != "" {
+		e.out = append(e.out, envChange{unknown: true, evals: what, by: by})
+	}
 	if arithUnseen(f) {
 		e.out = append(e.out, envChange{unknown: true, arith: true, by: by})
 	}
@@ -377,6 +382,10 @@ type scriptEnvs struct {
 }
 
 func (e *scriptEnvs) add(name string, unset bool) {
+	if strings.Contains(name, "[") { // a subscript bash evaluates
+		e.out = append(e.out, envChange{unknown: true, evals: "names the variable " + quote(name), by: e.by})
+		return
+	}
 	e.out = append(e.out, envChange{name: name, unset: unset, by: e.by})
 }
 
@@ -391,7 +400,10 @@ func (e *scriptEnvs) word(w *syntax.Word, unset bool) {
 		e.unknown()
 	case strings.HasPrefix(v, "-") || strings.HasPrefix(v, "+"):
 	default:
-		n, _, _ := strings.Cut(v, "=")
+		n, val, _ := strings.Cut(v, "=")
+		if strings.HasPrefix(val, "(") { // declare "a=([…]=…)": the subscripts are evaluated
+			n += "["
+		}
 		e.add(n, unset)
 	}
 }
@@ -422,6 +434,19 @@ func (e *scriptEnvs) node(n syntax.Node) bool {
 		if wi, ok := n.Loop.(*syntax.WordIter); ok && wi.Name != nil {
 			e.add(wi.Name.Value, false)
 		}
+	case *syntax.CoprocClause:
+		// coproc NAME sets NAME (its file descriptors) and NAME_PID.
+		name := "COPROC"
+		if n.Name != nil {
+			v, ok := wordLit(n.Name)
+			if !ok {
+				e.unknown()
+				break
+			}
+			name = v
+		}
+		e.add(name, false)
+		e.add(name+"_PID", false)
 	case *syntax.ParamExp:
 		// ${NAME=value} and ${NAME:=value} set NAME.
 		if n.Exp != nil && (n.Exp.Op == syntax.AssignUnset || n.Exp.Op == syntax.AssignUnsetOrNull) {
@@ -469,8 +494,16 @@ func (e *scriptEnvs) decl(d *syntax.DeclClause) {
 		}
 	}
 	for _, as := range d.Args {
-		if _, ok := wordLit(as.Value); ref && as.Value != nil && !ok {
+		v, ok := wordLit(as.Value)
+		switch {
+		case !ref || as.Naked && ok && (strings.HasPrefix(v, "-") || strings.HasPrefix(v, "+")):
+		case as.Value == nil || as.Naked:
+			// declare -n r: the next r=… names its target.
+			e.out = append(e.out, envChange{unknown: true, evals: "declares a reference without a plain target", by: e.by})
+		case !ok:
 			e.unknown()
+		case !envName(v):
+			e.out = append(e.out, envChange{unknown: true, evals: "declares a reference to " + quote(v), by: e.by})
 		}
 	}
 }
@@ -508,23 +541,76 @@ func (e *scriptEnvs) call(args []*syntax.Word) {
 		for _, w := range args[1:] {
 			v, ok := wordLit(w)
 			if !ok {
-				return // an opaque subject: the command rules judge it
+				return // an opaque subject, as a sourced file is: the command rules judge it
 			}
 			words = append(words, v)
 		}
 		e.out = append(e.out, scriptEnv(strings.Join(words, " "), e.by)...)
+	case cmd == "trap" || cmd == "alias":
+		e.scripts(cmd, args[1:])
+	case cmd == "exec":
+		p := wordsProgram(args)
+		opts, _, st := execOpts.Parse(p.Argv, dynOf(p), 1, "")
+		if st != getopt.OK {
+			e.unknown()
+		}
+		for _, o := range opts {
+			if o.Key == "c" {
+				e.out = append(e.out, envChange{clear: true, by: e.by + " (exec -c)"})
+			}
+		}
 	case isSetter:
 		e.setter(st.opts, st.named, st.operands, st.only, args)
 	}
 }
 
-// setter adds the variables a setter's words name.
-func (e *scriptEnvs) setter(opts getopt.Table, named string, operands, only bool, args []*syntax.Word) {
+// execOpts are the options of bash's exec: -c clears the environment of
+// the command, -l makes it a login shell, -a names its argv[0].
+var execOpts = getopt.Table{Short: "cla:"}
+
+// scripts reads the scripts trap and alias hold as eval's: a trap's
+// action (trap [-lp] [--] ACTION CONDITION…) and each alias's value
+// (dash expands aliases in scripts); one known only at run time is an
+// unknown change.
+func (e *scriptEnvs) scripts(cmd string, args []*syntax.Word) {
+	var srcs []string
+	for i, w := range args {
+		v, ok := wordLit(w)
+		switch {
+		case !ok:
+			e.unknown()
+			return
+		case cmd == "alias":
+			if _, val, eq := strings.Cut(v, "="); eq {
+				srcs = append(srcs, val)
+			}
+		case strings.HasPrefix(v, "-") && v != "-":
+		case len(args) > i+1:
+			srcs = append(srcs, v) // the action; the rest are conditions
+		}
+		if cmd == "trap" && len(srcs) > 0 {
+			break
+		}
+	}
+	for _, src := range srcs {
+		e.out = append(e.out, scriptEnv(src, e.by)...)
+	}
+}
+
+// wordsProgram is a script's words as a program's: the literal ones, and
+// those known only at run time marked dynamic.
+func wordsProgram(args []*syntax.Word) tool.Program {
 	p := tool.Program{Argv: make([]string, len(args)), Dynamic: make([]bool, len(args))}
 	for i, w := range args {
 		v, ok := wordLit(w)
 		p.Argv[i], p.Dynamic[i] = v, !ok
 	}
+	return p
+}
+
+// setter adds the variables a setter's words name.
+func (e *scriptEnvs) setter(opts getopt.Table, named string, operands, only bool, args []*syntax.Word) {
+	p := wordsProgram(args)
 	read, i, st := opts.Parse(p.Argv, dynOf(p), 1, "")
 	if st != getopt.OK {
 		e.unknown() // an option known only at run time may name a variable

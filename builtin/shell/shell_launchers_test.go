@@ -61,6 +61,12 @@ func TestLauncherSubjects(t *testing.T) {
 		{"xargs", "echo ‹input›"},
 		{"busybox rm -rf x", "rm -rf x"},
 		{"busybox timeout 5 rm -rf x", "opaque"},
+		{"bash -c -e 'rm -rf x'", "rm -rf x"},
+		{"sh -c -- 'rm -rf x'", "rm -rf x"},
+		{"bash -Oc extglob 'rm -rf x'", "rm -rf x"},
+		{"bash -c -Z 'rm -rf x'", "opaque"},
+		{"zsh -c 'rm -rf x'", "opaque"}, // zsh's language is not bash's
+		{"fish -c 'rm -rf x'", "opaque"},
 	} {
 		p := tool.Program{Argv: splitTest(t, tc.cmd)}
 		p.Dynamic = make([]bool, len(p.Argv))

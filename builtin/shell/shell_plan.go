@@ -13,6 +13,8 @@ import (
 	"mvdan.cc/sh/v3/interp"
 	"mvdan.cc/sh/v3/syntax"
 
+	"github.com/wardenrt/warden/builtin/internal/argguard"
+	"github.com/wardenrt/warden/builtin/internal/getopt"
 	"github.com/wardenrt/warden/runtime/capability"
 	"github.com/wardenrt/warden/runtime/tool"
 )
@@ -352,6 +354,17 @@ func (z *analyzer) command(words []string, static []bool, allStatic bool, entry 
 	switch name {
 	case "command", "exec", "builtin":
 		i := 1
+		if name == "exec" { // exec [-cl] [-a NAME] [--] command
+			_, next, st := execOpts.Parse(words, func(k int) bool { return !static[k] }, 1, "")
+			if st != getopt.OK {
+				z.out.unseen = true
+				return "builtin"
+			}
+			i = len(words)
+			if next < len(words) {
+				i = next
+			}
+		}
 		for i < len(words) && static[i] && strings.HasPrefix(words[i], "-") && words[i] != "-" {
 			if name == "command" && (words[i] == "-v" || words[i] == "-V") {
 				return "builtin" // only looks the name up
@@ -372,12 +385,13 @@ func (z *analyzer) command(words []string, static []bool, allStatic bool, entry 
 		// dash expands aliases in scripts (and bash with expand_aliases).
 		z.out.unseen = z.out.unseen || len(words) > 1
 	case "enable", "hash", "mapfile", "readarray":
-		// enable -f loads a builtin from a file, hash -p names the file a
+		// enable -f loads a builtin from a file and enable -n turns one
+		// off (its name then runs the program), hash -p names the file a
 		// program name runs, mapfile -C runs a callback: what runs is
 		// unseen.
-		flag := map[string]string{"enable": "f", "hash": "p", "mapfile": "C", "readarray": "C"}[name]
+		flag := map[string]string{"hash": "p", "mapfile": "C", "readarray": "C"}[name]
 		for i, w := range words[1:] {
-			if !static[i+1] || strings.HasPrefix(w, "-") && strings.Contains(w, flag) {
+			if !static[i+1] || name == "enable" || strings.HasPrefix(w, "-") && strings.Contains(w, flag) {
 				z.out.unseen = true
 			}
 		}
@@ -483,13 +497,13 @@ func (z *analyzer) program(words []string, static []bool, allStatic bool, entry 
 	if !allStatic {
 		return
 	}
-	for _, w := range riskWarnings(base, words[1:]) {
+	for _, w := range argguard.RiskWarnings(base, words[1:]) {
 		z.warn(w)
 	}
-	if g := guard(base, words[1:]); g.reason != "" {
-		z.refuse(tool.Errorf(tool.CodeCapabilityDenied, g.hint, "%s refused: %s", shellShort(words), g.reason))
+	if g := argguard.Check(base, words[1:]); g.Reason != "" {
+		z.refuse(tool.Errorf(tool.CodeCapabilityDenied, g.Hint, "%s refused: %s", shellShort(words), g.Reason))
 	} else if !z.dirChanged {
-		for _, f := range g.writes {
+		for _, f := range g.Writes {
 			if p, ok := z.staticPath(f); ok {
 				z.need(capability.Need{Kind: capability.FSWrite, Resource: p})
 				if protected(z.in.ws, p) {

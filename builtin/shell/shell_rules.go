@@ -27,9 +27,20 @@ import (
 const maxLaunchDepth = 8
 
 // starters are programs that start programs warden cannot name from
-// their argv: interpreters, build tools, debuggers, terminal multiplexers,
-// editors and pagers with shell escapes, privilege and namespace tools.
+// their argv: interpreters, build tools, compilers (gcc -wrapper),
+// debuggers, terminal multiplexers, editors, pagers and clients with
+// shell escapes (ed's !, sqlite3's .shell, psql's \!), privilege,
+// namespace and personality tools (setarch and its aliases), service
+// starters. The list cannot be complete — what a program starts by itself
+// is beyond the static view; the sandbox's exec grants are what holds
+// there (docs/policy.md).
 var starters = map[string]bool{
+	"setarch": true, "linux32": true, "linux64": true, "i386": true, "x86_64": true, "nsenter": true, "chroot": true,
+	"runcon": true, "ssh-agent": true, "dbus-run-session": true, "run-parts": true, "start-stop-daemon": true,
+	"sqlite3": true, "psql": true, "mysql": true, "mariadb": true, "gcc": true, "cc": true, "clang": true, "g++": true,
+	"c++": true, "m4": true, "ed": true, "red": true, "ex": true, "view": true, "dc": true, "cmake": true, "ninja": true,
+	"meson": true, "rlwrap": true, "numactl": true, "perf": true, "firejail": true, "bwrap": true, "fakeroot": true,
+	"proot": true, "capsh": true, "pkexec": true, "at": true, "batch": true, "crontab": true, "socat": true,
 	"python": true, "python2": true, "python3": true, "perl": true, "ruby": true, "node": true, "nodejs": true,
 	"deno": true, "bun": true, "php": true, "lua": true, "tclsh": true, "wish": true, "expect": true,
 	"awk": true, "gawk": true, "mawk": true, "nawk": true, "busybox": false,
@@ -185,11 +196,17 @@ func launched(p tool.Program) []tool.Program {
 			}
 			return launchRest(p, i)
 		}
-		if starters[name] {
+		if starters[name] || dynamicLoader(name) {
 			return opaque(p)
 		}
 	}
 	return nil
+}
+
+// dynamicLoader reports the dynamic loader (ld.so, ld-linux-x86-64.so.2,
+// ld-musl-x86_64.so.1), which runs the program its words name.
+func dynamicLoader(name string) bool {
+	return strings.HasPrefix(name, "ld.so") || strings.HasPrefix(name, "ld-linux") || strings.HasPrefix(name, "ld-musl")
 }
 
 // launchRest is the command p launches from its word i on (nil: none),
@@ -282,10 +299,10 @@ func flockScript(p tool.Program, i int) (string, bool) {
 }
 
 // invocation is what a shell runs: the script of -c, parsed, when it
-// is literal; an opaque subject otherwise (a script from a file or stdin,
-// options warden does not know).
+// is literal and in a language warden reads; an opaque subject otherwise
+// (a script from a file or stdin, options warden does not know, zsh).
 func invocation(p tool.Program) []tool.Program {
-	if src, ok := shellScript(p); ok {
+	if src, ok := shellScript(p); ok && readShells[path.Base(p.Argv[0])] {
 		return scriptPrograms(src)
 	}
 	return opaque(p)

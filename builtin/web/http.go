@@ -304,6 +304,9 @@ func (t *HTTPTool) Run(ctx context.Context, c *tool.Call, a *httpArgs) tool.Outc
 	if req.Header.Get("User-Agent") == "" {
 		req.Header.Set("User-Agent", httpUserAgent)
 	}
+	if p.method != http.MethodHead && req.Header.Get("Range") == "" {
+		req.Header.Set("Accept-Encoding", "gzip") // decoded by httpDecoded
+	}
 	start := time.Now()
 	resp, err := client.Do(req)
 	if err != nil {
@@ -315,6 +318,10 @@ func (t *HTTPTool) Run(ctx context.Context, c *tool.Call, a *httpArgs) tool.Outc
 		return tool.Outcome{Err: derr}
 	}
 	raw, truncated, err := httpReadCapped(decoded, httpMaxBody)
+	if errors.Is(err, errWireCap) {
+		return tool.Fail(tool.CodeTooLarge, "fetch it uncompressed, or a smaller part of it",
+			"the server's compressed body took more than %d MiB on the wire before giving %d bytes of text", httpMaxWire>>20, len(raw))
+	}
 	if err != nil {
 		return tool.Outcome{Err: httpClassify(err, c.Workspace, p.timeout)}
 	}

@@ -26,17 +26,39 @@ import (
 // httpMaxCodings bounds the content codings a body may have been applied.
 const httpMaxCodings = 4
 
+// httpMaxWire bounds the encoded bytes read for one body.
+const httpMaxWire = 16 << 20
+
+// errWireCap is what a body read past httpMaxWire encoded bytes returns.
+var errWireCap = errors.New("the encoded body is larger than 16 MiB")
+
+// wireCap reads at most left bytes of r, then fails with errWireCap.
+type wireCap struct {
+	r    io.Reader
+	left int64
+}
+
+func (w *wireCap) Read(p []byte) (int, error) {
+	if w.left <= 0 {
+		return 0, errWireCap
+	}
+	if int64(len(p)) > w.left {
+		p = p[:w.left]
+	}
+	n, err := w.r.Read(p)
+	w.left -= int64(n)
+	return n, err
+}
+
 // httpDecoded returns the body of resp as the text it carries, and removes
 // Content-Encoding and Content-Length from its header (they described the
 // bytes on the wire). The body is read as it is decoded: nothing is read
 // here but a coding's header.
 func httpDecoded(resp *http.Response) (io.Reader, *tool.Error) {
 	var body io.Reader = resp.Body
-	if resp.Uncompressed {
-		return body, nil // the transport's own gzip, undone
-	}
 	var codings []string
-	for _, c := range strings.Split(resp.Header.Get("Content-Encoding"), ",") {
+	all := strings.Join(resp.Header.Values("Content-Encoding"), ",") // every line
+	for _, c := range strings.Split(all, ",") {
 		if c = strings.ToLower(strings.TrimSpace(c)); c != "" && c != "identity" {
 			codings = append(codings, c)
 		}
@@ -46,17 +68,20 @@ func httpDecoded(resp *http.Response) (io.Reader, *tool.Error) {
 	}
 	if len(codings) > httpMaxCodings {
 		return nil, tool.Errorf(tool.CodeOperationNotSupported, "fetch it uncompressed, or compressed once",
-			"the server answered with a body encoded %d times (Content-Encoding %s); warden decodes at most %d", len(codings), resp.Header.Get("Content-Encoding"), httpMaxCodings)
+			"the server answered with a body encoded %d times (Content-Encoding %s); warden decodes at most %d", len(codings), all, httpMaxCodings)
 	}
 	for _, c := range codings {
 		if c != "gzip" && c != "x-gzip" && c != "deflate" {
 			return nil, tool.Errorf(tool.CodeOperationNotSupported,
 				"warden decodes gzip and deflate bodies only (and asks for gzip itself): a body it cannot read is not shown, since redaction could not read it either",
-				"the server answered with Content-Encoding %s, which warden does not decode", resp.Header.Get("Content-Encoding"))
+				"the server answered with Content-Encoding %s, which warden does not decode", all)
 		}
 	}
 	resp.Header.Del("Content-Encoding")
 	resp.Header.Del("Content-Length")
+	// The cap on the body counts decoded bytes; the bytes read off the wire
+	// are capped too (empty gzip members decode to nothing, forever).
+	body = &wireCap{r: body, left: httpMaxWire}
 	for i := len(codings) - 1; i >= 0; i-- {
 		d, err := httpDecoder(codings[i], body)
 		if errors.Is(err, io.EOF) {

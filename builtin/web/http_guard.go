@@ -156,7 +156,12 @@ func (g *httpGuard) client() *http.Client {
 			RootCAs:    g.seams.rootCAs, // nil: the system roots
 			MinVersion: tls.VersionTLS12,
 		},
-		ForceAttemptHTTP2:      true,
+		ForceAttemptHTTP2: true,
+		// warden asks for gzip itself (the http tool) and decodes every
+		// Content-Encoding line: the transport's own gzip reads the first
+		// line only and deletes the others (a second gzip, a br, would be
+		// shown as compressed bytes redaction cannot read).
+		DisableCompression:     true,
 		TLSHandshakeTimeout:    15 * time.Second,
 		MaxResponseHeaderBytes: httpMaxHeaderBytes,
 		MaxIdleConnsPerHost:    2,

@@ -385,6 +385,19 @@ func TestHTTPHostileCompressedBody(t *testing.T) {
 		case "/br":
 			w.Header().Set("Content-Encoding", "br")
 			body = gz(body) // not brotli: it is refused unread
+		case "/twolines": // two header lines: the transport read the first only
+			w.Header()["Content-Encoding"] = []string{"gzip", "gzip"}
+			body = gz(gz(body))
+		case "/empties": // gzip members that decode to nothing, past the wire cap
+			w.Header().Set("Content-Encoding", "gzip")
+			empty := gz(nil)
+			for n := 0; n < (17<<20)/len(empty); n++ {
+				w.Write(empty)
+			}
+			return
+		case "/twolinesbr":
+			w.Header()["Content-Encoding"] = []string{"gzip", "br"}
+			body = gz(gz(body))
 		}
 		w.Write(body)
 	})
@@ -399,7 +412,7 @@ func TestHTTPHostileCompressedBody(t *testing.T) {
 	for _, c := range []struct {
 		path    string
 		headers map[string]string
-	}{{"/gzip", nil}, {"/gzip", map[string]string{"Range": "bytes=0-"}}, {"/deflate", nil}, {"/twice", nil}} {
+	}{{"/gzip", nil}, {"/gzip", map[string]string{"Range": "bytes=0-"}}, {"/deflate", nil}, {"/twice", nil}, {"/twolines", nil}} {
 		res := get(c.path, c.headers)
 		tooltest.AssertNoSecret(t, res, audit, key)
 		tooltest.AssertNoSecret(t, res, audit, pw)
@@ -411,8 +424,10 @@ func TestHTTPHostileCompressedBody(t *testing.T) {
 			t.Errorf("%s %v: the decoded body is said to be %s", c.path, c.headers, ce)
 		}
 	}
-	res := get("/br", nil)
-	httpWantError(t, res, tool.CodeOperationNotSupported, "br", "")
+	httpWantError(t, get("/empties", nil), tool.CodeTooLarge, "MiB", "")
+	for _, path := range []string{"/br", "/twolinesbr"} {
+		httpWantError(t, get(path, nil), tool.CodeOperationNotSupported, "br", "")
+	}
 	for _, ae := range []string{"gzip", "br", "gzip, deflate, br"} {
 		res := get("/gzip", map[string]string{"Accept-Encoding": ae})
 		httpWantError(t, res, tool.CodeInvalidInput, "Accept-Encoding", "warden")

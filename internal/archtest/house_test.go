@@ -12,6 +12,28 @@ func TestHouse(t *testing.T) {
 	HouseSizes(t, filepath.Join("..", ".."))
 }
 
+// TestThirdPartyRecorded: what the house's sizes leave out is code the
+// project took from elsewhere, each directory with its authors' licence
+// and a README.md that names where it comes from and what was changed.
+func TestThirdPartyRecorded(t *testing.T) {
+	root := filepath.Join("..", "..", filepath.FromSlash(ThirdParty))
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range ents {
+		if !d.IsDir() {
+			t.Errorf("%s/%s: only directories, one per module taken", ThirdParty, d.Name())
+			continue
+		}
+		for _, f := range []string{"LICENSE", "README.md"} {
+			if _, err := os.Stat(filepath.Join(root, d.Name(), f)); err != nil {
+				t.Errorf("%s/%s has no %s: say where it comes from, under which licence, and what was changed", ThirdParty, d.Name(), f)
+			}
+		}
+	}
+}
+
 // TestSizesFindsBoth: the check sees a big package and a long function.
 func TestSizesFindsBoth(t *testing.T) {
 	dir := t.TempDir()

@@ -406,7 +406,7 @@ func (g *Gate) grantsRefusal(c *checked, grants capability.Set) *tool.Error {
 			continue
 		}
 		if secrets == nil {
-			_, inArgs := g.redactArgsFound(c.shown)
+			_, inArgs := g.redactShown(c.shown)
 			secrets = withArgSecrets(g.callRedactor(c), inArgs)
 		}
 		_, inNeed := secrets.Replace(n.String(), plainMask)
@@ -501,7 +501,7 @@ func (g *Gate) Call(ctx context.Context, req Request) (tool.Result, error) {
 	// cleaned of a URL's "//" in a capability, a refusal naming it).
 	var inArgs []redact.Secret
 	if c != nil && c.call != nil {
-		ev.Args, inArgs = g.redactArgsFound(c.shown)
+		ev.Args, inArgs = g.redactShown(c.shown)
 		red = withArgSecrets(red, inArgs)
 		ev.Needs = redactNeeds(red, c.needs)
 		ev.DryRun = c.call.DryRun
@@ -595,7 +595,7 @@ func (g *Gate) approve(ctx context.Context, c *checked, preview *tool.Outcome) (
 		if g.o.Approver == nil {
 			break
 		}
-		args, inArgs := g.redactArgsFound(c.shown)
+		args, inArgs := g.redactShown(c.shown)
 		red := withArgSecrets(g.callRedactor(c), inArgs)
 		a, err := g.o.Approver.Approve(ctx, ApprovalRequest{
 			Tool: name, CallID: c.call.ID, Principal: c.call.Principal,
@@ -706,15 +706,15 @@ func (g *Gate) finish(ctx context.Context, res tool.Result, ev AuditEvent, o too
 		ev.Outcome = string(o.Err.Code)
 		ev.Message = o.Err.Message
 	}
-	sum := sha256.New()
-	sum.Write([]byte(res.Output))
-	sum.Write(res.Data)
-	ev.Digest = "sha256:" + hex.EncodeToString(sum.Sum(nil))
+	ev.Digest = outcomeDigest(res.Output, res.Data)
 	seq, err := g.append(ctx, ev)
 	if err != nil {
 		return res, err
 	}
 	res.AuditSeq = seq
+	if !g.o.Logger.Enabled(context.Background(), slog.LevelInfo) { // as Info asks
+		return res, nil // the line would be dropped: not built
+	}
 	attrs := []any{"tool", res.Tool, "call_id", res.CallID, "principal", strings.Join(ev.Principal, ">"),
 		"outcome", ev.Outcome, "duration_ms", res.DurationMS, "dry_run", res.DryRun, "audit_seq", seq}
 	if ev.RunID != "" {
@@ -727,8 +727,20 @@ func (g *Gate) finish(ctx context.Context, res tool.Result, ev AuditEvent, o too
 	return res, nil
 }
 
+// outcomeDigest is "sha256:" and the hex SHA-256 of output then data; a
+// long output is hashed a piece at a time, not copied whole.
+func outcomeDigest(output string, data []byte) string {
+	h, buf := sha256.New(), make([]byte, min(len(output), 32<<10))
+	for s := output; s != ""; s = s[len(buf):] {
+		buf = buf[:copy(buf, s)]
+		h.Write(buf)
+	}
+	h.Write(data)
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
 func (g *Gate) append(ctx context.Context, ev AuditEvent) (uint64, error) {
-	body, err := json.Marshal(ev)
+	body, err := marshalEvent(&ev)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %v", tool.ErrAudit, err)
 	}
@@ -790,34 +802,41 @@ func NoteSandbox(ctx context.Context, level string) {
 	}
 }
 
-func (g *Gate) redactArgs(args json.RawMessage) json.RawMessage {
-	out, _ := g.redactArgsFound(args)
-	return out
-}
-
 // minArgSecret is the shortest secret found in a call's arguments that is
 // masked wherever the call's record and outcome repeat it — but for a
-// password (redact.IsPassword), masked whatever its length: a short
-// password is still one, while a short value of another kind may be an
-// ordinary word.
+// password only in its place (withArgSecrets).
 const minArgSecret = 8
 
 // withArgSecrets returns red that also masks the secrets found in a call's
-// arguments wherever the call's record and outcome repeat them: each
-// password whatever its length, the others from minArgSecret bytes.
+// arguments wherever the call's record and outcome repeat them, from
+// minArgSecret bytes. A shorter password is masked where it stands as a
+// URL's user info — between ":" and "@", as they are or URL-encoded once
+// or twice (a path cleaned of "//", an http tool repeating its params) —
+// and nowhere else: the arguments choose what is a password, and a short
+// one masked wherever it appears would let them hide any word ("rm",
+// "the") from the approver and the record.
 func withArgSecrets(red *redact.Redactor, found []redact.Secret) *redact.Redactor {
-	var passwords, others []redact.Secret
+	var short []redact.Secret
 	for _, s := range found {
-		if redact.IsPassword(s.Kind) {
-			passwords = append(passwords, s)
-		} else {
-			others = append(others, s)
+		if len(s.Original) >= minArgSecret || !redact.IsPassword(s.Kind) {
+			continue
+		}
+		for _, f := range [][2]string{{":", "@"}, {"%3A", "%40"}, {"%3a", "%40"}, {"%253A", "%2540"}, {"%253a", "%2540"}} {
+			short = append(short, redact.Secret{Kind: s.Kind, Original: f[0] + s.Original + f[1]})
 		}
 	}
-	return red.WithSecrets(minArgSecret, others...).WithSecrets(1, passwords...)
+	return red.WithSecrets(minArgSecret, found...).WithSecrets(1, short...)
 }
 
-// redactArgsFound is redactArgs, and the secrets it masked.
+// redactShown is redactArgsFound for checked.shown (compact JSON); a copy.
+func (g *Gate) redactShown(shown json.RawMessage) (json.RawMessage, []redact.Secret) {
+	if out, found, err := g.o.Redactor.ReplaceCompactJSON(shown, plainMask); err == nil {
+		return bytes.Clone(out), found
+	}
+	return g.redactArgsFound(shown)
+}
+
+// redactArgsFound redacts a call's arguments, and says what it masked.
 func (g *Gate) redactArgsFound(args json.RawMessage) (json.RawMessage, []redact.Secret) {
 	out, found, err := g.o.Redactor.ReplaceJSON(args, plainMask)
 	if err != nil {

@@ -225,8 +225,9 @@ func (g *Gate) remember(ctx context.Context, tool string, rules []string, by str
 		t := TimedGrant{ID: "a-" + g.o.NewID(), Kind: TimedApprovalKind, Tool: tool, Workspace: g.o.Workspace,
 			Rule: rule, Added: now, Expires: now.Add(min(d, MaxTimedGrant)), By: by}
 		args, _ := json.Marshal(t)
+		args, _ = g.redactShown(args) // json.Marshal's: compact
 		ev := AuditEvent{Phase: PhaseAdmin, CallID: g.o.NewID(), Principal: []string{by}, Tool: "grant.approval",
-			Args: g.redactArgs(args), Outcome: "ok", Message: g.o.Redactor.String(t.String())}
+			Args: args, Outcome: "ok", Message: g.o.Redactor.String(t.String())}
 		if _, err := g.append(ctx, ev); err != nil {
 			return out, err
 		}

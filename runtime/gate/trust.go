@@ -90,13 +90,17 @@ func ResolvePolicy(ctx context.Context, files PolicyFiles, trust TrustStore) (*P
 		}
 		return &PolicyInForce{Policy: p, State: TrustExplicit, File: files.Explicit, SHA256: sum}, nil
 	}
-	base := &PolicyInForce{Policy: DefaultPolicy(), State: TrustBuiltIn}
+	var base *PolicyInForce
 	if files.Home != "" {
 		if p, sum, err := loadPolicyFile(files.Home); err == nil {
 			base = &PolicyInForce{Policy: p, State: TrustHome, File: files.Home, SHA256: sum}
 		} else if !errors.Is(err, fs.ErrNotExist) {
 			return nil, err
 		}
+	}
+	if base == nil {
+		// Parsed only when no home policy replaces it.
+		base = &PolicyInForce{Policy: DefaultPolicy(), State: TrustBuiltIn}
 	}
 	if files.Workspace == "" {
 		return base, nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -372,21 +373,33 @@ func keyWords(key string) []string {
 // (see JSON): a document without any of them has no sensitive key.
 var sensitiveKeyParts = []string{"pass", "secret", "token", "key", "auth", "cookie", "credential", "sess"}
 
-// jsonFast handles the common case cheaply: a valid document without escape
-// sequences (which could spell a secret the raw text does not show), without
-// any fragment of a sensitive key name, and in which String finds nothing,
-// is returned compacted as it is. ok is false when the full walk is needed.
+// ReplaceCompactJSON is ReplaceJSON for a document the caller knows to be
+// valid, compact JSON (json.Marshal's or json.Compact's output): a
+// document with nothing to mask (see jsonClean) is returned as it is, not
+// read again to be checked and compacted. The result may be raw itself.
+func (r *Redactor) ReplaceCompactJSON(raw []byte, mask MaskFunc) ([]byte, []Secret, error) {
+	if r == nil {
+		r = plain
+	}
+	if r.jsonClean(raw) {
+		return raw, nil, nil
+	}
+	return r.ReplaceJSON(raw, mask)
+}
+
+// jsonClean reports whether a document has nothing to mask, whatever its
+// keys and values: no escape sequence (which could spell a secret the raw
+// text does not show), no fragment of a sensitive key name, and nothing
+// String finds.
+func (r *Redactor) jsonClean(raw []byte) bool {
+	return bytes.IndexByte(raw, '\\') < 0 && !hasSensitivePart(raw) && len(r.find(string(raw))) == 0
+}
+
+// jsonFast handles the common case cheaply: a valid document with nothing
+// to mask (jsonClean) is returned compacted as it is. ok is false when the
+// full walk is needed. (Compact checks that the document is valid.)
 func (r *Redactor) jsonFast(raw []byte) ([]byte, bool) {
-	if bytes.IndexByte(raw, '\\') >= 0 || !json.Valid(raw) {
-		return nil, false
-	}
-	lower := bytes.ToLower(raw)
-	for _, p := range sensitiveKeyParts {
-		if bytes.Contains(lower, []byte(p)) {
-			return nil, false
-		}
-	}
-	if len(r.find(string(raw))) > 0 {
+	if !r.jsonClean(raw) {
 		return nil, false
 	}
 	var out bytes.Buffer
@@ -395,4 +408,33 @@ func (r *Redactor) jsonFast(raw []byte) ([]byte, bool) {
 		return nil, false
 	}
 	return out.Bytes(), true
+}
+
+// hasSensitivePart reports whether raw, lower-cased, holds one of
+// sensitiveKeyParts. ASCII text is read once for all of them; other text
+// is lower-cased as keyWords lower-cases a key (the Kelvin sign is a k).
+func hasSensitivePart(raw []byte) bool {
+	for _, c := range raw {
+		if c >= utf8.RuneSelf {
+			lower := bytes.ToLower(raw)
+			for _, p := range sensitiveKeyParts {
+				if bytes.Contains(lower, []byte(p)) {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	return sensitivePartsScanner().has(raw)
+}
+
+var (
+	sensitiveOnce sync.Once
+	sensitiveScan *scanner
+)
+
+// sensitivePartsScanner finds sensitiveKeyParts in any ASCII case.
+func sensitivePartsScanner() *scanner {
+	sensitiveOnce.Do(func() { sensitiveScan = newScanner([]rule{{anchors: sensitiveKeyParts, fold: true}}) })
+	return sensitiveScan
 }

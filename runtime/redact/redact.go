@@ -34,10 +34,12 @@
 // docs/redaction.md has the rules with examples of what is and is not
 // masked.
 //
-// Redaction is linear in the input's size, whatever the input: each
-// pattern is located by its literal anchor (sk-, ghp_, eyJ, password, …)
-// and checked with an RE2 regular expression anchored there and bounded by
-// its line, and runs that a failed check has read are not read again.
+// Redaction is linear in the input's size, whatever the input: the
+// patterns are located by their literal anchors (sk-, ghp_, eyJ,
+// password, …), all of them in one pass over the text, and each candidate
+// is checked with an RE2 regular expression anchored there and bounded by
+// its line (or by hand, where the expression's first reading decides), and
+// runs that a failed check has read are not read again.
 package redact
 
 import (
@@ -116,6 +118,9 @@ func (r *Redactor) WithLiterals(minLen int, literals ...string) *Redactor {
 func (r *Redactor) WithSecrets(minLen int, secrets ...Secret) *Redactor {
 	if r == nil {
 		r = plain
+	}
+	if !slices.ContainsFunc(secrets, func(sc Secret) bool { return len(sc.Original) >= minLen }) {
+		return r // nothing to add: r masks the same (a Redactor is never changed)
 	}
 	out := &Redactor{literals: append([]string(nil), r.literals...), kinds: r.kinds}
 	seen := map[string]bool{}

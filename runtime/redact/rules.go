@@ -11,11 +11,12 @@ import (
 )
 
 // A rule finds one kind of secret. Matches are found from anchors — the
-// literal text every match starts with — located with strings.Index, and a
-// regular expression anchored at each candidate (RE2: linear in what it
-// reads). Candidates inside a span already masked are skipped, so the
-// whole pass reads each byte a bounded number of times: redaction is
-// linear in the size of the input, whatever the input.
+// literal text every match starts with — located for all the rules in one
+// pass over the text (see scanner), and a regular expression anchored at
+// each candidate (RE2: linear in what it reads), after a cheap test (pre)
+// where most candidates fail. Candidates inside a span already masked are
+// skipped, so the whole pass reads each byte a bounded number of times:
+// redaction is linear in the size of the input, whatever the input.
 type rule struct {
 	// kind names what the rule finds; it is written in the mask
 	// ([REDACTED:kind:id]).
@@ -35,10 +36,16 @@ type rule struct {
 	// would fail the same way, so they are skipped (this keeps runs like
 	// eyJ-eyJ-eyJ-… linear).
 	skipRun *byteSet
-	// find replaces the anchor and regular expression machinery for the
-	// rules that need more (private keys, key-value pairs). It returns the
-	// spans to mask, in order, not overlapping.
-	find func(s, lower string) []span
+	// pre, when set, is a cheap test that the regular expression cannot
+	// match at the candidate s[p:] (its line ends at le) when it fails: most
+	// candidates in prose and code (a word like cookie, bearer or basic, a
+	// URL without a password) are dismissed without running it.
+	pre func(s string, p, le int) bool
+	// find replaces the regular expression machinery for the rules that
+	// need more (private keys, key-value pairs): given the positions of
+	// the rule's anchors in s, in order, it returns the spans to mask, in
+	// order, not overlapping.
+	find func(s string, cands []int) []span
 }
 
 // span is a part of the text to mask and the kind of secret it holds.
@@ -150,10 +157,11 @@ func headerValue(cookie bool) func(string, []int) (int, int, bool) {
 }
 
 var rules = []rule{
-	{kind: "private-key", find: findPrivateKeys},
+	{kind: "private-key", anchors: []string{"-----BEGIN"}, find: findPrivateKeys},
 	{
 		kind:    "url-password",
 		anchors: []string{"://"},
+		pre:     urlPasswordPre,
 		re:      lazyre.New(`^://[^\s:/?#@"'<>\[\]]*:([^\s/?#"'<>]+)@`),
 		span:    literalGroup(1),
 	},
@@ -191,6 +199,7 @@ var rules = []rule{
 	{
 		kind:    "gitlab-token",
 		anchors: []string{"gl"},
+		pre:     gitlabPre,
 		word:    true,
 		re:      lazyre.New(`^gl(?:pat|dt|rt|rtr|cbt|ptt|ft|imt|agent|soat|ffct|oas|wt)-[A-Za-z0-9_-]{20,}(?:\.[A-Za-z0-9_-]+)*`),
 	},
@@ -245,6 +254,7 @@ var rules = []rule{
 		// the closing quote) goes.
 		kind:    "authorization",
 		anchors: []string{"authorization"},
+		pre:     separatorPre(len("authorization"), ":="),
 		fold:    true,
 		word:    true,
 		re: lazyre.New(`^(?i)authorization\\?["']?[ \t]*[:=][ \t]*\\?["']?` +
@@ -255,6 +265,7 @@ var rules = []rule{
 	{
 		kind:    "cookie",
 		anchors: []string{"cookie"},
+		pre:     separatorPre(len("cookie"), ":"),
 		fold:    true,
 		word:    true,
 		re:      lazyre.New(`^(?i)cookie\\?["']?[ \t]*:[ \t]*\\?["']?([^\s"'\\=](?:[^\r\n"'\\]*[^\s"'\\])?)`),
@@ -263,6 +274,7 @@ var rules = []rule{
 	{
 		kind:    "bearer-token",
 		anchors: []string{"bearer"},
+		pre:     spacedRunPre(len("bearer"), 16, newByteSet("a-z", "A-Z", "0-9", "._~+/-")),
 		fold:    true,
 		word:    true,
 		re:      lazyre.New(`^(?i)bearer[ \t]+([A-Za-z0-9._~+/-]{16,}=*)`),
@@ -271,6 +283,7 @@ var rules = []rule{
 	{
 		kind:    "basic-credentials",
 		anchors: []string{"basic"},
+		pre:     spacedRunPre(len("basic"), 6, newByteSet("a-z", "A-Z", "0-9", "+/")),
 		fold:    true,
 		word:    true,
 		re:      lazyre.New(`^(?i)basic[ \t]+([A-Za-z0-9+/]{6,}={0,2})`),
@@ -282,6 +295,7 @@ var rules = []rule{
 		// curl -u user:password, curl --user=user:password
 		kind:    "password",
 		anchors: []string{"-u", "--user"},
+		pre:     curlUserPre,
 		re:      lazyre.New(`^(?:-u|--user)(?:[ \t]+|=)['"]?[^\s:'"]+:([^\s'"]+)`),
 		span: func(s string, m []int) (int, int, bool) {
 			if m[0] > 0 && !isSpace(s[m[0]-1]) {
@@ -290,7 +304,84 @@ var rules = []rule{
 			return literalGroup(1)(s, m)
 		},
 	},
-	{find: findKeyValues},
+	{anchors: keyValueAnchors, fold: true, find: findKeyValues},
+}
+
+// The prechecks of the rules (rule.pre): each fails only where its rule's
+// regular expression cannot match (TestRulePrechecks holds them to it).
+
+// urlPasswordPre: "://" and the user's name are followed by ":".
+func urlPasswordPre(s string, p, le int) bool {
+	j := runEndNot(s, p+len("://"), le, userInfoStop)
+	return j < le && s[j] == ':'
+}
+
+// userInfoStop ends a URL's user name (url-password's [^\s:/?#@"'<>\[\]]).
+var userInfoStop = newByteSet("\t\n\f\r :/?#@\"'<>[]")
+
+// gitlabPre: "gl" is followed by a prefix's letters and "-".
+func gitlabPre(s string, p, le int) bool {
+	i := strings.IndexByte(s[p+2:min(p+len("glagent-"), le)], '-')
+	return i >= 2
+}
+
+// separatorPre: the header's name of n bytes is followed by an optional
+// backslash and quote, spaces or tabs, one of seps, spaces or tabs, an
+// optional backslash and quote, and a byte that may begin its value.
+func separatorPre(n int, seps string) func(string, int, int) bool {
+	return func(s string, p, le int) bool {
+		i := skipQuote(s, p+n, le)
+		for i < le && (s[i] == ' ' || s[i] == '\t') {
+			i++
+		}
+		if i == le || strings.IndexByte(seps, s[i]) < 0 {
+			return false
+		}
+		i++
+		for i < le && (s[i] == ' ' || s[i] == '\t') {
+			i++
+		}
+		i = skipQuote(s, i, le)
+		return i < le && !headerValueStop[s[i]]
+	}
+}
+
+// skipQuote skips an optional backslash, then an optional quote.
+func skipQuote(s string, i, le int) int {
+	if i < le && s[i] == '\\' {
+		i++
+	}
+	if i < le && (s[i] == '"' || s[i] == '\'') {
+		i++
+	}
+	return i
+}
+
+// headerValueStop cannot begin a header's value ([^\s"'\\=]).
+var headerValueStop = newByteSet("\t\n\f\r \"'\\=")
+
+// spacedRunPre: the keyword of n bytes is followed by spaces or tabs and
+// at least `least` bytes of set.
+func spacedRunPre(n, least int, set *byteSet) func(string, int, int) bool {
+	return func(s string, p, le int) bool {
+		i := p + n
+		if i == le || s[i] != ' ' && s[i] != '\t' {
+			return false
+		}
+		for i < le && (s[i] == ' ' || s[i] == '\t') {
+			i++
+		}
+		return runEnd(s[:le], i, set)-i >= least
+	}
+}
+
+// curlUserPre: -u or --user is followed by a space, a tab or "=".
+func curlUserPre(s string, p, le int) bool {
+	i := p + len("-u")
+	if strings.HasPrefix(s[p:le], "--user") {
+		i = p + len("--user")
+	}
+	return i < le && (s[i] == ' ' || s[i] == '\t' || s[i] == '=')
 }
 
 func isSpace(c byte) bool {
@@ -298,18 +389,24 @@ func isSpace(c byte) bool {
 }
 
 // findPatterns returns what every rule finds in s, in no particular
-// order; spans of different rules may overlap.
+// order; spans of different rules may overlap. The anchors of all the
+// rules are found in one pass over s (see scanner).
 func findPatterns(s string) []span {
 	if s == "" {
 		return nil
 	}
-	lower := asciiLower(s)
+	cands := rulesScanner().scan(s)
+	defer cands.put()
 	var spans []span
 	for i := range rules {
+		list := cands.byRule[i]
+		if len(list) == 0 {
+			continue
+		}
 		if rules[i].find != nil {
-			spans = append(spans, rules[i].find(s, lower)...)
+			spans = append(spans, rules[i].find(s, list)...)
 		} else {
-			spans = append(spans, rules[i].spans(s, lower)...)
+			spans = rules[i].appendSpans(spans, s, list)
 		}
 	}
 	return spans
@@ -358,61 +455,12 @@ func asciiLower(s string) string {
 	return string(b)
 }
 
-// anchorIter yields, in order, the positions where any of several anchors
-// occur in text, remembering each anchor's next occurrence so that the
-// text is searched once per anchor.
-type anchorIter struct {
-	text    string
-	anchors []string
-	next    []int // next occurrence of each anchor at or after the last query; -1 = none left
-}
-
-func newAnchorIter(text string, anchors []string) *anchorIter {
-	it := &anchorIter{text: text, anchors: anchors, next: make([]int, len(anchors))}
-	for i := range it.next {
-		it.next[i] = -2 // not searched yet
-	}
-	return it
-}
-
-// from returns the first anchor position >= pos, or -1.
-func (it *anchorIter) from(pos int) int {
-	best := -1
-	for i, a := range it.anchors {
-		n := it.next[i]
-		if n == -1 {
-			continue
-		}
-		if n < pos {
-			if pos > len(it.text) {
-				it.next[i] = -1
-				continue
-			}
-			j := strings.Index(it.text[pos:], a)
-			if j < 0 {
-				it.next[i] = -1
-				continue
-			}
-			n = pos + j
-			it.next[i] = n
-		}
-		if best < 0 || n < best {
-			best = n
-		}
-	}
-	return best
-}
-
-// spans runs an anchored rule over s.
-func (r *rule) spans(s, lower string) []span {
-	text := s
-	if r.fold {
-		text = lower
-	}
-	var out []span
+// appendSpans runs an anchored rule over s, given the positions of its
+// anchors in order, and appends what it finds to out.
+func (r *rule) appendSpans(out []span, s string, cands []int) []span {
 	last := 0 // end of the last masked span
 	skip := 0 // candidates before skip are known to fail
-	it := newAnchorIter(text, r.anchors)
+	it := cursor{list: cands}
 	le := -1 // the end of the line of the last candidate read
 	for p := it.from(0); p >= 0; p = it.from(max(p+1, last, skip)) {
 		if r.word && p > 0 && wordBytes[s[p-1]] && !afterPercentEscape(s, p) {
@@ -421,7 +469,10 @@ func (r *rule) spans(s, lower string) []span {
 		if p > le {
 			le = lineEnd(s, p)
 		}
-		m := r.re.FindStringSubmatchIndex(s[p:le])
+		var m []int
+		if r.pre == nil || r.pre(s, p, le) {
+			m = r.re.FindStringSubmatchIndex(s[p:le])
+		}
 		if m == nil {
 			if r.skipRun != nil {
 				skip = runEnd(s, p, r.skipRun)
@@ -490,16 +541,16 @@ var (
 
 // findPrivateKeys masks PEM private key blocks from BEGIN to END, or, with
 // the END line missing (truncated output), to the end of the base64 body.
-func findPrivateKeys(s, _ string) []span {
+func findPrivateKeys(s string, cands []int) []span {
 	var out []span
 	endAt := -2 // cached start of the next END line after the last search; -1: none left
 	var endLen int
+	it := cursor{list: cands}
 	for pos := 0; pos < len(s); {
-		i := strings.Index(s[pos:], "-----BEGIN")
-		if i < 0 {
+		p := it.from(pos)
+		if p < 0 {
 			break
 		}
-		p := pos + i
 		h := pemBegin.FindStringIndex(s[p:])
 		if h == nil {
 			pos = p + 1
@@ -547,35 +598,130 @@ var (
 		`(?:"((?:[^"\\\r\n]|\\.)*)"|\\"((?:[^"\\\r\n]|\\\\\\"|\\[^"\r\n])*)\\"|'([^'\r\n]*)'|([^\s"'\\&;<>{]+))`)
 )
 
+// bareStop are the bytes that end a bare value (keyValueRest's group 6:
+// white space as RE2's \s knows it, quotes, a backslash, & ; < > {).
+var bareStop = newByteSet("\t\n\f\r \"'\\&;<>{")
+
+// keyValueRestAt matches keyValueRest at s[e:le] (a line's rest, so no
+// line break) with the indices of its submatches into s in m, without the
+// regular expression where the first choice of each of its parts decides
+// the match: the key's closing quote and the separator are read as the
+// expression reads them first, and a value that matches then is the one
+// it returns. decided is false where that value fails and backtracking
+// might read another separator ("token:=" read as ":" and a bare "="): the
+// regular expression is asked then. Where no separator follows, nothing
+// can match.
+func keyValueRestAt(s string, e, le int, m *[14]int) (matched, decided bool) {
+	i := e
+	if i < le && s[i] == '\\' {
+		i++
+	}
+	if i < le && (s[i] == '"' || s[i] == '\'') {
+		i++
+	}
+	m[0], m[2], m[3], m[4] = e, e, i, i
+	for i < le && (s[i] == ' ' || s[i] == '\t') {
+		i++
+	}
+	switch {
+	case i+1 < le && (s[i] == ':' || s[i] == '=') && s[i+1] == '=':
+		i += 2 // := or ==
+	case i < le && (s[i] == ':' || s[i] == '='):
+		i++
+	default:
+		return false, true
+	}
+	for i < le && (s[i] == ' ' || s[i] == '\t') {
+		i++
+	}
+	m[5] = i
+	for g := 3; g <= 6; g++ {
+		m[2*g], m[2*g+1] = -1, -1
+	}
+	if i == le {
+		return false, false
+	}
+	v, j := i, i+1
+	switch s[v] {
+	case '"': // group 3: escapes are a backslash and any byte but a line feed
+		for j < le && s[j] != '"' && s[j] != '\r' {
+			if s[j] == '\\' {
+				if j+1 == le {
+					break
+				}
+				j++
+			}
+			j++
+		}
+		if j < le && s[j] == '"' {
+			m[6], m[7], m[1] = v+1, j, j+1
+			return true, true
+		}
+	case '\'': // group 5
+		for j < le && s[j] != '\'' && s[j] != '\r' {
+			j++
+		}
+		if j < le && s[j] == '\'' {
+			m[10], m[11], m[1] = v+1, j, j+1
+			return true, true
+		}
+	default: // group 6, or nothing (a backslash: group 4, which the expression reads)
+		j = runEndNot(s, v, le, bareStop)
+		if j > v {
+			m[12], m[13], m[1] = v, j, j
+			return true, true
+		}
+	}
+	return false, false
+}
+
+// runEndNot returns the end, at most le, of the run of bytes not in set
+// that starts at p.
+func runEndNot(s string, p, le int, set *byteSet) int {
+	for p < le && !set[s[p]] {
+		p++
+	}
+	return p
+}
+
 // findKeyValues masks the values of KEY=value, key: value, "key": "value"
 // and 'key': 'value' pairs whose key ends in a keyword, when the value is
 // a literal (see keyValueSpan).
-func findKeyValues(s, lower string) []span {
+func findKeyValues(s string, cands []int) []span {
 	var out []span
 	last, lastWordEnd := 0, -1
 	le := -1 // the end of the line of the last key read
 	scan := &lineScan{s: s}
-	it := newAnchorIter(lower, keyValueAnchors)
+	it := cursor{list: cands}
 	for p := it.from(0); p >= 0; p = it.from(max(p+1, last)) {
-		e := runEnd(lower, p, wordBytes)
+		e := runEnd(s, p, wordBytes)
 		if e == lastWordEnd {
 			continue
 		}
 		lastWordEnd = e
-		kind := keywordKind(lower[:e])
-		if kind == "" || inMaskKind(s, p) {
-			continue
-		}
 		if e > le {
 			le = lineEnd(s, e)
 		}
-		m := keyValueRest.FindStringSubmatchIndex(s[e:le])
-		if m == nil {
+		// What follows the key is read first: most words that end in a
+		// keyword (in code, in prose) are followed by no separator.
+		var mbuf [14]int
+		m := mbuf[:]
+		matched, decided := keyValueRestAt(s, e, le, &mbuf)
+		if decided && !matched {
 			continue
 		}
-		for i := range m {
-			if m[i] >= 0 {
-				m[i] += e
+		kind := keywordKindAt(s, e)
+		if kind == "" || inMaskKind(s, p) {
+			continue
+		}
+		if !decided {
+			if m = keyValueRest.FindStringSubmatchIndex(s[e:le]); m == nil {
+				continue
+			}
+			for i := range m {
+				if m[i] >= 0 {
+					m[i] += e
+				}
 			}
 		}
 		keyStart := e
@@ -605,16 +751,54 @@ func inMaskKind(s string, p int) bool {
 	return strings.HasSuffix(s[:i], maskPrefix+":")
 }
 
+// keywordKindAt is keywordKind of s[:e] lower-cased, reading only as
+// much of it as the longest keyword.
+func keywordKindAt(s string, e int) string {
+	if e == 0 {
+		return ""
+	}
+	switch s[e-1] | 0x20 { // the last letter of a keyword, in either case
+	case 'd', 'e', 'l', 'n', 's', 't', 'y':
+	default:
+		return ""
+	}
+	var buf [maxKeywordLen]byte
+	from := max(e-maxKeywordLen, 0)
+	n := copy(buf[:], s[from:e])
+	for i := range n {
+		if c := buf[i]; 'A' <= c && c <= 'Z' {
+			buf[i] = c + 'a' - 'A'
+		}
+	}
+	return keywordKind(string(buf[:n]))
+}
+
+// maxKeywordLen is the length of the longest of keyValueKeywords.
+const maxKeywordLen = len("secret_key_base")
+
 // keywordKind returns the kind of secret a key ending in a keyword names,
 // or "".
 func keywordKind(s string) string {
-	for _, k := range keyValueKeywords {
-		if strings.HasSuffix(s, k.word) {
+	if s == "" {
+		return ""
+	}
+	for _, i := range keywordsByLast[s[len(s)-1]] {
+		if k := keyValueKeywords[i]; strings.HasSuffix(s, k.word) {
 			return k.kind
 		}
 	}
 	return ""
 }
+
+// keywordsByLast lists, for each byte, the keywords that end with it, by
+// index in keyValueKeywords, in order.
+var keywordsByLast = func() (by [256][]uint8) {
+	for i, k := range keyValueKeywords {
+		last := k.word[len(k.word)-1]
+		by[last] = append(by[last], uint8(i))
+	}
+	return by
+}()
 
 // keyValueSpan picks the value to mask after the key at s[keyStart:], or
 // says there is none; m holds keyValueRest's submatches (indices into s).
@@ -638,7 +822,7 @@ func keywordKind(s string) string {
 func keyValueSpan(s string, keyStart int, key string, m []int, scan *lineScan) (int, int, bool) {
 	quotedKey := m[2] < m[3]
 	sepText := s[m[4]:m[5]]
-	sep := strings.Trim(sepText, " \t")
+	sep := trimSpaceTab(sepText)
 	spaced := sep != sepText
 	code := sep == ":=" || sep == "=="
 	// lineStart: the key begins a configuration line (asked once).
@@ -708,7 +892,7 @@ func keyValueSpan(s string, keyStart int, key string, m []int, scan *lineScan) (
 	if isCodeValue(codeValue, key) {
 		return 0, 0, false
 	}
-	if name := strings.TrimRight(value, codePunct); namesSecret(name) && inCode(key, name, sep, spaced, lineStart()) ||
+	if name := trimCodePunct(value); namesSecret(name) && inCode(key, name, sep, spaced, lineStart()) ||
 		memberKey(s, keyStart, key) && memberVariable(name) {
 		return 0, 0, false // cache_token = current_token, self.api_secret = value
 	}
@@ -743,8 +927,8 @@ func keyValueSpan(s string, keyStart int, key string, m []int, scan *lineScan) (
 		return 0, 0, false // NAME = 447: a constant in code
 	case sep == "=" && (configKey(key) || !isIdent(value) || strings.ContainsAny(value, "0123456789")) && lineStart():
 		return start, end, true
-	case randomish(strings.TrimRight(value, codePunct)):
-		return start, start + len(strings.TrimRight(value, codePunct)), true
+	case randomish(trimCodePunct(value)):
+		return start, start + len(trimCodePunct(value)), true
 	}
 	return 0, 0, false
 }
@@ -862,6 +1046,28 @@ func restOfLineBlank(s string, i int) bool {
 	}
 	return true
 }
+
+// trimSpaceTab is strings.Trim(s, " \t").
+func trimSpaceTab(s string) string {
+	for s != "" && (s[0] == ' ' || s[0] == '\t') {
+		s = s[1:]
+	}
+	for s != "" && (s[len(s)-1] == ' ' || s[len(s)-1] == '\t') {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// trimCodePunct is strings.TrimRight(s, codePunct), without building the
+// set at each call.
+func trimCodePunct(s string) string {
+	for s != "" && codePunctSet[s[len(s)-1]] {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+var codePunctSet = newByteSet(codePunct)
 
 // indexOutsideMask is strings.IndexAny that does not look inside masks.
 func indexOutsideMask(s, chars string) int {

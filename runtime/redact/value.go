@@ -52,8 +52,6 @@ var (
 	// reEscapes: a string literal written as escapes only (a character
 	// table's "\u3299\ufe0f").
 	reEscapes = lazyre.New(`^(?:\\u[0-9a-fA-F]{4}|\\U[0-9a-fA-F]{8}|\\x[0-9a-fA-F]{2}|\\[0-7]{3})+$`)
-	// reHexNumber: a number in code (0x1f, 0o17, 0b1).
-	reHexNumber = lazyre.New(`^0[xXoObB][0-9a-fA-F_]+$`)
 )
 
 // The shapes below are checked by hand, not with regular expressions:
@@ -167,14 +165,14 @@ var placeholders = map[string]bool{"password": true, "passwd": true, "pass": tru
 // an ellipsis or a value cut by one (sk-...), your-…, a single character,
 // a keyword (password), a mask.
 func isPlaceholder(v string) bool {
-	v = strings.TrimRight(v, codePunct)
-	if len(v) <= 1 || placeholders[strings.ToLower(v)] || strings.Contains(v, "REDACTED") {
+	v = trimCodePunct(v)
+	if len(v) <= 1 || isPlaceholderWord(v) || strings.Contains(v, "REDACTED") {
 		return true
 	}
 	switch {
 	case isEnvName(v), strings.HasPrefix(v, "<") && strings.HasSuffix(v, ">"):
 		return true
-	case strings.Trim(v, "*") == "", strings.Trim(strings.ToLower(v), "x") == "", strings.Trim(v, ".") == "", v == "…":
+	case strings.Trim(v, "*") == "", onlyXs(v), strings.Trim(v, ".") == "", v == "…":
 		return true
 	case strings.HasSuffix(v, "...") || strings.HasSuffix(v, "…"):
 		return true // sk-... : an example, cut
@@ -182,6 +180,53 @@ func isPlaceholder(v string) bool {
 		return true // your-api-key, YourTokenHere
 	}
 	return false
+}
+
+// isPlaceholderWord is placeholders[strings.ToLower(v)], without
+// lower-casing a copy of an ASCII value.
+func isPlaceholderWord(v string) bool {
+	var buf [len("password")]byte
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if c >= utf8.RuneSelf {
+			return placeholders[strings.ToLower(v)] // K (the Kelvin sign) lower-cases to k
+		}
+		if i == len(buf) {
+			return false // longer than every placeholder, and ASCII so far
+		}
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf[i] = c
+	}
+	return placeholders[string(buf[:len(v)])]
+}
+
+// onlyXs is strings.Trim(strings.ToLower(v), "x") == "": x's and X's only.
+func onlyXs(v string) bool {
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case c >= utf8.RuneSelf:
+			return strings.Trim(strings.ToLower(v), "x") == ""
+		case c != 'x' && c != 'X':
+			return false
+		}
+	}
+	return true
+}
+
+// isHexNumber: a number in code (0x1f, 0o17, 0b1): 0, one of xXoObB, and
+// hexadecimal digits or _.
+func isHexNumber(w string) bool {
+	if len(w) < 3 || w[0] != '0' || strings.IndexByte("xXoObB", w[1]) < 0 {
+		return false
+	}
+	for i := 2; i < len(w); i++ {
+		if c := w[i]; !isHex(c) && c != '_' {
+			return false
+		}
+	}
+	return true
 }
 
 // secretFragments: a name holding one of them names a secret; it is not one.
@@ -195,7 +240,7 @@ const codePunct = ",;)]}{("
 // a literal: a keyword or type, a call or index, a selector, an
 // operator's operand, a reference to a variable, a format string.
 func isCodeValue(v, key string) bool {
-	w := strings.TrimRight(v, codePunct)
+	w := trimCodePunct(v)
 	if w == "" {
 		return true
 	}
@@ -204,7 +249,7 @@ func isCodeValue(v, key string) bool {
 		return true // &x, *p, !ok, (a), []byte, <-ch, @decorator, | and > (YAML blocks), ==
 	}
 	switch {
-	case codeKeywords[w], codeKeywords[strings.TrimSuffix(w, "?")], codeKeywords[strings.TrimRight(w, ":")]:
+	case isCodeKeyword(w):
 		return true // nil, None, Optional?, lambda:
 	case strings.EqualFold(w, key), strings.EqualFold(w, lastWord(key)), strings.EqualFold(w, key[strings.LastIndexByte(key, '.')+1:]):
 		return true // token: token, self.secret_key = secret_key
@@ -212,7 +257,7 @@ func isCodeValue(v, key string) bool {
 		return true
 	case isEnvRef(w), hasFormat(w), isEnvName(w):
 		return true
-	case startsWithMask(w), isPlaceholder(w), reHexNumber.MatchString(w):
+	case startsWithMask(w), isPlaceholder(w), isHexNumber(w):
 		return true
 	case w != v && isIdent(w) && !randomish(w):
 		return true // tok, — an argument, a field
@@ -220,6 +265,19 @@ func isCodeValue(v, key string) bool {
 		return true // -flag, -x
 	}
 	return false
+}
+
+// isCodeKeyword: w, without a trailing ? or :'s, is one of codeKeywords
+// (each form looked up once).
+func isCodeKeyword(w string) bool {
+	if codeKeywords[w] {
+		return true
+	}
+	if q := strings.TrimSuffix(w, "?"); q != w && codeKeywords[q] {
+		return true
+	}
+	c := strings.TrimRight(w, ":")
+	return c != w && codeKeywords[c]
 }
 
 // isExpression: a call, an index or a selector — code whatever its
@@ -538,6 +596,15 @@ func lineStartKey(s string, keyStart int) bool {
 	// the key does not begin its line, however long the line is.
 	ls, other := keyStart, 0
 	for ls > 0 && s[ls-1] != '\n' {
+		if c := s[ls-1]; c < utf8.RuneSelf { // unicode.IsSpace, for ASCII
+			if !isSpace(c) {
+				if other++; other > maxLineStartPrefix {
+					return false
+				}
+			}
+			ls--
+			continue
+		}
 		r, size := utf8.DecodeLastRuneInString(s[:ls])
 		if !unicode.IsSpace(r) {
 			if other += size; other > maxLineStartPrefix {

@@ -6,16 +6,17 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
+
+	"github.com/wardenrt/warden/internal/thirdparty/jsonschema"
 )
 
-// Schema is a compiled input schema.
+// Schema is a tool's input schema, compiled.
 type Schema struct {
-	raw      json.RawMessage
-	compiled *jsonschema.Schema
+	compiled func() (*jsonschema.Schema, error)
 }
 
 // CompileSchema compiles a tool's input schema. It must be an object schema,
@@ -23,6 +24,29 @@ type Schema struct {
 // (additionalProperties: false), so unknown and case-variant field names are
 // refused.
 func CompileSchema(name string, raw json.RawMessage) (*Schema, error) {
+	sch, err := compileSchema(name, raw, false)
+	if err != nil {
+		return nil, err
+	}
+	return &Schema{compiled: func() (*jsonschema.Schema, error) { return sch, nil }}, nil
+}
+
+// DeferOwnSchema is CompileSchema of the schema raw returns, run when the
+// schema is first used (Validate) rather than now, for a schema warden
+// derives from its own types (Adapt): deriving it costs, and a process
+// calls one tool or a few. It is not checked against its metaschema —
+// compiling the draft's metaschemas would cost a process more than the
+// rest of its schema work; tests check every such schema whole
+// (builtin TestEveryToolAgrees) — so never use it for a schema someone
+// else wrote. A schema that does not compile refuses every value
+// (CodeInternal): nothing is let through unchecked.
+func DeferOwnSchema(name string, raw func() json.RawMessage) *Schema {
+	return &Schema{compiled: sync.OnceValues(func() (*jsonschema.Schema, error) {
+		return compileSchema(name, raw(), true)
+	})}
+}
+
+func compileSchema(name string, raw json.RawMessage, own bool) (*jsonschema.Schema, error) {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
 		return nil, fmt.Errorf("tool %s: input schema is not JSON: %w", name, err)
@@ -31,12 +55,19 @@ func CompileSchema(name string, raw json.RawMessage) (*Schema, error) {
 	if !ok || root["type"] != "object" {
 		return nil, fmt.Errorf("tool %s: input schema must be {\"type\":\"object\",...}", name)
 	}
+	if at := refsBeside(root); len(at) > 0 {
+		return nil, fmt.Errorf("tool %s: input schema: $ref beside other keywords at %s, which its draft ignores (put the $ref in an allOf)", name, strings.Join(at, ", "))
+	}
 	if open := openObjects(root, ""); len(open) > 0 {
 		return nil, fmt.Errorf("tool %s: input schema objects must set additionalProperties: false (at %s)", name, strings.Join(open, ", "))
 	}
 	c := jsonschema.NewCompiler()
+	c.UseLoader(noLoader{})
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.AssertFormat()
+	if own {
+		c.SkipMetaschemaCheck()
+	}
 	url := "warden:///tools/" + name + ".json"
 	if err := c.AddResource(url, doc); err != nil {
 		return nil, fmt.Errorf("tool %s: input schema: %w", name, err)
@@ -45,7 +76,7 @@ func CompileSchema(name string, raw json.RawMessage) (*Schema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tool %s: input schema: %w", name, err)
 	}
-	return &Schema{raw: raw, compiled: sch}, nil
+	return sch, nil
 }
 
 // openObjects lists the schema locations that name fields (properties or
@@ -88,15 +119,16 @@ func openObjects(v any, at string) []string {
 	return out
 }
 
-// Raw returns the schema as registered.
-func (s *Schema) Raw() json.RawMessage { return s.raw }
-
 var schemaPrinter = message.NewPrinter(language.English)
 
 // Validate checks v against the schema and reports every error with the JSON
 // pointer of the value at fault.
 func (s *Schema) Validate(v any) *Error {
-	err := s.compiled.Validate(v)
+	compiled, err := s.compiled()
+	if err != nil {
+		return Errorf(CodeInternal, "the tool's input schema is broken: report it to the tool's author", "%v", err)
+	}
+	err = compiled.Validate(v)
 	if err == nil {
 		return nil
 	}
@@ -127,3 +159,56 @@ func escapeAll(parts []string) []string {
 	}
 	return out
 }
+
+// noLoader refuses every document a schema refers to: a tool's schema is
+// compiled from its own text and the drafts' metaschemas (built in), never
+// from a file or the network, so a schema someone else wrote can neither
+// read the host's files nor change with them.
+type noLoader struct{}
+
+func (noLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("a schema is compiled from its own text: %s is not loaded (use $defs and a #/$defs/… reference)", url)
+}
+
+// refsBeside lists, for a schema of a draft before 2019-09 (draft-03 to
+// -07, by its $schema), the locations where $ref stands beside a keyword
+// that is not an annotation: those drafts ignore every keyword beside a
+// $ref, so an additionalProperties: false there closes nothing.
+func refsBeside(root map[string]any) []string {
+	draft, _ := root["$schema"].(string)
+	if !strings.Contains(draft, "json-schema.org/draft-0") && !strings.Contains(draft, "json-schema.org/schema") {
+		return nil
+	}
+	var out []string
+	var walk func(v any, at string)
+	walk = func(v any, at string) {
+		switch n := v.(type) {
+		case map[string]any:
+			if _, ok := n["$ref"]; ok {
+				for k := range n {
+					if !refSibling[k] {
+						out = append(out, "#"+at)
+						break
+					}
+				}
+			}
+			for k, e := range n {
+				if k != "const" && k != "enum" && k != "default" && k != "examples" {
+					walk(e, at+"/"+EscapePointer(k))
+				}
+			}
+		case []any:
+			for i, e := range n {
+				walk(e, fmt.Sprintf("%s/%d", at, i))
+			}
+		}
+	}
+	walk(root, "")
+	sort.Strings(out)
+	return out
+}
+
+// refSibling are the keywords that may stand beside a $ref in any draft:
+// annotations, and the definitions it may point into.
+var refSibling = map[string]bool{"$ref": true, "$schema": true, "$id": true, "id": true, "$comment": true,
+	"title": true, "description": true, "default": true, "examples": true, "definitions": true, "$defs": true}

@@ -55,6 +55,25 @@ type Spec struct {
 	ApprovalRequired bool
 }
 
+// headed is implemented by a typed tool (Adapt), whose input schema is
+// derived when first asked for: head is its Spec without the InputSchema,
+// at no cost. The method is unexported so that no other tool — a wasm
+// tool, anything whose schema someone else wrote — can be taken for one.
+type headed interface {
+	head() Spec
+}
+
+// HeadOf returns t's Spec, leaving out the input schema when t is a typed
+// tool (Adapt), which derives it when first asked for; deferred reports
+// that it did. The registry names and checks a tool by its head and
+// compiles a typed tool's schema on first use (DeferOwnSchema).
+func HeadOf(t Tool) (spec Spec, deferred bool) {
+	if h, ok := t.(headed); ok {
+		return h.head(), true
+	}
+	return t.Spec(), false
+}
+
 // Call is one validated invocation, as a tool sees it.
 type Call struct {
 	ID   string

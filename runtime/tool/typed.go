@@ -48,24 +48,30 @@ type SchemaRefiner interface {
 }
 
 // Adapt turns a typed tool into a Tool. The result implements Previewer
-// and Sinker exactly when t implements TypedPreviewer and TypedSinker.
-// A struct the schema cannot be derived from is a programming error, and
-// Adapt panics saying which (every core tool is adapted in tests).
+// and Sinker exactly when t implements TypedPreviewer and TypedSinker. Its
+// input schema is derived from A when first asked for (Spec; HeadOf),
+// not here — building every core tool is on the start-up path of every
+// warden process, which calls one of them or a few. A struct the schema
+// cannot be derived from is a programming error, and Spec panics saying
+// which (every core tool's schema is derived in tests: builtin
+// TestEveryToolAgrees).
 func Adapt[A any](t Typed[A]) Tool {
 	spec := t.Spec()
-	s, err := schemaFor[A]()
-	if err != nil {
-		panic(fmt.Sprintf("tool %s: %v", spec.Name, err))
-	}
-	if r, ok := t.(SchemaRefiner); ok {
-		r.RefineSchema(s)
-	}
-	raw, err := marshalSchema(s)
-	if err != nil {
-		panic(fmt.Sprintf("tool %s: schema: %v", spec.Name, err))
-	}
-	spec.InputSchema = raw
 	a := &adapter[A]{t: t, spec: spec}
+	a.schema = sync.OnceValue(func() json.RawMessage {
+		s, err := schemaFor[A]()
+		if err != nil {
+			panic(fmt.Sprintf("tool %s: %v", spec.Name, err))
+		}
+		if r, ok := t.(SchemaRefiner); ok {
+			r.RefineSchema(s)
+		}
+		raw, err := marshalSchema(s)
+		if err != nil {
+			panic(fmt.Sprintf("tool %s: schema: %v", spec.Name, err))
+		}
+		return raw
+	})
 	p, previews := t.(TypedPreviewer[A])
 	k, sinks := t.(TypedSinker[A])
 	switch {
@@ -80,8 +86,9 @@ func Adapt[A any](t Typed[A]) Tool {
 }
 
 type adapter[A any] struct {
-	t    Typed[A]
-	spec Spec
+	t      Typed[A]
+	spec   Spec                   // without InputSchema
+	schema func() json.RawMessage // derived once, on first use
 }
 
 // args returns the call's arguments bound into an A: decoded once, on the
@@ -98,7 +105,13 @@ func (a *adapter[A]) args(c *Call) (*A, error) {
 	return v, nil
 }
 
-func (a *adapter[A]) Spec() Spec { return a.spec }
+func (a *adapter[A]) Spec() Spec {
+	spec := a.spec
+	spec.InputSchema = a.schema()
+	return spec
+}
+
+func (a *adapter[A]) head() Spec { return a.spec }
 
 func (a *adapter[A]) Needs(c *Call) ([]capability.Need, error) {
 	v, err := a.args(c)

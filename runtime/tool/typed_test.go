@@ -112,6 +112,11 @@ func TestAgreementFails(t *testing.T) {
 		"missing property": func(s *jsonschema.Schema) { delete(s.Properties, "force") },
 		"required":         func(s *jsonschema.Schema) { s.Required = append(s.Required, "lines") },
 		"open nested":      func(s *jsonschema.Schema) { s.Properties["changes"].Items.AdditionalProperties = nil },
+		// What only the metaschema refuses: the registry compiles a core
+		// tool's schema without that check (DeferOwnSchema), the
+		// agreement test with it.
+		"metaschema": func(s *jsonschema.Schema) { s.Properties["tags"].Items.Type = "strin" },
+		"negative":   func(s *jsonschema.Schema) { n := -1; s.Properties["path"].MinLength = &n },
 	} {
 		err := Agreement(Adapt[sampleArgs](&sampleTool{refine: refine}))
 		if err == nil {

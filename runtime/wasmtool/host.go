@@ -6,7 +6,10 @@
 // the run's grants ∩ the grants the owner gave the tool (wasm-tools/README.md).
 //
 // A module is served from its pin: the files are hashed at load and again
-// right before compiling, so what runs is what was approved. Compilation is
+// right before compiling, so what runs is what was approved (files whose
+// stamps show no change since they last hashed are not hashed again, and
+// what is compiled then is the copy of the approved bytes warden keeps in
+// its cache: approved.go). Compilation is
 // lazy (the first call of a module's tool compiles it, from the on-disk
 // cache when warm), so listing tools or calling a core tool costs no
 // compilation.
@@ -27,6 +30,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -53,6 +57,11 @@ type Options struct {
 	Pins Pins
 	// HostFuncs are the host functions guests may import (hostfuncs.Functions()).
 	HostFuncs []extism.HostFunction
+	// CallContext, if set, derives the context of each guest call from
+	// the one carrying its gate.Guest: cmd/warden passes
+	// hostfuncs.WithExchange, which gives the call warden_call's buffer
+	// path.
+	CallContext func(context.Context) context.Context
 	// Logger receives the guests' captured stdout and stderr.
 	Logger *slog.Logger
 	// HostTimeout bounds each host call a guest makes; 0 = gate.DefaultHostTimeout.
@@ -64,8 +73,9 @@ type Options struct {
 // Host is one process's view of the installed modules. Safe for concurrent
 // use.
 type Host struct {
-	o      Options
-	engine *wasm.Engine
+	o        Options
+	engine   *wasm.Engine
+	approved approvals
 
 	mu sync.Mutex
 	// compiled is keyed by compileKey: a module re-approved while this
@@ -99,7 +109,7 @@ func Open(ctx context.Context, o Options) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Host{o: o, engine: eng, compiled: map[string]*compiledModule{}}, nil
+	return &Host{o: o, engine: eng, approved: newApprovals(o.CacheDir), compiled: map[string]*compiledModule{}}, nil
 }
 
 // ErrUnsafeCacheDir is returned by [Open] for a compilation cache that
@@ -221,20 +231,31 @@ func (h *Host) Load(ctx context.Context, taken func(string) bool) ([]tool.Tool, 
 }
 
 // verifyFiles returns "" when name's files hash to the pin, else why not.
+// Files unchanged since they last did are not hashed again (approvals).
 func (h *Host) verifyFiles(name string, pin *Pin) string {
-	_, sum, err := readHashed(h.wasmPath(name), maxModuleBytes)
+	if h.approved.unchanged(name, h.wasmPath(name), h.sidecarPath(name), pin) {
+		return ""
+	}
+	b, sum, stamp, err := readStamped(h.wasmPath(name), maxModuleBytes)
 	if err != nil {
 		return fmt.Sprintf("cannot read %s.wasm: %v", name, err)
 	}
 	if sum != pin.SHA256 {
 		return fmt.Sprintf("%s.wasm changed since approved (sha256 %s, approved %s)", name, short(sum), short(pin.SHA256))
 	}
-	scSum, err := sidecarHash(h.sidecarPath(name))
+	_, scSum, scStamp, err := readStamped(h.sidecarPath(name), MaxSidecarBytes)
+	if errors.Is(err, os.ErrNotExist) {
+		scSum, err = "", nil
+	}
 	if err != nil {
 		return fmt.Sprintf("cannot read %s.tool.yaml: %v", name, err)
 	}
 	if scSum != pin.SidecarSHA256 {
 		return fmt.Sprintf("%s.tool.yaml changed since approved", name)
+	}
+	h.approved.keep(sum, b)
+	if stamp != nil && (scSum == "" || scStamp != nil) {
+		h.approved.remember(name, verified{Wasm: *stamp, SHA256: sum, Sidecar: scStamp, SidecarSHA256: scSum}, h.o.Now())
 	}
 	return ""
 }
@@ -249,19 +270,37 @@ func short(sum string) string {
 // readHashed reads a module file or a sidecar (regular, not a symlink, at
 // most max bytes — its size checked before it is read) and its sha256.
 func readHashed(path string, max int64) ([]byte, string, error) {
+	b, sum, _, err := readStamped(path, max)
+	return b, sum, err
+}
+
+// readStamped is readHashed with the stamp of the file read, taken after
+// reading it (nil where there is none).
+func readStamped(path string, max int64) ([]byte, string, *fileStamp, error) {
 	fi, err := os.Lstat(path)
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, "", fmt.Errorf("%s is not a regular file", filepath.Base(path))
+		return nil, "", nil, fmt.Errorf("%s is not a regular file", filepath.Base(path))
 	}
-	b, err := decode.ReadFile(path, max)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|oNoFollow, 0)
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
+	}
+	defer f.Close()
+	b, err := decode.Read(f, path, max)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	var stamp *fileStamp
+	if fi, err := f.Stat(); err == nil {
+		if s, ok := stampOf(fi); ok {
+			stamp = &s
+		}
 	}
 	s := sha256.Sum256(b)
-	return b, hex.EncodeToString(s[:]), nil
+	return b, hex.EncodeToString(s[:]), stamp, nil
 }
 
 // sidecarHash is the sidecar's sha256, or "" when there is none.
@@ -336,13 +375,9 @@ func (h *Host) module(ctx context.Context, name string, pin *Pin, key string) (*
 	}
 	h.mu.Unlock()
 	c.once.Do(func() {
-		b, sum, err := readHashed(h.wasmPath(name), maxModuleBytes)
+		b, err := h.approvedBytes(name, pin)
 		if err != nil {
 			c.err = err
-			return
-		}
-		if sum != pin.SHA256 {
-			c.err = fmt.Errorf("%s.wasm changed since approved (sha256 %s, approved %s): refused until `warden tool approve %s`", name, short(sum), short(pin.SHA256), name)
 			return
 		}
 		c.mod, c.err = h.engine.Compile(ctx, b, wasm.CompileOptions{
@@ -358,6 +393,26 @@ func (h *Host) module(ctx context.Context, name string, pin *Pin, key string) (*
 		h.mu.Unlock()
 	}
 	return c.mod, c.err
+}
+
+// approvedBytes returns name's module bytes, which hash to pin: the
+// approved copy when the files are unchanged since they last did, else the
+// file, hashed (and kept as the approved copy when it matches).
+func (h *Host) approvedBytes(name string, pin *Pin) ([]byte, error) {
+	if h.approved.unchanged(name, h.wasmPath(name), h.sidecarPath(name), pin) {
+		if b, ok := h.approved.bytes(pin.SHA256); ok {
+			return b, nil
+		}
+	}
+	b, sum, err := readHashed(h.wasmPath(name), maxModuleBytes)
+	if err != nil {
+		return nil, err
+	}
+	if sum != pin.SHA256 {
+		return nil, fmt.Errorf("%s.wasm changed since approved (sha256 %s, approved %s): refused until `warden tool approve %s`", name, short(sum), short(pin.SHA256), name)
+	}
+	h.approved.keep(sum, b)
+	return b, nil
 }
 
 // evict drops name's compiled modules.
@@ -1109,7 +1164,7 @@ func (h *Host) Remove(ctx context.Context, name string) error {
 	if !gate.ValidToolName(name) {
 		return fmt.Errorf("module name %q is invalid", name)
 	}
-	_, perr := h.pin(ctx, name)
+	pinned, perr := h.pin(ctx, name)
 	if perr != nil && !errors.Is(perr, gate.ErrNotFound) {
 		return perr
 	}
@@ -1118,6 +1173,7 @@ func (h *Host) Remove(ctx context.Context, name string) error {
 		return h.notInstalled(name, perr)
 	}
 	h.evict(ctx, name)
+	h.approved.forget(name, pinned)
 	for _, p := range []string{h.wasmPath(name), h.sidecarPath(name)} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err

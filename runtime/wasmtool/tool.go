@@ -94,6 +94,9 @@ func (t *Tool) Run(ctx context.Context, c *tool.Call) tool.Outcome {
 		return tool.Outcome{Err: ierr}
 	}
 	ctx = gate.WithGuest(ctx, guest)
+	if t.host.o.CallContext != nil {
+		ctx = t.host.o.CallContext(ctx)
+	}
 	var out []byte
 	var info wasm.CallInfo
 	switch t.pin.ABI {

@@ -128,6 +128,7 @@ type env struct {
 	host  *wasmtool.Host
 	core  *gate.Registry
 	audit *memAudit
+	cache string // the host's CacheDir
 }
 
 func coreTools() []tool.Tool {
@@ -144,7 +145,7 @@ func newEnv(t testing.TB) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, home: home, ws: ws, pins: &memPins{}, audit: &memAudit{}}
+	e := &env{t: t, home: home, ws: ws, pins: &memPins{}, audit: &memAudit{}, cache: sharedCache}
 	e.host, err = wasmtool.Open(context.Background(), wasmtool.Options{
 		Dir: filepath.Join(home, "tools"), CacheDir: sharedCache, Pins: e.pins, HostFuncs: hostfuncs.Functions(),
 	})

@@ -12,8 +12,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
+	"github.com/wardenrt/warden/internal/thirdparty/jsonschema"
 	"github.com/wardenrt/warden/runtime/gate"
 )
 

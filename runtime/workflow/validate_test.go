@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/goccy/go-yaml"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/wardenrt/warden/internal/thirdparty/jsonschema"
 	"github.com/wardenrt/warden/runtime/gate"
 )
 

@@ -3,8 +3,8 @@
 //
 // It has two halves:
 //
-//   - Calling warden's core tools from inside a guest, through the one host
-//     function warden provides, warden.warden_call. Every such call goes
+//   - Calling warden's core tools from inside a guest, through warden's host
+//     function warden.warden_call (or its buffer path). Every such call goes
 //     through warden's gate with the intersection of the run's grants and the
 //     grants the owner gave this wasm tool, and is audited with the principal
 //     chain run → wasm tool → core tool. See [Call] and the conveniences
@@ -13,7 +13,8 @@
 //   - Reading arguments and returning results from an Extism plugin export:
 //     [Args] (strict decoding of the input), [Return] and [Fail].
 //
-// The ABI (fixed here, implemented by warden's hostfuncs package):
+// The ABI (fixed in wasm-tools/README.md, implemented by warden's hostfuncs
+// package):
 //
 //	import "warden" "warden_call" (func (param i64) (result i64))
 //
@@ -22,6 +23,16 @@
 // memory block holding the result envelope JSON of docs/envelope.md. The guest owns
 // both blocks once the call returns and frees them. A result offset of 0
 // means the host could not produce an envelope at all.
+//
+// [Call] sends through the buffer path when the host offers it (warden_buffer
+// answers a buffer): the request and the envelope pass through one buffer
+// the host keeps for the export call, copied a word at a time, and the
+// envelope comes back in a binary form read without scanning (binenv.go) —
+// no Extism kernel call and no JSON decoding on the way back, which in a Go
+// guest cost more than the gate itself. The request is written without
+// reflection for the argument types tools usually pass (fastwrite.go), and
+// DecodeEnvelope reads the JSON envelope without it (fastread.go); both
+// give exactly what encoding/json gives, and hand anything else to it.
 //
 // A tool failure (CAPABILITY_DENIED, NOT_FOUND, …) is a result, not a
 // transport error: Call returns the envelope with Success false and a nil

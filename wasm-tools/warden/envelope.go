@@ -101,6 +101,9 @@ func EncodeRequest(tool string, args any) ([]byte, error) {
 	if tool == "" {
 		return nil, errors.New("warden: empty tool name")
 	}
+	if req, ok := encodeRequestFast(tool, args); ok {
+		return req, nil
+	}
 	var raw json.RawMessage
 	switch a := args.(type) {
 	case nil:
@@ -128,27 +131,15 @@ func DecodeEnvelope(b []byte) (Envelope, error) {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return e, ErrNoEnvelope
 	}
-	if err := json.Unmarshal(b, &e); err != nil {
+	if fast, ok := decodeEnvelopeFast(b); ok {
+		e = fast
+	} else if err := json.Unmarshal(b, &e); err != nil {
 		return e, fmt.Errorf("warden: malformed envelope: %w", err)
 	}
 	if !e.Success && e.Error == nil && e.Tool == "" {
 		return e, fmt.Errorf("warden: malformed envelope: %.100q", b)
 	}
 	return e, nil
-}
-
-// callWith is Call over any transport; the wasip1 build passes warden_call,
-// tests pass a fake.
-func callWith(send func([]byte) ([]byte, error), tool string, args any) (Envelope, error) {
-	req, err := EncodeRequest(tool, args)
-	if err != nil {
-		return Envelope{}, err
-	}
-	resp, err := send(req)
-	if err != nil {
-		return Envelope{}, err
-	}
-	return DecodeEnvelope(resp)
 }
 
 // DecodeArgs decodes a JSON object into v (a pointer) strictly: unknown

@@ -250,3 +250,16 @@ func TestEncodeOutput(t *testing.T) {
 		t.Error("func encoded")
 	}
 }
+
+// callWith is Call over a JSON transport (the warden_call path).
+func callWith(send func([]byte) ([]byte, error), tool string, args any) (Envelope, error) {
+	req, err := EncodeRequest(tool, args)
+	if err != nil {
+		return Envelope{}, err
+	}
+	resp, err := send(req)
+	if err != nil {
+		return Envelope{}, err
+	}
+	return DecodeEnvelope(resp)
+}

@@ -8,7 +8,7 @@ package warden
 // ErrNotWasm (output and errors are dropped). Real tools are built with
 // GOOS=wasip1 GOARCH=wasm, which uses host_wasip1.go instead.
 
-func send([]byte) ([]byte, error) { return nil, ErrNotWasm }
+func roundTrip([]byte) (Envelope, error) { return Envelope{}, ErrNotWasm }
 
 func readInput() ([]byte, error) { return nil, ErrNotWasm }
 

@@ -10,7 +10,11 @@ import (
 // on the guest side, no host, a malformed answer); a tool failure is an
 // envelope with Success false — see [Envelope.Err].
 func Call(tool string, args any) (Envelope, error) {
-	return callWith(send, tool, args)
+	req, err := EncodeRequest(tool, args)
+	if err != nil {
+		return Envelope{}, err
+	}
+	return roundTrip(req)
 }
 
 // ReadFile reads a text file through the fs_read core tool (needs

@@ -102,6 +102,14 @@ func (t *Table) resolve(name string) (long, bool) {
 	return firstOr(found)
 }
 
+// Resolve resolves a long option's name, or an unambiguous prefix of it, as
+// getopt_long does: its key and how it takes a value; false when the
+// table has no such option or the prefix is ambiguous.
+func (t *Table) Resolve(name string) (key string, kind Kind, ok bool) {
+	l, ok := t.resolve(name)
+	return l.key, l.kind, ok
+}
+
 func firstOr(found []long) (long, bool) {
 	if len(found) == 0 {
 		return long{}, false

@@ -36,6 +36,19 @@ func wardenCallStub(calls *atomic.Int64, fail *tool.Error) extism.HostFunction {
 	return f
 }
 
+// noBufferPath are warden_buffer and warden_call_buffer answering 0: a
+// guest built with the helper sends through warden_call.
+func noBufferPath() []extism.HostFunction {
+	var out []extism.HostFunction
+	for _, name := range []string{"warden_buffer", "warden_call_buffer"} {
+		f := extism.NewHostFunctionWithStack(name, func(_ context.Context, _ *extism.CurrentPlugin, stack []uint64) { stack[0] = 0 },
+			[]extism.ValueType{extism.ValueTypeI64}, []extism.ValueType{extism.ValueTypeI64})
+		f.SetNamespace("warden")
+		out = append(out, f)
+	}
+	return out
+}
+
 // TestHostileFixturesEndInTime is the acceptance: every hostile
 // fixture ends within its deadline + 250 ms (5 s under -race) with the
 // right code, or fails to load with a clear error.
@@ -45,7 +58,7 @@ func TestHostileFixturesEndInTime(t *testing.T) {
 	}
 	ctx := context.Background()
 	var hostCalls atomic.Int64
-	host := []extism.HostFunction{wardenCallStub(&hostCalls, nil)}
+	host := append([]extism.HostFunction{wardenCallStub(&hostCalls, nil)}, noBufferPath()...)
 	// The loops test their deadline; the others test another limit and
 	// get a longer one under -race (slowUnderRace).
 	long := slowUnderRace(5 * time.Second)
@@ -156,7 +169,7 @@ func TestHostFunctionError(t *testing.T) {
 	ctx := context.Background()
 	var calls atomic.Int64
 	deny := tool.Errorf(tool.CodeCapabilityDenied, "", "system.info is not granted")
-	m := compileWith(t, "hostile/hostloop", CompileOptions{HostFuncs: []extism.HostFunction{wardenCallStub(&calls, deny)}, Limits: Limits{Timeout: time.Second}})
+	m := compileWith(t, "hostile/hostloop", CompileOptions{HostFuncs: append([]extism.HostFunction{wardenCallStub(&calls, deny)}, noBufferPath()...), Limits: Limits{Timeout: time.Second}})
 	_, _, err := m.Call(ctx, "call", nil, CallOptions{})
 	if e := wantCode(t, err, tool.CodeCapabilityDenied); e != deny {
 		t.Errorf("got %v, want the host function's error", e)

@@ -493,7 +493,8 @@ func (e *Env) loadRegistry() (*gate.Registry, error) {
 	}
 	core := map[string]bool{coreAlias[0]: true}
 	for _, t := range e.coreTools() {
-		core[t.Spec().Name] = true
+		spec, _ := tool.HeadOf(t) // the name only: no schema derived
+		core[spec.Name] = true
 	}
 	type loaded struct {
 		tools []tool.Tool
@@ -629,6 +630,9 @@ func (e *Env) WasmHost() (*wasmtool.Host, error) {
 		Pins:      fleetPins{lazyStore{open: e.store}, e},
 		HostFuncs: hostfuncs.Functions(),
 		Logger:    e.guestLog, // nil (discarded) when there is no log file
+
+		// Each guest call gets warden_call's buffer path.
+		CallContext: hostfuncs.WithExchange,
 	})
 	if err != nil {
 		if errors.Is(err, wasmtool.ErrUnsafeCacheDir) {

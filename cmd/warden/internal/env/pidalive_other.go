@@ -17,3 +17,6 @@ func pidAlive(pid int) bool {
 	_ = p.Release()
 	return true
 }
+
+// markOpenFlags: readMark checks the file's type after opening it.
+const markOpenFlags = 0

@@ -16,3 +16,7 @@ func pidAlive(pid int) bool {
 	err := syscall.Kill(pid, 0)
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
+
+// markOpenFlags open a run mark without following a symlink or waiting on
+// a FIFO planted in its place.
+const markOpenFlags = syscall.O_NOFOLLOW | syscall.O_NONBLOCK

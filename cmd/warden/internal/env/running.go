@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -247,8 +248,9 @@ func (e *Env) recoverRuns(st store.Backend) {
 			}
 			continue
 		}
-		b, err := os.ReadFile(path)
+		b, err := readMark(path)
 		if err != nil {
+			e.Logger().Warn("a run mark that is not warden's", "file", path, "err", err)
 			continue
 		}
 		var m runMark
@@ -266,7 +268,7 @@ func (e *Env) recoverRuns(st store.Backend) {
 		// The mark is read again where the run is marked, and before it is
 		// removed: a warden that resumed the run meanwhile wrote its own.
 		same := func() bool {
-			now, err := os.ReadFile(path)
+			now, err := readMark(path)
 			return err == nil && bytes.Equal(now, b)
 		}
 		marked, err := markInterrupted(ctx, st, name, why, same)
@@ -281,6 +283,29 @@ func (e *Env) recoverRuns(st store.Backend) {
 			_ = os.Remove(path)
 		}
 	}
+}
+
+// maxMark bounds what is read of a run mark (a few hundred bytes of JSON).
+const maxMark = 4 << 10
+
+// readMark reads a run mark: a regular file of at most maxMark bytes,
+// opened without following a symlink or blocking on a FIFO (the running
+// directory is the home's, but what is planted there must not hang or
+// swell every command that opens the store).
+func readMark(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|markOpenFlags, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() || fi.Size() > maxMark {
+		return nil, fmt.Errorf("not a run mark (%s, %d bytes)", fi.Mode().Type(), fi.Size())
+	}
+	return io.ReadAll(io.LimitReader(f, maxMark))
 }
 
 // errLeftAlone aborts the update of a run that is no longer the one a dead

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/wardenrt/warden/store"
 	"github.com/wardenrt/warden/store/storetest"
@@ -118,5 +119,51 @@ func TestRecoverRunsLosesNoResume(t *testing.T) {
 	var m runMark
 	if b, err := os.ReadFile(filepath.Join(e.runningDir(), id)); err != nil || json.Unmarshal(b, &m) != nil || !m.Alive() {
 		t.Errorf("the resumed run's mark: %s %v", b, err)
+	}
+}
+
+// TestRecoverRunsPlantedMarks: what is planted in the running directory —
+// a FIFO, a symlink to /dev/zero, a huge file — neither hangs nor swells
+// the start of a command that opens the store; it is left alone, and a
+// real mark beside it is still recovered.
+func TestRecoverRunsPlantedMarks(t *testing.T) {
+	ctx := context.Background()
+	st := storetest.Open(t, nil)
+	e := &Env{home: t.TempDir()}
+	dir := e.runningDir()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscallMkfifo(filepath.Join(dir, "20260101-fifo")); err != nil {
+		t.Skip("no FIFO here:", err)
+	}
+	if err := os.Symlink("/dev/zero", filepath.Join(dir, "20260101-zero")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "20260101-huge"), make([]byte, 1<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const id = "20260101-real"
+	b, _ := json.Marshal(runMark{Run: id, Owner: Owner{PID: os.Getpid(), Host: HostName(), Boot: BootID(), Start: "not-this-process"}})
+	if err := os.WriteFile(filepath.Join(dir, id), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.PutRun(ctx, id, json.RawMessage(`{"id":"`+id+`","status":"running"}`)); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { e.recoverRuns(st); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute): // a hang, not a measure: the FIFO has no writer
+		t.Fatal("recoverRuns hangs on a planted FIFO")
+	}
+	if s, _ := runStatus(t, st, id); s != RunInterrupted {
+		t.Errorf("the real mark's run is %s", s)
+	}
+	for _, n := range []string{"20260101-fifo", "20260101-zero", "20260101-huge"} {
+		if _, err := os.Lstat(filepath.Join(dir, n)); err != nil {
+			t.Errorf("%s was not left alone: %v", n, err)
+		}
 	}
 }

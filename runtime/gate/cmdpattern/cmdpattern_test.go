@@ -1,4 +1,4 @@
-package gate
+package cmdpattern
 
 import (
 	"strings"
@@ -7,11 +7,11 @@ import (
 	"github.com/wardenrt/warden/runtime/tool"
 )
 
-// TestMatchArgv: prefixes, globs within a word, ** over any number of
+// TestMatch: prefixes, globs within a word, ** over any number of
 // words, the program by its base name, words only known at run time, and
 // a hostile pattern of many ** that a backtracking matcher would take
 // hours over (this one is linear in pattern × argv).
-func TestMatchArgv(t *testing.T) {
+func TestMatch(t *testing.T) {
 	prog := func(words ...string) tool.Program { return tool.Program{Argv: words} }
 	dyn := tool.Program{Argv: []string{"git", "$x"}, Dynamic: []bool{false, true}}
 	tests := []struct {
@@ -31,21 +31,21 @@ func TestMatchArgv(t *testing.T) {
 		{"echo" + strings.Repeat(" **", 20) + " zzz", prog(append([]string{"echo"}, strings.Fields(strings.Repeat("a ", 30))...)...), false},
 	}
 	for _, tt := range tests {
-		words, err := splitWords(tt.pattern)
+		words, err := Split(tt.pattern)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := matchArgv(words, tt.p, dynOne); got != tt.want {
+		if got := Match(words, tt.p, One); got != tt.want {
 			t.Errorf("%q ~ %v = %v, want %v", tt.pattern, tt.p, got, tt.want)
 		}
 	}
 }
 
-// TestMatchArgvUnseen: a word no later check sees (dynAny) may be any
+// TestMatchUnseen: a word no later check sees (Any) may be any
 // number of words, none included, so `git $x` may be `git push --force
-// origin` or `git`; a pattern matches it for sure (dynNone) only when **
+// origin` or `git`; a pattern matches it for sure (None) only when **
 // covers it.
-func TestMatchArgvUnseen(t *testing.T) {
+func TestMatchUnseen(t *testing.T) {
 	dyn := func(words ...string) tool.Program {
 		p := tool.Program{Argv: words, Dynamic: make([]bool, len(words))}
 		for i, w := range words {
@@ -71,14 +71,14 @@ func TestMatchArgvUnseen(t *testing.T) {
 		{"rm ** -*r*", dyn("rm", "$a", "-r"), true, true},
 	}
 	for _, tt := range tests {
-		words, err := splitWords(tt.pattern)
+		words, err := Split(tt.pattern)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := matchArgv(words, tt.p, dynAny); got != tt.possible {
+		if got := Match(words, tt.p, Any); got != tt.possible {
 			t.Errorf("%q ~ %v (any expansion) = %v, want %v", tt.pattern, tt.p, got, tt.possible)
 		}
-		if got := matchArgv(words, tt.p, dynNone); got != tt.all {
+		if got := Match(words, tt.p, None); got != tt.all {
 			t.Errorf("%q ~ %v (every expansion) = %v, want %v", tt.pattern, tt.p, got, tt.all)
 		}
 	}
