@@ -2,12 +2,10 @@ package store
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -207,32 +205,6 @@ func appendWithoutIndex(tx *bolt.Tx, events ...string) (anchor, error) {
 		head.hash = hash
 	}
 	return head, nil
-}
-
-// oldStore copies the store of testdata/v1 (made by a warden before the
-// audit index, the memory index in blocks and runs in parts) into a new
-// directory.
-func oldStore(t testing.TB) string {
-	t.Helper()
-	dir := t.TempDir()
-	f, err := os.Open(filepath.Join("testdata", "v1", "warden.db.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "warden.db"), db, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	copyFile(t, filepath.Join("testdata", "v1", "audit.head"), filepath.Join(dir, "audit.head"))
-	return dir
 }
 
 func readGolden(t testing.TB) map[string]json.RawMessage {
