@@ -47,7 +47,7 @@ const (
 
 // auditIndexChunk is how many records one transaction of an index build
 // covers.
-const auditIndexChunk = 50_000
+var auditIndexChunk uint64 = 50_000
 
 // indexPrefix is the key prefix of the records whose field kind is value.
 func indexPrefix(kind byte, value string) []byte {
@@ -165,7 +165,7 @@ func (s *Store) catchUpAuditIndex(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		done := false
+		done, wrote := false, false
 		err := s.update(ctx, func(tx *bolt.Tx) error {
 			b := tx.Bucket(bucketAudit)
 			head, err := auditHead(b)
@@ -189,9 +189,12 @@ func (s *Store) catchUpAuditIndex(ctx context.Context) error {
 			if err := putIndexKeys(tx, keys); err != nil {
 				return err
 			}
-			done = upto == head.seq
+			done, wrote = upto == head.seq, true
 			return setAuditIndexed(tx, upto)
 		})
+		if err == nil && wrote {
+			upgraded()
+		}
 		if err != nil || done {
 			return err
 		}

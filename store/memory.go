@@ -11,6 +11,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/wardenrt/warden/store/internal/membolt"
 	"github.com/wardenrt/warden/store/internal/memindex"
 )
 
@@ -144,7 +145,7 @@ func putMemoryTx(tx *bolt.Tx, ns, key, value string, now time.Time) error {
 // each keeps its creation time if it exists. The index changes of all of
 // them are applied together, term by term.
 func putEntries(tx *bolt.Tx, entries []MemoryEntry, now time.Time) error {
-	ix := newIndexBatch()
+	ix := membolt.NewBatch()
 	mem, stats := tx.Bucket(bucketMemory), tx.Bucket(bucketMemStats)
 	type put struct{ doc, value []byte }
 	puts := make([]put, 0, len(entries))
@@ -161,7 +162,7 @@ func putEntries(tx *bolt.Tx, entries []MemoryEntry, now time.Time) error {
 			oldTF, oldDL = termFreqs(string(old[16:]))
 		}
 		newTF, newDL := termFreqs(e.Value)
-		ix.entry(e.Namespace, doc, oldTF, newTF, newDL)
+		ix.Entry(e.Namespace, doc, oldTF, newTF, newDL)
 		docs := int64(1)
 		if oldTF != nil {
 			docs = 0
@@ -177,7 +178,7 @@ func putEntries(tx *bolt.Tx, entries []MemoryEntry, now time.Time) error {
 		mem.FillPercent, tx.Bucket(bucketMemPostings).FillPercent = 0.9, 0.9
 		slices.SortFunc(puts, func(a, b put) int { return bytes.Compare(a.doc, b.doc) })
 	}
-	if err := ix.apply(tx); err != nil {
+	if err := applyIndex(tx, ix); err != nil {
 		return err
 	}
 	for _, p := range puts {
@@ -295,9 +296,9 @@ func (s *Store) DeleteMemory(ctx context.Context, ns, key string) error {
 			return fmt.Errorf("malformed memory entry %q", doc)
 		}
 		oldTF, oldDL := termFreqs(string(old[16:]))
-		ix := newIndexBatch()
-		ix.entry(ns, doc, oldTF, nil, 0)
-		if err := ix.apply(tx); err != nil {
+		ix := membolt.NewBatch()
+		ix.Entry(ns, doc, oldTF, nil, 0)
+		if err := applyIndex(tx, ix); err != nil {
 			return err
 		}
 		if err := addStats(tx.Bucket(bucketMemStats), ns, -1, -int64(oldDL)); err != nil {
@@ -342,11 +343,11 @@ func (s *Store) searchMemory(ctx context.Context, q MemoryQuery, exhaustive bool
 		}
 		postings, termStats := tx.Bucket(bucketMemPostings), tx.Bucket(bucketMemTerms)
 		for _, term := range terms {
-			df, bound, err := s.termStats(termStats, term, allowed)
+			df, bound, err := membolt.TermStats(termStats, term, allowed)
 			if err != nil {
-				return err
+				return corruptf(s.path, "%v", err)
 			}
-			mq.Terms = append(mq.Terms, memindex.Term{Blocks: newTermBlocks(postings, term), IDF: BM25IDF(docs, df), Bound: bound})
+			mq.Terms = append(mq.Terms, memindex.Term{Blocks: membolt.NewBlocks(postings, term), IDF: BM25IDF(docs, df), Bound: bound})
 		}
 		best, err := memindex.Rank(mq)
 		if err != nil {

@@ -609,7 +609,9 @@ func (s *Store) prepare(h *handle) error {
 		return err
 	})
 	if err == nil && (needsInit || upgrade) {
-		err = h.run(true, initBuckets)
+		if err = h.run(true, initBuckets); err == nil && upgrade {
+			upgraded()
+		}
 	}
 	var stale bool
 	if err == nil {
@@ -630,6 +632,12 @@ func (s *Store) prepare(h *handle) error {
 	}
 	return s.checkAnchorOnOpen(h)
 }
+
+// upgraded is called after each transaction that brings an older file up
+// to date commits (the new buckets, a chunk of the memory index's rebuild
+// or of the audit index's catch-up); tests replace it to kill the process
+// there.
+var upgraded = func() {}
 
 // syncDir fsyncs a directory so a new entry in it survives a crash. Errors
 // are ignored: some file systems cannot sync directories, and losing the
