@@ -32,7 +32,9 @@ import (
 // Appends keep the index complete when it is; a store made before the
 // index existed (or whose index an older warden left behind) has it built,
 // or caught up, by the first listing that needs it, in transactions of
-// auditIndexChunk records. Reanchor rebuilds it.
+// auditIndexChunk records; the marker only moves over records it read (a
+// key or record it cannot read stops it, for the listing's scan to
+// report). Reanchor rebuilds it.
 
 var (
 	bucketAuditIndex = []byte("audit_index")
@@ -179,17 +181,15 @@ func (s *Store) catchUpAuditIndex(ctx context.Context) error {
 				return nil
 			}
 			upto := min(head.seq, m+auditIndexChunk)
-			var keys [][]byte
-			c := b.Cursor()
-			for k, v := c.Seek(seqKey(m + 1)); k != nil && len(k) == 8 && binary.BigEndian.Uint64(k) <= upto; k, v = c.Next() {
-				if r, err := parseRecord(v); err == nil {
-					keys = append(keys, recordIndexKeys(binary.BigEndian.Uint64(k), r.event)...)
-				}
+			keys, upto, stopped := indexRecords(b, m, upto)
+			if upto == m {
+				done = true // stopped at once: nothing to write
+				return nil
 			}
 			if err := putIndexKeys(tx, keys); err != nil {
 				return err
 			}
-			done, wrote = upto == head.seq, true
+			done, wrote = stopped || upto == head.seq, true
 			return setAuditIndexed(tx, upto)
 		})
 		if err == nil && wrote {
@@ -199,6 +199,30 @@ func (s *Store) catchUpAuditIndex(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// indexRecords returns the index keys of the records in (m, upto], and
+// the last record it read: upto, unless a key that is not a record's or a
+// record it cannot parse stopped it (stopped), so that the index is never
+// marked as holding a record it did not read. Listings scan the records
+// past it, and report what is wrong.
+func indexRecords(b *bolt.Bucket, m, upto uint64) (keys [][]byte, last uint64, stopped bool) {
+	c := b.Cursor()
+	for k, v := c.Seek(seqKey(m + 1)); k != nil; k, v = c.Next() {
+		if len(k) != 8 {
+			return keys, m, true
+		}
+		seq := binary.BigEndian.Uint64(k)
+		if seq > upto {
+			break
+		}
+		r, err := parseRecord(v)
+		if err != nil || r.seq != seq {
+			return keys, m, true
+		}
+		keys, m = append(keys, recordIndexKeys(seq, r.event)...), seq
+	}
+	return keys, upto, false
 }
 
 // rebuildAuditIndex empties the index and builds it again.

@@ -271,6 +271,13 @@ func TestAuditIndexHostile(t *testing.T) {
 		{"entry past the index's records", func(ix, _ *bolt.Bucket) error {
 			return ix.Put(indexKey(indexTool, "shell", 99), nil)
 		}, 99, shell},
+		{"the index removed (the next open makes it again, empty)", func(ix, _ *bolt.Bucket) error {
+			return ix.Tx().DeleteBucket(bucketAuditIndex)
+		}, 1, []uint64{}},
+		{"an entry that is a bucket", func(ix, _ *bolt.Bucket) error {
+			_, err := ix.CreateBucket(indexKey(indexTool, "shell", 8))
+			return err
+		}, 8, shell},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -325,6 +332,55 @@ func TestAuditIndexMissingRecord(t *testing.T) {
 	}
 	if rep, err := s.VerifyAudit(bg); !errors.Is(err, ErrTampered) || rep.FirstBad != 4 {
 		t.Errorf("VerifyAudit = %+v, %v", rep, err)
+	}
+}
+
+// TestAuditIndexCatchUpReadsWhatItMarks: the catch-up of an index that
+// is behind marks as indexed only the records it read. A key that is not
+// a record's, or a record it cannot parse, stops it there (the listing
+// scans the rest, and reports what is wrong as it did before the index);
+// marking the records past it indexed would hide them from "audit ls
+// --tool" for good once the damage is undone (a key planted for one
+// listing and taken away again).
+func TestAuditIndexCatchUpReadsWhatItMarks(t *testing.T) {
+	all := []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	var record6 []byte
+	for name, damage := range map[string]struct{ do, undo func(b *bolt.Bucket) error }{
+		"a key that is not a record's": {
+			func(b *bolt.Bucket) error { return b.Put(append(seqKey(5), 'x'), []byte("{}")) },
+			func(b *bolt.Bucket) error { return b.Delete(append(seqKey(5), 'x')) },
+		},
+		"a record it cannot parse": {
+			func(b *bolt.Bucket) error { record6 = get(b, 6); return b.Put(seqKey(6), []byte("garbled")) },
+			func(b *bolt.Bucket) error { return b.Put(seqKey(6), record6) },
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := buildLog(t, 10)
+			editDB(t, dir, func(tx *bolt.Tx) error { // as a store made before the index
+				if err := tx.DeleteBucket(bucketAuditIndex); err != nil {
+					return err
+				}
+				if _, err := tx.CreateBucket(bucketAuditIndex); err != nil {
+					return err
+				}
+				if err := tx.Bucket(bucketMeta).Delete(auditIndexedKey); err != nil {
+					return err
+				}
+				return damage.do(tx.Bucket(bucketAudit))
+			})
+			s := openTest(t, dir)
+			if recs, err := s.ListAudit(bg, AuditFilter{Tool: "t"}); err == nil && len(recs) < 10 {
+				t.Errorf("ListAudit of the damaged log = %v and no error", seqs(recs))
+			}
+			editAudit(t, dir, damage.undo)
+			if recs, err := s.ListAudit(bg, AuditFilter{Tool: "t"}); err != nil || !slices.Equal(seqs(recs), all) {
+				t.Errorf("ListAudit once the damage is undone = %v, %v; want %v", seqs(recs), err, all)
+			}
+			if rep, err := s.VerifyAudit(bg); err != nil {
+				t.Errorf("VerifyAudit = %+v, %v", rep, err)
+			}
+		})
 	}
 }
 
