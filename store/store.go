@@ -281,12 +281,24 @@ func (s *Store) create() error {
 	return nil
 }
 
-// initBuckets writes the format marker and creates every bucket. A store
-// without memory entries has its (empty) memory index complete.
+// initBuckets writes the format marker and creates every bucket (the
+// missing ones, for a store made before them). A store without memory
+// entries has its (empty) memory index complete; a store whose memory
+// index, or what a rebuild of it cut short had built, is gone has it
+// rebuilt.
 func initBuckets(tx *bolt.Tx) error {
 	for _, name := range allBuckets {
-		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+		if tx.Bucket(name) != nil {
+			continue
+		}
+		if _, err := tx.CreateBucket(name); err != nil {
 			return err
+		}
+		if bytes.Equal(name, bucketMemPostings) || bytes.Equal(name, bucketMemTerms) {
+			meta := tx.Bucket(bucketMeta)
+			if err := errors.Join(meta.Delete(memIndexKey), meta.Delete(memRebuildKey)); err != nil {
+				return err
+			}
 		}
 	}
 	meta := tx.Bucket(bucketMeta)

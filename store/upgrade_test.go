@@ -180,6 +180,9 @@ func TestUpgradeResumedAfterOlderWarden(t *testing.T) {
 			}
 			return tx.Bucket(bucketMemory).Put(doc, encodeEntry(v1Base, v1Base, "the and a"))
 		},
+		// Not a warden's doing: the postings built so far lost (the
+		// next open makes the bucket again, empty).
+		"the postings removed": func(tx *bolt.Tx) error { return tx.DeleteBucket(bucketMemPostings) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := oldStore(t)
@@ -189,6 +192,20 @@ func TestUpgradeResumedAfterOlderWarden(t *testing.T) {
 			editDB(t, dir, older)
 			s := openTest(t, dir)
 			checkIndex(t, s)
+		})
+	}
+}
+
+// TestMemoryIndexBucketRemoved: a complete memory index whose postings or
+// term statistics are removed is rebuilt at the next open, not taken for
+// an index of nothing.
+func TestMemoryIndexBucketRemoved(t *testing.T) {
+	for _, bucket := range [][]byte{bucketMemPostings, bucketMemTerms} {
+		t.Run(string(bucket), func(t *testing.T) {
+			dir := oldStore(t)
+			checkV1(t, dir) // upgraded: the index complete
+			editDB(t, dir, func(tx *bolt.Tx) error { return tx.DeleteBucket(bucket) })
+			checkV1(t, dir)
 		})
 	}
 }
