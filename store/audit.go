@@ -35,6 +35,9 @@ type AuditFilter struct {
 	Tool     string // the event's top-level "tool" string field
 	AfterSeq uint64 // only records with a larger sequence number
 	Limit    int    // at most this many records; <= 0 means no limit
+	// Newest makes Limit count back from the newest matching record: the
+	// last Limit records that match, still in sequence order.
+	Newest bool
 }
 
 // VerifyReport is the result of VerifyAudit. Records, HeadSeq and HeadHash
@@ -207,22 +210,16 @@ func (s *Store) commitBatch(h *handle, batch []*appendReq) error {
 	}
 	var head anchor
 	err := h.run(true, func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketAudit)
-		b.FillPercent = 1 // keys only ever grow: fill pages completely
+		events := make([][]byte, len(batch))
+		for i, r := range batch {
+			events[i] = r.event
+		}
 		var err error
-		if head, err = auditHead(b); err != nil {
-			return err
+		head, err = appendRecords(tx, s.now().UTC().Format(time.RFC3339Nano), events)
+		for i, r := range batch {
+			r.seq = head.seq - uint64(len(batch)-1-i)
 		}
-		ts := s.now().UTC().Format(time.RFC3339Nano)
-		for _, r := range batch {
-			head.seq++
-			value, hash := encodeRecord(head.seq, ts, head.hash, r.event)
-			if err := b.Put(seqKey(head.seq), value); err != nil {
-				return err
-			}
-			r.seq, head.hash = head.seq, hash
-		}
-		return nil
+		return err
 	})
 	if err != nil {
 		for _, r := range batch {
@@ -232,6 +229,39 @@ func (s *Store) commitBatch(h *handle, batch []*appendReq) error {
 	}
 	s.anchors.queue(s, h, head)
 	return nil
+}
+
+// appendRecords appends events as consecutive records with time ts and
+// returns the new head. If the audit index is complete, it indexes them
+// too; otherwise the next listing that needs it catches it up.
+func appendRecords(tx *bolt.Tx, ts string, events [][]byte) (anchor, error) {
+	b := tx.Bucket(bucketAudit)
+	b.FillPercent = 1 // keys only ever grow: fill pages completely
+	head, err := auditHead(b)
+	if err != nil {
+		return head, err
+	}
+	m, ok := auditIndexed(tx)
+	indexing := ok && m == head.seq
+	var keys [][]byte
+	for _, ev := range events {
+		head.seq++
+		value, hash := encodeRecord(head.seq, ts, head.hash, ev)
+		if err := b.Put(seqKey(head.seq), value); err != nil {
+			return head, err
+		}
+		head.hash = hash
+		if indexing {
+			keys = append(keys, recordIndexKeys(head.seq, ev)...)
+		}
+	}
+	if !indexing {
+		return head, nil
+	}
+	if err := putIndexKeys(tx, keys); err != nil {
+		return head, err
+	}
+	return head, setAuditIndexed(tx, head.seq)
 }
 
 // anchorWriter moves the anchor file forward in the background, so the
@@ -379,6 +409,15 @@ func encodeRecord(seq uint64, ts, prev string, event []byte) (value []byte, hash
 	return value, hash
 }
 
+// canonicalSeq reports whether the stored record v begins with seq as
+// encodeRecord writes it.
+func canonicalSeq(v []byte, seq uint64) bool {
+	var num [20]byte
+	d := strconv.AppendUint(num[:0], seq, 10)
+	rest, ok := bytes.CutPrefix(v, []byte(`{"seq":`))
+	return ok && len(rest) > len(d) && bytes.HasPrefix(rest, d) && rest[len(d)] == ','
+}
+
 // rawRecord is a stored record split into its fields. Its slices point into
 // the stored bytes.
 type rawRecord struct {
@@ -394,6 +433,16 @@ var errMalformed = errors.New("not in the record format")
 // parseRecord splits a stored record. It accepts exactly what encodeRecord
 // produces, up to the content of the fields.
 func parseRecord(v []byte) (rawRecord, error) {
+	r, err := splitRecord(v)
+	if err == nil && !json.Valid(r.event) {
+		err = errMalformed
+	}
+	return r, err
+}
+
+// splitRecord is parseRecord without the check that the event is valid
+// JSON (VerifyAudit checks more: that it is compact).
+func splitRecord(v []byte) (rawRecord, error) {
 	var r rawRecord
 	rest, ok := bytes.CutPrefix(v, []byte(`{"seq":`))
 	if !ok {
@@ -435,7 +484,7 @@ func parseRecord(v []byte) (rawRecord, error) {
 		return r, errMalformed
 	}
 	r.event = rest[:len(rest)-1]
-	if r.event[0] != '{' || !json.Valid(r.event) {
+	if r.event[0] != '{' {
 		return r, errMalformed
 	}
 	return r, nil
@@ -663,15 +712,20 @@ func (s *Store) checkAnchorOnOpen(h *handle) error {
 
 // auditScan drives scanAudit.
 type auditScan struct {
-	// visit is called for each record in key order, inside a read
-	// transaction; it returns false to stop. Its arguments are valid only
-	// during the call.
+	// visit is called for each record in key order (reverse: from the
+	// last), inside a read transaction; it returns false to stop. Its
+	// arguments are valid only during the call.
 	visit func(k, v []byte) (bool, error)
+	// begin, if set, is called at the start of each transaction.
+	begin func(tx *bolt.Tx) error
 	// atEnd, if set, is called in the same transaction once the last
 	// record has been visited.
 	atEnd func(h *handle, b *bolt.Bucket) error
 	// flush, if set, is called after each transaction ends.
 	flush func() error
+	// reverse visits the records from the last key <= start (nil: from
+	// the last record) down.
+	reverse bool
 }
 
 // scanAudit visits the records from the first key >= start (nil: all) in
@@ -681,20 +735,16 @@ func (s *Store) scanAudit(ctx context.Context, start []byte, sc auditScan) error
 	for done := false; !done; {
 		err := s.withHandle(ctx, func(h *handle) error {
 			return h.run(false, func(tx *bolt.Tx) error {
+				if sc.begin != nil {
+					if err := sc.begin(tx); err != nil {
+						done = true
+						return err
+					}
+				}
 				b := tx.Bucket(bucketAudit)
 				c := b.Cursor()
-				var k, v []byte
-				switch {
-				case last != nil:
-					if k, v = c.Seek(last); bytes.Equal(k, last) {
-						k, v = c.Next()
-					}
-				case start != nil:
-					k, v = c.Seek(start)
-				default:
-					k, v = c.First()
-				}
-				for n := 0; k != nil; k, v = c.Next() {
+				k, v := scanStart(c, start, last, sc.reverse)
+				for n := 0; k != nil; {
 					if n == auditChunk {
 						return nil
 					}
@@ -710,6 +760,11 @@ func (s *Store) scanAudit(ctx context.Context, start []byte, sc auditScan) error
 					}
 					last = append(last[:0], k...)
 					n++
+					if sc.reverse {
+						k, v = c.Prev()
+					} else {
+						k, v = c.Next()
+					}
 				}
 				done = true
 				if sc.atEnd != nil {
@@ -728,6 +783,39 @@ func (s *Store) scanAudit(ctx context.Context, start []byte, sc auditScan) error
 	return nil
 }
 
+// scanStart positions c where a scan (or its next chunk, after the key
+// last) starts.
+func scanStart(c *bolt.Cursor, start, last []byte, reverse bool) (k, v []byte) {
+	if !reverse {
+		switch {
+		case last != nil:
+			if k, v = c.Seek(last); bytes.Equal(k, last) {
+				k, v = c.Next()
+			}
+		case start != nil:
+			k, v = c.Seek(start)
+		default:
+			k, v = c.First()
+		}
+		return k, v
+	}
+	from := last
+	if from == nil {
+		from = start
+	}
+	if from == nil {
+		return c.Last()
+	}
+	k, v = c.Seek(from)
+	switch {
+	case k == nil: // every key is below from
+		return c.Last()
+	case bytes.Compare(k, from) > 0 || last != nil:
+		return c.Prev()
+	}
+	return k, v
+}
+
 // AuditRecord returns the record with sequence number seq, or an error
 // wrapping ErrNotFound.
 func (s *Store) AuditRecord(ctx context.Context, seq uint64) (AuditRecord, error) {
@@ -744,45 +832,18 @@ func (s *Store) AuditRecord(ctx context.Context, seq uint64) (AuditRecord, error
 	return rec, err
 }
 
-// ListAudit returns the records matching f, in sequence order.
-func (s *Store) ListAudit(ctx context.Context, f AuditFilter) ([]AuditRecord, error) {
-	if f.AfterSeq == ^uint64(0) {
-		return nil, ctx.Err()
-	}
-	var out []AuditRecord
-	err := s.scanAudit(ctx, seqKey(f.AfterSeq+1), auditScan{visit: func(k, v []byte) (bool, error) {
-		if len(k) != 8 {
-			return false, corruptf(s.path, "unexpected audit key %x; run \"warden audit verify\"", k)
-		}
-		rec, err := decodeRecord(s.path, binary.BigEndian.Uint64(k), v)
-		if err != nil {
-			return false, err
-		}
-		if (f.RunID != "" || f.Tool != "") && !eventMatches(rec.Event, f.RunID, f.Tool) {
-			return true, nil
-		}
-		out = append(out, rec)
-		return f.Limit <= 0 || len(out) < f.Limit, nil
-	}})
-	return out, err
-}
-
 // eventMatches reports whether the event's top-level "run_id" and "tool"
 // string fields equal runID and tool (an empty want matches anything).
 // Field names are matched exactly.
 func eventMatches(event []byte, runID, tool string) bool {
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(event, &fields) != nil {
+	if runID == "" && tool == "" {
+		return true
+	}
+	if !json.Valid(event) {
 		return false
 	}
-	match := func(name, want string) bool {
-		if want == "" {
-			return true
-		}
-		var got string
-		return json.Unmarshal(fields[name], &got) == nil && got == want
-	}
-	return match("run_id", runID) && match("tool", tool)
+	r, t := eventKeys(event)
+	return (runID == "" || r == runID) && (tool == "" || t == tool)
 }
 
 // ExportAudit writes the whole log to w as JSON Lines, one record per line,
@@ -824,6 +885,8 @@ func (s *Store) Reanchor(ctx context.Context) (VerifyReport, error) {
 
 func (s *Store) verify(ctx context.Context, reanchor bool) (VerifyReport, error) {
 	var rep VerifyReport
+	var ic indexCheck
+	var compact bytes.Buffer // the event compacted: valid JSON, and compact, if it equals the event
 	head := genesis
 	next := uint64(1)
 	bad := func(seq uint64, format string, args ...any) (bool, error) {
@@ -843,7 +906,7 @@ func (s *Store) verify(ctx context.Context, reanchor bool) (VerifyReport, error)
 		case v == nil:
 			return bad(seq, "record %d is a bucket, not a record", seq)
 		}
-		r, err := parseRecord(v)
+		r, err := splitRecord(v)
 		if err != nil {
 			return bad(seq, "record %d has been modified: it is not a well-formed record", seq)
 		}
@@ -853,14 +916,21 @@ func (s *Store) verify(ctx context.Context, reanchor bool) (VerifyReport, error)
 		if t, err := time.Parse(time.RFC3339Nano, r.ts); err != nil || t.UTC().Format(time.RFC3339Nano) != r.ts {
 			return bad(seq, "record %d has been modified: its time is not a canonical UTC time", seq)
 		}
-		if !isCompactObject(r.event) {
+		compact.Reset()
+		if json.Compact(&compact, r.event) != nil || !bytes.Equal(compact.Bytes(), r.event) {
 			return bad(seq, "record %d has been modified: its event is not a compact JSON object", seq)
 		}
-		if want, hash := encodeRecord(seq, r.ts, r.prev, r.event); hash != r.hash || !bytes.Equal(want, v) {
+		// v is the record's canonical encoding (encodeRecord) if its
+		// sequence number is written canonically and its hash is the
+		// hash of its content: splitRecord accepts nothing else.
+		if !canonicalSeq(v, seq) || recordHash(seq, r.ts, r.prev, r.event) != r.hash {
 			return bad(seq, "record %d has been modified: its content does not match its hash", seq)
 		}
 		if r.prev != head.hash {
 			return bad(seq, "record %d does not follow record %d (its prev is not that record's hash): records were removed, reordered or rewritten", seq, head.seq)
+		}
+		if !reanchor {
+			ic.record(seq, r.event)
 		}
 		head = anchor{seq: seq, hash: r.hash}
 		rep.Records++
@@ -883,13 +953,22 @@ func (s *Store) verify(ctx context.Context, reanchor bool) (VerifyReport, error)
 		a, firstBad, reason, err := s.checkAnchor(b, head)
 		rep.AnchorSeq = a.seq
 		rep.FirstBad, rep.Reason = firstBad, reason
+		if err == nil && firstBad == 0 {
+			ic.end(b.Tx(), head.seq)
+			rep.FirstBad, rep.Reason = ic.bad, ic.reason
+		}
 		return err
 	}
 	// atEnd only runs if every record verified.
-	err := s.scanAudit(ctx, nil, auditScan{visit: visit, atEnd: atEnd})
+	err := s.scanAudit(ctx, nil, auditScan{visit: visit, atEnd: atEnd, begin: ic.begin})
 	rep.HeadSeq, rep.HeadHash = head.seq, head.hash
 	if err != nil {
 		return rep, err
+	}
+	if reanchor {
+		if err := s.rebuildAuditIndex(ctx); err != nil {
+			return rep, err
+		}
 	}
 	if rep.FirstBad != 0 {
 		return rep, fmt.Errorf("%w: first bad record %d: %s", ErrTampered, rep.FirstBad, rep.Reason)

@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"slices"
 	"time"
+
+	"github.com/wardenrt/warden/internal/runpatch"
+	"github.com/wardenrt/warden/store/internal/memindex"
 )
 
 // Backend is the store contract: what every backend provides (this
@@ -35,6 +37,11 @@ type Backend interface {
 	// transaction; fn's error aborts the change and is returned.
 	UpdateRun(ctx context.Context, id string, fn func(json.RawMessage) (json.RawMessage, error)) error
 	ListRuns(ctx context.Context, limit int) ([]json.RawMessage, error)
+	// PatchRun writes run id's record in parts: its head and the list
+	// elements new or changed since the last write (see runpatch), so a
+	// run's record costs what changed, not its whole length, at each
+	// step. Run and ListRuns give the whole document back.
+	PatchRun(ctx context.Context, id string, p runpatch.Patch) error
 
 	PutArtifact(ctx context.Context, data []byte) (digest string, err error)
 	Artifact(ctx context.Context, digest string) ([]byte, error)
@@ -214,19 +221,11 @@ func (c *ChainVerifier) Head() Anchor {
 
 // QueryTerms returns the distinct search terms of a memory query, in order,
 // at most 32 of them (the tokenizer SearchMemory uses).
-func QueryTerms(text string) []string {
-	var terms []string
-	tokenize(text, func(t []byte) {
-		if len(terms) < maxQueryTerm && !slices.Contains(terms, string(t)) {
-			terms = append(terms, string(t))
-		}
-	})
-	return terms
-}
+func QueryTerms(text string) []string { return memindex.QueryTerms(text) }
 
 // TermFreqs returns the distinct terms of a memory value with their
 // frequencies, and its length in terms.
-func TermFreqs(value string) (map[string]uint32, uint32) { return termFreqs(value) }
+func TermFreqs(value string) (map[string]uint32, uint32) { return memindex.TermFreqs(value) }
 
 // BM25IDF is the inverse document frequency of a term found in df of docs
 // entries.

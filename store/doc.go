@@ -58,4 +58,16 @@
 // AppendAudit refuses to write (its error wraps ErrTampered): writing would
 // overwrite the evidence. Reanchor accepts the current log after an owner has
 // looked at it.
+//
+// # Derived data
+//
+// Three things are kept so that cost follows what is asked, not how much is
+// stored: the audit index (auditindex.go: records by tool and run, outside
+// the chain, so checked on every read and by VerifyAudit, never trusted),
+// the memory index (memoryindex.go and store/internal/memindex: postings in
+// blocks with score bounds, for an exact top-k that skips what cannot
+// rank), and runs kept in parts (runparts.go: a step's write is its head
+// and new elements). Each is built, caught up or rebuilt from the primary
+// data when a store made before it, or written by an older warden, is
+// used.
 package store

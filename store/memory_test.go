@@ -1,8 +1,13 @@
 package store
 
 import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -10,11 +15,13 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/wardenrt/warden/store/internal/memindex"
 )
 
 func terms(text string) []string {
 	var out []string
-	tokenize(text, func(t []byte) { out = append(out, string(t)) })
+	memindex.Tokenize(text, func(t []byte) { out = append(out, string(t)) })
 	return out
 }
 
@@ -41,26 +48,104 @@ func TestTokenize(t *testing.T) {
 	}
 }
 
-// dumpBuckets returns the memory buckets' contents.
-func dumpBuckets(t *testing.T, s *Store) map[string][]string {
+// dumpIndex returns the memory index as the postings of each term, the
+// entries holding each term in each namespace, and the count of entries it
+// holds; it fails the test if the blocks are out of shape or the bounds
+// do not bound the postings.
+func dumpIndex(t *testing.T, s *Store) (postings map[string][]memindex.Posting, df map[string]uint64, docs uint64) {
 	t.Helper()
-	out := make(map[string][]string)
+	postings, df = map[string][]memindex.Posting{}, map[string]uint64{}
+	bounds := map[string][]memindex.Pair{}
 	err := s.view(bg, func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketMemory, bucketMemIndex, bucketMemStats} {
-			err := tx.Bucket(name).ForEach(func(k, v []byte) error {
-				out[string(name)] = append(out[string(name)], fmt.Sprintf("%q=%x", k, v))
-				return nil
-			})
-			if err != nil {
+		err := tx.Bucket(bucketMemPostings).ForEach(func(k, v []byte) error {
+			term, first, _ := bytes.Cut(k, []byte{0})
+			ps, err := memindex.DecodeBlock(first, v)
+			if err != nil || len(ps) > memindex.MaxBlock {
+				return fmt.Errorf("block %q: %v (%d postings)", k, err, len(ps))
+			}
+			if prev := postings[string(term)]; len(prev) > 0 && bytes.Compare(prev[len(prev)-1].Doc, first) >= 0 {
+				return fmt.Errorf("block %q overlaps the one before", k)
+			}
+			postings[string(term)] = append(postings[string(term)], ps...)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		err = tx.Bucket(bucketMemTerms).ForEach(func(k, v []byte) error {
+			term, ns, _ := bytes.Cut(k, []byte{0})
+			if len(ns) == 0 {
+				n, pairs, err := memindex.DecodeTermStats(v)
+				df[string(term)+"\x00*"], bounds[string(term)] = n, pairs
 				return err
 			}
+			n, _ := binary.Uvarint(v)
+			df[string(k)] = n
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		docs, _ = binary.Uvarint(tx.Bucket(bucketMeta).Get(memIndexKey))
+		if k, _ := tx.Bucket(bucketMemIndex).Cursor().First(); k != nil {
+			return fmt.Errorf("the old index bucket is not empty")
 		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return out
+	for term, ps := range postings {
+		for _, p := range ps {
+			if !slices.ContainsFunc(bounds[term], func(b memindex.Pair) bool { return b.TF >= p.TF && b.DL <= p.DL }) {
+				t.Fatalf("term %q: posting %q (%d, %d) not bounded by %v", term, p.Doc, p.TF, p.DL, bounds[term])
+			}
+		}
+	}
+	return postings, df, docs
+}
+
+// wantIndex is the index the entries of s call for.
+func wantIndex(t *testing.T, s *Store) (postings map[string][]memindex.Posting, df map[string]uint64, docs uint64) {
+	t.Helper()
+	postings, df = map[string][]memindex.Posting{}, map[string]uint64{}
+	all, err := s.ListMemory(bg, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range all {
+		tf, dl := termFreqs(e.Value)
+		for term, n := range tf {
+			postings[term] = append(postings[term], memindex.Posting{Doc: memKey(e.Namespace, e.Key), TF: n, DL: dl})
+			df[term+"\x00"+e.Namespace]++
+			df[term+"\x00*"]++
+		}
+	}
+	return postings, df, uint64(len(all))
+}
+
+// checkIndex fails the test unless the index is exactly what the entries
+// call for.
+func checkIndex(t *testing.T, s *Store) {
+	t.Helper()
+	gp, gdf, gdocs := dumpIndex(t, s)
+	wp, wdf, wdocs := wantIndex(t, s)
+	if gdocs != wdocs {
+		t.Errorf("the index counts %d entries, there are %d", gdocs, wdocs)
+	}
+	if !maps.Equal(gdf, wdf) {
+		t.Errorf("document frequencies differ:\n%v\n%v", gdf, wdf)
+	}
+	if len(gp) != len(wp) {
+		t.Errorf("%d terms indexed, want %d", len(gp), len(wp))
+	}
+	for term, want := range wp {
+		if got := gp[term]; !slices.EqualFunc(got, want, func(a, b memindex.Posting) bool {
+			return bytes.Equal(a.Doc, b.Doc) && a.TF == b.TF && a.DL == b.DL
+		}) {
+			t.Errorf("postings of %q: %d, want %d", term, len(got), len(want))
+		}
+	}
 }
 
 func fixedClock() time.Time { return time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC) }
@@ -74,17 +159,8 @@ func openFixed(t *testing.T) *Store {
 	return s
 }
 
-func equalDumps(t *testing.T, what string, a, b map[string][]string) {
-	t.Helper()
-	for _, name := range []string{"memory", "memory_index", "memory_stats"} {
-		if !slices.Equal(a[name], b[name]) {
-			t.Errorf("%s: bucket %s differs: %d keys vs %d", what, name, len(a[name]), len(b[name]))
-		}
-	}
-}
-
 // TestBulkLoadBuildsTheSameIndex: the bulk loader used by the benchmark
-// stores exactly what PutMemory stores.
+// and copies indexes what PutMemory indexes.
 func TestBulkLoadBuildsTheSameIndex(t *testing.T) {
 	c := newCorpus(3, 400)
 	var entries []MemoryEntry
@@ -103,25 +179,22 @@ func TestBulkLoadBuildsTheSameIndex(t *testing.T) {
 	if err := bulk.putMemoryBatch(bg, entries[300:]); err != nil {
 		t.Fatal(err)
 	}
-	d := dumpBuckets(t, one)
-	if len(d["memory_index"]) < 1000 {
-		t.Fatalf("only %d postings", len(d["memory_index"]))
+	checkIndex(t, one)
+	checkIndex(t, bulk)
+	if p, _, _ := dumpIndex(t, bulk); len(p) < 300 {
+		t.Fatalf("only %d terms", len(p))
 	}
-	equalDumps(t, "bulk load of new entries", d, dumpBuckets(t, bulk))
-
 	// A batch that updates existing entries and repeats a key takes the
-	// general path, with the same result.
+	// general path.
 	updates := []MemoryEntry{entries[5], entries[7], entries[5]}
 	updates[0].Value, updates[1].Value, updates[2].Value = "first update", c.text(), "second update"
-	for _, e := range updates {
-		if err := one.PutMemory(bg, e.Namespace, e.Key, e.Value); err != nil {
-			t.Fatal(err)
-		}
-	}
 	if err := bulk.putMemoryBatch(bg, updates); err != nil {
 		t.Fatal(err)
 	}
-	equalDumps(t, "bulk updates", dumpBuckets(t, one), dumpBuckets(t, bulk))
+	checkIndex(t, bulk)
+	if e, err := bulk.GetMemory(bg, entries[5].Namespace, entries[5].Key); err != nil || e.Value != "second update" {
+		t.Errorf("after the batch: %+v, %v", e, err)
+	}
 }
 
 // TestUpdatesAndDeletesMaintainTheIndex: after updates and deletes the
@@ -137,24 +210,25 @@ func TestUpdatesAndDeletesMaintainTheIndex(t *testing.T) {
 	must(s.PutMemory(bg, "n", "a", "alpha beta beta gamma"))
 	must(s.PutMemory(bg, "n", "b", "beta delta"))
 	must(s.PutMemory(bg, "n", "a", "gamma epsilon"))
-	d := dumpBuckets(t, s)
-	want := []string{
-		fmt.Sprintf("%q=%x", "beta\x00n\x00b", []byte{1, 2}),
-		fmt.Sprintf("%q=%x", "delta\x00n\x00b", []byte{1, 2}),
-		fmt.Sprintf("%q=%x", "epsilon\x00n\x00a", []byte{1, 2}),
-		fmt.Sprintf("%q=%x", "gamma\x00n\x00a", []byte{1, 2}),
+	checkIndex(t, s)
+	p, _, _ := dumpIndex(t, s)
+	if got := slices.Sorted(maps.Keys(p)); !slices.Equal(got, []string{"beta", "delta", "epsilon", "gamma"}) {
+		t.Errorf("terms = %q", got)
 	}
-	if !slices.Equal(d["memory_index"], want) {
-		t.Errorf("index = %q, want %q", d["memory_index"], want)
+	var stats []string
+	if err := s.view(bg, func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketMemStats).ForEach(func(k, v []byte) error { stats = append(stats, fmt.Sprintf("%s=%x", k, v)); return nil })
+	}); err != nil {
+		t.Fatal(err)
 	}
-	if want := []string{fmt.Sprintf("%q=%x", "n", []byte{2, 4})}; !slices.Equal(d["memory_stats"], want) {
-		t.Errorf("stats = %q, want %q (2 entries, 4 terms)", d["memory_stats"], want)
+	if want := []string{"n=0204"}; !slices.Equal(stats, want) {
+		t.Errorf("stats = %q, want %q (2 entries, 4 terms)", stats, want)
 	}
 	must(s.DeleteMemory(bg, "n", "a"))
 	must(s.DeleteMemory(bg, "n", "b"))
-	d = dumpBuckets(t, s)
-	if len(d["memory"])+len(d["memory_index"])+len(d["memory_stats"]) != 0 {
-		t.Errorf("after deleting everything: %v", d)
+	checkIndex(t, s)
+	if p, df, docs := dumpIndex(t, s); len(p)+len(df) != 0 || docs != 0 {
+		t.Errorf("after deleting everything: %v %v %d", p, df, docs)
 	}
 }
 
@@ -255,4 +329,230 @@ func TestSearchLimitAndOrderAtScale(t *testing.T) {
 			t.Errorf("hit %s/%s contains no query term", h.Namespace, h.Key)
 		}
 	}
+}
+
+// referenceSearch ranks every entry by the contract's BM25, the slow way:
+// what SearchMemory must return, scores to the bit.
+func referenceSearch(entries []MemoryEntry, q MemoryQuery) []MemoryHit {
+	qterms := QueryTerms(q.Text)
+	type scoredEntry struct {
+		e     MemoryEntry
+		tf    map[string]uint32
+		dl    uint32
+		score float64
+	}
+	var sel []*scoredEntry
+	var total uint64
+	df := map[string]uint64{}
+	for _, e := range entries {
+		if q.Namespace != nil && !q.Namespace(e.Namespace) {
+			continue
+		}
+		tf, dl := termFreqs(e.Value)
+		sel = append(sel, &scoredEntry{e: e, tf: tf, dl: dl})
+		total += uint64(dl)
+		for term := range tf {
+			df[term]++
+		}
+	}
+	if len(sel) == 0 || len(qterms) == 0 {
+		return nil
+	}
+	avgdl := float64(total) / float64(len(sel))
+	if avgdl == 0 {
+		avgdl = 1
+	}
+	var hits []MemoryHit
+	for _, se := range sel {
+		matched := false
+		for _, term := range qterms {
+			if n := se.tf[term]; n > 0 {
+				se.score += BM25Term(BM25IDF(uint64(len(sel)), df[term]), float64(n), float64(se.dl), avgdl)
+				matched = true
+			}
+		}
+		if matched {
+			hits = append(hits, MemoryHit{MemoryEntry: se.e, Score: se.score})
+		}
+	}
+	slices.SortFunc(hits, func(a, b MemoryHit) int {
+		switch {
+		case a.Score > b.Score:
+			return -1
+		case a.Score < b.Score:
+			return 1
+		}
+		return bytes.Compare(memKey(a.Namespace, a.Key), memKey(b.Namespace, b.Key))
+	})
+	limit := q.Limit
+	if limit <= 0 {
+		limit = 10
+	}
+	return hits[:min(limit, len(hits))]
+}
+
+// TestSearchMatchesReference: after puts, bulk loads, updates and deletes
+// in any order, the index is exactly what the entries call for, and every
+// search — frequent and rare terms, small and large limits, namespace
+// filters — returns what scoring every entry returns, to the bit. The
+// search skips blocks and lists by bounds; this is what says it never
+// skips a hit.
+func TestSearchMatchesReference(t *testing.T) {
+	s := openFixed(t)
+	c := newCorpus(9, 300)
+	rng := rand.New(rand.NewPCG(10, 11))
+	live := map[string]MemoryEntry{}
+	put := func(e MemoryEntry) { live[string(memKey(e.Namespace, e.Key))] = e }
+	var batch []MemoryEntry
+	for i := range 2500 {
+		e := MemoryEntry{Namespace: fmt.Sprintf("ns%d", rng.IntN(5)), Key: fmt.Sprintf("k%05d", rng.IntN(3000)), Value: c.text()}
+		if i%7 == 0 {
+			e.Value = c.word() + " " + c.word() // short entries: high scores
+		}
+		switch x := rng.IntN(10); {
+		case x < 6:
+			batch = append(batch, e)
+			if len(batch) == 200 {
+				if err := s.putMemoryBatch(bg, batch); err != nil {
+					t.Fatal(err)
+				}
+				for _, b := range batch {
+					put(b)
+				}
+				batch = batch[:0]
+			}
+		case x < 9:
+			if err := s.PutMemory(bg, e.Namespace, e.Key, e.Value); err != nil {
+				t.Fatal(err)
+			}
+			put(e)
+		default:
+			for k, old := range live {
+				if err := s.DeleteMemory(bg, old.Namespace, old.Key); err != nil {
+					t.Fatal(err)
+				}
+				delete(live, k)
+				break
+			}
+		}
+	}
+	checkIndex(t, s)
+	entries := slices.Collect(maps.Values(live))
+	filters := []func(string) bool{nil, func(ns string) bool { return ns == "ns2" }, func(ns string) bool { return ns != "ns0" && ns != "ns3" }}
+	for i := range 400 {
+		words := make([]string, 1+rng.IntN(4))
+		for j := range words {
+			if rng.IntN(3) == 0 {
+				words[j] = c.vocab[rng.IntN(len(c.vocab))]
+			} else {
+				words[j] = c.word()
+			}
+		}
+		q := MemoryQuery{Text: strings.Join(words, " "), Limit: []int{1, 3, 10, 50}[rng.IntN(4)], Namespace: filters[i%len(filters)]}
+		got, err := s.SearchMemory(bg, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := referenceSearch(entries, q)
+		if len(got) != len(want) {
+			t.Fatalf("query %q (limit %d, filter %d): %d hits, want %d", q.Text, q.Limit, i%len(filters), len(got), len(want))
+		}
+		for j := range got {
+			if got[j].Namespace != want[j].Namespace || got[j].Key != want[j].Key || got[j].Score != want[j].Score {
+				t.Fatalf("query %q (limit %d, filter %d) hit %d: %s/%s %v, want %s/%s %v", q.Text, q.Limit, i%len(filters), j,
+					got[j].Namespace, got[j].Key, got[j].Score, want[j].Namespace, want[j].Key, want[j].Score)
+			}
+		}
+	}
+}
+
+// TestMemoryOldStore: a store an older warden made (its memory indexed
+// one posting per key) has its index rebuilt when opened, and searches
+// return what that warden returned, scores to the bit.
+func TestMemoryOldStore(t *testing.T) {
+	dir := oldStore(t)
+	golden := readGolden(t)
+	s := openTest(t, dir)
+	checkIndex(t, s)
+	for name, q := range map[string]MemoryQuery{
+		"search deploy":                         {Text: "deploy", Limit: 7},
+		"search kumquat heron":                  {Text: "kumquat heron", Limit: 7},
+		"search zeppelin walrus garden":         {Text: "zeppelin walrus garden", Limit: 7},
+		"search release tests service pipeline": {Text: "release tests service pipeline", Limit: 7},
+		"search deploy garden without ns1":      {Text: "deploy garden", Namespace: func(ns string) bool { return ns != "ns1" }},
+	} {
+		var want []MemoryHit
+		if err := json.Unmarshal(golden[name], &want); err != nil || len(want) == 0 {
+			t.Fatalf("golden %q: %v", name, err)
+		}
+		got, err := s.SearchMemory(bg, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d hits, the older warden found %d", name, len(got), len(want))
+		}
+		for i := range got {
+			if got[i].Namespace != want[i].Namespace || got[i].Key != want[i].Key || got[i].Score != want[i].Score || !got[i].Updated.Equal(want[i].Updated) {
+				t.Errorf("%s hit %d: %s/%s %v, the older warden: %s/%s %v", name, i, got[i].Namespace, got[i].Key, got[i].Score, want[i].Namespace, want[i].Key, want[i].Score)
+			}
+		}
+	}
+}
+
+// TestMemoryWrittenByOlderWarden: memory an older warden writes to a store
+// with the new index (its own postings, or an entry it removes, which
+// only its statistics show) is noticed when the store is next opened, and
+// the index rebuilt from the entries.
+func TestMemoryWrittenByOlderWarden(t *testing.T) {
+	for name, older := range map[string]func(tx *bolt.Tx) error{
+		"an entry added with its postings": func(tx *bolt.Tx) error {
+			if err := tx.Bucket(bucketMemory).Put(memKey("n", "new"), encodeEntry(fixedClock(), fixedClock(), "quokka pelican")); err != nil {
+				return err
+			}
+			if err := addStats(tx.Bucket(bucketMemStats), "n", 1, 2); err != nil {
+				return err
+			}
+			return tx.Bucket(bucketMemIndex).Put([]byte("quokka\x00n\x00new"), []byte{1, 2})
+		},
+		"an entry removed": func(tx *bolt.Tx) error {
+			if err := tx.Bucket(bucketMemory).Delete(memKey("n", "b")); err != nil {
+				return err
+			}
+			return addStats(tx.Bucket(bucketMemStats), "n", -1, -2)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			s := openTest(t, dir)
+			for k, v := range map[string]string{"a": "pelican beaks", "b": "pelican feathers", "c": "ostrich"} {
+				if err := s.PutMemory(bg, "n", k, v); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			editDB(t, dir, older)
+			s = openTest(t, dir)
+			checkIndex(t, s)
+			hits, err := s.SearchMemory(bg, MemoryQuery{Text: "pelican quokka"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := referenceSearch(mustList(t, s), MemoryQuery{Text: "pelican quokka"})
+			if len(hits) != len(want) {
+				t.Fatalf("%d hits, want %d", len(hits), len(want))
+			}
+		})
+	}
+}
+
+func mustList(t *testing.T, s *Store) []MemoryEntry {
+	t.Helper()
+	all, err := s.ListMemory(bg, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return all
 }

@@ -88,6 +88,9 @@ func runHelper(mode, path string) error {
 		}
 		return <-errc
 
+	case "upgrade":
+		return upgradeHelper(path)
+
 	case "hold":
 		// Do one operation and keep the file open and locked (Linger)
 		// until stdin is closed.

@@ -55,23 +55,69 @@ func (s *Store) getDoc(ctx context.Context, bucket []byte, kind, name string) (j
 	return doc, err
 }
 
-// PutRun creates or replaces the document of run id. Run ids are chosen by
-// the caller and sort in time order (ListRuns relies on it).
+// PutRun creates or replaces the document of run id, whole (dropping the
+// parts PatchRun left). Run ids are chosen by the caller and sort in time
+// order (ListRuns relies on it).
 func (s *Store) PutRun(ctx context.Context, id string, doc json.RawMessage) error {
-	return s.putDoc(ctx, bucketRuns, "run", id, doc)
+	if err := validName("run", id); err != nil {
+		return err
+	}
+	v, err := compactJSON("run "+id, doc)
+	if err != nil {
+		return err
+	}
+	return s.update(ctx, func(tx *bolt.Tx) error {
+		if err := dropRunParts(tx, id); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketRuns).Put([]byte(id), v)
+	})
 }
 
 // Run returns the document of run id, or an error wrapping ErrNotFound.
 func (s *Store) Run(ctx context.Context, id string) (json.RawMessage, error) {
-	return s.getDoc(ctx, bucketRuns, "run", id)
+	if err := validName("run", id); err != nil {
+		return nil, err
+	}
+	var doc json.RawMessage
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		var err error
+		if doc, err = readRun(s.path, tx, id); err == nil && doc == nil {
+			err = fmt.Errorf("run %s: %w", id, ErrNotFound)
+		}
+		return err
+	})
+	return doc, err
 }
 
 // UpdateRun replaces run id's document by what fn makes of it, in one
 // transaction: a compare-and-set (a run marked interrupted only if it is
 // still running). fn's error aborts the change and is returned; a missing
-// run is an error wrapping ErrNotFound.
+// run is an error wrapping ErrNotFound. The new document is stored whole.
 func (s *Store) UpdateRun(ctx context.Context, id string, fn func(doc json.RawMessage) (json.RawMessage, error)) error {
-	return s.updateDoc(ctx, bucketRuns, "run", id, fn)
+	if err := validName("run", id); err != nil {
+		return err
+	}
+	return s.update(ctx, func(tx *bolt.Tx) error {
+		doc, err := readRun(s.path, tx, id)
+		if err == nil && doc == nil {
+			err = fmt.Errorf("run %s: %w", id, ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		if doc, err = fn(doc); err != nil {
+			return err
+		}
+		v, err := compactJSON("run "+id, doc)
+		if err != nil {
+			return err
+		}
+		if err := dropRunParts(tx, id); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketRuns).Put([]byte(id), v)
+	})
 }
 
 // ListRuns returns run documents newest (largest id) first, at most limit
@@ -80,7 +126,7 @@ func (s *Store) ListRuns(ctx context.Context, limit int) ([]json.RawMessage, err
 	var out []json.RawMessage
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketRuns).Cursor()
-		for k, v := c.Last(); k != nil; k, v = c.Prev() {
+		for k, _ := c.Last(); k != nil; k, _ = c.Prev() {
 			if limit > 0 && len(out) >= limit {
 				break
 			}
@@ -89,7 +135,11 @@ func (s *Store) ListRuns(ctx context.Context, limit int) ([]json.RawMessage, err
 					return err
 				}
 			}
-			out = append(out, bytes.Clone(v))
+			doc, err := readRun(s.path, tx, string(k))
+			if err != nil {
+				return err
+			}
+			out = append(out, doc)
 		}
 		return nil
 	})

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -225,10 +226,11 @@ var (
 	bucketTrust     = []byte("trust")
 	bucketJobs      = []byte("jobs")
 
-	allBuckets = [][]byte{bucketMeta, bucketAudit, bucketMemory, bucketMemIndex, bucketMemStats, bucketRuns, bucketArtifacts, bucketPins, bucketGrants, bucketTrust, bucketJobs}
+	allBuckets = [][]byte{bucketMeta, bucketAudit, bucketMemory, bucketMemIndex, bucketMemStats, bucketRuns, bucketArtifacts, bucketPins, bucketGrants, bucketTrust, bucketJobs,
+		bucketAuditIndex, bucketRunParts, bucketMemPostings, bucketMemTerms}
 	// laterBuckets were added after the format's first release: a store
 	// made before them gets them when it is next opened.
-	laterBuckets = [][]byte{bucketGrants, bucketTrust, bucketJobs}
+	laterBuckets = [][]byte{bucketGrants, bucketTrust, bucketJobs, bucketAuditIndex, bucketRunParts, bucketMemPostings, bucketMemTerms}
 
 	formatKey   = []byte("format")
 	formatValue = []byte("warden.store/v1")
@@ -279,14 +281,33 @@ func (s *Store) create() error {
 	return nil
 }
 
-// initBuckets writes the format marker and creates every bucket.
+// initBuckets writes the format marker and creates every bucket (the
+// missing ones, for a store made before them). A store without memory
+// entries has its (empty) memory index complete; a store whose memory
+// index, or what a rebuild of it cut short had built, is gone has it
+// rebuilt.
 func initBuckets(tx *bolt.Tx) error {
 	for _, name := range allBuckets {
-		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+		if tx.Bucket(name) != nil {
+			continue
+		}
+		if _, err := tx.CreateBucket(name); err != nil {
+			return err
+		}
+		if bytes.Equal(name, bucketMemPostings) || bytes.Equal(name, bucketMemTerms) {
+			meta := tx.Bucket(bucketMeta)
+			if err := errors.Join(meta.Delete(memIndexKey), meta.Delete(memRebuildKey)); err != nil {
+				return err
+			}
+		}
+	}
+	meta := tx.Bucket(bucketMeta)
+	if k, _ := tx.Bucket(bucketMemory).Cursor().First(); k == nil && meta.Get(memIndexKey) == nil {
+		if err := meta.Put(memIndexKey, binary.AppendUvarint(nil, 0)); err != nil {
 			return err
 		}
 	}
-	return tx.Bucket(bucketMeta).Put(formatKey, formatValue)
+	return meta.Put(formatKey, formatValue)
 }
 
 // validate checks that tx is a warden store. A bbolt file with no buckets at
@@ -600,7 +621,20 @@ func (s *Store) prepare(h *handle) error {
 		return err
 	})
 	if err == nil && (needsInit || upgrade) {
-		err = h.run(true, initBuckets)
+		if err = h.run(true, initBuckets); err == nil && upgrade {
+			upgraded()
+		}
+	}
+	var stale bool
+	if err == nil {
+		err = h.run(false, func(tx *bolt.Tx) error {
+			var err error
+			stale, err = memoryIndexStale(tx)
+			return err
+		})
+	}
+	if err == nil && stale {
+		err = rebuildMemoryIndex(h)
 	}
 	if err != nil {
 		if errors.Is(err, ErrCorrupt) {
@@ -610,6 +644,12 @@ func (s *Store) prepare(h *handle) error {
 	}
 	return s.checkAnchorOnOpen(h)
 }
+
+// upgraded is called after each transaction that brings an older file up
+// to date commits (the new buckets, a chunk of the memory index's rebuild
+// or of the audit index's catch-up); tests replace it to kill the process
+// there.
+var upgraded = func() {}
 
 // syncDir fsyncs a directory so a new entry in it survives a crash. Errors
 // are ignored: some file systems cannot sync directories, and losing the

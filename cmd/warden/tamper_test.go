@@ -20,9 +20,10 @@ import (
 //	tamper swap A B        exchange records A and B
 //	tamper dup SEQ         store record SEQ-1 again under key SEQ (two records claim one sequence number)
 //	tamper truncate N      remove the last N records
+//	tamper unindex SEQ     remove record SEQ from the audit index (hide it from `audit ls --tool/--run`)
 func cmdTamper(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) < 2 {
-		ts.Fatalf("usage: tamper edit|delete|dup SEQ | swap A B | truncate N")
+		ts.Fatalf("usage: tamper edit|delete|dup|unindex SEQ | swap A B | truncate N")
 	}
 	nums := make([]uint64, len(args)-1)
 	for i, a := range args[1:] {
@@ -76,6 +77,24 @@ func cmdTamper(ts *testscript.TestScript, neg bool, args []string) {
 			last := binary.BigEndian.Uint64(k)
 			for i := uint64(0); i < nums[0]; i++ {
 				if err := b.Delete(key(last - i)); err != nil {
+					return err
+				}
+			}
+			return nil
+		case "unindex":
+			ix := tx.Bucket([]byte("audit_index"))
+			var hit [][]byte
+			c := ix.Cursor()
+			for k, _ := c.First(); k != nil; k, _ = c.Next() {
+				if len(k) >= 8 && binary.BigEndian.Uint64(k[len(k)-8:]) == nums[0] {
+					hit = append(hit, append([]byte(nil), k...))
+				}
+			}
+			if len(hit) == 0 {
+				ts.Fatalf("record %d is not in the audit index", nums[0])
+			}
+			for _, k := range hit {
+				if err := ix.Delete(k); err != nil {
 					return err
 				}
 			}

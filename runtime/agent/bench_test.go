@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/wardenrt/warden/builtin/fs"
+	"github.com/wardenrt/warden/internal/runpatch"
 	"github.com/wardenrt/warden/runtime/agent"
 	"github.com/wardenrt/warden/runtime/gate"
 	"github.com/wardenrt/warden/runtime/runtimetest"
@@ -106,4 +109,79 @@ func BenchmarkLoopStep(b *testing.B) {
 		defer st.Close()
 		run(b, st)
 	})
+}
+
+// timedRuns writes a run's record to a store, whole, timing each write.
+type timedRuns struct {
+	st    *store.Store
+	times []time.Duration
+	bytes []int
+}
+
+func (r *timedRuns) PutRun(ctx context.Context, id string, doc json.RawMessage) error {
+	t0 := time.Now()
+	err := r.st.PutRun(ctx, id, doc)
+	r.times, r.bytes = append(r.times, time.Since(t0)), append(r.bytes, len(doc))
+	return err
+}
+
+// timedPatches writes it in parts.
+type timedPatches struct{ timedRuns }
+
+func (r *timedPatches) PatchRun(ctx context.Context, id string, p runpatch.Patch) error {
+	n := len(p.Head)
+	for _, l := range p.Lists {
+		for _, e := range l.Set {
+			n += len(e)
+		}
+	}
+	t0 := time.Now()
+	err := r.st.PatchRun(ctx, id, p)
+	r.times, r.bytes = append(r.times, time.Since(t0)), append(r.bytes, n)
+	return err
+}
+
+// BenchmarkRunRecord500 is the durable cost of a step's record in a long
+// agent run: a 500-step run (fs_list each step, a model that answers at
+// once) writing its record to a bbolt store after every step, in parts
+// (what `warden run` does) and, as the baseline, whole (as before). It
+// reports the median write of steps 1-10 and of steps 491-500, their
+// ratio, and the bytes written at step 500.
+func BenchmarkRunRecord500(b *testing.B) {
+	const steps = 500
+	ctx := context.Background()
+	for _, mode := range []string{"parts", "whole"} {
+		b.Run(mode, func(b *testing.B) {
+			g := listGate(b)
+			st, err := store.Open(filepath.Join(b.TempDir(), "warden.db"), nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			var first, last []time.Duration
+			var lastBytes int
+			for b.Loop() {
+				tr := &timedPatches{timedRuns{st: st}}
+				var runs agent.Runs = &tr.timedRuns
+				if mode == "parts" {
+					runs = tr
+				}
+				rec, err := agent.Run(ctx, agent.Options{Gate: g, Model: &instantModel{steps: steps}, Task: "list", Runs: runs, MaxSteps: steps})
+				if err != nil || rec.Status != agent.StatusSucceeded {
+					b.Fatal(err)
+				}
+				// Write 0 is the run's start; write i follows step i.
+				first = append(first, tr.times[1:11]...)
+				last = append(last, tr.times[steps-10:steps]...)
+				lastBytes = tr.bytes[steps-1]
+			}
+			slices.Sort(first)
+			slices.Sort(last)
+			m1, m500 := first[len(first)/2], last[len(last)/2]
+			b.ReportMetric(float64(m1.Nanoseconds()), "step1-ns")
+			b.ReportMetric(float64(m500.Nanoseconds()), "step500-ns")
+			b.ReportMetric(float64(m500)/float64(m1), "ratio")
+			b.ReportMetric(float64(lastBytes), "step500-bytes")
+		})
+	}
 }

@@ -21,6 +21,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/wardenrt/warden/internal/runpatch"
 	"github.com/wardenrt/warden/runtime/capability"
 	"github.com/wardenrt/warden/runtime/gate"
 	"github.com/wardenrt/warden/runtime/redact"
@@ -213,6 +214,11 @@ type loop struct {
 	cache struct {
 		transcript, responses, calls []json.RawMessage
 	}
+	// written is how many elements of each list (lists()) the store
+	// holds, as of the last save in parts; sysChanged says the system
+	// prompt changed since.
+	written    [3]int
+	sysChanged bool
 	// recorded are the tool calls of the run a replay replays.
 	recorded []ToolCallRecord
 }
@@ -267,6 +273,7 @@ func (l *loop) setSystem(s string) {
 	if len(l.cache.transcript) > 0 {
 		l.cache.transcript[0] = nil
 	}
+	l.sysChanged = true
 }
 
 // redactMsg is m with every string in it redacted: text, reasoning,
@@ -423,99 +430,134 @@ func (l *loop) emit(e Event) {
 // save writes the record. Everything in it was redacted as it came in
 // (push, redactMsg, the tool call records, newLoop and end for the rest):
 // redacting the whole document at every step would cost the square of
-// its length. It runs even after ctx is cancelled: a cancelled run is
-// still recorded.
+// its length. Where the store keeps runs in parts (runpatch.Writer), only
+// the head and the list elements new or changed since the last save are
+// written, so a step's write does not grow with the run; elsewhere the
+// record is written whole. It runs even after ctx is cancelled: a
+// cancelled run is still recorded.
 func (l *loop) save(ctx context.Context) error {
 	if l.o.Runs == nil {
 		return nil
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if w, ok := l.o.Runs.(runpatch.Writer); ok {
+		p, err := l.patch()
+		if err == nil {
+			err = w.PatchRun(sctx, l.rec.ID, p)
+		}
+		if errors.Is(err, runpatch.ErrConflict) {
+			// Written whole since (a run marked interrupted by mistake, a
+			// resume): send everything.
+			l.written = [3]int{}
+			if p, err = l.patch(); err == nil {
+				err = w.PatchRun(sctx, l.rec.ID, p)
+			}
+		}
+		if err == nil {
+			for i, rl := range l.lists() {
+				l.written[i] = rl.n
+			}
+			l.sysChanged = false
+		}
+		return err
 	}
 	doc, err := l.marshal()
 	if err != nil {
 		return err
 	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
 	return l.o.Runs.PutRun(sctx, l.rec.ID, doc)
 }
 
-// marshal is json.Marshal(l.rec), with the list elements marshalled once
-// (a run's record is written after every step: marshalling it whole each
-// time would cost the square of its length).
+// recList is one of the record's lists, with the JSON of its elements
+// (each marshalled once: they are only ever appended, but for the system
+// prompt, element 0 of the transcript, marshalled again when it changes).
+type recList struct {
+	field string
+	cache *[]json.RawMessage
+	n     int
+	elem  func(int) any
+}
+
+func (l *loop) lists() [3]recList {
+	return [3]recList{
+		{"transcript", &l.cache.transcript, len(l.rec.Transcript), func(i int) any { return l.rec.Transcript[i] }},
+		{"responses", &l.cache.responses, len(l.rec.Responses), func(i int) any { return l.rec.Responses[i] }},
+		{"tool_calls", &l.cache.calls, len(l.rec.ToolCalls), func(i int) any { return l.rec.ToolCalls[i] }},
+	}
+}
+
+// head is the record's JSON without its lists (each null), and the lists
+// with every element marshalled.
+func (l *loop) head() ([]byte, [3]recList, error) {
+	h := *l.rec
+	h.Transcript, h.Responses, h.ToolCalls = nil, nil, nil
+	doc, err := json.Marshal(h)
+	if err != nil {
+		return nil, [3]recList{}, err
+	}
+	lists := l.lists()
+	for _, rl := range lists {
+		for len(*rl.cache) < rl.n {
+			*rl.cache = append(*rl.cache, nil)
+		}
+		for i := range rl.n {
+			if (*rl.cache)[i] == nil {
+				b, err := json.Marshal(rl.elem(i))
+				if err != nil {
+					return nil, lists, err
+				}
+				(*rl.cache)[i] = b
+			}
+		}
+	}
+	return doc, lists, nil
+}
+
+// patch is the change to the record since the last save: the head, and
+// the elements not written yet (and the system prompt if it changed).
+func (l *loop) patch() (runpatch.Patch, error) {
+	head, lists, err := l.head()
+	if err != nil {
+		return runpatch.Patch{}, err
+	}
+	p := runpatch.Patch{Head: head}
+	for li, rl := range lists {
+		set := make(map[int]json.RawMessage, rl.n-l.written[li])
+		for i := l.written[li]; i < rl.n; i++ {
+			set[i] = (*rl.cache)[i]
+		}
+		if li == 0 && l.sysChanged && rl.n > 0 {
+			set[0] = (*rl.cache)[0]
+		}
+		p.Lists = append(p.Lists, runpatch.List{Field: rl.field, Len: rl.n, Set: set})
+	}
+	return p, nil
+}
+
+// marshal is json.Marshal(l.rec), from the head and the marshalled
+// elements (marshalling the record whole at every step would cost the
+// square of its length).
 func (l *loop) marshal() ([]byte, error) {
-	head := *l.rec
-	head.Transcript, head.Responses, head.ToolCalls = nil, nil, nil
-	doc, err := json.Marshal(head)
+	head, lists, err := l.head()
 	if err != nil {
 		return nil, err
 	}
-	list := func(cache *[]json.RawMessage, n int, elem func(int) any) ([]byte, error) {
-		for len(*cache) < n {
-			*cache = append(*cache, nil)
-		}
-		size := 2
-		for i := range n {
-			if (*cache)[i] == nil {
-				b, err := json.Marshal(elem(i))
-				if err != nil {
-					return nil, err
-				}
-				(*cache)[i] = b
-			}
-			size += len((*cache)[i]) + 1
-		}
-		out := make([]byte, 0, size)
-		out = append(out, '[')
-		for i := range n {
-			if i > 0 {
-				out = append(out, ',')
-			}
-			out = append(out, (*cache)[i]...)
-		}
-		return append(out, ']'), nil
+	var fields []string
+	var elems [][][]byte
+	for _, rl := range lists {
+		fields = append(fields, rl.field)
+		elems = append(elems, bytesOf((*rl.cache)[:rl.n]))
 	}
-	// The keys appear exactly once with a null value (inside a JSON string
-	// their quotes would be escaped): find them in the small header, then
-	// assemble the document in one pass.
-	type splice struct {
-		at  int
-		key string
-		arr []byte
+	return runpatch.Assemble(head, fields, elems)
+}
+
+func bytesOf(raws []json.RawMessage) [][]byte {
+	out := make([][]byte, len(raws))
+	for i, r := range raws {
+		out[i] = r
 	}
-	var parts []splice
-	size := len(doc)
-	for _, f := range []struct {
-		key   string
-		cache *[]json.RawMessage
-		n     int
-		elem  func(int) any
-	}{
-		{`"transcript":null`, &l.cache.transcript, len(l.rec.Transcript), func(i int) any { return l.rec.Transcript[i] }},
-		{`"responses":null`, &l.cache.responses, len(l.rec.Responses), func(i int) any { return l.rec.Responses[i] }},
-		{`"tool_calls":null`, &l.cache.calls, len(l.rec.ToolCalls), func(i int) any { return l.rec.ToolCalls[i] }},
-	} {
-		at := bytes.Index(doc, []byte(f.key))
-		if at < 0 {
-			return nil, fmt.Errorf("agent: record field %s not found", f.key)
-		}
-		arr, err := list(f.cache, f.n, f.elem)
-		if err != nil {
-			return nil, err
-		}
-		parts = append(parts, splice{at, f.key, arr})
-		size += len(arr)
-	}
-	sort.Slice(parts, func(i, j int) bool { return parts[i].at < parts[j].at })
-	out := make([]byte, 0, size)
-	prev := 0
-	for _, p := range parts {
-		key, _, _ := strings.Cut(p.key, ":")
-		out = append(out, doc[prev:p.at]...)
-		out = append(out, key...)
-		out = append(out, ':')
-		out = append(out, p.arr...)
-		prev = p.at + len(p.key)
-	}
-	return append(out, doc[prev:]...), nil
+	return out
 }
 
 func (l *loop) end(ctx context.Context, status string, err *tool.Error) (*Record, error) {

@@ -531,23 +531,6 @@ func (s *Store) AuditRecord(ctx context.Context, seq uint64) (store.AuditRecord,
 	return rec, err
 }
 
-// ListAudit returns the records matching f, in sequence order.
-func (s *Store) ListAudit(ctx context.Context, f store.AuditFilter) ([]store.AuditRecord, error) {
-	var out []store.AuditRecord
-	err := s.scanAudit(ctx, f.AfterSeq, func(seq uint64, ts, prev, hash string, event []byte) (bool, error) {
-		if (f.RunID != "" || f.Tool != "") && !store.EventMatches(event, f.RunID, f.Tool) {
-			return true, nil
-		}
-		rec, err := toRecord(seq, ts, prev, hash, event)
-		if err != nil {
-			return false, s.corruptf("audit record %d is malformed (%v)", seq, err)
-		}
-		out = append(out, rec)
-		return f.Limit <= 0 || len(out) < f.Limit, nil
-	})
-	return out, err
-}
-
 // ExportAudit writes the whole log to w as JSON Lines, each line a record
 // in its canonical form (what its hash covers), as the bbolt store
 // exports it.

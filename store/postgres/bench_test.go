@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -167,3 +169,74 @@ func BenchmarkSearchMemory100k(b *testing.B) {
 }
 
 var _ = context.Background
+
+// BenchmarkAuditListPostgres is "warden audit ls --tool T --last 20" and
+// "--run ID" on a PostgreSQL log of WARDEN_SCALE (default 100,000)
+// records, through the indexes of migration 4 and, as the baseline, by the
+// scan they replace (every record read and tested, the last 20 kept).
+func BenchmarkAuditListPostgres(b *testing.B) {
+	n := 100_000
+	if v := os.Getenv("WARDEN_SCALE"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n <= 0 {
+			b.Fatalf("WARDEN_SCALE=%q", v)
+		}
+	}
+	s := benchBackends(b)["postgres"](b).(*postgres.Store)
+	tools := []string{"fs_read", "shell", "fs_list", "http_get", "fs_write", "memory_search", "git_status", "wasm_textstats"}
+	weights := []int{400, 200, 150, 100, 80, 40, 25, 5}
+	rng := rand.New(rand.NewPCG(5, 6))
+	prev := store.ZeroHash
+	ts := store.FormatRecordTime(time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC))
+	start := time.Now()
+	for done := 0; done < n; {
+		recs := make([]store.AuditRecord, min(10_000, n-done))
+		for i := range recs {
+			seq := uint64(done + i + 1)
+			x, tool := rng.IntN(1000), tools[0]
+			for j, w := range weights {
+				if x < w {
+					tool = tools[j]
+					break
+				}
+				x -= w
+			}
+			ev := fmt.Appendf(nil, `{"phase":"result","call_id":"c-%08d","run_id":"r-%06d","principal":["cli","model"],"tool":%q,"args":{"path":"notes/%d.txt"},"decision":{"action":"allow"},"outcome":"ok","duration_ms":3}`,
+				seq, seq/50, tool, seq%977)
+			_, hash := store.EncodeRecord(seq, ts, prev, ev)
+			t, _ := time.Parse(time.RFC3339Nano, ts)
+			recs[i] = store.AuditRecord{Seq: seq, Time: t, Prev: prev, Hash: hash, Event: ev}
+			prev = hash
+		}
+		if err := s.ImportAudit(ctx, recs); err != nil {
+			b.Fatal(err)
+		}
+		done += len(recs)
+	}
+	b.Logf("loaded %d records in %v", n, time.Since(start).Round(time.Millisecond))
+	run := fmt.Sprintf("r-%06d", n/100)
+	for _, tc := range []struct {
+		name string
+		f    store.AuditFilter
+		want int
+	}{
+		{"tool-rare-last20", store.AuditFilter{Tool: tools[len(tools)-1], Limit: 20, Newest: true}, 20},
+		{"tool-common-last20", store.AuditFilter{Tool: tools[0], Limit: 20, Newest: true}, 20},
+		{"run", store.AuditFilter{RunID: run}, 50},
+	} {
+		b.Run(tc.name+"/index", func(b *testing.B) {
+			for b.Loop() {
+				if recs, err := s.ListAudit(ctx, tc.f); err != nil || len(recs) != tc.want {
+					b.Fatal(len(recs), err)
+				}
+			}
+		})
+		b.Run(tc.name+"/scan", func(b *testing.B) {
+			for b.Loop() {
+				if recs, err := s.ListAuditByScan(ctx, tc.f); err != nil || len(recs) != tc.want {
+					b.Fatal(len(recs), err)
+				}
+			}
+		})
+	}
+}

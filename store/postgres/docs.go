@@ -98,47 +98,6 @@ func (s *Store) listDocs(ctx context.Context, t docTable) (map[string]json.RawMe
 	return out, err
 }
 
-// PutRun creates or replaces the document of run id.
-func (s *Store) PutRun(ctx context.Context, id string, doc json.RawMessage) error {
-	return s.putDoc(ctx, runsTable, id, doc)
-}
-
-// Run returns the document of run id, or an error wrapping ErrNotFound.
-func (s *Store) Run(ctx context.Context, id string) (json.RawMessage, error) {
-	return s.getDoc(ctx, runsTable, id)
-}
-
-// UpdateRun replaces run id's document by what fn makes of it, in one
-// transaction holding the run's row: a compare-and-set (a run marked
-// interrupted only if it is still running). fn's error aborts the change
-// and is returned; fn may be called again if the transaction is retried.
-func (s *Store) UpdateRun(ctx context.Context, id string, fn func(doc json.RawMessage) (json.RawMessage, error)) error {
-	return s.updateDoc(ctx, runsTable, id, fn)
-}
-
-// ListRuns returns run documents newest (largest id) first, at most limit
-// of them (<= 0: all).
-func (s *Store) ListRuns(ctx context.Context, limit int) ([]json.RawMessage, error) {
-	var out []json.RawMessage
-	err := s.do(ctx, "listing runs", func(ctx context.Context) error {
-		lim := any(nil)
-		if limit > 0 {
-			lim = limit
-		}
-		rows, err := s.pool.Query(ctx, `SELECT doc FROM warden.runs ORDER BY id DESC LIMIT $1`, lim)
-		if err != nil {
-			return err
-		}
-		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (json.RawMessage, error) {
-			var doc []byte
-			err := r.Scan(&doc)
-			return doc, err
-		})
-		return err
-	})
-	return out, err
-}
-
 // PutPin creates or replaces the pin of wasm tool name.
 func (s *Store) PutPin(ctx context.Context, name string, doc json.RawMessage) error {
 	return s.putDoc(ctx, pinsTable, name, doc)

@@ -179,6 +179,49 @@ CREATE TABLE warden.published (
 CREATE TRIGGER published_changed AFTER INSERT OR UPDATE OR DELETE ON warden.published
 	FOR EACH STATEMENT EXECUTE FUNCTION warden.notify_change();
 `},
+	{4, "audit records by tool and by run", `
+-- An event's top-level field "tool" or "run_id" as warden reads it (the
+-- last member of that name, if it is a non-empty string), for the indexes
+-- that list a tool's or a run's records without reading the others. An
+-- event PostgreSQL cannot read as jsonb (a \u0000 escape, a lone
+-- surrogate, bytes that are not UTF-8), or read exactly as warden does (a
+-- database not in UTF8), gives '': listings read those records too and
+-- leave the choice to warden. The indexes are the database's own, derived
+-- from the stored events: warden's role cannot write them.
+CREATE FUNCTION warden.audit_field(event bytea, name text) RETURNS text
+	LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$
+DECLARE
+	doc jsonb;
+BEGIN
+	IF current_setting('server_encoding') <> 'UTF8' THEN
+		RETURN '';
+	END IF;
+	BEGIN
+		doc := convert_from(event, 'UTF8')::jsonb;
+	EXCEPTION WHEN others THEN
+		RETURN '';
+	END;
+	IF jsonb_typeof(doc) = 'object' AND jsonb_typeof(doc -> name) = 'string' AND doc ->> name <> '' THEN
+		RETURN doc ->> name;
+	END IF;
+	RETURN NULL;
+END $$;
+CREATE INDEX audit_by_tool ON warden.audit (warden.audit_field(event, 'tool'), seq);
+CREATE INDEX audit_by_run ON warden.audit (warden.audit_field(event, 'run_id'), seq);
+`},
+	{5, "runs kept in parts", `
+-- A run written in parts (PatchRun): doc is its head, with each list named
+-- in list_fields null; run_items holds the lists' elements. A run written
+-- whole has no list_fields and no items.
+ALTER TABLE warden.runs ADD COLUMN list_fields text[], ADD COLUMN list_lens integer[];
+CREATE TABLE warden.run_items (
+	id   text COLLATE "C" NOT NULL,
+	list smallint NOT NULL,
+	n    integer NOT NULL,
+	doc  bytea NOT NULL,
+	PRIMARY KEY (id, list, n)
+);
+`},
 }
 
 // SchemaVersion is the schema version this warden reads and writes.
@@ -193,8 +236,8 @@ var grants = []string{
 	`GRANT SELECT, INSERT ON warden.audit TO %[1]s`,
 	`GRANT SELECT, UPDATE ON warden.audit_head TO %[1]s`,
 	`GRANT SELECT, INSERT, UPDATE ON warden.audit_anchors TO %[1]s`,
-	`GRANT SELECT, INSERT, UPDATE, DELETE ON warden.memory, warden.memory_stats, warden.runs, warden.pins, warden.grants,
-		warden.trust, warden.jobs TO %[1]s`,
+	`GRANT SELECT, INSERT, UPDATE, DELETE ON warden.memory, warden.memory_stats, warden.runs, warden.run_items, warden.pins,
+		warden.grants, warden.trust, warden.jobs TO %[1]s`,
 	`GRANT SELECT, INSERT ON warden.artifacts, warden.artifact_chunks TO %[1]s`,
 	`GRANT SELECT, INSERT, UPDATE, DELETE ON warden.job_firings TO %[1]s`,
 	`GRANT USAGE ON SEQUENCE warden.job_fence TO %[1]s`,

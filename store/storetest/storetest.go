@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wardenrt/warden/internal/runpatch"
 	"github.com/wardenrt/warden/store"
 	bolt "go.etcd.io/bbolt"
 )
@@ -92,6 +93,7 @@ func Run(t *testing.T, open func(t *testing.T) Backend) {
 		{"AuditAppendIsGaplessAndChained", testAuditChain},
 		{"AuditRejectsNonObjects", testAuditRejects},
 		{"AuditFilters", testAuditFilters},
+		{"AuditFiltersReadEventsAsJSON", testAuditOddEvents},
 		{"AuditNotFound", testAuditNotFound},
 		{"AuditExport", testAuditExport},
 		{"AuditConcurrentAppends", testAuditConcurrent},
@@ -103,6 +105,7 @@ func Run(t *testing.T, open func(t *testing.T) Backend) {
 		{"MemorySearchNamespacesAndLimit", testMemoryNamespaces},
 		{"Runs", testRuns},
 		{"UpdateRunIsOneTransaction", testUpdateRun},
+		{"RunsInParts", testRunParts},
 		{"Artifacts", testArtifacts},
 		{"Pins", testPins},
 		{"GrantsAndTrust", testGrantsAndTrust},
@@ -243,6 +246,11 @@ func testAuditFilters(t *testing.T, b Backend) {
 		{store.AuditFilter{AfterSeq: 1<<64 - 1}, nil},
 		{store.AuditFilter{Limit: 2}, []uint64{1, 2}},
 		{store.AuditFilter{Tool: "fs.read", AfterSeq: 1, Limit: 2}, []uint64{2, 4}},
+		{store.AuditFilter{Limit: 2, Newest: true}, []uint64{6, 7}},
+		{store.AuditFilter{Tool: "fs.read", Limit: 3, Newest: true}, []uint64{2, 4, 5}},
+		{store.AuditFilter{RunID: "r1", AfterSeq: 2, Limit: 5, Newest: true}, []uint64{3, 5}},
+		{store.AuditFilter{Tool: "fs.read", Newest: true}, []uint64{1, 2, 4, 5}},
+		{store.AuditFilter{RunID: "r1", Tool: "shell.exec", Limit: 1, Newest: true}, []uint64{3}},
 	}
 	for _, tc := range tests {
 		recs, err := b.ListAudit(ctx, tc.f)
@@ -253,6 +261,99 @@ func testAuditFilters(t *testing.T, b Backend) {
 		}
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("ListAudit(%+v) = %v, want %v", tc.f, got, tc.want)
+		}
+	}
+}
+
+// testAuditOddEvents: listings by run and tool read an event's fields as
+// a JSON decoder does (escaped names and values, the last of duplicate
+// members, only strings), whatever a backend's index makes of them, and
+// agree with a scan over many records.
+func testAuditOddEvents(t *testing.T, b Backend) {
+	events := []string{
+		`{"run\u005fid":"r1","tool":"fs_read"}`,
+		`{"run_id":"r\u0031","tool":"fs\u005fread"}`,
+		`{"run_id":"r2","run_id":"r1","tool":"shell","tool":"fs_read"}`,
+		`{"run_id":"r1","run_id":"r2","tool":"fs_read","tool":"shell"}`,
+		`{"run_id":1,"tool":["fs_read"]}`,
+		`{"run_id":null,"tool":"fs_read"}`,
+		`{"args":{"run_id":"r1","tool":"fs_read"},"tool":"shell"}`,
+		`{"tool":"fs_read","x":"\u0000","run_id":"r1"}`,
+		`{"tool":"fs_read","x":"\ud800","run_id":"r1"}`,
+		`{"tool":"\ud800","run_id":"r1"}`,
+		`{"tool":"nul\u0000","run_id":"r1"}`,
+		`{"tool":"\u00e9t\u00e9","run_id":"r\ud83d\ude00"}`,
+		`{"tool":"été","run_id":"r😀"}`,
+		"{\"tool\":\"fs_read\",\"x\":\"\xff\",\"run_id\":\"r1\"}",
+		`{"tool":"fs_read","n":1e400,"run_id":"r1"}`,
+	}
+	var all []uint64
+	for i := range 3 {
+		for _, ev := range events {
+			all = append(all, appendEvent(t, b, ev))
+		}
+		for j := range 200 {
+			all = append(all, appendEvent(t, b, fmt.Sprintf(`{"tool":"other","run_id":"r%d","i":%d}`, (i+j)%5, j)))
+		}
+	}
+	recs, err := b.ListAudit(ctx, store.AuditFilter{})
+	must(t, err)
+	for _, run := range []string{"", "r1", "r2", "r😀", "r3"} {
+		for _, tool := range []string{"", "fs_read", "shell", "été", "\uFFFD", "nul\x00", "other"} {
+			if run == "" && tool == "" {
+				continue
+			}
+			var want []uint64
+			for _, r := range recs {
+				if store.EventMatches(r.Event, run, tool) {
+					want = append(want, r.Seq)
+				}
+			}
+			for _, f := range []store.AuditFilter{
+				{RunID: run, Tool: tool},
+				{RunID: run, Tool: tool, Limit: 4, Newest: true},
+				{RunID: run, Tool: tool, Limit: 3, AfterSeq: 250},
+			} {
+				got, err := b.ListAudit(ctx, f)
+				must(t, err)
+				var seqs []uint64
+				for _, r := range got {
+					seqs = append(seqs, r.Seq)
+				}
+				w := want
+				if f.AfterSeq > 0 {
+					w = slices.DeleteFunc(slices.Clone(w), func(s uint64) bool { return s <= f.AfterSeq })
+				}
+				if f.Limit > 0 && len(w) > f.Limit {
+					if f.Newest {
+						w = w[len(w)-f.Limit:]
+					} else {
+						w = w[:f.Limit]
+					}
+				}
+				if !slices.Equal(seqs, w) {
+					t.Errorf("ListAudit(%+v) = %v, want %v", f, seqs, w)
+				}
+			}
+		}
+	}
+	// What a decoder reads, spelled out for a few.
+	for _, tc := range []struct {
+		run, tool string
+		want      []uint64 // within the first round of events
+	}{
+		{"r1", "fs_read", []uint64{1, 2, 3, 8, 9, 14, 15}},
+		{"", "shell", []uint64{4, 7}},
+		{"r2", "", []uint64{4}},
+	} {
+		got, err := b.ListAudit(ctx, store.AuditFilter{RunID: tc.run, Tool: tc.tool, Limit: len(tc.want)})
+		must(t, err)
+		var seqs []uint64
+		for _, r := range got {
+			seqs = append(seqs, r.Seq)
+		}
+		if !slices.Equal(seqs, tc.want) {
+			t.Errorf("run %q tool %q: %v, want %v", tc.run, tc.tool, seqs, tc.want)
 		}
 	}
 }
@@ -609,6 +710,95 @@ func testUpdateRun(t *testing.T, b Backend) {
 	}
 	if err := b.UpdateRun(ctx, "", func(d json.RawMessage) (json.RawMessage, error) { return d, nil }); err == nil {
 		t.Errorf("UpdateRun accepted an empty id")
+	}
+}
+
+// testRunParts: a run written in parts (PatchRun) reads back as the whole
+// document; a patch costs what it sends, and one that assumes elements the
+// store does not hold (the run was written whole since) changes nothing
+// and says so (ErrConflict).
+func testRunParts(t *testing.T, b Backend) {
+	raw := func(s string) json.RawMessage { return json.RawMessage(s) }
+	head := func(status string) json.RawMessage {
+		return raw(`{"id":"r1","status":"` + status + `","transcript":null,"steps":2,"tool_calls":null,"final":""}`)
+	}
+	lists := func(tlen int, tset map[int]json.RawMessage, clen int, cset map[int]json.RawMessage) []runpatch.List {
+		return []runpatch.List{{Field: "transcript", Len: tlen, Set: tset}, {Field: "tool_calls", Len: clen, Set: cset}}
+	}
+	want := func(doc string) {
+		t.Helper()
+		got, err := b.Run(ctx, "r1")
+		if err != nil || string(got) != doc {
+			t.Fatalf("Run = %s, %v\nwant %s", got, err, doc)
+		}
+		runs, err := b.ListRuns(ctx, 0)
+		if err != nil || len(runs) != 1 || string(runs[0]) != doc {
+			t.Fatalf("ListRuns = %s, %v", runs, err)
+		}
+	}
+	must(t, b.PatchRun(ctx, "r1", runpatch.Patch{Head: head("running"), Lists: lists(2, map[int]json.RawMessage{0: raw(`{"role":"system"}`), 1: raw(`{ "role" : "user" }`)}, 0, nil)}))
+	want(`{"id":"r1","status":"running","transcript":[{"role":"system"},{"role":"user"}],"steps":2,"tool_calls":[],"final":""}`)
+	// New elements only, and element 0 changed.
+	must(t, b.PatchRun(ctx, "r1", runpatch.Patch{Head: head("running"), Lists: lists(3, map[int]json.RawMessage{0: raw(`{"role":"system","v":2}`), 2: raw(`"x"`)}, 1, map[int]json.RawMessage{0: raw(`{"tool":"fs_read"}`)})}))
+	want(`{"id":"r1","status":"running","transcript":[{"role":"system","v":2},{"role":"user"},"x"],"steps":2,"tool_calls":[{"tool":"fs_read"}],"final":""}`)
+	// An element neither held nor sent: nothing changes.
+	err := b.PatchRun(ctx, "r1", runpatch.Patch{Head: head("succeeded"), Lists: lists(5, map[int]json.RawMessage{4: raw(`4`)}, 1, nil)})
+	if !errors.Is(err, runpatch.ErrConflict) {
+		t.Errorf("a patch with a gap: %v, want ErrConflict", err)
+	}
+	want(`{"id":"r1","status":"running","transcript":[{"role":"system","v":2},{"role":"user"},"x"],"steps":2,"tool_calls":[{"tool":"fs_read"}],"final":""}`)
+	// Shorter lists drop their tails.
+	must(t, b.PatchRun(ctx, "r1", runpatch.Patch{Head: head("running"), Lists: lists(1, nil, 0, nil)}))
+	want(`{"id":"r1","status":"running","transcript":[{"role":"system","v":2}],"steps":2,"tool_calls":[],"final":""}`)
+	must(t, b.PatchRun(ctx, "r1", runpatch.Patch{Head: head("running"), Lists: lists(2, map[int]json.RawMessage{1: raw(`"y"`)}, 0, nil)}))
+	want(`{"id":"r1","status":"running","transcript":[{"role":"system","v":2},"y"],"steps":2,"tool_calls":[],"final":""}`)
+
+	// Written whole (another writer, or UpdateRun): a patch that assumes
+	// the old parts is refused; one that sends everything is not.
+	must(t, b.UpdateRun(ctx, "r1", func(doc json.RawMessage) (json.RawMessage, error) {
+		if string(doc) != `{"id":"r1","status":"running","transcript":[{"role":"system","v":2},"y"],"steps":2,"tool_calls":[],"final":""}` {
+			t.Errorf("UpdateRun saw %s", doc)
+		}
+		return raw(`{"id":"r1","status":"interrupted"}`), nil
+	}))
+	want(`{"id":"r1","status":"interrupted"}`)
+	if err := b.PatchRun(ctx, "r1", runpatch.Patch{Head: head("running"), Lists: lists(3, map[int]json.RawMessage{2: raw(`"z"`)}, 0, nil)}); !errors.Is(err, runpatch.ErrConflict) {
+		t.Errorf("a patch after UpdateRun: %v, want ErrConflict", err)
+	}
+	want(`{"id":"r1","status":"interrupted"}`)
+	must(t, b.PatchRun(ctx, "r1", runpatch.Patch{Head: head("done"), Lists: lists(1, map[int]json.RawMessage{0: raw(`0`)}, 1, map[int]json.RawMessage{0: raw(`1`)})}))
+	want(`{"id":"r1","status":"done","transcript":[0],"steps":2,"tool_calls":[1],"final":""}`)
+	must(t, b.PutRun(ctx, "r1", raw(`{"id":"r1","whole":true}`)))
+	want(`{"id":"r1","whole":true}`)
+	if err := b.PatchRun(ctx, "r1", runpatch.Patch{Head: head("running"), Lists: lists(1, nil, 0, nil)}); !errors.Is(err, runpatch.ErrConflict) {
+		t.Errorf("a patch after PutRun: %v, want ErrConflict", err)
+	}
+	// Other lists, in another order, named with an escape: the old parts go.
+	must(t, b.PatchRun(ctx, "r1", runpatch.Patch{Head: raw(`{"b":null,"id":"r1","tr\u0061nscript":null}`), Lists: []runpatch.List{
+		{Field: "transcript", Len: 1, Set: map[int]json.RawMessage{0: raw(`"t"`)}}, {Field: "b", Len: 2, Set: map[int]json.RawMessage{0: raw(`true`), 1: raw(`null`)}}}}))
+	want(`{"b":[true,null],"id":"r1","tr\u0061nscript":["t"]}`)
+
+	for name, p := range map[string]runpatch.Patch{
+		"head not an object":        {Head: raw(`[1]`)},
+		"head not JSON":             {Head: raw(`{"a":`)},
+		"list missing from head":    {Head: raw(`{"a":1}`), Lists: []runpatch.List{{Field: "b"}}},
+		"list not null in head":     {Head: raw(`{"a":[]}`), Lists: []runpatch.List{{Field: "a"}}},
+		"list twice in head":        {Head: raw(`{"a":null,"a":null}`), Lists: []runpatch.List{{Field: "a"}}},
+		"list named twice":          {Head: raw(`{"a":null}`), Lists: []runpatch.List{{Field: "a"}, {Field: "a"}}},
+		"element past the length":   {Head: raw(`{"a":null}`), Lists: []runpatch.List{{Field: "a", Len: 1, Set: map[int]json.RawMessage{1: raw(`1`)}}}},
+		"element not JSON":          {Head: raw(`{"a":null}`), Lists: []runpatch.List{{Field: "a", Len: 1, Set: map[int]json.RawMessage{0: raw(`{`)}}}},
+		"negative length":           {Head: raw(`{"a":null}`), Lists: []runpatch.List{{Field: "a", Len: -1}}},
+		"nested list is not a list": {Head: raw(`{"x":{"a":null}}`), Lists: []runpatch.List{{Field: "a"}}},
+	} {
+		if err := b.PatchRun(ctx, "r2", p); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("%s: PatchRun = %v, want ErrInvalid", name, err)
+		}
+	}
+	if _, err := b.Run(ctx, "r2"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a refused patch made a run: %v", err)
+	}
+	if err := b.PatchRun(ctx, "", runpatch.Patch{Head: raw(`{}`)}); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("PatchRun accepted an empty id: %v", err)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/wardenrt/warden/internal/runpatch"
 	"github.com/wardenrt/warden/runtime/gate"
 	"github.com/wardenrt/warden/runtime/wasmtool"
 	"github.com/wardenrt/warden/store"
@@ -35,6 +36,15 @@ func (m lazyStore) PutRun(ctx context.Context, id string, doc json.RawMessage) e
 		return err
 	}
 	return st.PutRun(ctx, id, doc)
+}
+
+// PatchRun records a run in parts (an agent run's steps).
+func (m lazyStore) PatchRun(ctx context.Context, id string, p runpatch.Patch) error {
+	st, err := m.open()
+	if err != nil {
+		return err
+	}
+	return st.PatchRun(ctx, id, p)
 }
 
 func (m lazyStore) PutArtifact(ctx context.Context, data []byte) (string, error) {

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wardenrt/warden/internal/runpatch"
 	"github.com/wardenrt/warden/runtime/gate"
 	"github.com/wardenrt/warden/runtime/tool"
 	"github.com/wardenrt/warden/store"
@@ -120,7 +121,21 @@ func (e *Env) runningDir() string { return filepath.Join(e.home, "running") }
 // its outcome. The commands that run agents and workflows record them
 // through it.
 func (e *Env) TrackRuns(runs gate.Runs) gate.Runs {
-	return &trackedRuns{dir: e.runningDir(), runs: runs, marked: map[string]bool{}}
+	t := &trackedRuns{dir: e.runningDir(), runs: runs, marked: map[string]bool{}}
+	if w, ok := runs.(runpatch.Writer); ok {
+		return &trackedPatches{t, w}
+	}
+	return t
+}
+
+// trackedPatches is trackedRuns of a store that keeps runs in parts.
+type trackedPatches struct {
+	*trackedRuns
+	w runpatch.Writer
+}
+
+func (t *trackedPatches) PatchRun(ctx context.Context, id string, p runpatch.Patch) error {
+	return t.track(id, p.Head, func() error { return t.w.PatchRun(ctx, id, p) })
 }
 
 type trackedRuns struct {
@@ -132,6 +147,12 @@ type trackedRuns struct {
 }
 
 func (t *trackedRuns) PutRun(ctx context.Context, id string, doc json.RawMessage) error {
+	return t.track(id, doc, func() error { return t.runs.PutRun(ctx, id, doc) })
+}
+
+// track runs write, the write of run id's record doc (or of its head),
+// marking the run as this process's while its status is running.
+func (t *trackedRuns) track(id string, doc json.RawMessage, write func() error) error {
 	var s struct {
 		Status string `json:"status"`
 	}
@@ -150,7 +171,7 @@ func (t *trackedRuns) PutRun(ctx context.Context, id string, doc json.RawMessage
 			t.mu.Unlock()
 		}
 	}
-	if err := t.runs.PutRun(ctx, id, doc); err != nil {
+	if err := write(); err != nil {
 		return err
 	}
 	if !running {

@@ -31,7 +31,7 @@ func AuditCommand() *cli.Command {
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "run", Usage: "only records of this run id"},
 					&cli.StringFlag{Name: "tool", Usage: "only records of this tool"},
-					&cli.IntFlag{Name: "limit", Value: 0, Usage: "at most this many records, newest last (0 = all)"},
+					&cli.IntFlag{Name: "last", Aliases: []string{"limit"}, Value: 0, Usage: "only the newest N records (shown oldest first; 0 = all)"},
 					env.JSONFlag,
 				},
 				Action: env.With(auditLs),
@@ -142,12 +142,13 @@ func auditLs(ctx context.Context, e *env.Env) error {
 	if err != nil {
 		return err
 	}
-	recs, err := st.ListAudit(ctx, store.AuditFilter{RunID: e.CLI().String("run"), Tool: e.CLI().String("tool")})
+	last := e.CLI().Int("last")
+	if last < 0 {
+		return env.UsageErr("give --last a positive number of records, or 0 for all", "--last %d is negative", last)
+	}
+	recs, err := st.ListAudit(ctx, store.AuditFilter{RunID: e.CLI().String("run"), Tool: e.CLI().String("tool"), Limit: last, Newest: true})
 	if err != nil {
 		return err
-	}
-	if n := e.CLI().Int("limit"); n > 0 && len(recs) > n {
-		recs = recs[len(recs)-n:]
 	}
 	if e.JSON() {
 		if recs == nil {
