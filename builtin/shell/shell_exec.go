@@ -203,9 +203,10 @@ func (st *run) programPathRefusal(progs []tool.Program) *tool.Error {
 // programs launch (a launcher's subject, a program of an inner script,
 // what xargs builds), as the interpreter applies them to the programs it
 // starts: a guarded program's words are checked where they are known, and
-// a guarded program given words known only when it runs — a variable of
-// an inner script, what xargs reads — is refused unless they follow a
-// "--" (operands, then, not options).
+// a guarded program given a word known only when it runs — a variable of
+// an inner script, what xargs reads — is refused, wherever the word
+// stands (after a "--" too: find reads its expression after one, and a
+// "--" may be an option's value, after which git reads options again).
 func launchedArgsRefusal(progs []tool.Program) *tool.Error {
 	for _, p := range progs {
 		if p.Opaque || len(p.Argv) == 0 || p.IsDynamic(0) {
@@ -215,18 +216,13 @@ func launchedArgsRefusal(progs []tool.Program) *tool.Error {
 		if !argguard.Guarded(base) {
 			continue
 		}
-		var words []string
 		for i, w := range p.Argv[1:] {
-			if !p.IsDynamic(i + 1) {
-				words = append(words, w)
-				continue
-			}
-			if !slices.Contains(words, "--") {
-				return tool.Errorf(tool.CodeCapabilityDenied, "give "+base+" its words in the command itself, or put them after --",
-					"%s refused: it is launched with words known only when it runs (%s), which could be options that make it run a program or write a file", shellShort(p.Argv), w)
+			if p.IsDynamic(i + 1) {
+				return tool.Errorf(tool.CodeCapabilityDenied, "give "+base+" its words in the command itself (a for loop of the command, not xargs or an inner script, when they come from a list)",
+					"%s refused: it is launched with a word known only when it runs (%s), which could be an option that makes it run a program or write a file", shellShort(p.Argv), w)
 			}
 		}
-		if g := argguard.Check(base, words); g.Reason != "" {
+		if g := argguard.Check(base, p.Argv[1:]); g.Reason != "" {
 			return tool.Errorf(tool.CodeCapabilityDenied, g.Hint, "%s refused: %s", shellShort(p.Argv), g.Reason)
 		}
 	}

@@ -678,12 +678,12 @@ func TestShellHostileLauncherRules(t *testing.T) {
 // rule matched the unseen word and rm -rf src ran.
 func TestShellHostileUnseenWords(t *testing.T) {
 	const policy = `version: 1
-grants: ["fs.read:**", "fs.write:**", "exec:rm", "exec:sh", "exec:xargs", "exec:echo", "exec:git"]
+grants: ["fs.read:**", "fs.write:**", "exec:rm", "exec:sh", "exec:xargs", "exec:echo", "exec:git", "exec:ls"]
 rules:
   - {tool: shell, command: ["rm -f*", "git status*"], action: allow}
   - {name: no-recursive-rm, tool: shell, command: ["rm ** -*r*"], action: deny}
-  - {tool: shell, command: ["git **"], action: allow}
-  - {tool: shell, command: ["git push*"], action: deny}
+  - {tool: shell, command: ["git **", "ls **"], action: allow}
+  - {tool: shell, command: ["git push*", "ls *secret*"], action: deny}
   - {tool: shell, action: allow}
 `
 	for _, tc := range []struct {
@@ -694,12 +694,12 @@ rules:
 		{name: "xargs's input", cmd: `echo -rf src | xargs rm`, code: tool.CodePolicyDenied},
 		{name: "a variable that splits into words", cmd: `sh -c 'o="-f -r"; rm $o src'`, code: tool.CodePolicyDenied},
 		// Ordinary forms still run: the words are seen (the top-level
-		// script), or a rule matches whatever they are (git ** above
-		// git push*).
+		// script), or a rule matches whatever they are (ls ** above
+		// ls *secret*). Not git's: its argument guard refuses a word it
+		// cannot see, whatever the rules.
 		{name: "a top-level variable", cmd: `o=-f; rm $o nothing`},
-		// (after --: git's argument guard refuses a run-time word where an
-		// option may stand)
-		{name: "git under a rule that covers any words", cmd: `sh -c 'x=README; git --version -- $x'`},
+		{name: "a program under a rule that covers any words", cmd: `sh -c 'x=.; ls $x'`},
+		{name: "git with a word it cannot see", cmd: `sh -c 'x=--version; git $x'`, code: tool.CodeCapabilityDenied},
 		{name: "rm -f from an inner script, literally", cmd: `sh -c 'rm -f nothing'`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -87,7 +87,7 @@ func TestLauncherSubjects(t *testing.T) {
 // splitTest splits a command into its words as the shell would.
 func splitTest(t *testing.T, cmd string) []string {
 	t.Helper()
-	ps := scriptPrograms(cmd)
+	ps := scriptPrograms(cmd, "bash")
 	if len(ps) == 0 || ps[0].Opaque {
 		t.Fatalf("%s: %v", cmd, ps)
 	}

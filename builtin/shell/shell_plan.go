@@ -8,6 +8,7 @@ package shell
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/interp"
@@ -355,8 +356,11 @@ func (z *analyzer) command(words []string, static []bool, allStatic bool, entry 
 	case "command", "exec", "builtin":
 		i := 1
 		if name == "exec" { // exec [-cl] [-a NAME] [--] command
-			_, next, st := execOpts.Parse(words, func(k int) bool { return !static[k] }, 1, "")
-			if st != getopt.OK {
+			opts, next, st := execOpts.Parse(words, func(k int) bool { return !static[k] }, 1, "")
+			if st != getopt.OK || slices.ContainsFunc(opts, func(o getopt.Option) bool { return o.Key == "a" }) {
+				// exec -a NAME gives the program another argv[0]: git runs
+				// the command it names (git-difftool), past every check
+				// that reads the words.
 				z.out.unseen = true
 				return "builtin"
 			}
@@ -384,6 +388,13 @@ func (z *analyzer) command(words []string, static []bool, allStatic bool, entry 
 	case "alias":
 		// dash expands aliases in scripts (and bash with expand_aliases).
 		z.out.unseen = z.out.unseen || len(words) > 1
+	case "compgen", "complete", "bind", "fc":
+		// compgen -C runs a command (complete -C and bind -x when a key
+		// or completion asks, -F a function), fc the editor FCEDIT
+		// names: what runs is unseen.
+		z.out.unseen = z.out.unseen || name == "fc" || slices.ContainsFunc(words[1:], func(w string) bool {
+			return strings.HasPrefix(w, "-") && strings.ContainsAny(w, "CFx")
+		}) || !allStatic
 	case "enable", "hash", "mapfile", "readarray":
 		// enable -f loads a builtin from a file and enable -n turns one
 		// off (its name then runs the program), hash -p names the file a

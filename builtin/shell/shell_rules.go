@@ -281,7 +281,7 @@ func flockLaunched(p tool.Program) []tool.Program {
 		return opaque(p)
 	}
 	if src, ok := flockScript(p, i); ok {
-		return scriptPrograms(src)
+		return scriptPrograms(src, "sh") // $SHELL, else /bin/sh
 	}
 	if c := p.Argv[i+1]; dyn(p, i+1) || c == "-c" || c == "--command" {
 		return opaque(p)
@@ -303,7 +303,7 @@ func flockScript(p tool.Program, i int) (string, bool) {
 // (a script from a file or stdin, options warden does not know, zsh).
 func invocation(p tool.Program) []tool.Program {
 	if src, ok := shellScript(p); ok && readShells[path.Base(p.Argv[0])] {
-		return scriptPrograms(src)
+		return scriptPrograms(src, path.Base(p.Argv[0]))
 	}
 	return opaque(p)
 }
@@ -316,15 +316,33 @@ func dynOf(p tool.Program) func(int) bool { return func(i int) bool { return dyn
 // runs, as they are known before it runs: warden's interpreter does not
 // run that script, so what is only known then (an eval of a variable, a
 // sourced file, a command name computed at run time, a script that does
-// not parse) makes an opaque subject.
-func scriptPrograms(src string) []tool.Program {
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
-	if err != nil {
-		return opaque(tool.Program{Argv: []string{"sh", "-c", src}})
+// not parse) makes an opaque subject. A script for sh (dash here, bash
+// elsewhere), dash, ash or posh is read both as POSIX and as bash: dash
+// reads ((…)) as nested subshells where bash reads arithmetic, and either
+// may be /bin/sh; the programs of both readings count.
+func scriptPrograms(src, shell string) []tool.Program {
+	langs := []syntax.LangVariant{syntax.LangBash}
+	if shell != "bash" {
+		langs = append(langs, syntax.LangPOSIX)
 	}
-	a := analyze(analyzeInput{file: f})
-	if a.unseen {
-		return append(a.programs, opaque(tool.Program{Argv: []string{"sh", "-c", src}})...)
+	var out []tool.Program
+	whole := tool.Program{Argv: []string{shell, "-c", src}}
+	for _, lang := range langs {
+		f, err := syntax.NewParser(syntax.Variant(lang)).Parse(strings.NewReader(src), "")
+		if err != nil {
+			return append(out, opaque(whole)...)
+		}
+		a := analyze(analyzeInput{file: f})
+		off := len(out)
+		for _, q := range a.programs {
+			if q.Launcher > 0 {
+				q.Launcher += off // a place in this reading's list
+			}
+			out = append(out, q)
+		}
+		if a.unseen {
+			return append(out, opaque(whole)...)
+		}
 	}
-	return a.programs
+	return out
 }

@@ -225,6 +225,11 @@ global:
 		if a == "--" {
 			break
 		}
+		if a == "--help" {
+			// git turns `git CMD --help` into `git help CMD`, which runs
+			// the man or web viewer the configuration names.
+			return Result{Reason: "git " + sub + " --help runs a manual viewer the configuration can name", Hint: "use git " + sub + " -h for its usage"}
+		}
 		opt := a
 		if k := strings.IndexByte(a, '='); k > 0 && strings.HasPrefix(a, "--") {
 			opt = a[:k]

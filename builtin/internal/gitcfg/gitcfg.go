@@ -163,6 +163,8 @@ const (
 //     tar.<format>.command, interactive.diffFilter,
 //     gpg.ssh.defaultKeyCommand: "" (git refuses to run "" and fails);
 //   - credential.<url>.helper: "" (no helper);
+//   - man.<tool>.cmd and .path, browser.<tool>.cmd and .path, man.viewer,
+//     help.browser, web.browser: "" (the viewers git help runs);
 //   - remote.<n>.uploadpack or .receivepack other than git's own:
 //     protocol.file.allow and protocol.ssh.allow never, as the
 //     repository's value would win over any other (see the package
@@ -194,6 +196,9 @@ func Overrides(entries []Entry, mode Mode) []Pair {
 			add(e.Key, "")
 		case e.Key == "diff.external", e.Key == "interactive.difffilter", e.Key == "gpg.ssh.defaultkeycommand":
 			add(e.Key, "")
+		case (section == "man" || section == "browser") && sub != "" && (name == "cmd" || name == "path"),
+			e.Key == "help.browser", e.Key == "web.browser", e.Key == "man.viewer":
+			add(e.Key, "") // the viewers of git help (refused by the shell too)
 		case section == "remote" && sub != "" && (name == "uploadpack" && e.Value != "git-upload-pack" ||
 			name == "receivepack" && e.Value != "git-receive-pack"):
 			add("protocol.file.allow", "never")

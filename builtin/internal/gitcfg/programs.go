@@ -153,9 +153,9 @@ func (p Programs) Settings(ctx context.Context) (Found, *tool.Error) {
 	if real, ok := dotGitTarget(gitDir); ok && real != "" {
 		gitDir = real // a linked worktree's .git file: the directory it names
 	}
-	links, err := AnyGitlinks(gitDir)
-	if err != nil {
-		return Found{}, tool.Errorf(tool.CodePolicyDenied, p.Hint, "the repository's index could not be read for its submodules: %v", err)
+	links, e := r.Gitlinks(ctx, gitDir)
+	if e != nil {
+		return Found{}, e
 	}
 	return Found{Pairs: Overrides(entries, Repository), Safe: safeDirs(p.Dir, gitDir), Gitlinks: links}, nil
 }

@@ -3,7 +3,7 @@ package gitcfg
 import (
 	"context"
 	"errors"
-	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -105,25 +105,34 @@ func (r Reader) listScope(ctx context.Context, gitDir, scope string) ([]Entry, b
 // run runs git with args (and GIT_DIR=gitDir when set) and returns what
 // it printed and its exit status; an error is a refusal.
 func (r Reader) run(ctx context.Context, gitDir string, args ...string) ([]byte, string, int, *tool.Error) {
+	stdout := &proc.CappedBuffer{Max: maxList}
+	msg, code, e := r.runTo(ctx, gitDir, stdout, args...)
+	if e == nil && stdout.Truncated() {
+		return nil, "", 0, tool.Errorf(tool.CodePolicyDenied, r.Hint, "the repository's git configuration could not be read: git printed more than %d bytes", maxList)
+	}
+	return stdout.Bytes(), msg, code, e
+}
+
+// runTo runs git with args (and GIT_DIR=gitDir when set), its output going
+// to stdout, and returns what it wrote on stderr and its exit status; an
+// error is a refusal.
+func (r Reader) runTo(ctx context.Context, gitDir string, stdout io.Writer, args ...string) (string, int, *tool.Error) {
 	env := r.Env
 	if gitDir != "" {
 		env = append(slices.Clone(env), "GIT_DIR="+gitDir)
 	}
-	stdout, stderr := &proc.CappedBuffer{Max: maxList}, &proc.CappedBuffer{Max: 4096}
+	stderr := &proc.CappedBuffer{Max: 4096}
 	code, err := proc.Run(ctx, proc.Spec{Path: r.Git, Args: append([]string{"git"}, args...), Dir: r.Dir, Env: env,
 		Stdout: stdout, Stderr: stderr, Box: r.Box, RequireBox: r.RequireBox})
-	if err == nil && stdout.Truncated() {
-		err = fmt.Errorf("git printed more than %d bytes", maxList)
-	}
 	switch {
 	case errors.Is(err, proc.ErrSandboxRequired):
 		e := proc.SandboxRequiredError(err)
-		return nil, "", 0, tool.Errorf(e.Code, e.Hint, "git, to read the repository's configuration, was not started: %s", e.Message)
+		return "", 0, tool.Errorf(e.Code, e.Hint, "git, to read the repository's configuration, was not started: %s", e.Message)
 	case errors.Is(err, proc.ErrKilled):
-		return nil, "", 0, tool.Errorf(tool.CodeCommandTimeout, "raise timeout_ms, or use the git tools",
+		return "", 0, tool.Errorf(tool.CodeCommandTimeout, "raise timeout_ms, or use the git tools",
 			"reading the repository's git configuration did not finish before the deadline (or the call was cancelled)")
 	case err != nil:
-		return nil, "", 0, tool.Errorf(tool.CodePolicyDenied, r.Hint, "the repository's git configuration could not be read: %v", err)
+		return "", 0, tool.Errorf(tool.CodePolicyDenied, r.Hint, "the repository's git configuration could not be read: %v", err)
 	}
-	return stdout.Bytes(), strings.TrimSpace(stderr.String()), code, nil
+	return strings.TrimSpace(stderr.String()), code, nil
 }
