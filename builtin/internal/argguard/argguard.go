@@ -259,6 +259,10 @@ global:
 			if opt == "--config" || opt == "--template" || (sub == "clone" && short(a, "cu")) {
 				return Result{Reason: "git " + sub + " " + a + " sets configuration, templates (hooks) or the upload-pack program", Hint: "run git " + sub + " without it"}
 			}
+		case "archive", "format-patch":
+			if short(a, "o") || sub == "format-patch" && abbreviates(a, []string{"--output-directory"}) != "" {
+				return Result{Reason: "git " + sub + " " + a + " writes files outside the shell's redirection checks", Hint: "write to standard output (git archive … > file, git format-patch --stdout > file)"}
+			}
 		case "rebase":
 			if short(a, "x") {
 				return Result{Reason: "git rebase -x runs a command after each commit", Hint: "rebase without -x / --exec"}
