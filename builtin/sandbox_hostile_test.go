@@ -80,7 +80,7 @@ func TestSandboxHostile(t *testing.T) {
 	})
 	t.Run("a symlink swapped in during the call", func(t *testing.T) {
 		tooltest.WriteFile(t, filepath.Join(ws, "work", "sub", "f.txt"), "f\n", 0o644)
-		g, _ := tooltest.ShellGate(t, tool.Adapt[shell.Args](&shell.Shell{}), ws, "fs.read:work/sub/**", "fs.read:.", "fs.write:work/**", "exec:sh", "exec:cat")
+		g, _ := tooltest.ShellGate(t, tool.Adapt[shell.Args](&shell.Shell{}), ws, "fs.read:work/sub/**", "fs.read:.", "fs.write:work/**", "exec:sh", "exec:cat", "exec:rm", "exec:ln")
 		cmd := "sh -c 'rm -r work/sub && ln -s " + outside + " work/sub'; cat work/sub/secret.txt"
 		wantDenied(t, tooltest.ShellDo(t, g, map[string]any{"command": cmd}), "through the swapped symlink")
 	})

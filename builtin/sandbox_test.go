@@ -84,7 +84,7 @@ func TestSandboxFilesystem(t *testing.T) {
 		t.Fatalf("inside/b.txt: %q %v", b, err)
 	}
 	// Read-only scopes stay read-only; the home directory is not reached.
-	g, _ = tooltest.ShellGate(t, tool.Adapt[shell.Args](&shell.Shell{}), ws, "fs.read:**", "exec:sh")
+	g, _ = tooltest.ShellGate(t, tool.Adapt[shell.Args](&shell.Shell{}), ws, "fs.read:**", "exec:sh", "exec:ls")
 	wantDenied(t, tooltest.ShellDo(t, g, map[string]any{"command": "sh -c 'echo x > inside/c.txt'"}), "write under fs.read only")
 	if home, err := os.UserHomeDir(); err == nil {
 		d := tooltest.Decode[shell.Result](t, tooltest.ShellDo(t, g, map[string]any{"command": "sh -c 'ls " + home + "; echo HOME=$HOME'"}))

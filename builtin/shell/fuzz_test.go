@@ -140,6 +140,9 @@ func FuzzPlan(f *testing.F) {
 		if !ok {
 			t.Fatalf("sh -c %s does not parse", quote(command))
 		}
+		if slices.ContainsFunc(wrapped.programs, func(q tool.Program) bool { return q.Opaque && len(q.Argv) > 1 && q.Argv[0] == "sh" }) {
+			return // beyond a plain inner script (plainScript): opaque, which every rule matches
+		}
 		for _, p := range a.programs {
 			if p.Opaque {
 				continue

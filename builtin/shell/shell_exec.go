@@ -207,12 +207,20 @@ func (st *run) programPathRefusal(progs []tool.Program) *tool.Error {
 // an inner script, what xargs reads — is refused, wherever the word
 // stands (after a "--" too: find reads its expression after one, and a
 // "--" may be an option's value, after which git reads options again).
-func launchedArgsRefusal(progs []tool.Program) *tool.Error {
+//
+// Each such program's name must be granted too (exec:NAME): the sandbox
+// lets a program be started by any link to a granted file (rbash, a link
+// to bash), so the name is warden's to check, as it is for what the
+// interpreter starts.
+func launchedArgsRefusal(grants capability.Set, progs []tool.Program) *tool.Error {
 	for _, p := range progs {
 		if p.Opaque || len(p.Argv) == 0 || p.IsDynamic(0) {
 			continue
 		}
 		base := filepath.Base(p.Argv[0])
+		if need := (capability.Need{Kind: capability.Exec, Resource: base}); !grants.Allows(need) {
+			return tool.NeedsGrants([]string{need.String()}, "program %s is not granted (%s starts it)", quote(p.Argv[0]), shellShort(p.Argv))
+		}
 		if !argguard.Guarded(base) {
 			continue
 		}
@@ -530,7 +538,7 @@ func (st *run) exec(ctx context.Context, args []string) error {
 	if e := st.programPathRefusal(launched); e != nil {
 		return st.refuseCode(hc, e.Code, e.Message, e.Hint)
 	}
-	if e := launchedArgsRefusal(launched[1:]); e != nil {
+	if e := launchedArgsRefusal(st.grants, launched[1:]); e != nil {
 		return st.refuseCode(hc, e.Code, e.Message, e.Hint)
 	}
 	if startsGit(append([]tool.Program{{Argv: args}}, launched...)) {

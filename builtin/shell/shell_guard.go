@@ -121,5 +121,5 @@ func hardeningWith(f gitcfg.Found) []string {
 	knob, safe := gitcfg.SafeOnly(f.Safe)
 	pairs := append(append(append(slices.Clone(gitcfg.Hardening), gitcfg.NoSubmodules...), f.Pairs...), safe...)
 	return append([]string{"GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0", "GIT_PAGER=cat", "GIT_EDITOR=false",
-		"GIT_SEQUENCE_EDITOR=false", "GIT_PROXY_COMMAND=", "PAGER=cat", knob}, gitcfg.Env(pairs)...)
+		"GIT_SEQUENCE_EDITOR=false", "GIT_PROXY_COMMAND=", "GIT_PROTOCOL_FROM_USER=0", "PAGER=cat", knob}, gitcfg.Env(pairs)...)
 }

@@ -302,8 +302,8 @@ func flockScript(p tool.Program, i int) (string, bool) {
 // is literal and in a language warden reads; an opaque subject otherwise
 // (a script from a file or stdin, options warden does not know, zsh).
 func invocation(p tool.Program) []tool.Program {
-	if src, ok := shellScript(p); ok && readShells[path.Base(p.Argv[0])] {
-		return scriptPrograms(src, path.Base(p.Argv[0]))
+	if i, st := shellScriptAt(p); st == getopt.OK && i > 0 && !dyn(p, i) && readShells[path.Base(p.Argv[0])] && plainInvocation(p, i) {
+		return scriptPrograms(p.Argv[i], path.Base(p.Argv[0]))
 	}
 	return opaque(p)
 }
@@ -329,7 +329,7 @@ func scriptPrograms(src, shell string) []tool.Program {
 	whole := tool.Program{Argv: []string{shell, "-c", src}}
 	for _, lang := range langs {
 		f, err := syntax.NewParser(syntax.Variant(lang)).Parse(strings.NewReader(src), "")
-		if err != nil {
+		if err != nil || !plainScript(src, f) {
 			return append(out, opaque(whole)...)
 		}
 		a := analyze(analyzeInput{file: f})

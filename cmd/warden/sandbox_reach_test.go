@@ -513,20 +513,23 @@ for f, t, p in ((socket.AF_INET, socket.SOCK_RAW, 1), (socket.AF_PACKET, socket.
 		{name: "grep of a hidden .env", expect: []string{"grep: .env: Permission denied", "grep: ./.env: Permission denied"}, grants: with("exec:grep"), command: "grep launch .env; grep -r code ."},
 		{name: "cp of a hidden .env", expect: []string{"cp: cannot open '.env' for reading: Permission denied"}, grants: with("exec:cp", "exec:cat"), command: "cp .env /dev/stdout; cp .env leak.txt && cat leak.txt"},
 		{name: "sh reading a hidden .env", expect: []string{"cannot open .env: Permission denied"}, grants: with("exec:sh"), command: "sh -c 'while read l; do echo \"$l\"; done < .env'"},
-		// 5. Exec grants held by the kernel.
-		{name: "env starts touch", expect: []string{"Permission denied"}, grants: with("exec:env"), command: "env touch MARK", marker: "MARK"},
-		{name: "xargs starts touch", expect: []string{"Permission denied"}, grants: with("exec:xargs", "exec:echo"), command: "echo MARK | xargs touch", marker: "MARK"},
-		{name: "timeout starts touch", expect: []string{"Permission denied"}, grants: with("exec:timeout"), command: "timeout 5 touch MARK", marker: "MARK"},
-		{name: "nice starts touch", expect: []string{"Permission denied"}, grants: with("exec:nice"), command: "nice touch MARK", marker: "MARK"},
-		{name: "nohup starts touch", expect: []string{"Permission denied"}, grants: with("exec:nohup"), command: "nohup touch MARK", marker: "MARK"},
-		{name: "setsid starts touch", expect: []string{"Permission denied"}, grants: with("exec:setsid"), command: "setsid -w touch MARK", marker: "MARK"},
-		{name: "stdbuf starts touch", expect: []string{"Permission denied"}, grants: with("exec:stdbuf"), command: "stdbuf -o0 touch MARK", marker: "MARK"},
+		// 5. Exec grants held by the kernel. warden refuses an ungranted
+		// program it can name (a launcher's subject, an inner script's
+		// program); one started from a script file it cannot read (sh
+		// s.sh, opaque) reaches the kernel, which refuses it.
+		{name: "env starts touch", expect: []string{"Permission denied"}, grants: with("exec:sh", "exec:env"), command: "echo 'env touch MARK' > s.sh && sh s.sh", marker: "MARK", creates: []string{"s.sh"}},
+		{name: "xargs starts touch", expect: []string{"Permission denied"}, grants: with("exec:sh", "exec:xargs", "exec:echo"), command: "echo 'echo MARK | xargs touch' > s.sh && sh s.sh", marker: "MARK", creates: []string{"s.sh"}},
+		{name: "timeout starts touch", expect: []string{"Permission denied"}, grants: with("exec:sh", "exec:timeout"), command: "echo 'timeout 5 touch MARK' > s.sh && sh s.sh", marker: "MARK", creates: []string{"s.sh"}},
+		{name: "nice starts touch", expect: []string{"Permission denied"}, grants: with("exec:sh", "exec:nice"), command: "echo 'nice touch MARK' > s.sh && sh s.sh", marker: "MARK", creates: []string{"s.sh"}},
+		{name: "nohup starts touch", expect: []string{"Permission denied"}, grants: with("exec:sh", "exec:nohup"), command: "echo 'nohup touch MARK' > s.sh && sh s.sh", marker: "MARK", creates: []string{"s.sh"}},
+		{name: "setsid starts touch", expect: []string{"Permission denied"}, grants: with("exec:sh", "exec:setsid"), command: "echo 'setsid -w touch MARK' > s.sh && sh s.sh", marker: "MARK", creates: []string{"s.sh"}},
+		{name: "stdbuf starts touch", expect: []string{"Permission denied"}, grants: with("exec:sh", "exec:stdbuf"), command: "echo 'stdbuf -o0 touch MARK' > s.sh && sh s.sh", marker: "MARK", creates: []string{"s.sh"}},
 		// No parentheses in a row's name: its workspace (and so the
 		// marker's path) is named after the subtest, and a command line
 		// with a "(" in it is a syntax error whatever the sandbox does.
 		// The marker is quoted where a shell reads it all the same.
 		{name: "awk system starts touch", expect: []string{"status 127"}, grants: with("exec:awk"), command: `awk 'BEGIN { print "status", system("touch \"MARK\"") }'`, marker: "MARK"},
-		{name: "sh -c starts touch", expect: []string{"Permission denied"}, grants: with("exec:sh"), command: `sh -c 'touch "MARK"'`, marker: "MARK"},
+		{name: "sh -c starts touch", expect: []string{"Permission denied"}, grants: with("exec:sh"), command: `echo 'touch "MARK"' > s.sh && sh s.sh`, marker: "MARK", creates: []string{"s.sh"}},
 		{name: "python3 os.system starts touch", expect: []string{"status 127"}, grants: with("exec:python3"),
 			command: `python3 -c 'import os; print("status", os.waitstatus_to_exitcode(os.system("touch \"MARK\"")))'`, marker: "MARK"},
 		{name: "python3 execv of touch", expect: []string{"PermissionError: [Errno 13]"}, grants: with("exec:python3"), command: `python3 -c 'import os; os.execv("/usr/bin/touch", ["touch", "MARK"])'`, marker: "MARK"},

@@ -275,6 +275,9 @@ global:
 			if j == 0 && a == "run" {
 				return Result{Reason: "git bisect run runs a command", Hint: "run the bisect steps one by one"}
 			}
+			if j == 0 && (a == "view" || a == "visualize") {
+				return Result{Reason: "git bisect " + a + " runs gitk, or the git command its words name (difftool among them)", Hint: "use git log to look at the commits left"}
+			}
 		}
 	}
 	if sub == "clone" && !gitCloneWithoutCheckout(rest) {
@@ -517,9 +520,14 @@ func (r *sedReader) toEOL() {
 	}
 }
 
-// toEnd skips a label: it ends at ; or newline.
+// toEnd skips a label (of :, b, t, T) or v's version: blanks, then the
+// label, which GNU sed ends at a blank too, not only at ; or a newline —
+// what follows a blank is the next command (sed ':a e date' runs date).
 func (r *sedReader) toEnd() {
-	for r.i < r.n && r.s[r.i] != '\n' && r.s[r.i] != ';' {
+	for r.i < r.n && (r.s[r.i] == ' ' || r.s[r.i] == '\t') {
+		r.i++
+	}
+	for r.i < r.n && r.s[r.i] != '\n' && r.s[r.i] != ';' && r.s[r.i] != ' ' && r.s[r.i] != '\t' {
 		r.i++
 	}
 }

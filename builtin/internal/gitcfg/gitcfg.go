@@ -27,6 +27,7 @@ package gitcfg
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -165,6 +166,9 @@ const (
 //   - credential.<url>.helper: "" (no helper);
 //   - man.<tool>.cmd and .path, browser.<tool>.cmd and .path, man.viewer,
 //     help.browser, web.browser: "" (the viewers git help runs);
+//   - alias.<name>, trailer.<token>.command and .cmd: "" (git fails);
+//   - protocol.<name>.allow of another transport than git's own: never,
+//     and a repository's protocol.allow: user, git's own transports always;
 //   - remote.<n>.uploadpack or .receivepack other than git's own:
 //     protocol.file.allow and protocol.ssh.allow never, as the
 //     repository's value would win over any other (see the package
@@ -199,6 +203,23 @@ func Overrides(entries []Entry, mode Mode) []Pair {
 		case (section == "man" || section == "browser") && sub != "" && (name == "cmd" || name == "path"),
 			e.Key == "help.browser", e.Key == "web.browser", e.Key == "man.viewer":
 			add(e.Key, "") // the viewers of git help (refused by the shell too)
+		case section == "alias" && sub == "",
+			section == "trailer" && sub != "" && (name == "command" || name == "cmd"):
+			// git runs an alias for a command it starts itself (git
+			// remote-<helper> for foo::url, git merge-<strategy>): ""
+			// makes git fail ("'' is not a git command"); a trailer
+			// command "" fails to run.
+			add(e.Key, "")
+		case section == "protocol" && sub == "" && name == "allow":
+			// A default the repository sets would let through the
+			// helpers of unknown transports (GIT_PROTOCOL_FROM_USER=0
+			// refuses them under git's own default, "user").
+			add("protocol.allow", "user")
+			for _, p := range []string{"http", "https", "git", "ssh"} {
+				add("protocol."+p+".allow", "always")
+			}
+		case section == "protocol" && sub != "" && name == "allow" && !slices.Contains([]string{"http", "https", "git", "ssh", "file", "ext"}, sub):
+			add(e.Key, "never")
 		case section == "remote" && sub != "" && (name == "uploadpack" && e.Value != "git-upload-pack" ||
 			name == "receivepack" && e.Value != "git-receive-pack"):
 			add("protocol.file.allow", "never")
