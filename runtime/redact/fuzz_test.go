@@ -12,6 +12,8 @@ import (
 func FuzzRedact(f *testing.F) {
 	f.Add("password=hunter2 and ghp_0123456789abcdefghijklmnopqrstuvwxyz", "hunter2!", uint16(3))
 	f.Add(`{"token": "x", "n": [1, {"api_key": null}]}`, "sekrit-value", uint16(0))
+	f.Add("GET /cb?state=cGFzc3dvcmQ9aHVudGVyMg%3D%3D&next=%252Fhome x/ZGJfcGFzc3dvcmQ9YWI", "sekrit-value", uint16(7))
+	f.Add("q=DB_PASSWORD%3Dhunter2%26user%3D%5BREDACTED%5D+%41", "hunter2x", uint16(2))
 	f.Fuzz(func(t *testing.T, s, lit string, at uint16) {
 		out := String(s)
 		if again := String(out); again != out {
@@ -90,6 +92,40 @@ func FuzzRedact(f *testing.F) {
 			if sv, ok := v.(string); ok && strings.Contains(sv, lit) {
 				t.Fatalf("literal %q survived in %q of %s", lit, sv, jred)
 			}
+		}
+	})
+}
+
+// FuzzEncoded: an encoded secret (every family and encoding of
+// TestEncodedSecrets) between any two texts, set apart from them by a
+// byte that ends a run (a space, a line break, a quote, a bracket): the
+// redaction never panics, is idempotent, finds nothing in its own output,
+// and leaves neither the secret nor its encoding where the secret, not
+// encoded, would be masked — unless the texts around it hold them.
+func FuzzEncoded(f *testing.F) {
+	f.Add("before", "after", uint8(0), uint8(3), uint8(0))
+	f.Add("password: ", "", uint8(16), uint8(10), uint8(1))
+	f.Add("xxxxxxxxxxxxxxxxxxxxxxxx", "%41%42", uint8(13), uint8(11), uint8(1))
+	f.Add("https://x/?a=%25", "&b=Zm9v", uint8(19), uint8(1), uint8(2))
+	f.Fuzz(func(t *testing.T, before, after string, family, encoding, sep uint8) {
+		fam := encodedFamilies[int(family)%len(encodedFamilies)]
+		en := secretEncodings[int(encoding)%len(secretEncodings)]
+		seps := []string{" ", "\n", `"`, "'", "\t", "<", ">", "(", ")", "\r\n"}
+		sp := seps[int(sep)%len(seps)]
+		encoded := en.enc(fam.carrier)
+		text := before + sp + encoded + sp + after
+		out := String(text)
+		if again := String(out); again != out {
+			t.Fatalf("not idempotent:\n in   %q\n once %q\n twice %q", text, out, again)
+		}
+		if Contains(out) {
+			t.Fatalf("Contains(String(%q)) is true", text)
+		}
+		if strings.Contains(String(before+sp+fam.carrier+sp+after), fam.secret) {
+			return // not masked where it stands when not encoded either
+		}
+		if left := secretLeft(out, fam.secret, encoded, en.base64, en.enc); left != "" && !strings.Contains(before+after, left) {
+			t.Fatalf("%s, %s: %q left in\n%q\nfrom %q", fam.name, en.name, left, out, text)
 		}
 	})
 }

@@ -29,7 +29,11 @@
 //     cfg.APIKey, const envMCPToken = "WARDEN_MCP_TOKEN", pwd=None),
 //     cache_token = current_token, token == "lambda" are left alone;
 //   - the literals given to New (the secrets in the environment), every
-//     occurrence.
+//     occurrence;
+//   - all of these in encoded text: runs of percent escapes (URL-encoded
+//     once or more) and runs of base64 that decode to text are decoded
+//     and read again, up to three encodings deep; a secret found masks
+//     its own escapes, or the whole base64 run (see appendEncoded).
 //
 // docs/redaction.md has the rules with examples of what is and is not
 // masked.
@@ -39,7 +43,9 @@
 // password, …), all of them in one pass over the text, and each candidate
 // is checked with an RE2 regular expression anchored there and bounded by
 // its line (or by hand, where the expression's first reading decides), and
-// runs that a failed check has read are not read again.
+// runs that a failed check has read are not read again. Encoded runs are
+// found by byte loops, and each decoded text, no longer than its run, is
+// read once at each of at most three depths.
 package redact
 
 import (
@@ -196,11 +202,11 @@ func JSON(raw []byte) ([]byte, error) { return plain.JSON(raw) }
 func Contains(s string) bool { return plain.Contains(s) }
 
 // Cut returns the longest prefix of s at most n bytes long that ends
-// neither inside a secret the patterns find in s nor inside a UTF-8
-// sequence: where a secret would be cut, s is cut before it. Text quoted
-// in a message and cut short keeps no part of a secret that redaction,
-// seeing only that part, could no longer know (ghp_AbCdEfGh… is no
-// token).
+// neither inside a secret the patterns find in s (in its encoded runs too:
+// before a base64 run holding one) nor inside a UTF-8 sequence: where a
+// secret would be cut, s is cut before it. Text quoted in a message and
+// cut short keeps no part of a secret that redaction, seeing only that
+// part, could no longer know (ghp_AbCdEfGh… is no token).
 func Cut(s string, n int) string {
 	if len(s) <= n {
 		return s
@@ -208,7 +214,7 @@ func Cut(s string, n int) string {
 	if n < 0 {
 		n = 0
 	}
-	for _, sp := range wholeRunes(s, patternSpans(s)) {
+	for _, sp := range plain.find(s) {
 		if sp.start >= n {
 			break
 		}
@@ -446,16 +452,21 @@ func inputOffset(pieces []piece, o int, end bool) int {
 }
 
 // find returns the spans to mask in s: what the literals and the rules
-// find, outside the masks s already holds, merged. The rules read the text
-// with the literals masked (as the result will read), so that a second
-// pass over the result finds nothing new.
-func (r *Redactor) find(s string) []span {
+// find, outside the masks s already holds, merged — in s and in its
+// encoded runs. The rules read the text with the literals masked (as the
+// result will read), so that a second pass over the result finds nothing
+// new.
+func (r *Redactor) find(s string) []span { return r.findDepth(s, 0) }
+
+// findDepth is find for a text depth encodings deep in the one find was
+// given (see appendEncoded).
+func (r *Redactor) findDepth(s string, depth int) []span {
 	lits := r.literalSpans(s)
 	if len(lits) == 0 {
-		return wholeRunes(s, patternSpans(s))
+		return wholeRunes(s, r.ruleSpans(s, depth))
 	}
 	t, _, pieces := build(s, lits, plainMask)
-	for _, sp := range patternSpans(t) {
+	for _, sp := range r.ruleSpans(t, depth) {
 		lits = append(lits, span{inputOffset(pieces, sp.start, false), inputOffset(pieces, sp.end-1, true), sp.kind})
 	}
 	return wholeRunes(s, mergeSpans(lits))
@@ -481,9 +492,14 @@ func wholeRunes(s string, spans []span) []span {
 	return spans
 }
 
-// patternSpans returns what the rules find in s outside its masks, merged.
-func patternSpans(s string) []span {
+// ruleSpans returns what the rules find in s outside its masks, merged:
+// in s as it is and, fewer than maxDecodes encodings deep, in its encoded
+// runs (where r's literals are looked for too).
+func (r *Redactor) ruleSpans(s string, depth int) []span {
 	spans := findPatterns(s)
+	if depth < maxDecodes {
+		spans = r.appendEncoded(spans, s, depth)
+	}
 	if len(spans) == 0 {
 		return nil
 	}

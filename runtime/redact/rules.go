@@ -46,6 +46,9 @@ type rule struct {
 	// the rule's anchors in s, in order, it returns the spans to mask, in
 	// order, not overlapping.
 	find func(s string, cands []int) []span
+	// least, for a rule with find, returns the fewest bytes a match of it
+	// holds (see minSecretLen); a rule with re has it from re.
+	least func() int
 }
 
 // span is a part of the text to mask and the kind of secret it holds.
@@ -157,7 +160,10 @@ func headerValue(cookie bool) func(string, []int) (int, int, bool) {
 }
 
 var rules = []rule{
-	{kind: "private-key", anchors: []string{"-----BEGIN"}, find: findPrivateKeys},
+	{
+		kind: "private-key", anchors: []string{"-----BEGIN"}, find: findPrivateKeys,
+		least: func() int { return regexpMinLen(pemBegin.String()) },
+	},
 	{
 		kind:    "url-password",
 		anchors: []string{"://"},
@@ -304,7 +310,7 @@ var rules = []rule{
 			return literalGroup(1)(s, m)
 		},
 	},
-	{anchors: keyValueAnchors, fold: true, find: findKeyValues},
+	{anchors: keyValueAnchors, fold: true, find: findKeyValues, least: keyValueMinLen},
 }
 
 // The prechecks of the rules (rule.pre): each fails only where its rule's
