@@ -10,6 +10,7 @@ import (
 func TestPrecisionCode(t *testing.T) {
 	for _, in := range []string{
 		"for _, cookie := range []int{1} {",
+		"pkg/authorization: fix the refresh of 2 tokens\nauth/authorization: token refresh",
 		"\tc := client{apiKey: cfg.APIKey, token: token}",
 		"\treturn &Config{Token: token, Secret: secret,\n\t\tPassword: pw}",
 		`const envMCPToken = "WARDEN_MCP_TOKEN"`,

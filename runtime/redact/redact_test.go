@@ -55,6 +55,9 @@ func TestStringPatterns(t *testing.T) {
 		{"unencoded @ in password", "mysql://root:p@ss@db/x", "mysql://root:" + Mask + "@db/x"},
 		{"git clone with token", "git clone https://oauth2:" + glpat + "@gitlab.com/g/p.git", "git clone https://oauth2:" + Mask + "@gitlab.com/g/p.git"},
 
+		// a header written into a path: masked when its value is one word with a digit
+		{"header in a path", "open /tmp/x/Authorization: token 9f2c41aa77d0: no such file", "open /tmp/x/Authorization: token " + Mask + ": no such file"},
+
 		// vendor tokens
 		{"openai project key", "export OPENAI_API_KEY=" + openaiProj, "export OPENAI_API_KEY=" + Mask},
 		{"openai service account key", "key " + openaiSvc + " rotated", "key " + Mask + " rotated"},

@@ -113,6 +113,23 @@ func literalGroup(n int) func(string, []int) (int, int, bool) {
 	}
 }
 
+// pathCredential is the length of the credential a header's value (after
+// its scheme) begins with when the header is written into a path: its
+// first word, without a trailing ':' or ',', when that word has eight
+// bytes or more and a digit; 0 otherwise ("pkg/authorization: fix the
+// refresh" is a commit subject).
+func pathCredential(v string) int {
+	w := v
+	if i := strings.IndexAny(v, " \t"); i >= 0 {
+		w = v[:i]
+	}
+	w = strings.TrimRight(w, ":,;")
+	if len(w) < 8 || !strings.ContainsAny(w, "0123456789") {
+		return 0
+	}
+	return len(w)
+}
+
 // headerValue masks an Authorization or Cookie header's value (submatch
 // 1) when it is written as a header — beginning its line, quoted, or
 // after a tight = — and is a literal: not a format string, a reference,
@@ -132,10 +149,16 @@ func headerValue(cookie bool) func(string, []int) (int, int, bool) {
 		lineStart := lineStartKey(s, keyStart)
 		quoted := keyStart > 0 && (s[keyStart-1] == '"' || s[keyStart-1] == '\'')
 		tight := strings.Contains(sep, "=") && !strings.ContainsAny(sep, " \t")
+		v := s[start:end]
+		// A header written into a path (a file named after it, an
+		// error quoting the path) begins its path component: its value
+		// counts when it begins with a credential (pathCredential).
 		if !lineStart && !quoted && !tight {
+			if n := pathCredential(v); keyStart > 0 && s[keyStart-1] == '/' && n > 0 {
+				return start, start + n, true
+			}
 			return 0, 0, false // prose: "the authorization: see below"
 		}
-		v := s[start:end]
 		first := v
 		if i := strings.IndexAny(v, " \t"); i >= 0 {
 			first = v[:i]
