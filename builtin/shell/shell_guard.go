@@ -30,6 +30,7 @@ var envGuardedNames = map[string]string{
 	"BASH_ENV":        "shells run the file it names", "ENV": "shells run the file it names", "IFS": "it changes how shells split words",
 	"CDPATH": "it changes where cd goes", "PS4": "shells expand it", "SHELL": "programs run it as the shell (flock -c, sudo -s, script)", "SHELLOPTS": "it sets shell options", "BASHOPTS": "it sets shell options",
 	"PROMPT_COMMAND": "shells run it", "GLOBIGNORE": "it changes globbing",
+	"TEXTDOMAIN": "bash expands the translation of a $\"…\" string it names", "TEXTDOMAINDIR": "bash expands the translation of a $\"…\" string from it",
 	"PYTHONPATH": "Python loads modules from it", "PYTHONHOME": "Python loads modules from it", "PYTHONSTARTUP": "Python runs the file it names",
 	"PYTHONINSPECT": "it changes how Python runs", "PYTHONUSERBASE": "Python loads modules from it",
 	"NODE_OPTIONS": "Node.js loads code it names (--require)", "NODE_PATH": "Node.js loads modules from it",

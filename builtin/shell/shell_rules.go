@@ -47,6 +47,8 @@ var starters = map[string]bool{
 	"make": true, "gmake": true, "npm": true, "npx": true, "yarn": true, "pnpm": true, "go": true, "cargo": true,
 	"mvn": true, "gradle": true, "pip": true, "pip3": true,
 	"unshare": true, "setpriv": true, "prlimit": true, "chrt": true, "watch": true, "script": true, "strace": true,
+	"logsave": true, "fstab-decode": true, "choom": true, "uclampset": true, "scriptlive": true, "newgrp": true,
+	"sensible-editor": true, "sensible-pager": true, "sensible-browser": true, "editor": true, "pager": true,
 	"ltrace": true, "gdb": true, "valgrind": true, "su": true, "runuser": true, "sg": true, "parallel": true,
 	"systemd-run": true, "tmux": true, "screen": true, "vi": true, "vim": true, "nvim": true, "emacs": true,
 	"less": true, "more": true, "man": true, "ssh": true, "docker": true, "podman": true, "kubectl": true,

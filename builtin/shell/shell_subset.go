@@ -68,15 +68,17 @@ func plainScript(src string, f *syntax.File) bool {
 			ok = n.Name != nil && lowerName.MatchString(n.Name.Value) && n.Index == nil && n.Array == nil && !n.Append
 		case *syntax.Redirect:
 			ok = n.Hdoc == nil && n.Op != syntax.Hdoc && n.Op != syntax.DashHdoc && n.Op != syntax.WordHdoc
-		case *syntax.Word, *syntax.Lit, *syntax.DblQuoted:
+		case *syntax.Word, *syntax.Lit:
 			if l, isLit := n.(*syntax.Lit); isLit {
 				ok = !braceLike(l.Value)
 			}
+		case *syntax.DblQuoted:
+			ok = !n.Dollar // $"…": bash expands the string's translation from a catalogue
 		case *syntax.CmdSubst:
 			ok = !n.Backquotes // backslashes inside backquotes are read differently
 		case *syntax.ForClause:
-			_, ok = n.Loop.(*syntax.WordIter)
-			ok = ok && !n.Select
+			it, isIter := n.Loop.(*syntax.WordIter)
+			ok = isIter && !n.Select && it.Name != nil && lowerName.MatchString(it.Name.Value) // a loop assigns its name too
 		case *syntax.SglQuoted:
 			ok = !n.Dollar
 		case *syntax.ParamExp:
@@ -109,6 +111,14 @@ func plainCall(c *syntax.CallExpr) bool {
 	for _, w := range c.Args[1:] {
 		v, lit := wordLit(w)
 		switch name {
+		case "test", "[":
+			// bash's -v and -R read their operand as NAME[SUBSCRIPT] and
+			// evaluate the subscript ($(…) runs), and an operator or an
+			// operand known only when it runs may be either: literal
+			// words only, no -v or -R, no subscript.
+			if !lit || v == "-v" || v == "-R" || strings.Contains(v, "[") && v != "[" && v != "]" {
+				return false
+			}
 		case "set":
 			if !lit || !plainSetOptions[v] {
 				return false
