@@ -39,24 +39,7 @@ rules:
 // survived.
 func r3Run(t *testing.T, setup func(t *testing.T, ws string), cmd string) (tool.Result, bool) {
 	t.Helper()
-	ws := cleanDir(t)
-	tooltest.WriteFile(t, filepath.Join(ws, "src", "main.go"), "package main\n", 0o644)
-	gitDriverRepo(t, ws, "", "")
-	if setup != nil {
-		setup(t, ws)
-	}
-	sh := tool.Adapt[Args](&Shell{Environ: func() []string { return []string{"HOME=/nonexistent"} }})
-	g, _ := tooltest.Gate(t, r3Policy, ws, sh)
-	if r := tooltest.ShellDo(t, g, map[string]any{"command": "rm -rf src"}); r.Error == nil {
-		t.Fatalf("rm -rf src was not refused: %s", r.Data)
-	}
-	res := tooltest.ShellDo(t, g, map[string]any{"command": cmd, "timeout_ms": 20000})
-	if res.Error != nil {
-		t.Logf("%s: %s (%s)", res.Error.Code, res.Error.Message, res.Error.Hint)
-	}
-	t.Logf("data: %s", res.Data)
-	_, err := os.Stat(filepath.Join(ws, "src", "main.go"))
-	return res, err == nil
+	return policyRun(t, r3Policy, nil, setup, cmd)
 }
 
 func r3Cases(t *testing.T, cmds []string, setup func(t *testing.T, ws string)) {

@@ -39,24 +39,11 @@ rules:
 // src/main.go; it reports whether src survived.
 func r4Run(t *testing.T, extra []string, setup func(ws string), cmd string) (tool.Result, bool) {
 	t.Helper()
-	ws := cleanDir(t)
-	tooltest.WriteFile(t, filepath.Join(ws, "src", "main.go"), "package main\n", 0o644)
-	gitDriverRepo(t, ws, "", "")
+	var s func(t *testing.T, ws string)
 	if setup != nil {
-		setup(ws)
+		s = func(_ *testing.T, ws string) { setup(ws) }
 	}
-	sh := tool.Adapt[Args](&Shell{Environ: func() []string { return []string{"HOME=/nonexistent"} }})
-	g, _ := tooltest.Gate(t, r4Policy(extra...), ws, sh)
-	if r := tooltest.ShellDo(t, g, map[string]any{"command": "rm -rf src"}); r.Error == nil {
-		t.Fatalf("rm -rf src was not refused: %s", r.Data)
-	}
-	res := tooltest.ShellDo(t, g, map[string]any{"command": cmd, "timeout_ms": 20000})
-	if res.Error != nil {
-		t.Logf("%s: %s (%s)", res.Error.Code, res.Error.Message, res.Error.Hint)
-	}
-	t.Logf("data: %s", res.Data)
-	_, err := os.Stat(filepath.Join(ws, "src", "main.go"))
-	return res, err == nil
+	return policyRun(t, r4Policy(extra...), nil, s, cmd)
 }
 
 func r4Cases(t *testing.T, extra []string, cmds ...string) {

@@ -83,6 +83,15 @@ rules:
 // src survived.
 func rulesRun(t *testing.T, files map[string]string, setup func(t *testing.T, ws string), cmd string) (tool.Result, bool) {
 	t.Helper()
+	return policyRun(t, rulesPolicy, files, setup, cmd)
+}
+
+// policyRun runs cmd under policy in a workspace repository holding
+// src/main.go and files, after setup, once the policy is seen to refuse
+// rm -rf src itself; it reports whether src survived. The review tests
+// share it.
+func policyRun(t *testing.T, policy string, files map[string]string, setup func(t *testing.T, ws string), cmd string) (tool.Result, bool) {
+	t.Helper()
 	ws := cleanDir(t)
 	tooltest.WriteFile(t, filepath.Join(ws, "src", "main.go"), "package main\n", 0o644)
 	for name, body := range files {
@@ -93,8 +102,7 @@ func rulesRun(t *testing.T, files map[string]string, setup func(t *testing.T, ws
 		setup(t, ws)
 	}
 	sh := tool.Adapt[Args](&Shell{Environ: func() []string { return []string{"HOME=/nonexistent"} }})
-	g, _ := tooltest.Gate(t, rulesPolicy, ws, sh)
-	// the rule is in force: rm -rf itself is refused
+	g, _ := tooltest.Gate(t, policy, ws, sh)
 	if r := tooltest.ShellDo(t, g, map[string]any{"command": "rm -rf src"}); r.Error == nil {
 		t.Fatalf("rm -rf src was not refused: %s", r.Data)
 	}
