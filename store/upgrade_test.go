@@ -35,7 +35,9 @@ func upgradeHelper(path string) error {
 	steps := 0
 	upgraded = func() {
 		if steps++; steps == killAt {
-			syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			if p, err := os.FindProcess(os.Getpid()); err == nil {
+				p.Kill() // SIGKILL where there are signals
+			}
 			select {}
 		}
 	}
