@@ -66,7 +66,10 @@ func same(err error) string {
 	if err == nil {
 		return "<nil>"
 	}
-	lines := strings.Split(address.ReplaceAllString(fmt.Sprintf("%v\n%#v", err, err), "0x"), "\n")
+	// The errors split out of the package (schemaerror, formatcheck) print
+	// their own package's name; the published package's are all jsonschema's.
+	text := strings.NewReplacer("schemaerror.", "jsonschema.", "formatcheck.", "jsonschema.").Replace(fmt.Sprintf("%v\n%#v", err, err))
+	lines := strings.Split(address.ReplaceAllString(text, "0x"), "\n")
 	for i, l := range lines {
 		r := []rune(l)
 		slices.Sort(r)

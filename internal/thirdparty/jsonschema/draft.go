@@ -1,7 +1,7 @@
 package jsonschema
 
 import (
-	"fmt"
+	"github.com/wardenrt/warden/internal/thirdparty/jsonschema/schemaerror"
 	"slices"
 	"strings"
 	"sync"
@@ -219,7 +219,7 @@ func (d *Draft) getVocabs(url url, doc any, vocabularies map[string]*Vocabulary)
 			}
 		}
 		if _, ok := vocabularies[vocab]; !ok {
-			return nil, &UnsupportedVocabularyError{url.String(), vocab}
+			return nil, &UnsupportedVocabularyError{URL: url.String(), Vocabulary: vocab}
 		}
 		if !slices.Contains(vocabs, vocab) {
 			vocabs = append(vocabs, vocab)
@@ -315,49 +315,23 @@ func (d *dialect) getSchema(assertVocabs bool, vocabularies map[string]*Vocabula
 
 // --
 
-type ParseIDError struct {
-	URL string
-}
-
-func (e *ParseIDError) Error() string {
-	return fmt.Sprintf("error in parsing id at %q", e.URL)
-}
+// ParseIDError: schemaerror.ParseIDError.
+type ParseIDError = schemaerror.ParseIDError
 
 // --
 
-type ParseAnchorError struct {
-	URL string
-}
-
-func (e *ParseAnchorError) Error() string {
-	return fmt.Sprintf("error in parsing anchor at %q", e.URL)
-}
+// ParseAnchorError: schemaerror.ParseAnchorError.
+type ParseAnchorError = schemaerror.ParseAnchorError
 
 // --
 
-type DuplicateIDError struct {
-	ID   string
-	URL  string
-	Ptr1 string
-	Ptr2 string
-}
-
-func (e *DuplicateIDError) Error() string {
-	return fmt.Sprintf("duplicate id %q in %q at %q and %q", e.ID, e.URL, e.Ptr1, e.Ptr2)
-}
+// DuplicateIDError: schemaerror.DuplicateIDError.
+type DuplicateIDError = schemaerror.DuplicateIDError
 
 // --
 
-type DuplicateAnchorError struct {
-	Anchor string
-	URL    string
-	Ptr1   string
-	Ptr2   string
-}
-
-func (e *DuplicateAnchorError) Error() string {
-	return fmt.Sprintf("duplicate anchor %q in %q at %q and %q", e.Anchor, e.URL, e.Ptr1, e.Ptr2)
-}
+// DuplicateAnchorError: schemaerror.DuplicateAnchorError.
+type DuplicateAnchorError = schemaerror.DuplicateAnchorError
 
 // --
 

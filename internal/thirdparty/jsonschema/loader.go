@@ -2,9 +2,10 @@ package jsonschema
 
 import (
 	"embed"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/wardenrt/warden/internal/thirdparty/jsonschema/jsonvalue"
+	"github.com/wardenrt/warden/internal/thirdparty/jsonschema/schemaerror"
 	"io"
 	"io/fs"
 	gourl "net/url"
@@ -152,7 +153,7 @@ func (l *defaultLoader) load(url url) (any, error) {
 		return doc, nil
 	}
 	if l.loader == nil {
-		return nil, &LoadURLError{url.String(), errors.New("no URLLoader set")}
+		return nil, &LoadURLError{URL: url.String(), Err: errors.New("no URLLoader set")}
 	}
 	doc, err = l.loader.Load(url.String())
 	if err != nil {
@@ -176,14 +177,14 @@ func (l *defaultLoader) getDraft(up urlPtr, doc any, defaultDraft *Draft, cycle 
 	}
 	sch, _ = split(sch)
 	if _, err := gourl.Parse(sch); err != nil {
-		return nil, &InvalidMetaSchemaURLError{up.String(), err}
+		return nil, &InvalidMetaSchemaURLError{URL: up.String(), Err: err}
 	}
 	schUrl := url(sch)
 	if up.ptr.isEmpty() && schUrl == up.url {
-		return nil, &UnsupportedDraftError{schUrl.String()}
+		return nil, &UnsupportedDraftError{URL: schUrl.String()}
 	}
 	if _, ok := cycle[schUrl]; ok {
-		return nil, &MetaSchemaCycleError{schUrl.String()}
+		return nil, &MetaSchemaCycleError{URL: schUrl.String()}
 	}
 	cycle[schUrl] = struct{}{}
 	doc, err := l.load(schUrl)
@@ -207,7 +208,7 @@ func (l *defaultLoader) getMetaVocabs(doc any, draft *Draft, vocabularies map[st
 	}
 	sch, _ = split(sch)
 	if _, err := gourl.Parse(sch); err != nil {
-		return nil, &ParseURLError{sch, err}
+		return nil, &ParseURLError{URL: sch, Err: err}
 	}
 	schUrl := url(sch)
 	doc, err := l.load(schUrl)
@@ -219,14 +220,8 @@ func (l *defaultLoader) getMetaVocabs(doc any, draft *Draft, vocabularies map[st
 
 // --
 
-type LoadURLError struct {
-	URL string
-	Err error
-}
-
-func (e *LoadURLError) Error() string {
-	return fmt.Sprintf("failing loading %q: %v", e.URL, e.Err)
-}
+// LoadURLError: schemaerror.LoadURLError.
+type LoadURLError = schemaerror.LoadURLError
 
 // --
 
@@ -252,15 +247,4 @@ func (e *ResourceExistsError) Error() string {
 
 // UnmarshalJSON unmarshals into [any] without losing
 // number precision using [json.Number].
-func UnmarshalJSON(r io.Reader) (any, error) {
-	decoder := json.NewDecoder(r)
-	decoder.UseNumber()
-	var doc any
-	if err := decoder.Decode(&doc); err != nil {
-		return nil, err
-	}
-	if _, err := decoder.Token(); err == nil || err != io.EOF {
-		return nil, fmt.Errorf("invalid character after top-level value")
-	}
-	return doc, nil
-}
+func UnmarshalJSON(r io.Reader) (any, error) { return jsonvalue.UnmarshalJSON(r) }

@@ -3,6 +3,7 @@ package jsonschema
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/wardenrt/warden/internal/thirdparty/jsonschema/schemaerror"
 	"math/big"
 	"strconv"
 )
@@ -119,7 +120,7 @@ func (c *objCompiler) compileDraft4(s *Schema) error {
 			for pname, sch := range m {
 				re, err := c.c.roots.regexpEngine(pname)
 				if err != nil {
-					return &InvalidRegexError{c.up.format("patternProperties"), pname, err}
+					return &InvalidRegexError{URL: c.up.format("patternProperties"), Regex: pname, Err: err}
 				}
 				s.PatternProperties[re] = sch
 			}
@@ -167,7 +168,7 @@ func (c *objCompiler) compileDraft4(s *Schema) error {
 		if pat := c.strVal("pattern"); pat != nil {
 			s.Pattern, err = c.c.roots.regexpEngine(*pat)
 			if err != nil {
-				return &InvalidRegexError{c.up.format("pattern"), *pat, err}
+				return &InvalidRegexError{URL: c.up.format("pattern"), Regex: *pat, Err: err}
 			}
 		}
 
@@ -530,15 +531,8 @@ func (c *objCompiler) arrVal(pname string) []any {
 
 // --
 
-type InvalidRegexError struct {
-	URL   string
-	Regex string
-	Err   error
-}
-
-func (e *InvalidRegexError) Error() string {
-	return fmt.Sprintf("invalid regex %q at %q: %v", e.Regex, e.URL, e.Err)
-}
+// InvalidRegexError: schemaerror.InvalidRegexError.
+type InvalidRegexError = schemaerror.InvalidRegexError
 
 // --
 

@@ -1,7 +1,7 @@
 package jsonschema
 
 import (
-	"fmt"
+	"github.com/wardenrt/warden/internal/thirdparty/jsonschema/schemaerror"
 	"slices"
 	"strings"
 )
@@ -88,9 +88,7 @@ func (r *root) collectAnchors(sch any, schPtr jsonPointer, res *resource) error 
 				// anchor with same root_ptr already exists
 				return nil
 			}
-			return &DuplicateAnchorError{
-				string(anchor), r.url.String(), string(ptr1), string(schPtr),
-			}
+			return &DuplicateAnchorError{Anchor: string(anchor), URL: r.url.String(), Ptr1: string(ptr1), Ptr2: string(schPtr)}
 		}
 		res.anchors[anchor] = schPtr
 		return nil
@@ -106,7 +104,7 @@ func (r *root) collectAnchors(sch any, schPtr jsonPointer, res *resource) error 
 			_, frag, err := splitFragment(id)
 			if err != nil {
 				loc := urlPtr{r.url, schPtr}
-				return &ParseAnchorError{loc.String()}
+				return &ParseAnchorError{URL: loc.String()}
 			}
 			if anchor, ok := frag.convert().(anchor); ok {
 				if err := addAnchor(anchor); err != nil {
@@ -181,22 +179,10 @@ func (res *resource) clone() *resource {
 
 //--
 
-type UnsupportedVocabularyError struct {
-	URL        string
-	Vocabulary string
-}
-
-func (e *UnsupportedVocabularyError) Error() string {
-	return fmt.Sprintf("unsupported vocabulary %q in %q", e.Vocabulary, e.URL)
-}
+// UnsupportedVocabularyError: schemaerror.UnsupportedVocabularyError.
+type UnsupportedVocabularyError = schemaerror.UnsupportedVocabularyError
 
 // --
 
-type AnchorNotFoundError struct {
-	URL       string
-	Reference string
-}
-
-func (e *AnchorNotFoundError) Error() string {
-	return fmt.Sprintf("anchor in %q not found in schema %q", e.Reference, e.URL)
-}
+// AnchorNotFoundError: schemaerror.AnchorNotFoundError.
+type AnchorNotFoundError = schemaerror.AnchorNotFoundError

@@ -1,7 +1,7 @@
 package jsonschema
 
 import (
-	"fmt"
+	"github.com/wardenrt/warden/internal/thirdparty/jsonschema/schemaerror"
 	"strings"
 )
 
@@ -116,7 +116,7 @@ func (rr *roots) _collectResources(r *root, sch any, base url, schPtr jsonPointe
 		uf, err := base.join(id)
 		if err != nil {
 			loc := urlPtr{r.url, schPtr}
-			return &ParseIDError{loc.String()}
+			return &ParseIDError{URL: loc.String()}
 		}
 		base = uf.url
 		res = newResource(schPtr, base)
@@ -131,7 +131,7 @@ func (rr *roots) _collectResources(r *root, sch any, base url, schPtr jsonPointe
 			if res.id == base {
 				found = true
 				if res.ptr != schPtr {
-					return &DuplicateIDError{base.String(), r.url.String(), string(schPtr), string(res.ptr)}
+					return &DuplicateIDError{ID: base.String(), URL: r.url.String(), Ptr1: string(schPtr), Ptr2: string(res.ptr)}
 				}
 			}
 		}
@@ -260,41 +260,20 @@ func (rr *roots) validate(r *root, v any, ptr jsonPointer) error {
 
 // --
 
-type InvalidMetaSchemaURLError struct {
-	URL string
-	Err error
-}
-
-func (e *InvalidMetaSchemaURLError) Error() string {
-	return fmt.Sprintf("invalid $schema in %q: %v", e.URL, e.Err)
-}
+// InvalidMetaSchemaURLError: schemaerror.InvalidMetaSchemaURLError.
+type InvalidMetaSchemaURLError = schemaerror.InvalidMetaSchemaURLError
 
 // --
 
-type UnsupportedDraftError struct {
-	URL string
-}
-
-func (e *UnsupportedDraftError) Error() string {
-	return fmt.Sprintf("draft %q is not supported", e.URL)
-}
+// UnsupportedDraftError: schemaerror.UnsupportedDraftError.
+type UnsupportedDraftError = schemaerror.UnsupportedDraftError
 
 // --
 
-type MetaSchemaCycleError struct {
-	URL string
-}
-
-func (e *MetaSchemaCycleError) Error() string {
-	return fmt.Sprintf("cycle in resolving $schema in %q", e.URL)
-}
+// MetaSchemaCycleError: schemaerror.MetaSchemaCycleError.
+type MetaSchemaCycleError = schemaerror.MetaSchemaCycleError
 
 // --
 
-type MetaSchemaMismatchError struct {
-	URL string
-}
-
-func (e *MetaSchemaMismatchError) Error() string {
-	return fmt.Sprintf("$schema in %q does not match with $schema in root", e.URL)
-}
+// MetaSchemaMismatchError: schemaerror.MetaSchemaMismatchError.
+type MetaSchemaMismatchError = schemaerror.MetaSchemaMismatchError

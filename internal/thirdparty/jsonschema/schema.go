@@ -17,9 +17,8 @@ see examples for usage.
 package jsonschema
 
 import (
-	"encoding/json"
 	"fmt"
-	"math"
+	"github.com/wardenrt/warden/internal/thirdparty/jsonschema/jsonvalue"
 	"math/big"
 )
 
@@ -113,87 +112,17 @@ type Schema struct {
 
 // --
 
-type jsonType int
+// jsonType and its values are jsonvalue's.
+type jsonType = jsonvalue.Type
 
 const (
-	invalidType jsonType = 0
-	nullType    jsonType = 1 << iota
-	booleanType
-	numberType
-	integerType
-	stringType
-	arrayType
-	objectType
+	invalidType, nullType, booleanType, numberType = jsonvalue.Invalid, jsonvalue.Null, jsonvalue.Boolean, jsonvalue.Number
+	integerType, stringType, arrayType, objectType = jsonvalue.Integer, jsonvalue.String, jsonvalue.Array, jsonvalue.Object
 )
 
-func typeOf(v any) jsonType {
-	switch v := v.(type) {
-	case nil:
-		return nullType
-	case bool:
-		return booleanType
-	case float64:
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return invalidType
-		}
-		return numberType
-	case float32:
-		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-			return invalidType
-		}
-		return numberType
-	case json.Number, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
-		return numberType
-	case string:
-		return stringType
-	case []any:
-		return arrayType
-	case map[string]any:
-		return objectType
-	default:
-		return invalidType
-	}
-}
+func typeOf(v any) jsonType { return jsonvalue.TypeOf(v) }
 
-func typeFromString(s string) jsonType {
-	switch s {
-	case "null":
-		return nullType
-	case "boolean":
-		return booleanType
-	case "number":
-		return numberType
-	case "integer":
-		return integerType
-	case "string":
-		return stringType
-	case "array":
-		return arrayType
-	case "object":
-		return objectType
-	}
-	return invalidType
-}
-
-func (jt jsonType) String() string {
-	switch jt {
-	case nullType:
-		return "null"
-	case booleanType:
-		return "boolean"
-	case numberType:
-		return "number"
-	case integerType:
-		return "integer"
-	case stringType:
-		return "string"
-	case arrayType:
-		return "array"
-	case objectType:
-		return "object"
-	}
-	return ""
-}
+func typeFromString(s string) jsonType { return jsonvalue.TypeFromString(s) }
 
 // --
 

@@ -1,19 +1,16 @@
 package jsonschema
 
 import (
-	"encoding/json"
 	"fmt"
-	"hash/maphash"
-	"math/big"
+	"github.com/wardenrt/warden/internal/thirdparty/jsonschema/jsonvalue"
+	"github.com/wardenrt/warden/internal/thirdparty/jsonschema/schemaerror"
 	gourl "net/url"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 
-	"github.com/wardenrt/warden/internal/thirdparty/jsonschema/kind"
-	"golang.org/x/text/message"
+	"github.com/wardenrt/warden/internal/thirdparty/jsonschema/formatcheck"
 )
 
 // --
@@ -222,7 +219,7 @@ func (up *urlPtr) lookup(v any) (any, error) {
 	for _, tok := range strings.Split(string(up.ptr), "/")[1:] {
 		tok, ok := unescape(tok)
 		if !ok {
-			return nil, &InvalidJsonPointerError{up.String()}
+			return nil, &InvalidJsonPointerError{URL: up.String()}
 		}
 		switch val := v.(type) {
 		case map[string]any:
@@ -238,7 +235,7 @@ func (up *urlPtr) lookup(v any) (any, error) {
 				}
 			}
 		}
-		return nil, &JSONPointerNotFoundError{up.String()}
+		return nil, &JSONPointerNotFoundError{URL: up.String()}
 	}
 	return v, nil
 }
@@ -269,9 +266,24 @@ func strVal(obj map[string]any, prop string) (string, bool) {
 	return s, ok
 }
 
-func isInteger(num any) bool {
-	rat, ok := new(big.Rat).SetString(fmt.Sprint(num))
-	return ok && rat.IsInt()
+// isInteger, equals and duplicates are jsonvalue's, with its error as
+// an ErrorKind (nil when there is none).
+func isInteger(num any) bool { return jsonvalue.IsInteger(num) }
+
+func equals(v1, v2 any) (bool, ErrorKind) {
+	ok, k := jsonvalue.Equal(v1, v2)
+	if k != nil {
+		return ok, k
+	}
+	return ok, nil
+}
+
+func duplicates(arr []any) (int, int, ErrorKind) {
+	i, j, k := jsonvalue.Duplicates(arr)
+	if k != nil {
+		return i, j, k
+	}
+	return i, j, nil
 }
 
 // quote returns single-quoted string.
@@ -283,185 +295,29 @@ func quote(s string) string {
 	return "'" + s[1:len(s)-1] + "'"
 }
 
-func equals(v1, v2 any) (bool, ErrorKind) {
-	switch v1 := v1.(type) {
-	case map[string]any:
-		v2, ok := v2.(map[string]any)
-		if !ok || len(v1) != len(v2) {
-			return false, nil
-		}
-		for k, val1 := range v1 {
-			val2, ok := v2[k]
-			if !ok {
-				return false, nil
-			}
-			if ok, k := equals(val1, val2); !ok || k != nil {
-				return ok, k
-			}
-		}
-		return true, nil
-	case []any:
-		v2, ok := v2.([]any)
-		if !ok || len(v1) != len(v2) {
-			return false, nil
-		}
-		for i := range v1 {
-			if ok, k := equals(v1[i], v2[i]); !ok || k != nil {
-				return ok, k
-			}
-		}
-		return true, nil
-	case nil:
-		return v2 == nil, nil
-	case bool:
-		v2, ok := v2.(bool)
-		return ok && v1 == v2, nil
-	case string:
-		v2, ok := v2.(string)
-		return ok && v1 == v2, nil
-	case json.Number, float32, float64, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
-		if typeOf(v2) != numberType {
-			return false, nil
-		}
-		num1, ok1 := new(big.Rat).SetString(fmt.Sprint(v1))
-		num2, ok2 := new(big.Rat).SetString(fmt.Sprint(v2))
-		return ok1 && ok2 && num1.Cmp(num2) == 0, nil
-	default:
-		return false, &kind.InvalidJsonValue{Value: v1}
-	}
-}
+// --
 
-func duplicates(arr []any) (int, int, ErrorKind) {
-	if len(arr) <= 20 {
-		for i := 1; i < len(arr); i++ {
-			for j := 0; j < i; j++ {
-				if ok, k := equals(arr[i], arr[j]); ok || k != nil {
-					return j, i, k
-				}
-			}
-		}
-		return -1, -1, nil
-	}
-
-	m := make(map[uint64][]int)
-	h := new(maphash.Hash)
-	for i, item := range arr {
-		h.Reset()
-		writeHash(item, h)
-		hash := h.Sum64()
-		indexes, ok := m[hash]
-		if ok {
-			for _, j := range indexes {
-				if ok, k := equals(item, arr[j]); ok || k != nil {
-					return j, i, k
-				}
-			}
-		}
-		indexes = append(indexes, i)
-		m[hash] = indexes
-	}
-	return -1, -1, nil
-}
-
-func writeHash(v any, h *maphash.Hash) ErrorKind {
-	switch v := v.(type) {
-	case map[string]any:
-		_ = h.WriteByte(0)
-		props := make([]string, 0, len(v))
-		for prop := range v {
-			props = append(props, prop)
-		}
-		slices.Sort(props)
-		for _, prop := range props {
-			writeHash(prop, h)
-			writeHash(v[prop], h)
-		}
-	case []any:
-		_ = h.WriteByte(1)
-		for _, item := range v {
-			writeHash(item, h)
-		}
-	case nil:
-		_ = h.WriteByte(2)
-	case bool:
-		_ = h.WriteByte(3)
-		if v {
-			_ = h.WriteByte(1)
-		} else {
-			_ = h.WriteByte(0)
-		}
-	case string:
-		_ = h.WriteByte(4)
-		_, _ = h.WriteString(v)
-	case json.Number, float32, float64, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
-		_ = h.WriteByte(5)
-		num, _ := new(big.Rat).SetString(fmt.Sprint(v))
-		_, _ = h.Write(num.Num().Bytes())
-		_, _ = h.Write(num.Denom().Bytes())
-	default:
-		return &kind.InvalidJsonValue{Value: v}
-	}
-	return nil
-}
+// ParseURLError: schemaerror.ParseURLError.
+type ParseURLError = schemaerror.ParseURLError
 
 // --
 
-type ParseURLError struct {
-	URL string
-	Err error
-}
-
-func (e *ParseURLError) Error() string {
-	return fmt.Sprintf("error in parsing %q: %v", e.URL, e.Err)
-}
+// InvalidJsonPointerError: schemaerror.InvalidJsonPointerError.
+type InvalidJsonPointerError = schemaerror.InvalidJsonPointerError
 
 // --
 
-type InvalidJsonPointerError struct {
-	URL string
-}
-
-func (e *InvalidJsonPointerError) Error() string {
-	return fmt.Sprintf("invalid json-pointer %q", e.URL)
-}
+// JSONPointerNotFoundError: schemaerror.JSONPointerNotFoundError.
+type JSONPointerNotFoundError = schemaerror.JSONPointerNotFoundError
 
 // --
 
-type JSONPointerNotFoundError struct {
-	URL string
-}
-
-func (e *JSONPointerNotFoundError) Error() string {
-	return fmt.Sprintf("json-pointer in %q not found", e.URL)
-}
-
-// --
-
-type SchemaValidationError struct {
-	URL string
-	Err error
-}
-
-func (e *SchemaValidationError) Error() string {
-	return fmt.Sprintf("%q is not valid against metaschema: %v", e.URL, e.Err)
-}
+// SchemaValidationError: schemaerror.SchemaValidationError.
+type SchemaValidationError = schemaerror.SchemaValidationError
 
 // --
 
 // LocalizableError is an error whose message is localizable.
 func LocalizableError(format string, args ...any) error {
-	return &localizableError{format, args}
-}
-
-type localizableError struct {
-	msg  string
-	args []any
-}
-
-func (e *localizableError) Error() string {
-	return fmt.Sprintf(e.msg, e.args...)
-}
-
-func (e *localizableError) LocalizedError(p *message.Printer) string {
-	return p.Sprintf(e.msg, e.args...)
+	return formatcheck.LocalizableError(format, args...)
 }
