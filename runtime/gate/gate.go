@@ -485,12 +485,16 @@ func (g *Gate) Call(ctx context.Context, req Request) (tool.Result, error) {
 	if vault == nil {
 		vault = tool.NewVault() // this call's alone: nothing it masks can come back
 	}
-	// Until the tool is known, its name is the caller's text: cap and redact it.
-	name := g.o.Redactor.String(truncateText(req.Tool, 128))
-	res := tool.Result{Tool: name, CallID: callID, Data: json.RawMessage("{}"), Warnings: []string{}}
-	ev := AuditEvent{CallID: callID, RunID: req.RunID, Principal: principal, Tool: name}
+	res := tool.Result{CallID: callID, Data: json.RawMessage("{}"), Warnings: []string{}}
+	ev := AuditEvent{CallID: callID, RunID: req.RunID, Principal: principal}
 
 	c, cerr := g.check(ctx, req, callID, vault)
+	if c == nil || c.call == nil {
+		// The call was refused before its tool was known: its name is the
+		// caller's text, capped and redacted.
+		name := g.o.Redactor.String(truncateText(req.Tool, 128))
+		res.Tool, ev.Tool = name, name
+	}
 	// What the call's record and outcome are masked with: the redactor,
 	// and the originals restored in its arguments, wherever they are
 	// repeated (an error quoting a line, a preview, the matcher that

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/wardenrt/warden/runtime/decode"
 )
@@ -47,6 +48,10 @@ func DecodeArgs(raw []byte) (map[string]any, []byte, *Error) {
 	obj, ok := v.(map[string]any)
 	if !ok {
 		return nil, nil, Errorf(CodeInvalidInput, hint, "arguments must be a JSON object, not %s", decode.Kind(v))
+	}
+	if bytes.IndexAny(raw, " \t\r\n") < 0 {
+		// Compact already: json.Compact only removes white space.
+		return obj, bytes.Clone(raw), nil
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, raw); err != nil {
@@ -136,9 +141,21 @@ func checkExactKeys(v any, t reflect.Type, ptr string) error {
 	return nil
 }
 
+// fieldsCache holds jsonFields' answers: reflect.Type → map[string]reflect.Type.
+var fieldsCache sync.Map
+
 // jsonFields maps the JSON names of a struct's fields (embedded structs
-// flattened) to their types.
+// flattened) to their types. The map is shared: read it, never change it.
 func jsonFields(t reflect.Type) map[string]reflect.Type {
+	if m, ok := fieldsCache.Load(t); ok {
+		return m.(map[string]reflect.Type)
+	}
+	m, _ := fieldsCache.LoadOrStore(t, structFields(t))
+	return m.(map[string]reflect.Type)
+}
+
+// structFields is jsonFields, computed.
+func structFields(t reflect.Type) map[string]reflect.Type {
 	out := map[string]reflect.Type{}
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
