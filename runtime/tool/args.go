@@ -90,6 +90,9 @@ func bindStrict(raw []byte, decoded map[string]any, v any) error {
 	if err := checkExactKeys(generic, rt.Elem(), ""); err != nil {
 		return err
 	}
+	if obj, ok := generic.(map[string]any); ok && bindFast(obj, v) {
+		return nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
