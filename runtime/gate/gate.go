@@ -734,13 +734,24 @@ func (g *Gate) finish(ctx context.Context, res tool.Result, ev AuditEvent, o too
 // outcomeDigest is "sha256:" and the hex SHA-256 of output then data; a
 // long output is hashed a piece at a time, not copied whole.
 func outcomeDigest(output string, data []byte) string {
-	h, buf := sha256.New(), make([]byte, min(len(output), 32<<10))
-	for s := output; s != ""; s = s[len(buf):] {
-		buf = buf[:copy(buf, s)]
-		h.Write(buf)
+	h := sha256.New()
+	var small [512]byte
+	buf := small[:]
+	if len(output) > len(small) {
+		buf = make([]byte, min(len(output), 32<<10))
+	}
+	for s := output; s != ""; {
+		n := copy(buf, s)
+		h.Write(buf[:n])
+		s = s[n:]
 	}
 	h.Write(data)
-	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+	const prefix = "sha256:"
+	var sum [sha256.Size]byte
+	var out [len(prefix) + 2*sha256.Size]byte
+	copy(out[:], prefix)
+	hex.Encode(out[len(prefix):], h.Sum(sum[:0]))
+	return string(out[:])
 }
 
 func (g *Gate) append(ctx context.Context, ev AuditEvent) (uint64, error) {
