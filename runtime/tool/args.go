@@ -101,6 +101,16 @@ func bindStrict(raw []byte, decoded map[string]any, v any) error {
 	return nil
 }
 
+// holdsKeys reports a value checkExactKeys looks into: an object or an
+// array.
+func holdsKeys(v any) bool {
+	switch v.(type) {
+	case map[string]any, []any:
+		return true
+	}
+	return false
+}
+
 func checkExactKeys(v any, t reflect.Type, ptr string) error {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -121,12 +131,18 @@ func checkExactKeys(v any, t reflect.Type, ptr string) error {
 					}
 					return Errorf(CodeInvalidInput, hint, "unknown field %q at %q", k, PointerOrRoot(ptr))
 				}
+				if !holdsKeys(sub) {
+					continue // a scalar has no keys (and its pointer is not built)
+				}
 				if err := checkExactKeys(sub, ft, ptr+"/"+EscapePointer(k)); err != nil {
 					return err
 				}
 			}
 		case reflect.Map:
 			for k, sub := range val {
+				if !holdsKeys(sub) {
+					continue
+				}
 				if err := checkExactKeys(sub, t.Elem(), ptr+"/"+EscapePointer(k)); err != nil {
 					return err
 				}
@@ -135,6 +151,9 @@ func checkExactKeys(v any, t reflect.Type, ptr string) error {
 	case []any:
 		if t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
 			for i, sub := range val {
+				if !holdsKeys(sub) {
+					continue
+				}
 				if err := checkExactKeys(sub, t.Elem(), ptr+"/"+strconv.Itoa(i)); err != nil {
 					return err
 				}
