@@ -129,19 +129,18 @@ func bindFast(decoded map[string]any, v any) bool {
 	if rv.Kind() != reflect.Pointer || rv.IsNil() || rv.Elem().Kind() != reflect.Struct || !rv.Elem().IsZero() {
 		return false
 	}
-	t := rv.Elem().Type()
-	plan := bindPlan(t)
+	plan := bindPlan(rv.Elem().Type())
 	if plan == nil {
 		return false
 	}
-	out := reflect.New(t).Elem()
+	out := rv.Elem()
 	for k, val := range decoded {
 		f, ok := plan[k]
 		if !ok || !setFlat(out.Field(f.index), val) {
+			out.SetZero() // as it was
 			return false
 		}
 	}
-	rv.Elem().Set(out)
 	return true
 }
 
