@@ -33,6 +33,7 @@ var libraries = map[string][]string{
 	"system":            {"golang.org/x/sys/unix"},
 	"text":              {"github.com/sashabaranov/go-openai"},
 	"internal/proc":     {"github.com/bmatcuk/doublestar/v4", "golang.org/x/sys/unix"},
+	"internal/fspath":   {"golang.org/x/sys/unix"},
 	"internal/netguard": nil,
 }
 

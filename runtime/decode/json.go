@@ -22,7 +22,16 @@ func JSON(source string, data []byte, lim *Limits) (any, error) {
 	if err := checkUTF8(source, data); err != nil {
 		return nil, err
 	}
-	d := &jsonDecoder{dec: json.NewDecoder(bytes.NewReader(data)), data: data, source: source, maxDepth: l.MaxDepth}
+	if v, ok := fastJSON(data, l.MaxDepth); ok {
+		return v, nil
+	}
+	return walkJSON(source, data, l.MaxDepth)
+}
+
+// walkJSON decodes data (valid UTF-8) with encoding/json's tokens: slower
+// than fastJSON, and it says what is wrong and where.
+func walkJSON(source string, data []byte, maxDepth int) (any, error) {
+	d := &jsonDecoder{dec: json.NewDecoder(bytes.NewReader(data)), data: data, source: source, maxDepth: maxDepth}
 	d.dec.UseNumber()
 	v, err := d.value(0, "")
 	if err != nil {

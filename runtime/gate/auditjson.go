@@ -5,7 +5,7 @@ import "github.com/wardenrt/warden/internal/jsonw"
 // marshalEvent is json.Marshal(ev) without reflection (two a call); its
 // test fills every field, one added later included, and compares.
 func marshalEvent(ev *AuditEvent) ([]byte, error) {
-	o := jsonw.NewObject(320 + len(ev.Args) + len(ev.ArgsText) + len(ev.Preview) + len(ev.Message))
+	o := jsonw.NewObject(eventSize(ev))
 	o.String("phase", ev.Phase)
 	o.String("call_id", ev.CallID)
 	o.OptString("run_id", ev.RunID)
@@ -36,4 +36,25 @@ func marshalEvent(ev *AuditEvent) ([]byte, error) {
 	o.OptInt("connections_dropped", int64(ev.ConnectionsDropped))
 	o.OptUint("intent_seq", ev.IntentSeq)
 	return o.Bytes()
+}
+
+// eventSize is about what marshalEvent writes of ev (JSON needing no
+// escapes), so that its buffer is allocated once: the keys and
+// punctuation, and the text of every field.
+func eventSize(ev *AuditEvent) int {
+	n := 320 + len(ev.Phase) + len(ev.CallID) + len(ev.RunID) + len(ev.Tool) + len(ev.Args) + len(ev.ArgsText) +
+		len(ev.Preview) + len(ev.Outcome) + len(ev.Message) + len(ev.Digest) + len(ev.Sandbox) +
+		stringsSize(ev.Principal) + stringsSize(ev.Needs)
+	if d := ev.Decision; d != nil {
+		n += 64 + len(d.Action) + len(d.Rule) + len(d.Approval) + len(d.Approver) + stringsSize(d.Grants)
+	}
+	return n
+}
+
+func stringsSize(ss []string) int {
+	n := 0
+	for _, s := range ss {
+		n += len(s) + 3 // quotes and a comma
+	}
+	return n
 }

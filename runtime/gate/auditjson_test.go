@@ -103,3 +103,33 @@ func TestOutcomeDigest(t *testing.T) {
 		}
 	}
 }
+
+// TestOutcomeDigestAroundItsBuffer: an output around the size hashed from
+// the stack, and over it, has the digest of the output and data as one
+// text.
+func TestOutcomeDigestAroundItsBuffer(t *testing.T) {
+	for _, n := range []int{2, 511, 512, 513, 1024, 1025} {
+		out := strings.Repeat("é0123456789abcd", n/16+1)[:n]
+		data := []byte(`{"n":1}`)
+		want := fmt.Sprintf("sha256:%x", sha256.Sum256(append([]byte(out), data...)))
+		if got := outcomeDigest(out, data); got != want {
+			t.Fatalf("%d bytes: %s, want %s", n, got, want)
+		}
+	}
+}
+
+// TestEventSizeHoldsTheEvent: the buffer marshalEvent allocates holds a
+// plain event whole (it is not grown while written).
+func TestEventSizeHoldsTheEvent(t *testing.T) {
+	ev := AuditEvent{Phase: PhaseResult, CallID: "c-0123456789abcdef", RunID: "r-1", Principal: []string{"cli", "agent:x"},
+		Tool: "fs_read", Args: []byte(`{"path":"a/b/c.go"}`), Needs: []string{"fs.read:/ws/a/b/c.go"},
+		Decision: &Decision{Action: ActionAllow, Rule: "rules[2] (fs_read: allow)", Grants: []string{"fs.read:/ws/**"}, Approval: ApprovalNotRequired},
+		Outcome:  "ok", Duration: 12, Digest: outcomeDigest("x", nil), IntentSeq: 7}
+	got, err := marshalEvent(&ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) > eventSize(&ev) {
+		t.Errorf("the event is %d bytes, its buffer %d", len(got), eventSize(&ev))
+	}
+}

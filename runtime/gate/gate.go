@@ -485,12 +485,16 @@ func (g *Gate) Call(ctx context.Context, req Request) (tool.Result, error) {
 	if vault == nil {
 		vault = tool.NewVault() // this call's alone: nothing it masks can come back
 	}
-	// Until the tool is known, its name is the caller's text: cap and redact it.
-	name := g.o.Redactor.String(truncateText(req.Tool, 128))
-	res := tool.Result{Tool: name, CallID: callID, Data: json.RawMessage("{}"), Warnings: []string{}}
-	ev := AuditEvent{CallID: callID, RunID: req.RunID, Principal: principal, Tool: name}
+	res := tool.Result{CallID: callID, Data: json.RawMessage("{}"), Warnings: []string{}}
+	ev := AuditEvent{CallID: callID, RunID: req.RunID, Principal: principal}
 
 	c, cerr := g.check(ctx, req, callID, vault)
+	if c == nil || c.call == nil {
+		// The call was refused before its tool was known: its name is the
+		// caller's text, capped and redacted.
+		name := g.o.Redactor.String(truncateText(req.Tool, 128))
+		res.Tool, ev.Tool = name, name
+	}
 	// What the call's record and outcome are masked with: the redactor,
 	// and the originals restored in its arguments, wherever they are
 	// repeated (an error quoting a line, a preview, the matcher that
@@ -730,13 +734,24 @@ func (g *Gate) finish(ctx context.Context, res tool.Result, ev AuditEvent, o too
 // outcomeDigest is "sha256:" and the hex SHA-256 of output then data; a
 // long output is hashed a piece at a time, not copied whole.
 func outcomeDigest(output string, data []byte) string {
-	h, buf := sha256.New(), make([]byte, min(len(output), 32<<10))
-	for s := output; s != ""; s = s[len(buf):] {
-		buf = buf[:copy(buf, s)]
-		h.Write(buf)
+	h := sha256.New()
+	var small [512]byte
+	buf := small[:]
+	if len(output) > len(small) {
+		buf = make([]byte, min(len(output), 32<<10))
+	}
+	for s := output; s != ""; {
+		n := copy(buf, s)
+		h.Write(buf[:n])
+		s = s[n:]
 	}
 	h.Write(data)
-	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+	const prefix = "sha256:"
+	var sum [sha256.Size]byte
+	var out [len(prefix) + 2*sha256.Size]byte
+	copy(out[:], prefix)
+	hex.Encode(out[len(prefix):], h.Sum(sum[:0]))
+	return string(out[:])
 }
 
 func (g *Gate) append(ctx context.Context, ev AuditEvent) (uint64, error) {

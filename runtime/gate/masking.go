@@ -50,6 +50,10 @@ func wholeOrigin(origins []tool.Origin) string {
 	return ""
 }
 
+// maskPrefix begins every mask, "[REDACTED]" and "[REDACTED:kind:id]"
+// alike: text without it holds none for Vault.Admit to rewrite.
+var maskPrefix = []byte(strings.TrimSuffix(redact.Mask, "]"))
+
 // minRestoredLiteral is the shortest original restored in a call's
 // arguments that is masked wherever the call's outcome repeats it.
 const minRestoredLiteral = 4
@@ -105,9 +109,12 @@ func (g *Gate) maskOutcome(o tool.Outcome, v *tool.Vault, red *redact.Redactor, 
 		var found []redact.Secret
 		var wrote []string
 		if err == nil {
-			var text string
-			text, wrote = v.Admit(string(data), whole) // json.Marshal's, masks rewritten inside strings: compact
-			masked, found, err = red.ReplaceCompactJSON([]byte(text), func(kind, original string, _ int) string {
+			if bytes.Contains(data, maskPrefix) { // else Admit has nothing to rewrite
+				var text string
+				text, wrote = v.Admit(string(data), whole) // json.Marshal's, masks rewritten inside strings: compact
+				data = []byte(text)
+			}
+			masked, found, err = red.ReplaceCompactJSON(data, func(kind, original string, _ int) string {
 				return v.Mask(kind, original, whole)
 			})
 		}

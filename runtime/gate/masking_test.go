@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/url"
@@ -374,6 +375,18 @@ func TestGateArgumentsChooseNoMask(t *testing.T) {
 		}
 		if !strings.Contains(res.Output, tc.visible) {
 			t.Errorf("%q: the outcome lacks %q: %s", tc.text, tc.visible, res.Output)
+		}
+	}
+}
+
+// TestMaskPrefixBeginsEveryMask: the prefix that tells maskOutcome a
+// tool's data may hold a mask begins every mask the vault hands out and
+// the plain one.
+func TestMaskPrefixBeginsEveryMask(t *testing.T) {
+	v := tool.NewVault()
+	for _, m := range []string{v.Mask("github-token", "ghp_1a2B3c4D5e6F7g8H9i0J1k2L3m4N5o6P7q8R", ""), redact.Mask} {
+		if !bytes.HasPrefix([]byte(m), maskPrefix) {
+			t.Errorf("mask %q does not begin with %q", m, maskPrefix)
 		}
 	}
 }

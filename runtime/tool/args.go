@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/wardenrt/warden/runtime/decode"
 )
@@ -48,6 +49,10 @@ func DecodeArgs(raw []byte) (map[string]any, []byte, *Error) {
 	if !ok {
 		return nil, nil, Errorf(CodeInvalidInput, hint, "arguments must be a JSON object, not %s", decode.Kind(v))
 	}
+	if bytes.IndexAny(raw, " \t\r\n") < 0 {
+		// Compact already: json.Compact only removes white space.
+		return obj, bytes.Clone(raw), nil
+	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, raw); err != nil {
 		return nil, nil, Errorf(CodeInvalidInput, "", "arguments: %v", err)
@@ -85,12 +90,25 @@ func bindStrict(raw []byte, decoded map[string]any, v any) error {
 	if err := checkExactKeys(generic, rt.Elem(), ""); err != nil {
 		return err
 	}
+	if obj, ok := generic.(map[string]any); ok && bindFast(obj, v) {
+		return nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return Errorf(CodeInvalidInput, "check the tool's input schema with `warden tools`", "arguments: %v", err)
 	}
 	return nil
+}
+
+// holdsKeys reports a value checkExactKeys looks into: an object or an
+// array.
+func holdsKeys(v any) bool {
+	switch v.(type) {
+	case map[string]any, []any:
+		return true
+	}
+	return false
 }
 
 func checkExactKeys(v any, t reflect.Type, ptr string) error {
@@ -113,12 +131,18 @@ func checkExactKeys(v any, t reflect.Type, ptr string) error {
 					}
 					return Errorf(CodeInvalidInput, hint, "unknown field %q at %q", k, PointerOrRoot(ptr))
 				}
+				if !holdsKeys(sub) {
+					continue // a scalar has no keys (and its pointer is not built)
+				}
 				if err := checkExactKeys(sub, ft, ptr+"/"+EscapePointer(k)); err != nil {
 					return err
 				}
 			}
 		case reflect.Map:
 			for k, sub := range val {
+				if !holdsKeys(sub) {
+					continue
+				}
 				if err := checkExactKeys(sub, t.Elem(), ptr+"/"+EscapePointer(k)); err != nil {
 					return err
 				}
@@ -127,6 +151,9 @@ func checkExactKeys(v any, t reflect.Type, ptr string) error {
 	case []any:
 		if t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
 			for i, sub := range val {
+				if !holdsKeys(sub) {
+					continue
+				}
 				if err := checkExactKeys(sub, t.Elem(), ptr+"/"+strconv.Itoa(i)); err != nil {
 					return err
 				}
@@ -136,9 +163,21 @@ func checkExactKeys(v any, t reflect.Type, ptr string) error {
 	return nil
 }
 
+// fieldsCache holds jsonFields' answers: reflect.Type → map[string]reflect.Type.
+var fieldsCache sync.Map
+
 // jsonFields maps the JSON names of a struct's fields (embedded structs
-// flattened) to their types.
+// flattened) to their types. The map is shared: read it, never change it.
 func jsonFields(t reflect.Type) map[string]reflect.Type {
+	if m, ok := fieldsCache.Load(t); ok {
+		return m.(map[string]reflect.Type)
+	}
+	m, _ := fieldsCache.LoadOrStore(t, structFields(t))
+	return m.(map[string]reflect.Type)
+}
+
+// structFields is jsonFields, computed.
+func structFields(t reflect.Type) map[string]reflect.Type {
 	out := map[string]reflect.Type{}
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -48,8 +49,19 @@ func CheckPath(p string) *tool.Error {
 var errRacing = errors.New("the path kept changing while it was resolved")
 
 // ResolvePath is capability.ResolvePath, retried when a symlink on the
-// path was swapped between its Lstat and its Readlink (EINVAL).
+// path was swapped between its Lstat and its Readlink (EINVAL). A path
+// the kernel finds whole with no symlink on it is answered in one system
+// call (resolveQuick, Linux), with the same answer.
 func ResolvePath(ws, p string) (string, error) {
+	if p != "" && (filepath.IsAbs(p) || filepath.IsAbs(ws)) {
+		abs := p
+		if !filepath.IsAbs(p) {
+			abs = ws + string(filepath.Separator) + p
+		}
+		if r, ok := resolveQuick(abs); ok {
+			return r, nil
+		}
+	}
 	for range 5 {
 		abs, err := capability.ResolvePath(ws, p)
 		if !errors.Is(err, syscall.EINVAL) {
