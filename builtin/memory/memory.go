@@ -1024,7 +1024,7 @@ func contextSummary(query string, ms []ContextMatch) string {
 func memoryTerms(q string) []string {
 	var out []string
 	for _, f := range strings.FieldsFunc(strings.ToLower(q), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
-		if len(f) >= 2 && !textutil.StopWords[f] && !slices.Contains(out, f) {
+		if len(f) >= 2 && !textutil.IsStopWord(f) && !slices.Contains(out, f) {
 			out = append(out, f)
 		}
 	}

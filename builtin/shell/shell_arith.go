@@ -12,15 +12,18 @@ package shell
 
 import (
 	"strings"
+	"sync"
 
 	"mvdan.cc/sh/v3/syntax"
 )
 
 // numericSpecial are bash's variables whose value is always a number.
-var numericSpecial = map[string]bool{
-	"#": true, "?": true, "$": true, "!": true, "RANDOM": true, "SRANDOM": true, "SECONDS": true, "LINENO": true,
-	"BASHPID": true, "PPID": true, "UID": true, "EUID": true, "EPOCHSECONDS": true, "OPTIND": true, "SHLVL": true,
-}
+var numericSpecial = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{
+		"#": true, "?": true, "$": true, "!": true, "RANDOM": true, "SRANDOM": true, "SECONDS": true, "LINENO": true,
+		"BASHPID": true, "PPID": true, "UID": true, "EUID": true, "EPOCHSECONDS": true, "OPTIND": true, "SHLVL": true,
+	}
+})
 
 // arithUnseen reports whether script f evaluates in arithmetic a value
 // it does not know to be a number (see above).
@@ -140,7 +143,7 @@ func numericRef(w *syntax.Word, sets map[string][]syntax.Pos, unsafe map[string]
 	switch {
 	case ok && name != "" && name[0] >= '0' && name[0] <= '9':
 		return true // a literal number (10, 0x1f, 16#ff)
-	case numericSpecial[name]:
+	case numericSpecial()[name]:
 		return true
 	case !envName(name) || unsafe[name] || len(sets[name]) == 0:
 		return false
@@ -161,7 +164,7 @@ func arithWords(x syntax.Node, f func(w *syntax.Word, assigned bool)) {
 	case *syntax.Word:
 		f(x, false)
 	case *syntax.BinaryArithm:
-		if w, ok := x.X.(*syntax.Word); ok && arithAssign[x.Op] {
+		if w, ok := x.X.(*syntax.Word); ok && arithAssign()[x.Op] {
 			f(w, x.Op == syntax.Assgn)
 			if x.Op != syntax.Assgn {
 				f(w, true)

@@ -141,17 +141,17 @@ func (st *run) gitHardening(ctx context.Context, plan *analysis) ([]string, *too
 	git := st.lookPath("git")
 	execs := slices.ContainsFunc(st.grants.Grants(), func(g capability.Grant) bool { return g.Kind() == capability.Exec })
 	if git == "" || !execs || !gitcfg.RepositoryNear(st.ws) {
-		return hardening, nil
+		return hardening(), nil
 	}
 	box, _, err := st.sandbox()
-	p := gitcfg.Programs{Git: git, Dir: st.ws, Path: st.path, Vars: st.base, Hardening: hardening, Box: box, RequireBox: st.needBox,
+	p := gitcfg.Programs{Git: git, Dir: st.ws, Path: st.path, Vars: st.base, Hardening: hardening(), Box: box, RequireBox: st.needBox,
 		Hint: "use the git tools, which read the repository without its programs, or run the command without granting git",
 		Writable: func(c string) bool {
 			_, prot := st.rtCall.Protect.Match(st.ws, c)
 			return st.grants.Allows(capability.Need{Kind: capability.FSWrite, Resource: c}) && !protected(st.ws, c) && !prot
 		}}
 	if err != nil || !p.Runnable() { // a sandbox that cannot be made starts no program: start says why
-		return hardening, nil
+		return hardening(), nil
 	}
 	found, e := p.Settings(ctx)
 	if e != nil {

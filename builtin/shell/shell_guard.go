@@ -9,6 +9,7 @@ package shell
 import (
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/wardenrt/warden/builtin/internal/gitcfg"
 	"github.com/wardenrt/warden/runtime/capability"
@@ -24,30 +25,32 @@ var envAllow = []string{
 // loads, where it reads its configuration, or which helper it starts. They
 // reach a program only with the value warden itself set, or through an
 // exact env:NAME grant (never env:* or a prefix grant).
-var envGuardedNames = map[string]string{
-	"PATH": "it decides which programs run", "HOME": "programs read their configuration from it (.gitconfig, .npmrc, …)",
-	"XDG_CONFIG_HOME": "programs read their configuration from it",
-	"BASH_ENV":        "shells run the file it names", "ENV": "shells run the file it names", "IFS": "it changes how shells split words",
-	"CDPATH": "it changes where cd goes", "PS4": "shells expand it", "SHELL": "programs run it as the shell (flock -c, sudo -s, script)", "SHELLOPTS": "it sets shell options", "BASHOPTS": "it sets shell options",
-	"PROMPT_COMMAND": "shells run it", "GLOBIGNORE": "it changes globbing",
-	"TEXTDOMAIN": "bash expands the translation of a $\"…\" string it names", "TEXTDOMAINDIR": "bash expands the translation of a $\"…\" string from it",
-	"PYTHONPATH": "Python loads modules from it", "PYTHONHOME": "Python loads modules from it", "PYTHONSTARTUP": "Python runs the file it names",
-	"PYTHONINSPECT": "it changes how Python runs", "PYTHONUSERBASE": "Python loads modules from it",
-	"NODE_OPTIONS": "Node.js loads code it names (--require)", "NODE_PATH": "Node.js loads modules from it",
-	"PERL5OPT": "Perl loads modules it names", "PERL5LIB": "Perl loads modules from it", "PERLLIB": "Perl loads modules from it", "PERL5DB": "Perl runs it",
-	"RUBYOPT": "Ruby loads code it names", "RUBYLIB": "Ruby loads code from it",
-	"JAVA_TOOL_OPTIONS": "the JVM loads agents it names", "_JAVA_OPTIONS": "the JVM loads agents it names", "JDK_JAVA_OPTIONS": "the JVM loads agents it names",
-	"CLASSPATH": "the JVM loads classes from it", "LUA_INIT": "Lua runs it", "LUA_PATH": "Lua loads modules from it", "LUA_CPATH": "Lua loads modules from it",
-	"TCLLIBPATH": "Tcl loads code from it",
-	"PAGER":      "programs run it", "MANPAGER": "man runs it", "EDITOR": "programs run it", "VISUAL": "programs run it",
-	"LESSOPEN": "less runs it", "LESSCLOSE": "less runs it", "SSH_ASKPASS": "ssh runs it", "SUDO_ASKPASS": "sudo runs it",
-	"GCONV_PATH": "glibc loads code from it", "HOSTALIASES": "it redirects name resolution", "LOCPATH": "glibc loads locale data from it",
-	"NLSPATH": "it changes which message catalogues load", "GLIBC_TUNABLES": "it changes how glibc behaves",
-	"RIPGREP_CONFIG_PATH": "rg reads options (such as --pre) from it", "TAR_OPTIONS": "tar reads options (such as --to-command) from it",
-	"ZIPOPT": "zip reads options (such as -TT) from it", "GREP_OPTIONS": "grep reads options from it",
-	"CURL_HOME": "curl reads its configuration from it", "WGETRC": "wget reads its configuration from it",
-	"MAKEFLAGS": "make reads options from it", "GNUPGHOME": "gpg reads its configuration from it",
-}
+var envGuardedNames = sync.OnceValue(func() map[string]string {
+	return map[string]string{
+		"PATH": "it decides which programs run", "HOME": "programs read their configuration from it (.gitconfig, .npmrc, …)",
+		"XDG_CONFIG_HOME": "programs read their configuration from it",
+		"BASH_ENV":        "shells run the file it names", "ENV": "shells run the file it names", "IFS": "it changes how shells split words",
+		"CDPATH": "it changes where cd goes", "PS4": "shells expand it", "SHELL": "programs run it as the shell (flock -c, sudo -s, script)", "SHELLOPTS": "it sets shell options", "BASHOPTS": "it sets shell options",
+		"PROMPT_COMMAND": "shells run it", "GLOBIGNORE": "it changes globbing",
+		"TEXTDOMAIN": "bash expands the translation of a $\"…\" string it names", "TEXTDOMAINDIR": "bash expands the translation of a $\"…\" string from it",
+		"PYTHONPATH": "Python loads modules from it", "PYTHONHOME": "Python loads modules from it", "PYTHONSTARTUP": "Python runs the file it names",
+		"PYTHONINSPECT": "it changes how Python runs", "PYTHONUSERBASE": "Python loads modules from it",
+		"NODE_OPTIONS": "Node.js loads code it names (--require)", "NODE_PATH": "Node.js loads modules from it",
+		"PERL5OPT": "Perl loads modules it names", "PERL5LIB": "Perl loads modules from it", "PERLLIB": "Perl loads modules from it", "PERL5DB": "Perl runs it",
+		"RUBYOPT": "Ruby loads code it names", "RUBYLIB": "Ruby loads code from it",
+		"JAVA_TOOL_OPTIONS": "the JVM loads agents it names", "_JAVA_OPTIONS": "the JVM loads agents it names", "JDK_JAVA_OPTIONS": "the JVM loads agents it names",
+		"CLASSPATH": "the JVM loads classes from it", "LUA_INIT": "Lua runs it", "LUA_PATH": "Lua loads modules from it", "LUA_CPATH": "Lua loads modules from it",
+		"TCLLIBPATH": "Tcl loads code from it",
+		"PAGER":      "programs run it", "MANPAGER": "man runs it", "EDITOR": "programs run it", "VISUAL": "programs run it",
+		"LESSOPEN": "less runs it", "LESSCLOSE": "less runs it", "SSH_ASKPASS": "ssh runs it", "SUDO_ASKPASS": "sudo runs it",
+		"GCONV_PATH": "glibc loads code from it", "HOSTALIASES": "it redirects name resolution", "LOCPATH": "glibc loads locale data from it",
+		"NLSPATH": "it changes which message catalogues load", "GLIBC_TUNABLES": "it changes how glibc behaves",
+		"RIPGREP_CONFIG_PATH": "rg reads options (such as --pre) from it", "TAR_OPTIONS": "tar reads options (such as --to-command) from it",
+		"ZIPOPT": "zip reads options (such as -TT) from it", "GREP_OPTIONS": "grep reads options from it",
+		"CURL_HOME": "curl reads its configuration from it", "WGETRC": "wget reads its configuration from it",
+		"MAKEFLAGS": "make reads options from it", "GNUPGHOME": "gpg reads its configuration from it",
+	}
+})
 
 // envGuardedPrefixes are guarded as families.
 var envGuardedPrefixes = []struct{ prefix, why string }{
@@ -59,17 +62,19 @@ var envGuardedPrefixes = []struct{ prefix, why string }{
 }
 
 // gitIdentity are the GIT_ variables that only set names and dates.
-var gitIdentity = map[string]bool{
-	"GIT_AUTHOR_NAME": true, "GIT_AUTHOR_EMAIL": true, "GIT_AUTHOR_DATE": true,
-	"GIT_COMMITTER_NAME": true, "GIT_COMMITTER_EMAIL": true, "GIT_COMMITTER_DATE": true,
-}
+var gitIdentity = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{
+		"GIT_AUTHOR_NAME": true, "GIT_AUTHOR_EMAIL": true, "GIT_AUTHOR_DATE": true,
+		"GIT_COMMITTER_NAME": true, "GIT_COMMITTER_EMAIL": true, "GIT_COMMITTER_DATE": true,
+	}
+})
 
 // envGuarded returns why a variable is guarded, or "".
 func envGuarded(name string) string {
-	if why, ok := envGuardedNames[name]; ok {
+	if why, ok := envGuardedNames()[name]; ok {
 		return why
 	}
-	if gitIdentity[name] {
+	if gitIdentity()[name] {
 		return ""
 	}
 	for _, p := range envGuardedPrefixes {
@@ -113,7 +118,7 @@ func exactEnvGrant(s capability.Set, name string) bool {
 // run git adds what turns off the programs the repository's configuration
 // names and the repository itself as the one git may use
 // (run.gitHardening).
-var hardening = hardeningWith(gitcfg.Found{})
+var hardening = sync.OnceValue(func() []string { return hardeningWith(gitcfg.Found{}) })
 
 // hardeningWith is the hardening for the repository found: its
 // command-scope settings after gitcfg.Hardening's, under one

@@ -20,6 +20,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 
 	"mvdan.cc/sh/v3/syntax"
 
@@ -92,7 +93,7 @@ func (c envChange) refusal(grants capability.Set) *tool.Error {
 
 // hardeningSets reports whether the hardening sets name.
 func hardeningSets(name string) bool {
-	for _, kv := range hardening {
+	for _, kv := range hardening() {
 		if k, _, _ := strings.Cut(kv, "="); k == name {
 			return true
 		}
@@ -130,7 +131,7 @@ func launchEnv(s tool.Program, recheck bool) []envChange {
 			return open("env")
 		}
 	case "sudo", "doas":
-		opts, i, st := launchers[name].opts.Parse(s.Argv, dynOf(s), 1, "")
+		opts, i, st := launchers()[name].opts.Parse(s.Argv, dynOf(s), 1, "")
 		if st == getopt.Dynamic {
 			return open(name)
 		}
@@ -164,7 +165,7 @@ func launchEnv(s tool.Program, recheck bool) []envChange {
 			return open("xargs")
 		}
 	case "flock":
-		if i, ok := launchers["flock"].command(s); ok {
+		if i, ok := launchers()["flock"].command(s); ok {
 			if src, ok := flockScript(s, i); ok {
 				return scriptEnv(src, "flock -c")
 			}
@@ -305,36 +306,45 @@ func shellScriptAt(p tool.Program) (int, getopt.Status) {
 // have tables (their script is found, and its plain assignments are
 // checked) but their languages differ — zsh's glob qualifiers run code —
 // so what they run is an opaque subject.
-var readShells = map[string]bool{"sh": true, "dash": true, "ash": true, "posh": true, "bash": true}
+var readShells = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{"sh": true, "dash": true, "ash": true, "posh": true, "bash": true}
+})
 
 // setters are the builtins that set variables they name, and how each
 // reads its words: its options (bash's), the options whose value names a
 // variable, and whether its operands do (read NAME…, mapfile ARRAY) or
 // only its second (getopts OPTSTRING NAME). printf sets only -v's.
-var setters = map[string]struct {
+var setters = sync.OnceValue(func() map[string]setter {
+	return map[string]setter{
+		"read":      {opts: getopt.Table{Short: "ersa:d:i:n:N:p:t:u:"}, named: "a", operands: true},
+		"printf":    {opts: getopt.Table{Short: "v:"}, named: "v"},
+		"wait":      {opts: getopt.Table{Short: "fnp:"}, named: "p"},
+		"getopts":   {operands: true, only: true},
+		"mapfile":   {opts: getopt.Table{Short: "d:n:O:s:tu:C:c:"}, operands: true},
+		"readarray": {opts: getopt.Table{Short: "d:n:O:s:tu:C:c:"}, operands: true},
+		"export":    {opts: getopt.Table{Short: "fnp"}, operands: true},
+		"readonly":  {opts: getopt.Table{Short: "aAfp"}, operands: true},
+		"declare":   {opts: getopt.Table{Short: "aAfFgiIlnrtuxp"}, operands: true},
+		"typeset":   {opts: getopt.Table{Short: "aAfFgiIlnrtuxp"}, operands: true},
+		"local":     {opts: getopt.Table{Short: "aAfFgiIlnrtuxp"}, operands: true},
+	}
+})
+
+// setter is how one of the setters reads its words.
+type setter struct {
 	opts           getopt.Table
 	named          string // option keys whose value is a variable's name
 	operands, only bool   // operands are names; only the second one is
-}{
-	"read":      {opts: getopt.Table{Short: "ersa:d:i:n:N:p:t:u:"}, named: "a", operands: true},
-	"printf":    {opts: getopt.Table{Short: "v:"}, named: "v"},
-	"wait":      {opts: getopt.Table{Short: "fnp:"}, named: "p"},
-	"getopts":   {operands: true, only: true},
-	"mapfile":   {opts: getopt.Table{Short: "d:n:O:s:tu:C:c:"}, operands: true},
-	"readarray": {opts: getopt.Table{Short: "d:n:O:s:tu:C:c:"}, operands: true},
-	"export":    {opts: getopt.Table{Short: "fnp"}, operands: true},
-	"readonly":  {opts: getopt.Table{Short: "aAfp"}, operands: true},
-	"declare":   {opts: getopt.Table{Short: "aAfFgiIlnrtuxp"}, operands: true},
-	"typeset":   {opts: getopt.Table{Short: "aAfFgiIlnrtuxp"}, operands: true},
-	"local":     {opts: getopt.Table{Short: "aAfFgiIlnrtuxp"}, operands: true},
 }
 
 // arithAssign are the assignment operators of arithmetic.
-var arithAssign = map[syntax.BinAritOperator]bool{
-	syntax.Assgn: true, syntax.AddAssgn: true, syntax.SubAssgn: true, syntax.MulAssgn: true, syntax.QuoAssgn: true,
-	syntax.RemAssgn: true, syntax.AndAssgn: true, syntax.OrAssgn: true, syntax.XorAssgn: true, syntax.ShlAssgn: true,
-	syntax.ShrAssgn: true, syntax.AndBoolAssgn: true, syntax.OrBoolAssgn: true, syntax.XorBoolAssgn: true, syntax.PowAssgn: true,
-}
+var arithAssign = sync.OnceValue(func() map[syntax.BinAritOperator]bool {
+	return map[syntax.BinAritOperator]bool{
+		syntax.Assgn: true, syntax.AddAssgn: true, syntax.SubAssgn: true, syntax.MulAssgn: true, syntax.QuoAssgn: true,
+		syntax.RemAssgn: true, syntax.AndAssgn: true, syntax.OrAssgn: true, syntax.XorAssgn: true, syntax.ShlAssgn: true,
+		syntax.ShrAssgn: true, syntax.AndBoolAssgn: true, syntax.OrBoolAssgn: true, syntax.XorBoolAssgn: true, syntax.PowAssgn: true,
+	}
+})
 
 // scriptEnv returns what a script another shell runs does to its
 // variables: each variable it assigns (alone, before a command, exported,
@@ -469,7 +479,7 @@ func (e *scriptEnvs) node(n syntax.Node) bool {
 			}
 		}
 	case *syntax.BinaryArithm:
-		if arithAssign[n.Op] {
+		if arithAssign()[n.Op] {
 			if w, ok := n.X.(*syntax.Word); ok {
 				e.word(w, false)
 			}
@@ -531,7 +541,7 @@ func (e *scriptEnvs) call(args []*syntax.Word) {
 	if !ok {
 		return
 	}
-	switch st, isSetter := setters[cmd]; {
+	switch st, isSetter := setters()[cmd]; {
 	case cmd == "unset":
 		for _, w := range args[1:] {
 			e.word(w, true)

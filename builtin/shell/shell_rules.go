@@ -15,6 +15,7 @@ package shell
 import (
 	"path"
 	"strings"
+	"sync"
 
 	"mvdan.cc/sh/v3/syntax"
 
@@ -34,25 +35,27 @@ const maxLaunchDepth = 8
 // starters. The list cannot be complete — what a program starts by itself
 // is beyond the static view; the sandbox's exec grants are what holds
 // there (docs/policy.md).
-var starters = map[string]bool{
-	"setarch": true, "linux32": true, "linux64": true, "i386": true, "x86_64": true, "nsenter": true, "chroot": true,
-	"runcon": true, "ssh-agent": true, "dbus-run-session": true, "run-parts": true, "start-stop-daemon": true,
-	"sqlite3": true, "psql": true, "mysql": true, "mariadb": true, "gcc": true, "cc": true, "clang": true, "g++": true,
-	"c++": true, "m4": true, "ed": true, "red": true, "ex": true, "view": true, "dc": true, "cmake": true, "ninja": true,
-	"meson": true, "rlwrap": true, "numactl": true, "perf": true, "firejail": true, "bwrap": true, "fakeroot": true,
-	"proot": true, "capsh": true, "pkexec": true, "at": true, "batch": true, "crontab": true, "socat": true,
-	"python": true, "python2": true, "python3": true, "perl": true, "ruby": true, "node": true, "nodejs": true,
-	"deno": true, "bun": true, "php": true, "lua": true, "tclsh": true, "wish": true, "expect": true,
-	"awk": true, "gawk": true, "mawk": true, "nawk": true, "busybox": false,
-	"make": true, "gmake": true, "npm": true, "npx": true, "yarn": true, "pnpm": true, "go": true, "cargo": true,
-	"mvn": true, "gradle": true, "pip": true, "pip3": true,
-	"unshare": true, "setpriv": true, "prlimit": true, "chrt": true, "watch": true, "script": true, "strace": true,
-	"logsave": true, "fstab-decode": true, "choom": true, "uclampset": true, "scriptlive": true, "newgrp": true,
-	"sensible-editor": true, "sensible-pager": true, "sensible-browser": true, "editor": true, "pager": true,
-	"ltrace": true, "gdb": true, "valgrind": true, "su": true, "runuser": true, "sg": true, "parallel": true,
-	"systemd-run": true, "tmux": true, "screen": true, "vi": true, "vim": true, "nvim": true, "emacs": true,
-	"less": true, "more": true, "man": true, "ssh": true, "docker": true, "podman": true, "kubectl": true,
-}
+var starters = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{
+		"setarch": true, "linux32": true, "linux64": true, "i386": true, "x86_64": true, "nsenter": true, "chroot": true,
+		"runcon": true, "ssh-agent": true, "dbus-run-session": true, "run-parts": true, "start-stop-daemon": true,
+		"sqlite3": true, "psql": true, "mysql": true, "mariadb": true, "gcc": true, "cc": true, "clang": true, "g++": true,
+		"c++": true, "m4": true, "ed": true, "red": true, "ex": true, "view": true, "dc": true, "cmake": true, "ninja": true,
+		"meson": true, "rlwrap": true, "numactl": true, "perf": true, "firejail": true, "bwrap": true, "fakeroot": true,
+		"proot": true, "capsh": true, "pkexec": true, "at": true, "batch": true, "crontab": true, "socat": true,
+		"python": true, "python2": true, "python3": true, "perl": true, "ruby": true, "node": true, "nodejs": true,
+		"deno": true, "bun": true, "php": true, "lua": true, "tclsh": true, "wish": true, "expect": true,
+		"awk": true, "gawk": true, "mawk": true, "nawk": true, "busybox": false,
+		"make": true, "gmake": true, "npm": true, "npx": true, "yarn": true, "pnpm": true, "go": true, "cargo": true,
+		"mvn": true, "gradle": true, "pip": true, "pip3": true,
+		"unshare": true, "setpriv": true, "prlimit": true, "chrt": true, "watch": true, "script": true, "strace": true,
+		"logsave": true, "fstab-decode": true, "choom": true, "uclampset": true, "scriptlive": true, "newgrp": true,
+		"sensible-editor": true, "sensible-pager": true, "sensible-browser": true, "editor": true, "pager": true,
+		"ltrace": true, "gdb": true, "valgrind": true, "su": true, "runuser": true, "sg": true, "parallel": true,
+		"systemd-run": true, "tmux": true, "screen": true, "vi": true, "vim": true, "nvim": true, "emacs": true,
+		"less": true, "more": true, "man": true, "ssh": true, "docker": true, "podman": true, "kubectl": true,
+	}
+})
 
 // launcher is how warden reads a launcher's words: its options, the
 // operands before its command (timeout's duration, taskset's mask),
@@ -70,26 +73,28 @@ type launcher struct {
 // programs read them (coreutils 9.1, findutils 4.9, util-linux 2.38, GNU
 // time 1.9) or as documented (sudo, doas, moreutils' chronic, expect's
 // unbuffer). env and xargs are read by readEnv and xargsLaunched.
-var launchers = map[string]launcher{
-	"timeout":  {opts: &getopt.Table{Short: "k:s:v", Long: "kill-after=k: signal=s: verbose=v foreground preserve-status help version"}, operands: 1},
-	"nice":     {opts: &getopt.Table{Short: "n:", Long: "adjustment=n: help version", Numeric: true}},
-	"nohup":    {opts: &getopt.Table{Long: "help version"}},
-	"setsid":   {opts: &getopt.Table{Short: "Vhcfw", Long: "ctty=c fork=f wait=w help=h version=V"}},
-	"stdbuf":   {opts: &getopt.Table{Short: "i:o:e:", Long: "input=i: output=o: error=e: help version"}},
-	"time":     {opts: &getopt.Table{Short: "af:o:pqvV", Long: "append=a format=f: output=o: portability=p quiet=q verbose=v help version=V"}},
-	"ionice":   {opts: &getopt.Table{Short: "n:c:p:P:u:tVh", Long: "class=c: classdata=n: pid=p: pgid=P: uid=u: ignore=t help=h version=V"}},
-	"taskset":  {opts: &getopt.Table{Short: "apchV", Long: "all-tasks=a pid=p cpu-list=c help=h version=V"}, operands: 1},
-	"flock":    {opts: &getopt.Table{Short: "sexnoFuw:E:hV", Long: "shared=s exclusive=x unlock=u nonblocking=n nb=n timeout=w: wait=w: conflict-exit-code=E: close=o no-fork=F verbose help=h version=V"}},
-	"chronic":  {opts: &getopt.Table{Short: "ev"}},
-	"unbuffer": {opts: &getopt.Table{Short: "p"}},
-	"doas":     {opts: &getopt.Table{Short: "a:C:Lnsu:"}, assigns: true, unseen: "s"},
-	"sudo": {opts: &getopt.Table{
-		Short: "Aa:BbC:c:D:Eeg:Hh::iKklNnPp:R:r:SsT:t:U:u:Vv",
-		Long: "askpass=A auth-type=a: background=b bell=B close-from=C: login-class=c: chdir=D: preserve-env=E:: edit=e group=g: " +
-			"set-home=H help=h host: login=i remove-timestamp=K reset-timestamp=k list=l non-interactive=n no-update=N " +
-			"preserve-groups=P prompt=p: chroot=R: role=r: stdin=S shell=s type=t: command-timeout=T: other-user=U: user=u: version=V validate=v",
-	}, assigns: true, unseen: "s i e h host"},
-}
+var launchers = sync.OnceValue(func() map[string]launcher {
+	return map[string]launcher{
+		"timeout":  {opts: &getopt.Table{Short: "k:s:v", Long: "kill-after=k: signal=s: verbose=v foreground preserve-status help version"}, operands: 1},
+		"nice":     {opts: &getopt.Table{Short: "n:", Long: "adjustment=n: help version", Numeric: true}},
+		"nohup":    {opts: &getopt.Table{Long: "help version"}},
+		"setsid":   {opts: &getopt.Table{Short: "Vhcfw", Long: "ctty=c fork=f wait=w help=h version=V"}},
+		"stdbuf":   {opts: &getopt.Table{Short: "i:o:e:", Long: "input=i: output=o: error=e: help version"}},
+		"time":     {opts: &getopt.Table{Short: "af:o:pqvV", Long: "append=a format=f: output=o: portability=p quiet=q verbose=v help version=V"}},
+		"ionice":   {opts: &getopt.Table{Short: "n:c:p:P:u:tVh", Long: "class=c: classdata=n: pid=p: pgid=P: uid=u: ignore=t help=h version=V"}},
+		"taskset":  {opts: &getopt.Table{Short: "apchV", Long: "all-tasks=a pid=p cpu-list=c help=h version=V"}, operands: 1},
+		"flock":    {opts: &getopt.Table{Short: "sexnoFuw:E:hV", Long: "shared=s exclusive=x unlock=u nonblocking=n nb=n timeout=w: wait=w: conflict-exit-code=E: close=o no-fork=F verbose help=h version=V"}},
+		"chronic":  {opts: &getopt.Table{Short: "ev"}},
+		"unbuffer": {opts: &getopt.Table{Short: "p"}},
+		"doas":     {opts: &getopt.Table{Short: "a:C:Lnsu:"}, assigns: true, unseen: "s"},
+		"sudo": {opts: &getopt.Table{
+			Short: "Aa:BbC:c:D:Eeg:Hh::iKklNnPp:R:r:SsT:t:U:u:Vv",
+			Long: "askpass=A auth-type=a: background=b bell=B close-from=C: login-class=c: chdir=D: preserve-env=E:: edit=e group=g: " +
+				"set-home=H help=h host: login=i remove-timestamp=K reset-timestamp=k list=l non-interactive=n no-update=N " +
+				"preserve-groups=P prompt=p: chroot=R: role=r: stdin=S shell=s type=t: command-timeout=T: other-user=U: user=u: version=V validate=v",
+		}, assigns: true, unseen: "s i e h host"},
+	}
+})
 
 var (
 	envOpts = getopt.Table{Short: "C:iS:u:v0", Long: "ignore-environment=i null=0 unset=u: chdir=C: split-string=S: block-signal:: " +
@@ -184,21 +189,21 @@ func launched(p tool.Program) []tool.Program {
 		// An applet that launches reads busybox's own options, which
 		// warden does not model.
 		if len(p.Argv) < 2 || dyn(p, 1) || strings.HasPrefix(p.Argv[1], "-") || path.Base(p.Argv[1]) == "env" ||
-			path.Base(p.Argv[1]) == "xargs" || launchers[path.Base(p.Argv[1])].opts != nil {
+			path.Base(p.Argv[1]) == "xargs" || launchers()[path.Base(p.Argv[1])].opts != nil {
 			return opaque(p)
 		}
 		return launchRest(p, 1)
 	case "sh", "bash", "dash", "zsh", "ksh", "ash", "mksh", "posh", "fish", "csh", "tcsh":
 		return invocation(p)
 	default:
-		if l, ok := launchers[name]; ok {
+		if l, ok := launchers()[name]; ok {
 			i, ok := l.command(p)
 			if !ok {
 				return opaque(p)
 			}
 			return launchRest(p, i)
 		}
-		if starters[name] || dynamicLoader(name) {
+		if starters()[name] || dynamicLoader(name) {
 			return opaque(p)
 		}
 	}
@@ -278,7 +283,7 @@ func xargsLaunched(p tool.Program) []tool.Program {
 // flockLaunched is what flock launches: the programs of its -c script, or
 // the command after the lock file.
 func flockLaunched(p tool.Program) []tool.Program {
-	i, ok := launchers["flock"].command(p)
+	i, ok := launchers()["flock"].command(p)
 	if !ok || i+1 >= len(p.Argv) {
 		return opaque(p)
 	}
@@ -304,7 +309,7 @@ func flockScript(p tool.Program, i int) (string, bool) {
 // is literal and in a language warden reads; an opaque subject otherwise
 // (a script from a file or stdin, options warden does not know, zsh).
 func invocation(p tool.Program) []tool.Program {
-	if i, st := shellScriptAt(p); st == getopt.OK && i > 0 && !dyn(p, i) && readShells[path.Base(p.Argv[0])] && plainInvocation(p, i) {
+	if i, st := shellScriptAt(p); st == getopt.OK && i > 0 && !dyn(p, i) && readShells()[path.Base(p.Argv[0])] && plainInvocation(p, i) {
 		return scriptPrograms(p.Argv[i], path.Base(p.Argv[0]))
 	}
 	return opaque(p)

@@ -1,12 +1,13 @@
 package shell
 
 import (
-	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"mvdan.cc/sh/v3/syntax"
 
+	"github.com/wardenrt/warden/internal/lazyre"
 	"github.com/wardenrt/warden/runtime/tool"
 )
 
@@ -24,29 +25,35 @@ import (
 // plainBuiltins are the builtins an inner script may use: they run no
 // command, set no variable by name, change no option that changes how
 // words are read. Every other builtin of bash or dash makes it opaque.
-var plainBuiltins = map[string]bool{
-	"cd": true, "echo": true, "printf": true, "test": true, "[": true, "true": true, "false": true, ":": true,
-	"pwd": true, "exit": true, "shift": true, "wait": true, "set": true, "exec": true, "break": true, "continue": true,
-}
+var plainBuiltins = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{
+		"cd": true, "echo": true, "printf": true, "test": true, "[": true, "true": true, "false": true, ":": true,
+		"pwd": true, "exit": true, "shift": true, "wait": true, "set": true, "exec": true, "break": true, "continue": true,
+	}
+})
 
 // shellBuiltins are the builtins of bash 5.2 and dash (which has a subset
 // of them), and the keywords that stand where a command does.
-var shellBuiltins = strings.Fields(". : [ alias bg bind break builtin caller cd command compgen complete compopt continue " +
-	"declare dirs disown echo enable eval exec exit export false fc fg getopts hash help history jobs kill let local " +
-	"logout mapfile popd printf pushd pwd read readarray readonly return set shift shopt source suspend test times trap " +
-	"true type typeset ulimit umask unalias unset wait coproc function select time")
+var shellBuiltins = sync.OnceValue(func() []string {
+	return strings.Fields(". : [ alias bg bind break builtin caller cd command compgen complete compopt continue " +
+		"declare dirs disown echo enable eval exec exit export false fc fg getopts hash help history jobs kill let local " +
+		"logout mapfile popd printf pushd pwd read readarray readonly return set shift shopt source suspend test times trap " +
+		"true type typeset ulimit umask unalias unset wait coproc function select time")
+})
 
 // plainSetOptions are the options set may take in a plain script.
-var plainSetOptions = map[string]bool{"-e": true, "+e": true, "-u": true, "+u": true, "-eu": true, "-ue": true,
-	"-o": true, "+o": true, "pipefail": true, "errexit": true, "nounset": true}
+var plainSetOptions = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{"-e": true, "+e": true, "-u": true, "+u": true, "-eu": true, "-ue": true,
+		"-o": true, "+o": true, "pipefail": true, "errexit": true, "nounset": true}
+})
 
 // lowerName is an assignment a plain script may make: a lower-case name
 // (bash's and the environment's own variables — BASH_CMDS, PS4, ENV,
 // SHELLOPTS, PATH — are upper-case).
-var lowerName = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
+var lowerName = lazyre.New(`^[a-z_][a-z0-9_]*$`)
 
 // anyName is a variable a plain script may read: any, plainly ($NAME).
-var anyName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var anyName = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // plainScript reports whether an inner script keeps to the part of the
 // language bash, dash and warden's parser read alike.
@@ -102,10 +109,10 @@ func plainCall(c *syntax.CallExpr) bool {
 	if !ok {
 		return true // a run-time name: a dynamic word, judged by the strictest rule
 	}
-	if !slices.Contains(shellBuiltins, name) {
+	if !slices.Contains(shellBuiltins(), name) {
 		return true
 	}
-	if !plainBuiltins[name] {
+	if !plainBuiltins()[name] {
 		return false
 	}
 	for _, w := range c.Args[1:] {
@@ -120,7 +127,7 @@ func plainCall(c *syntax.CallExpr) bool {
 				return false
 			}
 		case "set":
-			if !lit || !plainSetOptions[v] {
+			if !lit || !plainSetOptions()[v] {
 				return false
 			}
 		case "printf", "wait", "exec":
@@ -163,7 +170,7 @@ func plainInvocation(p tool.Program, script int) bool {
 		switch {
 		case w == "--" || w == "--norc" || w == "--noprofile":
 		case w == "-o" || w == "+o":
-			if i+1 >= script || !plainSetOptions[p.Argv[i+1]] || p.Argv[i+1] == "-o" {
+			if i+1 >= script || !plainSetOptions()[p.Argv[i+1]] || p.Argv[i+1] == "-o" {
 				return false
 			}
 			i++

@@ -184,7 +184,7 @@ func Analyze(text string) Stats {
 		}
 		sentenceHasWord = true
 		w := strings.ToLower(string(word))
-		if utf8.RuneCountInString(w) >= 2 && !textutil.StopWords[w] && !allDigits(w) {
+		if utf8.RuneCountInString(w) >= 2 && !textutil.IsStopWord(w) && !allDigits(w) {
 			counts[w]++
 		}
 		word = word[:0]

@@ -401,7 +401,7 @@ func TestLineStartAndKeywords(t *testing.T) {
 			}
 		}
 		w := strings.TrimSpace(s)
-		want := codeKeywords[w] || codeKeywords[strings.TrimSuffix(w, "?")] || codeKeywords[strings.TrimRight(w, ":")]
+		want := codeKeywords()[w] || codeKeywords()[strings.TrimSuffix(w, "?")] || codeKeywords()[strings.TrimRight(w, ":")]
 		if got := isCodeKeyword(w); got != want {
 			t.Fatalf("isCodeKeyword(%q) = %v, want %v", w, got, want)
 		}

@@ -3,6 +3,7 @@ package redact
 import (
 	"math"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -15,7 +16,7 @@ import (
 
 // codeKeywords are bare values that are a keyword, a type or an empty
 // literal in some language, never a secret.
-var codeKeywords = func() map[string]bool {
+var codeKeywords = sync.OnceValue(func() map[string]bool {
 	m := map[string]bool{}
 	for _, w := range strings.Fields(`string str String number int int32 int64 uint uint8 uint32 uint64 float float32 float64
 		byte bytes rune bool boolean Boolean any unknown object Object void never char long short double
@@ -27,20 +28,20 @@ var codeKeywords = func() map[string]bool {
 		m[w] = true
 	}
 	return m
-}()
+})
 
 // langKeywords are more of a language's words that are also ordinary
 // words (module, begin, except): the value of a password written as
 // configuration may be one. Only a quoted one in code is told apart:
 // token == "except" is a tokenizer's comparison.
-var langKeywords = func() map[string]bool {
+var langKeywords = sync.OnceValue(func() map[string]bool {
 	m := map[string]bool{}
 	for _, w := range strings.Fields(`elif except finally raise try with as global nonlocal assert del print exec
 		typeof instanceof throw catch delete unless elsif begin rescue ensure module`) {
 		m[w] = true
 	}
 	return m
-}()
+})
 
 var (
 	// reFormat: a printf verb (%s, %-10v, %[1]q), a template or format
@@ -270,14 +271,14 @@ func isCodeValue(v, key string) bool {
 // isCodeKeyword: w, without a trailing ? or :'s, is one of codeKeywords
 // (each form looked up once).
 func isCodeKeyword(w string) bool {
-	if codeKeywords[w] {
+	if codeKeywords()[w] {
 		return true
 	}
-	if q := strings.TrimSuffix(w, "?"); q != w && codeKeywords[q] {
+	if q := strings.TrimSuffix(w, "?"); q != w && codeKeywords()[q] {
 		return true
 	}
 	c := strings.TrimRight(w, ":")
-	return c != w && codeKeywords[c]
+	return c != w && codeKeywords()[c]
 }
 
 // isExpression: a call, an index or a selector — code whatever its
@@ -423,7 +424,7 @@ func describesSecret(text string) bool {
 
 // abnfRules are the rule names a repetition in an RFC's grammar repeats:
 // RFC 5234's core rules and the common ones of HTTP's and URIs' grammars.
-var abnfRules = func() map[string]bool {
+var abnfRules = sync.OnceValue(func() map[string]bool {
 	m := map[string]bool{}
 	for _, w := range strings.Fields(`ALPHA BIT CHAR CR CRLF CTL DIGIT DQUOTE HEXDIG HTAB LF LWSP OCTET SP VCHAR WSP
 		tchar token qdtext ctext obs-text pchar unreserved reserved sub-delims gen-delims pct-encoded segment
@@ -432,7 +433,7 @@ var abnfRules = func() map[string]bool {
 		m[w] = true
 	}
 	return m
-}()
+})
 
 // isRepetition: a grammar's repetition (ABNF's 1*tchar, 1*<any CHAR>,
 // *DIGIT), as RFCs and the comments that quote them write it.
@@ -453,7 +454,7 @@ func isRepetition(v string) bool {
 	case strings.IndexByte("<([\"%", rest[0]) >= 0:
 		return true
 	}
-	return abnfRules[rest] // 1*tchar, *DIGIT; not 12*Qwerty or 1*Hunter
+	return abnfRules()[rest] // 1*tchar, *DIGIT; not 12*Qwerty or 1*Hunter
 }
 
 // lastWord is the last word of a key: token of api.token, Secret of
@@ -486,7 +487,7 @@ func quotedIsSecret(q string, config bool) bool {
 	if config {
 		return true
 	}
-	if codeKeywords[q] || langKeywords[q] {
+	if codeKeywords()[q] || langKeywords()[q] {
 		return false // a language's word: token == "lambda", tok = 'def'
 	}
 	if strings.ContainsAny(q, " \t") {

@@ -6,6 +6,7 @@ package textutil
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -43,8 +44,13 @@ func Show(s string, multiline bool) string {
 	return b.String()
 }
 
-// StopWords are common English function words left out of top_terms.
-var StopWords = func() map[string]bool {
+// IsStopWord reports whether w is one of the common English function words
+// left out of top_terms.
+func IsStopWord(w string) bool { return stopWords()[w] }
+
+// stopWords is built on first use: a process that never counts terms
+// (`warden version`, most calls) does not pay for it.
+var stopWords = sync.OnceValue(func() map[string]bool {
 	m := map[string]bool{}
 	for _, w := range strings.Fields(`a about above after again against all am an and any are aren't as at be because
 	been before being below between both but by can can't cannot could couldn't did didn't do does doesn't doing don't
@@ -59,7 +65,7 @@ var StopWords = func() map[string]bool {
 		m[w] = true
 	}
 	return m
-}()
+})
 
 // Clip trims the space around s and keeps at most its first n bytes (never
 // cutting a UTF-8 sequence, nor a secret: redact.Cut), followed by "…"

@@ -1,10 +1,11 @@
 package jsonschema
 
 import (
-	"github.com/wardenrt/warden/internal/thirdparty/jsonschema/schemaerror"
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/wardenrt/warden/internal/thirdparty/jsonschema/schemaerror"
 )
 
 // A Draft represents json-schema specification.
@@ -12,12 +13,12 @@ type Draft struct {
 	version       int
 	url           string
 	sch           *Schema
-	id            string             // property name used to represent id
-	subschemas    []SchemaPath       // locations of subschemas
-	vocabPrefix   string             // prefix used for vocabulary
-	allVocabs     map[string]*Schema // names of supported vocabs with its schemas
-	defaultVocabs []string           // names of default vocabs
-	meta          sync.Once          // compiles sch and allVocabs (compileMeta)
+	id            string              // property name used to represent id
+	subschemas    func() []SchemaPath // locations of subschemas (built on first use)
+	vocabPrefix   string              // prefix used for vocabulary
+	allVocabs     map[string]*Schema  // names of supported vocabs with its schemas
+	defaultVocabs []string            // names of default vocabs
+	meta          sync.Once           // compiles sch and allVocabs (compileMeta)
 }
 
 // String returns the specification url.
@@ -30,23 +31,25 @@ var (
 		version: 4,
 		url:     "http://json-schema.org/draft-04/schema",
 		id:      "id",
-		subschemas: []SchemaPath{
-			// type agonistic
-			schemaPath("definitions/*"),
-			schemaPath("not"),
-			schemaPath("allOf/[]"),
-			schemaPath("anyOf/[]"),
-			schemaPath("oneOf/[]"),
-			// object
-			schemaPath("properties/*"),
-			schemaPath("additionalProperties"),
-			schemaPath("patternProperties/*"),
-			// array
-			schemaPath("items"),
-			schemaPath("items/[]"),
-			schemaPath("additionalItems"),
-			schemaPath("dependencies/*"),
-		},
+		subschemas: sync.OnceValue(func() []SchemaPath {
+			return []SchemaPath{
+				// type agonistic
+				schemaPath("definitions/*"),
+				schemaPath("not"),
+				schemaPath("allOf/[]"),
+				schemaPath("anyOf/[]"),
+				schemaPath("oneOf/[]"),
+				// object
+				schemaPath("properties/*"),
+				schemaPath("additionalProperties"),
+				schemaPath("patternProperties/*"),
+				// array
+				schemaPath("items"),
+				schemaPath("items/[]"),
+				schemaPath("additionalItems"),
+				schemaPath("dependencies/*"),
+			}
+		}),
 		vocabPrefix:   "",
 		allVocabs:     map[string]*Schema{},
 		defaultVocabs: []string{},
@@ -56,10 +59,12 @@ var (
 		version: 6,
 		url:     "http://json-schema.org/draft-06/schema",
 		id:      "$id",
-		subschemas: joinSubschemas(Draft4.subschemas,
-			schemaPath("propertyNames"),
-			schemaPath("contains"),
-		),
+		subschemas: sync.OnceValue(func() []SchemaPath {
+			return joinSubschemas(Draft4.subschemas(),
+				schemaPath("propertyNames"),
+				schemaPath("contains"),
+			)
+		}),
 		vocabPrefix:   "",
 		allVocabs:     map[string]*Schema{},
 		defaultVocabs: []string{},
@@ -69,11 +74,13 @@ var (
 		version: 7,
 		url:     "http://json-schema.org/draft-07/schema",
 		id:      "$id",
-		subschemas: joinSubschemas(Draft6.subschemas,
-			schemaPath("if"),
-			schemaPath("then"),
-			schemaPath("else"),
-		),
+		subschemas: sync.OnceValue(func() []SchemaPath {
+			return joinSubschemas(Draft6.subschemas(),
+				schemaPath("if"),
+				schemaPath("then"),
+				schemaPath("else"),
+			)
+		}),
 		vocabPrefix:   "",
 		allVocabs:     map[string]*Schema{},
 		defaultVocabs: []string{},
@@ -83,13 +90,15 @@ var (
 		version: 2019,
 		url:     "https://json-schema.org/draft/2019-09/schema",
 		id:      "$id",
-		subschemas: joinSubschemas(Draft7.subschemas,
-			schemaPath("$defs/*"),
-			schemaPath("dependentSchemas/*"),
-			schemaPath("unevaluatedProperties"),
-			schemaPath("unevaluatedItems"),
-			schemaPath("contentSchema"),
-		),
+		subschemas: sync.OnceValue(func() []SchemaPath {
+			return joinSubschemas(Draft7.subschemas(),
+				schemaPath("$defs/*"),
+				schemaPath("dependentSchemas/*"),
+				schemaPath("unevaluatedProperties"),
+				schemaPath("unevaluatedItems"),
+				schemaPath("contentSchema"),
+			)
+		}),
 		vocabPrefix: "https://json-schema.org/draft/2019-09/vocab/",
 		allVocabs: map[string]*Schema{
 			"core":       nil,
@@ -106,9 +115,11 @@ var (
 		version: 2020,
 		url:     "https://json-schema.org/draft/2020-12/schema",
 		id:      "$id",
-		subschemas: joinSubschemas(Draft2019.subschemas,
-			schemaPath("prefixItems/[]"),
-		),
+		subschemas: sync.OnceValue(func() []SchemaPath {
+			return joinSubschemas(Draft2019.subschemas(),
+				schemaPath("prefixItems/[]"),
+			)
+		}),
 		vocabPrefix: "https://json-schema.org/draft/2020-12/vocab/",
 		allVocabs: map[string]*Schema{
 			"core":              nil,
