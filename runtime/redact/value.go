@@ -459,8 +459,11 @@ func isRepetition(v string) bool {
 // lastWord is the last word of a key: token of api.token, Secret of
 // hs.masterSecret.
 func lastWord(key string) string {
-	if i := strings.LastIndexAny(key, "._-"); i >= 0 {
-		key = key[i+1:]
+	for i := len(key) - 1; i >= 0; i-- { // strings.LastIndexAny(key, "._-"), without decoding runes
+		if c := key[i]; c == '.' || c == '_' || c == '-' {
+			key = key[i+1:]
+			break
+		}
 	}
 	for i := len(key) - 1; i > 0; i-- {
 		if key[i] >= 'A' && key[i] <= 'Z' && key[i-1] >= 'a' && key[i-1] <= 'z' {

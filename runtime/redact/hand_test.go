@@ -1,0 +1,74 @@
+package redact
+
+import (
+	"math/rand"
+	"strings"
+	"testing"
+)
+
+// lastWordSlow is lastWord as first written, with strings.LastIndexAny.
+func lastWordSlow(key string) string {
+	if i := strings.LastIndexAny(key, "._-"); i >= 0 {
+		key = key[i+1:]
+	}
+	for i := len(key) - 1; i > 0; i-- {
+		if key[i] >= 'A' && key[i] <= 'Z' && key[i-1] >= 'a' && key[i-1] <= 'z' {
+			return key[i:]
+		}
+	}
+	return key
+}
+
+// openBracketsSlow counts the brackets open before keyStart on its line
+// reading the line from its start.
+func openBracketsSlow(s string, keyStart int) int {
+	lineStart := strings.LastIndexByte(s[:keyStart], '\n') + 1
+	depth := 0
+	for i := lineStart; i < keyStart; i++ {
+		switch s[i] {
+		case '(', '[', '{':
+			depth++
+		case ')', ']', '}':
+			if depth > 0 {
+				depth--
+			}
+		}
+	}
+	i := keyStart
+	for i > lineStart && (s[i-1] == ' ' || s[i-1] == '\t') {
+		i--
+	}
+	if i == lineStart || strings.IndexByte("([{,", s[i-1]) < 0 {
+		return 0
+	}
+	return depth
+}
+
+// TestHandReads: lastWord is what LastIndexAny gave; a lineScan read on
+// from key to key (and back) counts the brackets a read from each key's
+// line start counts.
+func TestHandReads(t *testing.T) {
+	rng := rand.New(rand.NewSource(5))
+	brackets := []string{"(", ")", "[", "]", "{", "}", ",", " ", "\t", "\n", "a", "é", "\xff"}
+	for range 5000 {
+		s := genScanText(rng)
+		if got, want := lastWord(s), lastWordSlow(s); got != want {
+			t.Fatalf("lastWord(%q) = %q, want %q", s, got, want)
+		}
+		var b strings.Builder
+		for range rng.Intn(40) {
+			b.WriteString(brackets[rng.Intn(len(brackets))])
+		}
+		s = b.String()
+		ls := &lineScan{s: s}
+		for k := 0; k <= len(s); k++ {
+			at := k
+			if rng.Intn(8) == 0 {
+				at = rng.Intn(len(s) + 1) // back, and on again
+			}
+			if got, want := ls.openBrackets(at), openBracketsSlow(s, at); got != want {
+				t.Fatalf("%q: %d brackets open at %d, want %d", s, got, at, want)
+			}
+		}
+	}
+}
