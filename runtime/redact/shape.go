@@ -1,13 +1,11 @@
 package redact
 
-// Most token rules' expressions are a literal prefix, one of a few, then a
-// run of one class of bytes, at least so long (or exactly so long), and
-// perhaps a word boundary: ^(?:AKIA|ASIA)[A-Z0-9]{16}\b. Such an
-// expression is read by hand (tokenShape), without the regular expression
-// machinery, whose backtracker clears its bitmap and allocates its result
-// at each candidate — what configuration full of keys spent most of its
-// time on. The expression stays beside the shape: it says how long a match
-// is at least (minSecretLen), and the tests hold the shape to it
+// Most token rules' expressions are a prefix, one of a few, a run of one
+// class of bytes at least (or exactly) so long, and perhaps a word
+// boundary: ^(?:AKIA|ASIA)[A-Z0-9]{16}\b. They are read by hand
+// (tokenShape), without the backtracker's set-up and allocation at each
+// candidate, what configuration full of keys spent most of its time on.
+// The expression stays beside its shapes, which the tests hold to it
 // (checkShapes, on generated text and in FuzzScan).
 
 // tokenShape is one alternative of a token rule's expression: one of
@@ -28,7 +26,7 @@ type tokenShape struct {
 // run is read greedily, and there is no other reading that could match
 // where that one does not: the run is all the shape's choice, and a
 // boundary cannot fall between two of a class's bytes (each a word byte,
-// newTokenShapes checks).
+// TestTokenShapes checks).
 func matchShapes(shapes []tokenShape, s string) int {
 	for i := range shapes {
 		sh := &shapes[i]
@@ -58,28 +56,4 @@ func matchShapes(shapes []tokenShape, s string) int {
 	return -1
 }
 
-// newTokenShapes returns shapes, having checked what matchShapes relies
-// on: a run of at least one byte, and, before a boundary, a class of word
-// bytes only.
-func newTokenShapes(shapes ...tokenShape) []tokenShape {
-	for _, sh := range shapes {
-		if sh.least < 1 || len(sh.prefixes) == 0 {
-			panic("redact: a token shape without a prefix or a run")
-		}
-		if sh.boundary {
-			for c := range sh.class {
-				if sh.class[c] && !wordBytes[c] {
-					panic("redact: a token shape's boundary after a class that is not all word bytes")
-				}
-			}
-		}
-	}
-	return shapes
-}
-
-var (
-	alnum       = newByteSet("a-z", "A-Z", "0-9")
-	alnumUnder  = newByteSet("a-z", "A-Z", "0-9", "_")
-	alnumDash   = newByteSet("a-z", "A-Z", "0-9", "_-")
-	upperDigits = newByteSet("A-Z", "0-9")
-)
+var alnum, upperDigits = newByteSet("a-z", "A-Z", "0-9"), newByteSet("A-Z", "0-9")

@@ -56,6 +56,15 @@ func genShapeText(rng *rand.Rand) string {
 
 // TestTokenShapes: the token shapes read as their expressions do.
 func TestTokenShapes(t *testing.T) {
+	for _, r := range rules {
+		for _, sh := range r.shapes {
+			for c := range sh.class {
+				if sh.least < 1 || sh.boundary && sh.class[c] && !wordBytes[c] {
+					t.Fatalf("rule %s: a shape with no run, or a boundary after a class with a byte not a word's (%q)", r.kind, rune(c))
+				}
+			}
+		}
+	}
 	rng := rand.New(rand.NewSource(11))
 	for range 3000 {
 		checkShapes(t, genShapeText(rng))
