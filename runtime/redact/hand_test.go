@@ -46,14 +46,25 @@ func openBracketsSlow(s string, keyStart int) int {
 
 // TestHandReads: lastWord is what LastIndexAny gave; a lineScan read on
 // from key to key (and back) counts the brackets a read from each key's
-// line start counts.
+// line start counts; the name bytes' tables are the comparisons they
+// replace, and hasAny is ContainsAny.
 func TestHandReads(t *testing.T) {
+	for c := range 256 {
+		b := byte(c)
+		start := b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b == '_' || b == '$'
+		if isIdentStart(b) != start || isIdentByte(b) != (start || b >= '0' && b <= '9') {
+			t.Fatalf("byte %q: isIdentStart %v, isIdentByte %v", b, isIdentStart(b), isIdentByte(b))
+		}
+	}
 	rng := rand.New(rand.NewSource(5))
 	brackets := []string{"(", ")", "[", "]", "{", "}", ",", " ", "\t", "\n", "a", "é", "\xff"}
 	for range 5000 {
 		s := genScanText(rng)
 		if got, want := lastWord(s), lastWordSlow(s); got != want {
 			t.Fatalf("lastWord(%q) = %q, want %q", s, got, want)
+		}
+		if hasAny(s, formatStart) != strings.ContainsAny(s, "%{$#<") || hasAny(s, digitsDollar) != strings.ContainsAny(s, "0123456789$") {
+			t.Fatalf("hasAny(%q) is not ContainsAny", s)
 		}
 		var b strings.Builder
 		for range rng.Intn(40) {
