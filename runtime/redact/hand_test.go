@@ -46,14 +46,17 @@ func openBracketsSlow(s string, keyStart int) int {
 
 // TestHandReads: lastWord is what LastIndexAny gave; a lineScan read on
 // from key to key (and back) counts the brackets a read from each key's
-// line start counts; the name bytes' tables are the comparisons they
-// replace, and hasAny is ContainsAny.
+// line start counts; the name and space bytes' tables are the
+// comparisons they replace, and hasAny is ContainsAny.
 func TestHandReads(t *testing.T) {
 	for c := range 256 {
 		b := byte(c)
 		start := b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b == '_' || b == '$'
 		if isIdentStart(b) != start || isIdentByte(b) != (start || b >= '0' && b <= '9') {
 			t.Fatalf("byte %q: isIdentStart %v, isIdentByte %v", b, isIdentStart(b), isIdentByte(b))
+		}
+		if space := b == ' ' || b == '\t' || b == '\n' || b == '\r' || b == '\f' || b == '\v'; isSpace(b) != space {
+			t.Fatalf("byte %q: isSpace %v", b, isSpace(b))
 		}
 	}
 	rng := rand.New(rand.NewSource(5))

@@ -426,9 +426,9 @@ func curlUserPre(s string, p, le int) bool {
 	return i < le && (s[i] == ' ' || s[i] == '\t' || s[i] == '=')
 }
 
-func isSpace(c byte) bool {
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
-}
+func isSpace(c byte) bool { return asciiSpace[c] }
+
+var asciiSpace = newByteSet("\t\n\v\f\r ")
 
 // findPatterns returns what every rule finds in s, in no particular
 // order; spans of different rules may overlap. The anchors of all the
@@ -1030,9 +1030,9 @@ func (ls *lineScan) advance(to int) {
 		from = from + i + 1
 		ls.lineStart, ls.depth = from, 0
 	}
-	depth := ls.depth
-	for i := from; i < to; i++ {
-		if d := bracketStep[ls.s[i]]; d != 0 {
+	depth, line := ls.depth, ls.s[from:to]
+	for i := 0; i < len(line); i++ {
+		if d := bracketStep[line[i]]; d != 0 {
 			if depth += int(d); depth < 0 {
 				depth = 0 // a bracket closed that the line did not open
 			}

@@ -138,7 +138,7 @@ func (sc *scanner) scan(s string) *candidates {
 		c.byRule[i] = c.byRule[i][:0]
 	}
 	pair := &sc.pair
-	for i := 0; i+1 < len(s); i++ {
+	for i := range len(s) - 1 { // (a form the compiler reads without checking bounds)
 		g := pair[uint16(s[i])|uint16(s[i+1])<<8]
 		if g == 0 || i+2 < len(s) && !sc.third[g-1][s[i+2]] {
 			continue
@@ -160,7 +160,7 @@ func (sc *scanner) scan(s string) *candidates {
 
 // has reports whether one of the anchors occurs in b.
 func (sc *scanner) has(b []byte) bool {
-	for i := 0; i+1 < len(b); i++ {
+	for i := range len(b) - 1 {
 		g := sc.pair[uint16(b[i])|uint16(b[i+1])<<8]
 		if g == 0 || i+2 < len(b) && !sc.third[g-1][b[i+2]] {
 			continue
