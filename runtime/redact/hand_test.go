@@ -86,3 +86,40 @@ func TestHandReads(t *testing.T) {
 		}
 	}
 }
+
+// TestAnchorWords: an anchor read as a word is the anchor compared byte by
+// byte, at every position of text made of anchors in any case, cut short
+// and glued to bytes that fold to a letter's case and to those that do not.
+func TestAnchorWords(t *testing.T) {
+	rng := rand.New(rand.NewSource(17))
+	sc := rulesScanner()
+	glue := []string{"", "@", "`", "[", "{", "K", "k", "\x4b", "\xcb", "\xeb", "_", " "}
+	for range 3000 {
+		var b strings.Builder
+		for range 1 + rng.Intn(4) {
+			a := sc.anchors[rng.Intn(len(sc.anchors))].text
+			for k := range len(a) {
+				c := a[k]
+				if rng.Intn(2) == 0 && 'a' <= c && c <= 'z' {
+					c -= 'a' - 'A'
+				}
+				if rng.Intn(20) == 0 {
+					c ^= 0x20 // a byte that folds into the letter's place, or not
+				}
+				b.WriteByte(c)
+			}
+			b.WriteString(glue[rng.Intn(len(glue))])
+		}
+		s := b.String()
+		s = s[:rng.Intn(len(s)+1)]
+		for i := range len(s) {
+			for k := range sc.anchors {
+				a := &sc.anchors[k]
+				want := len(s)-i >= len(a.text) && hasAnchor(s[i:i+len(a.text)], a.text, a.fold)
+				if got := a.at(s, i); got != want {
+					t.Fatalf("anchor %q at %d of %q: %v, byte by byte %v", a.text, i, s, got, want)
+				}
+			}
+		}
+	}
+}
