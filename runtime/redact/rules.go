@@ -28,6 +28,9 @@ type rule struct {
 	// word: the byte before a match must not be a word byte [A-Za-z0-9_].
 	word bool
 	re   *lazyre.Regexp // starts with ^: matched at the candidate
+	// shapes, when set, are re's alternatives, read by hand instead of it
+	// (see tokenShape); the rule's span reads only the whole match.
+	shapes []tokenShape
 	// span returns the part of a match (submatch indices into s) to mask;
 	// ok=false leaves it alone. nil masks the whole match.
 	span func(s string, m []int) (start, end int, ok bool)
@@ -199,18 +202,21 @@ var rules = []rule{
 		anchors: []string{"sk-ant-"},
 		word:    true,
 		re:      lazyre.New(`^sk-ant-[A-Za-z0-9_-]{20,}`),
+		shapes:  []tokenShape{{prefixes: []string{"sk-ant-"}, class: tokenBytes, least: 20}},
 	},
 	{
 		kind:    "openai-key",
 		anchors: []string{"sk-"},
 		word:    true,
 		re:      lazyre.New(`^sk-(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{20,}`),
+		shapes:  []tokenShape{{prefixes: []string{"sk-proj-", "sk-svcacct-", "sk-admin-", "sk-None-"}, class: tokenBytes, least: 20}},
 	},
 	{
 		kind:    "openai-key",
 		anchors: []string{"sk-"},
 		word:    true,
 		re:      lazyre.New(`^sk-[A-Za-z0-9]{20,}`),
+		shapes:  []tokenShape{{prefixes: []string{"sk-"}, class: alnum, least: 20}},
 		span:    withDigit(0),
 	},
 	{
@@ -218,12 +224,15 @@ var rules = []rule{
 		anchors: []string{"AKIA", "ASIA"},
 		word:    true,
 		re:      lazyre.New(`^(?:AKIA|ASIA)[A-Z0-9]{16}\b`),
+		shapes:  []tokenShape{{prefixes: []string{"AKIA", "ASIA"}, class: upperDigits, least: 16, exact: true, boundary: true}},
 	},
 	{
 		kind:    "github-token",
 		anchors: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"},
 		word:    true,
 		re:      lazyre.New(`^(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})`),
+		shapes: []tokenShape{{prefixes: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"}, class: alnum, least: 30},
+			{prefixes: []string{"github_pat_"}, class: wordBytes, least: 22}},
 	},
 	{
 		kind:    "gitlab-token",
@@ -258,24 +267,28 @@ var rules = []rule{
 		anchors: []string{"sk_live_", "rk_live_", "sk_test_", "rk_test_"},
 		word:    true,
 		re:      lazyre.New(`^[rs]k_(?:live|test)_[A-Za-z0-9]{16,}`),
+		shapes:  []tokenShape{{prefixes: []string{"rk_live_", "rk_test_", "sk_live_", "sk_test_"}, class: alnum, least: 16}},
 	},
 	{
 		kind:    "google-api-key",
 		anchors: []string{"AIza"},
 		word:    true,
 		re:      lazyre.New(`^AIza[0-9A-Za-z_-]{35}`),
+		shapes:  []tokenShape{{prefixes: []string{"AIza"}, class: tokenBytes, least: 35, exact: true}},
 	},
 	{
 		kind:    "huggingface-token",
 		anchors: []string{"hf_"},
 		word:    true,
 		re:      lazyre.New(`^hf_[A-Za-z0-9]{30,}\b`),
+		shapes:  []tokenShape{{prefixes: []string{"hf_"}, class: alnum, least: 30, boundary: true}},
 	},
 	{
 		kind:    "npm-token",
 		anchors: []string{"npm_"},
 		word:    true,
 		re:      lazyre.New(`^npm_[A-Za-z0-9]{36}\b`),
+		shapes:  []tokenShape{{prefixes: []string{"npm_"}, class: alnum, least: 36, exact: true, boundary: true}},
 	},
 	{
 		// Authorization: Bearer x, "authorization": "Basic x", … — the
@@ -413,9 +426,9 @@ func curlUserPre(s string, p, le int) bool {
 	return i < le && (s[i] == ' ' || s[i] == '\t' || s[i] == '=')
 }
 
-func isSpace(c byte) bool {
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
-}
+func isSpace(c byte) bool { return asciiSpace[c] }
+
+var asciiSpace = newByteSet("\t\n\v\f\r ")
 
 // findPatterns returns what every rule finds in s, in no particular
 // order; spans of different rules may overlap. The anchors of all the
@@ -490,7 +503,8 @@ func (r *rule) appendSpans(out []span, s string, cands []int) []span {
 	last := 0 // end of the last masked span
 	skip := 0 // candidates before skip are known to fail
 	it := cursor{list: cands}
-	le := -1 // the end of the line of the last candidate read
+	le := -1         // the end of the line of the last candidate read
+	var whole [2]int // a shape's match
 	for p := it.from(0); p >= 0; p = it.from(max(p+1, last, skip)) {
 		if r.word && p > 0 && wordBytes[s[p-1]] && !afterPercentEscape(s, p) {
 			continue
@@ -499,7 +513,14 @@ func (r *rule) appendSpans(out []span, s string, cands []int) []span {
 			le = lineEnd(s, p)
 		}
 		var m []int
-		if r.pre == nil || r.pre(s, p, le) {
+		switch {
+		case r.pre != nil && !r.pre(s, p, le):
+		case r.shapes != nil:
+			if end := matchShapes(r.shapes, s[p:le]); end >= 0 {
+				whole = [2]int{0, end}
+				m = whole[:]
+			}
+		default:
 			m = r.re.FindStringSubmatchIndex(s[p:le])
 		}
 		if m == nil {
@@ -780,26 +801,22 @@ func inMaskKind(s string, p int) bool {
 	return strings.HasSuffix(s[:i], maskPrefix+":")
 }
 
-// keywordKindAt is keywordKind of s[:e] lower-cased, reading only as
-// much of it as the longest keyword.
+// keywordKindAt is keywordKind of s[:e] lower-cased, comparing in place
+// the keywords that end as s[:e] does.
 func keywordKindAt(s string, e int) string {
 	if e == 0 {
 		return ""
 	}
-	switch s[e-1] | 0x20 { // the last letter of a keyword, in either case
-	case 'd', 'e', 'l', 'n', 's', 't', 'y':
-	default:
-		return ""
+	last := s[e-1]
+	if 'A' <= last && last <= 'Z' {
+		last += 'a' - 'A'
 	}
-	var buf [maxKeywordLen]byte
-	from := max(e-maxKeywordLen, 0)
-	n := copy(buf[:], s[from:e])
-	for i := range n {
-		if c := buf[i]; 'A' <= c && c <= 'Z' {
-			buf[i] = c + 'a' - 'A'
+	for _, i := range keywordsByLast[last] {
+		if k := keyValueKeywords[i]; len(k.word) <= e && hasAnchor(s[e-len(k.word):e], k.word, true) {
+			return k.kind
 		}
 	}
-	return keywordKind(string(buf[:n]))
+	return ""
 }
 
 // maxKeywordLen is the length of the longest of keyValueKeywords.
@@ -1013,18 +1030,19 @@ func (ls *lineScan) advance(to int) {
 		from = from + i + 1
 		ls.lineStart, ls.depth = from, 0
 	}
-	for i := from; i < to; i++ {
-		switch ls.s[i] {
-		case '(', '[', '{':
-			ls.depth++
-		case ')', ']', '}':
-			if ls.depth > 0 {
-				ls.depth--
+	depth, line := ls.depth, ls.s[from:to]
+	for i := 0; i < len(line); i++ {
+		if d := bracketStep[line[i]]; d != 0 {
+			if depth += int(d); depth < 0 {
+				depth = 0 // a bracket closed that the line did not open
 			}
 		}
 	}
-	ls.pos = to
+	ls.pos, ls.depth = to, depth
 }
+
+// bracketStep is +1 for a bracket that opens, -1 for one that closes.
+var bracketStep = [256]int8{'(': 1, '[': 1, '{': 1, ')': -1, ']': -1, '}': -1}
 
 // openBrackets is openBrackets for the key at keyStart.
 func (ls *lineScan) openBrackets(keyStart int) int {

@@ -18,6 +18,36 @@ type scanAnchor struct {
 	text string // lower case when fold
 	fold bool
 	rule int // index in rules
+	// word, mask and lower compare the anchor's first eight bytes (at
+	// most) with eight bytes of text read as one word (little-endian):
+	// the text's word, its letters lower-cased by lower where the anchor
+	// folds case, masked to the anchor's length, is word.
+	word, mask, lower uint64
+}
+
+// newScanAnchor returns anchor a of rule ri, folding case with fold.
+func newScanAnchor(a string, fold bool, ri int) scanAnchor {
+	sa := scanAnchor{text: a, fold: fold, rule: ri}
+	for k := range min(len(a), 8) {
+		sa.word |= uint64(a[k]) << (8 * k)
+		sa.mask |= 0xff << (8 * k)
+		if fold && 'a' <= a[k] && a[k] <= 'z' {
+			sa.lower |= 0x20 << (8 * k)
+		}
+	}
+	return sa
+}
+
+// at reports whether the anchor starts at s[i].
+func (a *scanAnchor) at(s string, i int) bool {
+	n := len(a.text)
+	if len(s)-i < max(n, 8) {
+		return len(s)-i >= n && hasAnchor(s[i:i+n], a.text, a.fold)
+	}
+	t := s[i : i+8] // read as one word
+	w := uint64(t[0]) | uint64(t[1])<<8 | uint64(t[2])<<16 | uint64(t[3])<<24 |
+		uint64(t[4])<<32 | uint64(t[5])<<40 | uint64(t[6])<<48 | uint64(t[7])<<56
+	return (w|a.lower)&a.mask == a.word && (n <= 8 || hasAnchor(s[i+8:i+n], a.text[8:], a.fold))
 }
 
 // scanner is the table of the anchors of every rule.
@@ -67,7 +97,7 @@ func newScanner(rs []rule) *scanner {
 				panic("redact: an anchor shorter than two bytes: " + a)
 			}
 			ai := len(sc.anchors)
-			sc.anchors = append(sc.anchors, scanAnchor{text: a, fold: rs[ri].fold, rule: ri})
+			sc.anchors = append(sc.anchors, newScanAnchor(a, rs[ri].fold, ri))
 			for _, c0 := range caseVariants(a[0], rs[ri].fold) {
 				for _, c1 := range caseVariants(a[1], rs[ri].fold) {
 					k := uint16(c0) | uint16(c1)<<8
@@ -138,14 +168,14 @@ func (sc *scanner) scan(s string) *candidates {
 		c.byRule[i] = c.byRule[i][:0]
 	}
 	pair := &sc.pair
-	for i := 0; i+1 < len(s); i++ {
+	for i := range len(s) - 1 { // (a form the compiler reads without checking bounds)
 		g := pair[uint16(s[i])|uint16(s[i+1])<<8]
 		if g == 0 || i+2 < len(s) && !sc.third[g-1][s[i+2]] {
 			continue
 		}
 		for _, ai := range sc.groups[g-1] {
 			a := &sc.anchors[ai]
-			if len(s)-i < len(a.text) || !hasAnchor(s[i:i+len(a.text)], a.text, a.fold) {
+			if !a.at(s, i) {
 				continue
 			}
 			list := c.byRule[a.rule]
@@ -160,7 +190,7 @@ func (sc *scanner) scan(s string) *candidates {
 
 // has reports whether one of the anchors occurs in b.
 func (sc *scanner) has(b []byte) bool {
-	for i := 0; i+1 < len(b); i++ {
+	for i := range len(b) - 1 {
 		g := sc.pair[uint16(b[i])|uint16(b[i+1])<<8]
 		if g == 0 || i+2 < len(b) && !sc.third[g-1][b[i+2]] {
 			continue

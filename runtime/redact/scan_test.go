@@ -170,6 +170,7 @@ func FuzzScan(f *testing.F) {
 		checkScan(t, s)
 		checkPrechecks(t, s)
 		checkKeyValueRest(t, s)
+		checkShapes(t, s)
 	})
 }
 

@@ -58,10 +58,20 @@ var (
 // The shapes below are checked by hand, not with regular expressions:
 // they run for every candidate value, and a scan is several times faster.
 
-func isIdentStart(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' || c == '$'
+func isIdentStart(c byte) bool { return identStart[c] }
+func isIdentByte(c byte) bool  { return identByte[c] }
+
+var identStart, identByte = newByteSet("a-z", "A-Z", "_$"), newByteSet("a-z", "A-Z", "0-9", "_$")
+
+// hasAny is strings.ContainsAny(s, chars) for the ASCII bytes of set.
+func hasAny(s string, set *byteSet) bool {
+	for i := 0; i < len(s); i++ {
+		if set[s[i]] {
+			return true
+		}
+	}
+	return false
 }
-func isIdentByte(c byte) bool { return isIdentStart(c) || c >= '0' && c <= '9' }
 
 // isIdent: one name ([A-Za-z_$][A-Za-z0-9_$]*).
 func isIdent(s string) bool {
@@ -153,8 +163,10 @@ func isEnvRef(s string) bool {
 
 // hasFormat: a printf verb or a template placeholder (reFormat).
 func hasFormat(s string) bool {
-	return strings.ContainsAny(s, "%{$#<") && reFormat.MatchString(s)
+	return hasAny(s, formatStart) && reFormat.MatchString(s)
 }
+
+var formatStart, digitsDollar = newByteSet("%{$#<"), newByteSet("0-9", "$")
 
 // placeholders stand where a secret would be written, in documentation
 // and examples; they are not one.
@@ -360,7 +372,7 @@ func namesSecret(v string) bool {
 // or lowerCamelCase, no digit (current_token, refreshToken), not a value
 // such as Summer2024_password or Winter2023_Secret.
 func isVariableName(v string) bool {
-	if !isIdent(v) || v[0] >= 'A' && v[0] <= 'Z' || strings.ContainsAny(v, "0123456789$") {
+	if !isIdent(v) || v[0] >= 'A' && v[0] <= 'Z' || hasAny(v, digitsDollar) {
 		return false
 	}
 	for i := 1; i < len(v); i++ {
@@ -460,8 +472,11 @@ func isRepetition(v string) bool {
 // lastWord is the last word of a key: token of api.token, Secret of
 // hs.masterSecret.
 func lastWord(key string) string {
-	if i := strings.LastIndexAny(key, "._-"); i >= 0 {
-		key = key[i+1:]
+	for i := len(key) - 1; i >= 0; i-- { // strings.LastIndexAny(key, "._-"), without decoding runes
+		if c := key[i]; c == '.' || c == '_' || c == '-' {
+			key = key[i+1:]
+			break
+		}
 	}
 	for i := len(key) - 1; i > 0; i-- {
 		if key[i] >= 'A' && key[i] <= 'Z' && key[i-1] >= 'a' && key[i-1] <= 'z' {
