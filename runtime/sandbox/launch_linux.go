@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -27,7 +28,10 @@ func runLauncher() {
 	if len(os.Args) == 2 && os.Args[1] == probeArg {
 		probe()
 	}
-	if len(os.Args) > 3 && os.Args[1] == launcherArg {
+	if len(os.Args) == 3 && os.Args[1] == poolArg {
+		err := servePool(os.Args[2])
+		fmt.Fprintf(os.Stderr, "warden sandbox: %v\n", err)
+	} else if len(os.Args) > 3 && os.Args[1] == launcherArg {
 		err := launch(os.Args[2], os.Args[3:])
 		fmt.Fprintf(os.Stderr, "warden sandbox: %v\n", err)
 	} else {
@@ -39,13 +43,6 @@ func runLauncher() {
 // launch applies the Spec from the environment to this process and
 // executes path with argv. It returns only on failure: it never starts the
 // program with less than the spec says.
-//
-// The order: descriptors above stderr are closed on exec (whatever warden
-// inherited stays out of the sandbox); the namespaces (loopback and the
-// listeners, the mounts); the limits; the pids cgroup; every capability
-// dropped; Landlock; then, on one locked thread with nothing allocated in
-// between, no_new_privs, the seccomp filter, the address-space limit and
-// execve.
 func launch(path string, argv []string) error {
 	// Capabilities (the bounding set, capset), namespaces (unshare), no_new_privs
 	// and seccomp belong to a thread, not the process: every step runs on
@@ -59,11 +56,32 @@ func launch(path string, argv []string) error {
 		return errors.New("no sandbox spec")
 	}
 	var spec Spec
-	dec := json.NewDecoder(strings.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&spec); err != nil {
+	if err := decodeStrict([]byte(raw), &spec); err != nil {
 		return fmt.Errorf("sandbox spec: %w (is the launcher from another version of warden than the one running?)", err)
 	}
+	return confine(spec, path, argv, "", "")
+}
+
+// decodeStrict decodes JSON into v, refusing fields v does not have.
+func decodeStrict(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
+
+// confine applies spec to this process (on this locked thread) and
+// executes path with argv; it returns only on failure. dir, when set, is
+// the working directory, entered once the mounts are in place (a
+// pre-started launcher's: see the pool); joined is the pids cgroup the
+// launcher already joined, which must then be the spec's.
+//
+// The order: descriptors above stderr are closed on exec (whatever warden
+// inherited stays out of the sandbox); the namespaces (loopback and the
+// listeners, the mounts); the working directory; the limits; the pids
+// cgroup; every capability dropped; Landlock; then, on one locked thread
+// with nothing allocated in between, no_new_privs, the seccomp filter,
+// the address-space limit and execve.
+func confine(spec Spec, path string, argv []string, dir, joined string) error {
 	if spec.Shape != specShape() {
 		return fmt.Errorf("sandbox spec of shape %q, and this launcher reads %q: install warden and %s from one version", spec.Shape, specShape(), LauncherName)
 	}
@@ -87,11 +105,19 @@ func launch(path string, argv []string) error {
 			return err
 		}
 	}
+	if dir != "" {
+		if err := unix.Chdir(dir); err != nil {
+			return fmt.Errorf("working directory %s: %w", dir, err)
+		}
+	}
 	lim := spec.Limits.WithDefaults()
 	if err := setLimits(lim); err != nil {
 		return err
 	}
-	if spec.Group != "" {
+	switch {
+	case spec.Group != joined && joined != "":
+		return fmt.Errorf("the spec's pids cgroup %q is not the one this launcher joined (%s)", spec.Group, joined)
+	case spec.Group != "" && joined == "":
 		if err := os.WriteFile(filepath.Join(spec.Group, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0); err != nil {
 			return fmt.Errorf("joining the pids cgroup: %w", err)
 		}

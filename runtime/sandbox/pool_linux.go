@@ -1,0 +1,363 @@
+package sandbox
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"syscall"
+
+	"github.com/wardenrt/warden/runtime/resource"
+	"golang.org/x/sys/unix"
+)
+
+// poolFD is a pre-started launcher's control socket (the listeners, where
+// the spec has a network namespace, go back on it: listenFD).
+const poolFD = listenFD
+
+// maxRequest bounds a request's size (the spec, argv and environment).
+const maxRequest = 64 << 20
+
+// Status bytes a pre-started launcher sends when it is ready, or not.
+const (
+	poolReady  = 0
+	poolFailed = 1
+)
+
+// poolKey tells pools apart: the launcher binary, and the namespaces its
+// launchers are started in (Spec.Namespaces, Spec.NetNS).
+type poolKey struct {
+	path      string
+	ns, netns bool
+}
+
+// pool keeps launchers started ahead for one key: a filler goroutine
+// starts one after another, each handed over (ready) as soon as taken.
+type pool struct {
+	ready chan *prestarted // closed when the filler stops
+	done  chan struct{}    // closed by closePools
+}
+
+var pools = struct {
+	sync.Mutex
+	m map[poolKey]*pool
+}{m: map[poolKey]*pool{}}
+
+// Pooled returns how to start program path (argv args, environment env)
+// under spec through a launcher started ahead of need, or nil when there
+// is none to take — the launcher is warden's own binary re-executed
+// (pre-starting it would keep a copy of warden idle), NoPool, or starting
+// one failed — and the program must start through Command. The spec is
+// completed as Command completes it; for root the launcher's pids cgroup
+// is set to the spec's process limit and is Launch.Group. Send then starts
+// the program; Close ends the launcher if it was not sent one.
+func Pooled(path string, args, env []string, spec Spec) (*Launch, error) {
+	if !filepath.IsAbs(path) {
+		return nil, fmt.Errorf("sandbox: %q is not an absolute path", path)
+	}
+	lp := launcherPath()
+	if !mainCalled.Load() || lp == "/proc/self/exe" || poolDisabled() {
+		return nil, nil
+	}
+	spec, level := prepare(spec, env)
+	pl := takePool(poolKey{path: lp, ns: spec.Namespaces, netns: spec.NetNS})
+	if pl == nil {
+		return nil, nil
+	}
+	if pl.group != "" {
+		if err := os.WriteFile(filepath.Join(pl.group, "pids.max"), []byte(strconv.FormatUint(spec.Limits.Processes, 10)), 0); err != nil {
+			pl.discard()
+			return nil, fmt.Errorf("pids cgroup: %w", err)
+		}
+		spec.Group = pl.group
+	}
+	l := &Launch{Path: lp, Level: level, Cmd: pl.cmd, Group: pl.group, pre: pl,
+		req: request{Spec: spec, Path: path, Argv: slices.Clone(args)}}
+	if len(spec.Listen) > 0 {
+		l.listen = slices.Clone(spec.Listen)
+	}
+	return l, nil
+}
+
+// takePool takes a launcher from the key's pool, starting the pool if
+// there is none, and waits for one to be ready; nil when the pool could
+// not start one.
+func takePool(k poolKey) *prestarted {
+	pools.Lock()
+	p := pools.m[k]
+	if p == nil {
+		p = &pool{ready: make(chan *prestarted, 1), done: make(chan struct{})}
+		pools.m[k] = p
+		go p.fill(k)
+	}
+	pools.Unlock()
+	return <-p.ready // nil once closed
+}
+
+// fill starts launchers for the pool, one ahead of the one waiting in
+// ready, until the pool is closed or a start fails (then the programs
+// start through Command).
+func (p *pool) fill(k poolKey) {
+	defer close(p.ready)
+	for {
+		pl, err := startPrestarted(k)
+		if err != nil {
+			return
+		}
+		select {
+		case p.ready <- pl:
+		case <-p.done:
+			pl.discard()
+			return
+		}
+	}
+}
+
+// ClosePools ends every idle pre-started launcher and removes its pids
+// cgroup; the pools start anew when next taken from.
+func ClosePools() {
+	closePools(func(poolKey) bool { return true })
+}
+
+// closePools closes the pools whose key match says.
+func closePools(match func(poolKey) bool) {
+	pools.Lock()
+	var closing []*pool
+	for k, p := range pools.m {
+		if match(k) {
+			closing = append(closing, p)
+			delete(pools.m, k)
+		}
+	}
+	pools.Unlock()
+	for _, p := range closing {
+		close(p.done)
+		for pl := range p.ready {
+			pl.discard()
+		}
+	}
+}
+
+// startPrestarted starts one launcher for k and waits until it is ready:
+// its runtime up, in its namespaces, in its pids cgroup (root; made here
+// with the default process limit). Its environment is empty, its working
+// directory /, its standard descriptors /dev/null; descriptor 3 is its
+// end of the control socket.
+func startPrestarted(k poolKey) (*prestarted, error) {
+	var group string
+	if NeedsGroup() {
+		g, err := NewGroup(resource.Limits{}.WithDefaults().Processes)
+		if err != nil {
+			return nil, err
+		}
+		group = g
+	}
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		Cleanup(group)
+		return nil, fmt.Errorf("sandbox: socketpair: %w", err)
+	}
+	ctrl := os.NewFile(uintptr(fds[0]), "warden-sandbox-pool")
+	theirs := os.NewFile(uintptr(fds[1]), "warden-sandbox-launcher")
+	cmd := exec.Command(k.path)
+	cmd.Args = []string{LauncherName, poolArg, group}
+	cmd.Env = []string{}
+	cmd.Dir = "/"
+	cmd.ExtraFiles = []*os.File{theirs}
+	if k.ns {
+		cmd.SysProcAttr = nsAttr()
+		if !k.netns {
+			cmd.SysProcAttr.Cloneflags &^= syscall.CLONE_NEWNET
+		}
+	} else {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	}
+	err = cmd.Start()
+	theirs.Close()
+	if err != nil {
+		ctrl.Close()
+		Cleanup(group)
+		return nil, err
+	}
+	pl := &prestarted{cmd: cmd, ctrl: ctrl, group: group}
+	buf := make([]byte, 4096)
+	n, _ := ctrl.Read(buf)
+	if n == 1 && buf[0] == poolReady {
+		return pl, nil
+	}
+	pl.discard()
+	msg := "it ended"
+	if n > 1 && buf[0] == poolFailed {
+		msg = string(buf[1:n])
+	}
+	return nil, fmt.Errorf("sandbox: starting a launcher ahead: %s", msg)
+}
+
+// Send starts the program of a launch from the pool: it hands the
+// launcher the request, with dir (warden's own working directory when "")
+// and the program's standard input, output and error, which the caller
+// may close once Send returns. The program then runs as Launch.Cmd, whose
+// Wait reaps it.
+func (l *Launch) Send(dir string, stdin, stdout, stderr *os.File) error {
+	pl := l.pre
+	if pl == nil {
+		return errors.New("sandbox: Send of a launch that is not from the pool, or sent already")
+	}
+	if dir == "" {
+		d, err := os.Getwd()
+		if err != nil {
+			return err
+		}
+		dir = d
+	}
+	l.req.Dir = dir
+	body, err := json.Marshal(l.req)
+	if err != nil {
+		return err
+	}
+	msg := binary.LittleEndian.AppendUint32(make([]byte, 0, 4+len(body)), uint32(len(body)))
+	msg = append(msg, body...)
+	rights := unix.UnixRights(int(stdin.Fd()), int(stdout.Fd()), int(stderr.Fd()))
+	fd := int(pl.ctrl.Fd())
+	for sent := 0; sent < len(msg); {
+		n, err := unix.SendmsgN(fd, msg[sent:], rights, nil, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("sandbox: sending the program to its launcher: %w", err)
+		}
+		sent, rights = sent+n, nil
+	}
+	l.pre = nil // the caller has the launcher now: Cmd
+	if len(l.listen) > 0 {
+		l.parent = pl.ctrl // the listeners come on it
+	} else {
+		pl.ctrl.Close()
+	}
+	return nil
+}
+
+// servePool is a pre-started launcher's work (argv: poolArg, group): join
+// the pids cgroup, say it is ready, wait for the request and confine and
+// execute its program — or, when warden closes the control socket first,
+// leave the cgroup, remove it and exit.
+func servePool(group string) error {
+	runtime.LockOSThread() // see launch
+	status := []byte{poolReady}
+	if group != "" {
+		if err := os.WriteFile(filepath.Join(group, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0); err != nil {
+			status = append([]byte{poolFailed}, "joining the pids cgroup: "+err.Error()...)
+		}
+	}
+	if _, err := unix.Write(poolFD, status); err != nil || status[0] != poolReady {
+		leaveGroup(group)
+		os.Exit(ExitLaunchFailed)
+	}
+	req, err := readRequest(poolFD)
+	if err != nil {
+		leaveGroup(group)
+		if errors.Is(err, io.EOF) {
+			os.Exit(0) // warden ended, or closed the pool
+		}
+		return err
+	}
+	return confine(req.Spec, req.Path, req.Argv, req.Dir, group)
+}
+
+// leaveGroup moves this process out of its pids cgroup (to the parent)
+// and removes it.
+func leaveGroup(group string) {
+	if group == "" {
+		return
+	}
+	_ = os.WriteFile(filepath.Join(filepath.Dir(group), "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0)
+	_ = os.Remove(group)
+}
+
+// readRequest reads warden's request from the control socket fd, with the
+// program's three standard descriptors, which it puts in place (0, 1, 2).
+// io.EOF: warden closed the socket without one.
+func readRequest(fd int) (request, error) {
+	var req request
+	buf := make([]byte, 64<<10)
+	oob := make([]byte, unix.CmsgSpace(3*4))
+	var n, oobn, flags int
+	var err error
+	for {
+		n, oobn, flags, _, err = unix.Recvmsg(fd, buf, oob, unix.MSG_CMSG_CLOEXEC)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		return req, fmt.Errorf("reading the request: %w", err)
+	}
+	if n == 0 {
+		return req, io.EOF
+	}
+	if err := takeStdio(oob[:oobn], flags); err != nil {
+		return req, err
+	}
+	if n < 4 {
+		return req, errors.New("a request without its length")
+	}
+	size := int(binary.LittleEndian.Uint32(buf))
+	if size > maxRequest {
+		return req, fmt.Errorf("a request of %d bytes", size)
+	}
+	body := append(make([]byte, 0, size), buf[4:n]...)
+	for len(body) < size {
+		m, err := unix.Read(fd, buf[:min(len(buf), size-len(body))])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || m == 0 {
+			return req, fmt.Errorf("reading the request: %d of %d bytes: %v", len(body), size, err)
+		}
+		body = append(body, buf[:m]...)
+	}
+	if len(body) > size {
+		return req, errors.New("a request longer than it says")
+	}
+	if err := decodeStrict(body, &req); err != nil {
+		return req, fmt.Errorf("sandbox request: %w (is the launcher from another version of warden than the one running?)", err)
+	}
+	return req, nil
+}
+
+// takeStdio puts the three descriptors of the control message in place
+// as standard input, output and error. Anything but exactly three, or a
+// truncated message, is refused.
+func takeStdio(oob []byte, flags int) error {
+	var fds []int
+	if msgs, err := unix.ParseSocketControlMessage(oob); err == nil {
+		for _, m := range msgs {
+			if got, err := unix.ParseUnixRights(&m); err == nil {
+				fds = append(fds, got...)
+			}
+		}
+	}
+	defer func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}()
+	if len(fds) != 3 || flags&unix.MSG_CTRUNC != 0 {
+		return fmt.Errorf("a request with %d descriptors (truncated: %v), not the program's three", len(fds), flags&unix.MSG_CTRUNC != 0)
+	}
+	for i, fd := range fds {
+		if err := unix.Dup3(fd, i, 0); err != nil {
+			return fmt.Errorf("standard descriptor %d: %w", i, err)
+		}
+	}
+	return nil
+}
