@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/wardenrt/warden/builtin/internal/proc"
 	"github.com/wardenrt/warden/builtin/internal/tooltest"
@@ -39,8 +40,11 @@ func BenchmarkShellTrue(b *testing.B) {
 		}
 	})
 	// The same through the small launcher (cmd/warden-sandbox), which an
-	// installed warden finds beside its binary.
-	b.Run("runProc-small-launcher", func(b *testing.B) {
+	// installed warden finds beside its binary, and so through the pool of
+	// launchers it starts ahead of need (sandbox.Pooled). A tight loop
+	// like this one is bound by how fast the pool refills (a launcher's
+	// start, and for root its pids cgroup, behind each program).
+	smallLauncher := func(b *testing.B, pause time.Duration) {
 		p, done, err := sandboxtest.Launcher()
 		if err != nil {
 			b.Fatal(err)
@@ -48,11 +52,30 @@ func BenchmarkShellTrue(b *testing.B) {
 		defer done()
 		defer sandbox.UseLauncher(p)()
 		box := sandbox.Spec{Read: []string{tooltest.WS(b)}}
-		for b.Loop() {
+		run := func() {
 			if code, err := proc.Run(context.Background(), proc.Spec{Path: "/bin/true", Args: []string{"true"}, Box: box}); err != nil || code != 0 {
 				b.Fatal(code, err)
 			}
 		}
+		run() // the pool starts with the first program
+		for b.Loop() {
+			if pause > 0 {
+				// A script's own work between its programs, not timed.
+				b.StopTimer()
+				time.Sleep(pause)
+				b.StartTimer()
+			}
+			run()
+		}
+	}
+	b.Run("runProc-small-launcher", func(b *testing.B) { smallLauncher(b, 0) })
+	// The same with 5 ms between programs (a script's work), in which the
+	// pool refills.
+	b.Run("runProc-small-launcher-paced", func(b *testing.B) { smallLauncher(b, 5*time.Millisecond) })
+	// The same without the pool: a launcher started for each program.
+	b.Run("runProc-small-launcher-nopool", func(b *testing.B) {
+		defer sandbox.NoPool()()
+		smallLauncher(b, 0)
 	})
 	// The same without Landlock (simulated): the launcher and the limits.
 	b.Run("runProc-no-landlock", func(b *testing.B) {
