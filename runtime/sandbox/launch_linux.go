@@ -125,7 +125,7 @@ func confine(spec Spec, path string, argv []string, dir, joined string) error {
 	if err := dropCapabilities(); err != nil {
 		return err
 	}
-	if err := restrict(spec, spec.ABI, spec.ABI < kernel); err != nil {
+	if err := restrict(spec, spec.ABI); err != nil {
 		return err
 	}
 	filter, err := seccompFilter(spec.UnixSockets)
@@ -296,36 +296,79 @@ func userProcesses() (uint64, error) {
 }
 
 // restrict enforces the Landlock part of spec at ABI abi (nothing at 0:
-// the limits, the capabilities and seccomp still hold). simulated: the
-// kernel offers more, and abi is what warden's process chose to report.
+// the limits, the capabilities and seccomp still hold) on this thread —
+// the one that executes the program, which inherits its domain; the
+// launcher's other threads end at execve.
 //
 // Reading and writing follow the spec's paths; executing, only the files
 // (and directories of files) in spec.Exec — every other file, system
 // directories included, can be read but not executed — unless ExecAny.
 // TCP is handled only where there is no network namespace.
-func restrict(spec Spec, abi int, simulated bool) error {
+func restrict(spec Spec, abi int) error {
 	if abi < 1 {
 		return nil
 	}
-	var c landlock.Config
-	if simulated {
-		// Exactly the older ABI's rights, as a kernel of that ABI would
-		// enforce them (the kernel here knows them all).
-		cfgs := []landlock.Config{landlock.V1, landlock.V1, landlock.V2, landlock.V3, landlock.V4, landlock.V5, landlock.V6, landlock.V7, landlock.V8}
-		c = cfgs[min(abi, len(cfgs)-1)]
-	} else {
-		// The highest ABI warden's rules are written for: V8 is V7
-		// (what this project is tested on) plus multithreaded
-		// enforcement. Later ABIs restrict pathname unix sockets and
-		// UDP, which need rules of their own (seccomp covers both);
-		// see RATIONALE.md. BestEffort takes what the kernel has of it.
-		c = landlock.V8.BestEffort()
-	}
+	// Exactly ABI abi's rights: the kernel's own ABI (Detect), or an
+	// older one simulated, as a kernel of that ABI would enforce them.
+	// V8 is the highest ABI warden's rules are written for (V7, what this
+	// project is tested on, plus multithreaded enforcement, which a
+	// domain set on the executing thread does not need). Later ABIs
+	// restrict pathname unix sockets and UDP, which need rules of their
+	// own (seccomp covers both); see RATIONALE.md.
+	cfgs := []landlock.Config{landlock.V1, landlock.V1, landlock.V2, landlock.V3, landlock.V4, landlock.V5, landlock.V6, landlock.V7, landlock.V8}
+	c := cfgs[min(abi, len(cfgs)-1)]
 	if spec.AnyTCP || spec.NetNS {
 		// A network namespace holds the network: the program reaches
 		// nothing but its loopback, where warden's listeners are.
 		c.HandledAccessNet = 0
 	}
+	rules, fds, err := landlockRules(spec, abi, uint64(c.HandledAccessFS))
+	defer func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}()
+	if err != nil {
+		return fmt.Errorf("landlock: %w", err)
+	}
+	attr := llsys.RulesetAttr{HandledAccessFS: uint64(c.HandledAccessFS), HandledAccessNet: uint64(c.HandledAccessNet), Scoped: uint64(c.Scoped)}
+	ruleset, err := llsys.LandlockCreateRuleset(&attr, 0)
+	if err != nil {
+		return fmt.Errorf("landlock_create_ruleset: %w", err)
+	}
+	defer unix.Close(ruleset)
+	for _, r := range rules {
+		if err := llsys.LandlockAddPathBeneathRule(ruleset, &llsys.PathBeneathAttr{AllowedAccess: r.access, ParentFd: r.fd}, 0); err != nil {
+			return fmt.Errorf("landlock_add_rule %s: %w", r.path, err)
+		}
+	}
+	if c.HandledAccessNet&llsys.AccessNetConnectTCP != 0 && abi >= 4 {
+		for _, port := range spec.ConnectTCP {
+			if err := llsys.LandlockAddNetPortRule(ruleset, &llsys.NetPortAttr{AllowedAccess: llsys.AccessNetConnectTCP, Port: uint64(port)}, 0); err != nil {
+				return fmt.Errorf("landlock_add_rule port %d: %w", port, err)
+			}
+		}
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("no_new_privs: %w", err)
+	}
+	if err := llsys.LandlockRestrictSelf(ruleset, 0); err != nil {
+		return fmt.Errorf("landlock_restrict_self: %w", err)
+	}
+	return nil
+}
+
+// llRule is one Landlock rule: access (within the handled rights) to the
+// file, or the hierarchy under the directory, that fd is open on.
+type llRule struct {
+	access uint64
+	fd     int
+	path   string
+}
+
+// landlockRules opens what spec's Landlock rules are about and returns
+// the rules, with the descriptors to close once they are in the ruleset.
+func landlockRules(spec Spec, abi int, handled uint64) (rules []llRule, fds []int, err error) {
 	const (
 		read     = llsys.AccessFSReadFile | llsys.AccessFSReadDir
 		exec     = llsys.AccessFSExecute
@@ -334,38 +377,50 @@ func restrict(spec Spec, abi int, simulated bool) error {
 			llsys.AccessFSMakeDir | llsys.AccessFSMakeReg | llsys.AccessFSMakeSock | llsys.AccessFSMakeFifo |
 			llsys.AccessFSMakeBlock | llsys.AccessFSMakeSym | llsys.AccessFSTruncate
 	)
-	handled := uint64(c.HandledAccessFS)
 	anyExec := uint64(0)
 	if spec.ExecAny {
 		anyExec = exec
 	}
-	// refer is asked for only from ABI 2: asking for it on ABI 1 would
-	// make go-landlock give up on every rule.
+	// refer only from ABI 2, which handles it.
 	refer := uint64(0)
 	if abi >= 2 {
 		refer = llsys.AccessFSRefer
 	}
-	rule := func(a uint64, dir bool, paths ...string) landlock.FSRule {
+	add := func(a uint64, dir bool, fd int, p string) {
 		if !dir {
 			a &= fileOnly
 		}
-		return landlock.PathAccess(landlock.AccessFSSet(a&handled), paths...)
-	}
-	rules := []landlock.Rule{
-		rule(read|anyExec, true, SystemReadDirs...).IgnoreIfMissing(),
-		rule(read|anyExec, false, SystemReadFiles...).IgnoreIfMissing(),
-		rule(read|write, false, SystemWriteFiles...).IgnoreIfMissing(),
-	}
-	// The spec's own paths are opened here without following any symlink
-	// and handed to Landlock as /proc/self/fd/N, so what is allowed is the
-	// file warden checked, not whatever a symlink swapped in since points
-	// to. A path that cannot be opened so is left out.
-	var fds []int
-	defer func() {
-		for _, fd := range fds {
-			unix.Close(fd)
+		if a &= handled; a != 0 {
+			rules = append(rules, llRule{access: a, fd: fd, path: p})
 		}
-	}()
+	}
+	// The system's paths, where they exist (symlinks followed: /bin,
+	// /lib64).
+	for _, set := range []struct {
+		paths  []string
+		access uint64
+		dir    bool
+	}{
+		{SystemReadDirs, read | anyExec, true},
+		{SystemReadFiles, read | anyExec, false},
+		{SystemWriteFiles, read | write, false},
+	} {
+		for _, p := range set.paths {
+			fd, err := unix.Open(p, unix.O_PATH|unix.O_CLOEXEC, 0)
+			if errors.Is(err, unix.ENOENT) {
+				continue
+			}
+			if err != nil {
+				return rules, fds, fmt.Errorf("%s: %w", p, err)
+			}
+			fds = append(fds, fd)
+			add(set.access, set.dir, fd, p)
+		}
+	}
+	// The spec's own paths are opened without following any symlink, so
+	// what is allowed is the file warden checked, not whatever a symlink
+	// swapped in since points to. A path that cannot be opened so is left
+	// out.
 	for _, set := range []struct {
 		paths  []string
 		access uint64
@@ -387,19 +442,10 @@ func restrict(spec Spec, abi int, simulated bool) error {
 			if unix.Fstat(fd, &st) != nil {
 				continue
 			}
-			dir := st.Mode&unix.S_IFMT == unix.S_IFDIR
-			rules = append(rules, rule(set.access, dir, "/proc/self/fd/"+strconv.Itoa(fd)))
+			add(set.access, st.Mode&unix.S_IFMT == unix.S_IFDIR, fd, p)
 		}
 	}
-	if c.HandledAccessNet != 0 && abi >= 4 {
-		for _, port := range spec.ConnectTCP {
-			rules = append(rules, landlock.ConnectTCP(port))
-		}
-	}
-	if err := c.Restrict(rules...); err != nil {
-		return fmt.Errorf("landlock: %w", err)
-	}
-	return nil
+	return rules, fds, nil
 }
 
 // seccompFilter refuses, with EACCES, the system calls the other layers do
