@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -59,7 +60,7 @@ var pools = struct {
 // completed as Command completes it; for root the launcher's pids cgroup
 // is set to the spec's process limit and is Launch.Group. Send then starts
 // the program; Close ends the launcher if it was not sent one.
-func Pooled(path string, args, env []string, spec Spec) (*Launch, error) {
+func Pooled(ctx context.Context, path string, args, env []string, spec Spec) (*Launch, error) {
 	if !filepath.IsAbs(path) {
 		return nil, fmt.Errorf("sandbox: %q is not an absolute path", path)
 	}
@@ -68,9 +69,9 @@ func Pooled(path string, args, env []string, spec Spec) (*Launch, error) {
 		return nil, nil
 	}
 	spec, level := prepare(spec, env)
-	pl := takePool(poolKey{path: lp, ns: spec.Namespaces, netns: spec.NetNS})
-	if pl == nil {
-		return nil, nil
+	pl, err := takePool(ctx, poolKey{path: lp, ns: spec.Namespaces, netns: spec.NetNS})
+	if pl == nil || err != nil {
+		return nil, err
 	}
 	if pl.group != "" {
 		if err := os.WriteFile(filepath.Join(pl.group, "pids.max"), []byte(strconv.FormatUint(spec.Limits.Processes, 10)), 0); err != nil {
@@ -88,9 +89,9 @@ func Pooled(path string, args, env []string, spec Spec) (*Launch, error) {
 }
 
 // takePool takes a launcher from the key's pool, starting the pool if
-// there is none, and waits for one to be ready; nil when the pool could
-// not start one.
-func takePool(k poolKey) *prestarted {
+// there is none, and waits for one to be ready, or for ctx to end; nil
+// when the pool could not start one.
+func takePool(ctx context.Context, k poolKey) (*prestarted, error) {
 	pools.Lock()
 	p := pools.m[k]
 	if p == nil {
@@ -99,7 +100,12 @@ func takePool(k poolKey) *prestarted {
 		go p.fill(k)
 	}
 	pools.Unlock()
-	return <-p.ready // nil once closed
+	select {
+	case pl := <-p.ready: // nil once closed
+		return pl, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // fill starts launchers for the pool, one ahead of the one waiting in

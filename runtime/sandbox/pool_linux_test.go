@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -77,7 +78,7 @@ func runPooledHit(t *testing.T, l *Launch, dir string) (stdout, stderr string, c
 
 func pooled(t *testing.T, argv []string, env []string, spec Spec) *Launch {
 	t.Helper()
-	l, err := Pooled(argv[0], argv, env, spec)
+	l, err := Pooled(context.Background(), argv[0], argv, env, spec)
 	if err != nil || l == nil || l.Cmd == nil {
 		t.Fatalf("no pre-started launcher: %v %v", l, err)
 	}
@@ -276,4 +277,77 @@ func TestPoolHelperWarden(t *testing.T) {
 	}
 	fmt.Println("ready")
 	select {}
+}
+
+// TestPoolUnprivileged: for a user other than root, a launcher started
+// ahead — in a user namespace of its own, with no pids cgroup — confines
+// its program as one started afresh does: a granted file is read, one
+// outside the grants is not.
+func TestPoolUnprivileged(t *testing.T) {
+	if p := os.Getenv("WARDEN_POOL_AS_NOBODY"); p != "" {
+		defer UseLauncher(p)()
+		defer ClosePools()
+		if !Detect().Namespaces {
+			t.Skip("no namespaces for this user here")
+		}
+		ws, outside := t.TempDir(), t.TempDir()
+		for _, f := range []string{filepath.Join(ws, "in"), filepath.Join(outside, "secret")} {
+			if err := os.WriteFile(f, []byte("x\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		spec := Spec{Read: []string{ws}, Exec: ExecClosure([]string{"/bin/cat"}, nil)}
+		l := pooled(t, []string{"/bin/cat", filepath.Join(ws, "in")}, nil, spec)
+		if l.Group != "" {
+			t.Fatalf("a pids cgroup for a user other than root: %s", l.Group)
+		}
+		if out, errs, code := runPooled(t, l, ws); code != 0 || out != "x\n" {
+			t.Fatalf("granted read: %d %q %s", code, out, errs)
+		}
+		l = pooled(t, []string{"/bin/cat", filepath.Join(outside, "secret")}, nil, spec)
+		if out, _, code := runPooled(t, l, ws); code == 0 || out != "" {
+			t.Fatalf("read outside the grants: %d %q", code, out)
+		}
+		return
+	}
+	if os.Getuid() != 0 {
+		t.Skip("run as root, which runs it again as nobody")
+	}
+	launcher := smallLauncherForPool(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Skip(err)
+	}
+	dir, err := os.MkdirTemp("", "warden-pool-nobody-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	for _, f := range []struct{ from, to string }{{self, "sandbox.test"}, {launcher, LauncherName}} {
+		b, err := os.ReadFile(f.from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f.to), b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const nobody = 65534
+	cmd := exec.Command(filepath.Join(dir, "sandbox.test"), "-test.run", "^TestPoolUnprivileged$", "-test.v")
+	cmd.Env = []string{"WARDEN_POOL_AS_NOBODY=" + filepath.Join(dir, LauncherName)}
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+	out, err := cmd.CombinedOutput()
+	switch {
+	case err != nil && strings.Contains(err.Error(), "permission denied"):
+		t.Skipf("nobody cannot run the test binary: %v", err)
+	case err != nil:
+		t.Fatalf("as nobody: %v\n%s", err, out)
+	case !strings.Contains(string(out), "--- PASS"):
+		t.Skipf("as nobody:\n%s", out)
+	}
+	t.Logf("as nobody:\n%s", out)
 }

@@ -3,6 +3,7 @@
 package sandbox
 
 import (
+	"context"
 	"errors"
 	"os"
 	"runtime"
@@ -10,7 +11,9 @@ import (
 
 // Pooled: outside Linux there is no launcher, so there is no pool either:
 // programs start directly (Command).
-func Pooled(path string, args, env []string, spec Spec) (*Launch, error) { return nil, nil }
+func Pooled(ctx context.Context, path string, args, env []string, spec Spec) (*Launch, error) {
+	return nil, nil
+}
 
 // Send fails outside Linux, where no launch comes from the pool.
 func (l *Launch) Send(dir string, stdin, stdout, stderr *os.File) error {

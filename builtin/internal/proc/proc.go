@@ -308,8 +308,11 @@ func Run(ctx context.Context, p Spec) (int, error) {
 			return -1, err
 		}
 	}
-	l, cmd, outR, errR, stdinDone, err := startPooled(p, &box)
+	l, cmd, outR, errR, stdinDone, err := startPooled(ctx, p, &box)
 	if err != nil {
+		if ctx.Err() != nil {
+			return -1, fmt.Errorf("%w: %v", ErrKilled, ctx.Err())
+		}
 		return -1, err
 	}
 	if l == nil {
@@ -369,9 +372,9 @@ func startFresh(ctx context.Context, p Spec, box *sandbox.Spec) (*sandbox.Launch
 // (sandbox.Pooled), or returns a nil launch when there is none to take or
 // the one taken could not be sent the program: then it starts afresh.
 // stdinDone closes warden's end of the program's input once it ended.
-func startPooled(p Spec, box *sandbox.Spec) (l *sandbox.Launch, cmd *exec.Cmd, outR, errR *os.File, stdinDone func(), err error) {
+func startPooled(ctx context.Context, p Spec, box *sandbox.Spec) (l *sandbox.Launch, cmd *exec.Cmd, outR, errR *os.File, stdinDone func(), err error) {
 	stdinDone = func() {}
-	if l, err = sandbox.Pooled(p.Path, p.Args, p.Env, *box); err != nil || l == nil {
+	if l, err = sandbox.Pooled(ctx, p.Path, p.Args, p.Env, *box); err != nil || l == nil {
 		return nil, nil, nil, nil, stdinDone, err
 	}
 	var files []*os.File // warden's copies of the program's ends
