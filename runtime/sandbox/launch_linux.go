@@ -28,8 +28,8 @@ func runLauncher() {
 	if len(os.Args) == 2 && os.Args[1] == probeArg {
 		probe()
 	}
-	if len(os.Args) == 3 && os.Args[1] == poolArg {
-		err := servePool(os.Args[2])
+	if len(os.Args) == 4 && os.Args[1] == poolArg {
+		err := servePool(os.Args[2], os.Args[3])
 		fmt.Fprintf(os.Stderr, "warden sandbox: %v\n", err)
 	} else if len(os.Args) > 3 && os.Args[1] == launcherArg {
 		err := launch(os.Args[2], os.Args[3:])

@@ -40,6 +40,22 @@ type poolKey struct {
 	ns, netns bool
 }
 
+// namespaces names the namespaces of k's launchers, for the launcher to
+// check each request against (servePool).
+func (k poolKey) namespaces() string {
+	return nsName(k.ns, k.netns)
+}
+
+func nsName(ns, netns bool) string {
+	switch {
+	case ns && netns:
+		return "mount+network"
+	case ns:
+		return "mount"
+	}
+	return "none"
+}
+
 // pool keeps launchers started ahead for one key: a filler goroutine
 // starts one after another, each handed over (ready) as soon as taken.
 type pool struct {
@@ -174,7 +190,7 @@ func startPrestarted(k poolKey) (*prestarted, error) {
 	ctrl := os.NewFile(uintptr(fds[0]), "warden-sandbox-pool")
 	theirs := os.NewFile(uintptr(fds[1]), "warden-sandbox-launcher")
 	cmd := exec.Command(k.path)
-	cmd.Args = []string{LauncherName, poolArg, group}
+	cmd.Args = []string{LauncherName, poolArg, group, k.namespaces()}
 	cmd.Env = []string{}
 	cmd.Dir = "/"
 	cmd.ExtraFiles = []*os.File{theirs}
@@ -252,11 +268,14 @@ func (l *Launch) Send(dir string, stdin, stdout, stderr *os.File) error {
 	return nil
 }
 
-// servePool is a pre-started launcher's work (argv: poolArg, group): join
-// the pids cgroup, say it is ready, wait for the request and confine and
-// execute its program — or, when warden closes the control socket first,
-// leave the cgroup, remove it and exit.
-func servePool(group string) error {
+// servePool is a pre-started launcher's work (argv: poolArg, group, the
+// namespaces it was started in): join the pids cgroup, say it is ready,
+// wait for the request and confine and execute its program — or, when
+// warden closes the control socket first, leave the cgroup, remove it and
+// exit. A request for other namespaces than its own is refused: set up
+// where they are not, the mounts would be the machine's, and the
+// listeners on its loopback.
+func servePool(group, namespaces string) error {
 	runtime.LockOSThread() // see launch
 	status := []byte{poolReady}
 	if group != "" {
@@ -275,6 +294,9 @@ func servePool(group string) error {
 			os.Exit(0) // warden ended, or closed the pool
 		}
 		return err
+	}
+	if got := nsName(req.Spec.Namespaces, req.Spec.NetNS); got != namespaces {
+		return fmt.Errorf("a request for namespaces %s of a launcher started in %s", got, namespaces)
 	}
 	return confine(req.Spec, req.Path, req.Argv, req.Dir, group)
 }

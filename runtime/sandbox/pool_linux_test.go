@@ -351,3 +351,37 @@ func TestPoolUnprivileged(t *testing.T) {
 	}
 	t.Logf("as nobody:\n%s", out)
 }
+
+// TestPoolRefusesOtherNamespaces: a pre-started launcher refuses a
+// request for other namespaces than those it was started in — set up in
+// the machine's own, the mounts would be the machine's and the listeners
+// on its loopback, with Landlock's TCP rules left to a namespace that is
+// not there — without starting the program.
+func TestPoolRefusesOtherNamespaces(t *testing.T) {
+	smallLauncherForPool(t)
+	defer ClosePools()
+	if !Detect().Namespaces {
+		t.Skip("no namespaces here")
+	}
+	ws := t.TempDir()
+	mark := filepath.Join(ws, "ran")
+	spec := Spec{Read: []string{ws}, Write: []string{ws}, Exec: ExecClosure([]string{"/usr/bin/touch"}, nil)}
+	for _, tc := range []struct {
+		name  string
+		apply func(s *Spec)
+		want  string
+	}{
+		{"no namespaces asked of one in a mount namespace", func(s *Spec) { s.Namespaces, s.NoExec, s.Pin = false, nil, nil }, "namespaces"},
+		{"a network namespace asked of one without", func(s *Spec) { s.NetNS = true }, "namespaces"},
+	} {
+		l := pooled(t, []string{"/usr/bin/touch", mark}, nil, spec)
+		tc.apply(&l.req.Spec)
+		_, errs, code := runPooled(t, l, ws)
+		if code != ExitLaunchFailed || !strings.Contains(errs, tc.want) {
+			t.Fatalf("%s: %d %s", tc.name, code, errs)
+		}
+		if _, err := os.Stat(mark); err == nil {
+			t.Fatalf("%s: the program ran", tc.name)
+		}
+	}
+}
