@@ -42,6 +42,9 @@ type prestarted struct {
 	cmd   *exec.Cmd
 	ctrl  *os.File // warden's end of its control socket
 	group string   // its pids cgroup (root), or ""
+	// refill, set when taken from its pool, asks the pool for another
+	// (Launch.Close, once its program has ended or it was discarded).
+	refill func()
 }
 
 // discard ends a launcher that will start no program, and removes its

@@ -56,11 +56,62 @@ func nsName(ns, netns bool) string {
 	return "none"
 }
 
+// poolDepth is how many launchers a pool keeps started ahead.
+const poolDepth = 2
+
 // pool keeps launchers started ahead for one key: a filler goroutine
-// starts one after another, each handed over (ready) as soon as taken.
+// starts one for each one asked for (wanted) — poolDepth at first, then
+// one for each taken. A launcher taken from those waiting is replaced once
+// its program has ended (Launch.Close): starting the next launcher while
+// a program starts would take the machine from it (a Go runtime starting,
+// a cgroup migration; measured, a start beside a refill took some 3 ms
+// more than one alone), so the pool refills between a caller's programs,
+// in the room a script's own work leaves. A caller that finds none waiting
+// asks for its own at once, so programs started together (a command's
+// background jobs) never wait for others to end.
 type pool struct {
 	ready chan *prestarted // closed when the filler stops
-	done  chan struct{}    // closed by closePools
+	wake  chan struct{}    // wanted grew
+	done  chan struct{}    // closed by ClosePools
+
+	mu     sync.Mutex
+	wanted int // launchers to start
+}
+
+// refill asks for a launcher to replace one taken.
+func (p *pool) refill() {
+	p.mu.Lock()
+	p.wanted++
+	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default: // the filler has been woken already
+	}
+}
+
+// next waits until a launcher is wanted (true) or the pool is closed.
+func (p *pool) next() bool {
+	for {
+		select {
+		case <-p.done:
+			return false
+		default:
+		}
+		p.mu.Lock()
+		n := p.wanted
+		if n > 0 {
+			p.wanted--
+		}
+		p.mu.Unlock()
+		if n > 0 {
+			return true
+		}
+		select {
+		case <-p.wake:
+		case <-p.done:
+			return false
+		}
+	}
 }
 
 var pools = struct {
@@ -92,11 +143,14 @@ func Pooled(ctx context.Context, path string, args, env []string, spec Spec) (*L
 	if pl.group != "" {
 		if err := os.WriteFile(filepath.Join(pl.group, "pids.max"), []byte(strconv.FormatUint(spec.Limits.Processes, 10)), 0); err != nil {
 			pl.discard()
+			if pl.refill != nil {
+				pl.refill()
+			}
 			return nil, fmt.Errorf("pids cgroup: %w", err)
 		}
 		spec.Group = pl.group
 	}
-	l := &Launch{Path: lp, Level: level, Cmd: pl.cmd, Group: pl.group, pre: pl,
+	l := &Launch{Path: lp, Level: level, Cmd: pl.cmd, Group: pl.group, pre: pl, refill: pl.refill,
 		req: request{Spec: spec, Path: path, Argv: slices.Clone(args)}}
 	if len(spec.Listen) > 0 {
 		l.listen = slices.Clone(spec.Listen)
@@ -111,25 +165,34 @@ func takePool(ctx context.Context, k poolKey) (*prestarted, error) {
 	pools.Lock()
 	p := pools.m[k]
 	if p == nil {
-		p = &pool{ready: make(chan *prestarted, 1), done: make(chan struct{})}
+		p = &pool{ready: make(chan *prestarted, poolDepth), wake: make(chan struct{}, 1), done: make(chan struct{}), wanted: poolDepth}
 		pools.m[k] = p
 		go p.fill(k)
 	}
 	pools.Unlock()
 	select {
 	case pl := <-p.ready: // nil once closed
+		if pl != nil {
+			pl.refill = p.refill // once its program has ended
+		}
+		return pl, nil
+	default:
+	}
+	p.refill() // none waiting: one for this call, now
+	select {
+	case pl := <-p.ready:
 		return pl, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
 }
 
-// fill starts launchers for the pool, one ahead of the one waiting in
-// ready, until the pool is closed or a start fails (then the programs
-// start through Command).
+// fill starts launchers for the pool as they are asked for (wanted), until
+// the pool is closed or a start fails (then the programs start through
+// Command).
 func (p *pool) fill(k poolKey) {
 	defer close(p.ready)
-	for {
+	for p.next() {
 		pl, err := startPrestarted(k)
 		if err != nil {
 			return
@@ -144,26 +207,32 @@ func (p *pool) fill(k poolKey) {
 }
 
 // ClosePools ends every idle pre-started launcher and removes its pids
-// cgroup; the pools start anew when next taken from.
+// cgroup; one still starting ends as its start does (without waiting for
+// it here: ClosePools runs when warden must end at once). The pools start
+// anew when next taken from.
 func ClosePools() {
-	closePools(func(poolKey) bool { return true })
-}
-
-// closePools closes the pools whose key match says.
-func closePools(match func(poolKey) bool) {
 	pools.Lock()
-	var closing []*pool
-	for k, p := range pools.m {
-		if match(k) {
-			closing = append(closing, p)
-			delete(pools.m, k)
-		}
-	}
+	closing := pools.m
+	pools.m = map[poolKey]*pool{}
 	pools.Unlock()
 	for _, p := range closing {
 		close(p.done)
-		for pl := range p.ready {
-			pl.discard()
+	drain:
+		for {
+			select {
+			case pl, ok := <-p.ready:
+				if !ok {
+					break drain
+				}
+				pl.discard()
+			default:
+				go func() {
+					for pl := range p.ready {
+						pl.discard()
+					}
+				}()
+				break drain
+			}
 		}
 	}
 }

@@ -419,6 +419,7 @@ type Launch struct {
 	parent *os.File // warden's end of the socket pair the listeners come on
 	pre    *prestarted
 	req    request
+	refill func() // see prestarted.refill
 }
 
 // Command returns how to start program path with argv args and environment
@@ -575,6 +576,10 @@ func (l *Launch) Close() {
 	if l.pre != nil { // taken from the pool, and never sent a program
 		l.pre.discard()
 		l.pre = nil
+	}
+	if l.refill != nil { // its program has ended: the pool may start another
+		l.refill()
+		l.refill = nil
 	}
 	if l.parent != nil {
 		l.parent.Close()

@@ -9,7 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/wardenrt/warden/runtime/sandbox"
 	"github.com/wardenrt/warden/runtime/sandbox/sandboxtest"
@@ -46,4 +48,54 @@ func TestRunPooled(t *testing.T) {
 	if _, err := os.Stat(mark); err == nil {
 		t.Fatal("the program ran")
 	}
+}
+
+// signalWriter closes started at the first write.
+type signalWriter struct {
+	once    sync.Once
+	started chan struct{}
+}
+
+func (w *signalWriter) Write(p []byte) (int, error) {
+	w.once.Do(func() { close(w.started) })
+	return len(p), nil
+}
+
+// TestRunPooledConcurrent: more programs started together than the pool
+// holds (a command's background jobs) all start while the others still
+// run: none waits for another to end to get its launcher.
+func TestRunPooledConcurrent(t *testing.T) {
+	p, done, err := sandboxtest.Launcher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer done()
+	defer sandbox.UseLauncher(p)()
+	ws := t.TempDir()
+	box := sandbox.Spec{Read: []string{ws}, Exec: sandbox.ExecClosure([]string{"/bin/sh", "/bin/sleep"}, nil)}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	const n = 5
+	ws0 := make([]*signalWriter, n)
+	for i := range n {
+		w := &signalWriter{started: make(chan struct{})}
+		ws0[i] = w
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = Run(ctx, Spec{Path: "/bin/sh", Args: []string{"sh", "-c", "echo started; exec sleep 60"}, Stdout: w, Box: box})
+		}()
+	}
+	giveUp := time.After(60 * time.Second) // not a measure: a bound on a hang
+	for i, w := range ws0 {
+		select {
+		case <-w.started:
+		case <-giveUp:
+			cancel()
+			wg.Wait()
+			t.Fatalf("program %d of %d never started while the others ran", i, n)
+		}
+	}
+	cancel()
+	wg.Wait()
 }
