@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -58,6 +59,7 @@ func BenchmarkShellTrue(b *testing.B) {
 			}
 		}
 		run() // the pool starts with the first program
+		var took []time.Duration
 		for b.Loop() {
 			if pause > 0 {
 				// A script's own work between its programs, not timed.
@@ -65,8 +67,14 @@ func BenchmarkShellTrue(b *testing.B) {
 				time.Sleep(pause)
 				b.StartTimer()
 			}
+			t0 := time.Now()
 			run()
+			took = append(took, time.Since(t0))
 		}
+		// The median start, beside the mean: on a shared machine a few
+		// starts that wait for the CPU weigh on the mean.
+		slices.Sort(took)
+		b.Logf("median start %v of %d", took[len(took)/2], len(took))
 	}
 	b.Run("runProc-small-launcher", func(b *testing.B) { smallLauncher(b, 0) })
 	// The same with 5 ms between programs (a script's work), in which the
