@@ -48,10 +48,12 @@ type prestarted struct {
 }
 
 // discard ends a launcher that will start no program, and removes its
-// pids cgroup.
+// pids cgroup. The launcher does both itself on reading end-of-file, so
+// that a warden that ends meanwhile leaves nothing behind (killed here
+// instead, it would leave its cgroup to a warden that may not live to
+// remove it); Cleanup is for what it could not remove.
 func (p *prestarted) discard() {
 	p.ctrl.Close()
-	_ = p.cmd.Process.Kill()
 	_ = p.cmd.Wait()
 	Cleanup(p.group)
 }

@@ -206,10 +206,10 @@ func (p *pool) fill(k poolKey) {
 	}
 }
 
-// ClosePools ends every idle pre-started launcher and removes its pids
-// cgroup; one still starting ends as its start does (without waiting for
-// it here: ClosePools runs when warden must end at once). The pools start
-// anew when next taken from.
+// ClosePools ends every idle pre-started launcher, which removes its pids
+// cgroup as it ends, and one still starting as its start does, without
+// waiting for them here: ClosePools runs when warden must end at once.
+// The pools start anew when next taken from.
 func ClosePools() {
 	pools.Lock()
 	closing := pools.m
@@ -217,35 +217,25 @@ func ClosePools() {
 	pools.Unlock()
 	for _, p := range closing {
 		close(p.done)
-	drain:
-		for {
-			select {
-			case pl, ok := <-p.ready:
-				if !ok {
-					break drain
-				}
+		go func() {
+			for pl := range p.ready {
 				pl.discard()
-			default:
-				go func() {
-					for pl := range p.ready {
-						pl.discard()
-					}
-				}()
-				break drain
 			}
-		}
+		}()
 	}
 }
 
 // startPrestarted starts one launcher for k and waits until it is ready:
-// its runtime up, in its namespaces, in its pids cgroup (root; made here
-// with the default process limit). Its environment is empty, its working
+// its runtime up, in its namespaces, in its pids cgroup (root; named
+// here, made by the launcher with the default process limit). Its environment is empty, its working
 // directory /, its standard descriptors /dev/null; descriptor 3 is its
 // end of the control socket.
 func startPrestarted(k poolKey) (*prestarted, error) {
+	// The launcher makes its pids cgroup itself, as it removes it: no
+	// moment where warden ending would leave one behind.
 	var group string
 	if NeedsGroup() {
-		g, err := NewGroup(resource.Limits{}.WithDefaults().Processes)
+		g, err := groupName()
 		if err != nil {
 			return nil, err
 		}
@@ -338,8 +328,8 @@ func (l *Launch) Send(dir string, stdin, stdout, stderr *os.File) error {
 }
 
 // servePool is a pre-started launcher's work (argv: poolArg, group, the
-// namespaces it was started in): join the pids cgroup, say it is ready,
-// wait for the request and confine and execute its program — or, when
+// namespaces it was started in): make and join its pids cgroup, say it
+// is ready, wait for the request and confine and execute its program — or, when
 // warden closes the control socket first, leave the cgroup, remove it and
 // exit. A request for other namespaces than its own is refused: set up
 // where they are not, the mounts would be the machine's, and the
@@ -348,7 +338,10 @@ func servePool(group, namespaces string) error {
 	runtime.LockOSThread() // see launch
 	status := []byte{poolReady}
 	if group != "" {
-		if err := os.WriteFile(filepath.Join(group, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0); err != nil {
+		if err := makeGroup(group, resource.Limits{}.WithDefaults().Processes); err != nil {
+			status = append([]byte{poolFailed}, err.Error()...)
+			group = "" // not made: nothing to remove
+		} else if err := os.WriteFile(filepath.Join(group, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0); err != nil {
 			status = append([]byte{poolFailed}, "joining the pids cgroup: "+err.Error()...)
 		}
 	}
