@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
@@ -604,6 +605,18 @@ func NeedsGroup() bool { return os.Getuid() == 0 }
 
 // NewGroup creates a pids cgroup allowing max tasks, for one program.
 func NewGroup(max uint64) (string, error) {
+	dir, err := groupName()
+	if err != nil {
+		return "", err
+	}
+	if err := makeGroup(dir, max); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
+
+// groupName is a new pids cgroup's path: random, under pidsRoot.
+func groupName() (string, error) {
 	root := pidsRoot()
 	if root == "" {
 		return "", errors.New("no writable pids cgroup (" + pidsV1Root + ") to hold the process limit, and root is not bound by RLIMIT_NPROC")
@@ -612,15 +625,19 @@ func NewGroup(max uint64) (string, error) {
 	if _, err := rand.Read(b); err != nil {
 		return "", err
 	}
-	dir := filepath.Join(root, "warden-sandbox-"+hex.EncodeToString(b))
+	return filepath.Join(root, "warden-sandbox-"+hex.EncodeToString(b)), nil
+}
+
+// makeGroup creates the pids cgroup dir allowing max tasks.
+func makeGroup(dir string, max uint64) error {
 	if err := os.Mkdir(dir, 0o700); err != nil {
-		return "", fmt.Errorf("pids cgroup: %w", err)
+		return fmt.Errorf("pids cgroup: %w", err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "pids.max"), []byte(strconv.FormatUint(max, 10)), 0); err != nil {
 		_ = os.Remove(dir)
-		return "", fmt.Errorf("pids cgroup: %w", err)
+		return fmt.Errorf("pids cgroup: %w", err)
 	}
-	return dir, nil
+	return nil
 }
 
 // Cleanup kills whatever is left in a program's pids cgroup (processes
@@ -636,23 +653,32 @@ func Cleanup(dir string) (limitHit bool) {
 		}
 	}
 	// No new task can join (pids.max 0), then the members are killed
-	// until none is left.
+	// until none is left and the cgroup can be removed: a killed task is
+	// listed until its exit is through (a program's background child
+	// whose end closed its output may still be), and removing the cgroup
+	// before fails (EBUSY) — and left it behind.
 	_ = os.WriteFile(filepath.Join(dir, "pids.max"), []byte("0"), 0)
-	for range 100 {
+	for i := 0; i < 200; i++ {
 		b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
 		if err != nil {
-			break
+			return limitHit // gone
 		}
 		left := strings.Fields(string(b))
-		if len(left) == 0 {
-			break
-		}
 		for _, p := range left {
 			if n, err := strconv.Atoi(p); err == nil {
 				_ = unix.Kill(n, unix.SIGKILL)
 			}
 		}
-		runtime.Gosched()
+		if len(left) == 0 {
+			if err := os.Remove(dir); err == nil || !errors.Is(err, unix.EBUSY) {
+				return limitHit
+			}
+		}
+		if i < 20 {
+			runtime.Gosched()
+		} else {
+			time.Sleep(time.Millisecond) // a task stuck in its exit: some 0.2 s at most
+		}
 	}
 	_ = os.Remove(dir)
 	return limitHit

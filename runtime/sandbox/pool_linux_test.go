@@ -187,8 +187,14 @@ func TestPoolPidsLimit(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(l.Group, "pids.max")); err != nil || strings.TrimSpace(string(b)) != "4" {
 		t.Fatalf("pids.max of the pre-started launcher's cgroup: %q %v", b, err)
 	}
+	group := l.Group
 	if _, errs, _, limitHit := runPooledHit(t, l, ws); !limitHit {
 		t.Fatalf("the pids cgroup refused no fork at the limit of 4: %s", errs)
+	}
+	// Cleanup returns once the cgroup is gone, its last members (the
+	// background sleeps, exiting as the program's output closed) too.
+	if _, err := os.Stat(group); !os.IsNotExist(err) {
+		t.Fatalf("Cleanup left the pids cgroup %s behind: %v", group, err)
 	}
 }
 
