@@ -62,7 +62,7 @@ const poolDepth = 2
 // pool keeps launchers started ahead for one key: a filler goroutine
 // starts one for each one asked for (wanted) — poolDepth at first, then
 // one for each taken. A launcher taken from those waiting is replaced once
-// its program has ended (Launch.Close): starting the next launcher while
+// its program has ended (Launch.Close), but the last one at once: starting the next launcher while
 // a program starts would take the machine from it (a Go runtime starting,
 // a cgroup migration; measured, a start beside a refill took some 3 ms
 // more than one alone), so the pool refills between a caller's programs,
@@ -172,7 +172,11 @@ func takePool(ctx context.Context, k poolKey) (*prestarted, error) {
 	pools.Unlock()
 	select {
 	case pl := <-p.ready: // nil once closed
-		if pl != nil {
+		switch {
+		case pl == nil:
+		case len(p.ready) == 0:
+			p.refill() // the last one: its replacement now
+		default:
 			pl.refill = p.refill // once its program has ended
 		}
 		return pl, nil
