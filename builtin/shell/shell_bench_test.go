@@ -80,6 +80,44 @@ func BenchmarkShellTrue(b *testing.B) {
 	// The same with 5 ms between programs (a script's work), in which the
 	// pool refills.
 	b.Run("runProc-small-launcher-paced", func(b *testing.B) { smallLauncher(b, 5*time.Millisecond) })
+	// Each iteration starts /bin/true with exec.Command and then through
+	// the pool, 5 ms apart, and logs the median of each and their ratio:
+	// on a machine shared with other work the two sides then meet the
+	// same moments, where separate sub-benchmarks do not.
+	b.Run("runProc-small-launcher-interleaved", func(b *testing.B) {
+		p, done, err := sandboxtest.Launcher()
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer done()
+		defer sandbox.UseLauncher(p)()
+		box := sandbox.Spec{Read: []string{tooltest.WS(b)}}
+		run := func() {
+			if code, err := proc.Run(context.Background(), proc.Spec{Path: "/bin/true", Args: []string{"true"}, Box: box}); err != nil || code != 0 {
+				b.Fatal(code, err)
+			}
+		}
+		run()
+		var direct, pooled []time.Duration
+		for b.Loop() {
+			b.StopTimer()
+			time.Sleep(5 * time.Millisecond)
+			t0 := time.Now()
+			if err := exec.Command("/bin/true").Run(); err != nil {
+				b.Fatal(err)
+			}
+			direct = append(direct, time.Since(t0))
+			time.Sleep(5 * time.Millisecond)
+			b.StartTimer()
+			t0 = time.Now()
+			run()
+			pooled = append(pooled, time.Since(t0))
+		}
+		slices.Sort(direct)
+		slices.Sort(pooled)
+		d, q := direct[len(direct)/2], pooled[len(pooled)/2]
+		b.Logf("interleaved medians of %d: exec.Command %v, through the pool %v (%.1f×)", len(direct), d, q, float64(q)/float64(d))
+	})
 	// The same without the pool: a launcher started for each program.
 	b.Run("runProc-small-launcher-nopool", func(b *testing.B) {
 		defer sandbox.NoPool()()
