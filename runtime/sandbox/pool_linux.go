@@ -61,14 +61,16 @@ const poolDepth = 2
 
 // pool keeps launchers started ahead for one key: a filler goroutine
 // starts one for each one asked for (wanted) — poolDepth at first, then
-// one for each taken. A launcher taken from those waiting is replaced once
-// its program has ended (Launch.Close), but the last one at once: starting the next launcher while
-// a program starts would take the machine from it (a Go runtime starting,
-// a cgroup migration; measured, a start beside a refill took some 3 ms
-// more than one alone), so the pool refills between a caller's programs,
-// in the room a script's own work leaves. A caller that finds none waiting
-// asks for its own at once, so programs started together (a command's
-// background jobs) never wait for others to end.
+// one for each taken. A launcher taken from those waiting is replaced
+// once its program has ended (Launch.Close): starting the next launcher
+// while a program starts would take the machine from it (a Go runtime
+// starting, a cgroup migration; measured, a start beside a refill took
+// some 3 ms more than one alone), so the pool refills between a caller's
+// programs, in the room a script's own work leaves. The last one waiting
+// is replaced at once, so a loop of programs finds the next one started;
+// a caller that finds none waiting asks for its own at once, so programs
+// started together (a command's background jobs) never wait for others
+// to end.
 type pool struct {
 	ready chan *prestarted // closed when the filler stops
 	wake  chan struct{}    // wanted grew
