@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/wardenrt/warden/builtin/internal/proc"
 	"github.com/wardenrt/warden/builtin/internal/tooltest"
@@ -39,8 +41,11 @@ func BenchmarkShellTrue(b *testing.B) {
 		}
 	})
 	// The same through the small launcher (cmd/warden-sandbox), which an
-	// installed warden finds beside its binary.
-	b.Run("runProc-small-launcher", func(b *testing.B) {
+	// installed warden finds beside its binary, and so through the pool of
+	// launchers it starts ahead of need (sandbox.Pooled). A tight loop
+	// like this one is bound by how fast the pool refills (a launcher's
+	// start, and for root its pids cgroup, behind each program).
+	smallLauncher := func(b *testing.B, pause time.Duration) {
 		p, done, err := sandboxtest.Launcher()
 		if err != nil {
 			b.Fatal(err)
@@ -48,11 +53,75 @@ func BenchmarkShellTrue(b *testing.B) {
 		defer done()
 		defer sandbox.UseLauncher(p)()
 		box := sandbox.Spec{Read: []string{tooltest.WS(b)}}
-		for b.Loop() {
+		run := func() {
 			if code, err := proc.Run(context.Background(), proc.Spec{Path: "/bin/true", Args: []string{"true"}, Box: box}); err != nil || code != 0 {
 				b.Fatal(code, err)
 			}
 		}
+		run() // the pool starts with the first program
+		var took []time.Duration
+		for b.Loop() {
+			if pause > 0 {
+				// A script's own work between its programs, not timed.
+				b.StopTimer()
+				time.Sleep(pause)
+				b.StartTimer()
+			}
+			t0 := time.Now()
+			run()
+			took = append(took, time.Since(t0))
+		}
+		// The median start, beside the mean: on a shared machine a few
+		// starts that wait for the CPU weigh on the mean.
+		slices.Sort(took)
+		b.Logf("median start %v of %d", took[len(took)/2], len(took))
+	}
+	b.Run("runProc-small-launcher", func(b *testing.B) { smallLauncher(b, 0) })
+	// The same with 5 ms between programs (a script's work), in which the
+	// pool refills.
+	b.Run("runProc-small-launcher-paced", func(b *testing.B) { smallLauncher(b, 5*time.Millisecond) })
+	// Each iteration starts /bin/true with exec.Command and then through
+	// the pool, 5 ms apart, and logs the median of each and their ratio:
+	// on a machine shared with other work the two sides then meet the
+	// same moments, where separate sub-benchmarks do not.
+	b.Run("runProc-small-launcher-interleaved", func(b *testing.B) {
+		p, done, err := sandboxtest.Launcher()
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer done()
+		defer sandbox.UseLauncher(p)()
+		box := sandbox.Spec{Read: []string{tooltest.WS(b)}}
+		run := func() {
+			if code, err := proc.Run(context.Background(), proc.Spec{Path: "/bin/true", Args: []string{"true"}, Box: box}); err != nil || code != 0 {
+				b.Fatal(code, err)
+			}
+		}
+		run()
+		var direct, pooled []time.Duration
+		for b.Loop() {
+			b.StopTimer()
+			time.Sleep(5 * time.Millisecond)
+			t0 := time.Now()
+			if err := exec.Command("/bin/true").Run(); err != nil {
+				b.Fatal(err)
+			}
+			direct = append(direct, time.Since(t0))
+			time.Sleep(5 * time.Millisecond)
+			b.StartTimer()
+			t0 = time.Now()
+			run()
+			pooled = append(pooled, time.Since(t0))
+		}
+		slices.Sort(direct)
+		slices.Sort(pooled)
+		d, q := direct[len(direct)/2], pooled[len(pooled)/2]
+		b.Logf("interleaved medians of %d: exec.Command %v, through the pool %v (%.1f×)", len(direct), d, q, float64(q)/float64(d))
+	})
+	// The same without the pool: a launcher started for each program.
+	b.Run("runProc-small-launcher-nopool", func(b *testing.B) {
+		defer sandbox.NoPool()()
+		smallLauncher(b, 0)
 	})
 	// The same without Landlock (simulated): the launcher and the limits.
 	b.Run("runProc-no-landlock", func(b *testing.B) {

@@ -50,6 +50,8 @@ var rows = []row{
 	{"fresh `warden call` of a published-size plugin (count_vowels, 2.4 MB), warm cache", "./cmd/warden", "BenchmarkFreshProcessPlugin/warden-call-count_vowels", "BenchmarkFreshProcessPlugin/extism-host-count_vowels", "≤ 1.3×"},
 	{"fresh `warden call` of a published servlet, warm cache", "./cmd/warden", "BenchmarkFreshProcessServlet/warden-call-servlet", "BenchmarkFreshProcessServlet/extism-host-servlet", "≤ 1.3×"},
 	{"a program started under the sandbox (`true`), small launcher installed", "./builtin/shell", "BenchmarkShellTrue/runProc-small-launcher", "BenchmarkShellTrue/exec.Command", "≤ 2 ms or ≤ 2×"},
+	{"the same, 5 ms of a script's own work between programs (untimed; the pool refills)", "./builtin/shell", "BenchmarkShellTrue/runProc-small-launcher-paced", "BenchmarkShellTrue/exec.Command", "—"},
+	{"the same, no pool: a launcher started for each program", "./builtin/shell", "BenchmarkShellTrue/runProc-small-launcher-nopool", "BenchmarkShellTrue/exec.Command", "—"},
 	{"the same, warden's binary re-executed (no launcher installed)", "./builtin/shell", "BenchmarkShellTrue/runProc-sandboxed", "BenchmarkShellTrue/exec.Command", "—"},
 	{"`warden_call` round trip from a guest (`system get_info`)", "./hostfuncs", "BenchmarkWardenCall/guest", "BenchmarkWardenCall/gate", "≤ 60 µs or ≤ 3×"},
 	{"`fs_read` of 4 KiB of code through the gate", "./builtin/fs", "BenchmarkFSRead/code-4KiB/fs_read", "BenchmarkFSRead/code-4KiB/os.ReadFile", "≤ 3×"},

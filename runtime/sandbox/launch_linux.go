@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -13,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
@@ -27,7 +29,10 @@ func runLauncher() {
 	if len(os.Args) == 2 && os.Args[1] == probeArg {
 		probe()
 	}
-	if len(os.Args) > 3 && os.Args[1] == launcherArg {
+	if len(os.Args) == 4 && os.Args[1] == poolArg {
+		err := servePool(os.Args[2], os.Args[3])
+		fmt.Fprintf(os.Stderr, "warden sandbox: %v\n", err)
+	} else if len(os.Args) > 3 && os.Args[1] == launcherArg {
 		err := launch(os.Args[2], os.Args[3:])
 		fmt.Fprintf(os.Stderr, "warden sandbox: %v\n", err)
 	} else {
@@ -39,13 +44,6 @@ func runLauncher() {
 // launch applies the Spec from the environment to this process and
 // executes path with argv. It returns only on failure: it never starts the
 // program with less than the spec says.
-//
-// The order: descriptors above stderr are closed on exec (whatever warden
-// inherited stays out of the sandbox); the namespaces (loopback and the
-// listeners, the mounts); the limits; the pids cgroup; every capability
-// dropped; Landlock; then, on one locked thread with nothing allocated in
-// between, no_new_privs, the seccomp filter, the address-space limit and
-// execve.
 func launch(path string, argv []string) error {
 	// Capabilities (the bounding set, capset), namespaces (unshare), no_new_privs
 	// and seccomp belong to a thread, not the process: every step runs on
@@ -59,11 +57,32 @@ func launch(path string, argv []string) error {
 		return errors.New("no sandbox spec")
 	}
 	var spec Spec
-	dec := json.NewDecoder(strings.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&spec); err != nil {
+	if err := decodeStrict([]byte(raw), &spec); err != nil {
 		return fmt.Errorf("sandbox spec: %w (is the launcher from another version of warden than the one running?)", err)
 	}
+	return confine(spec, path, argv, "", "")
+}
+
+// decodeStrict decodes JSON into v, refusing fields v does not have.
+func decodeStrict(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
+
+// confine applies spec to this process (on this locked thread) and
+// executes path with argv; it returns only on failure. dir, when set, is
+// the working directory, entered once the mounts are in place (a
+// pre-started launcher's: see the pool); joined is the pids cgroup the
+// launcher already joined, which must then be the spec's.
+//
+// The order: descriptors above stderr are closed on exec (whatever warden
+// inherited stays out of the sandbox); the namespaces (loopback and the
+// listeners, the mounts); the working directory; the limits; the pids
+// cgroup; every capability dropped; Landlock; then, on one locked thread
+// with nothing allocated in between, no_new_privs, the seccomp filter,
+// the address-space limit and execve.
+func confine(spec Spec, path string, argv []string, dir, joined string) error {
 	if spec.Shape != specShape() {
 		return fmt.Errorf("sandbox spec of shape %q, and this launcher reads %q: install warden and %s from one version", spec.Shape, specShape(), LauncherName)
 	}
@@ -87,11 +106,19 @@ func launch(path string, argv []string) error {
 			return err
 		}
 	}
+	if dir != "" {
+		if err := unix.Chdir(dir); err != nil {
+			return fmt.Errorf("working directory %s: %w", dir, err)
+		}
+	}
 	lim := spec.Limits.WithDefaults()
 	if err := setLimits(lim); err != nil {
 		return err
 	}
-	if spec.Group != "" {
+	switch {
+	case spec.Group != joined && joined != "":
+		return fmt.Errorf("the spec's pids cgroup %q is not the one this launcher joined (%s)", spec.Group, joined)
+	case spec.Group != "" && joined == "":
 		if err := os.WriteFile(filepath.Join(spec.Group, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0); err != nil {
 			return fmt.Errorf("joining the pids cgroup: %w", err)
 		}
@@ -99,7 +126,7 @@ func launch(path string, argv []string) error {
 	if err := dropCapabilities(); err != nil {
 		return err
 	}
-	if err := restrict(spec, spec.ABI, spec.ABI < kernel); err != nil {
+	if err := restrict(spec, spec.ABI); err != nil {
 		return err
 	}
 	filter, err := seccompFilter(spec.UnixSockets)
@@ -270,36 +297,79 @@ func userProcesses() (uint64, error) {
 }
 
 // restrict enforces the Landlock part of spec at ABI abi (nothing at 0:
-// the limits, the capabilities and seccomp still hold). simulated: the
-// kernel offers more, and abi is what warden's process chose to report.
+// the limits, the capabilities and seccomp still hold) on this thread —
+// the one that executes the program, which inherits its domain; the
+// launcher's other threads end at execve.
 //
 // Reading and writing follow the spec's paths; executing, only the files
 // (and directories of files) in spec.Exec — every other file, system
 // directories included, can be read but not executed — unless ExecAny.
 // TCP is handled only where there is no network namespace.
-func restrict(spec Spec, abi int, simulated bool) error {
+func restrict(spec Spec, abi int) error {
 	if abi < 1 {
 		return nil
 	}
-	var c landlock.Config
-	if simulated {
-		// Exactly the older ABI's rights, as a kernel of that ABI would
-		// enforce them (the kernel here knows them all).
-		cfgs := []landlock.Config{landlock.V1, landlock.V1, landlock.V2, landlock.V3, landlock.V4, landlock.V5, landlock.V6, landlock.V7, landlock.V8}
-		c = cfgs[min(abi, len(cfgs)-1)]
-	} else {
-		// The highest ABI warden's rules are written for: V8 is V7
-		// (what this project is tested on) plus multithreaded
-		// enforcement. Later ABIs restrict pathname unix sockets and
-		// UDP, which need rules of their own (seccomp covers both);
-		// see RATIONALE.md. BestEffort takes what the kernel has of it.
-		c = landlock.V8.BestEffort()
-	}
+	// Exactly ABI abi's rights: the kernel's own ABI (Detect), or an
+	// older one simulated, as a kernel of that ABI would enforce them.
+	// V8 is the highest ABI warden's rules are written for (V7, what this
+	// project is tested on, plus multithreaded enforcement, which a
+	// domain set on the executing thread does not need). Later ABIs
+	// restrict pathname unix sockets and UDP, which need rules of their
+	// own (seccomp covers both); see RATIONALE.md.
+	cfgs := []landlock.Config{landlock.V1, landlock.V1, landlock.V2, landlock.V3, landlock.V4, landlock.V5, landlock.V6, landlock.V7, landlock.V8}
+	c := cfgs[min(abi, len(cfgs)-1)]
 	if spec.AnyTCP || spec.NetNS {
 		// A network namespace holds the network: the program reaches
 		// nothing but its loopback, where warden's listeners are.
 		c.HandledAccessNet = 0
 	}
+	rules, fds, err := landlockRules(spec, abi, uint64(c.HandledAccessFS))
+	defer func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}()
+	if err != nil {
+		return fmt.Errorf("landlock: %w", err)
+	}
+	attr := llsys.RulesetAttr{HandledAccessFS: uint64(c.HandledAccessFS), HandledAccessNet: uint64(c.HandledAccessNet), Scoped: uint64(c.Scoped)}
+	ruleset, err := llsys.LandlockCreateRuleset(&attr, 0)
+	if err != nil {
+		return fmt.Errorf("landlock_create_ruleset: %w", err)
+	}
+	defer unix.Close(ruleset)
+	for _, r := range rules {
+		if err := llsys.LandlockAddPathBeneathRule(ruleset, &llsys.PathBeneathAttr{AllowedAccess: r.access, ParentFd: r.fd}, 0); err != nil {
+			return fmt.Errorf("landlock_add_rule %s: %w", r.path, err)
+		}
+	}
+	if c.HandledAccessNet&llsys.AccessNetConnectTCP != 0 && abi >= 4 {
+		for _, port := range spec.ConnectTCP {
+			if err := llsys.LandlockAddNetPortRule(ruleset, &llsys.NetPortAttr{AllowedAccess: llsys.AccessNetConnectTCP, Port: uint64(port)}, 0); err != nil {
+				return fmt.Errorf("landlock_add_rule port %d: %w", port, err)
+			}
+		}
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("no_new_privs: %w", err)
+	}
+	if err := llsys.LandlockRestrictSelf(ruleset, 0); err != nil {
+		return fmt.Errorf("landlock_restrict_self: %w", err)
+	}
+	return nil
+}
+
+// llRule is one Landlock rule: access (within the handled rights) to the
+// file, or the hierarchy under the directory, that fd is open on.
+type llRule struct {
+	access uint64
+	fd     int
+	path   string
+}
+
+// landlockRules opens what spec's Landlock rules are about and returns
+// the rules, with the descriptors to close once they are in the ruleset.
+func landlockRules(spec Spec, abi int, handled uint64) (rules []llRule, fds []int, err error) {
 	const (
 		read     = llsys.AccessFSReadFile | llsys.AccessFSReadDir
 		exec     = llsys.AccessFSExecute
@@ -308,38 +378,50 @@ func restrict(spec Spec, abi int, simulated bool) error {
 			llsys.AccessFSMakeDir | llsys.AccessFSMakeReg | llsys.AccessFSMakeSock | llsys.AccessFSMakeFifo |
 			llsys.AccessFSMakeBlock | llsys.AccessFSMakeSym | llsys.AccessFSTruncate
 	)
-	handled := uint64(c.HandledAccessFS)
 	anyExec := uint64(0)
 	if spec.ExecAny {
 		anyExec = exec
 	}
-	// refer is asked for only from ABI 2: asking for it on ABI 1 would
-	// make go-landlock give up on every rule.
+	// refer only from ABI 2, which handles it.
 	refer := uint64(0)
 	if abi >= 2 {
 		refer = llsys.AccessFSRefer
 	}
-	rule := func(a uint64, dir bool, paths ...string) landlock.FSRule {
+	add := func(a uint64, dir bool, fd int, p string) {
 		if !dir {
 			a &= fileOnly
 		}
-		return landlock.PathAccess(landlock.AccessFSSet(a&handled), paths...)
-	}
-	rules := []landlock.Rule{
-		rule(read|anyExec, true, SystemReadDirs...).IgnoreIfMissing(),
-		rule(read|anyExec, false, SystemReadFiles...).IgnoreIfMissing(),
-		rule(read|write, false, SystemWriteFiles...).IgnoreIfMissing(),
-	}
-	// The spec's own paths are opened here without following any symlink
-	// and handed to Landlock as /proc/self/fd/N, so what is allowed is the
-	// file warden checked, not whatever a symlink swapped in since points
-	// to. A path that cannot be opened so is left out.
-	var fds []int
-	defer func() {
-		for _, fd := range fds {
-			unix.Close(fd)
+		if a &= handled; a != 0 {
+			rules = append(rules, llRule{access: a, fd: fd, path: p})
 		}
-	}()
+	}
+	// The system's paths, where they exist (symlinks followed: /bin,
+	// /lib64).
+	for _, set := range []struct {
+		paths  []string
+		access uint64
+		dir    bool
+	}{
+		{SystemReadDirs, read | anyExec, true},
+		{SystemReadFiles, read | anyExec, false},
+		{SystemWriteFiles, read | write, false},
+	} {
+		for _, p := range set.paths {
+			fd, err := unix.Open(p, unix.O_PATH|unix.O_CLOEXEC, 0)
+			if errors.Is(err, unix.ENOENT) {
+				continue
+			}
+			if err != nil {
+				return rules, fds, fmt.Errorf("%s: %w", p, err)
+			}
+			fds = append(fds, fd)
+			add(set.access, set.dir, fd, p)
+		}
+	}
+	// The spec's own paths are opened without following any symlink, so
+	// what is allowed is the file warden checked, not whatever a symlink
+	// swapped in since points to. A path that cannot be opened so is left
+	// out.
 	for _, set := range []struct {
 		paths  []string
 		access uint64
@@ -361,19 +443,10 @@ func restrict(spec Spec, abi int, simulated bool) error {
 			if unix.Fstat(fd, &st) != nil {
 				continue
 			}
-			dir := st.Mode&unix.S_IFMT == unix.S_IFDIR
-			rules = append(rules, rule(set.access, dir, "/proc/self/fd/"+strconv.Itoa(fd)))
+			add(set.access, st.Mode&unix.S_IFMT == unix.S_IFDIR, fd, p)
 		}
 	}
-	if c.HandledAccessNet != 0 && abi >= 4 {
-		for _, port := range spec.ConnectTCP {
-			rules = append(rules, landlock.ConnectTCP(port))
-		}
-	}
-	if err := c.Restrict(rules...); err != nil {
-		return fmt.Errorf("landlock: %w", err)
-	}
-	return nil
+	return rules, fds, nil
 }
 
 // seccompFilter refuses, with EACCES, the system calls the other layers do
@@ -532,6 +605,18 @@ func NeedsGroup() bool { return os.Getuid() == 0 }
 
 // NewGroup creates a pids cgroup allowing max tasks, for one program.
 func NewGroup(max uint64) (string, error) {
+	dir, err := groupName()
+	if err != nil {
+		return "", err
+	}
+	if err := makeGroup(dir, max); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
+
+// groupName is a new pids cgroup's path: random, under pidsRoot.
+func groupName() (string, error) {
 	root := pidsRoot()
 	if root == "" {
 		return "", errors.New("no writable pids cgroup (" + pidsV1Root + ") to hold the process limit, and root is not bound by RLIMIT_NPROC")
@@ -540,15 +625,19 @@ func NewGroup(max uint64) (string, error) {
 	if _, err := rand.Read(b); err != nil {
 		return "", err
 	}
-	dir := filepath.Join(root, "warden-sandbox-"+hex.EncodeToString(b))
+	return filepath.Join(root, "warden-sandbox-"+hex.EncodeToString(b)), nil
+}
+
+// makeGroup creates the pids cgroup dir allowing max tasks.
+func makeGroup(dir string, max uint64) error {
 	if err := os.Mkdir(dir, 0o700); err != nil {
-		return "", fmt.Errorf("pids cgroup: %w", err)
+		return fmt.Errorf("pids cgroup: %w", err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "pids.max"), []byte(strconv.FormatUint(max, 10)), 0); err != nil {
 		_ = os.Remove(dir)
-		return "", fmt.Errorf("pids cgroup: %w", err)
+		return fmt.Errorf("pids cgroup: %w", err)
 	}
-	return dir, nil
+	return nil
 }
 
 // Cleanup kills whatever is left in a program's pids cgroup (processes
@@ -564,23 +653,32 @@ func Cleanup(dir string) (limitHit bool) {
 		}
 	}
 	// No new task can join (pids.max 0), then the members are killed
-	// until none is left.
+	// until none is left and the cgroup can be removed: a killed task is
+	// listed until its exit is through (a program's background child
+	// whose end closed its output may still be), and removing the cgroup
+	// before fails (EBUSY) — and left it behind.
 	_ = os.WriteFile(filepath.Join(dir, "pids.max"), []byte("0"), 0)
-	for range 100 {
+	for i := 0; i < 200; i++ {
 		b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
 		if err != nil {
-			break
+			return limitHit // gone
 		}
 		left := strings.Fields(string(b))
-		if len(left) == 0 {
-			break
-		}
 		for _, p := range left {
 			if n, err := strconv.Atoi(p); err == nil {
 				_ = unix.Kill(n, unix.SIGKILL)
 			}
 		}
-		runtime.Gosched()
+		if len(left) == 0 {
+			if err := os.Remove(dir); err == nil || !errors.Is(err, unix.EBUSY) {
+				return limitHit
+			}
+		}
+		if i < 20 {
+			runtime.Gosched()
+		} else {
+			time.Sleep(time.Millisecond) // a task stuck in its exit: some 0.2 s at most
+		}
 	}
 	_ = os.Remove(dir)
 	return limitHit

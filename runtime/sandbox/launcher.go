@@ -25,9 +25,10 @@ var (
 	launcherFound    *string
 )
 
-// UseLauncher makes Command start programs through the launcher binary at
-// path — for tests, which run inside a test binary with no launcher beside
-// it — until the returned function is called.
+// UseLauncher makes Command (and the pool) start programs through the
+// launcher binary at path — for tests, which run inside a test binary with
+// no launcher beside it — until the returned function is called, which
+// also ends the launchers started ahead through it.
 func UseLauncher(path string) (restore func()) {
 	launcherMu.Lock()
 	launcherOverride = path
@@ -36,6 +37,7 @@ func UseLauncher(path string) (restore func()) {
 		launcherMu.Lock()
 		launcherOverride = ""
 		launcherMu.Unlock()
+		ClosePools()
 	}
 }
 

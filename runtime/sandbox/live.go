@@ -31,9 +31,11 @@ func Ended(pgid int) {
 }
 
 // KillAll kills every program recorded as running — its process group,
-// and what is left in its pids cgroup, which it then removes. It returns
-// how many it found.
+// and what is left in its pids cgroup, which it then removes — and the
+// launchers started ahead of need (ClosePools). It returns how many
+// programs it found.
 func KillAll() int {
+	ClosePools()
 	live.Lock()
 	defer live.Unlock()
 	n := len(live.groups)

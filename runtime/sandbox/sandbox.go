@@ -34,6 +34,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
 	"slices"
@@ -381,11 +382,13 @@ var systemTops = []string{"/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin",
 const (
 	launcherArg = "__warden-sandbox-exec"
 	probeArg    = "__warden-sandbox-probe"
+	poolArg     = "__warden-sandbox-pool"
 	specEnv     = "WARDEN_SANDBOX_SPEC"
 )
 
 // listenFD is the launcher's descriptor on which it hands the listeners
-// it made in the namespace to warden.
+// it made in the namespace to warden; a pre-started launcher's control
+// socket (see the pool) is the same descriptor, and carries them too.
 const listenFD = 3
 
 // proxyVars are the variables that point programs at a proxy: warden's
@@ -406,8 +409,17 @@ type Launch struct {
 	// Level is what the program runs under (Support.Level).
 	Level string
 
+	// Cmd, for a launch through a pre-started launcher (Pooled), is that
+	// launcher, running; Send starts the program. Group is its pids
+	// cgroup ("" but for root).
+	Cmd   *exec.Cmd
+	Group string
+
 	listen []netip.AddrPort
 	parent *os.File // warden's end of the socket pair the listeners come on
+	pre    *prestarted
+	req    request
+	refill func() // see prestarted.refill
 }
 
 // Command returns how to start program path with argv args and environment
@@ -421,6 +433,13 @@ func Command(path string, args, env []string, spec Spec) (*Launch, error) {
 	if !filepath.IsAbs(path) {
 		return nil, fmt.Errorf("sandbox: %q is not an absolute path", path)
 	}
+	spec, level := prepare(spec, env)
+	return command(path, args, spec, level)
+}
+
+// prepare completes spec for one program (Command): the limits' defaults,
+// what Detect says, the mounts, the program's environment and the shape.
+func prepare(spec Spec, env []string) (Spec, string) {
 	sup := Detect()
 	spec.Limits = spec.Limits.WithDefaults()
 	spec.ABI = sup.ABI
@@ -436,7 +455,7 @@ func Command(path string, args, env []string, spec Spec) (*Launch, error) {
 	}
 	spec.Env = programEnv(env, spec, LimitsHeld())
 	spec.Shape = specShape()
-	return command(path, args, spec, sup.Level())
+	return spec, sup.Level()
 }
 
 // programEnv is the program's environment: env without warden's sandbox
@@ -554,6 +573,14 @@ func (l *Launch) Started() {
 // Close releases what Listeners did not take.
 func (l *Launch) Close() {
 	l.Started()
+	if l.pre != nil { // taken from the pool, and never sent a program
+		l.pre.discard()
+		l.pre = nil
+	}
+	if l.refill != nil { // its program has ended: the pool may start another
+		l.refill()
+		l.refill = nil
+	}
 	if l.parent != nil {
 		l.parent.Close()
 		l.parent = nil

@@ -298,28 +298,32 @@ func Run(ctx context.Context, p Spec) (int, error) {
 	if err != nil {
 		return -1, err
 	}
-	if sandbox.NeedsGroup() {
-		// Root: the process limit is a pids cgroup of the program's
-		// own. Without one it is not held; require_sandbox refuses that.
-		group, err := sandbox.NewGroup(box.Limits.WithDefaults().Processes)
-		if err != nil && p.RequireBox {
-			return -1, ErrSandboxRequired
+	// What exec.Cmd says of a working directory it cannot enter, said for
+	// both ways of starting.
+	if p.Dir != "" {
+		if _, err := os.Stat(p.Dir); err != nil {
+			if pe, ok := err.(*os.PathError); ok {
+				pe.Op = "chdir"
+			}
+			return -1, err
 		}
-		box.Group = group
-		defer sandbox.Cleanup(group) // again, in case a start failed
 	}
-	l, err := sandbox.Command(p.Path, p.Args, p.Env, box)
+	l, cmd, outR, errR, stdinDone, err := startPooled(ctx, p, &box)
 	if err != nil {
+		if ctx.Err() != nil {
+			return -1, fmt.Errorf("%w: %v", ErrKilled, ctx.Err())
+		}
 		return -1, err
 	}
+	if l == nil {
+		if l, cmd, outR, errR, err = startFresh(ctx, p, &box); err != nil {
+			return -1, err
+		}
+	} else {
+		gate.NoteSandbox(ctx, l.Level)
+	}
+	defer sandbox.Cleanup(box.Group) // again, in case waitGroup did not run
 	defer l.Close()
-	gate.NoteSandbox(ctx, l.Level)
-	cmd := command(l, p)
-	outR, errR, err := startPiped(cmd)
-	if err != nil {
-		return -1, err
-	}
-	l.Started()
 	pgid := cmd.Process.Pid
 	sandbox.Started(pgid, box.Group)
 	stopNet := func() {}
@@ -328,9 +332,115 @@ func Run(ctx context.Context, p Spec) (int, error) {
 	}
 	copies := drain(outR, errR, p.Stdout, p.Stderr)
 	killed, limitHit, werr := waitGroup(ctx, cmd, pgid, &box)
+	stdinDone()
 	stopNet()
 	closeDrained(copies, outR, errR)
 	return exitStatus(ctx, cmd, p, killed, limitHit, werr)
+}
+
+// startFresh starts the program through a launcher started for it (where
+// there is no pool: see sandbox.Pooled): for root in a pids cgroup made
+// for it.
+func startFresh(ctx context.Context, p Spec, box *sandbox.Spec) (*sandbox.Launch, *exec.Cmd, *os.File, *os.File, error) {
+	if sandbox.NeedsGroup() {
+		// Root: the process limit is a pids cgroup of the program's
+		// own. Without one it is not held; require_sandbox refuses that.
+		group, err := sandbox.NewGroup(box.Limits.WithDefaults().Processes)
+		if err != nil && p.RequireBox {
+			return nil, nil, nil, nil, ErrSandboxRequired
+		}
+		box.Group = group
+	}
+	l, err := sandbox.Command(p.Path, p.Args, p.Env, *box)
+	if err != nil {
+		sandbox.Cleanup(box.Group)
+		return nil, nil, nil, nil, err
+	}
+	gate.NoteSandbox(ctx, l.Level)
+	cmd := command(l, p)
+	outR, errR, err := startPiped(cmd)
+	if err != nil {
+		l.Close()
+		sandbox.Cleanup(box.Group)
+		return nil, nil, nil, nil, err
+	}
+	l.Started()
+	return l, cmd, outR, errR, nil
+}
+
+// startPooled starts the program through a launcher started ahead of need
+// (sandbox.Pooled), or returns a nil launch when there is none to take or
+// the one taken could not be sent the program: then it starts afresh.
+// stdinDone closes warden's end of the program's input once it ended.
+func startPooled(ctx context.Context, p Spec, box *sandbox.Spec) (l *sandbox.Launch, cmd *exec.Cmd, outR, errR *os.File, stdinDone func(), err error) {
+	stdinDone = func() {}
+	if l, err = sandbox.Pooled(ctx, p.Path, p.Args, p.Env, *box); err != nil || l == nil {
+		return nil, nil, nil, nil, stdinDone, err
+	}
+	var files []*os.File // warden's copies of the program's ends
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	in, inW, err := stdinFile(p.Stdin)
+	if err != nil {
+		l.Close()
+		return nil, nil, nil, nil, stdinDone, err
+	}
+	if in != p.Stdin {
+		files = append(files, in)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		l.Close()
+		closeAll(inW)
+		return nil, nil, nil, nil, stdinDone, err
+	}
+	files = append(files, outW)
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		l.Close()
+		closeAll(inW, outR)
+		return nil, nil, nil, nil, stdinDone, err
+	}
+	files = append(files, errW)
+	if err := l.Send(p.Dir, in, outW, errW); err != nil {
+		l.Close()
+		closeAll(inW, outR, errR)
+		return nil, nil, nil, nil, stdinDone, nil
+	}
+	box.Group = l.Group
+	if inW != nil {
+		go func() {
+			_, _ = io.Copy(inW, p.Stdin)
+			inW.Close()
+		}()
+		stdinDone = func() { inW.Close() }
+	}
+	return l, l.Cmd, outR, errR, stdinDone, nil
+}
+
+// stdinFile is the program's standard input, as exec.Cmd makes it:
+// /dev/null for none, the file itself for an *os.File, else the read end
+// of a pipe whose write end (inW) the caller copies r into.
+func stdinFile(r io.Reader) (in, inW *os.File, err error) {
+	switch f := r.(type) {
+	case nil:
+		in, err = os.Open(os.DevNull)
+		return in, nil, err
+	case *os.File:
+		return f, nil, nil // the caller's, sent as it is
+	}
+	return os.Pipe()
+}
+
+func closeAll(fs ...*os.File) {
+	for _, f := range fs {
+		if f != nil {
+			f.Close()
+		}
+	}
 }
 
 // startBox checks what can be checked before anything starts — the
