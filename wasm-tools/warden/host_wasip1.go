@@ -4,6 +4,7 @@ package warden
 
 import (
 	"encoding/binary"
+	"unsafe"
 
 	"github.com/extism/go-pdk"
 )
@@ -33,9 +34,14 @@ func loadU64(offset uint64) uint64
 func storeU64(offset, v uint64)
 
 // roundTrip passes req to warden and returns the envelope: through the
-// buffer when the host gives one, through warden_call otherwise (a request
-// over the host's limit, or a host call without the buffer path).
+// buffer in the guest's own memory when the host takes one (the direct
+// mode), through the buffer in Extism memory when it gives one, through
+// warden_call otherwise (a request over the host's limit, or a host call
+// without the buffer path).
 func roundTrip(req []byte) (Envelope, error) {
+	if e, err, ok := roundTripDirect(req); ok {
+		return e, err
+	}
 	n := uint64(len(req))
 	if off := wardenBuffer(n); off != 0 {
 		storeWords(off, req)
@@ -58,6 +64,67 @@ func roundTrip(req []byte) (Envelope, error) {
 	b := out.ReadBytes()
 	out.Free()
 	return DecodeEnvelope(b)
+}
+
+// The direct mode (wasm-tools/README.md, "The buffer path"): the host
+// reads the request from region and writes the envelope into it, one copy
+// each, where the buffer in Extism memory costs a host call per word.
+const (
+	directFlag = 1 << 63
+	// minRegion is the region's smallest size: most envelopes fit.
+	minRegion = 8 << 10
+	// maxDirect is the host's request limit; a larger request goes
+	// through warden_call, which answers WASM_LIMIT.
+	maxDirect = 1<<20 + 4<<10
+)
+
+// region is the direct mode's buffer, kept for the module's life (the
+// host forgets it after each export call, so it is registered at each
+// round trip). The guest is single-threaded and does not yield inside a
+// round trip, so one buffer serves every call.
+var region []byte
+
+// requestBuffer is where Call writes its request: the region, so that it
+// need not be copied there.
+func requestBuffer() []byte {
+	if len(region) < minRegion {
+		region = make([]byte, minRegion)
+	}
+	return region[:0]
+}
+
+// roundTripDirect is roundTrip through the direct mode; ok is false when
+// the host does not take the region (an older warden, a host call without
+// the buffer path), and nothing was sent.
+func roundTripDirect(req []byte) (e Envelope, err error, ok bool) {
+	if len(req) > maxDirect {
+		return Envelope{}, nil, false
+	}
+	if len(region) < max(len(req), minRegion) {
+		region = make([]byte, max(len(req), minRegion))
+	}
+	if len(req) > 0 && unsafe.SliceData(req) != unsafe.SliceData(region) {
+		copy(region, req) // not written in place (requestBuffer)
+	}
+	ptr := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(region))))
+	if wardenBuffer(directFlag|uint64(len(region))<<32|ptr) != ptr {
+		return Envelope{}, nil, false
+	}
+	r := wardenCallBuffer(directFlag | uint64(len(req)))
+	n, off := r>>32, r&0xffffffff
+	var b []byte
+	switch {
+	case n == 0:
+		return Envelope{}, ErrNoEnvelope, true
+	case off != 0: // too large for the region: in the Extism buffer
+		b = loadWords(off, n)
+	case n <= uint64(len(region)):
+		b = append([]byte(nil), region[:n]...) // the Envelope's Data keeps it
+	default:
+		return Envelope{}, ErrNoEnvelope, true
+	}
+	e, err = decodeBinaryEnvelope(b)
+	return e, err, true
 }
 
 // storeWords copies b to off in whole words: the buffer's length is a
