@@ -280,3 +280,47 @@ func TestDirectNotCarriedOver(t *testing.T) {
 		})
 	}
 }
+
+// TestHelperUsesDirect: the guest helper (examples/notes) sends through
+// the direct mode when the host takes its region, and through the buffer
+// in Extism memory when it refuses it (an older warden), with the same
+// result.
+func TestHelperUsesDirect(t *testing.T) {
+	for _, refuse := range []bool{false, true} {
+		var direct, inRegion, classic int
+		var funcs []extism.HostFunction
+		for _, f := range hostfuncs.Functions() {
+			inner := f
+			w := extism.NewHostFunctionWithStack(f.Name, func(ctx context.Context, p *extism.CurrentPlugin, stack []uint64) {
+				flagged := stack[0]&directFlag != 0
+				if refuse && flagged {
+					stack[0] = 0 // what an older warden answers
+					return
+				}
+				hostfuncs.Invoke(inner, ctx, p, stack)
+				switch {
+				case inner.Name == "warden_call_buffer" && flagged:
+					direct++
+					if stack[0] != 0 && stack[0]&0xffffffff == 0 {
+						inRegion++
+					}
+				case inner.Name == "warden_call_buffer" || inner.Name == "warden_call":
+					classic++
+				}
+			}, f.Params, f.Returns)
+			w.SetNamespace(f.Namespace)
+			funcs = append(funcs, w)
+		}
+		cp := compile(t, "examples/notes", funcs)
+		e := newEnv(t, notesGrants)
+		ctx := hostfuncs.WithExchange(gate.WithGuest(context.Background(), e.guest(t, "notes", notesGrants, notesGrants)))
+		rc, out, err := instance(t, cp).CallWithContext(ctx, "call", []byte(`{"op":"add","key":"k1","text":"buy oat milk"}`))
+		if err != nil || rc != 0 || !strings.Contains(string(out), `"k1"`) {
+			t.Fatalf("refuse %v: rc %d, %s, %v", refuse, rc, out, err)
+		}
+		wantAudit(t, e.audit, "write_memory", "ok")
+		if want := map[bool][3]int{false: {1, 1, 0}, true: {0, 0, 1}}[refuse]; [3]int{direct, inRegion, classic} != want {
+			t.Errorf("refuse %v: %d direct calls (%d answered in the region), %d other calls; want %v", refuse, direct, inRegion, classic, want)
+		}
+	}
+}
