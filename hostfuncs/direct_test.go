@@ -207,6 +207,14 @@ func TestDirectHostile(t *testing.T) {
 			zero(t, "warden_call_buffer", hostfuncs.WardenCallBuffer(ctx, p, math.MaxUint64))
 			r.guardsIntact(t)
 		}},
+		{"region replaced by a refused one", withX, func(t *testing.T, ctx context.Context, p *extism.CurrentPlugin) {
+			r := newRegion(t, ctx, 8<<10)
+			r.register(t, ctx, p)
+			_ = r.mem.Write(r.ptr, req)
+			zero(t, "warden_buffer", hostfuncs.WardenBuffer(ctx, p, directArg(uint64(r.end), 64))) // past the memory's end
+			zero(t, "warden_call_buffer", hostfuncs.WardenCallBuffer(ctx, p, directFlag|uint64(len(req))))
+			r.guardsIntact(t)
+		}},
 		{"envelope larger than the region", withX, func(t *testing.T, ctx context.Context, p *extism.CurrentPlugin) {
 			r := newRegion(t, ctx, uint32(len(req)))
 			r.register(t, ctx, p)
