@@ -37,9 +37,13 @@ func storeU64(offset, v uint64)
 // buffer in the guest's own memory when the host takes one (the direct
 // mode), through the buffer in Extism memory when it gives one, through
 // warden_call otherwise (a request over the host's limit, or a host call
-// without the buffer path).
+// without the buffer path). req may be the region (requestBuffer), which
+// goes back at the end.
 func roundTrip(req []byte) (Envelope, error) {
-	if e, err, ok := roundTripDirect(req); ok {
+	buf := req[:cap(req)]
+	defer func() { region = buf }()
+	e, err, ok := roundTripDirect(req, &buf)
+	if ok {
 		return e, err
 	}
 	n := uint64(len(req))
@@ -67,8 +71,9 @@ func roundTrip(req []byte) (Envelope, error) {
 }
 
 // The direct mode (wasm-tools/README.md, "The buffer path"): the host
-// reads the request from region and writes the envelope into it, one copy
-// each, where the buffer in Extism memory costs a host call per word.
+// reads the request from a region of the guest's memory and writes the
+// envelope into it, one copy each, where the buffer in Extism memory costs
+// a host call per word.
 const (
 	directFlag = 1 << 63
 	// minRegion is the region's smallest size: most envelopes fit.
@@ -78,48 +83,53 @@ const (
 	maxDirect = 1<<20 + 4<<10
 )
 
-// region is the direct mode's buffer, kept for the module's life (the
-// host forgets it after each export call, so it is registered at each
-// round trip). The guest is single-threaded and does not yield inside a
-// round trip, so one buffer serves every call.
+// region is the direct mode's buffer, kept between round trips (the host
+// forgets it after each export call, so it is registered at each round
+// trip). A round trip takes it (requestBuffer: region is nil meanwhile)
+// and puts it back when done, so a goroutine the guest switches to in
+// between — an allocation can park one for the garbage collector — makes
+// a buffer of its own instead of writing into this one.
 var region []byte
 
-// requestBuffer is where Call writes its request: the region, so that it
-// need not be copied there.
+// requestBuffer takes the region for Call to write its request into, so
+// that it need not be copied there; roundTrip puts it back.
 func requestBuffer() []byte {
-	if len(region) < minRegion {
-		region = make([]byte, minRegion)
+	b := region
+	region = nil
+	if len(b) < minRegion {
+		b = make([]byte, minRegion)
 	}
-	return region[:0]
+	return b[:0]
 }
 
-// roundTripDirect is roundTrip through the direct mode; ok is false when
-// the host does not take the region (an older warden, a host call without
-// the buffer path), and nothing was sent.
-func roundTripDirect(req []byte) (e Envelope, err error, ok bool) {
+// roundTripDirect is roundTrip through the direct mode, with *buf (req's
+// array, or a new one it sets) as the region; ok is false when the host
+// does not take the region (an older warden, a host call without the
+// buffer path), and nothing was sent.
+func roundTripDirect(req []byte, buf *[]byte) (e Envelope, err error, ok bool) {
 	if len(req) > maxDirect {
 		return Envelope{}, nil, false
 	}
-	if len(region) < max(len(req), minRegion) {
-		region = make([]byte, max(len(req), minRegion))
+	r := *buf
+	if len(r) < max(len(req), minRegion) {
+		r = make([]byte, max(len(req), minRegion))
+		copy(r, req)
+		*buf = r
 	}
-	if len(req) > 0 && unsafe.SliceData(req) != unsafe.SliceData(region) {
-		copy(region, req) // not written in place (requestBuffer)
-	}
-	ptr := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(region))))
-	if wardenBuffer(directFlag|uint64(len(region))<<32|ptr) != ptr {
+	ptr := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(r))))
+	if wardenBuffer(directFlag|uint64(len(r))<<32|ptr) != ptr {
 		return Envelope{}, nil, false
 	}
-	r := wardenCallBuffer(directFlag | uint64(len(req)))
-	n, off := r>>32, r&0xffffffff
+	a := wardenCallBuffer(directFlag | uint64(len(req)))
+	n, off := a>>32, a&0xffffffff
 	var b []byte
 	switch {
 	case n == 0:
 		return Envelope{}, ErrNoEnvelope, true
 	case off != 0: // too large for the region: in the Extism buffer
 		b = loadWords(off, n)
-	case n <= uint64(len(region)):
-		b = append([]byte(nil), region[:n]...) // the Envelope's Data keeps it
+	case n <= uint64(len(r)):
+		b = append([]byte(nil), r[:n]...) // the Envelope's Data keeps it
 	default:
 		return Envelope{}, ErrNoEnvelope, true
 	}
