@@ -112,10 +112,10 @@ func loop(tb testing.TB, cp *extism.CompiledPlugin, g *gate.Guest, exchange bool
 //
 //   - gate: Guest.Call from Go, the gate alone;
 //   - guest: one round trip from hostloop's loop through the guest helper
-//     as warden runs it (the buffer path: warden_buffer,
+//     as warden runs it (the buffer path in its direct mode: warden_buffer,
 //     warden_call_buffer), guest side included (request JSON, the copies
-//     through Extism memory, the host function, the gate, the envelope
-//     written back and decoded by the guest);
+//     in and out of the guest's memory, the host function, the gate, the
+//     envelope written back and decoded by the guest);
 //   - guest-warden_call: the same without an exchange, through
 //     warden_call, as modules built with another PDK call it;
 //   - guest-trivial, guest-trivial-warden_call: the same two with a

@@ -36,10 +36,6 @@ const (
 // binaryEnvelope is res in the binary form. It fails where json.Marshal of
 // res would: on data that is not valid JSON.
 func binaryEnvelope(res tool.Result) ([]byte, error) {
-	data, err := envelopeData(res.Data)
-	if err != nil {
-		return nil, err
-	}
 	var flags byte
 	if res.Success {
 		flags |= envSuccess
@@ -56,14 +52,16 @@ func binaryEnvelope(res tool.Result) ([]byte, error) {
 			flags |= envApproval
 		}
 	}
-	b := make([]byte, 9, 64+len(res.Tool)+len(res.CallID)+len(res.Output)+len(data))
+	b := make([]byte, 9, 64+len(res.Tool)+len(res.CallID)+len(res.Output)+len(res.Data))
 	b[0] = flags
 	binary.LittleEndian.PutUint64(b[1:], uint64(res.DurationMS))
 	b = appendText(b, res.Tool)
 	b = appendText(b, res.CallID)
 	b = appendText(b, res.Output)
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(data)))
-	b = append(b, data...)
+	b, err := appendData(b, res.Data)
+	if err != nil {
+		return nil, err
+	}
 	b = appendTexts(b, res.Warnings)
 	if e := res.Error; e != nil {
 		b = appendText(b, string(e.Code))
@@ -79,23 +77,40 @@ func binaryEnvelope(res tool.Result) ([]byte, error) {
 	return b, nil
 }
 
-// envelopeData is data as json.Marshal writes a json.RawMessage (null
-// when empty; compacted, HTML characters, U+2028 and U+2029 escaped),
-// without its reflection; the same error for data that is not JSON.
-func envelopeData(data json.RawMessage) ([]byte, error) {
+// appendData appends data as a text, as json.Marshal writes a
+// json.RawMessage (null when empty; compacted, HTML characters, U+2028
+// and U+2029 escaped), without its reflection, compacted in place; the
+// same error for data that is not JSON.
+func appendData(b []byte, data json.RawMessage) ([]byte, error) {
+	at := len(b)
+	b = append(b, 0, 0, 0, 0)
 	if data == nil {
-		return []byte("null"), nil
+		b = append(b, "null"...)
+	} else {
+		buf := bytes.NewBuffer(b)
+		if err := json.Compact(buf, data); err != nil {
+			return nil, err
+		}
+		b = buf.Bytes()
+		if mayNeedHTMLEscape(b[at+4:]) {
+			var esc bytes.Buffer
+			json.HTMLEscape(&esc, b[at+4:])
+			b = append(b[:at+4], esc.Bytes()...)
+		}
 	}
-	var b bytes.Buffer
-	if err := json.Compact(&b, data); err != nil {
-		return nil, err
+	binary.LittleEndian.PutUint32(b[at:], uint32(len(b)-at-4))
+	return b, nil
+}
+
+// mayNeedHTMLEscape reports whether json.HTMLEscape could change b: it
+// holds <, > or &, or the first byte of U+2028 or U+2029 (0xE2).
+func mayNeedHTMLEscape(b []byte) bool {
+	for _, c := range b {
+		if c == '<' || c == '>' || c == '&' || c == 0xE2 {
+			return true
+		}
 	}
-	if !bytes.ContainsAny(b.Bytes(), "<>&\u2028\u2029") {
-		return b.Bytes(), nil
-	}
-	var esc bytes.Buffer
-	json.HTMLEscape(&esc, b.Bytes())
-	return esc.Bytes(), nil
+	return false
 }
 
 // appendText appends s's length and s, each byte of it that is not valid
@@ -126,4 +141,13 @@ func appendTexts(b []byte, ss []string) []byte {
 		b = appendText(b, s)
 	}
 	return b
+}
+
+// envelopeData is data as appendData writes it, without its length.
+func envelopeData(data json.RawMessage) ([]byte, error) {
+	b, err := appendData(nil, data)
+	if err != nil {
+		return nil, err
+	}
+	return b[4:], nil
 }

@@ -58,6 +58,9 @@ type exchange struct {
 	// the buffer is not in.
 	call     context.Context
 	off, cap uint64
+	// direct is the guest's region of the direct mode (direct.go), set by
+	// warden_buffer for this export call only.
+	direct directRegion
 }
 
 // WithExchange returns ctx carrying a new exchange, which gives the export
@@ -94,7 +97,7 @@ func exchangeFrom(ctx context.Context) (*exchange, bool) {
 	}
 	x.mu.Lock()
 	if x.call != ctx {
-		x.call, x.off, x.cap = ctx, 0, 0
+		x.call, x.off, x.cap, x.direct = ctx, 0, 0, directRegion{}
 	}
 	return x, true
 }
@@ -107,6 +110,9 @@ func wardenBuffer(ctx context.Context, p *extism.CurrentPlugin, n uint64) (out u
 			out = 0
 		}
 	}()
+	if n&directFlag != 0 {
+		return registerDirect(ctx, n)
+	}
 	if n > maxRequestBytes {
 		return 0 // warden_call answers it with WASM_LIMIT
 	}
@@ -139,8 +145,13 @@ func callBuffer(ctx context.Context, p *extism.CurrentPlugin, n uint64, h func(c
 	if !ok {
 		return 0
 	}
+	direct := n&directFlag != 0
+	n &^= directFlag
 	raw, ok := func() ([]byte, bool) {
 		defer x.mu.Unlock()
+		if direct {
+			return x.direct.request(n)
+		}
 		return x.request(p, n)
 	}()
 	if !ok {
@@ -149,7 +160,7 @@ func callBuffer(ctx context.Context, p *extism.CurrentPlugin, n uint64, h func(c
 	res := h(ctx, raw, n)
 	x, _ = exchangeFrom(ctx)
 	defer x.mu.Unlock()
-	return x.envelope(p, res)
+	return x.envelope(p, res, direct)
 }
 
 // live reports whether the buffer is set and inside the memory (it always
@@ -204,12 +215,17 @@ func (x *exchange) request(p *extism.CurrentPlugin, n uint64) (raw []byte, ok bo
 
 // envelope writes res into the buffer (grown when it does not fit) and
 // returns its length and offset packed; a short WASM_LIMIT envelope when
-// the buffer cannot grow enough, 0 when not even that fits.
-func (x *exchange) envelope(p *extism.CurrentPlugin, res tool.Result) uint64 {
+// the buffer cannot grow enough, 0 when not even that fits. With direct,
+// an envelope that fits in the guest's region goes there instead, offset
+// 0.
+func (x *exchange) envelope(p *extism.CurrentPlugin, res tool.Result, direct bool) uint64 {
 	b, err := binaryEnvelope(res)
 	if err != nil { // cannot happen: Result holds valid JSON only
 		res = localEnvelope(res.Tool, tool.Errorf(tool.CodeInternal, "", "the envelope could not be encoded"))
 		b, _ = binaryEnvelope(res)
+	}
+	if direct && x.direct.write(b) {
+		return uint64(len(b)) << 32
 	}
 	if off, ok := x.write(p, b); ok {
 		return uint64(len(b))<<32 | off
@@ -220,6 +236,9 @@ func (x *exchange) envelope(p *extism.CurrentPlugin, res tool.Result) uint64 {
 	sb, _ := binaryEnvelope(short)
 	if len(sb) >= len(b) {
 		return 0
+	}
+	if direct && x.direct.write(sb) {
+		return uint64(len(sb)) << 32
 	}
 	if off, ok := x.write(p, sb); ok {
 		return uint64(len(sb))<<32 | off

@@ -12,7 +12,9 @@
 //     envelope (docs/envelope.md) in a new block. See wasm-tools/README.md,
 //     "The ABI". Its buffer path (warden_buffer, warden_call_buffer) makes
 //     the same call through one buffer the host keeps per export call
-//     ([WithExchange]), and answers with the envelope in a binary form.
+//     ([WithExchange]) — or, in its direct mode, a region of the guest's
+//     own memory the guest registers for the call — and answers with the
+//     envelope in a binary form.
 //   - Extism's own http_request, which sends through http.DefaultClient
 //     with the guest call's context. [InstallHTTP] puts a [Transport] under
 //     http.DefaultClient that turns every request made in a guest's context

@@ -7,6 +7,7 @@ import (
 	"errors"
 
 	extism "github.com/extism/go-sdk"
+	"github.com/tetratelabs/wazero/api"
 
 	"github.com/wardenrt/warden/runtime/tool"
 )
@@ -96,3 +97,7 @@ func DecodeBinaryEnvelope(b []byte) (tool.Result, error) {
 	}
 	return res, err
 }
+
+// GuestMemory is the linear memory of the guest whose export call ctx
+// belongs to (the direct mode's memory), nil when unavailable.
+func GuestMemory(ctx context.Context) api.Memory { return guestMemory(ctx) }

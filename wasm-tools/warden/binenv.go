@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"unsafe"
 )
 
 // The binary envelope warden_call_buffer answers with (wasm-tools/
@@ -20,8 +21,9 @@ const (
 var errBinaryEnvelope = errors.New("warden: malformed envelope (buffer path)")
 
 // binReader reads the binary envelope; after the first error every read
-// gives zero values and err stays set. Texts are cut from s, one string
-// of the whole envelope (one allocation, not one per text), bytes from b.
+// gives zero values and err stays set. Texts are cut from s, b read as a
+// string without a copy (no allocation at all, not one per text), bytes
+// from b.
 type binReader struct {
 	b   []byte
 	s   string
@@ -81,8 +83,11 @@ func (r *binReader) texts(keepEmpty bool) []string {
 }
 
 // decodeBinaryEnvelope reads the binary envelope: the Envelope that
-// DecodeEnvelope gives for the JSON envelope of the same result. The
-// Envelope's Data shares b's memory.
+// DecodeEnvelope gives for the JSON envelope of the same result. It takes
+// b: the Envelope's texts and Data are b's memory, and nothing may change
+// b afterwards. Data is the only []byte of it handed out, and it neither
+// overlaps a text nor reaches one (its capacity ends with it), so no text
+// ever changes.
 func decodeBinaryEnvelope(b []byte) (Envelope, error) {
 	if len(b) < 9 {
 		return Envelope{}, errBinaryEnvelope
@@ -93,7 +98,7 @@ func decodeBinaryEnvelope(b []byte) (Envelope, error) {
 		DryRun:     flags&envDryRun != 0,
 		DurationMS: int64(binary.LittleEndian.Uint64(b[1:])),
 	}
-	r := &binReader{b: b, s: string(b), at: 9}
+	r := &binReader{b: b, s: unsafe.String(unsafe.SliceData(b), len(b)), at: 9}
 	e.Tool = r.text()
 	e.CallID = r.text()
 	e.Output = r.text()

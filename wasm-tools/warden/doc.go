@@ -26,10 +26,12 @@
 //
 // [Call] sends through the buffer path when the host offers it (warden_buffer
 // answers a buffer): the request and the envelope pass through one buffer
-// the host keeps for the export call, copied a word at a time, and the
-// envelope comes back in a binary form read without scanning (binenv.go) —
-// no Extism kernel call and no JSON decoding on the way back, which in a Go
-// guest cost more than the gate itself. The request is written without
+// — in the module's own memory when the host takes it (the direct mode: the
+// request written there in place, one copy each way, made by the host),
+// else in Extism memory, kept by the host for the export call and copied a
+// word at a time — and the envelope comes back in a binary form read
+// without scanning (binenv.go): no Extism kernel call and no JSON decoding
+// on the way back, which in a Go guest cost more than the gate itself. The request is written without
 // reflection for the argument types tools usually pass (fastwrite.go), and
 // DecodeEnvelope reads the JSON envelope without it (fastread.go); both
 // give exactly what encoding/json gives, and hand anything else to it.

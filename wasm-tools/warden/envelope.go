@@ -98,10 +98,19 @@ var (
 // be nil (sent as {}), a json.RawMessage or []byte holding a JSON object, or
 // any value that marshals to a JSON object.
 func EncodeRequest(tool string, args any) ([]byte, error) {
+	return appendRequest(nil, tool, args)
+}
+
+// appendRequest is EncodeRequest appending the request to dst.
+func appendRequest(dst []byte, tool string, args any) ([]byte, error) {
 	if tool == "" {
 		return nil, errors.New("warden: empty tool name")
 	}
-	if req, ok := encodeRequestFast(tool, args); ok {
+	fresh := dst == nil
+	if fresh {
+		dst = make([]byte, 0, 128+len(tool))
+	}
+	if req, ok := appendRequestFast(dst[:0], tool, args); ok {
 		return req, nil
 	}
 	var raw json.RawMessage
@@ -122,7 +131,11 @@ func EncodeRequest(tool string, args any) ([]byte, error) {
 	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' || !json.Valid(t) {
 		return nil, fmt.Errorf("warden: arguments of %s must be a JSON object", tool)
 	}
-	return json.Marshal(Request{Tool: tool, Args: raw})
+	req, err := json.Marshal(Request{Tool: tool, Args: raw})
+	if err != nil || fresh {
+		return req, err
+	}
+	return append(dst[:0], req...), nil
 }
 
 // DecodeEnvelope parses the host's answer to warden_call.

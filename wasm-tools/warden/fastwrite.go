@@ -225,7 +225,12 @@ func appendFloat(dst []byte, f float64) ([]byte, bool) {
 // JSON object as json.RawMessage or []byte, or a map of the types
 // appendValue knows; ok is false for anything else.
 func encodeRequestFast(tool string, args any) (req []byte, ok bool) {
-	req = appendString(append(make([]byte, 0, 128+len(tool)), `{"tool":`...), tool)
+	return appendRequestFast(make([]byte, 0, 128+len(tool)), tool, args)
+}
+
+// appendRequestFast is encodeRequestFast appending to dst.
+func appendRequestFast(dst []byte, tool string, args any) (req []byte, ok bool) {
+	req = appendString(append(dst, `{"tool":`...), tool)
 	req = append(req, `,"args":`...)
 	switch a := args.(type) {
 	case nil:

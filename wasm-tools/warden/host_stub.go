@@ -10,6 +10,8 @@ package warden
 
 func roundTrip([]byte) (Envelope, error) { return Envelope{}, ErrNotWasm }
 
+func requestBuffer() []byte { return nil }
+
 func readInput() ([]byte, error) { return nil, ErrNotWasm }
 
 func writeOutput([]byte) {}

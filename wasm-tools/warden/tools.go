@@ -10,7 +10,7 @@ import (
 // on the guest side, no host, a malformed answer); a tool failure is an
 // envelope with Success false — see [Envelope.Err].
 func Call(tool string, args any) (Envelope, error) {
-	req, err := EncodeRequest(tool, args)
+	req, err := appendRequest(requestBuffer(), tool, args)
 	if err != nil {
 		return Envelope{}, err
 	}
