@@ -323,25 +323,23 @@ func restrict(spec Spec, abi int) error {
 		// nothing but its loopback, where warden's listeners are.
 		c.HandledAccessNet = 0
 	}
-	rules, fds, err := landlockRules(spec, abi, uint64(c.HandledAccessFS))
-	defer func() {
-		for _, fd := range fds {
-			unix.Close(fd)
-		}
-	}()
-	if err != nil {
-		return fmt.Errorf("landlock: %w", err)
-	}
 	attr := llsys.RulesetAttr{HandledAccessFS: uint64(c.HandledAccessFS), HandledAccessNet: uint64(c.HandledAccessNet), Scoped: uint64(c.Scoped)}
 	ruleset, err := llsys.LandlockCreateRuleset(&attr, 0)
 	if err != nil {
 		return fmt.Errorf("landlock_create_ruleset: %w", err)
 	}
 	defer unix.Close(ruleset)
-	for _, r := range rules {
+	// Each rule goes in as its path is opened, and the path is closed
+	// then: the open-files limit, set already, may be far below the
+	// number of paths (as go-landlock, one path open at a time).
+	err = landlockRules(spec, abi, uint64(c.HandledAccessFS), func(r llRule) error {
 		if err := llsys.LandlockAddPathBeneathRule(ruleset, &llsys.PathBeneathAttr{AllowedAccess: r.access, ParentFd: r.fd}, 0); err != nil {
 			return fmt.Errorf("landlock_add_rule %s: %w", r.path, err)
 		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("landlock: %w", err)
 	}
 	if c.HandledAccessNet&llsys.AccessNetConnectTCP != 0 && abi >= 4 {
 		for _, port := range spec.ConnectTCP {
@@ -360,16 +358,17 @@ func restrict(spec Spec, abi int) error {
 }
 
 // llRule is one Landlock rule: access (within the handled rights) to the
-// file, or the hierarchy under the directory, that fd is open on.
+// file, or the hierarchy under the directory, that fd is open on (while
+// addRule runs: see landlockRules).
 type llRule struct {
 	access uint64
 	fd     int
 	path   string
 }
 
-// landlockRules opens what spec's Landlock rules are about and returns
-// the rules, with the descriptors to close once they are in the ruleset.
-func landlockRules(spec Spec, abi int, handled uint64) (rules []llRule, fds []int, err error) {
+// landlockRules opens, one at a time, what spec's Landlock rules are
+// about and hands each rule to addRule while its path is open.
+func landlockRules(spec Spec, abi int, handled uint64, addRule func(llRule) error) error {
 	const (
 		read     = llsys.AccessFSReadFile | llsys.AccessFSReadDir
 		exec     = llsys.AccessFSExecute
@@ -387,13 +386,14 @@ func landlockRules(spec Spec, abi int, handled uint64) (rules []llRule, fds []in
 	if abi >= 2 {
 		refer = llsys.AccessFSRefer
 	}
-	add := func(a uint64, dir bool, fd int, p string) {
+	add := func(a uint64, dir bool, fd int, p string) error {
 		if !dir {
 			a &= fileOnly
 		}
 		if a &= handled; a != 0 {
-			rules = append(rules, llRule{access: a, fd: fd, path: p})
+			return addRule(llRule{access: a, fd: fd, path: p})
 		}
+		return nil
 	}
 	// The system's paths, where they exist (symlinks followed: /bin,
 	// /lib64).
@@ -412,10 +412,13 @@ func landlockRules(spec Spec, abi int, handled uint64) (rules []llRule, fds []in
 				continue
 			}
 			if err != nil {
-				return rules, fds, fmt.Errorf("%s: %w", p, err)
+				return fmt.Errorf("%s: %w", p, err)
 			}
-			fds = append(fds, fd)
-			add(set.access, set.dir, fd, p)
+			err = add(set.access, set.dir, fd, p)
+			unix.Close(fd)
+			if err != nil {
+				return err
+			}
 		}
 	}
 	// The spec's own paths are opened without following any symlink, so
@@ -438,15 +441,17 @@ func landlockRules(spec Spec, abi int, handled uint64) (rules []llRule, fds []in
 			if err != nil {
 				continue
 			}
-			fds = append(fds, fd)
 			var st unix.Stat_t
-			if unix.Fstat(fd, &st) != nil {
-				continue
+			if unix.Fstat(fd, &st) == nil { // else left out too
+				err = add(set.access, st.Mode&unix.S_IFMT == unix.S_IFDIR, fd, p)
 			}
-			add(set.access, st.Mode&unix.S_IFMT == unix.S_IFDIR, fd, p)
+			unix.Close(fd)
+			if err != nil {
+				return err
+			}
 		}
 	}
-	return rules, fds, nil
+	return nil
 }
 
 // seccompFilter refuses, with EACCES, the system calls the other layers do

@@ -28,14 +28,16 @@ var (
 // UseLauncher makes Command (and the pool) start programs through the
 // launcher binary at path — for tests, which run inside a test binary with
 // no launcher beside it — until the returned function is called, which
-// also ends the launchers started ahead through it.
+// gives back the launcher used before (a test's own inside a
+// WARDEN_TEST_LAUNCHER=small run) and ends the launchers started ahead.
 func UseLauncher(path string) (restore func()) {
 	launcherMu.Lock()
+	before := launcherOverride
 	launcherOverride = path
 	launcherMu.Unlock()
 	return func() {
 		launcherMu.Lock()
-		launcherOverride = ""
+		launcherOverride = before
 		launcherMu.Unlock()
 		ClosePools()
 	}

@@ -107,3 +107,20 @@ func TestSmallLauncherChosen(t *testing.T) {
 		t.Fatal("a launcher was found beside the test binary")
 	}
 }
+
+// TestUseLauncherRestoresTheOuter: ending a UseLauncher gives back the
+// launcher used before it, so that a test that builds its own launcher
+// does not leave the tests after it in a WARDEN_TEST_LAUNCHER=small run
+// on this binary re-executed (and, in proc's, off the pool).
+func TestUseLauncherRestoresTheOuter(t *testing.T) {
+	before := Launcher()
+	outer := UseLauncher("/outer/" + LauncherName)
+	inner := UseLauncher("/inner/" + LauncherName)
+	inner()
+	got := Launcher()
+	outer()
+	after := Launcher()
+	if got != "/outer/"+LauncherName || after != before {
+		t.Fatalf("after the inner UseLauncher ended: %q, want the outer's; after both: %q, want %q", got, after, before)
+	}
+}

@@ -289,21 +289,23 @@ func startPrestarted(k poolKey) (*prestarted, error) {
 }
 
 // Send starts the program of a launch from the pool: it hands the
-// launcher the request, with dir (warden's own working directory when "")
-// and the program's standard input, output and error, which the caller
-// may close once Send returns. The program then runs as Launch.Cmd, whose
-// Wait reaps it.
+// launcher the request, with dir (warden's own working directory when "",
+// relative to it when relative) and the program's standard input, output
+// and error, which the caller may close once Send returns. The program
+// then runs as Launch.Cmd, whose Wait reaps it.
 func (l *Launch) Send(dir string, stdin, stdout, stderr *os.File) error {
 	pl := l.pre
 	if pl == nil {
 		return errors.New("sandbox: Send of a launch that is not from the pool, or sent already")
 	}
-	if dir == "" {
-		d, err := os.Getwd()
+	if !filepath.IsAbs(dir) {
+		// Warden's working directory, or one relative to it, as exec.Cmd
+		// has it: the launcher's own is /.
+		wd, err := os.Getwd()
 		if err != nil {
 			return err
 		}
-		dir = d
+		dir = filepath.Join(wd, dir)
 	}
 	l.req.Dir = dir
 	body, err := json.Marshal(l.req)

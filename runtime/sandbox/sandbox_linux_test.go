@@ -311,3 +311,31 @@ func TestNamespacesUnprivileged(t *testing.T) {
 		t.Skipf("as nobody:\n%s", out)
 	}
 }
+
+// TestLauncherFewOpenFiles: a small open_files limit — the launcher sets
+// it before it builds the Landlock ruleset — still starts the program
+// under the whole ruleset: the launcher must not need a descriptor for
+// every system path at once (some 40 here), which failed every program
+// with "too many open files" below that, where go-landlock (one path
+// open at a time) did not.
+func TestLauncherFewOpenFiles(t *testing.T) {
+	if Detect().ABI == 0 {
+		t.Skip("no Landlock here")
+	}
+	ws, outside := t.TempDir(), t.TempDir()
+	in, secret := filepath.Join(ws, "in"), filepath.Join(outside, "secret")
+	for _, f := range []string{in, secret} {
+		if err := os.WriteFile(f, []byte("x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spec := Spec{Read: []string{ws}, Exec: ExecClosure([]string{"/usr/bin/cat"}, nil), Limits: resource.Limits{OpenFiles: 16}}
+	out, err := launcherCmd(t, "/usr/bin/cat", []string{"cat", in}, nil, spec).CombinedOutput()
+	if err != nil || string(out) != "x\n" {
+		t.Fatalf("with open_files 16: %v %s", err, out)
+	}
+	out, err = launcherCmd(t, "/usr/bin/cat", []string{"cat", secret}, nil, spec).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "Permission denied") {
+		t.Fatalf("read outside the spec with open_files 16: %v %s", err, out)
+	}
+}

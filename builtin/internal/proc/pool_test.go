@@ -99,3 +99,29 @@ func TestRunPooledConcurrent(t *testing.T) {
 	cancel()
 	wg.Wait()
 }
+
+// TestRunPooledRelativeDir: a relative working directory is warden's
+// working directory joined with it — what Run checked (os.Stat) and what
+// exec.Cmd enters — for a program started through a pre-started launcher
+// too, whose own working directory is /: not /tmp for "tmp".
+func TestRunPooledRelativeDir(t *testing.T) {
+	p, done, err := sandboxtest.Launcher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer done()
+	defer sandbox.UseLauncher(p)()
+	ws := t.TempDir()
+	if err := os.Mkdir(filepath.Join(ws, "tmp"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(ws)
+	box := sandbox.Spec{Read: []string{ws, "/tmp"}, Exec: sandbox.ExecClosure([]string{"/bin/sh"}, nil)}
+	for i := range 3 { // the first starts the pool; the others come from it
+		var out bytes.Buffer
+		code, err := Run(context.Background(), Spec{Path: "/bin/sh", Args: []string{"sh", "-c", "pwd -P"}, Dir: "tmp", Stdout: &out, Box: box})
+		if want := filepath.Join(ws, "tmp") + "\n"; err != nil || code != 0 || out.String() != want {
+			t.Fatalf("%d: %d %v: ran in %q, not %q", i, code, err, out.String(), want)
+		}
+	}
+}

@@ -68,10 +68,27 @@ func TestCappedBuffer(t *testing.T) {
 	}
 	var flood bytes.Buffer
 	capped := &CappedBuffer{Max: 1 << 10}
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	// The flood is ended once it overflowed the cap, not at a deadline:
+	// a start slower than the deadline (a loaded machine) left nothing
+	// written ("flood not capped: 0 bytes").
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	_, _ = Run(ctx, Spec{Path: "/usr/bin/yes", Args: []string{"yes"}, Stdout: capped, Stderr: &flood})
+	_, _ = Run(ctx, Spec{Path: "/usr/bin/yes", Args: []string{"yes"}, Stdout: cancelOnTruncate{capped, cancel}, Stderr: &flood})
 	if !capped.Truncated() || len(capped.String()) > 2<<10 {
 		t.Fatalf("flood not capped: %d bytes", len(capped.String()))
 	}
+}
+
+// cancelOnTruncate writes to c and calls cancel once c has dropped output.
+type cancelOnTruncate struct {
+	c      *CappedBuffer
+	cancel func()
+}
+
+func (w cancelOnTruncate) Write(p []byte) (int, error) {
+	n, err := w.c.Write(p)
+	if w.c.Truncated() {
+		w.cancel()
+	}
+	return n, err
 }
