@@ -48,7 +48,7 @@ func main() {
 		{name: "redaction precision", json: true, args: []string{"go", "test", "-count=1", "-json", "-v", "-run", "^TestPrecisionCorpus", "./runtime/redact/"}},
 		{name: "crash soak", json: true, env: []string{fmt.Sprintf("WARDEN_SOAK=%d", *soak)},
 			args: []string{"go", "test", "-count=1", "-json", "-v", "-timeout", "60m", "-run", "^TestCrashSoak$", "./cmd/warden/"}},
-		{name: "fuzzing", env: []string{"FUZZTIME=" + *fuzztime}, args: []string{"bash", ".ci/fuzz"}},
+		{name: "fuzzing", env: []string{"FUZZTIME=" + *fuzztime, "FUZZ_FRESH=1"}, args: []string{"bash", ".ci/fuzz"}},
 	}
 	var rows []row
 	failed := false
