@@ -775,15 +775,13 @@ func (g *Gate) safeRun(ctx context.Context, t tool.Tool, c *tool.Call) (o tool.O
 			o = tool.Fail(tool.CodeInternal, "this is a bug in warden; please report it", "tool %s failed unexpectedly", c.Tool)
 		}
 	}()
-	ctx = context.WithValue(ctx, gateKey{}, g)
-	note := &sandboxNote{}
-	ctx = context.WithValue(ctx, sandboxNoteKey{}, note)
-	ctx, conns := withConnNote(ctx)
+	notes := &callNotes{gate: g}
+	ctx = context.WithValue(ctx, callNotesKey{}, notes)
 	defer func() {
 		if o.Sandbox == "" {
-			o.Sandbox = note.get()
+			o.Sandbox = notes.sandbox.get()
 		}
-		o.Connections, o.ConnectionsDropped = conns.get()
+		o.Connections, o.ConnectionsDropped = notes.conns.get()
 	}()
 	if p, ok := t.(tool.Previewer); ok && c.DryRun {
 		return p.Preview(ctx, c)
@@ -798,7 +796,23 @@ type sandboxNote struct {
 	level string
 }
 
-type sandboxNoteKey struct{}
+// callNotes is the one value a running call's context carries for the
+// gate (one context value a call, not one for each): the gate itself
+// (GateFrom), and where the call's programs note the protections they ran
+// under (NoteSandbox) and the connections they made (NoteConnection).
+type callNotes struct {
+	gate    *Gate
+	sandbox sandboxNote
+	conns   connNote
+}
+
+type callNotesKey struct{}
+
+// notesFrom returns the notes of the call running in ctx, if any.
+func notesFrom(ctx context.Context) (*callNotes, bool) {
+	n, ok := ctx.Value(callNotesKey{}).(*callNotes)
+	return n, ok && n != nil
+}
 
 func (n *sandboxNote) get() string {
 	n.mu.Lock()
@@ -810,10 +824,10 @@ func (n *sandboxNote) get() string {
 // running in ctx, that it started a program under the protections named
 // by level (sandbox.Support.Level).
 func NoteSandbox(ctx context.Context, level string) {
-	if n, ok := ctx.Value(sandboxNoteKey{}).(*sandboxNote); ok {
-		n.mu.Lock()
-		n.level = level
-		n.mu.Unlock()
+	if n, ok := notesFrom(ctx); ok {
+		n.sandbox.mu.Lock()
+		n.sandbox.level = level
+		n.sandbox.mu.Unlock()
 	}
 }
 
