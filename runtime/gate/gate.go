@@ -514,10 +514,7 @@ func (g *Gate) Call(ctx context.Context, req Request) (tool.Result, error) {
 		ev.Tool = c.call.Tool
 		d := c.decision
 		d.Rule = red.String(d.Rule)
-		d.Grants = slices.Clone(d.Grants)
-		for i := range d.Grants {
-			d.Grants[i] = red.String(d.Grants[i])
-		}
+		d.Grants = redactGrants(red, d.Grants, c.needs, ev.Needs)
 		ev.Decision = &d
 	} else {
 		ev.ArgsText, inArgs = g.argsText(req.Args)
@@ -919,6 +916,43 @@ func redactNeeds(red *redact.Redactor, ns []capability.Need) []string {
 		out[i] = red.String(n.String())
 	}
 	return out
+}
+
+// redactGrants redacts the grants recorded for a call's needs (shown is
+// needs redacted by red): a grant that reads as one of the needs (the
+// grant system.info for the need system.info) is that need's redaction,
+// made with the same redactor already. The result is a copy when any
+// grant changes; grants itself is left as it is.
+func redactGrants(red *redact.Redactor, grants []string, needs []capability.Need, shown []string) []string {
+	out := grants
+	for i, g := range grants {
+		r, seen := "", false
+		for j, n := range needs {
+			if needReads(n, g) {
+				r, seen = shown[j], true
+				break
+			}
+		}
+		if !seen {
+			r = red.String(g)
+		}
+		if r != g {
+			if &out[0] == &grants[0] {
+				out = slices.Clone(grants)
+			}
+			out[i] = r
+		}
+	}
+	return out
+}
+
+// needReads reports whether s is n.String(), without making it.
+func needReads(n capability.Need, s string) bool {
+	if n.Resource == "" {
+		return s == string(n.Kind)
+	}
+	k := len(n.Kind)
+	return len(s) == k+1+len(n.Resource) && s[:k] == string(n.Kind) && s[k] == ':' && s[k+1:] == n.Resource
 }
 
 func capOutput(s string) string {
