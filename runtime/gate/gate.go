@@ -522,7 +522,7 @@ func (g *Gate) Call(ctx context.Context, req Request) (tool.Result, error) {
 	}
 
 	if cerr != nil {
-		return g.finish(ctx, res, ev, g.maskOutcome(tool.Outcome{Err: cerr}, vault, red, true), start, 0)
+		return g.finish(ctx, res, ev, g.maskOutcome(tool.Outcome{Err: cerr}, vault, red, true), start, 0, nil)
 	}
 	call := c.call
 	if c.plainMasks != "" {
@@ -539,7 +539,7 @@ func (g *Gate) Call(ctx context.Context, req Request) (tool.Result, error) {
 		preview = &o
 		if call.DryRun {
 			res.Warnings = append(res.Warnings, "dry run: nothing was changed")
-			return g.finish(ctx, res, ev, o, start, 0)
+			return g.finish(ctx, res, ev, o, start, 0, nil)
 		}
 	}
 
@@ -550,7 +550,7 @@ func (g *Gate) Call(ctx context.Context, req Request) (tool.Result, error) {
 		ev.Decision.Approver = verdict.Approver
 		if aerr != nil {
 			ev.Decision.Action = ActionDeny
-			return g.finish(ctx, res, ev, g.maskOutcome(tool.Outcome{Err: aerr}, vault, red, true), start, 0)
+			return g.finish(ctx, res, ev, g.maskOutcome(tool.Outcome{Err: aerr}, vault, red, true), start, 0, nil)
 		}
 		if c.rules != nil {
 			c.rules.approved = c.verdict.Asking
@@ -562,7 +562,8 @@ func (g *Gate) Call(ctx context.Context, req Request) (tool.Result, error) {
 	if preview != nil {
 		ev.Preview = truncateText(preview.Output, maxArgsText)
 	}
-	intentSeq, err := g.append(ctx, ev)
+	var head eventHead
+	intentSeq, err := g.appendHead(ctx, ev, &head)
 	if err != nil {
 		return tool.Result{}, err
 	}
@@ -570,7 +571,7 @@ func (g *Gate) Call(ctx context.Context, req Request) (tool.Result, error) {
 	o = g.maskOutcome(o, vault, red, false)
 	// The result is recorded even if the caller's context ended meanwhile,
 	// so the log never holds an intent without its result.
-	return g.finish(context.WithoutCancel(ctx), res, ev, o, start, intentSeq)
+	return g.finish(context.WithoutCancel(ctx), res, ev, o, start, intentSeq, &head)
 }
 
 type approvalVerdict struct{ Approval, Approver string }
@@ -675,7 +676,9 @@ func (c *checked) untrustedAsks() bool {
 
 // finish fills the envelope from an outcome, records the result durably and
 // logs one line.
-func (g *Gate) finish(ctx context.Context, res tool.Result, ev AuditEvent, o tool.Outcome, start time.Time, intentSeq uint64) (tool.Result, error) {
+//
+// head is the intent's (nil when there was none): see eventHead.
+func (g *Gate) finish(ctx context.Context, res tool.Result, ev AuditEvent, o tool.Outcome, start time.Time, intentSeq uint64, head *eventHead) (tool.Result, error) {
 	res.Output = capOutput(o.Output)
 	switch d := o.Data.(type) {
 	case nil:
@@ -708,7 +711,7 @@ func (g *Gate) finish(ctx context.Context, res tool.Result, ev AuditEvent, o too
 		ev.Message = o.Err.Message
 	}
 	ev.Digest = outcomeDigest(res.Output, res.Data)
-	seq, err := g.append(ctx, ev)
+	seq, err := g.appendHead(ctx, ev, head)
 	if err != nil {
 		return res, err
 	}
@@ -752,7 +755,13 @@ func outcomeDigest(output string, data []byte) string {
 }
 
 func (g *Gate) append(ctx context.Context, ev AuditEvent) (uint64, error) {
-	body, err := marshalEvent(&ev)
+	return g.appendHead(ctx, ev, nil)
+}
+
+// appendHead is append, the event's head written from h or kept in it
+// (see eventHead): a call's intent keeps it, its result writes it again.
+func (g *Gate) appendHead(ctx context.Context, ev AuditEvent, h *eventHead) (uint64, error) {
+	body, err := marshalEventHead(&ev, h)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %v", tool.ErrAudit, err)
 	}
