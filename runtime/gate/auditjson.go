@@ -26,10 +26,9 @@ type eventHead struct {
 
 // holds reports whether h was written from ev's fields as they are now.
 func (h *eventHead) holds(ev *AuditEvent) bool {
-	return h.text != nil && h.callID == ev.CallID && h.runID == ev.RunID && h.tool == ev.Tool &&
-		h.argsText == ev.ArgsText && h.dryRun == ev.DryRun && bytes.Equal(h.args, ev.Args) && (h.args == nil) == (ev.Args == nil) &&
-		slices.Equal(h.principal, ev.Principal) && (h.principal == nil) == (ev.Principal == nil) &&
-		slices.Equal(h.needs, ev.Needs)
+	return h.text != nil && h.callID == ev.CallID && h.runID == ev.RunID && h.tool == ev.Tool && h.argsText == ev.ArgsText &&
+		h.dryRun == ev.DryRun && bytes.Equal(h.args, ev.Args) && (h.args == nil) == (ev.Args == nil) &&
+		slices.Equal(h.principal, ev.Principal) && (h.principal == nil) == (ev.Principal == nil) && slices.Equal(h.needs, ev.Needs)
 }
 
 // marshalEventHead is marshalEvent, writing the head from h when it holds

@@ -563,7 +563,7 @@ func (g *Gate) Call(ctx context.Context, req Request) (tool.Result, error) {
 		ev.Preview = truncateText(preview.Output, maxArgsText)
 	}
 	var head eventHead
-	intentSeq, err := g.appendHead(ctx, ev, &head)
+	intentSeq, err := g.append(ctx, ev, &head)
 	if err != nil {
 		return tool.Result{}, err
 	}
@@ -711,7 +711,7 @@ func (g *Gate) finish(ctx context.Context, res tool.Result, ev AuditEvent, o too
 		ev.Message = o.Err.Message
 	}
 	ev.Digest = outcomeDigest(res.Output, res.Data)
-	seq, err := g.appendHead(ctx, ev, head)
+	seq, err := g.append(ctx, ev, head)
 	if err != nil {
 		return res, err
 	}
@@ -754,13 +754,9 @@ func outcomeDigest(output string, data []byte) string {
 	return string(out[:])
 }
 
-func (g *Gate) append(ctx context.Context, ev AuditEvent) (uint64, error) {
-	return g.appendHead(ctx, ev, nil)
-}
-
-// appendHead is append, the event's head written from h or kept in it
-// (see eventHead): a call's intent keeps it, its result writes it again.
-func (g *Gate) appendHead(ctx context.Context, ev AuditEvent, h *eventHead) (uint64, error) {
+// append records ev, its head written from h or kept in it when h is not
+// nil (see eventHead): a call's intent keeps it, its result writes it again.
+func (g *Gate) append(ctx context.Context, ev AuditEvent, h *eventHead) (uint64, error) {
 	body, err := marshalEventHead(&ev, h)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %v", tool.ErrAudit, err)
@@ -803,9 +799,8 @@ type sandboxNote struct {
 }
 
 // callNotes is the one value a running call's context carries for the
-// gate (one context value a call, not one for each): the gate itself
-// (GateFrom), and where the call's programs note the protections they ran
-// under (NoteSandbox) and the connections they made (NoteConnection).
+// gate: the gate (GateFrom), and where the call's programs note the
+// protections they ran under and the connections they made.
 type callNotes struct {
 	gate    *Gate
 	sandbox sandboxNote
@@ -935,14 +930,11 @@ func redactNeeds(red *redact.Redactor, ns []capability.Need) []string {
 func redactGrants(red *redact.Redactor, grants []string, needs []capability.Need, shown []string) []string {
 	out := grants
 	for i, g := range grants {
-		r, seen := "", false
-		for j, n := range needs {
-			if needReads(n, g) {
-				r, seen = shown[j], true
-				break
-			}
-		}
-		if !seen {
+		j := slices.IndexFunc(needs, func(n capability.Need) bool { return n.String() == g })
+		r := ""
+		if j >= 0 {
+			r = shown[j]
+		} else {
 			r = red.String(g)
 		}
 		if r != g {
@@ -953,15 +945,6 @@ func redactGrants(red *redact.Redactor, grants []string, needs []capability.Need
 		}
 	}
 	return out
-}
-
-// needReads reports whether s is n.String(), without making it.
-func needReads(n capability.Need, s string) bool {
-	if n.Resource == "" {
-		return s == string(n.Kind)
-	}
-	k := len(n.Kind)
-	return len(s) == k+1+len(n.Resource) && s[:k] == string(n.Kind) && s[k] == ':' && s[k+1:] == n.Resource
 }
 
 func capOutput(s string) string {
