@@ -141,6 +141,17 @@ func (o *Object) Value(k string, v any) {
 	o.b = append(o.b, out...)
 }
 
+// Mark returns where the next field starts, for Since.
+func (o *Object) Mark() int { return len(o.b) }
+
+// Since returns a copy of the fields written since mark (each with the
+// comma before it, unless it was its object's first): to be written again
+// as they are, with Fields, in another object at the same place.
+func (o *Object) Since(mark int) []byte { return append([]byte(nil), o.b[mark:]...) }
+
+// Fields writes fields Since returned, after at least one other field.
+func (o *Object) Fields(written []byte) { o.b = append(o.b, written...) }
+
 // Open starts an object field; Close ends it.
 func (o *Object) Open(k string) {
 	o.key(k)

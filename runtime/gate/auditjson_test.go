@@ -133,3 +133,73 @@ func TestEventSizeHoldsTheEvent(t *testing.T) {
 		t.Errorf("the event is %d bytes, its buffer %d", len(got), eventSize(&ev))
 	}
 }
+
+// TestMarshalEventHeadIsJSONMarshal: a result event written with its
+// intent's head is json.Marshal's, byte for byte — and so is one any of
+// whose head fields differs from the intent's (a head written from other
+// fields is never written again: were it, the record would show the
+// intent's arguments, needs or principal, not the result's).
+func TestMarshalEventHeadIsJSONMarshal(t *testing.T) {
+	rng := rand.New(rand.NewSource(18))
+	fill := func() AuditEvent {
+		var ev AuditEvent
+		fillEvent(rng, reflect.ValueOf(&ev).Elem())
+		return ev
+	}
+	withHead := func(ev, from AuditEvent) AuditEvent {
+		ev.CallID, ev.RunID, ev.Principal, ev.Tool = from.CallID, from.RunID, from.Principal, from.Tool
+		ev.Args, ev.ArgsText, ev.DryRun, ev.Needs = from.Args, from.ArgsText, from.DryRun, from.Needs
+		return ev
+	}
+	reused, changed := 0, 0
+	for range 30000 {
+		var h eventHead
+		intent := fill()
+		check := func(ev AuditEvent) {
+			t.Helper()
+			want, werr := json.Marshal(ev)
+			got, gerr := marshalEventHead(&ev, &h)
+			if (werr != nil) != (gerr != nil) {
+				t.Fatalf("%#v: json.Marshal: %v, marshalEvent: %v", ev, werr, gerr)
+			}
+			if werr == nil && !bytes.Equal(got, want) {
+				t.Fatalf("%#v:\n marshalEvent %s\n json.Marshal %s", ev, got, want)
+			}
+		}
+		check(intent)
+		result := withHead(fill(), intent)
+		if h.text != nil && h.holds(&result) {
+			reused++
+		}
+		check(result)
+		// One head field from another event.
+		other := withHead(result, fill())
+		f := rng.Intn(8)
+		ev := result
+		switch f {
+		case 0:
+			ev.CallID = other.CallID
+		case 1:
+			ev.RunID = other.RunID
+		case 2:
+			ev.Principal = other.Principal
+		case 3:
+			ev.Tool = other.Tool
+		case 4:
+			ev.Args = other.Args
+		case 5:
+			ev.ArgsText = other.ArgsText
+		case 6:
+			ev.DryRun = other.DryRun
+		case 7:
+			ev.Needs = other.Needs
+		}
+		if h.text != nil && !h.holds(&ev) {
+			changed++
+		}
+		check(ev)
+	}
+	if reused == 0 || changed == 0 {
+		t.Fatalf("reused %d, changed %d: the test reads nothing", reused, changed)
+	}
+}

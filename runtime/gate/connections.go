@@ -17,15 +17,14 @@ type connNote struct {
 	dropped int
 }
 
-type connNoteKey struct{}
-
 // NoteConnection records, for the audit record of the call running in
 // ctx, a connection one of its programs made or was refused.
 func NoteConnection(ctx context.Context, c tool.Connection) {
-	n, ok := ctx.Value(connNoteKey{}).(*connNote)
+	notes, ok := notesFrom(ctx)
 	if !ok {
 		return
 	}
+	n := &notes.conns
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if len(n.list) >= maxConnections {
@@ -33,11 +32,6 @@ func NoteConnection(ctx context.Context, c tool.Connection) {
 		return
 	}
 	n.list = append(n.list, c)
-}
-
-func withConnNote(ctx context.Context) (context.Context, *connNote) {
-	n := &connNote{}
-	return context.WithValue(ctx, connNoteKey{}, n), n
 }
 
 func (n *connNote) get() ([]tool.Connection, int) {

@@ -514,10 +514,7 @@ func (g *Gate) Call(ctx context.Context, req Request) (tool.Result, error) {
 		ev.Tool = c.call.Tool
 		d := c.decision
 		d.Rule = red.String(d.Rule)
-		d.Grants = slices.Clone(d.Grants)
-		for i := range d.Grants {
-			d.Grants[i] = red.String(d.Grants[i])
-		}
+		d.Grants = redactGrants(red, d.Grants, c.needs, ev.Needs)
 		ev.Decision = &d
 	} else {
 		ev.ArgsText, inArgs = g.argsText(req.Args)
@@ -525,7 +522,7 @@ func (g *Gate) Call(ctx context.Context, req Request) (tool.Result, error) {
 	}
 
 	if cerr != nil {
-		return g.finish(ctx, res, ev, g.maskOutcome(tool.Outcome{Err: cerr}, vault, red, true), start, 0)
+		return g.finish(ctx, res, ev, g.maskOutcome(tool.Outcome{Err: cerr}, vault, red, true), start, 0, nil)
 	}
 	call := c.call
 	if c.plainMasks != "" {
@@ -542,7 +539,7 @@ func (g *Gate) Call(ctx context.Context, req Request) (tool.Result, error) {
 		preview = &o
 		if call.DryRun {
 			res.Warnings = append(res.Warnings, "dry run: nothing was changed")
-			return g.finish(ctx, res, ev, o, start, 0)
+			return g.finish(ctx, res, ev, o, start, 0, nil)
 		}
 	}
 
@@ -553,7 +550,7 @@ func (g *Gate) Call(ctx context.Context, req Request) (tool.Result, error) {
 		ev.Decision.Approver = verdict.Approver
 		if aerr != nil {
 			ev.Decision.Action = ActionDeny
-			return g.finish(ctx, res, ev, g.maskOutcome(tool.Outcome{Err: aerr}, vault, red, true), start, 0)
+			return g.finish(ctx, res, ev, g.maskOutcome(tool.Outcome{Err: aerr}, vault, red, true), start, 0, nil)
 		}
 		if c.rules != nil {
 			c.rules.approved = c.verdict.Asking
@@ -565,7 +562,8 @@ func (g *Gate) Call(ctx context.Context, req Request) (tool.Result, error) {
 	if preview != nil {
 		ev.Preview = truncateText(preview.Output, maxArgsText)
 	}
-	intentSeq, err := g.append(ctx, ev)
+	var head eventHead
+	intentSeq, err := g.append(ctx, ev, &head)
 	if err != nil {
 		return tool.Result{}, err
 	}
@@ -573,7 +571,7 @@ func (g *Gate) Call(ctx context.Context, req Request) (tool.Result, error) {
 	o = g.maskOutcome(o, vault, red, false)
 	// The result is recorded even if the caller's context ended meanwhile,
 	// so the log never holds an intent without its result.
-	return g.finish(context.WithoutCancel(ctx), res, ev, o, start, intentSeq)
+	return g.finish(context.WithoutCancel(ctx), res, ev, o, start, intentSeq, &head)
 }
 
 type approvalVerdict struct{ Approval, Approver string }
@@ -678,7 +676,9 @@ func (c *checked) untrustedAsks() bool {
 
 // finish fills the envelope from an outcome, records the result durably and
 // logs one line.
-func (g *Gate) finish(ctx context.Context, res tool.Result, ev AuditEvent, o tool.Outcome, start time.Time, intentSeq uint64) (tool.Result, error) {
+//
+// head is the intent's (nil when there was none): see eventHead.
+func (g *Gate) finish(ctx context.Context, res tool.Result, ev AuditEvent, o tool.Outcome, start time.Time, intentSeq uint64, head *eventHead) (tool.Result, error) {
 	res.Output = capOutput(o.Output)
 	switch d := o.Data.(type) {
 	case nil:
@@ -711,7 +711,7 @@ func (g *Gate) finish(ctx context.Context, res tool.Result, ev AuditEvent, o too
 		ev.Message = o.Err.Message
 	}
 	ev.Digest = outcomeDigest(res.Output, res.Data)
-	seq, err := g.append(ctx, ev)
+	seq, err := g.append(ctx, ev, head)
 	if err != nil {
 		return res, err
 	}
@@ -754,8 +754,10 @@ func outcomeDigest(output string, data []byte) string {
 	return string(out[:])
 }
 
-func (g *Gate) append(ctx context.Context, ev AuditEvent) (uint64, error) {
-	body, err := marshalEvent(&ev)
+// append records ev, its head written from h or kept in it when h is not
+// nil (see eventHead): a call's intent keeps it, its result writes it again.
+func (g *Gate) append(ctx context.Context, ev AuditEvent, h *eventHead) (uint64, error) {
+	body, err := marshalEventHead(&ev, h)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %v", tool.ErrAudit, err)
 	}
@@ -775,15 +777,13 @@ func (g *Gate) safeRun(ctx context.Context, t tool.Tool, c *tool.Call) (o tool.O
 			o = tool.Fail(tool.CodeInternal, "this is a bug in warden; please report it", "tool %s failed unexpectedly", c.Tool)
 		}
 	}()
-	ctx = context.WithValue(ctx, gateKey{}, g)
-	note := &sandboxNote{}
-	ctx = context.WithValue(ctx, sandboxNoteKey{}, note)
-	ctx, conns := withConnNote(ctx)
+	notes := &callNotes{gate: g}
+	ctx = context.WithValue(ctx, callNotesKey{}, notes)
 	defer func() {
 		if o.Sandbox == "" {
-			o.Sandbox = note.get()
+			o.Sandbox = notes.sandbox.get()
 		}
-		o.Connections, o.ConnectionsDropped = conns.get()
+		o.Connections, o.ConnectionsDropped = notes.conns.get()
 	}()
 	if p, ok := t.(tool.Previewer); ok && c.DryRun {
 		return p.Preview(ctx, c)
@@ -798,7 +798,22 @@ type sandboxNote struct {
 	level string
 }
 
-type sandboxNoteKey struct{}
+// callNotes is the one value a running call's context carries for the
+// gate: the gate (GateFrom), and where the call's programs note the
+// protections they ran under and the connections they made.
+type callNotes struct {
+	gate    *Gate
+	sandbox sandboxNote
+	conns   connNote
+}
+
+type callNotesKey struct{}
+
+// notesFrom returns the notes of the call running in ctx, if any.
+func notesFrom(ctx context.Context) (*callNotes, bool) {
+	n, ok := ctx.Value(callNotesKey{}).(*callNotes)
+	return n, ok && n != nil
+}
 
 func (n *sandboxNote) get() string {
 	n.mu.Lock()
@@ -810,10 +825,10 @@ func (n *sandboxNote) get() string {
 // running in ctx, that it started a program under the protections named
 // by level (sandbox.Support.Level).
 func NoteSandbox(ctx context.Context, level string) {
-	if n, ok := ctx.Value(sandboxNoteKey{}).(*sandboxNote); ok {
-		n.mu.Lock()
-		n.level = level
-		n.mu.Unlock()
+	if n, ok := notesFrom(ctx); ok {
+		n.sandbox.mu.Lock()
+		n.sandbox.level = level
+		n.sandbox.mu.Unlock()
 	}
 }
 
@@ -903,6 +918,31 @@ func redactNeeds(red *redact.Redactor, ns []capability.Need) []string {
 	out := make([]string, len(ns))
 	for i, n := range ns {
 		out[i] = red.String(n.String())
+	}
+	return out
+}
+
+// redactGrants redacts the grants recorded for a call's needs (shown is
+// needs redacted by red): a grant that reads as one of the needs (the
+// grant system.info for the need system.info) is that need's redaction,
+// made with the same redactor already. The result is a copy when any
+// grant changes; grants itself is left as it is.
+func redactGrants(red *redact.Redactor, grants []string, needs []capability.Need, shown []string) []string {
+	out := grants
+	for i, g := range grants {
+		j := slices.IndexFunc(needs, func(n capability.Need) bool { return n.String() == g })
+		r := ""
+		if j >= 0 {
+			r = shown[j]
+		} else {
+			r = red.String(g)
+		}
+		if r != g {
+			if &out[0] == &grants[0] {
+				out = slices.Clone(grants)
+			}
+			out[i] = r
+		}
 	}
 	return out
 }

@@ -184,7 +184,7 @@ func (g *Gate) expire(ctx context.Context, t TimedGrant, remembered bool) {
 	}
 	ev := AuditEvent{Phase: PhaseAdmin, CallID: g.o.NewID(), Principal: []string{"warden"}, Tool: "grant",
 		Outcome: "expired", Message: g.o.Redactor.String(t.String())}
-	if _, err := g.append(ctx, ev); err != nil {
+	if _, err := g.append(ctx, ev, nil); err != nil {
 		g.o.Logger.Warn("the expiry of a grant could not be recorded", "grant", t.ID, "err", err)
 	}
 }
@@ -228,7 +228,7 @@ func (g *Gate) remember(ctx context.Context, tool string, rules []string, by str
 		args, _ = g.redactShown(args) // json.Marshal's: compact
 		ev := AuditEvent{Phase: PhaseAdmin, CallID: g.o.NewID(), Principal: []string{by}, Tool: "grant.approval",
 			Args: args, Outcome: "ok", Message: g.o.Redactor.String(t.String())}
-		if _, err := g.append(ctx, ev); err != nil {
+		if _, err := g.append(ctx, ev, nil); err != nil {
 			return out, err
 		}
 		if err := g.o.Grants.PutGrant(ctx, t); err != nil {

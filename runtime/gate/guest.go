@@ -13,16 +13,16 @@ import (
 	"github.com/wardenrt/warden/runtime/capability"
 )
 
-// gateKey carries the gate running a tool in the tool's context.
-type gateKey struct{}
-
 // GateFrom returns the gate that is running the current tool call. The gate
 // puts itself in the context of every Run and Preview, so a tool that calls
 // other tools on someone's behalf (a wasm tool's host functions) goes back
 // through the same gate, grants and audit log.
 func GateFrom(ctx context.Context) (*Gate, bool) {
-	g, ok := ctx.Value(gateKey{}).(*Gate)
-	return g, ok && g != nil
+	n, ok := notesFrom(ctx)
+	if !ok || n.gate == nil {
+		return nil, false
+	}
+	return n.gate, true
 }
 
 // DefaultHostTimeout is the deadline of one host call from a guest when the

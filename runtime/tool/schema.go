@@ -16,7 +16,14 @@ import (
 
 // Schema is a tool's input schema, compiled.
 type Schema struct {
-	compiled func() (*jsonschema.Schema, error)
+	compiled func() (*compiledSchema, error)
+}
+
+// compiledSchema is the validator, and the flat schema that vouches
+// cheaply for the values it surely accepts (nil: none; see flatSchema).
+type compiledSchema struct {
+	sch  *jsonschema.Schema
+	flat *flatSchema
 }
 
 // CompileSchema compiles a tool's input schema. It must be an object schema,
@@ -28,7 +35,7 @@ func CompileSchema(name string, raw json.RawMessage) (*Schema, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Schema{compiled: func() (*jsonschema.Schema, error) { return sch, nil }}, nil
+	return &Schema{compiled: func() (*compiledSchema, error) { return sch, nil }}, nil
 }
 
 // DeferOwnSchema is CompileSchema of the schema raw returns, run when the
@@ -41,12 +48,12 @@ func CompileSchema(name string, raw json.RawMessage) (*Schema, error) {
 // else wrote. A schema that does not compile refuses every value
 // (CodeInternal): nothing is let through unchecked.
 func DeferOwnSchema(name string, raw func() json.RawMessage) *Schema {
-	return &Schema{compiled: sync.OnceValues(func() (*jsonschema.Schema, error) {
+	return &Schema{compiled: sync.OnceValues(func() (*compiledSchema, error) {
 		return compileSchema(name, raw(), true)
 	})}
 }
 
-func compileSchema(name string, raw json.RawMessage, own bool) (*jsonschema.Schema, error) {
+func compileSchema(name string, raw json.RawMessage, own bool) (*compiledSchema, error) {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
 		return nil, fmt.Errorf("tool %s: input schema is not JSON: %w", name, err)
@@ -76,7 +83,7 @@ func compileSchema(name string, raw json.RawMessage, own bool) (*jsonschema.Sche
 	if err != nil {
 		return nil, fmt.Errorf("tool %s: input schema: %w", name, err)
 	}
-	return sch, nil
+	return &compiledSchema{sch: sch, flat: flatSchemaOf(root)}, nil
 }
 
 // openObjects lists the schema locations that name fields (properties or
@@ -128,7 +135,10 @@ func (s *Schema) Validate(v any) *Error {
 	if err != nil {
 		return Errorf(CodeInternal, "the tool's input schema is broken: report it to the tool's author", "%v", err)
 	}
-	err = compiled.Validate(v)
+	if compiled.flat != nil && compiled.flat.accepts(v) {
+		return nil
+	}
+	err = compiled.sch.Validate(v)
 	if err == nil {
 		return nil
 	}

@@ -50,9 +50,17 @@ const (
 	VaultUnkept     = "0000"
 )
 
-// NewVault returns an empty vault for one run.
+// NewVault returns an empty vault for one run. Its maps are made when it
+// first keeps something: most calls' vaults never do.
 func NewVault() *Vault {
-	return &Vault{byID: map[string]*VaultEntry{}, byValue: map[string]*VaultEntry{}}
+	return &Vault{}
+}
+
+// maps makes the vault's maps if they are not made yet (v.mu held).
+func (v *Vault) maps() {
+	if v.byID == nil {
+		v.byID, v.byValue = map[string]*VaultEntry{}, map[string]*VaultEntry{}
+	}
 }
 
 // Len returns the number of masks the vault holds.
@@ -89,6 +97,7 @@ func (v *Vault) Mask(kind, original, file string) string {
 		if len(v.byID) >= vaultMaxEntries || v.bytes+len(original) > vaultMaxBytes {
 			return redact.FormatMask(kind, VaultUnkept)
 		}
+		v.maps()
 		e = &VaultEntry{id: v.newID(), kind: kind, original: original, files: map[string]bool{}}
 		v.byID[e.id] = e
 		v.byValue[original] = e
@@ -121,6 +130,7 @@ func (v *Vault) Admit(s, file string) (string, []string) {
 		e, known := v.byID[m.ID]
 		switch {
 		case !known && m.ID != VaultUnkept && len(v.byID) < vaultMaxEntries:
+			v.maps()
 			v.byID[m.ID] = &VaultEntry{id: m.ID, kind: m.Kind, original: text, literal: true}
 			v.mu.Unlock()
 			continue
@@ -206,6 +216,7 @@ func (v *Vault) Alias(recorded, now string) int {
 			}
 			continue
 		}
+		v.maps() // (made already: e is in it)
 		v.byID[old[i].ID] = e
 		n++
 	}
