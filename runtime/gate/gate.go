@@ -245,7 +245,8 @@ func (g *Gate) check(ctx context.Context, req Request, callID string, vault *too
 	c.shown = compact
 	c.call = &tool.Call{
 		ID: callID, Tool: e.spec.Name, Args: compact, RunID: req.RunID,
-		Principal: req.Principal, Grants: grants, Workspace: g.o.Workspace,
+		// The tool's own copy: the caller's slice is the record's too.
+		Principal: slices.Clone(req.Principal), Grants: grants, Workspace: g.o.Workspace,
 		DryRun: req.DryRun || (g.o.DryRun && !e.spec.ReadOnly),
 	}
 	c.call.SetArgs(compact, value)
