@@ -13,35 +13,9 @@ import (
 	"time"
 
 	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/redact/redacttest"
 	"github.com/wardenrt/warden/runtime/tool"
 )
-
-// benchCode is Go source with secret-sounding names and no secret: what a
-// coding agent reads most.
-const benchCode = `func (c *Client) login(ctx context.Context, cfg Config) error {
-	for _, cookie := range c.jar.Cookies(c.base) {
-		c.log.Debug("cookie", "name", cookie.Name)
-	}
-	token := cfg.Token
-	c.auth = &auth{apiKey: cfg.APIKey, token: token, secret: c.secret}
-	if token == "" {
-		return fmt.Errorf("no token: set %s", envToken)
-	}
-	req.Header.Set("Authorization", fmt.Sprintf("Bearer %s", token))
-	return nil
-}
-
-`
-
-// benchEnv is configuration with a secret every few lines.
-const benchEnv = `APP_NAME=warden-bench
-DEBUG=false
-DB_HOST=db.internal
-DB_PASSWORD=s3cr3t-Pa55w0rd-x1
-AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE
-GITHUB_TOKEN=ghp_1a2B3c4D5e6F7g8H9i0J1k2L3m4N5o6P7q8R
-LOG_LEVEL=info
-`
 
 // cpuTime is the process's user and system CPU time: on a machine shared
 // with other work, a steadier measure than the wall clock.
@@ -72,7 +46,7 @@ func benchText(unit string, size int) []byte {
 // with runtimetest.Audit, i.e. without the durable audit write.
 func BenchmarkFSRead(b *testing.B) {
 	ws, g, _ := testWS(b, testRO)
-	for _, kind := range []struct{ name, unit string }{{"code", benchCode}, {"env", benchEnv}} {
+	for _, kind := range []struct{ name, unit string }{{"code", redacttest.Code}, {"env", redacttest.Env}} {
 		for _, size := range []struct {
 			name string
 			n    int

@@ -3,38 +3,12 @@
 package redact
 
 import (
+	"github.com/wardenrt/warden/runtime/redact/redacttest"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 )
-
-// fsCode and fsEnv are the texts builtin/fs's BenchmarkFSRead reads: Go
-// source with secret-sounding names and no secret, and configuration with
-// a secret every few lines.
-const fsCode = `func (c *Client) login(ctx context.Context, cfg Config) error {
-	for _, cookie := range c.jar.Cookies(c.base) {
-		c.log.Debug("cookie", "name", cookie.Name)
-	}
-	token := cfg.Token
-	c.auth = &auth{apiKey: cfg.APIKey, token: token, secret: c.secret}
-	if token == "" {
-		return fmt.Errorf("no token: set %s", envToken)
-	}
-	req.Header.Set("Authorization", fmt.Sprintf("Bearer %s", token))
-	return nil
-}
-
-`
-
-const fsEnv = `APP_NAME=warden-bench
-DEBUG=false
-DB_HOST=db.internal
-DB_PASSWORD=s3cr3t-Pa55w0rd-x1
-AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE
-GITHUB_TOKEN=ghp_1a2B3c4D5e6F7g8H9i0J1k2L3m4N5o6P7q8R
-LOG_LEVEL=info
-`
 
 func repeatTo(unit string, size int) string {
 	return strings.Repeat(unit, size/len(unit)+1)[:size]
@@ -48,8 +22,8 @@ func repeatTo(unit string, size int) string {
 func BenchmarkStages(b *testing.B) {
 	named := func(kind, _ string, _ int) string { return FormatMask(kind, "3f9a") }
 	texts := []struct{ name, text string }{
-		{"code-4KiB", repeatTo(fsCode, 4<<10)}, {"code-1MiB", repeatTo(fsCode, 1<<20)},
-		{"env-4KiB", repeatTo(fsEnv, 4<<10)}, {"typical-1MiB", typicalText(1 << 20)},
+		{"code-4KiB", repeatTo(redacttest.Code, 4<<10)}, {"code-1MiB", repeatTo(redacttest.Code, 1<<20)},
+		{"env-4KiB", repeatTo(redacttest.Env, 4<<10)}, {"typical-1MiB", typicalText(1 << 20)},
 	}
 	kv := len(rules) - 1
 	for _, t := range texts {
