@@ -26,6 +26,7 @@ import (
 // runLauncher is the launcher's work (Main): the namespace probe, or
 // the sandbox of one program. It never returns.
 func runLauncher() {
+	launcherParent = os.Getppid()
 	if len(os.Args) == 2 && os.Args[1] == probeArg {
 		probe()
 	}
@@ -40,6 +41,9 @@ func runLauncher() {
 	}
 	os.Exit(ExitLaunchFailed)
 }
+
+// launcherParent is the launcher's parent when it started: warden.
+var launcherParent int
 
 // launch applies the Spec from the environment to this process and
 // executes path with argv. It returns only on failure: it never starts the
@@ -162,6 +166,16 @@ func execLimited(path string, argv, env []string, as uint64, filter []unix.SockF
 	prefix := "warden sandbox: " + path + ": "
 	debug.SetGCPercent(-1)
 	runtime.LockOSThread()
+	// The program ends with warden: killed when its parent is (the
+	// setting survives execve, and nothing after changes the credentials
+	// that would clear it). Warden gone already, the launcher's parent is
+	// another process, and nothing starts.
+	if _, _, e := syscall.RawSyscall6(unix.SYS_PRCTL, unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0, 0); e != 0 {
+		return fmt.Errorf("parent-death signal: %w", e)
+	}
+	if ppid, _, _ := syscall.RawSyscall(unix.SYS_GETPPID, 0, 0, 0); int(ppid) != launcherParent {
+		return errors.New("warden ended before the program started")
+	}
 	if _, _, e := syscall.RawSyscall6(unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0, 0); e != 0 {
 		return fmt.Errorf("no_new_privs: %w", e)
 	}
@@ -620,17 +634,24 @@ func NewGroup(max uint64) (string, error) {
 	return dir, nil
 }
 
-// groupName is a new pids cgroup's path: random, under pidsRoot.
+// groupName is a new pids cgroup's path under pidsRoot: named for this
+// warden (ownerTag) and random. The first call sweeps what wardens that
+// are gone left behind (sweepGroups).
 func groupName() (string, error) {
 	root := pidsRoot()
 	if root == "" {
 		return "", errors.New("no writable pids cgroup (" + pidsV1Root + ") to hold the process limit, and root is not bound by RLIMIT_NPROC")
 	}
+	sweepOnce.Do(func() { sweepGroups(root) })
 	b := make([]byte, 8)
 	if _, err := rand.Read(b); err != nil {
 		return "", err
 	}
-	return filepath.Join(root, "warden-sandbox-"+hex.EncodeToString(b)), nil
+	name := groupPrefix + hex.EncodeToString(b)
+	if tag := ownerTag(); tag != "" {
+		name = groupPrefix + tag + "-" + hex.EncodeToString(b)
+	}
+	return filepath.Join(root, name), nil
 }
 
 // makeGroup creates the pids cgroup dir allowing max tasks.
