@@ -21,7 +21,7 @@ import (
 // reaches), says both pids, and waits.
 const orphanScript = `setsid sleep 1000 </dev/null >/dev/null 2>&1 & echo "$$ $!"; exec sleep 999`
 
-// TestKilledWardenEndsItsPrograms: a program under the sandbox does not
+// TestHostileKilledWardenEndsItsPrograms: a program under the sandbox does not
 // outlive the warden that started it. Killed (SIGKILL: no deferred
 // cleanup runs), warden takes its programs with it — started afresh or
 // through a pre-started launcher — so that no program runs on past the
@@ -29,7 +29,7 @@ const orphanScript = `setsid sleep 1000 </dev/null >/dev/null 2>&1 & echo "$$ $!
 // session is no child of warden's: for root it stays in the program's
 // pids cgroup, which the next warden to make one finds its owner gone
 // and empties (kills what is in it) and removes.
-func TestKilledWardenEndsItsPrograms(t *testing.T) {
+func TestHostileKilledWardenEndsItsPrograms(t *testing.T) {
 	for _, mode := range []string{"fresh", "pool"} {
 		t.Run(mode, func(t *testing.T) {
 			p := smallLauncherForPool(t)
@@ -122,13 +122,13 @@ func waitFor(pid int, limit time.Duration) (unix.WaitStatus, error) {
 	}
 }
 
-// TestKilledWardenHelper is the warden TestKilledWardenEndsItsPrograms
+// TestKilledWardenHelper is the warden TestHostileKilledWardenEndsItsPrograms
 // kills: it starts orphanScript under the sandbox, says its pids and
 // cgroup, and waits to be killed.
 func TestKilledWardenHelper(t *testing.T) {
 	mode := os.Getenv("WARDEN_ORPHAN_HELPER")
 	if mode == "" {
-		t.Skip("run by TestKilledWardenEndsItsPrograms")
+		t.Skip("run by TestHostileKilledWardenEndsItsPrograms")
 	}
 	defer UseLauncher(os.Getenv("WARDEN_ORPHAN_LAUNCHER"))()
 	ws := t.TempDir()
