@@ -13,6 +13,7 @@ import (
 	"github.com/wardenrt/warden/builtin/shell"
 	"github.com/wardenrt/warden/builtin/web"
 	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/policy"
 	"github.com/wardenrt/warden/runtime/runtimetest"
 	"github.com/wardenrt/warden/runtime/tool"
 )
@@ -20,7 +21,7 @@ import (
 // benchPolicies are a policy of 5 rules on tool names and one of 200 rules
 // on arguments (80 on shell commands, 60 on paths, 40 on http methods and
 // hosts, 20 on argument fields), each ending in the same name rules.
-func benchPolicies(b *testing.B) map[string]*gate.Policy {
+func benchPolicies(b *testing.B) map[string]*policy.Policy {
 	head := "version: 1\ngrants: [\"fs.read:**\", \"fs.write:**\", \"exec:*\", \"net:*\", \"memory.write:*\"]\nrules:\n"
 	names := `  - {tool: shell, action: allow, require_approval: true}
   - {tool: fs_write, action: allow, require_approval: true}
@@ -41,9 +42,9 @@ func benchPolicies(b *testing.B) map[string]*gate.Policy {
 	for i := range 15 {
 		fmt.Fprintf(&args, "  - {tool: write_memory, args: {namespace: \"ns%d/*\"}, action: deny}\n", i)
 	}
-	out := map[string]*gate.Policy{}
+	out := map[string]*policy.Policy{}
 	for name, src := range map[string]string{"5-name-rules": head + names, "200-argument-rules": head + args.String() + names} {
-		p, err := gate.ParsePolicy(name, []byte(src))
+		p, err := policy.ParsePolicy(name, []byte(src))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -86,7 +87,7 @@ func BenchmarkGateRules(b *testing.B) {
 		sh := gate.Request{Tool: "shell", Args: json.RawMessage(`{"command":"git status && ls -la | grep -v ok > out.txt"}`), Principal: []string{"bench"}}
 		b.Run(name+"/shell-decision", func(b *testing.B) {
 			for b.Loop() {
-				if x := g.Explain(sh); x.Verdict == gate.ActionDeny {
+				if x := g.Explain(sh); x.Verdict == policy.ActionDeny {
 					b.Fatal(x.Error)
 				}
 			}

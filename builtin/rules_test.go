@@ -16,6 +16,7 @@ import (
 	"github.com/wardenrt/warden/builtin/shell"
 	"github.com/wardenrt/warden/builtin/web"
 	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/policy"
 	"github.com/wardenrt/warden/runtime/runtimetest"
 	"github.com/wardenrt/warden/runtime/tool"
 )
@@ -50,7 +51,7 @@ func TestArgumentRules(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p, err := gate.ParsePolicy("rules.yaml", []byte(argRulesPolicy))
+	p, err := policy.ParsePolicy("rules.yaml", []byte(argRulesPolicy))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +154,7 @@ func TestArgumentRulesAtRunTime(t *testing.T) {
 	if err := os.MkdirAll(victim, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	p, err := gate.ParsePolicy("rules.yaml", []byte(argRulesPolicy))
+	p, err := policy.ParsePolicy("rules.yaml", []byte(argRulesPolicy))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +173,7 @@ func TestArgumentRulesAtRunTime(t *testing.T) {
 	}
 }
 
-func newArgRulesGate(t *testing.T, p *gate.Policy, ws string, mode tool.ApprovalMode) *gate.Gate {
+func newArgRulesGate(t *testing.T, p *policy.Policy, ws string, mode tool.ApprovalMode) *gate.Gate {
 	t.Helper()
 	ws, err := filepath.EvalSymlinks(ws)
 	if err != nil {
@@ -205,7 +206,7 @@ func TestArgumentRulesPathsAtRunTime(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(ws, "secrets"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	p, err := gate.ParsePolicy("rules.yaml", []byte(argRulesPolicy))
+	p, err := policy.ParsePolicy("rules.yaml", []byte(argRulesPolicy))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +252,7 @@ func TestRememberedApprovalCoversItsRulesOnly(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p, err := gate.ParsePolicy("h.yaml", []byte(`version: 1
+	p, err := policy.ParsePolicy("h.yaml", []byte(`version: 1
 grants: ["fs.read:**", "fs.write:**", "exec:echo", "exec:rm", "exec:printf"]
 rules:
   - {tool: shell, command: "echo*", action: allow, require_approval: true}

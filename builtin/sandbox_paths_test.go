@@ -14,8 +14,8 @@ import (
 	"github.com/wardenrt/warden/builtin/internal/tooltest"
 	"github.com/wardenrt/warden/builtin/memory"
 	"github.com/wardenrt/warden/builtin/shell"
-	"github.com/wardenrt/warden/runtime/gate"
 	"github.com/wardenrt/warden/runtime/pathrule"
+	"github.com/wardenrt/warden/runtime/policy"
 	"github.com/wardenrt/warden/runtime/runtimetest"
 	"github.com/wardenrt/warden/runtime/tool"
 )
@@ -37,7 +37,7 @@ func TestHiddenAndProtectedInTools(t *testing.T) {
 	runtimetest.WriteFile(t, ws, "a.txt", "visible change\n")
 
 	mem := &runtimetest.Memory{}
-	policy := `version: 1
+	policyYAML := `version: 1
 grants: ["fs.read:**", "fs.write:**", "git.read", "exec:cat", "memory.read:*", "memory.write:*"]
 hide: [".env", "*.pem"]
 protect: ["deploy/"]
@@ -45,7 +45,7 @@ rules:
   - { tool: shell, action: allow }
 `
 	tools := append(append(append(fs.Tools(), git.Tools(git.Config{})...), tool.Adapt[shell.Args](&shell.Shell{})), memory.Tools(memory.Config{Memory: mem})...)
-	g, _ := tooltest.Gate(t, policy, ws, tools...)
+	g, _ := tooltest.Gate(t, policyYAML, ws, tools...)
 	noSecret := func(what string, res tool.Result) {
 		t.Helper()
 		if strings.Contains(res.Output+string(res.Data), secret) {
@@ -100,7 +100,7 @@ rules:
 	if !res.Success || strings.Contains(string(res.Data), `"hidden_files":0`) {
 		t.Errorf("get_context did not leave the hidden file out: %+v %s", res.Error, res.Data)
 	}
-	p, err := gate.ParsePolicy("p", []byte(policy))
+	p, err := policy.ParsePolicy("p", []byte(policyYAML))
 	if err != nil {
 		t.Fatal(err)
 	}

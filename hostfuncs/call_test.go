@@ -14,6 +14,7 @@ import (
 	"github.com/wardenrt/warden/hostfuncs"
 	"github.com/wardenrt/warden/runtime/capability"
 	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/policy"
 	"github.com/wardenrt/warden/runtime/tool"
 )
 
@@ -59,7 +60,7 @@ func TestNotesThroughGate(t *testing.T) {
 					t.Fatalf("add: out %q, err %v; want CAPABILITY_DENIED", out, err)
 				}
 				ev := wantAudit(t, e.audit, "write_memory", "CAPABILITY_DENIED")
-				if ev.Decision == nil || ev.Decision.Action != gate.ActionDeny {
+				if ev.Decision == nil || ev.Decision.Action != policy.ActionDeny {
 					t.Errorf("decision = %+v, want deny", ev.Decision)
 				}
 				if _, err := e.mem.GetMemory(context.Background(), "notes", "k1"); !errors.Is(err, gate.ErrNotFound) {

@@ -22,6 +22,7 @@ import (
 	"github.com/wardenrt/warden/internal/wasmfixture"
 	"github.com/wardenrt/warden/runtime/capability"
 	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/policy"
 	"github.com/wardenrt/warden/runtime/runtimetest"
 	"github.com/wardenrt/warden/runtime/tool"
 )
@@ -130,7 +131,7 @@ func newEnv(t testing.TB, gateGrants []string, extra ...tool.Tool) *env {
 	for i, g := range gateGrants {
 		q[i] = strconv.Quote(g)
 	}
-	p, err := gate.ParsePolicy("test", []byte("version: 1\ngrants: ["+strings.Join(q, ", ")+"]\n"))
+	p, err := policy.ParsePolicy("test", []byte("version: 1\ngrants: ["+strings.Join(q, ", ")+"]\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/wardenrt/warden/hostfuncs"
 	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/policy"
 	"github.com/wardenrt/warden/runtime/tool"
 )
 
@@ -115,7 +116,7 @@ func TestFetchThroughGate(t *testing.T) {
 				}
 				t.Logf("guest call error: %v", err)
 				ev := wantAudit(t, e.audit, "http", string(tc.wantCode))
-				if tc.hits == 0 && (ev.Decision == nil || ev.Decision.Action != gate.ActionDeny) {
+				if tc.hits == 0 && (ev.Decision == nil || ev.Decision.Action != policy.ActionDeny) {
 					t.Errorf("decision %+v, want deny before anything is sent", ev.Decision)
 				}
 			}

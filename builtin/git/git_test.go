@@ -547,7 +547,7 @@ func TestGitCommit(t *testing.T) {
 	}
 	// A rule for the git family counts, and so does the default policy's
 	// rule with git.write added (approval is automatic in these tests).
-	defYAML, err := os.ReadFile(filepath.Join("..", "..", "runtime", "gate", "default_policy.yaml"))
+	defYAML, err := os.ReadFile(filepath.Join("..", "..", "runtime", "policy", "default_policy.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

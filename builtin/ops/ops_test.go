@@ -25,6 +25,7 @@ import (
 
 	"github.com/wardenrt/warden/builtin/internal/tooltest"
 	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/policy"
 	"github.com/wardenrt/warden/runtime/runtimetest"
 	"github.com/wardenrt/warden/runtime/sandbox"
 	"github.com/wardenrt/warden/runtime/tool"
@@ -708,7 +709,7 @@ func TestOpsRestartServiceErrors(t *testing.T) {
 
 	// Approval: the default rule requires it; with no one to approve, the
 	// preview is recorded and nothing restarts.
-	p, err := gate.ParsePolicy("test", []byte(e.policy()))
+	p, err := policy.ParsePolicy("test", []byte(e.policy()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -727,15 +728,15 @@ func TestOpsRestartServiceErrors(t *testing.T) {
 		t.Error("restarted without approval")
 	}
 	// The built-in default policy has the rule, and no exec grant.
-	g, err = gate.NewGate(gate.GateOptions{Registry: reg, Policy: gate.DefaultPolicy(), Workspace: e.ws, Audit: audit, Approval: tool.ApproveAuto})
+	g, err = gate.NewGate(gate.GateOptions{Registry: reg, Policy: policy.DefaultPolicy(), Workspace: e.ws, Audit: audit, Approval: tool.ApproveAuto})
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantErr(t, tooltest.Call(t, g, "restart_service", `{"unit":"nginx"}`), tool.CodeCapabilityDenied, "needs the grant exec:systemctl")
-	var r *gate.Rule
-	for i, x := range gate.DefaultPolicy().Rules {
+	var r *policy.Rule
+	for i, x := range policy.DefaultPolicy().Rules {
 		if x.Tool == "restart_service" {
-			r = &gate.DefaultPolicy().Rules[i]
+			r = &policy.DefaultPolicy().Rules[i]
 			break
 		}
 	}
@@ -1267,7 +1268,7 @@ func TestOpsModifyConfigErrors(t *testing.T) {
 	}
 	// No one to approve.
 	e.ops.Artifacts = e.arts
-	p, err := gate.ParsePolicy("test", []byte(e.policy()))
+	p, err := policy.ParsePolicy("test", []byte(e.policy()))
 	if err != nil {
 		t.Fatal(err)
 	}

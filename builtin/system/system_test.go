@@ -11,12 +11,13 @@ import (
 
 	"github.com/wardenrt/warden/builtin/internal/tooltest"
 	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/policy"
 	"github.com/wardenrt/warden/runtime/tool"
 )
 
-func newGate(t testing.TB, sys *System, policy *gate.Policy) *gate.Gate {
+func newGate(t testing.TB, sys *System, p *policy.Policy) *gate.Gate {
 	t.Helper()
-	g, _ := tooltest.GateWith(t, policy, t.TempDir(), tool.Adapt[Args](sys))
+	g, _ := tooltest.GateWith(t, p, t.TempDir(), tool.Adapt[Args](sys))
 	return g
 }
 
@@ -26,7 +27,7 @@ func callSystem(t testing.TB, g *gate.Gate, args string) tool.Result {
 }
 
 func TestSystemGetInfo(t *testing.T) {
-	g := newGate(t, &System{Config{Version: "1.2.3"}}, gate.DefaultPolicy())
+	g := newGate(t, &System{Config{Version: "1.2.3"}}, policy.DefaultPolicy())
 	res := callSystem(t, g, `{"operation":"get_info"}`)
 	if !res.Success {
 		t.Fatalf("%+v", res.Error)
@@ -45,7 +46,7 @@ func TestSystemGetStatus(t *testing.T) {
 	sys := &System{Config{State: func(context.Context) (RuntimeState, error) {
 		return RuntimeState{AuditHeadSeq: 42, ToolsLoaded: 7, Policy: "p"}, nil
 	}}}
-	res := callSystem(t, newGate(t, sys, gate.DefaultPolicy()), `{"operation":"get_status"}`)
+	res := callSystem(t, newGate(t, sys, policy.DefaultPolicy()), `{"operation":"get_status"}`)
 	var st Status
 	if err := json.Unmarshal(res.Data, &st); err != nil || !res.Success {
 		t.Fatalf("%v %+v", err, res)
@@ -54,14 +55,14 @@ func TestSystemGetStatus(t *testing.T) {
 		t.Fatalf("status %+v", st)
 	}
 	sys.State = func(context.Context) (RuntimeState, error) { return RuntimeState{}, errors.New("store locked") }
-	res = callSystem(t, newGate(t, sys, gate.DefaultPolicy()), `{"operation":"get_status"}`)
+	res = callSystem(t, newGate(t, sys, policy.DefaultPolicy()), `{"operation":"get_status"}`)
 	if !res.Success || !strings.Contains(string(res.Data), `"state":"degraded: store locked"`) {
 		t.Fatalf("%s", res.Data)
 	}
 }
 
 func TestSystemRefusesEverythingElse(t *testing.T) {
-	g := newGate(t, &System{}, gate.DefaultPolicy())
+	g := newGate(t, &System{}, policy.DefaultPolicy())
 	tests := []struct{ op, hint string }{
 		{"execute_command", "shell"},
 		{"run_script", "shell"},
@@ -85,7 +86,7 @@ func TestSystemRefusesEverythingElse(t *testing.T) {
 }
 
 func TestSystemNeedsSystemInfo(t *testing.T) {
-	p, err := gate.ParsePolicy("p", []byte("version: 1\ngrants: [\"fs.read:**\"]\n"))
+	p, err := policy.ParsePolicy("p", []byte("version: 1\ngrants: [\"fs.read:**\"]\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +113,7 @@ func BenchmarkSystemGetInfo(b *testing.B) {
 		}
 	})
 	b.Run("gate", func(b *testing.B) {
-		g := newGate(b, sys, gate.DefaultPolicy())
+		g := newGate(b, sys, policy.DefaultPolicy())
 		req := gate.Request{Tool: "system", Args: json.RawMessage(`{"operation":"get_info"}`), Principal: []string{"bench"}}
 		for b.Loop() {
 			res, err := g.Call(context.Background(), req)

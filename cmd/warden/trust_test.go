@@ -15,6 +15,7 @@ import (
 	"github.com/wardenrt/warden/cmd/warden/internal/env"
 	"github.com/wardenrt/warden/internal/llmtest"
 	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/policy"
 	"github.com/wardenrt/warden/runtime/tool"
 )
 
@@ -213,7 +214,7 @@ func TestPolicyTests(t *testing.T) {
 		t.Fatalf("policy test %s: %d\n%s\n%s", example, code, out, errs)
 	}
 	b, _ := os.ReadFile(example)
-	p, err := gate.ParsePolicy(example, b)
+	p, err := policy.ParsePolicy(example, b)
 	if err != nil || len(p.Tests) < 15 {
 		t.Fatalf("the example has %d tests (%v); want at least 15", len(p.Tests), err)
 	}

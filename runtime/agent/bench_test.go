@@ -16,6 +16,7 @@ import (
 	"github.com/wardenrt/warden/internal/runpatch"
 	"github.com/wardenrt/warden/runtime/agent"
 	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/policy"
 	"github.com/wardenrt/warden/runtime/runtimetest"
 	"github.com/wardenrt/warden/store"
 )
@@ -68,7 +69,7 @@ func BenchmarkLoopStep(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		p, err := gate.ParsePolicy("bench", []byte(basePolicy))
+		p, err := policy.ParsePolicy("bench", []byte(basePolicy))
 		if err != nil {
 			b.Fatal(err)
 		}

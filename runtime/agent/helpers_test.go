@@ -13,6 +13,7 @@ import (
 	"github.com/wardenrt/warden/internal/llmtest"
 	"github.com/wardenrt/warden/runtime/agent"
 	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/policy"
 	"github.com/wardenrt/warden/runtime/runtimetest"
 )
 
@@ -79,9 +80,9 @@ func (e *env) write(name, content string) {
 	runtimetest.WriteFile(e.t, e.ws, name, content)
 }
 
-func (e *env) gate(policy string) *gate.Gate {
+func (e *env) gate(policyYAML string) *gate.Gate {
 	e.t.Helper()
-	p, err := gate.ParsePolicy("test", []byte(policy))
+	p, err := policy.ParsePolicy("test", []byte(policyYAML))
 	if err != nil {
 		e.t.Fatal(err)
 	}

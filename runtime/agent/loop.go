@@ -24,6 +24,7 @@ import (
 	"github.com/wardenrt/warden/internal/runpatch"
 	"github.com/wardenrt/warden/runtime/capability"
 	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/policy"
 	"github.com/wardenrt/warden/runtime/redact"
 	"github.com/wardenrt/warden/runtime/tool"
 )
@@ -843,7 +844,7 @@ func modelError(e *tool.Error) *tool.Error {
 }
 
 // writeRules lists rules for the system prompt.
-func writeRules(b *strings.Builder, rules []gate.Rule) {
+func writeRules(b *strings.Builder, rules []policy.Rule) {
 	for _, r := range rules {
 		extra := ""
 		if r.RequireApproval {
@@ -881,9 +882,9 @@ func (l *loop) systemPrompt(ctx context.Context) string {
 	}
 	if u := pol.Untrusted(); u != nil {
 		// Only what narrows: an untrusted file's other rules do not apply.
-		var restrict []gate.Rule
+		var restrict []policy.Rule
 		for _, r := range u.Rules {
-			if r.Action == gate.ActionDeny || r.RequireApproval || r.DryRunFirst {
+			if r.Action == policy.ActionDeny || r.RequireApproval || r.DryRunFirst {
 				restrict = append(restrict, r)
 			}
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/wardenrt/warden/internal/runpatch"
 	"github.com/wardenrt/warden/runtime/agent"
 	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/policy"
 	"github.com/wardenrt/warden/runtime/runtimetest"
 	"github.com/wardenrt/warden/store"
 )
@@ -35,7 +36,7 @@ func listGate(tb testing.TB) *gate.Gate {
 			tb.Fatal(err)
 		}
 	}
-	p, err := gate.ParsePolicy("bench", []byte(basePolicy))
+	p, err := policy.ParsePolicy("bench", []byte(basePolicy))
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/wardenrt/warden/runtime/policy"
 )
 
 // eventStrings are strings that encoding/json writes as they are, and
@@ -123,7 +125,7 @@ func TestOutcomeDigestAroundItsBuffer(t *testing.T) {
 func TestEventSizeHoldsTheEvent(t *testing.T) {
 	ev := AuditEvent{Phase: PhaseResult, CallID: "c-0123456789abcdef", RunID: "r-1", Principal: []string{"cli", "agent:x"},
 		Tool: "fs_read", Args: []byte(`{"path":"a/b/c.go"}`), Needs: []string{"fs.read:/ws/a/b/c.go"},
-		Decision: &Decision{Action: ActionAllow, Rule: "rules[2] (fs_read: allow)", Grants: []string{"fs.read:/ws/**"}, Approval: ApprovalNotRequired},
+		Decision: &Decision{Action: policy.ActionAllow, Rule: "rules[2] (fs_read: allow)", Grants: []string{"fs.read:/ws/**"}, Approval: ApprovalNotRequired},
 		Outcome:  "ok", Duration: 12, Digest: outcomeDigest("x", nil), IntentSeq: 7}
 	got, err := marshalEvent(&ev)
 	if err != nil {

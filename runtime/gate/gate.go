@@ -18,6 +18,7 @@ import (
 	"github.com/wardenrt/warden/runtime/tool"
 
 	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/policy"
 	"github.com/wardenrt/warden/runtime/redact"
 )
 
@@ -74,7 +75,7 @@ var ErrCancelled = errors.New("cancelled by the user")
 // Audit is required for Call.
 type GateOptions struct {
 	Registry  *Registry
-	Policy    *Policy
+	Policy    *policy.Policy
 	Workspace string // absolute, symlinks resolved
 	// Extra grants for this invocation only (the CLI's grant flag).
 	Extra []capability.Grant
@@ -158,7 +159,7 @@ func (g *Gate) WithRegistry(reg *Registry) (*Gate, error) {
 }
 
 // Policy returns the gate's policy.
-func (g *Gate) Policy() *Policy { return g.o.Policy }
+func (g *Gate) Policy() *policy.Policy { return g.o.Policy }
 
 // Request is one call as a caller (CLI, model, workflow, guest) makes it.
 type Request struct {
@@ -192,7 +193,7 @@ type Request struct {
 type checked struct {
 	entry   *entry
 	call    *tool.Call
-	verdict ruleVerdict
+	verdict policy.Verdict
 	needs   []capability.Need
 	// timed are the grants with an expiry in force for the call.
 	timed    []TimedGrant
@@ -205,7 +206,10 @@ type checked struct {
 	restores []restore
 	// rules check, at run time, what the call learns of as it runs (nil:
 	// the policy has no rules that need it).
-	rules *callRules
+	rules *policy.CallRules
+	// approveRules records, in rules, the rules whose approval the call
+	// got.
+	approveRules func([]*policy.Rule)
 	// plainMasks warns of plain [REDACTED] text the call writes into a
 	// file (see plainMaskWarning); "" when there is none.
 	plainMasks string
@@ -213,8 +217,8 @@ type checked struct {
 
 // deciding is the rule to name for the call's decision: the trusted
 // policy's, or the untrusted workspace policy's when it is the stricter.
-func (c *checked) deciding() *Rule {
-	r, _ := c.verdict.deciding()
+func (c *checked) deciding() *policy.Rule {
+	r, _ := c.verdict.Deciding()
 	return r
 }
 
@@ -254,11 +258,11 @@ func (g *Gate) check(ctx context.Context, req Request, callID string, vault *too
 	c.call.RequireSandbox = pol.RequireSandbox
 	c.call.Limits = pol.Limits
 	c.call.Protect, c.call.Hide = pol.PathRules(g.o.Hide...)
-	c.decision = Decision{Action: ActionDeny}
+	c.decision = Decision{Action: policy.ActionDeny}
 	// A rule that denies the tool whatever its arguments decides before
 	// the arguments are looked at.
-	if r := pol.quickDeny(names); r != nil {
-		c.verdict = ruleVerdict{Rule: r, Deny: true}
+	if r := pol.QuickDeny(names); r != nil {
+		c.verdict = policy.Verdict{Rule: r, Deny: true}
 		c.decision.Rule = r.Describe()
 		return c, g.denied(e.spec.Name, r, "")
 	}
@@ -289,7 +293,7 @@ func (g *Gate) check(ctx context.Context, req Request, callID string, vault *too
 	if bytes.Contains(compact, []byte(redact.Mask)) {
 		c.plainMasks = g.plainMaskWarning(e.tool, c.call)
 	}
-	c.decision.Action = ActionAllow
+	c.decision.Action = policy.ActionAllow
 	c.decision.Approval = ApprovalNotRequired
 	return c, nil
 }
@@ -361,27 +365,25 @@ func toolNeeds(t tool.Tool, call *tool.Call) ([]capability.Need, *tool.Error) {
 // and of every narrower, and the rule the decision names.
 func (g *Gate) decide(c *checked, names []string) {
 	pol := g.o.Policy
-	facts := newCallFacts(names, c.needs, c.call.Decoded())
+	facts := policy.NewCallFacts(names, c.needs, c.call.Decoded())
 	var progs []tool.Program
-	if reported := c.call.Reported(); pol.needsPrograms(names) {
+	if reported := c.call.Reported(); pol.NeedsPrograms(names) {
 		progs = reported
 	}
-	if pol.checksAtRunTime(names) {
-		c.rules = &callRules{p: pol, f: facts, ws: g.o.Workspace}
+	if pol.ChecksAtRunTime(names) {
+		c.rules, c.approveRules = policy.NewCallRules(pol, facts, g.o.Workspace)
 		c.call.SetChecker(c.rules)
 	}
-	c.verdict = pol.decide(facts, progs, g.o.Workspace, false)
+	c.verdict = pol.Decide(facts, progs, g.o.Workspace, false)
 	if c.entry.spec.ApprovalRequired && !c.verdict.Deny {
 		c.verdict.Approval, c.verdict.DryRunFirst = true, true
 	}
 	if r := c.verdict.Rule; r != nil {
-		c.call.Rule = &tool.MatchedRule{Tool: r.Tool, Allow: r.Action == ActionAllow, Text: r.Describe()}
+		c.call.Rule = &tool.MatchedRule{Tool: r.Tool, Allow: r.Action == policy.ActionAllow, Text: r.Describe()}
 		c.call.Limits = r.Limits.Over(c.call.Limits)
 	}
-	for _, u := range pol.narrowers {
-		// A trusted rule's own limits never loosen an untrusted policy's.
-		c.call.Limits = tighterLimits(c.call.Limits, u.Limits)
-	}
+	// A trusted rule's own limits never loosen an untrusted policy's.
+	c.call.Limits = pol.NarrowLimits(c.call.Limits)
 	c.decision.Rule = ruleWhy(c.deciding(), c.why())
 }
 
@@ -424,14 +426,14 @@ func (g *Gate) grantsRefusal(c *checked, grants capability.Set) *tool.Error {
 
 // why says which matcher of the deciding rule matched.
 func (c *checked) why() string {
-	_, why := c.verdict.deciding()
+	_, why := c.verdict.Deciding()
 	return why
 }
 
 // denied is the refusal of a call a rule denies.
-func (g *Gate) denied(name string, r *Rule, why string) *tool.Error {
+func (g *Gate) denied(name string, r *policy.Rule, why string) *tool.Error {
 	src := g.o.Policy.Source
-	if u := g.o.Policy.narrowedBy(r); u != nil {
+	if u := g.o.Policy.NarrowedBy(r); u != nil {
 		src = u.Source + " (not trusted: it may only narrow)"
 	}
 	msg := fmt.Sprintf("tool %s is denied by %s", name, r.Describe())
@@ -443,7 +445,7 @@ func (g *Gate) denied(name string, r *Rule, why string) *tool.Error {
 }
 
 // ruleWhy names a rule and the matcher that matched, for the audit record.
-func ruleWhy(r *Rule, why string) string {
+func ruleWhy(r *policy.Rule, why string) string {
 	if r == nil {
 		return ""
 	}
@@ -550,11 +552,11 @@ func (g *Gate) Call(ctx context.Context, req Request) (tool.Result, error) {
 		ev.Decision.Approval = verdict.Approval
 		ev.Decision.Approver = verdict.Approver
 		if aerr != nil {
-			ev.Decision.Action = ActionDeny
+			ev.Decision.Action = policy.ActionDeny
 			return g.finish(ctx, res, ev, g.maskOutcome(tool.Outcome{Err: aerr}, vault, red, true), start, 0, nil)
 		}
-		if c.rules != nil {
-			c.rules.approved = c.verdict.Asking
+		if c.approveRules != nil {
+			c.approveRules(c.verdict.Asking)
 		}
 	}
 
@@ -656,7 +658,7 @@ func (g *Gate) callRedactor(c *checked) *redact.Redactor {
 func (c *checked) askingKeys() []string {
 	var keys []string
 	for _, r := range c.verdict.Asking {
-		keys = append(keys, r.key())
+		keys = append(keys, r.Key())
 	}
 	if c.entry.spec.ApprovalRequired && len(keys) == 0 {
 		keys = append(keys, c.call.Tool+" always needs approval")
@@ -668,7 +670,7 @@ func (c *checked) askingKeys() []string {
 // asks for the approval.
 func (c *checked) untrustedAsks() bool {
 	for _, r := range c.verdict.Asking {
-		if r.untrusted {
+		if r.Untrusted() {
 			return true
 		}
 	}
@@ -1013,7 +1015,7 @@ func (g *Gate) Explain(req Request) Explanation {
 		if r := c.deciding(); r != nil {
 			x.Rule = r.Describe()
 			x.Matched = g.callRedactor(c).String(c.why())
-			if u := g.o.Policy.narrowedBy(r); u != nil {
+			if u := g.o.Policy.NarrowedBy(r); u != nil {
 				x.Rule += " — from " + u.Source + " (not trusted: it may only narrow)"
 			}
 		} else {
@@ -1030,12 +1032,12 @@ func (g *Gate) Explain(req Request) Explanation {
 		}
 	}
 	if err != nil {
-		x.Verdict = ActionDeny
+		x.Verdict = policy.ActionDeny
 		x.Error = g.redactError(err)
 		x.Approval = "-"
 		return x
 	}
-	x.Verdict = ActionAllow
+	x.Verdict = policy.ActionAllow
 	x.Approval = ApprovalNotRequired
 	if c.verdict.DryRunFirst {
 		x.Approval = "not required; the dry-run preview is recorded before it runs"

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/wardenrt/warden/runtime/policy"
 	"github.com/wardenrt/warden/runtime/tool"
 
 	"github.com/wardenrt/warden/runtime/capability"
@@ -115,9 +116,9 @@ func (f *fixedApprover) Approve(_ context.Context, r ApprovalRequest) (Approval,
 	return Approval{Approved: f.ok}, f.err
 }
 
-func newTestGate(t *testing.T, policy string, o GateOptions) (*Gate, *noteTool, *memAudit) {
+func newTestGate(t *testing.T, policyYAML string, o GateOptions) (*Gate, *noteTool, *memAudit) {
 	t.Helper()
-	p, err := ParsePolicy("test", []byte(policy))
+	p, err := policy.ParsePolicy("test", []byte(policyYAML))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +163,7 @@ func TestGateAllowsAndAuditsIntentBeforeRun(t *testing.T) {
 		t.Fatalf("audit: %+v", audit.events)
 	}
 	r := audit.events[1]
-	if r.IntentSeq != 1 || r.Outcome != "ok" || r.Decision.Action != ActionAllow || r.Decision.Grants[0] != "fs.write:notes/**" || !strings.HasPrefix(r.Digest, "sha256:") {
+	if r.IntentSeq != 1 || r.Outcome != "ok" || r.Decision.Action != policy.ActionAllow || r.Decision.Grants[0] != "fs.write:notes/**" || !strings.HasPrefix(r.Digest, "sha256:") {
 		t.Fatalf("result record: %+v", r)
 	}
 	if res.AuditSeq != 2 || string(res.Data) != `{"echo":"hi","name":"a"}` {

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/wardenrt/warden/runtime/policy"
 	"github.com/wardenrt/warden/runtime/tool"
 
 	"github.com/wardenrt/warden/runtime/capability"
@@ -87,7 +88,7 @@ func (t *vwriteTool) Run(_ context.Context, c *tool.Call) tool.Outcome {
 
 func vaultGate(t *testing.T, rules string, approver Approver) (*Gate, *vwriteTool, *memAudit) {
 	t.Helper()
-	p, err := ParsePolicy("test", []byte("version: 1\ngrants: [\"fs.read:**\", \"fs.write:notes/**\"]\n"+rules))
+	p, err := policy.ParsePolicy("test", []byte("version: 1\ngrants: [\"fs.read:**\", \"fs.write:notes/**\"]\n"+rules))
 	if err != nil {
 		t.Fatal(err)
 	}

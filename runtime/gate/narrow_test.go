@@ -4,22 +4,23 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wardenrt/warden/runtime/policy"
 	"github.com/wardenrt/warden/runtime/tool"
 )
 
 // narrowGate builds a gate over base narrowed by the untrusted policy u,
 // as policy resolution does for a workspace policy nobody trusted.
-func narrowGate(t *testing.T, base, u string, o GateOptions) (*Gate, *noteTool, *memAudit, *Policy, []Ignored) {
+func narrowGate(t *testing.T, base, u string, o GateOptions) (*Gate, *noteTool, *memAudit, *policy.Policy, []policy.Ignored) {
 	t.Helper()
-	bp, err := ParsePolicy("home", []byte(base))
+	bp, err := policy.ParsePolicy("home", []byte(base))
 	if err != nil {
 		t.Fatal(err)
 	}
-	up, err := ParsePolicy("ws", []byte(u))
+	up, err := policy.ParsePolicy("ws", []byte(u))
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, ign := Narrow(bp, up)
+	p, ign := policy.Narrow(bp, up)
 	audit := &memAudit{}
 	nt := &noteTool{audit: audit}
 	reg := NewRegistry()
@@ -34,7 +35,7 @@ func narrowGate(t *testing.T, base, u string, o GateOptions) (*Gate, *noteTool, 
 	return g, nt, audit, p, ign
 }
 
-func ignoredText(ign []Ignored) string {
+func ignoredText(ign []policy.Ignored) string {
 	var b strings.Builder
 	for _, i := range ign {
 		b.WriteString(i.What + "\n")

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wardenrt/warden/runtime/policy"
 	"github.com/wardenrt/warden/runtime/tool"
 
 	"github.com/wardenrt/warden/runtime/capability"
@@ -15,7 +16,7 @@ import (
 // reading and writing, protect: for writing — whatever the grants, naming
 // the entry; nothing runs.
 func TestPolicyProtectHide(t *testing.T) {
-	_, err := ParsePolicy("p.yaml", []byte("version: 1\nprotect: [\"ok/\", \"../up\"]\nhide:\n  - \"\"\n  - \".env\"\n"))
+	_, err := policy.ParsePolicy("p.yaml", []byte("version: 1\nprotect: [\"ok/\", \"../up\"]\nhide:\n  - \"\"\n  - \".env\"\n"))
 	if err == nil || !strings.Contains(err.Error(), "p.yaml:2:") || !strings.Contains(err.Error(), `protect: "../up"`) ||
 		!strings.Contains(err.Error(), "p.yaml:4:") || !strings.Contains(err.Error(), "hide: an entry cannot be empty") {
 		t.Fatalf("%v", err)

@@ -11,6 +11,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/wardenrt/warden/runtime/capability"
+	"github.com/wardenrt/warden/runtime/policy"
 	"github.com/wardenrt/warden/runtime/tool"
 )
 
@@ -92,7 +93,7 @@ func TestBrokenDerivedSchemaNeverRuns(t *testing.T) {
 		}
 		return
 	}
-	p, err := ParsePolicy("test", []byte("version: 1\ngrants: []\n"))
+	p, err := policy.ParsePolicy("test", []byte("version: 1\ngrants: []\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/wardenrt/warden/runtime/capability"
-	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/policy"
 	"github.com/wardenrt/warden/runtime/tool"
 	"github.com/wardenrt/warden/runtime/workflow"
 )
@@ -49,7 +49,7 @@ func Prepare(req Request, ws string, principal []string, held capability.Set, no
 	case req.Workflow != "" && req.Task != "":
 		return Job{}, tool.Errorf(tool.CodeInvalidInput, "", "give a workflow or a task, not both")
 	case req.Workflow != "":
-		j.Kind, j.Workflow, j.Digest = KindWorkflow, req.Workflow, gate.SHA256Hex(req.Data)
+		j.Kind, j.Workflow, j.Digest = KindWorkflow, req.Workflow, policy.SHA256Hex(req.Data)
 		w, err := workflow.Parse(req.Workflow, req.Data, check)
 		if err != nil {
 			return Job{}, tool.Errorf(tool.CodeInvalidInput, "check it with `warden workflow validate`", "workflow %s: %v", req.Workflow, err)
@@ -66,7 +66,7 @@ func Prepare(req Request, ws string, principal []string, held capability.Set, no
 		if _, err := workflow.Parse(n.Workflow, req.OnFailureData, check); err != nil {
 			return Job{}, tool.Errorf(tool.CodeInvalidInput, "", "on_failure workflow %s: %v", n.Workflow, err)
 		}
-		n.Digest = gate.SHA256Hex(req.OnFailureData)
+		n.Digest = policy.SHA256Hex(req.OnFailureData)
 	}
 	j.Grants = []string{}
 	for _, g := range grants {

@@ -22,6 +22,7 @@ import (
 	"github.com/wardenrt/warden/hostfuncs"
 	"github.com/wardenrt/warden/internal/wasmfixture"
 	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/policy"
 	"github.com/wardenrt/warden/runtime/runtimetest"
 	"github.com/wardenrt/warden/runtime/tool"
 	"github.com/wardenrt/warden/runtime/wasmtool"
@@ -188,7 +189,7 @@ func (e *env) gate(grants ...string) (*gate.Gate, []wasmtool.Status) {
 	if len(grants) == 0 {
 		b.WriteString("  []\n")
 	}
-	p, err := gate.ParsePolicy("test", []byte(strings.Replace(b.String(), "grants:\n  []", "grants: []", 1)))
+	p, err := policy.ParsePolicy("test", []byte(strings.Replace(b.String(), "grants:\n  []", "grants: []", 1)))
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -289,7 +290,7 @@ func TestWardenCallActsWithRunIntersectToolGrants(t *testing.T) {
 	}
 	denied := 0
 	for _, ev := range e.audit.results("write_memory") {
-		if ev.Decision != nil && ev.Decision.Action == gate.ActionDeny {
+		if ev.Decision != nil && ev.Decision.Action == policy.ActionDeny {
 			denied++
 		}
 	}

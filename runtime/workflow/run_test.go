@@ -17,6 +17,7 @@ import (
 	fstools "github.com/wardenrt/warden/builtin/fs"
 	"github.com/wardenrt/warden/builtin/text"
 	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/policy"
 	"github.com/wardenrt/warden/runtime/runtimetest"
 	"github.com/wardenrt/warden/runtime/tool"
 	"github.com/wardenrt/warden/runtime/workflow"
@@ -41,7 +42,7 @@ func newEnv(t *testing.T, grants string) *env {
 	if err := reg.Register(append(fstools.Tools(), text.Tools(text.Config{})...)...); err != nil {
 		t.Fatal(err)
 	}
-	p, err := gate.ParsePolicy("test", []byte("version: 1\ngrants: ["+grants+"]\n"))
+	p, err := policy.ParsePolicy("test", []byte("version: 1\ngrants: ["+grants+"]\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

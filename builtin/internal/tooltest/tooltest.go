@@ -18,6 +18,7 @@ import (
 	"testing"
 
 	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/policy"
 	"github.com/wardenrt/warden/runtime/runtimetest"
 	"github.com/wardenrt/warden/runtime/tool"
 )
@@ -32,7 +33,7 @@ const Canary = "ghp_" + "0123456789abcdefghijABCDEFGHIJ012345"
 // workspace ws (symlinks resolved); approvals are given automatically.
 func Gate(t testing.TB, policyYAML, ws string, tools ...tool.Tool) (*gate.Gate, *runtimetest.Audit) {
 	t.Helper()
-	p, err := gate.ParsePolicy("test", []byte(policyYAML))
+	p, err := policy.ParsePolicy("test", []byte(policyYAML))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +41,7 @@ func Gate(t testing.TB, policyYAML, ws string, tools ...tool.Tool) (*gate.Gate, 
 }
 
 // GateWith is Gate with a parsed policy.
-func GateWith(t testing.TB, p *gate.Policy, ws string, tools ...tool.Tool) (*gate.Gate, *runtimetest.Audit) {
+func GateWith(t testing.TB, p *policy.Policy, ws string, tools ...tool.Tool) (*gate.Gate, *runtimetest.Audit) {
 	t.Helper()
 	ws, err := filepath.EvalSymlinks(ws)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/wardenrt/warden/internal/runpatch"
 	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/policy"
 	"github.com/wardenrt/warden/runtime/wasmtool"
 	"github.com/wardenrt/warden/store"
 )
@@ -166,32 +167,32 @@ func (m lazyStore) ListPins(ctx context.Context) (map[string]json.RawMessage, er
 // Trust records and grants with an expiry live in the store's trust and
 // grants buckets, as JSON documents.
 var (
-	_ gate.TrustStore = lazyStore{}
-	_ gate.GrantStore = lazyStore{}
+	_ policy.TrustStore = lazyStore{}
+	_ gate.GrantStore   = lazyStore{}
 )
 
-func (m lazyStore) TrustRecord(ctx context.Context, path string) (gate.TrustRecord, bool, error) {
+func (m lazyStore) TrustRecord(ctx context.Context, path string) (policy.TrustRecord, bool, error) {
 	st, err := m.open()
 	if err != nil {
-		return gate.TrustRecord{}, false, err
+		return policy.TrustRecord{}, false, err
 	}
 	doc, err := st.Trust(ctx, TrustKey(path))
 	if errors.Is(err, store.ErrNotFound) {
-		return gate.TrustRecord{}, false, nil
+		return policy.TrustRecord{}, false, nil
 	}
 	if err != nil {
-		return gate.TrustRecord{}, false, err
+		return policy.TrustRecord{}, false, err
 	}
-	var r gate.TrustRecord
+	var r policy.TrustRecord
 	if err := json.Unmarshal(doc, &r); err != nil {
-		return gate.TrustRecord{}, false, fmt.Errorf("trust record of %s: %w", path, err)
+		return policy.TrustRecord{}, false, fmt.Errorf("trust record of %s: %w", path, err)
 	}
 	return r, true, nil
 }
 
 // TrustKey is the store key of a policy file's trust record: the sha256 of
 // its path (paths can be longer than a key may be).
-func TrustKey(path string) string { return "sha256:" + gate.SHA256Hex([]byte(path)) }
+func TrustKey(path string) string { return "sha256:" + policy.SHA256Hex([]byte(path)) }
 
 func (m lazyStore) ListGrants(ctx context.Context) ([]gate.TimedGrant, error) {
 	st, err := m.open()

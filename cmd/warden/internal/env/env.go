@@ -29,6 +29,7 @@ import (
 	"github.com/wardenrt/warden/hostfuncs"
 	"github.com/wardenrt/warden/runtime/capability"
 	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/policy"
 	"github.com/wardenrt/warden/runtime/redact"
 	"github.com/wardenrt/warden/runtime/tool"
 	"github.com/wardenrt/warden/runtime/wasmtool"
@@ -70,7 +71,7 @@ type Env struct {
 	regMu sync.Mutex
 	reg   *gate.Registry
 	// pol is the policy in force, resolved once (policyInForce).
-	pol *gate.PolicyInForce
+	pol *policy.PolicyInForce
 	// wasmStatus is what loading the wasm modules found (Registry()).
 	wasmStatus []wasmtool.Status
 	started    time.Time
@@ -239,7 +240,7 @@ func (e *Env) Close() {
 // else only narrowing what follows — else <home>/policy.yaml, else the
 // built-in default. An untrusted workspace policy's ignored parts are
 // warned about on stderr, once.
-func (e *Env) Policy() (*gate.Policy, error) {
+func (e *Env) Policy() (*policy.Policy, error) {
 	pf, err := e.PolicyInForce()
 	if err != nil {
 		return nil, err
@@ -248,8 +249,8 @@ func (e *Env) Policy() (*gate.Policy, error) {
 }
 
 // PolicyFiles are the files Policy looks at.
-func (e *Env) PolicyFiles() gate.PolicyFiles {
-	return gate.PolicyFiles{
+func (e *Env) PolicyFiles() policy.PolicyFiles {
+	return policy.PolicyFiles{
 		Explicit:  GlobalString(e.c, "policy"),
 		Workspace: filepath.Join(e.workspace, ".warden", "policy.yaml"),
 		Home:      filepath.Join(e.home, "policy.yaml"),
@@ -258,12 +259,12 @@ func (e *Env) PolicyFiles() gate.PolicyFiles {
 
 // PolicyInForce is the policy in force with where it comes from and how
 // far its workspace policy is trusted (Policy).
-func (e *Env) PolicyInForce() (*gate.PolicyInForce, error) {
+func (e *Env) PolicyInForce() (*policy.PolicyInForce, error) {
 	if e.pol != nil {
 		return e.pol, nil
 	}
 	e.fleetSync(e.Context())
-	pf, err := gate.ResolvePolicy(e.Context(), e.PolicyFiles(), lazyStore{open: e.store})
+	pf, err := policy.ResolvePolicy(e.Context(), e.PolicyFiles(), lazyStore{open: e.store})
 	if err != nil {
 		var f *Failure
 		if errors.As(err, &f) {
@@ -280,14 +281,14 @@ func (e *Env) PolicyInForce() (*gate.PolicyInForce, error) {
 		return nil, ReadFailure(err, "fix the policy file; check it with `warden policy check "+src+"`")
 	}
 	e.pol = pf
-	if pf.State == gate.TrustMissing {
+	if pf.State == policy.TrustMissing {
 		fmt.Fprintf(e.stderr, "warden: warning: the workspace policy %s you trusted is gone: what it said still narrows %s — to drop it: warden policy untrust %s\n",
 			ui.Printable(pf.File), ui.Printable(pf.Policy.Source), ui.ShellWord(pf.File))
 	}
-	if pf.State == gate.TrustUntrusted || pf.State == gate.TrustChanged {
+	if pf.State == policy.TrustUntrusted || pf.State == policy.TrustChanged {
 		trust := "review it, then trust it with: warden policy trust " + ui.ShellWord(pf.File)
 		why := "is not trusted"
-		if pf.State == gate.TrustChanged {
+		if pf.State == policy.TrustChanged {
 			why = "changed since you trusted it"
 		}
 		fmt.Fprintf(e.stderr, "warden: warning: the workspace policy %s %s: it can only narrow %s — %s\n", ui.Printable(pf.File), why, ui.Printable(pf.Base.Source), trust)
@@ -349,7 +350,7 @@ func (e *Env) grants() ([]capability.Grant, []gate.TimedGrant, error) {
 
 // approvalMode resolves --approve, then the policy's setting, then ask on a
 // terminal and never otherwise.
-func (e *Env) approvalMode(p *gate.Policy) (tool.ApprovalMode, error) {
+func (e *Env) approvalMode(p *policy.Policy) (tool.ApprovalMode, error) {
 	if e.approval != "" {
 		return e.approval, nil
 	}
@@ -693,7 +694,7 @@ func (e *Env) runtimeState(ctx context.Context) (builtin.RuntimeState, error) {
 	}
 	if pf, err := e.PolicyInForce(); err == nil {
 		rs.Policy = pf.Policy.Source
-		if pf.State == gate.TrustUntrusted || pf.State == gate.TrustChanged {
+		if pf.State == policy.TrustUntrusted || pf.State == policy.TrustChanged {
 			rs.Policy = fmt.Sprintf("%s narrowed by %s (%s)", pf.Policy.Source, pf.File, pf.State)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/wardenrt/warden/cmd/warden/internal/ui"
 	"github.com/wardenrt/warden/runtime/agent"
 	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/policy"
 	"github.com/wardenrt/warden/runtime/schedule"
 	"github.com/wardenrt/warden/runtime/tool"
 	"github.com/wardenrt/warden/runtime/workflow"
@@ -27,12 +28,12 @@ import (
 // the remembered grants, and the policy's approval mode with nobody to ask
 // (ask means never: there is no terminal).
 func jobGate(ctx context.Context, e *env.Env, ws string) (*gate.Gate, error) {
-	files := gate.PolicyFiles{
+	files := policy.PolicyFiles{
 		Explicit:  env.GlobalString(e.CLI(), "policy"),
 		Workspace: filepath.Join(ws, ".warden", "policy.yaml"),
 		Home:      filepath.Join(e.Home(), "policy.yaml"),
 	}
-	pf, err := gate.ResolvePolicy(ctx, files, env.NewLazyStore(e.Store))
+	pf, err := policy.ResolvePolicy(ctx, files, env.NewLazyStore(e.Store))
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +168,7 @@ func pinnedWorkflow(file, digest string, reg *gate.Registry, job string) (*workf
 	if err != nil {
 		return nil, err
 	}
-	if sum := gate.SHA256Hex(data); sum != digest {
+	if sum := policy.SHA256Hex(data); sum != digest {
 		return nil, tool.Errorf(tool.CodePolicyDenied, "review it, then `warden schedule approve "+job+"`",
 			"%s changed since the job was scheduled (sha256 %s, scheduled %s): refused until approved again", file, ui.Short16(sum), ui.Short16(digest))
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/wardenrt/warden/cmd/warden/internal/runs"
 	"github.com/wardenrt/warden/cmd/warden/internal/ui"
 	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/policy"
 	"github.com/wardenrt/warden/runtime/schedule"
 	"github.com/wardenrt/warden/runtime/tool"
 	"github.com/wardenrt/warden/runtime/workflow"
@@ -323,7 +324,7 @@ func scheduleApproveCommand() *cli.Command {
 			if err != nil {
 				return env.UsageErr("", "%v", err)
 			}
-			sum := gate.SHA256Hex(data)
+			sum := policy.SHA256Hex(data)
 			if sum == j.Digest {
 				if e.JSON() {
 					return e.PrintJSON(map[string]any{"job": id, "workflow": j.Workflow, "sha256": sum, "grants": ui.OrEmpty(j.Grants), "unchanged": true})

@@ -19,7 +19,7 @@ import (
 
 	"github.com/wardenrt/warden/cmd/warden/internal/env"
 	"github.com/wardenrt/warden/cmd/warden/internal/ui"
-	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/policy"
 	"github.com/wardenrt/warden/runtime/tool"
 )
 
@@ -110,7 +110,7 @@ func MCPCommand() *cli.Command {
 // overrides — auto only when given on the command line, never from
 // WARDEN_APPROVE, and the policy's auto does not apply: the terminal is
 // not the person's, and every client would get every approval.
-func mcpApprovalMode(flag string, p *gate.Policy) (tool.ApprovalMode, error) {
+func mcpApprovalMode(flag string, p *policy.Policy) (tool.ApprovalMode, error) {
 	if flag == "" {
 		if p.Approval == tool.ApproveNever {
 			return tool.ApproveNever, nil

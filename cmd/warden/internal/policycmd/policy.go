@@ -12,6 +12,7 @@ import (
 	"github.com/wardenrt/warden/cmd/warden/internal/ui"
 	"github.com/wardenrt/warden/runtime/decode"
 	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/policy"
 )
 
 // PolicyCommand is `warden policy`.
@@ -27,10 +28,10 @@ func PolicyCommand() *cli.Command {
 				Name: "default", Usage: "print the built-in default policy", Flags: []cli.Flag{env.JSONFlag},
 				Action: func(c *cli.Context) error {
 					if env.WantJSON(c) {
-						p := gate.DefaultPolicy()
-						return env.WriteJSON(c.App.Writer, map[string]any{"source": p.Source, "grants": p.Grants, "rules": p.Rules, "yaml": gate.DefaultPolicyYAML()})
+						p := policy.DefaultPolicy()
+						return env.WriteJSON(c.App.Writer, map[string]any{"source": p.Source, "grants": p.Grants, "rules": p.Rules, "yaml": policy.DefaultPolicyYAML()})
 					}
-					_, err := fmt.Fprint(c.App.Writer, gate.DefaultPolicyYAML())
+					_, err := fmt.Fprint(c.App.Writer, policy.DefaultPolicyYAML())
 					return err
 				},
 			},
@@ -49,11 +50,11 @@ func policyCheckCommand() *cli.Command {
 				return env.UsageErr("usage: warden policy check FILE", "policy check needs one file")
 			}
 			file := e.CLI().Args().First()
-			data, err := decode.ReadFile(file, gate.MaxPolicyBytes)
+			data, err := decode.ReadFile(file, policy.MaxPolicyBytes)
 			if err != nil {
 				return env.ReadFailure(err, "check the path")
 			}
-			p, err := gate.ParsePolicy(file, data)
+			p, err := policy.ParsePolicy(file, data)
 			if err != nil {
 				return policyProblems(e, file, err)
 			}
@@ -151,19 +152,19 @@ func policyExplainCommand() *cli.Command {
 }
 
 // policyTrustLine says which policy is in force and whether it is trusted.
-func policyTrustLine(pf *gate.PolicyInForce) string {
+func policyTrustLine(pf *policy.PolicyInForce) string {
 	switch pf.State {
-	case gate.TrustExplicit:
+	case policy.TrustExplicit:
 		return "trusted: named by you (--policy or WARDEN_POLICY)"
-	case gate.TrustTrusted:
+	case policy.TrustTrusted:
 		return fmt.Sprintf("trusted: the workspace policy %s, unchanged since you trusted it (sha256 %s)", pf.File, pf.SHA256[:16])
-	case gate.TrustHome:
+	case policy.TrustHome:
 		return "trusted: your home policy " + pf.File
-	case gate.TrustBuiltIn:
+	case policy.TrustBuiltIn:
 		return "trusted: the built-in default"
-	case gate.TrustMissing:
+	case policy.TrustMissing:
 		return fmt.Sprintf("the workspace policy %s you trusted is gone; what it said still narrows %s (warden policy untrust %s)", pf.File, pf.Policy.Source, ui.ShellWord(pf.File))
-	case gate.TrustChanged:
+	case policy.TrustChanged:
 		return fmt.Sprintf("NOT trusted: the workspace policy %s changed since you trusted it; it only narrows %s (warden policy trust %s)", pf.File, pf.Base.Source, ui.ShellWord(pf.File))
 	}
 	return fmt.Sprintf("NOT trusted: the workspace policy %s only narrows %s (warden policy trust %s)", pf.File, pf.Base.Source, ui.ShellWord(pf.File))
@@ -174,7 +175,7 @@ func unjoin(err error) []error {
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		return j.Unwrap()
 	}
-	var pe *gate.PolicyError
+	var pe *policy.PolicyError
 	if errors.As(err, &pe) {
 		return []error{pe}
 	}

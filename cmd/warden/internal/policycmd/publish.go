@@ -9,7 +9,7 @@ import (
 
 	"github.com/wardenrt/warden/cmd/warden/internal/env"
 	"github.com/wardenrt/warden/cmd/warden/internal/ui"
-	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/policy"
 )
 
 func policyPublishCommand() *cli.Command {
@@ -44,11 +44,11 @@ func policyPublishCommand() *cli.Command {
 			if file == "" {
 				file = filepath.Join(e.Home(), env.PublishedPolicy)
 			}
-			data, err := gate.ReadPolicyFile(file)
+			data, err := policy.ReadPolicyFile(file)
 			if err != nil {
 				return env.UsageErr("name a policy file", "%v", err)
 			}
-			if _, err := gate.ParsePolicy(file, data); err != nil {
+			if _, err := policy.ParsePolicy(file, data); err != nil {
 				return env.UsageErr("fix the policy file; check it with `warden policy check "+file+"`", "%v", err)
 			}
 			p, err := pg.Publish(ctx, env.PublishedPolicy, data)

@@ -16,6 +16,7 @@ import (
 	"github.com/wardenrt/warden/cmd/warden/internal/ui"
 	"github.com/wardenrt/warden/internal/unidiff"
 	"github.com/wardenrt/warden/runtime/gate"
+	"github.com/wardenrt/warden/runtime/policy"
 	"github.com/wardenrt/warden/runtime/tool"
 	"github.com/wardenrt/warden/store"
 )
@@ -83,11 +84,11 @@ func policyTrustCommands() []*cli.Command {
 						return env.UsageErr("name a policy file", "the built-in default policy is in force; it has no tests")
 					}
 				}
-				data, err := gate.ReadPolicyFile(file)
+				data, err := policy.ReadPolicyFile(file)
 				if err != nil {
 					return env.UsageErr("check the path", "%v", err)
 				}
-				p, err := gate.ParsePolicy(file, data)
+				p, err := policy.ParsePolicy(file, data)
 				if err != nil {
 					return policyProblems(e, file, err)
 				}
@@ -104,9 +105,9 @@ func policyFileArg(e *env.Env) (string, error) {
 	}
 	file := e.CLI().Args().First()
 	if file == "" {
-		return gate.CanonicalPolicyPath(e.PolicyFiles().Workspace), nil
+		return policy.CanonicalPolicyPath(e.PolicyFiles().Workspace), nil
 	}
-	return gate.CanonicalPolicyPath(file), nil
+	return policy.CanonicalPolicyPath(file), nil
 }
 
 func trustPolicy(ctx context.Context, e *env.Env) error {
@@ -114,15 +115,15 @@ func trustPolicy(ctx context.Context, e *env.Env) error {
 	if err != nil {
 		return err
 	}
-	data, err := gate.ReadPolicyFile(file)
+	data, err := policy.ReadPolicyFile(file)
 	if err != nil {
 		return env.UsageErr("write the policy first, or name it", "%v", err)
 	}
-	p, err := gate.ParsePolicy(file, data)
+	p, err := policy.ParsePolicy(file, data)
 	if err != nil {
 		return policyProblems(e, file, err)
 	}
-	sum := gate.SHA256Hex(data)
+	sum := policy.SHA256Hex(data)
 	prev, had, err := env.NewLazyStore(e.Store).TrustRecord(ctx, file)
 	if err != nil {
 		return err
@@ -160,7 +161,7 @@ func trustPolicy(ctx context.Context, e *env.Env) error {
 			return env.Fail(tool.CodeUserRejected, env.ExitDenied, "", "%s was not trusted", file)
 		}
 	}
-	rec := gate.TrustRecord{Path: file, SHA256: sum, Content: string(data), TrustedAt: time.Now().UTC(), By: "user"}
+	rec := policy.TrustRecord{Path: file, SHA256: sum, Content: string(data), TrustedAt: time.Now().UTC(), By: "user"}
 	doc, err := json.Marshal(rec)
 	if err != nil {
 		return err
@@ -197,15 +198,15 @@ func trustList(ctx context.Context, e *env.Env) error {
 	}
 	rows := []row{}
 	for _, doc := range docs {
-		var r gate.TrustRecord
+		var r policy.TrustRecord
 		if json.Unmarshal(doc, &r) != nil || len(r.SHA256) < 16 {
 			continue
 		}
 		path := r.Path
 		state := "unchanged"
-		if data, err := gate.ReadPolicyFile(path); err != nil {
+		if data, err := policy.ReadPolicyFile(path); err != nil {
 			state = "missing"
-		} else if gate.SHA256Hex(data) != r.SHA256 {
+		} else if policy.SHA256Hex(data) != r.SHA256 {
 			state = "changed (untrusted until trusted again)"
 		}
 		rows = append(rows, row{Path: path, SHA256: r.SHA256, TrustedAt: r.TrustedAt, State: state})
@@ -241,7 +242,7 @@ func policyProblems(e *env.Env, file string, err error) error {
 
 // runPolicyTests runs p's tests against the registry of this warden and
 // reports every failure with its line.
-func runPolicyTests(e *env.Env, file string, p *gate.Policy, print bool) error {
+func runPolicyTests(e *env.Env, file string, p *policy.Policy, print bool) error {
 	if len(p.Tests) == 0 {
 		if print && !e.JSON() {
 			fmt.Fprintf(e.Stdout(), "%s: no tests\n", file)
@@ -252,7 +253,7 @@ func runPolicyTests(e *env.Env, file string, p *gate.Policy, print bool) error {
 	if err != nil {
 		return err
 	}
-	results, err := p.RunTests(reg, e.Workspace())
+	results, err := gate.RunTests(p, reg, e.Workspace())
 	if err != nil {
 		return err
 	}

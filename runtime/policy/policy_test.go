@@ -1,4 +1,4 @@
-package gate
+package policy
 
 import (
 	"errors"
@@ -86,7 +86,7 @@ func TestPolicyMatchFirstWins(t *testing.T) {
 func TestPolicyDeepNestingRefused(t *testing.T) {
 	src := "version: 1\ngrants: " + strings.Repeat("[", 100000) + strings.Repeat("]", 100000) + "\n"
 	_, err := ParsePolicy("deep.yaml", []byte(src))
-	var pe *PositionError
+	var pe *PolicyError
 	if !errors.As(err, &pe) || pe.Line != 2 || !strings.Contains(pe.Message, "nested deeper than") {
 		t.Fatalf("%v", err)
 	}

@@ -1,4 +1,9 @@
-package gate
+// Package policy is the policy file the gate applies: parsed strictly and
+// validated (docs/policy.md), its rules and what they decide of a call,
+// the narrowing by a workspace policy its owner has not trusted, which
+// policy is in force, and the tests a policy carries. It never imports the
+// gate; the gate, above it, runs a policy's tests (gate.RunTests).
+package policy
 
 import (
 	_ "embed"
@@ -9,8 +14,6 @@ import (
 
 	"github.com/wardenrt/warden/runtime/resource"
 	"github.com/wardenrt/warden/runtime/tool"
-
-	"github.com/goccy/go-yaml/ast"
 
 	"github.com/wardenrt/warden/runtime/capability"
 	"github.com/wardenrt/warden/runtime/decode"
@@ -59,9 +62,13 @@ type Rule struct {
 	untrusted bool
 }
 
-// key names the rule for remembered approvals: its file, the file's
+// Key names the rule for remembered approvals: its file, the file's
 // digest and its place in it, so an edited policy asks again.
-func (r *Rule) key() string { return r.origin + ": " + r.Describe() }
+func (r *Rule) Key() string { return r.origin + ": " + r.Describe() }
+
+// Untrusted reports whether r is a rule of a workspace policy its owner
+// has not trusted.
+func (r *Rule) Untrusted() bool { return r.untrusted }
 
 // Rule actions.
 const (
@@ -135,13 +142,8 @@ func LoadPolicy(file string) (*Policy, error) {
 // MaxPolicyBytes bounds a policy file.
 const MaxPolicyBytes = decode.DefaultMaxBytes
 
-// PositionError is a problem in a file someone else wrote — a policy, a
-// wasm tool's sidecar, a workflow — located by line and column where known
-// (Line 0: the file as a whole).
-type PositionError = decode.Error
-
 // PolicyError is a problem in a policy file.
-type PolicyError = PositionError
+type PolicyError = decode.Error
 
 // ParsePolicy parses policy YAML strictly and under a budget (see package
 // decode: size, aliases, depth, duplicate and unknown keys, wrong types)
@@ -153,7 +155,7 @@ func ParsePolicy(source string, data []byte) (*Policy, error) {
 	if err != nil {
 		return nil, err
 	}
-	pos := func(p string) (int, int) { return YAMLPosition(file, p) }
+	pos := func(p string) (int, int) { return decode.Position(file, p) }
 	var errs []error
 	bad := func(at, format string, args ...any) {
 		l, c := pos(at)
@@ -241,14 +243,6 @@ func ParsePolicy(source string, data []byte) (*Policy, error) {
 	return &p, nil
 }
 
-// YAMLPosition is the line and column of the YAML value at path (a
-// goccy/go-yaml path such as "$.steps[2].tool") in file: see
-// decode.Position.
-func YAMLPosition(file *ast.File, path string) (int, int) { return decode.Position(file, path) }
-
-// YAMLError locates a goccy/go-yaml decoding error in source.
-func YAMLError(source string, err error) *PositionError { return decode.YAMLError(source, err) }
-
 // GrantList returns the policy's parsed grants.
 func (p *Policy) GrantList() []capability.Grant { return append([]capability.Grant(nil), p.grants...) }
 
@@ -261,14 +255,24 @@ func (p *Policy) Untrusted() *Policy {
 	return p.narrowers[len(p.narrowers)-1]
 }
 
-// narrowedBy returns the narrower whose rule r is, or nil.
-func (p *Policy) narrowedBy(r *Rule) *Policy {
+// NarrowedBy returns the narrower whose rule r is, or nil.
+func (p *Policy) NarrowedBy(r *Rule) *Policy {
 	for _, n := range p.narrowers {
 		if n.book.owns(r) {
 			return n
 		}
 	}
 	return nil
+}
+
+// NarrowLimits returns l tightened by the limits of every policy that
+// narrows p: a trusted rule's own limits never loosen an untrusted
+// policy's.
+func (p *Policy) NarrowLimits(l resource.Limits) resource.Limits {
+	for _, u := range p.narrowers {
+		l = tighterLimits(l, u.Limits)
+	}
+	return l
 }
 
 // GrantSet returns the policy's grants anchored to workspace: for a policy

@@ -1,4 +1,4 @@
-package gate
+package policy
 
 import (
 	"errors"
@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/wardenrt/warden/runtime/capability"
-	"github.com/wardenrt/warden/runtime/gate/cmdpattern"
+	"github.com/wardenrt/warden/runtime/policy/cmdpattern"
 	"github.com/wardenrt/warden/runtime/tool"
 )
 
@@ -105,12 +105,12 @@ func FuzzPolicy(f *testing.F) {
 			name = "shell"
 		}
 		facts, progs := fuzzCall(name, command, file, ws)
-		v := p.decide(facts, progs, ws, false)
+		v := p.Decide(facts, progs, ws, false)
 		checkVerdict(t, p, facts, progs, ws, v)
-		if w := again.decide(facts, progs, ws, false); !sameVerdict(v, w) {
+		if w := again.Decide(facts, progs, ws, false); !sameVerdict(v, w) {
 			t.Fatalf("two parses decide differently: %+v / %+v", v, w)
 		}
-		if w := p.decide(facts, progs, ws, false); !sameVerdict(v, w) { // now from the candidates' cache
+		if w := p.Decide(facts, progs, ws, false); !sameVerdict(v, w) { // now from the candidates' cache
 			t.Fatalf("deciding again differs: %+v / %+v", v, w)
 		}
 		for _, r := range p.Rules {
@@ -125,7 +125,7 @@ func FuzzPolicy(f *testing.F) {
 
 		// As an untrusted policy over the trusted base, it only narrows.
 		n, _ := Narrow(base, again)
-		vb, vn := base.decide(facts, progs, ws, false), n.decide(facts, progs, ws, false)
+		vb, vn := base.Decide(facts, progs, ws, false), n.Decide(facts, progs, ws, false)
 		if vb.Deny && !vn.Deny || vb.Approval && !vn.Approval || vb.DryRunFirst && !vn.DryRunFirst || vb.Rule != vn.Rule {
 			t.Fatalf("narrowed, the decision loosened: base %+v, narrowed %+v", vb, vn)
 		}
@@ -152,7 +152,7 @@ func FuzzPolicy(f *testing.F) {
 
 // fuzzCall is a call of tool name that starts command (its words; then
 // what it runs, unseen) and touches file under ws.
-func fuzzCall(name, command, file, ws string) (*callFacts, []tool.Program) {
+func fuzzCall(name, command, file, ws string) (*CallFacts, []tool.Program) {
 	var needs []capability.Need
 	if p := ws + "/" + file; capability.CleanPath(p) {
 		needs = append(needs, capability.Need{Kind: capability.FSWrite, Resource: p})
@@ -160,7 +160,7 @@ func fuzzCall(name, command, file, ws string) (*callFacts, []tool.Program) {
 	if strings.Contains(command, ".") {
 		needs = append(needs, capability.Need{Kind: capability.Net, Resource: strings.Fields(command + " x")[0] + ":443"})
 	}
-	f := newCallFacts([]string{name, "run"}, needs, map[string]any{"method": command, "namespace": file})
+	f := NewCallFacts([]string{name, "run"}, needs, map[string]any{"method": command, "namespace": file})
 	var progs []tool.Program
 	if words := strings.Fields(command); len(words) > 0 {
 		dyn := make([]bool, len(words))
@@ -175,7 +175,7 @@ func fuzzCall(name, command, file, ws string) (*callFacts, []tool.Program) {
 	return f, progs
 }
 
-func fuzzNeeds(progs []tool.Program, f *callFacts) []capability.Need {
+func fuzzNeeds(progs []tool.Program, f *CallFacts) []capability.Need {
 	var needs []capability.Need
 	for _, p := range f.paths {
 		needs = append(needs, capability.Need{Kind: capability.FSRead, Resource: p}, capability.Need{Kind: capability.FSWrite, Resource: p})
@@ -192,7 +192,7 @@ func fuzzNeeds(progs []tool.Program, f *callFacts) []capability.Need {
 // checkVerdict: a decision names a rule for the call's tool that applies
 // to one of its subjects, says what that rule says, and is at least as
 // strict as the first rule of every subject warden can see.
-func checkVerdict(t *testing.T, p *Policy, f *callFacts, progs []tool.Program, ws string, v ruleVerdict) {
+func checkVerdict(t *testing.T, p *Policy, f *CallFacts, progs []tool.Program, ws string, v Verdict) {
 	t.Helper()
 	cands := p.book.candidates(f.names)
 	if v.Rule != nil {
@@ -227,7 +227,7 @@ func checkVerdict(t *testing.T, p *Policy, f *callFacts, progs []tool.Program, w
 	}
 }
 
-func sameVerdict(a, b ruleVerdict) bool {
+func sameVerdict(a, b Verdict) bool {
 	idx := func(r *Rule) int {
 		if r == nil {
 			return -1

@@ -1,4 +1,4 @@
-package gate
+package policy
 
 // Rules that see arguments: a policy rule matches a tool name and, when it
 // says so, what the call does — the programs it starts (command), the paths
@@ -19,7 +19,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/wardenrt/warden/runtime/gate/cmdpattern"
+	"github.com/wardenrt/warden/runtime/policy/cmdpattern"
 	"github.com/wardenrt/warden/runtime/tool"
 
 	"github.com/goccy/go-yaml/ast"
@@ -191,8 +191,8 @@ func (r *Rule) compileMatchers(bad func(at, format string, args ...any)) {
 	}
 }
 
-// callFacts is what rules can see of a call.
-type callFacts struct {
+// CallFacts is what rules can see of a call.
+type CallFacts struct {
 	names  []string // the tool's name and aliases
 	paths  []string // fs needs' paths
 	hosts  []string // net needs' hosts
@@ -200,8 +200,10 @@ type callFacts struct {
 	args   map[string]any
 }
 
-func newCallFacts(names []string, needs []capability.Need, args map[string]any) *callFacts {
-	f := &callFacts{names: names, args: args}
+// NewCallFacts gathers what rules can see of a call of the tool names
+// (its name and aliases) with needs and its decoded arguments.
+func NewCallFacts(names []string, needs []capability.Need, args map[string]any) *CallFacts {
+	f := &CallFacts{names: names, args: args}
 	for _, n := range needs {
 		switch n.Kind {
 		case capability.FSRead, capability.FSWrite:
@@ -233,12 +235,12 @@ func netHost(res string) string {
 
 // matches reports whether the rule applies to a subject: the call f, and
 // prog (nil: the call starts no program). why says which matcher matched.
-func (r *Rule) matches(f *callFacts, prog *tool.Program, ws string) (bool, string) {
+func (r *Rule) matches(f *CallFacts, prog *tool.Program, ws string) (bool, string) {
 	return r.matchesAs(f, prog, ws, cmdpattern.One)
 }
 
 // matchesAs is matches with prog's run-time words matched as mode says.
-func (r *Rule) matchesAs(f *callFacts, prog *tool.Program, ws string, mode cmdpattern.Mode) (bool, string) {
+func (r *Rule) matchesAs(f *CallFacts, prog *tool.Program, ws string, mode cmdpattern.Mode) (bool, string) {
 	m := r.m
 	var why []string
 	if len(m.command) > 0 {
@@ -401,7 +403,7 @@ func seesPaths(cands []*Rule) bool {
 }
 
 // first returns the first candidate that applies to the subject.
-func first(cands []*Rule, f *callFacts, prog *tool.Program, ws string) (*Rule, string) {
+func first(cands []*Rule, f *CallFacts, prog *tool.Program, ws string) (*Rule, string) {
 	for _, r := range cands {
 		if ok, why := r.matches(f, prog, ws); ok {
 			return r, why
@@ -410,8 +412,8 @@ func first(cands []*Rule, f *callFacts, prog *tool.Program, ws string) (*Rule, s
 	return nil, ""
 }
 
-// ruleVerdict is what the rules decide for a call.
-type ruleVerdict struct {
+// Verdict is what the rules decide for a call.
+type Verdict struct {
 	// Rule is the trusted policy's deciding rule (the strictest of the
 	// subjects'), nil when none matched; Why says which matcher matched
 	// and for which program.
@@ -432,9 +434,9 @@ type ruleVerdict struct {
 	Unseen bool
 }
 
-// deciding is the rule to name for the decision: the trusted policy's,
+// Deciding is the rule to name for the decision: the trusted policy's,
 // or the untrusted one's when it is the stricter.
-func (v *ruleVerdict) deciding() (*Rule, string) {
+func (v *Verdict) Deciding() (*Rule, string) {
 	if v.Narrowed != nil && severity(v.Narrowed) > severity(v.Rule) {
 		return v.Narrowed, v.NarrowedWhy
 	}
@@ -464,7 +466,7 @@ func stricter(r, best *Rule) bool {
 
 // strictestOf is, among cands that apply to the subject, the strictest:
 // how an opaque subject is judged.
-func strictestOf(cands []*Rule, f *callFacts, prog *tool.Program, ws string) (*Rule, string) {
+func strictestOf(cands []*Rule, f *CallFacts, prog *tool.Program, ws string) (*Rule, string) {
 	var best *Rule
 	why := ""
 	for _, r := range cands {
@@ -487,7 +489,7 @@ type judged struct {
 // judged: the strictest of the rules that match some expansion of them,
 // up to the first rule that matches whatever they are (which would decide
 // any of its expansions: the rules after it never apply).
-func strictestUnseen(cands []*Rule, f *callFacts, prog *tool.Program, ws string) (*Rule, string) {
+func strictestUnseen(cands []*Rule, f *CallFacts, prog *tool.Program, ws string) (*Rule, string) {
 	var best *Rule
 	why := ""
 	for _, r := range cands {
@@ -511,7 +513,7 @@ func strictestUnseen(cands []*Rule, f *callFacts, prog *tool.Program, ws string)
 // says no later check will see the words a subject knows only at run time
 // (the check as a program starts): such a subject is judged by
 // strictestUnseen.
-func judge(cands []*Rule, f *callFacts, progs []tool.Program, ws string, final bool) judged {
+func judge(cands []*Rule, f *CallFacts, progs []tool.Program, ws string, final bool) judged {
 	var j judged
 	add := func(r *Rule, why string) {
 		if r != nil && r.RequireApproval && !slices.Contains(j.asking, r) {
@@ -551,10 +553,10 @@ func judge(cands []*Rule, f *callFacts, progs []tool.Program, ws string, final b
 	return j
 }
 
-// decide evaluates the policy's rules (and an untrusted workspace policy's
+// Decide evaluates the policy's rules (and an untrusted workspace policy's
 // restrictions) for a call; final as judge's.
-func (p *Policy) decide(f *callFacts, progs []tool.Program, ws string, final bool) ruleVerdict {
-	var v ruleVerdict
+func (p *Policy) Decide(f *CallFacts, progs []tool.Program, ws string, final bool) Verdict {
+	var v Verdict
 	base := judge(p.book.candidates(f.names), f, progs, ws, final)
 	v.Rule, v.Why, v.Asking, v.Unseen = base.rule, base.why, base.asking, base.unseen
 	if v.Rule != nil {
@@ -577,10 +579,10 @@ func (p *Policy) decide(f *callFacts, progs []tool.Program, ws string, final boo
 	return v
 }
 
-// quickDeny is a decision that needs nothing but the tool's name: the first
+// QuickDeny is a decision that needs nothing but the tool's name: the first
 // rule for it (in the policy, or in an untrusted workspace policy's
 // restrictions) denies it whatever the arguments.
-func (p *Policy) quickDeny(names []string) *Rule {
+func (p *Policy) QuickDeny(names []string) *Rule {
 	for _, b := range append([]*Policy{p}, p.narrowers...) {
 		if c := b.book.candidates(names); len(c) > 0 && c[0].Action == ActionDeny && c[0].m.empty() {
 			return c[0]
@@ -589,14 +591,14 @@ func (p *Policy) quickDeny(names []string) *Rule {
 	return nil
 }
 
-// needsPrograms reports whether deciding a call of the tool needs the
-// programs it starts; checksAtRunTime whether the tool must also check,
+// NeedsPrograms reports whether deciding a call of the tool needs the
+// programs it starts; ChecksAtRunTime whether the tool must also check,
 // as it runs, the programs and paths it only learns then.
-func (p *Policy) needsPrograms(names []string) bool {
+func (p *Policy) NeedsPrograms(names []string) bool {
 	return p.anyCandidate(names, needsPrograms)
 }
 
-func (p *Policy) checksAtRunTime(names []string) bool {
+func (p *Policy) ChecksAtRunTime(names []string) bool {
 	return p.anyCandidate(names, func(c []*Rule) bool { return needsPrograms(c) || seesPaths(c) })
 }
 
@@ -609,27 +611,43 @@ func (p *Policy) anyCandidate(names []string, fn func([]*Rule) bool) bool {
 	return false
 }
 
+// truncateText cuts s to at most n bytes of valid UTF-8.
+func truncateText(s string, n int) string {
+	if len(s) > n {
+		s = s[:n]
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
+}
+
 func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
-// callRules lets a tool check, as each program starts or each file opens,
+// CallRules lets a tool check, as each program starts or each file opens,
 // what it did not know before running (words and paths computed at run
 // time).
-type callRules struct {
+type CallRules struct {
 	p  *Policy
-	f  *callFacts
+	f  *CallFacts
 	ws string
 	// approved are the rules whose approval the call got.
 	approved []*Rule
 }
 
+// NewCallRules returns the run-time checks of a call of p in workspace ws
+// with facts f, and approve, which records the rules whose approval the
+// call got: only whoever made the checks can say what was approved.
+func NewCallRules(p *Policy, f *CallFacts, ws string) (cr *CallRules, approve func(rules []*Rule)) {
+	cr = &CallRules{p: p, f: f, ws: ws}
+	return cr, func(rules []*Rule) { cr.approved = rules }
+}
+
 // CheckPrograms checks programs as they start, with their real argv.
-func (cr *callRules) CheckPrograms(ps []tool.Program) *tool.Error {
+func (cr *CallRules) CheckPrograms(ps []tool.Program) *tool.Error {
 	return cr.check(cr.f, ps, ps[0].String())
 }
 
 // CheckPath checks a file the call opens that it only learned of at run
 // time.
-func (cr *callRules) CheckPath(p string) *tool.Error {
+func (cr *CallRules) CheckPath(p string) *tool.Error {
 	f := *cr.f
 	f.paths = []string{p}
 	return cr.check(&f, nil, p)
@@ -637,9 +655,9 @@ func (cr *callRules) CheckPath(p string) *tool.Error {
 
 // It is the last look at what it checks: a word still known only at run
 // time is never seen (an inner script's variable, what xargs reads).
-func (cr *callRules) check(f *callFacts, ps []tool.Program, what string) *tool.Error {
-	v := cr.p.decide(f, ps, cr.ws, true)
-	r, why := v.deciding()
+func (cr *CallRules) check(f *CallFacts, ps []tool.Program, what string) *tool.Error {
+	v := cr.p.Decide(f, ps, cr.ws, true)
+	r, why := v.Deciding()
 	if v.Deny {
 		return tool.Errorf(tool.CodePolicyDenied, "the policy denies this; change its rule to allow it",
 			"%s is denied by %s: %s", what, r.Describe(), why)
