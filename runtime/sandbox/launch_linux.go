@@ -26,9 +26,11 @@ import (
 // runLauncher is the launcher's work (Main): the namespace probe, or
 // the sandbox of one program. It never returns.
 func runLauncher() {
-	launcherParent = os.Getppid()
 	if len(os.Args) == 2 && os.Args[1] == probeArg {
 		probe()
+	}
+	if len(os.Args) == 2 && os.Args[1] == watchArg {
+		serveWatch()
 	}
 	if len(os.Args) == 4 && os.Args[1] == poolArg {
 		err := servePool(os.Args[2], os.Args[3])
@@ -41,9 +43,6 @@ func runLauncher() {
 	}
 	os.Exit(ExitLaunchFailed)
 }
-
-// launcherParent is the launcher's parent when it started: warden.
-var launcherParent int
 
 // launch applies the Spec from the environment to this process and
 // executes path with argv. It returns only on failure: it never starts the
@@ -166,16 +165,6 @@ func execLimited(path string, argv, env []string, as uint64, filter []unix.SockF
 	prefix := "warden sandbox: " + path + ": "
 	debug.SetGCPercent(-1)
 	runtime.LockOSThread()
-	// The program ends with warden: killed when its parent is (the
-	// setting survives execve, and nothing after changes the credentials
-	// that would clear it). Warden gone already, the launcher's parent is
-	// another process, and nothing starts.
-	if _, _, e := syscall.RawSyscall6(unix.SYS_PRCTL, unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0, 0); e != 0 {
-		return fmt.Errorf("parent-death signal: %w", e)
-	}
-	if ppid, _, _ := syscall.RawSyscall(unix.SYS_GETPPID, 0, 0, 0); int(ppid) != launcherParent {
-		return errors.New("warden ended before the program started")
-	}
 	if _, _, e := syscall.RawSyscall6(unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0, 0); e != 0 {
 		return fmt.Errorf("no_new_privs: %w", e)
 	}

@@ -8,6 +8,8 @@ import (
 // second signal, or a command that did not stop within its grace after
 // the first. Each call's own watcher kills its program when the call's
 // context ends; this is for when there is no time left to wait for it.
+// A warden killed outright has no time at all: the watcher process
+// (watch_linux.go) holds the same list and ends them then.
 var live = struct {
 	sync.Mutex
 	groups map[int]string // process group → pids cgroup ("" for none)
@@ -18,6 +20,7 @@ var live = struct {
 func Started(pgid int, group string) {
 	live.Lock()
 	live.groups[pgid] = group
+	watchLocked(watchRecord(pgid, group, true))
 	live.Unlock()
 }
 
@@ -27,6 +30,7 @@ func Started(pgid int, group string) {
 func Ended(pgid int) {
 	live.Lock()
 	delete(live.groups, pgid)
+	watchLocked(watchRecord(pgid, "", false))
 	live.Unlock()
 }
 
@@ -43,6 +47,7 @@ func KillAll() int {
 		_ = KillGroup(pgid)
 		Cleanup(group)
 		delete(live.groups, pgid)
+		watchLocked(watchRecord(pgid, "", false))
 	}
 	return n
 }

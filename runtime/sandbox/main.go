@@ -36,7 +36,7 @@ var mainCalled atomic.Bool
 // Linux there is no launcher: programs are started directly.
 func Main() bool {
 	mainCalled.Store(true)
-	if len(os.Args) > 1 && (os.Args[1] == launcherArg || os.Args[1] == probeArg || os.Args[1] == poolArg) {
+	if len(os.Args) > 1 && (os.Args[1] == launcherArg || os.Args[1] == probeArg || os.Args[1] == poolArg || os.Args[1] == watchArg) {
 		runLauncher()
 	}
 	return false

@@ -383,6 +383,7 @@ const (
 	launcherArg = "__warden-sandbox-exec"
 	probeArg    = "__warden-sandbox-probe"
 	poolArg     = "__warden-sandbox-pool"
+	watchArg    = "__warden-sandbox-watch"
 	specEnv     = "WARDEN_SANDBOX_SPEC"
 )
 
