@@ -20,7 +20,7 @@ var live = struct {
 func Started(pgid int, group string) {
 	live.Lock()
 	live.groups[pgid] = group
-	watchLocked(watchRecord(pgid, group, true))
+	watchLocked(watchRecord(pgid, group, true), true)
 	live.Unlock()
 }
 
@@ -30,7 +30,7 @@ func Started(pgid int, group string) {
 func Ended(pgid int) {
 	live.Lock()
 	delete(live.groups, pgid)
-	watchLocked(watchRecord(pgid, "", false))
+	watchLocked(watchRecord(pgid, "", false), true)
 	live.Unlock()
 }
 
@@ -47,7 +47,7 @@ func KillAll() int {
 		_ = KillGroup(pgid)
 		Cleanup(group)
 		delete(live.groups, pgid)
-		watchLocked(watchRecord(pgid, "", false))
+		watchLocked(watchRecord(pgid, "", false), false)
 	}
 	return n
 }

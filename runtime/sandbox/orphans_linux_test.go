@@ -254,68 +254,228 @@ func TestSweepLeavesTheLiving(t *testing.T) {
 	}
 }
 
-// TestWatcherNeverBlocksWarden: a watcher that stops reading (stopped by
-// a signal: a program below Landlock ABI 6 could send it one) never holds
-// warden up — once its pipe is full it is given up, and the next program
-// starts another, told every program running; that one, when warden's
-// end of its pipe closes, kills them all.
-func TestWatcherNeverBlocksWarden(t *testing.T) {
+// sleeper starts a process in a process group of its own, as a program
+// is, killed and reaped when the test ends.
+func sleeper(t *testing.T) *exec.Cmd {
+	t.Helper()
+	c := exec.Command("/bin/sleep", "1000")
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+	return c
+}
+
+// running reports whether pid is a process that has not ended.
+func running(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	return i > 0 && len(b) > i+2 && b[i+2] != 'Z'
+}
+
+// currentWatcher is the running watcher's pid (0: none).
+func currentWatcher() int {
+	live.Lock()
+	defer live.Unlock()
+	if watcher.to < 0 || watcher.proc == nil {
+		return 0
+	}
+	return watcher.proc.Pid
+}
+
+// endWatcherPipe closes warden's end of the running watcher's pipe, as
+// warden's end does: the watcher must kill what it was told runs.
+func endWatcherPipe() {
+	live.Lock()
+	defer live.Unlock()
+	if watcher.to >= 0 {
+		unix.Close(watcher.to)
+		watcher.to, watcher.proc = -1, nil
+	}
+}
+
+// TestHostileWatcherGivenUp: a watcher that stops reading (stopped by a
+// signal: a program below Landlock ABI 6 could send it one) never holds
+// warden up, and giving it up harms nothing: it is killed before its pipe
+// closes — resumed, it would read the end of its pipe as warden's and
+// kill a live warden's programs, or a stranger that took a forgotten
+// program's process group —, and another starts at once, told every
+// program running, which it kills when warden's end of its pipe closes.
+func TestHostileWatcherGivenUp(t *testing.T) {
 	if !mainCalled.Load() {
 		t.Skip("no launcher binary")
 	}
-	var sleeps []*exec.Cmd
-	for range 2 {
-		c := exec.Command("/bin/sleep", "1000")
-		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer c.Process.Kill()
-		sleeps = append(sleeps, c)
-	}
-	first, second := sleeps[0].Process.Pid, sleeps[1].Process.Pid
-	Started(first, "")
-	defer Ended(first)
-	live.Lock()
-	stopped := watchPid
-	running := watchTo >= 0
-	live.Unlock()
-	if !running {
+	a, b := sleeper(t), sleeper(t)
+	Started(a.Process.Pid, "")
+	defer Ended(a.Process.Pid)
+	stopped := currentWatcher()
+	if stopped == 0 {
 		t.Fatal("no watcher started with the first program")
 	}
 	if err := unix.Kill(stopped, unix.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
 	defer unix.Kill(stopped, unix.SIGKILL)
-	done := make(chan struct{})
+	done := make(chan int)
 	go func() {
-		defer close(done)
-		for range 20000 { // some 200 KB of records: past a pipe's 64 KiB
-			Started(second, "")
-			Ended(second)
+		i := 0
+		for ; i < 100000 && currentWatcher() == stopped; i++ { // past a pipe's 64 KiB
+			Started(b.Process.Pid, "")
+			Ended(b.Process.Pid)
 		}
+		done <- i
 	}()
 	select {
-	case <-done:
+	case i := <-done:
+		t.Logf("the stopped watcher given up after %d programs", i)
 	case <-time.After(2 * time.Minute):
 		t.Fatal("warden blocked writing to a watcher that stopped reading")
 	}
-	// The last Started found no watcher and started one, told both
-	// programs; the last Ended told it the second ended. Tell it again
-	// the second runs, and close warden's end: it must kill both.
-	Started(second, "")
-	live.Lock()
-	if watchPid == stopped || watchTo < 0 {
-		live.Unlock()
-		t.Fatalf("no new watcher after the stopped one was given up (watcher %d, pipe %d)", watchPid, watchTo)
+	if w := currentWatcher(); w == 0 || w == stopped {
+		t.Fatalf("no new watcher at once after the stopped one was given up (now %d)", w)
 	}
-	unix.Close(watchTo)
-	watchTo = -1
-	live.Unlock()
-	Ended(second)
-	for i, c := range sleeps {
+	for i := 0; running(stopped); i++ {
+		if i == 2000 {
+			unix.Kill(stopped, unix.SIGCONT)
+			t.Fatalf("the watcher given up (%d) was not killed", stopped)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !running(a.Process.Pid) {
+		t.Fatal("giving up a watcher killed a live warden's program")
+	}
+	Started(b.Process.Pid, "")
+	endWatcherPipe()
+	Ended(b.Process.Pid)
+	for i, c := range []*exec.Cmd{a, b} {
 		if err := c.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
 			t.Errorf("program %d, told to the new watcher, not killed when warden's end closed: %v", i, err)
 		}
+	}
+}
+
+// TestWatcherEndedIsReplaced: a watcher that ended (killed) is replaced
+// by the next program's start, at once: no program runs unwatched.
+func TestWatcherEndedIsReplaced(t *testing.T) {
+	if !mainCalled.Load() {
+		t.Skip("no launcher binary")
+	}
+	a, b := sleeper(t), sleeper(t)
+	Started(a.Process.Pid, "")
+	defer Ended(a.Process.Pid)
+	w := currentWatcher()
+	if w == 0 {
+		t.Fatal("no watcher")
+	}
+	unix.Kill(w, unix.SIGKILL)
+	for running(w) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	Started(b.Process.Pid, "")
+	if n := currentWatcher(); n == 0 || n == w {
+		Ended(b.Process.Pid)
+		t.Fatalf("after the watcher ended, a program started and none watches it (now %d)", n)
+	}
+	endWatcherPipe()
+	Ended(b.Process.Pid)
+	for i, c := range []*exec.Cmd{a, b} {
+		if err := c.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
+			t.Errorf("program %d not killed by the new watcher: %v", i, err)
+		}
+	}
+}
+
+// TestWatcherToldManyAtOnce: a new watcher told more programs than a pipe
+// holds gets every line (warden waits for room): it does not read a cut
+// end as warden's and kill a live warden's programs.
+func TestWatcherToldManyAtOnce(t *testing.T) {
+	if !mainCalled.Load() {
+		t.Skip("no launcher binary")
+	}
+	b, err := os.ReadFile("/proc/sys/kernel/pid_max")
+	if err != nil {
+		t.Skip(err)
+	}
+	max, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Skip(err)
+	}
+	a := sleeper(t)
+	endWatcherPipe() // a watcher with nothing to kill: ends quietly
+	// Process groups that cannot exist (above pid_max), with long cgroup
+	// names: some 100 KB of lines.
+	long := pidsV1Root + "/" + groupPrefix + "none-" + strings.Repeat("x", 40)
+	live.Lock()
+	for i := range 1200 {
+		live.groups[max+1+i] = long
+	}
+	live.Unlock()
+	defer func() {
+		live.Lock()
+		for i := range 1200 {
+			delete(live.groups, max+1+i)
+		}
+		live.Unlock()
+	}()
+	Started(a.Process.Pid, "")
+	defer Ended(a.Process.Pid)
+	w := currentWatcher()
+	if w == 0 {
+		t.Fatal("no watcher")
+	}
+	time.Sleep(500 * time.Millisecond) // time to misread a cut end, as it did
+	if !running(a.Process.Pid) {
+		t.Fatal("a watcher told many programs at once killed a live warden's program")
+	}
+	if currentWatcher() != w {
+		t.Fatal("the watcher told many programs at once was given up")
+	}
+}
+
+// TestWatcherHoldsNothingOfWardens: a descriptor warden inherited without
+// close-on-exec (a parent's pipe, a socket) does not stay open in its
+// watcher, which outlives warden for a moment.
+func TestWatcherHoldsNothingOfWardens(t *testing.T) {
+	if !mainCalled.Load() {
+		t.Skip("no launcher binary")
+	}
+	f, err := os.CreateTemp(t.TempDir(), "inherited")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := unix.FcntlInt(f.Fd(), unix.F_SETFD, 0); err != nil { // as if inherited
+		t.Fatal(err)
+	}
+	endWatcherPipe()
+	a := sleeper(t)
+	Started(a.Process.Pid, "")
+	defer Ended(a.Process.Pid)
+	w := currentWatcher()
+	if w == 0 {
+		t.Fatal("no watcher")
+	}
+	holds := func() bool {
+		ents, _ := os.ReadDir("/proc/" + strconv.Itoa(w) + "/fd")
+		for _, e := range ents {
+			if l, _ := os.Readlink("/proc/" + strconv.Itoa(w) + "/fd/" + e.Name()); l == f.Name() {
+				return true
+			}
+		}
+		return false
+	}
+	// The watcher closes it as it starts: wait for its pipe to be read.
+	for i := 0; holds(); i++ {
+		if i == 1000 {
+			t.Fatalf("the watcher %d still holds %s, a descriptor of warden's", w, f.Name())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !running(w) {
+		t.Fatal("the watcher ended")
 	}
 }

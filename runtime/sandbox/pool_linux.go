@@ -138,6 +138,7 @@ func Pooled(ctx context.Context, path string, args, env []string, spec Spec) (*L
 		return nil, nil
 	}
 	spec, level := prepare(spec, env)
+	EnsureWatcher() // running before the program is
 	pl, err := takePool(ctx, poolKey{path: lp, ns: spec.Namespaces, netns: spec.NetNS})
 	if pl == nil || err != nil {
 		return nil, err

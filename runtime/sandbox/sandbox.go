@@ -435,6 +435,7 @@ func Command(path string, args, env []string, spec Spec) (*Launch, error) {
 		return nil, fmt.Errorf("sandbox: %q is not an absolute path", path)
 	}
 	spec, level := prepare(spec, env)
+	EnsureWatcher() // running before the program is
 	return command(path, args, spec, level)
 }
 
