@@ -372,7 +372,15 @@ func TestWatcherEndedIsReplaced(t *testing.T) {
 		t.Fatal("no watcher")
 	}
 	unix.Kill(w, unix.SIGKILL)
-	for running(w) {
+	// Gone, reaped: a leader is a zombie while its other threads, which
+	// hold its descriptors (the pipe's read end), are still ending.
+	for i := 0; ; i++ {
+		if _, err := os.Stat("/proc/" + strconv.Itoa(w)); os.IsNotExist(err) {
+			break
+		}
+		if i == 2000 {
+			t.Fatalf("the killed watcher %d was not reaped", w)
+		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	Started(b.Process.Pid, "")
