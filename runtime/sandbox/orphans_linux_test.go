@@ -90,14 +90,11 @@ func TestHostileKilledWardenEndsItsPrograms(t *testing.T) {
 			if group == "" {
 				return
 			}
-			for i := 0; i < 2000; i++ { // the watcher removes it once its last member is reaped
-				if _, err := os.Stat(group); os.IsNotExist(err) {
-					return
-				}
-				time.Sleep(10 * time.Millisecond)
+			// The watcher removes it once its last member is reaped.
+			if !within20s(func() bool { _, err := os.Stat(group); return os.IsNotExist(err) }) {
+				Cleanup(group)
+				t.Fatalf("the killed warden's pids cgroup %s stayed", group)
 			}
-			Cleanup(group)
-			t.Fatalf("the killed warden's pids cgroup %s stayed", group)
 		})
 	}
 }
@@ -298,6 +295,32 @@ func endWatcherPipe() {
 	}
 }
 
+// within20s reports whether cond held within 20 seconds, asked every
+// 10 ms: what a watcher does, it does a moment after it is told.
+func within20s(cond func() bool) bool {
+	for range 2000 {
+		if cond() {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return cond()
+}
+
+// killedWhenPipeEnds closes warden's end of the watcher's pipe, as
+// warden's ending does, with the last program (of progs) told started:
+// the watcher must kill every one of them.
+func killedWhenPipeEnds(t *testing.T, progs ...*exec.Cmd) {
+	t.Helper()
+	endWatcherPipe()
+	Ended(progs[len(progs)-1].Process.Pid)
+	for i, c := range progs {
+		if err := c.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
+			t.Errorf("program %d, told to the watcher, not killed when warden's end of its pipe closed: %v", i, err)
+		}
+	}
+}
+
 // TestHostileWatcherGivenUp: a watcher that stops reading (stopped by a
 // signal: a program below Landlock ABI 6 could send it one) never holds
 // warden up, and giving it up harms nothing: it is killed before its pipe
@@ -338,24 +361,15 @@ func TestHostileWatcherGivenUp(t *testing.T) {
 	if w := currentWatcher(); w == 0 || w == stopped {
 		t.Fatalf("no new watcher at once after the stopped one was given up (now %d)", w)
 	}
-	for i := 0; running(stopped); i++ {
-		if i == 2000 {
-			unix.Kill(stopped, unix.SIGCONT)
-			t.Fatalf("the watcher given up (%d) was not killed", stopped)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !within20s(func() bool { return !running(stopped) }) {
+		unix.Kill(stopped, unix.SIGCONT)
+		t.Fatalf("the watcher given up (%d) was not killed", stopped)
 	}
 	if !running(a.Process.Pid) {
 		t.Fatal("giving up a watcher killed a live warden's program")
 	}
 	Started(b.Process.Pid, "")
-	endWatcherPipe()
-	Ended(b.Process.Pid)
-	for i, c := range []*exec.Cmd{a, b} {
-		if err := c.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
-			t.Errorf("program %d, told to the new watcher, not killed when warden's end closed: %v", i, err)
-		}
-	}
+	killedWhenPipeEnds(t, a, b)
 }
 
 // TestWatcherEndedIsReplaced: a watcher that ended (killed) is replaced
@@ -374,27 +388,15 @@ func TestWatcherEndedIsReplaced(t *testing.T) {
 	unix.Kill(w, unix.SIGKILL)
 	// Gone, reaped: a leader is a zombie while its other threads, which
 	// hold its descriptors (the pipe's read end), are still ending.
-	for i := 0; ; i++ {
-		if _, err := os.Stat("/proc/" + strconv.Itoa(w)); os.IsNotExist(err) {
-			break
-		}
-		if i == 2000 {
-			t.Fatalf("the killed watcher %d was not reaped", w)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !within20s(func() bool { _, err := os.Stat("/proc/" + strconv.Itoa(w)); return os.IsNotExist(err) }) {
+		t.Fatalf("the killed watcher %d was not reaped", w)
 	}
 	Started(b.Process.Pid, "")
 	if n := currentWatcher(); n == 0 || n == w {
 		Ended(b.Process.Pid)
 		t.Fatalf("after the watcher ended, a program started and none watches it (now %d)", n)
 	}
-	endWatcherPipe()
-	Ended(b.Process.Pid)
-	for i, c := range []*exec.Cmd{a, b} {
-		if err := c.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
-			t.Errorf("program %d not killed by the new watcher: %v", i, err)
-		}
-	}
+	killedWhenPipeEnds(t, a, b)
 }
 
 // TestWatcherToldManyAtOnce: a new watcher told more programs than a pipe
@@ -477,11 +479,8 @@ func TestWatcherHoldsNothingOfWardens(t *testing.T) {
 		return false
 	}
 	// The watcher closes it as it starts: wait for its pipe to be read.
-	for i := 0; holds(); i++ {
-		if i == 1000 {
-			t.Fatalf("the watcher %d still holds %s, a descriptor of warden's", w, f.Name())
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !within20s(func() bool { return !holds() }) {
+		t.Fatalf("the watcher %d still holds %s, a descriptor of warden's", w, f.Name())
 	}
 	if !running(w) {
 		t.Fatal("the watcher ended")

@@ -42,8 +42,8 @@ var watcher = struct {
 	proc *os.Process // the watcher, killed when given up
 }{to: -1}
 
-// ensureWatcher starts a watcher, told every program running, when none
-// runs. live is locked.
+// ensureWatcherLocked starts a watcher, told every program running, when
+// none runs. live is locked.
 func ensureWatcherLocked() {
 	if watcher.to >= 0 || !mainCalled.Load() {
 		return // running, or no launcher binary to run it with
